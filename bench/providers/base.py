@@ -1,0 +1,25 @@
+"""The provider contract (DESIGN §4)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bench.types import Completion, Message, ToolSpec
+
+
+class ProviderError(RuntimeError):
+    """The provider failed after its retries: the trial fails with `provider_error`."""
+
+
+class Provider(Protocol):
+    model_id: str
+
+    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
+                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+        """One model call. `cache_breakpoint` = number of leading messages forming the stable
+        prefix (providers that take explicit cache marks put one after it).
+        `stop_reason == "max_tokens"` is returned, not raised: the harness logs it as an
+        `output_truncation` and fails the trial with that reason."""
+        ...
+
+    def close(self) -> None: ...
