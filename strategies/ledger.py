@@ -1,0 +1,107 @@
+"""`ledger`: the context is rebuilt at the head of every step from durable state only.
+
+    stable prefix | step brief | this step's turns
+
+The stable prefix (system + policy, task + plan-time invariants + plan) never changes. The
+brief is a pure function of `State`'s durable fields, in this order:
+
+    INVARIANTS established by completed steps (never summarised, never dropped)
+    REMAINING PLAN
+    CERTIFIED: one line per passed step, naming its check and the tree it passed on
+    TREE: git status / log base..HEAD / diff --stat, read fresh by the harness
+    CURRENT STEP (+ LAST FAILURE)
+    FILES: current contents of the step's touches, within the files budget
+    CONSISTENCY NOTE, when HEAD moved by an outside commit since the last step (drift)
+
+Earlier steps' conversations are not shown at all, so the context at a step's head does
+not grow with the number of turns. Inside a step the turns since the step notice follow
+the brief (the notice itself is not repeated: the brief has CURRENT STEP). Compaction is
+only a backstop inside a step: when the step's turns push the context past
+`threshold × budget` (the trigger `_common.should_compact` shares with `compaction`), the
+harness summarises those turns (the summary's `upto` is always past `step_start`), and
+the summary never crosses into another step.
+
+`requires_handoff`: the harness refuses `submit_step` without notes (the answer to "what
+must later steps not undo?"); they come back as CERTIFIED notes and learned invariants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.types import Message
+from strategies import _brief, _common
+from strategies.base import Built, State, stable_prefix
+
+NAME = "ledger"
+_WHERE = f"strategy {NAME!r} (conf/strategy/{NAME}.yaml)"
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    name: str = NAME
+    files_budget_tokens: int = 4000  # FILES takes at most this many tokens ...
+    files_budget_fraction: float = 0.35  # ... and at most this fraction of the budget
+    notes_cap_chars: int = 400  # each step's notes / learned invariant, as shown
+    threshold: float = 0.75  # within-step compaction backstop, fraction of the budget
+    keep_recent_turns: int = 1  # assistant turns kept verbatim after a backstop summary (0-2)
+    prompt: str = _common.DEFAULT_COMPACTION_PROMPT  # must contain the line [compaction-request]
+
+    def __post_init__(self) -> None:
+        if self.name != NAME:
+            raise _common.config_error(NAME, f"`name` must be {NAME!r}, got {self.name!r}")
+        if self.files_budget_tokens < 0:
+            raise _common.config_error(NAME, f"`files_budget_tokens` must be >= 0, got {self.files_budget_tokens}")
+        _common.check_fraction(NAME, "files_budget_fraction", float(self.files_budget_fraction))
+        if self.notes_cap_chars < 16:
+            raise _common.config_error(NAME, f"`notes_cap_chars` must be >= 16, got {self.notes_cap_chars}")
+        _common.check_fraction(NAME, "threshold", float(self.threshold))
+        _common.check_keep_recent(NAME, self.keep_recent_turns)
+        _common.validate_prompt(self.prompt, _WHERE)
+
+
+class LedgerStrategy:
+    name = NAME
+    requires_handoff = True
+
+    def __init__(self, config: LedgerConfig | None = None) -> None:
+        self.config = config or LedgerConfig()
+
+    def files_budget(self, state: State) -> int:
+        c = self.config
+        return max(0, min(c.files_budget_tokens, int(c.files_budget_fraction * state.budget)))
+
+    def brief(self, state: State) -> str:
+        cap = self.config.notes_cap_chars
+        return _brief.join(f"STEP BRIEF for [step:{state.step.id}] (rebuilt by the harness from durable state; "
+                           "it replaces the conversation of earlier steps)", [
+                               _brief.learned_invariants(state, cap),
+                               _brief.remaining_plan(state),
+                               _brief.certified(state, cap),
+                               _brief.tree(state),
+                               _brief.current_step(state),
+                               _brief.files(state, self.files_budget(state)),
+                               _brief.drift(state),
+                           ])
+
+    def _head(self, state: State) -> list[Message]:
+        return [*stable_prefix(state.task), Message(role="user", content=self.brief(state))]
+
+    def build(self, state: State) -> Built:
+        seg = state.step_start + 1  # the step notice is not repeated: the brief has CURRENT STEP
+        head = self._head(state)
+        cur = _common.live(state, seg, self.config.keep_recent_turns)
+        if cur.summary is not None:
+            head.append(_common.summary_message(cur.summary, " OF THIS STEP"))
+        tail = state.transcript[max(cur.tail, seg):]
+        stable = len(stable_prefix(state.task))
+        total = _common.tokens(head) + _common.tokens(tail)
+        if _common.should_compact(state, total, self.config.threshold, seg, self.config.keep_recent_turns):
+            return Built(messages=tuple(head) + tuple(tail), stable=stable, tokens=total, compact=True)
+        f = _common.fit(head, tail, state.budget)
+        return Built(messages=f.messages, stable=stable, tokens=f.tokens,
+                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+
+    def summary_request(self, state: State) -> tuple[Message, ...]:
+        return _common.summary_request(state, self._head(state), state.step_start + 1,
+                                       self.config.keep_recent_turns, self.config.prompt, " OF THIS STEP")

@@ -1,0 +1,45 @@
+"""`raw`: the whole transcript, every turn.
+
+Context = stable prefix (system + policy, task + plan-time invariants + plan) followed by
+every message since the trial started. When that no longer fits the budget (window minus
+the reply reserve), the oldest whole turns are dropped (an assistant message always goes
+together with its tool results), keeping the stable prefix and the current step notice;
+`Built.dropped` tells the harness to log a `context_truncation`. The model is not told:
+this is the baseline of an agent loop that simply appends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.types import Message
+from strategies import _common
+from strategies.base import Built, State, stable_prefix
+
+
+@dataclass(frozen=True)
+class RawConfig:
+    name: str = "raw"
+
+    def __post_init__(self) -> None:
+        if self.name != "raw":
+            raise _common.config_error("raw", f"`name` must be 'raw', got {self.name!r}")
+
+
+class RawStrategy:
+    name = "raw"
+    requires_handoff = False
+
+    def __init__(self, config: RawConfig | None = None) -> None:
+        self.config = config or RawConfig()
+
+    def build(self, state: State) -> Built:
+        prefix = stable_prefix(state.task)
+        body = state.transcript
+        pin = state.step_start if 0 <= state.step_start < len(body) else None
+        f = _common.fit(prefix, body, state.budget, pin=pin)
+        return Built(messages=f.messages, stable=len(prefix), tokens=f.tokens,
+                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+
+    def summary_request(self, state: State) -> tuple[Message, ...]:
+        raise RuntimeError("the raw strategy never compacts: build() never sets compact=True")

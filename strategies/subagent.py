@@ -1,0 +1,68 @@
+"""`subagent`: each step runs in a fresh conversation seeded with a ledger brief.
+
+    stable prefix | brief from ledger entries | this step's turns
+
+The parent keeps only ledger entries: for every passed step, the entry its conversation
+returned (the `submit_step` notes, hence `requires_handoff`) with the step's diffstat and
+the tree its check passed on. The brief holds those entries, the learned invariants, the
+remaining plan and the current step (+ last failure), and a consistency note when HEAD
+moved by an outside commit. There is no FILES and no TREE: the subagent reads what it
+needs from the repository, so it holds fewer stale beliefs at the price of more reads.
+
+Every conversation is a sequence of ordinary model calls, so the tokens of every one of
+them are counted by the harness like any other call. Inside a step, if the turns no longer
+fit, the oldest are dropped as in `raw` (there is no summariser).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.types import Message
+from strategies import _brief, _common
+from strategies.base import Built, State, stable_prefix
+
+NAME = "subagent"
+
+
+@dataclass(frozen=True)
+class SubagentConfig:
+    name: str = NAME
+    notes_cap_chars: int = 400  # each ledger entry's notes / learned invariant, as shown
+
+    def __post_init__(self) -> None:
+        if self.name != NAME:
+            raise _common.config_error(NAME, f"`name` must be {NAME!r}, got {self.name!r}")
+        if self.notes_cap_chars < 16:
+            raise _common.config_error(NAME, f"`notes_cap_chars` must be >= 16, got {self.notes_cap_chars}")
+
+
+class SubagentStrategy:
+    name = NAME
+    requires_handoff = True
+    fresh_session_per_step = True  # the harness logs a new session id at every step head
+
+    def __init__(self, config: SubagentConfig | None = None) -> None:
+        self.config = config or SubagentConfig()
+
+    def brief(self, state: State) -> str:
+        cap = self.config.notes_cap_chars
+        return _brief.join(f"SUBAGENT BRIEF for [step:{state.step.id}] (a fresh conversation for this step; "
+                           "earlier steps are known only by their ledger entries)", [
+                               _brief.learned_invariants(state, cap),
+                               _brief.remaining_plan(state),
+                               _brief.ledger_entries(state, cap),
+                               _brief.current_step(state),
+                               _brief.drift(state),
+                               "Read the files you need from the repository: none are shown here.",
+                           ])
+
+    def build(self, state: State) -> Built:
+        prefix = stable_prefix(state.task)
+        head = [*prefix, Message(role="user", content=self.brief(state))]
+        f = _common.fit(head, state.transcript[state.step_start + 1:], state.budget)
+        return Built(messages=f.messages, stable=len(prefix), tokens=f.tokens,
+                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+
+    def summary_request(self, state: State) -> tuple[Message, ...]:
+        raise RuntimeError("the subagent strategy never compacts: build() never sets compact=True")

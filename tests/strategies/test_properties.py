@@ -1,0 +1,108 @@
+"""Properties every strategy must have, on scripted 12-step runs (tests/strategies/fixtures.py)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from bench import render
+from bench.tokens import count_messages
+from strategies import STRATEGIES, make_strategy
+from tests.strategies import fixtures as fx
+
+TASK = fx.make_task(n_steps=12)
+SMALL, BIG = 5000, 200_000
+
+
+def dicts(messages):
+    return [m.to_dict() for m in messages]
+
+
+@pytest.fixture(scope="module", params=sorted(STRATEGIES))
+def name(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def traces():
+    out = {}
+    for n in STRATEGIES:
+        for window in (SMALL, BIG):
+            out[n, window] = fx.run(make_strategy({"name": n}), TASK, window=window, drift_before="s05",
+                                    fail_first="s07")
+    return out
+
+
+@pytest.mark.parametrize("window", [SMALL, BIG])
+def test_pure_same_state_same_bytes(name, window, traces):
+    strategy = make_strategy({"name": name})
+    for state, built in zip(traces[name, window].states, traces[name, window].builts, strict=True):
+        again = strategy.build(state)
+        other = make_strategy({"name": name}).build(copy.deepcopy(state))
+        assert dicts(again.messages) == dicts(built.messages) == dicts(other.messages)
+        assert (again.stable, again.tokens, again.dropped) == (built.stable, built.tokens, built.dropped)
+
+
+@pytest.mark.parametrize("window", [SMALL, BIG])
+def test_stable_prefix_is_byte_identical_across_turns_and_holds_policy(name, window, traces):
+    builts = traces[name, window].builts
+    first = dicts(builts[0].messages[:builts[0].stable])
+    assert builts[0].stable == 2
+    for b in builts:
+        assert dicts(b.messages[:b.stable]) == first
+        system, task = b.messages[0].content, b.messages[1].content
+        assert "POLICY" in system and "tests/**" in system
+        assert render.parse_task_id(task) == TASK.task_id
+        assert [i for i, _ in render.parse_invariants(task)] == ["shim", "no-print"]
+
+
+@pytest.mark.parametrize("window", [SMALL, BIG])
+def test_context_is_well_formed(name, window, traces):
+    tr = traces[name, window]
+    for state, b in zip(tr.states, tr.builts, strict=True):
+        assert b.tokens == count_messages(b.messages)
+        seen: set[str] = set()
+        for m in b.messages:  # never a tool result without its call
+            if m.role == "assistant":
+                seen |= {c.id for c in m.tool_calls}
+            if m.role == "tool":
+                assert m.tool_call_id in seen
+        # the model always sees the current step, and it is the last CURRENT STEP header
+        assert render.parse_current_step("\n".join(m.content for m in b.messages)) == state.step.id
+        if b.dropped:
+            assert b.tokens_before_drop > b.tokens
+
+
+def test_small_window_raw_truncates_compaction_compacts(traces):
+    raw, comp = traces["raw", SMALL], traces["compaction", SMALL]
+    assert sum(b.dropped for b in raw.builts) > 0 and not raw.compactions
+    assert len(comp.compactions) >= 3 and sum(b.dropped for b in comp.builts) == 0
+    budget = SMALL - 1000
+    for _turn, before, after in comp.compactions:
+        assert before > 0.75 * budget > after
+    assert max(b.tokens for b in raw.builts) <= budget
+    assert max(b.tokens for b in comp.builts) <= budget
+
+
+def test_big_window_nobody_truncates_or_compacts(name, traces):
+    tr = traces[name, BIG]
+    assert not tr.compactions and not tr.requests
+    assert all(b.dropped == 0 and not b.compact for b in tr.builts)
+
+
+def test_ledger_flat_raw_grows():
+    """Context tokens at each step head: raw grows with every step, ledger stays flat."""
+    raw = fx.run(make_strategy({"name": "raw"}), TASK, window=BIG)
+    led = fx.run(make_strategy({"name": "ledger"}), TASK, window=BIG)
+    raw_heads = [raw.builts[t].tokens for t in raw.step_heads]
+    led_heads = [led.builts[t].tokens for t in led.step_heads]
+    assert all(b > a + 1000 for a, b in zip(raw_heads, raw_heads[1:], strict=False))
+    assert raw_heads[-1] > 6 * raw_heads[1]  # linear in the number of steps
+    # the ledger only grows by a line or two per passed step (certified line, learned invariants)
+    assert max(b - a for a, b in zip(led_heads, led_heads[1:], strict=False)) < 150
+    assert led_heads[-1] < 2 * led_heads[0]
+    assert led_heads[-1] < raw_heads[-1] / 5
+    # within a step the ledger grows only by that step's turns, then resets at the next head
+    per_step = [led.builts[t].tokens for t in range(led.step_heads[5], led.step_heads[6] + 1)]
+    assert per_step[-1] < per_step[-2]
