@@ -1,0 +1,29 @@
+"""`python -m bench [overrides]`: one trial; `python -m bench -m ...`: a sweep."""
+
+from __future__ import annotations
+
+import signal
+
+import hydra
+from omegaconf import DictConfig
+
+from bench.config import CONF_DIR
+
+
+def _terminate(signum, frame):  # a SIGTERM (e.g. from a scheduler) ends the trial as KILLED
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> float:
+    from bench.trial import run
+
+    signal.signal(signal.SIGTERM, _terminate)
+    result = run(cfg)
+    print(f"{result.status}{' (' + result.failure_reason + ')' if result.failure_reason else ''}: "
+          f"{result.turns} turns, run {result.run_id}, events {result.events_path}")
+    return float(result.success)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Hydra composes, this module validates: the DictConfig becomes typed, frozen objects once,
+at the entry point. Each component validates its own group (sandbox, strategy, model);
+this module owns the keys that cross components."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+ROOT = Path(__file__).resolve().parent.parent
+CONF_DIR = ROOT / "conf"
+ARMS = ("baseline", "compaction", "drift", "drift_compaction")
+
+if not OmegaConf.has_resolver("ctxbench_root"):
+    # Paths in the config are built from the project root, never from the working directory.
+    OmegaConf.register_new_resolver("ctxbench_root", lambda: str(ROOT))
+
+
+class ConfigError(ValueError):
+    """A config value is wrong; the message names the key and how to fix it."""
+
+
+def _require(d: Mapping, key: str, where: str) -> Any:
+    if key not in d or d[key] is None:
+        raise ConfigError(f"{where}.{key} is missing: set it in conf/{where}/ or on the command line "
+                          f"({where}.{key}=...)")
+    return d[key]
+
+
+@dataclass(frozen=True)
+class ArmConfig:
+    name: str
+    window: int | None
+    drift: bool
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> ArmConfig:
+        unknown = set(d) - {"name", "window", "drift"}
+        if unknown:
+            raise ConfigError(f"arm has unknown keys {sorted(unknown)}; allowed: name, window, drift")
+        name = _require(d, "name", "arm")
+        if name not in ARMS:
+            raise ConfigError(f"arm.name={name!r} is not one of {', '.join(ARMS)}")
+        window = d.get("window")
+        if window is not None and (not isinstance(window, int) or window < 2048):
+            raise ConfigError(f"arm.window must be null or an integer >= 2048 tokens, got {window!r}")
+        return cls(name=name, window=window, drift=bool(d.get("drift", False)))
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    family: str
+    seed: int
+    size: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> TaskConfig:
+        seed = _require(d, "seed", "task")
+        if not isinstance(seed, int) or seed < 0:
+            raise ConfigError(f"task.seed must be a non-negative integer, got {seed!r}")
+        size = dict(d.get("size") or {})
+        return cls(family=_require(d, "family", "task"), seed=seed, size=tuple(sorted(size.items())))
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_turns: int
+    max_turns_per_step: int
+    trial_timeout_s: float
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> Limits:
+        out = cls(int(_require(d, "max_turns", "limits")), int(_require(d, "max_turns_per_step", "limits")),
+                  float(_require(d, "trial_timeout_s", "limits")))
+        if min(out.max_turns, out.max_turns_per_step) < 1 or out.trial_timeout_s <= 0:
+            raise ConfigError(f"limits must be positive, got {out}")
+        return out
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    uri: str
+    experiment: str
+    artifact_root: str
+    tracing: bool
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> TrackingConfig:
+        uri = str(_require(d, "uri", "tracking"))
+        if not uri.startswith(("sqlite:", "postgresql", "mysql", "http://", "https://", "databricks")):
+            raise ConfigError(f"tracking.uri={uri!r}: this MLflow refuses the file store; use a database "
+                              "URI such as sqlite:////abs/path/mlflow.db, or an http:// tracking server")
+        return cls(uri=uri, experiment=str(_require(d, "experiment", "tracking")),
+                   artifact_root=str(d.get("artifact_root") or ""), tracing=bool(d.get("tracing", False)))
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    """One trial, validated. Component groups stay mappings here and are validated by the
+    component that owns them (strategies.make_strategy, providers.make_provider,
+    sandbox.SandboxConfig) in `bench.trial`."""
+
+    strategy: Mapping[str, Any]
+    arm: ArmConfig
+    task: TaskConfig
+    model: Mapping[str, Any]
+    sandbox: Mapping[str, Any]
+    tracking: TrackingConfig
+    limits: Limits
+    rep: int
+    study: str
+    results_dir: Path
+    resolved: Mapping[str, Any]  # the whole resolved config, for params and artifacts
+    config_hash: str
+
+    @property
+    def run_name(self) -> str:
+        return f"{self.strategy['name']}·{self.arm.name}·{self.task.family}#{self.task.seed}·rep{self.rep}"
+
+
+# Keys that do not change what a trial computes: where results go and how they are tracked.
+_NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment")
+
+
+def config_hash(resolved: Mapping[str, Any]) -> str:
+    semantic = {k: v for k, v in resolved.items() if k not in _NON_SEMANTIC}
+    return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def load(cfg: DictConfig | Mapping) -> TrialConfig:
+    """Validate the composed config into a TrialConfig (the one conversion at the entry point)."""
+    if isinstance(cfg, DictConfig):
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+    else:
+        resolved = dict(cfg)
+    assert isinstance(resolved, dict)
+    resolved.pop("hydra", None)
+    for group in ("strategy", "arm", "task", "model", "sandbox", "tracking", "limits"):
+        if not isinstance(resolved.get(group), Mapping):
+            raise ConfigError(f"config group {group!r} is missing; choose one, e.g. {group}=<option>")
+    rep = resolved.get("rep", 0)
+    if not isinstance(rep, int) or rep < 0:
+        raise ConfigError(f"rep must be a non-negative integer, got {rep!r}")
+    if "name" not in resolved["strategy"]:
+        raise ConfigError("strategy.name is missing; choose strategy=raw|compaction|ledger|subagent")
+    return TrialConfig(
+        strategy=resolved["strategy"], arm=ArmConfig.from_dict(resolved["arm"]),
+        task=TaskConfig.from_dict(resolved["task"]), model=resolved["model"], sandbox=resolved["sandbox"],
+        tracking=TrackingConfig.from_dict(resolved["tracking"]), limits=Limits.from_dict(resolved["limits"]),
+        rep=rep, study=str((resolved.get("study") or {}).get("name", "adhoc")),
+        results_dir=Path(str(resolved.get("results_dir") or ROOT / "results")),
+        resolved=resolved, config_hash=config_hash(resolved),
+    )
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """Compose the real config outside a Hydra app (tests, tools)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=list(overrides or []))

@@ -1,0 +1,127 @@
+"""MLflow logging: one run per trial, grouped under a study parent run, everything batched.
+
+This MLflow refuses the file store; the URI is a database (sqlite by default). `import
+mlflow` costs ~2 s, so it happens once per process, lazily.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bench.config import TrialConfig
+
+MAX_PARAM_CHARS = 500  # MLflow's limit on a param value
+BATCH = 900  # MLflow's log_batch takes at most 1000 metrics
+
+
+def code_version() -> str:
+    """The harness's git commit, with `-dirty` when the working tree differs from it."""
+    import subprocess
+
+    from bench.config import ROOT
+
+    try:
+        sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (sha or "unknown") + ("-dirty" if dirty else "")
+
+
+def _client(uri: str):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = str(v)[:MAX_PARAM_CHARS]
+    return out
+
+
+def _redact(params: dict[str, str]) -> dict[str, str]:
+    # Keys live only in the environment, but a user could still pass one on the command line.
+    return {k: ("<redacted>" if any(s in k.lower() for s in ("api_key", "secret", "token", "password"))
+                and not k.lower().endswith(("_env", "tokens", "max_tokens")) else v) for k, v in params.items()}
+
+
+def experiment_id(client, name: str, artifact_root: str) -> str:
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    try:
+        location = Path(artifact_root).resolve().as_uri() if artifact_root else None
+        return client.create_experiment(name, artifact_location=location)
+    except Exception:  # another process created it first
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mapping | None = None) -> str:
+    """Find or create the study's parent run; a file lock keeps parallel workers from racing."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / ".study.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = client.search_runs([exp_id], filter_string=f"tags.`ctxbench.kind` = 'study' and tags.study = '{study}'",
+                                   max_results=1)
+        if found:
+            return found[0].info.run_id
+        run = client.create_run(exp_id, run_name=f"study·{study}", tags={"ctxbench.kind": "study", "study": study})
+        if config:
+            client.log_dict(run.info.run_id, dict(config), "study_config.yaml")
+        return run.info.run_id
+
+
+class TrialRun:
+    """The MLflow run of one trial. Created RUNNING; ends FINISHED only with a verdict."""
+
+    def __init__(self, cfg: TrialConfig, extra_tags: Mapping[str, str]):
+        self.cfg = cfg
+        self.client = _client(cfg.tracking.uri)
+        exp = experiment_id(self.client, cfg.tracking.experiment, cfg.tracking.artifact_root)
+        tags = {"ctxbench.kind": "trial", "study": cfg.study, "strategy": str(cfg.strategy["name"]),
+                "arm": cfg.arm.name, "task_family": cfg.task.family, "task_seed": str(cfg.task.seed),
+                "rep": str(cfg.rep), "model": str(cfg.model.get("name", "")), "status": "running",
+                "failure_reason": "", "config_hash": cfg.config_hash, "git_sha": code_version(), "pid": str(os.getpid()),
+                "host": os.uname().nodename, **extra_tags}
+        if cfg.study != "adhoc":
+            tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None)
+        run = self.client.create_run(exp, run_name=cfg.run_name, tags=tags)
+        self.run_id = run.info.run_id
+        self.artifact_uri = run.info.artifact_uri
+        from mlflow.entities import Param
+
+        params = [Param(k, v) for k, v in sorted(_redact(flatten(cfg.resolved)).items())]
+        for i in range(0, len(params), 100):
+            self.client.log_batch(self.run_id, params=params[i:i + 100])
+
+    def finish(self, status: str, tags: Mapping[str, str], final: Mapping[str, float],
+               per_turn: list[dict[str, float]], artifacts: Path | None) -> None:
+        """`status` is the MLflow status: FINISHED (a verdict), FAILED (crash) or KILLED."""
+        from mlflow.entities import Metric, RunTag
+
+        now = int(time.time() * 1000)
+        metrics = [Metric(k, float(v), now, 0) for k, v in final.items()]
+        for turn, row in enumerate(per_turn):
+            metrics += [Metric(k, float(v), now, turn) for k, v in row.items()]
+        for i in range(0, len(metrics), BATCH):
+            self.client.log_batch(self.run_id, metrics=metrics[i:i + BATCH])
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        if artifacts is not None and artifacts.exists():
+            self.client.log_artifacts(self.run_id, str(artifacts))
+        self.client.set_terminated(self.run_id, status=status)

@@ -1,0 +1,134 @@
+"""One trial end to end: task, sandbox, strategy, provider, loop, MLflow (DESIGN §2)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+import tasks
+from bench.config import TrialConfig, load
+from bench.events import EventLog
+from bench.loop import LoopSettings, Outcome, TrialFailed, TrialLoop
+from bench.report_run import write_run_md
+from bench.types import sha256_text
+
+log = logging.getLogger("ctxbench")
+
+# Failures of the infrastructure, not of the agent: the run ends FAILED (excluded from the
+# analysis, rerun on resume), never FINISHED with a verdict it did not earn.
+INFRA_FAILURES = {"sandbox_lost", "provider_error", "harness_error", "timeout"}
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    run_id: str
+    status: str  # success | failure | error | killed
+    success: bool
+    failure_reason: str
+    turns: int
+    events_path: Path
+
+
+def run(cfg: DictConfig | TrialConfig) -> TrialResult:
+    tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
+    from bench.providers import make_provider
+    from bench.sandbox import create as create_sandbox
+    from bench.sandbox.base import SandboxConfig, SandboxLost
+    from strategies import make_strategy
+
+    # Validate every group before anything is created, so bad input costs nothing.
+    task = tasks.generate(tcfg.task.family, tcfg.task.seed, **dict(tcfg.task.size))
+    strategy = make_strategy(tcfg.strategy)
+    sandbox_cfg = SandboxConfig.from_dict(tcfg.sandbox)
+    window = tcfg.arm.window or int(tcfg.model["window"])
+    max_output = int(tcfg.model["max_output"])
+
+    from bench.tracking import TrialRun
+
+    nonce = uuid.uuid4().hex[:8]
+    run = TrialRun(tcfg, {"task_id": task.task_id})
+    out_dir = tcfg.results_dir / "trials" / f"{tcfg.config_hash}-{nonce}"
+    events = EventLog(out_dir / "events.jsonl")
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(dict(tcfg.resolved))))
+    started = time.monotonic()
+    outcome, status, mlflow_status, reason = Outcome(), "error", "FAILED", "harness_error"
+    sandbox = provider = None
+    final_diff = ""
+    try:
+        provider = make_provider(tcfg.model)
+        sandbox = create_sandbox(sandbox_cfg, dict(task.files), f"{tcfg.config_hash}-{nonce}",
+                                 labels={"ctxbench.study": tcfg.study, "ctxbench.run_id": run.run_id})
+        events.append("trial_start", 0, trial_id=tcfg.config_hash, task_id=task.task_id,
+                      strategy=tcfg.strategy["name"], arm=tcfg.arm.name, model=tcfg.model.get("name"),
+                      rep=tcfg.rep, seed=tcfg.task.seed * 1000 + tcfg.rep, window=window,
+                      max_output=max_output, base_commit=sandbox.base_commit, config_hash=tcfg.config_hash)
+        settings = LoopSettings(window=window, max_output=max_output, max_turns=tcfg.limits.max_turns,
+                                max_turns_per_step=tcfg.limits.max_turns_per_step,
+                                deadline=started + tcfg.limits.trial_timeout_s,
+                                seed=tcfg.task.seed * 1000 + tcfg.rep, drift=tcfg.arm.drift,
+                                exec_timeout_s=sandbox_cfg.exec_timeout_s)
+        loop = TrialLoop(task, sandbox, strategy, provider, events, settings)
+        try:
+            outcome = loop.run()
+            status, mlflow_status, reason = "success", "FINISHED", ""
+        except TrialFailed as exc:
+            outcome = loop.out
+            reason = exc.reason
+            status, mlflow_status = ("error", "FAILED") if reason in INFRA_FAILURES else ("failure", "FINISHED")
+        finally:
+            outcome = loop.out
+        outcome.final_tree_sha = sandbox.tree_sha()
+        final_diff = sandbox.git("diff", sandbox.base_commit)
+    except SandboxLost as exc:
+        reason = "sandbox_lost"
+        events.append("error", outcome.turns, reason=reason, detail=str(exc)[:500])
+    except KeyboardInterrupt:
+        status, mlflow_status, reason = "killed", "KILLED", "interrupted"
+        raise
+    except Exception as exc:
+        from bench.providers.base import ProviderError
+
+        reason = "provider_error" if isinstance(exc, ProviderError) else "harness_error"
+        events.append("error", outcome.turns, reason=reason, detail=f"{type(exc).__name__}: {exc}"[:2000])
+        if reason == "harness_error":
+            log.exception("trial crashed")
+    finally:
+        outcome.turns = len(outcome.per_turn)
+        outcome.failure_reason = reason
+        wall = time.monotonic() - started
+        events.append("trial_end", outcome.turns, success=status == "success", status=status,
+                      failure_reason=reason, steps_passed=outcome.steps_passed,
+                      final_tree_sha=outcome.final_tree_sha, t={"wall_s": round(wall, 3)})
+        events.close()
+        (out_dir / "events.jsonl.sha256").write_text(sha256_text((out_dir / "events.jsonl").read_text()) + "\n")
+        (out_dir / "final.diff").write_text(final_diff)
+        write_run_md(out_dir / "RUN.md", tcfg, task, outcome, status, events.records)
+        for closer in (sandbox, provider):
+            try:
+                if closer is not None:
+                    closer.close(interrupted=status == "killed") if closer is sandbox else closer.close()
+            except Exception:  # cleanup must never mask the trial's own outcome
+                log.warning("cleanup failed", exc_info=True)
+        run.finish(mlflow_status, tags={"status": status, "failure_reason": reason,
+                                        "final_tree_sha": outcome.final_tree_sha,
+                                        "events_sha256": (out_dir / "events.jsonl.sha256").read_text().strip()},
+                   final=final_metrics(outcome, wall), per_turn=outcome.per_turn, artifacts=out_dir)
+    log.info("%s: %s%s in %d turns", tcfg.run_name, status, f" ({reason})" if reason else "", outcome.turns)
+    return TrialResult(run.run_id, status, status == "success", reason, outcome.turns, out_dir / "events.jsonl")
+
+
+def final_metrics(o: Outcome, wall_s: float) -> dict[str, float]:
+    u = o.usage
+    prompt = u.prompt
+    return {
+        "success": float(o.success), "steps_passed": o.steps_passed, "first_failed_step": o.first_failed_step,
+        "turns": o.turns, "tokens_input_total": prompt, "tokens_output_total": u.output,
+        "tokens_cache_read_total": u.cache_read, "tokens_cache_write_total": u.cache_write,
+        "cache_hit_ratio": (u.cache_read / prompt) if prompt else 0.0, "cost_usd": o.cost_usd,
+        "latency_s": o.latency_s, "wall_s": wall_s, **{k: float(v) for k, v in o.counts.items()},
+    }
