@@ -20,6 +20,9 @@ def main(cfg: DictConfig) -> float:
 
     signal.signal(signal.SIGTERM, _terminate)
     result = run(cfg)
+    if result.skipped:
+        print(f"skipped: already finished as run {result.run_id} ({result.status}); resume=false reruns it")
+        return float(result.success)
     print(f"{result.status}{' (' + result.failure_reason + ')' if result.failure_reason else ''}: "
           f"{result.turns} turns, run {result.run_id}, events {result.events_path}")
     return float(result.success)

@@ -118,6 +118,7 @@ class TrialConfig:
     results_dir: Path
     resolved: Mapping[str, Any]  # the whole resolved config, for params and artifacts
     config_hash: str
+    resume: bool = True
 
     @property
     def run_name(self) -> str:
@@ -125,7 +126,7 @@ class TrialConfig:
 
 
 # Keys that do not change what a trial computes: where results go and how they are tracked.
-_NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment")
+_NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment", "resume")
 
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
@@ -155,7 +156,7 @@ def load(cfg: DictConfig | Mapping) -> TrialConfig:
         tracking=TrackingConfig.from_dict(resolved["tracking"]), limits=Limits.from_dict(resolved["limits"]),
         rep=rep, study=str((resolved.get("study") or {}).get("name", "adhoc")),
         results_dir=Path(str(resolved.get("results_dir") or ROOT / "results")),
-        resolved=resolved, config_hash=config_hash(resolved),
+        resolved=resolved, config_hash=config_hash(resolved), resume=bool(resolved.get("resume", True)),
     )
 
 

@@ -4,6 +4,7 @@ certifying a step from an observed exit code, and checking standing invariants."
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 
 from bench.events import EventLog
@@ -80,12 +81,23 @@ class CheckOutcome:
     timed_out: bool
 
 
+_ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?s\b")
+
+
+def scrub(output: str) -> str:
+    """Drop wall-clock figures (pytest's "in 0.41s") from model-visible output: they differ
+    run to run, and a context that differs by them would break common random numbers and
+    byte-identical logs (DESIGN §8.6)."""
+    return _ELAPSED.sub("in <elapsed>", output)
+
+
 def run_check(sandbox: Sandbox, log: EventLog, turn: int, step_id: str, command: str) -> CheckOutcome:
     res = sandbox.exec(command)
     passed = res.exit_code == 0 and not res.timed_out
+    output = scrub(res.output)
     log.append("check", turn, step=step_id, command=command, exit_code=res.exit_code, timed_out=res.timed_out,
-               output=res.output[-FAILURE_TAIL_CHARS:], t={"duration_s": round(res.duration_s, 4)})
-    return CheckOutcome(passed, res.exit_code, res.output, res.duration_s, res.timed_out)
+               output=output[-FAILURE_TAIL_CHARS:], t={"duration_s": round(res.duration_s, 4)})
+    return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out)
 
 
 def learn(step: Step, submitted: list[str], learned: tuple[Invariant, ...]) -> tuple[Invariant, ...]:
@@ -122,6 +134,8 @@ def check_invariants(sandbox: Sandbox, log: EventLog, turn: int, invariants: lis
         return 0
     script = "; ".join(f"( {inv.check} ) >/dev/null 2>&1; echo \"__inv {inv.id} $?\"" for inv in invariants)
     res = sandbox.exec(script)
+    log.append("check", turn, step="invariants", command=script, exit_code=res.exit_code,
+               timed_out=res.timed_out, output="", t={"duration_s": round(res.duration_s, 4)})
     codes = {}
     for line in res.output.splitlines():
         if line.startswith("__inv "):

@@ -15,6 +15,7 @@ from typing import Any
 
 from bench.render import file_block
 from bench.sandbox.base import Sandbox
+from bench.steps import scrub
 
 MAX_GREP_LINES = 200
 
@@ -123,7 +124,7 @@ class Tools:
         violation = self._restore_protected()
         if violation:
             head += f"\nPOLICY: the command changed protected files, restored: {violation}"
-        return ToolOutcome(f"{head}\n{res.output}", ok=res.exit_code == 0, policy_violation=violation)
+        return ToolOutcome(f"{head}\n{scrub(res.output)}", ok=res.exit_code == 0, policy_violation=violation)
 
     def _restore_protected(self) -> str | None:
         current = set(self.sandbox.list_files())

@@ -87,6 +87,38 @@ def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mappin
         return run.info.run_id
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def previous_runs(cfg: TrialConfig) -> list:
+    """Runs of this study with this config hash. RUNNING ones whose process is gone (killed
+    with SIGKILL, machine rebooted) are marked KILLED first, so they are rerun, not counted."""
+    client = _client(cfg.tracking.uri)
+    exp = client.get_experiment_by_name(cfg.tracking.experiment)
+    if exp is None:
+        return []
+    runs = client.search_runs([exp.experiment_id], filter_string=(
+        f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
+        "and tags.`ctxbench.kind` = 'trial'"))
+    host = os.uname().nodename
+    for r in runs:
+        tags = r.data.tags
+        if r.info.status == "RUNNING" and tags.get("host") == host and not _alive(int(tags.get("pid", "0") or 0)):
+            client.set_tag(r.info.run_id, "status", "killed")
+            client.set_tag(r.info.run_id, "failure_reason", "interrupted")
+            client.set_terminated(r.info.run_id, status="KILLED")
+    return client.search_runs([exp.experiment_id], filter_string=(
+        f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
+        "and tags.`ctxbench.kind` = 'trial'"))
+
+
 class TrialRun:
     """The MLflow run of one trial. Created RUNNING; ends FINISHED only with a verdict."""
 

@@ -32,6 +32,7 @@ class TrialResult:
     failure_reason: str
     turns: int
     events_path: Path
+    skipped: bool = False
 
 
 def run(cfg: DictConfig | TrialConfig) -> TrialResult:
@@ -48,7 +49,16 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
     window = tcfg.arm.window or int(tcfg.model["window"])
     max_output = int(tcfg.model["max_output"])
 
-    from bench.tracking import TrialRun
+    from bench.tracking import TrialRun, previous_runs
+
+    if tcfg.resume:
+        done = [r for r in previous_runs(tcfg) if r.info.status == "FINISHED"]
+        if done:
+            r = done[0]
+            log.info("%s: already finished in study %s (run %s), skipped", tcfg.run_name, tcfg.study, r.info.run_id)
+            return TrialResult(r.info.run_id, r.data.tags.get("status", ""), r.data.tags.get("status") == "success",
+                               r.data.tags.get("failure_reason", ""), int(r.data.metrics.get("turns", 0)),
+                               Path(""), skipped=True)
 
     nonce = uuid.uuid4().hex[:8]
     run = TrialRun(tcfg, {"task_id": task.task_id})

@@ -1,0 +1,40 @@
+"""Sandboxes: where model-generated code and step checks run (DESIGN.md §8.2).
+
+    sb = create(SandboxConfig.from_dict(cfg.sandbox), task.repo, trial_id)
+    try:
+        sb.exec("python -m pytest -q tests/test_step1.py", timeout=60)
+    finally:
+        sb.close()
+
+`kind=docker` (default) isolates the code in a container; `kind=local` is an UNSAFE
+debugging backend. Neither backend imports docker-py until it is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .base import ExecResult, Sandbox, SandboxConfig, SandboxLost
+
+__all__ = ["ExecResult", "Sandbox", "SandboxConfig", "SandboxLost", "create", "sweep"]
+
+
+def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
+           labels: Mapping[str, str] | None = None) -> Sandbox:
+    """Make the working copy (files committed as `base_commit`) and start the sandbox."""
+    if cfg.kind == "docker":
+        from . import docker
+
+        return docker.create(cfg, files, trial_id, labels)
+    if cfg.kind == "local":
+        from . import local
+
+        return local.create(cfg, files, trial_id, labels)
+    raise ValueError(f"unknown sandbox kind {cfg.kind!r}; expected 'docker' or 'local'")
+
+
+def sweep(label_selector: dict[str, str] | None = None) -> int:
+    """Remove leaked ctxbench containers (all, or those matching every label); returns the count."""
+    from . import docker
+
+    return docker.sweep(label_selector)

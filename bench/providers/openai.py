@@ -1,0 +1,68 @@
+"""OpenAI Chat Completions provider, also for OpenAI-compatible endpoints via `model.base_url`
+(vLLM, Ollama, llama.cpp server, Kimi/Moonshot, DeepSeek).
+
+Streams with `stream_options.include_usage` so the final chunk carries usage; OpenAI's prompt
+caching is automatic and read back from `prompt_tokens_details.cached_tokens` (see
+_openai_wire.usage_from_wire for the normalisation). The reply cap is sent as
+`max_completion_tokens` to OpenAI itself and as `max_tokens` to compatible endpoints (which
+all accept that one; not all accept the newer name). The SDK is imported lazily.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from bench.providers import _openai_wire as wire
+from bench.providers._config import RealModelConfig
+from bench.providers._http import HttpProvider, StreamResult
+from bench.types import Message, ToolSpec, Usage
+
+
+class OpenAIProvider(HttpProvider):
+    provider_name = "openai"
+
+    def __init__(self, settings: RealModelConfig, *, sleep: Any = time.sleep) -> None:
+        super().__init__(settings, sleep=sleep)
+        import openai
+
+        kwargs: dict[str, Any] = {"api_key": self._secret, "max_retries": 0, "timeout": settings.timeout_s}
+        if settings.base_url:
+            kwargs["base_url"] = settings.base_url
+        self._client = openai.OpenAI(**kwargs)
+
+    @classmethod
+    def from_config(cls, model_cfg: Mapping[str, Any], **kwargs: Any) -> OpenAIProvider:
+        return cls(RealModelConfig.from_mapping(model_cfg, "openai"), **kwargs)
+
+    def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], max_tokens: int, seed: int,
+               cache_breakpoint: int | None) -> dict[str, Any]:
+        # No explicit cache marks: OpenAI caches the longest previously seen prefix by itself.
+        body: dict[str, Any] = {"model": self.model_id, "messages": wire.to_wire(messages), "seed": seed,
+                                "stream_options": {"include_usage": True}}
+        body["max_tokens" if self.settings.base_url else "max_completion_tokens"] = max_tokens
+        if tools:
+            body["tools"] = wire.tools_to_wire(tools)
+        return body
+
+    def _stream(self, body: dict[str, Any], start: float, messages: tuple[Message, ...]) -> StreamResult:
+        acc = wire.ChunkAccumulator(start, time.monotonic)
+        stream = self._client.chat.completions.create(**body, stream=True)
+        try:
+            for chunk in stream:
+                acc.feed(chunk)
+        finally:
+            stream.close()
+        return acc.result(lambda: _estimate(messages, acc))
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _estimate(messages: tuple[Message, ...], acc: wire.ChunkAccumulator) -> Usage:
+    """Local cl100k counts, for endpoints that send no usage (flagged `usage_estimated`)."""
+    from bench.tokens import count_messages, count_text
+
+    out = count_text("".join(acc.text)) + sum(count_text(s["name"] + s["arguments"]) for s in acc.calls.values())
+    return Usage(input=count_messages(messages), output=out)

@@ -1,0 +1,104 @@
+"""Parameters of the simulated model, validated by name.
+
+Every parameter is documented in `conf/model/sim.yaml` (what it controls, which published
+observation it models). Here they are only typed and range-checked: a missing or unknown key
+is a ValueError that names the key, because a silently defaulted parameter would make a study
+measure something other than what its config says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+
+
+@dataclass(frozen=True)
+class SimParams:
+    # Recall (DESIGN §6): p = recall_max * rot(L) * (1 - dip(L) * bump(r)), or recall_recent near the end.
+    recall_max: float
+    recall_recent: float
+    recent_tokens: int
+    rot_max_drop: float
+    rot_half_tokens: float
+    rot_shape: float
+    middle_dip: float
+    middle_shape: float
+    middle_half_tokens: float
+    # Action.
+    p_tempt: float
+    p_stale_replace_fail: float
+    p_stale_clobber: float
+    max_attempts: int
+    max_edit_retries: int
+    max_failure_reads: int
+    # Summariser: per-kind retention.
+    retain_plan: float
+    retain_task_invariant: float
+    retain_invariant: float
+    retain_fact: float
+    retain_check: float
+    # Prefix cache.
+    cache_block_tokens: int
+    cache_min_tokens: int
+    cache_ttl_s: float
+    # Latency: ttft = a + b*uncached + c*cached; latency = ttft + output * decode.
+    latency_base_s: float
+    latency_s_per_uncached_token: float
+    latency_s_per_cached_token: float
+    decode_s_per_token: float
+
+    @classmethod
+    def from_mapping(cls, params: Mapping[str, Any]) -> SimParams:
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise ValueError(f"unknown sim parameter {unknown[0]!r} in model.params "
+                             f"(known: {', '.join(names)})")
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in params:
+                raise ValueError(f"missing sim parameter {f.name!r} in model.params "
+                                 "(see conf/model/sim.yaml for its meaning)")
+            raw = params[f.name]
+            if isinstance(raw, bool) or not isinstance(raw, int | float):
+                raise ValueError(f"sim parameter {f.name!r} must be a number, got {raw!r}")
+            if f.type == "int" and raw != int(raw):
+                raise ValueError(f"sim parameter {f.name!r} must be an integer, got {raw!r}")
+            values[f.name] = int(raw) if f.type == "int" else float(raw)
+        out = cls(**values)
+        out._check_ranges()
+        return out
+
+    def _check_ranges(self) -> None:
+        unit = ("recall_max", "recall_recent", "rot_max_drop", "middle_dip", "p_tempt",
+                "p_stale_replace_fail", "p_stale_clobber", "retain_plan", "retain_task_invariant",
+                "retain_invariant", "retain_fact", "retain_check")
+        for name in unit:
+            v = getattr(self, name)
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"sim parameter {name!r} is a probability in [0, 1], got {v}")
+        for f in fields(self):
+            if f.name not in unit and getattr(self, f.name) < 0:
+                raise ValueError(f"sim parameter {f.name!r} must be >= 0, got {getattr(self, f.name)}")
+        for name in ("rot_half_tokens", "middle_half_tokens", "cache_block_tokens", "max_attempts"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"sim parameter {name!r} must be > 0, got {getattr(self, name)}")
+
+
+def parse_price(price: Mapping[str, Any]) -> dict[str, float]:
+    """USD per million tokens for input, output, cache reads and cache writes."""
+    unknown = sorted(set(price) - set(PRICE_KEYS))
+    if unknown:
+        raise ValueError(f"unknown price key {unknown[0]!r} in model.price (known: {', '.join(PRICE_KEYS)})")
+    out = {}
+    for key in PRICE_KEYS:
+        if key not in price:
+            raise ValueError(f"missing price key {key!r} in model.price (USD per million tokens)")
+        v = price[key]
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            raise ValueError(f"model.price.{key} must be a number >= 0, got {v!r}")
+        out[key] = float(v)
+    return out

@@ -1,0 +1,299 @@
+"""Docker backend: one long-lived, locked-down container per trial; commands run via exec.
+
+The container sees only the trial's working copy (bind-mounted at /work; the git dir stays
+on the host, see base.py), has no network, capped memory/cpu/pids, no capabilities, no
+privilege escalation, a read-only rootfs with a tmpfs /tmp, and runs as the host user's uid
+so that whatever it writes stays removable by the harness.
+
+Speed: an exec is three engine round trips (create, start, inspect) on one reused client,
+like the `docker exec` CLI. The start request is sent on a raw unix socket because docker-py
+reads upgraded streams past its own HTTP buffer and can silently lose the first output
+frames (docker/docker-py#3332); here the bytes after the response headers are kept.
+`docker` is imported lazily so that importing bench never needs docker-py or an engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import re
+import shutil
+import socket
+import struct
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost, WorkingCopy
+
+log = logging.getLogger(__name__)
+
+GRACE_S = 2.0  # host-side guard: how long past the in-container timeout we keep waiting
+_MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec, so it can be killed
+_FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id, 3 pad, size
+_KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "' + _MARK + '=$1" "$d/environ" '
+                '&& kill -9 "${d#/proc/}" 2>/dev/null; done; true')
+_SENTINEL = b"\0ctxbench-exec-completed\n"
+_WRAPPER = 'timeout -s KILL "$1" sh -c "$2"; rc=$?; printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
+_clients: dict[int, Any] = {}
+
+
+def dockerpy() -> Any:
+    """docker-py, imported on first use. Through importlib because, to mypy, the repo's own
+    docker/ directory (the Dockerfile) is a namespace package that shadows docker-py."""
+    return importlib.import_module("docker")
+
+
+def _client() -> Any:
+    """One docker client per process (a forked worker must not share the parent's sockets)."""
+    docker = dockerpy()
+    pid = os.getpid()
+    if pid not in _clients:
+        try:
+            client = docker.from_env(timeout=120)
+            client.ping()
+        except docker.errors.DockerException as e:
+            raise SandboxLost(f"Docker engine unreachable ({e}); run scripts/ensure_docker.sh") from e
+        _clients.clear()
+        _clients[pid] = client
+    return _clients[pid]
+
+
+def _engine_errors() -> tuple[type[BaseException], ...]:
+    import requests
+
+    return (dockerpy().errors.DockerException, requests.exceptions.RequestException, OSError)
+
+
+def _unix_socket_path() -> str | None:
+    host = os.environ.get("DOCKER_HOST", "")
+    if not host:
+        return "/var/run/docker.sock"
+    return host[len("unix://"):] if host.startswith("unix://") else None
+
+
+class DockerSandbox(WorkingCopy):
+    """A trial's sandbox: host working copy + container. See the module docstring."""
+
+    def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
+                 labels: Mapping[str, str] | None = None) -> None:
+        super().__init__(trial_id, files)
+        self._cfg = cfg
+        try:
+            container = self._run_container(labels)
+        except BaseException:
+            self._remove_tree()
+            raise
+        self._id: str = container.id
+        self._api = _client().api
+        self._sock_path = _unix_socket_path()
+        log.debug("sandbox %s: container %s, workdir %s", trial_id, self._id[:12], self.workdir)
+
+    def _run_container(self, labels: Mapping[str, str] | None) -> Any:
+        docker = dockerpy()
+        cfg = self._cfg
+        client = _client()
+        slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", self.trial_id)[:40]
+        try:
+            return client.containers.run(
+                cfg.image, ["sleep", "infinity"], detach=True,
+                name=f"ctxbench-{slug}-{uuid.uuid4().hex[:8]}",
+                labels={**(labels or {}), "ctxbench": "1", "ctxbench.trial": self.trial_id},
+                user=f"{os.getuid()}:{os.getgid()}", working_dir="/work",
+                network_mode="none", mem_limit=cfg.memory, memswap_limit=cfg.memory,
+                nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
+                init=True,  # tini as pid 1: signals work, zombies are reaped, stop is instant
+                cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                read_only=True, tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777"},
+                mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind")],
+            )
+        except docker.errors.ImageNotFound as e:
+            raise RuntimeError(f"sandbox image {cfg.image!r} not found; build it with `make docker` "
+                               "(scripts/build_image.sh)") from e
+        except docker.errors.DockerException as e:
+            raise SandboxLost(f"could not start the sandbox container: {e}") from e
+
+    @property
+    def container_id(self) -> str:
+        return self._id
+
+    def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
+        if self._closed:
+            raise SandboxLost(f"sandbox {self.trial_id} is closed")
+        limit = self._cfg.exec_timeout_s if timeout is None else float(timeout)
+        if not limit > 0:
+            raise ValueError(f"timeout must be > 0, got {timeout!r}")
+        errors = _engine_errors()
+        marker = uuid.uuid4().hex
+        # `timeout -s KILL` kills the command's whole process group inside the container;
+        # `exec 2>&1` merges the command's stderr into stdout at the fd, so the order is its own.
+        # The outer shell then reports on the (otherwise unused) stderr stream that it finished:
+        # without that sentinel, a 137 means the whole container died, not just the command.
+        argv = ["sh", "-c", _WRAPPER, "ctxbench", f"{limit:.3f}", "exec 2>&1\n" + cmd]
+        tail = OutputTail(self._cfg.output_limit_chars)
+        start = time.monotonic()
+        try:
+            exec_id = self._api.exec_create(self._id, argv, workdir="/work",
+                                            environment=[f"{_MARK}={marker}"])["Id"]
+            sock, first = self._start(exec_id)
+        except errors as e:
+            raise self._lost(e) from e
+        try:
+            finished, err = _pump(sock, first, tail, start + limit + GRACE_S)
+        except OSError as e:
+            raise self._lost(e) from e
+        finally:
+            sock.close()
+        duration = time.monotonic() - start
+        completed = _SENTINEL in err  # the rest of stderr is the wrapper's noise ("Killed")
+        if finished:
+            if not completed:
+                self._check_alive(wait_s=2.0)  # the engine may record the death a moment later
+            exit_code = self._exit_code(exec_id)
+            timed_out = exit_code in (124, 137) and duration >= limit
+        else:  # the stream outlived timeout + grace (the engine hung, or stdout is held open)
+            exit_code, timed_out = 137, True
+        if timed_out:
+            # `timeout` kills only its own process group; whatever escaped it with setsid still
+            # carries this exec's env marker.
+            self._kill_marked(marker)
+            self._check_alive()
+        return ExecResult(exit_code, tail.text(), duration, timed_out)
+
+    def _start(self, exec_id: str) -> tuple[socket.socket, bytes]:
+        if self._sock_path is None:  # tcp/ssh engines: docker-py's socket (has the #3332 race)
+            s = self._api.exec_start(exec_id, socket=True)
+            return getattr(s, "_sock", s), b""
+        body = b'{"Detach":false,"Tty":false}'
+        head = (f"POST /v{self._api.api_version}/exec/{exec_id}/start HTTP/1.1\r\nHost: docker\r\n"
+                "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(60)
+            sock.connect(self._sock_path)
+            sock.sendall(head + body)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = sock.recv(65536)
+                if not chunk or len(buf) > 65536:
+                    raise ConnectionError("engine closed the exec stream before answering")
+                buf += chunk
+            header, rest = buf.split(b"\r\n\r\n", 1)
+            status = header.split(b"\r\n", 1)[0].decode("latin-1")
+            if status.split()[1:2] not in (["101"], ["200"]):
+                raise ConnectionError(f"exec start refused: {status}: {rest[:300]!r}")
+            return sock, rest
+        except BaseException:
+            sock.close()
+            raise
+
+    def _exit_code(self, exec_id: str) -> int:
+        errors = _engine_errors()
+        for _ in range(400):  # the stream can end a moment before the engine records the exit
+            try:
+                info = self._api.exec_inspect(exec_id)
+            except errors as e:
+                raise self._lost(e) from e
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            time.sleep(0.005)
+        return -1
+
+    def _kill_marked(self, marker: str) -> None:
+        try:
+            kid = self._api.exec_create(self._id, ["sh", "-c", _KILL_MARKED, "sh", marker])["Id"]
+            self._api.exec_start(kid)
+        except _engine_errors() as e:
+            log.warning("sandbox %s: could not kill timed-out processes: %s", self.trial_id, e)
+
+    def _check_alive(self, wait_s: float = 0.0) -> None:
+        """Raise SandboxLost unless the container still runs; poll up to wait_s for it to stop."""
+        until = time.monotonic() + wait_s
+        while True:
+            try:
+                state = self._api.inspect_container(self._id)["State"]
+            except _engine_errors() as e:
+                raise self._lost(e) from e
+            if not state.get("Running"):
+                raise SandboxLost(f"sandbox {self.trial_id}: container {self._id[:12]} is "
+                                  f"{state.get('Status')} (exit {state.get('ExitCode')}, "
+                                  f"oom_killed={state.get('OOMKilled')})")
+            if time.monotonic() >= until:
+                return
+            time.sleep(0.02)
+
+    def _lost(self, e: BaseException) -> SandboxLost:
+        return SandboxLost(f"sandbox {self.trial_id}: container {self._id[:12]} lost: {e}")
+
+    def close(self, interrupted: bool = False) -> None:
+        """Remove the container and the working copy. Idempotent; never raises for a gone container."""
+        if self._closed:
+            return
+        try:
+            self._api.remove_container(self._id, force=True)
+        except Exception as e:  # NotFound (already swept) or engine gone: the dir goes anyway
+            if type(e).__name__ != "NotFound":
+                log.warning("sandbox %s: could not remove container %s: %s", self.trial_id, self._id[:12], e)
+        log.debug("sandbox %s closed (interrupted=%s)", self.trial_id, interrupted)
+        super().close(interrupted)
+
+
+def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) -> tuple[bool, bytes]:
+    """Demultiplex the exec stream until EOF (True) or the deadline (False): stdout frames go
+    to `tail`, stderr frames (only the wrapper writes there) are returned, capped."""
+    pending, err = bytearray(first), bytearray()
+    while True:
+        while len(pending) >= _FRAME.size:
+            stream, size = _FRAME.unpack_from(pending)
+            if len(pending) < _FRAME.size + size:
+                break
+            chunk = bytes(pending[_FRAME.size:_FRAME.size + size])
+            if stream == 2 and len(err) < 65536:
+                err += chunk
+            else:
+                tail.feed(chunk)
+            del pending[:_FRAME.size + size]
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False, bytes(err)
+        sock.settimeout(remaining)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            return False, bytes(err)
+        if not data:
+            return True, bytes(err)
+        pending += data
+
+
+def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
+           labels: Mapping[str, str] | None = None) -> DockerSandbox:
+    return DockerSandbox(cfg, files, trial_id, labels)
+
+
+def sweep(label_selector: Mapping[str, str] | None = None) -> int:
+    """Force-remove ctxbench containers (all, or those matching every label) and their leaked
+    working copies; returns how many containers were removed. 0 if no engine is reachable."""
+    try:
+        client = _client()
+    except SandboxLost as e:
+        log.warning("sweep skipped: %s", e)
+        return 0
+    selector = ["ctxbench=1"] + [f"{k}={v}" for k, v in sorted((label_selector or {}).items())]
+    removed = 0
+    for c in client.api.containers(all=True, filters={"label": selector}):
+        try:
+            client.api.remove_container(c["Id"], force=True)
+            removed += 1
+        except _engine_errors() as e:
+            if type(e).__name__ != "NotFound":
+                log.warning("sweep: could not remove %s: %s", c["Id"][:12], e)
+            continue
+        for m in c.get("Mounts") or []:  # a SIGKILLed harness leaves its temp dir behind too
+            root = os.path.dirname(m.get("Source", ""))
+            if m.get("Destination") == "/work" and os.path.basename(root).startswith("ctxbench-sbx-"):
+                shutil.rmtree(root, ignore_errors=True)
+    return removed

@@ -1,0 +1,128 @@
+"""UNSAFE local backend: commands run as plain host subprocesses in the trial's working copy.
+
+There is no isolation at all: no network, memory, cpu or pids limits, and the code runs
+with the harness's own privileges and filesystem view. It exists so the harness can be
+debugged on a machine without Docker, with the `sim`/`oracle` models whose "generated code"
+is known. Never the default; never use it with a real model.
+
+What it does keep from the contract: the same host-side working copy and out-of-tree git
+dir (base.py), the per-command timeout (the whole process session is SIGKILLed, plus any
+process that escaped it, found by an env marker), merged and tail-truncated output, and an
+environment stripped of the host's variables so API keys do not leak into the commands.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost, WorkingCopy
+
+log = logging.getLogger(__name__)
+
+_MARK = "CTXBENCH_EXEC"
+_SESSION = "CTXBENCH_SANDBOX"
+DRAIN_S = 2.0  # after the shell exits, how long background jobs may still write to the output
+
+
+class LocalSandbox(WorkingCopy):
+    """UNSAFE: runs commands directly on the host. See the module docstring."""
+
+    def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
+                 labels: Mapping[str, str] | None = None) -> None:
+        super().__init__(trial_id, files)
+        self._cfg = cfg
+        self._home = self._root / "home"  # outside the working copy, so nothing lands in the tree
+        self._home.mkdir()
+        self._session = uuid.uuid4().hex  # tags every process of this sandbox, for close()
+        log.warning("sandbox %s: kind=local runs model-generated code on the HOST without any "
+                    "isolation (UNSAFE; debugging only)", trial_id)
+
+    def _env(self, marker: str) -> dict[str, str]:
+        # The harness's own interpreter first on PATH, so `python -m pytest` works like in the image.
+        path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+        return {"PATH": path, "HOME": str(self._home), "TMPDIR": str(self._home), "LANG": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", _MARK: marker,
+                _SESSION: self._session}
+
+    def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
+        if self._closed:
+            raise SandboxLost(f"sandbox {self.trial_id} is closed")
+        limit = self._cfg.exec_timeout_s if timeout is None else float(timeout)
+        if not limit > 0:
+            raise ValueError(f"timeout must be > 0, got {timeout!r}")
+        marker = uuid.uuid4().hex
+        tail = OutputTail(self._cfg.output_limit_chars)
+        start = time.monotonic()
+        deadline = start + limit
+        proc = subprocess.Popen(["sh", "-c", "exec 2>&1\n" + cmd], cwd=self.workdir, env=self._env(marker),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # its own process group, killable as one
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        timed_out = False
+        drain_until = deadline
+        try:
+            while True:
+                remaining = drain_until - time.monotonic()
+                if remaining <= 0:
+                    timed_out = drain_until == deadline
+                    break
+                # Poll the shell's exit too: a background job can hold stdout open forever.
+                if not select.select([fd], [], [], min(remaining, 0.1))[0]:
+                    if drain_until == deadline and proc.poll() is not None:
+                        # Like the Docker engine: stop reading shortly after the command exits.
+                        drain_until = min(deadline, time.monotonic() + DRAIN_S)
+                    continue
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                tail.feed(data)
+            if not timed_out:
+                try:  # stdout closed, but the shell itself may still run (`exec >&-; sleep 99`)
+                    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+        finally:
+            if timed_out:
+                _kill(proc.pid, f"{_MARK}={marker}")
+            proc.stdout.close()
+            proc.wait()
+        duration = time.monotonic() - start
+        code = 137 if timed_out else proc.returncode
+        return ExecResult(128 - code if code < 0 else code, tail.text(), duration, timed_out)
+
+    def close(self, interrupted: bool = False) -> None:
+        """Kill whatever the commands left running (background jobs), then remove the copy."""
+        if not self._closed:
+            _kill(None, f"{_SESSION}={self._session}")
+        super().close(interrupted)
+
+
+def _kill(pgid: int | None, env_entry: str) -> None:
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    # Children that called setsid() left the group; they still carry the env marker.
+    needle = env_entry.encode()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+
+
+def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
+           labels: Mapping[str, str] | None = None) -> LocalSandbox:
+    return LocalSandbox(cfg, files, trial_id, labels)
