@@ -96,7 +96,7 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
         final_diff = sandbox.git("diff", sandbox.base_commit)
     except SandboxLost as exc:
         reason = "sandbox_lost"
-        events.append("error", outcome.turns, reason=reason, detail=str(exc)[:500])
+        events.append("error", len(outcome.per_turn), reason=reason, detail=str(exc)[:500])
     except KeyboardInterrupt:
         status, mlflow_status, reason = "killed", "KILLED", "interrupted"
         raise
@@ -104,7 +104,8 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
         from bench.providers.base import ProviderError
 
         reason = "provider_error" if isinstance(exc, ProviderError) else "harness_error"
-        events.append("error", outcome.turns, reason=reason, detail=f"{type(exc).__name__}: {exc}"[:2000])
+        events.append("error", len(outcome.per_turn), reason=reason,
+                      detail=f"{type(exc).__name__}: {exc}"[:2000])
         if reason == "harness_error":
             log.exception("trial crashed")
     finally:

@@ -125,6 +125,8 @@ class DockerSandbox(WorkingCopy):
         limit = self._cfg.exec_timeout_s if timeout is None else float(timeout)
         if not limit > 0:
             raise ValueError(f"timeout must be > 0, got {timeout!r}")
+        if "\0" in cmd:
+            raise ValueError("command contains a NUL byte")
         errors = _engine_errors()
         marker = uuid.uuid4().hex
         # `timeout -s KILL` kills the command's whole process group inside the container;

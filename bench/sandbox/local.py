@@ -59,6 +59,8 @@ class LocalSandbox(WorkingCopy):
         limit = self._cfg.exec_timeout_s if timeout is None else float(timeout)
         if not limit > 0:
             raise ValueError(f"timeout must be > 0, got {timeout!r}")
+        if "\0" in cmd:
+            raise ValueError("command contains a NUL byte")
         marker = uuid.uuid4().hex
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()

@@ -62,15 +62,22 @@ def test_oracle_trial_succeeds_logs_curves_and_verifies(trial_cfg, tmp_path):
 
 
 class _KillAfter:
-    """Wraps the real provider; kills the trial's container from outside on call `n`."""
+    """Wraps the real provider; kills this trial's container (only it) from outside on call `n`."""
 
-    def __init__(self, inner, n):
+    def __init__(self, inner, n, config_hash):
         self.inner, self.n, self.calls, self.model_id = inner, n, 0, inner.model_id
+        self.config_hash = config_hash
 
     def complete(self, *a, **kw):
         self.calls += 1
         if self.calls == self.n:
-            subprocess.run("docker ps -q --filter label=ctxbench=1 | xargs -r docker kill", shell=True, check=True)
+            listing = subprocess.run(["docker", "ps", "--filter", "label=ctxbench=1", "--format",
+                                      '{{.ID}} {{.Label "ctxbench.trial"}}'],
+                                     capture_output=True, text=True, check=True).stdout
+            mine = [cid for cid, trial in (line.split() for line in listing.splitlines())
+                    if trial.startswith(self.config_hash)]
+            assert len(mine) == 1
+            subprocess.run(["docker", "kill", *mine], check=True, capture_output=True)
         return self.inner.complete(*a, **kw)
 
     def close(self):
@@ -81,8 +88,8 @@ def test_container_killed_mid_run_is_sandbox_lost_and_leaves_nothing(trial_cfg, 
     import bench.providers as providers
 
     real = providers.make_provider
-    monkeypatch.setattr(providers, "make_provider", lambda cfg: _KillAfter(real(cfg), 3))
     tcfg = trial_cfg("model=oracle")
+    monkeypatch.setattr(providers, "make_provider", lambda cfg: _KillAfter(real(cfg), 3, tcfg.config_hash))
     result = run(tcfg)
     assert (result.status, result.failure_reason) == ("error", "sandbox_lost")
     _, (mrun,) = _runs(tcfg)

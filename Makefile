@@ -1,0 +1,53 @@
+# ctxbench entry points. CI runs `make test` through .ci/run.
+#   make setup   venv + Docker engine + sandbox image (idempotent, fast when done)
+#   make test    setup, lint, then the whole test suite with Docker tests required
+#   make demo    a small study end to end, then the report
+#   make bench   sandbox/harness micro-benchmarks
+
+SHELL := /bin/bash
+# Prefer python3.11 (the version pinned by CI); any python3 >= 3.11 works.
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
+VENV := .venv
+BIN := $(VENV)/bin
+# Stamp inside the venv: reinstall only when pyproject.toml changes or the venv is deleted.
+STAMP := $(VENV)/.ctxbench-installed
+
+.DEFAULT_GOAL := setup
+.PHONY: venv docker setup lint test demo bench
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "make venv: no python3.11/python3 on PATH" >&2; exit 1; }
+	@# Debian's python3 ships without ensurepip unless python3-venv is installed.
+	@if ! $(PYTHON) -c 'import ensurepip' 2>/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; \
+	  else echo "make venv: $(PYTHON) has no venv support; install python3-venv" >&2; exit 1; fi; \
+	fi
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+docker:
+	scripts/ensure_docker.sh
+	scripts/build_image.sh
+
+setup: venv docker
+
+lint: venv
+	$(BIN)/ruff check bench tasks strategies analysis tests
+	$(BIN)/mypy bench strategies
+
+test: setup lint
+	CTXBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q
+
+demo: setup
+	$(BIN)/python -m bench -m experiment=demo
+	$(BIN)/python -m analysis.report
+	@echo
+	@echo "Browse the runs:  $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/results/mlflow.db"
+	@echo "Read the report:  $(CURDIR)/results/report/index.md  (or index.html in a browser)"
+
+bench: setup
+	$(BIN)/python -m bench.benchmark

@@ -1,0 +1,302 @@
+"""DockerSandbox against a real engine and the real sandbox image (CI: CTXBENCH_REQUIRE_DOCKER=1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.sandbox import SandboxConfig, SandboxLost, create, sweep
+from bench.sandbox.docker import DockerSandbox, dockerpy
+
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_ready")]
+
+FILES = {
+    "README.md": "# demo\n",
+    "pkg/__init__.py": "",
+    "pkg/core.py": "def add(a, b):\n    return a + b\n",
+    "tests/test_core.py": "from pkg.core import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+}
+
+
+def _client() -> Any:
+    return dockerpy().from_env()  # not the sandbox's own client: tests call it from other threads
+
+
+def _make(cfg: SandboxConfig, labels: Mapping[str, str] | None = None) -> DockerSandbox:
+    sb = create(cfg, FILES, f"test-{uuid.uuid4().hex[:8]}", labels)
+    assert isinstance(sb, DockerSandbox)
+    return sb
+
+
+@pytest.fixture
+def sb(sandbox_cfg: SandboxConfig) -> Iterator[DockerSandbox]:
+    box = _make(sandbox_cfg)
+    yield box
+    box.close()
+
+
+def _processes(sb: DockerSandbox) -> str:
+    return sb.exec("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done").output
+
+
+def test_exec_runs_in_work_and_sees_files(sb: DockerSandbox) -> None:
+    r = sb.exec("pwd; cat pkg/core.py")
+    assert (r.exit_code, r.timed_out) == (0, False)
+    assert r.output.splitlines()[0] == "/work"
+    assert "def add(a, b):" in r.output
+
+
+def test_exec_merges_stderr_and_returns_exit_code(sb: DockerSandbox) -> None:
+    r = sb.exec("echo out; echo err >&2; echo out2; exit 3")
+    assert r.exit_code == 3
+    assert r.output == "out\nerr\nout2\n"
+    assert sb.exec("no-such-command").exit_code == 127
+
+
+def test_checks_run_and_see_host_writes(sb: DockerSandbox) -> None:
+    r = sb.exec("python3 -m pytest -q tests")
+    assert r.exit_code == 0, r.output
+    assert "1 passed" in r.output
+    sb.write_file("pkg/core.py", "def add(a, b):\n    return a - b\n")
+    assert sb.exec("python3 -m pytest -q tests").exit_code == 1
+
+
+def test_network_is_none(sb: DockerSandbox) -> None:
+    probe = ("import socket\nprint(sorted(n for _, n in socket.if_nameindex()))\n"
+             "try:\n    socket.create_connection(('192.0.2.1', 80), timeout=3)\n    print('CONNECTED')\n"
+             "except OSError as e:\n    print('blocked', e)\n")
+    sb.write_file("probe.py", probe)
+    r = sb.exec("python3 probe.py")
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[0] == "['lo']"
+    assert "blocked" in r.output and "CONNECTED" not in r.output
+
+
+def test_timeout_kills_the_command(sb: DockerSandbox) -> None:
+    t0 = time.monotonic()
+    r = sb.exec("echo started; sleep 30", timeout=1)
+    assert time.monotonic() - t0 < 3.0
+    assert r.timed_out and r.exit_code in (124, 137)
+    assert r.output == "started\n"
+    assert "sleep 30" not in _processes(sb)
+    assert sb.exec("true").exit_code == 0  # the container survives
+
+
+def test_timeout_also_kills_processes_that_left_the_group(sb: DockerSandbox) -> None:
+    t0 = time.monotonic()
+    r = sb.exec("setsid sleep 31 & sleep 30", timeout=1)
+    assert time.monotonic() - t0 < 4.5
+    assert r.timed_out and r.exit_code in (124, 137)
+    left = _processes(sb)
+    assert "sleep 31" not in left and "sleep 30" not in left
+
+
+def test_default_timeout_comes_from_config(sandbox_cfg: SandboxConfig) -> None:
+    box = _make(dataclasses.replace(sandbox_cfg, exec_timeout_s=1.0))
+    try:
+        r = box.exec("sleep 30")
+        assert r.timed_out and r.duration_s < 3.0
+    finally:
+        box.close()
+
+
+def test_output_is_tail_truncated(sandbox_cfg: SandboxConfig) -> None:
+    box = _make(dataclasses.replace(sandbox_cfg, output_limit_chars=1000))
+    try:
+        r = box.exec("seq 1 200000")
+    finally:
+        box.close()
+    full = "".join(f"{i}\n" for i in range(1, 200001))
+    assert r.exit_code == 0 and len(r.output) <= 1000
+    marker, kept = r.output.split("\n", 1)
+    assert full.endswith(kept) and kept.endswith("200000\n") and len(kept) > 800
+    cut = int(re.search(r"first (\d+) characters", marker).group(1))  # type: ignore[union-attr]
+    assert cut == len(full) - len(kept)
+
+
+def test_killed_container_raises_sandbox_lost(sb: DockerSandbox) -> None:
+    _client().containers.get(sb.container_id).kill()
+    with pytest.raises(SandboxLost):
+        sb.exec("true")
+    sb.close()  # still cleans up
+    assert not sb.workdir.exists()
+
+
+def test_container_killed_mid_exec_raises_sandbox_lost(sb: DockerSandbox) -> None:
+    killer = threading.Timer(0.5, lambda: _client().containers.get(sb.container_id).kill())
+    killer.start()
+    t0 = time.monotonic()
+    with pytest.raises(SandboxLost):
+        sb.exec("sleep 20", timeout=30)
+    killer.join()
+    assert time.monotonic() - t0 < 10
+
+
+def test_close_removes_container_and_workdir(sandbox_cfg: SandboxConfig) -> None:
+    box = _make(sandbox_cfg)
+    flt = {"label": [f"ctxbench.trial={box.trial_id}"]}
+    assert len(_client().containers.list(all=True, filters=flt)) == 1
+    assert box.workdir.is_dir()
+    box.close()
+    box.close()  # idempotent
+    assert _client().containers.list(all=True, filters=flt) == []
+    assert not box.workdir.exists()
+    with pytest.raises(SandboxLost):
+        box.exec("true")
+
+
+def test_sweep_removes_leaked_containers(sandbox_cfg: SandboxConfig) -> None:
+    tag = uuid.uuid4().hex
+    leaked = [_make(sandbox_cfg, {"ctxbench.test": tag}) for _ in range(2)]
+    assert sweep({"ctxbench.test": "something-else"}) == 0
+    assert sweep({"ctxbench.test": tag}) == 2
+    assert _client().containers.list(all=True, filters={"label": [f"ctxbench.test={tag}"]}) == []
+    for box in leaked:
+        assert not box.workdir.exists()  # the leaked working copy goes too
+        with pytest.raises(SandboxLost):
+            box.exec("true")
+        box.close()
+
+
+def test_paths_escaping_or_into_git_are_refused(sb: DockerSandbox) -> None:
+    for bad in ("../outside", "/etc/passwd", "pkg/../../outside", ".git/config", "pkg/.git/x", "", "."):
+        with pytest.raises(ValueError):
+            sb.read_file(bad)
+        with pytest.raises(ValueError):
+            sb.write_file(bad, "x")
+    with pytest.raises(FileNotFoundError):
+        sb.read_file("missing.txt")
+    with pytest.raises(FileNotFoundError):
+        sb.delete_file("missing.txt")
+    assert sb.read_file("pkg/../README.md") == "# demo\n"
+
+
+def test_symlinks_made_in_the_container_are_refused(sb: DockerSandbox) -> None:
+    passwd = Path("/etc/passwd").read_text()
+    r = sb.exec("ln -s /etc/passwd x && ln -s /etc d && ln -s /etc/hostname pkg/h && mkfifo fifo")
+    assert r.exit_code == 0, r.output
+    for path in ("x", "d/passwd", "pkg/h", "fifo"):
+        with pytest.raises(ValueError):
+            sb.read_file(path)
+    for path in ("x", "d/ctxbench-pwned", "d/sub/ctxbench-pwned"):
+        with pytest.raises(ValueError):
+            sb.write_file(path, "pwned\n")
+    with pytest.raises(ValueError):
+        sb.delete_file("x")
+    assert Path("/etc/passwd").read_text() == passwd
+    assert not Path("/etc/ctxbench-pwned").exists() and not Path("/etc/sub").exists()
+
+
+def test_file_ops_are_visible_in_the_container(sb: DockerSandbox) -> None:
+    sb.write_file("new/deep/f.txt", "ünïcode\n")
+    assert sb.exec("cat new/deep/f.txt").output == "ünïcode\n"
+    sb.exec("mkdir -p pkg/__pycache__ && echo x > pkg/__pycache__/core.pyc && echo y > made_inside.txt")
+    assert sb.list_files() == ["README.md", "made_inside.txt", "new/deep/f.txt", "pkg/__init__.py",
+                               "pkg/core.py", "tests/test_core.py"]
+    sb.delete_file("new/deep/f.txt")
+    assert sb.exec("test -e new/deep/f.txt").exit_code == 1
+    assert "new/deep/f.txt" not in sb.list_files()
+
+
+def test_git_metadata_never_lives_in_the_working_copy(sb: DockerSandbox) -> None:
+    assert sb.exec("test -e /work/.git").exit_code == 1
+    pwned = sb.workdir / "PWNED"
+    hook = f"#!/bin/sh\ntouch {pwned}\n"
+    sb.write_file("hook.sh", hook)
+    r = sb.exec("for d in .git/hooks sub/.git/hooks; do mkdir -p $d && cp hook.sh $d/pre-commit "
+                "&& chmod +x $d/pre-commit; done; printf '[core]\\n\\thooksPath = .git/hooks\\n' > .git/config;"
+                " echo data > sub/file.txt")
+    assert r.exit_code == 0, r.output
+    sha = sb.commit("with planted hooks", "Agent <agent@example.com>")
+    assert not pwned.exists()
+    assert not (sb.workdir / ".git").exists() and not (sb.workdir / "sub" / ".git").exists()
+    assert "sub/file.txt" in sb.git("ls-tree", "-r", "--name-only", sha).split()
+
+
+def test_commits_are_deterministic(sandbox_cfg: SandboxConfig) -> None:
+    a, b = _make(sandbox_cfg), _make(sandbox_cfg)
+    try:
+        assert a.base_commit == b.base_commit
+        for box in (a, b):
+            box.write_file("pkg/core.py", "def add(a, b):\n    return b + a\n")
+        sha_a = a.commit("step 1", "Agent <agent@example.com>")
+        assert sha_a == b.commit("step 1", "Agent <agent@example.com>")
+        assert sha_a != a.base_commit
+        assert a.commit("step 2", "Agent <agent@example.com>") != b.commit("step 2b", "Agent <agent@example.com>")
+        assert a.git("log", "-1", "--format=%an <%ae>|%s").strip() == "Agent <agent@example.com>|step 2"
+        assert set(a.git("log", "--format=%at %ct").split("\n")) == {"946684800 946684800", ""}  # fixed dates
+        with pytest.raises(ValueError):
+            a.commit("bad author", "no email")
+    finally:
+        a.close()
+        b.close()
+
+
+def test_tree_sha_tracks_uncommitted_content(sandbox_cfg: SandboxConfig) -> None:
+    a, b = _make(sandbox_cfg), _make(sandbox_cfg)
+    try:
+        t0 = a.tree_sha()
+        assert t0 == a.git("rev-parse", "HEAD^{tree}").strip() == b.tree_sha()
+        a.write_file("README.md", "# changed\n")
+        t1 = a.tree_sha()
+        assert t1 != t0
+        assert a.git("status", "--porcelain").strip() == "M README.md"  # the real index is untouched
+        b.exec("printf '# changed\\n' > README.md")
+        assert b.tree_sha() == t1
+        a.exec("mkdir -p pkg/__pycache__ && echo x > pkg/__pycache__/core.pyc && touch new.txt")
+        t2 = a.tree_sha()
+        assert t2 != t1
+        a.exec("rm new.txt")
+        assert a.tree_sha() == t1 == a.tree_sha()
+        a.write_file("README.md", "# demo\n")
+        assert a.tree_sha() == t0
+    finally:
+        a.close()
+        b.close()
+
+
+def test_container_is_locked_down(sb: DockerSandbox, sandbox_cfg: SandboxConfig) -> None:
+    attrs = _client().containers.get(sb.container_id).attrs
+    hc = attrs["HostConfig"]
+    assert hc["Memory"] == 512 * 1024 * 1024 == hc["MemorySwap"]
+    assert hc["PidsLimit"] == sandbox_cfg.pids_limit
+    assert hc["NanoCpus"] == int(sandbox_cfg.cpus * 1e9)
+    assert hc["NetworkMode"] == "none"
+    assert hc["CapDrop"] == ["ALL"] and "no-new-privileges" in hc["SecurityOpt"]
+    assert hc["Init"] is True and hc["ReadonlyRootfs"] is True
+    assert [(m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]] == [
+        ("bind", str(sb.workdir), "/work", True)]
+    assert attrs["Config"]["Labels"]["ctxbench"] == "1"
+    assert attrs["Config"]["Labels"]["ctxbench.trial"] == sb.trial_id
+    assert sb.exec("touch /etc/x").exit_code != 0  # read-only rootfs
+    assert sb.exec("touch /tmp/x").exit_code == 0
+
+
+def test_limits_are_enforced(sb: DockerSandbox) -> None:
+    sb.write_file("forks.py", "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
+                  "            time.sleep(3)\n            os._exit(0)\n        n += 1\n"
+                  "except OSError:\n    print('forks', n)\n")
+    r = sb.exec("python3 forks.py", timeout=20)
+    n = int(r.output.split()[-1])
+    assert 0 < n < 256, r.output
+    r = sb.exec("python3 -c \"b = b'x' * (900 * 1024 * 1024); print('ALLOCATED')\"", timeout=60)
+    assert r.exit_code != 0 and "ALLOCATED" not in r.output
+    assert sb.exec("true").exit_code == 0  # the OOM kill hit the command, not the container
+
+
+def test_same_base_commit_as_local_backend(sandbox_cfg: SandboxConfig) -> None:
+    box = _make(sandbox_cfg)
+    local = create(dataclasses.replace(sandbox_cfg, kind="local"), FILES, "test-local-twin")
+    try:
+        assert box.base_commit == local.base_commit and box.tree_sha() == local.tree_sha()
+    finally:
+        box.close()
+        local.close()

@@ -1,0 +1,191 @@
+"""LocalSandbox (UNSAFE backend) and the backend-independent parts of the sandbox contract.
+
+No Docker needed: this file always runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from omegaconf import DictConfig, OmegaConf
+
+from bench.sandbox import Sandbox, SandboxConfig, create
+from bench.sandbox.base import OutputTail
+from bench.sandbox.local import LocalSandbox
+
+REPO = Path(__file__).resolve().parents[3]
+FILES = {
+    "README.md": "# demo\n",
+    "pkg/__init__.py": "",
+    "pkg/core.py": "def add(a, b):\n    return a + b\n",
+    "tests/test_core.py": "from pkg.core import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+}
+
+
+@pytest.fixture(scope="module")
+def local_cfg() -> SandboxConfig:
+    node = OmegaConf.load(REPO / "conf" / "sandbox" / "local.yaml")
+    assert isinstance(node, DictConfig)
+    return SandboxConfig.from_dict(node)
+
+
+@pytest.fixture
+def sb(local_cfg: SandboxConfig) -> Iterator[LocalSandbox]:
+    box = create(local_cfg, FILES, "local-test")
+    assert isinstance(box, LocalSandbox)
+    yield box
+    box.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+# -- config ------------------------------------------------------------------------------------
+def test_both_group_files_validate(local_cfg: SandboxConfig, sandbox_cfg: SandboxConfig) -> None:
+    assert (local_cfg.kind, sandbox_cfg.kind) == ("local", "docker")
+    assert {f.name for f in dataclasses.fields(SandboxConfig)} == set(
+        OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "sandbox" / "docker.yaml")))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"kind": "podman"}, "kind"), ({"memory": "lots"}, "memory"), ({"pids_limit": True}, "pids_limit"),
+    ({"pids_limit": 2.5}, "pids_limit"), ({"cpus": 0}, "cpus"), ({"exec_timeout_s": "10"}, "exec_timeout_s"),
+    ({"output_limit_chars": 10}, "output_limit_chars"), ({"image": ""}, "image"), ({"colour": "red"}, "colour"),
+])
+def test_bad_config_names_the_key(sandbox_cfg: SandboxConfig, change: dict, key: str) -> None:
+    d = {**dataclasses.asdict(sandbox_cfg), **change}
+    with pytest.raises(ValueError, match=key) as err:
+        SandboxConfig.from_dict(d)
+    assert "conf/sandbox" in str(err.value)
+
+
+def test_missing_key_is_named(sandbox_cfg: SandboxConfig) -> None:
+    d = dataclasses.asdict(sandbox_cfg)
+    del d["pids_limit"]
+    with pytest.raises(ValueError, match="missing.*pids_limit"):
+        SandboxConfig.from_dict(d)
+
+
+# -- output truncation -------------------------------------------------------------------------
+def test_output_tail_keeps_the_end_and_counts_the_cut() -> None:
+    text = "".join(f"line {i} ü€😀\n" for i in range(50000))
+    data = text.encode()
+    tail = OutputTail(500)
+    for i in range(0, len(data), 997):  # chunks that split multi-byte characters
+        tail.feed(data[i:i + 997])
+    assert len(tail._buf) < 20_000  # memory stays bounded however long the output
+    out = tail.text()
+    marker, kept = out.split("\n", 1)
+    assert len(out) <= 500 and text.endswith(kept) and len(kept) > 400
+    cut = int(re.search(r"first (\d+) characters", marker).group(1))  # type: ignore[union-attr]
+    assert cut == len(text) - len(kept)
+    small = OutputTail(500)
+    small.feed("short ü\n".encode())
+    assert small.text() == "short ü\n"
+
+
+# -- the local backend -------------------------------------------------------------------------
+def test_local_is_flagged_unsafe(local_cfg: SandboxConfig, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        box = create(local_cfg, FILES, "local-warn")
+    box.close()
+    assert isinstance(box, Sandbox)
+    assert any("UNSAFE" in r.getMessage() for r in caplog.records)
+    assert "UNSAFE" in (LocalSandbox.__doc__ or "")
+
+
+def test_exec_runs_in_the_working_copy(sb: LocalSandbox) -> None:
+    r = sb.exec("pwd; cat README.md; echo err >&2; exit 4")
+    assert r.exit_code == 4 and not r.timed_out
+    assert r.output == f"{sb.workdir}\n# demo\nerr\n"
+    r = sb.exec("python -m pytest -q -p no:cacheprovider tests")
+    assert r.exit_code == 0 and "1 passed" in r.output, r.output
+
+
+def test_exec_does_not_leak_host_environment(sb: LocalSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret-value")
+    out = sb.exec("env").output
+    assert "sk-secret-value" not in out and "ANTHROPIC_API_KEY" not in out
+
+
+def test_timeout_kills_the_command_and_escapees(sb: LocalSandbox) -> None:
+    t0 = time.monotonic()
+    r = sb.exec("setsid sleep 31 & echo $! > escaped.pid; sleep 30", timeout=1)
+    assert time.monotonic() - t0 < 3.0
+    assert r.timed_out and r.exit_code == 137
+    pid = int(sb.read_file("escaped.pid"))
+    deadline = time.monotonic() + 2
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def test_background_jobs_do_not_block_and_die_at_close(local_cfg: SandboxConfig) -> None:
+    box = create(local_cfg, FILES, "local-bg")
+    t0 = time.monotonic()
+    r = box.exec("sleep 60 & echo $!", timeout=30)
+    assert time.monotonic() - t0 < 4.0 and r.exit_code == 0 and not r.timed_out
+    pid = int(r.output)
+    assert _alive(pid)
+    box.close()
+    deadline = time.monotonic() + 2
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid) and not box.workdir.exists()
+
+
+def test_default_timeout_and_truncation_come_from_config(local_cfg: SandboxConfig) -> None:
+    box = create(dataclasses.replace(local_cfg, exec_timeout_s=0.5, output_limit_chars=300), FILES, "local-cfg")
+    try:
+        assert box.exec("sleep 5").timed_out
+        r = box.exec("seq 1 100000")
+        assert len(r.output) <= 300 and r.output.endswith("99999\n100000\n") and "truncated" in r.output
+    finally:
+        box.close()
+
+
+def test_path_rules_and_symlinks(sb: LocalSandbox) -> None:
+    assert sb.exec("ln -s /etc/passwd x && ln -s /etc d && ln -s ../README.md pkg/r").exit_code == 0
+    for bad in ("x", "d/passwd", "pkg/r", "../x", "/etc/passwd", ".git/HEAD", "pkg/../../x"):
+        with pytest.raises(ValueError):
+            sb.read_file(bad)
+    with pytest.raises(ValueError):
+        sb.write_file("d/ctxbench-pwned", "x")
+    with pytest.raises(FileNotFoundError):
+        sb.read_file("nope.txt")
+    assert not Path("/etc/ctxbench-pwned").exists()
+    assert sb.exec("test -e .git").exit_code == 1
+
+
+def test_file_ops_listing_commit_and_tree(local_cfg: SandboxConfig) -> None:
+    a, b = create(local_cfg, FILES, "local-a"), create(local_cfg, FILES, "local-b")
+    try:
+        assert a.base_commit == b.base_commit
+        assert a.tree_sha() == b.tree_sha() == a.git("rev-parse", "HEAD^{tree}").strip()
+        t0 = a.tree_sha()
+        a.write_file("src/new.py", "X = 1\n")
+        a.exec("mkdir -p src/__pycache__ && touch src/__pycache__/new.cpython-311.pyc")
+        assert a.list_files() == sorted([*FILES, "src/new.py"])
+        assert a.tree_sha() != t0
+        b.write_file("src/new.py", "X = 1\n")
+        assert a.tree_sha() == b.tree_sha()
+        assert a.commit("add new", "Agent <a@x.org>") == b.commit("add new", "Agent <a@x.org>")
+        a.delete_file("src/new.py")
+        assert "src/new.py" not in a.list_files() and a.tree_sha() == t0
+        assert "D  src/new.py" not in a.git("status", "--porcelain")  # nothing staged by tree_sha
+    finally:
+        a.close()
+        b.close()
+    assert not a.workdir.exists() and not b.workdir.exists()
+    a.close()  # idempotent
