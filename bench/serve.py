@@ -1,7 +1,7 @@
 """A loopback server speaking the Anthropic Messages API and OpenAI Chat Completions, backed by
 the simulated model, so the real SDKs and providers can be exercised end to end offline.
 
-    python -m bench.serve --port 8765 [--fault 429:2] [--fault slow:1] [--key-env VAR]
+    python -m bench.serve --port 8765 [--fault 429:2] [--fault slow:1] [--key-env VAR] [--time-scale 1]
 
 Anthropic SDK: base_url=http://127.0.0.1:8765       (POST /v1/messages, /v1/messages/count_tokens)
 OpenAI SDK:    base_url=http://127.0.0.1:8765/v1    (POST /v1/chat/completions)
@@ -41,7 +41,7 @@ from bench.types import Completion
 
 log = logging.getLogger("bench.serve")
 FAULTS = ("429", "500", "slow", "truncate", "malformed", "cut", "bad_tool_json")
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
+LOOPBACK = ("127.0.0.1", "localhost")
 
 
 class FaultPlan:
@@ -73,12 +73,13 @@ class LoopbackServer:
 
     def __init__(self, backend: Backend | None = None, *, host: str = "127.0.0.1", port: int = 0,
                  faults: list[str] | tuple[str, ...] = (), retry_after_s: float = 1.0, slow_s: float = 5.0,
-                 key_env: str | None = None) -> None:
+                 key_env: str | None = None, time_scale: float = 0.0) -> None:
         if host not in LOOPBACK:
             raise ValueError(f"--host {host!r}: this server accepts any key and serves loopback only")
         self.backend: Backend = backend if backend is not None else SimBackend()
         self.faults = FaultPlan(faults)
         self.retry_after_s, self.slow_s, self.key_env = retry_after_s, slow_s, key_env
+        self.time_scale = time_scale  # > 0: pace streams by the reply's own ttft_s / latency_s
         self.stopping = threading.Event()
         self.calls: list[tuple[str, str | None]] = []  # (path, fault) per model request, for tests
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
@@ -161,12 +162,14 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         return hmac.compare_digest(key.encode(), os.environ.get(self.app.key_env, "").encode())
 
-    def _sse(self, lines: Any) -> None:
+    def _sse(self, lines: Any, pauses: dict[int, float] | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
-        for line in lines:
+        for i, line in enumerate(lines):
+            if pauses and pauses.get(i):
+                self.app.stopping.wait(pauses[i])
             self.wfile.write(line.encode())
             self.wfile.flush()
 
@@ -240,15 +243,22 @@ class _Handler(BaseHTTPRequestHandler):
             mid = f"msg_{uuid.uuid4().hex[:24]}"
             if not stream:
                 return self._json(200, aw.message_json(c, model, mid))
-            lines = [f"event: {ev}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n" for ev, data in aw.sse_events(c, model, mid)]
+            events = list(aw.sse_events(c, model, mid))
+            lines = [f"event: {ev}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n" for ev, data in events]
+            first, last = 2, next(i for i, (ev, _) in enumerate(events) if ev == "message_delta")
         else:
             cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
             if not stream:
                 return self._json(200, ow.completion_json(c, model, cid, created))
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            lines = [f"data: {json.dumps(d, ensure_ascii=False)}\n\n" for d in ow.sse_chunks(c, model, cid, created, usage)]
-            lines.append("data: [DONE]\n\n")
-        return self._sse(lines[: len(lines) // 2] if fault == "cut" else lines)
+            chunks = list(ow.sse_chunks(c, model, cid, created, usage))
+            lines = [f"data: {json.dumps(d, ensure_ascii=False)}\n\n" for d in chunks] + ["data: [DONE]\n\n"]
+            first = 1
+            last = next(i for i, d in enumerate(chunks) if d["choices"] and d["choices"][0]["finish_reason"])
+        # Pacing: the first token after the reply's ttft_s, the end after its latency_s (scaled).
+        pauses = {first: c.ttft_s * self.app.time_scale,
+                  last: max(c.latency_s - c.ttft_s, 0.0) * self.app.time_scale} if self.app.time_scale > 0 else None
+        return self._sse(lines[: len(lines) // 2] if fault == "cut" else lines, pauses)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -260,11 +270,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--slow-s", type=float, default=5.0, help="how long a `slow` fault stalls")
     p.add_argument("--sim-config", default=None, help="model config for the sim (default conf/model/sim.yaml)")
     p.add_argument("--key-env", default=None, help="require the key to equal this environment variable's value")
+    p.add_argument("--time-scale", type=float, default=0.0,
+                   help="pace streams: first token after ttft_s x this, end after latency_s x this (0 = at once)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     backend = SimBackend(load_model_config(a.sim_config) if a.sim_config else None)
     srv = LoopbackServer(backend, host=a.host, port=a.port, faults=a.fault, retry_after_s=a.retry_after,
-                         slow_s=a.slow_s, key_env=a.key_env)
+                         slow_s=a.slow_s, key_env=a.key_env, time_scale=a.time_scale)
     print(f"ctxbench loopback server on {srv.url}  (anthropic base_url={srv.url}, openai base_url={srv.url}/v1)",
           flush=True)
     try:
