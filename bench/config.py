@@ -131,16 +131,16 @@ _NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment", "res
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
     semantic = {k: v for k, v in resolved.items() if k not in _NON_SEMANTIC}
+    if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
+        semantic["model"] = {k: v for k, v in semantic["model"].items() if k != "record"}
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def load(cfg: DictConfig | Mapping) -> TrialConfig:
     """Validate the composed config into a TrialConfig (the one conversion at the entry point)."""
-    if isinstance(cfg, DictConfig):
-        resolved = OmegaConf.to_container(cfg, resolve=True)
-    else:
-        resolved = dict(cfg)
-    assert isinstance(resolved, dict)
+    container = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    assert isinstance(container, dict)
+    resolved: dict[str, Any] = {str(k): v for k, v in container.items()}
     resolved.pop("hydra", None)
     for group in ("strategy", "arm", "task", "model", "sandbox", "tracking", "limits"):
         if not isinstance(resolved.get(group), Mapping):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench import steps as S
+from bench import tracing
 from bench.events import EventLog
 from bench.providers.base import Provider
 from bench.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
@@ -98,7 +99,6 @@ class TrialLoop:
 
     # -- one step -------------------------------------------------------------------------
     def _run_step(self, index: int, head) -> bool:
-        step = self.task.steps[index]
         step_start, attempt, last_failure = len(self.transcript) - 1, 0, None
         for _ in range(self.cfg.max_turns_per_step):
             if self.turn >= self.cfg.max_turns:
@@ -120,18 +120,20 @@ class TrialLoop:
             passed = False
             for call in reply.tool_calls:
                 self.log.append("tool_call", self.turn - 1, call_id=call.id, name=call.name, args=call.args)
-                if call.name == "submit_step":
-                    text, ok, failure = self._submit(index, call.args)
-                    passed = passed or ok
-                    if failure is not None:
-                        attempt, last_failure = attempt + 1, failure
-                else:
-                    res = self.tools.call(call.name, call.args)
-                    text, ok = res.text, res.ok
-                    if res.policy_violation:
-                        self.out.counts["policy_violations"] += 1
-                        self.log.append("policy_violation", self.turn - 1, tool=call.name,
-                                        detail=res.policy_violation)
+                with tracing.tool_span(self.turn - 1, call.name, call.args, call_id=call.id) as span:
+                    if call.name == "submit_step":
+                        text, ok, failure = self._submit(index, call.args)
+                        passed = passed or ok
+                        if failure is not None:
+                            attempt, last_failure = attempt + 1, failure
+                    else:
+                        res = self.tools.call(call.name, call.args)
+                        text, ok = res.text, res.ok
+                        if res.policy_violation:
+                            self.out.counts["policy_violations"] += 1
+                            self.log.append("policy_violation", self.turn - 1, tool=call.name,
+                                            detail=res.policy_violation)
+                    span.set_outputs({"ok": ok, "result": text[-2000:]})
                 self.log.append("tool_result", self.turn - 1, call_id=call.id, name=call.name, ok=ok,
                                 output=text[-4000:])
                 self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
@@ -189,13 +191,17 @@ class TrialLoop:
 
         tokens = tokens if tokens is not None else 0
         self.log.context(self.turn, messages, tokens=tokens, stable=stable, purpose=purpose)
-        reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
-                                       cache_breakpoint=stable or None)
+        rhash = request_hash(messages, tools, self.cfg.max_output, self.cfg.seed)
+        with tracing.model_span(self.turn, rhash, model_id=self.provider.model_id, messages=messages,
+                                attrs={"ctxbench.purpose": purpose}) as span:
+            reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
+                                           cache_breakpoint=stable or None)
+            span.set_completion(reply)
         self.out.usage = self.out.usage + reply.usage
         self.out.cost_usd += reply.cost_usd
         self.out.latency_s += reply.latency_s
         self.log.append("model_call", self.turn, purpose=purpose, model_id=reply.model_id,
-                        request_hash=request_hash(messages, tools, self.cfg.max_output, self.cfg.seed),
+                        request_hash=rhash,
                         provider_request_hash=reply.request_hash, stop_reason=reply.stop_reason,
                         usage=reply.usage.__dict__, cost_usd=round(reply.cost_usd, 8),
                         content=reply.content, tool_calls=[c.__dict__ for c in reply.tool_calls],

@@ -136,11 +136,11 @@ def check_invariants(sandbox: Sandbox, log: EventLog, turn: int, invariants: lis
     res = sandbox.exec(script)
     log.append("check", turn, step="invariants", command=script, exit_code=res.exit_code,
                timed_out=res.timed_out, output="", t={"duration_s": round(res.duration_s, 4)})
-    codes = {}
+    codes: dict[str, int] = {}
     for line in res.output.splitlines():
         if line.startswith("__inv "):
-            _, inv_id, code = line.split()
-            codes[inv_id] = int(code)
+            _, inv_id, exit_code = line.split()
+            codes[inv_id] = int(exit_code)
     violations = 0
     for inv in invariants:
         code = codes.get(inv.id, -1)  # missing = the script did not get that far: not a pass

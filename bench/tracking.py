@@ -6,10 +6,11 @@ mlflow` costs ~2 s, so it happens once per process, lazily.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +95,31 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # a killed process its parent has not reaped yet (a zombie) is dead too
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+STALE_GRACE_S = 600.0  # a RUNNING run older than its trial timeout + this is dead (the watchdog ends trials)
+
+
+@contextlib.contextmanager
+def trial_claim(lock_dir: Path) -> Iterator[None]:
+    """Held while a trial checks for earlier runs and creates its own, so two processes on
+    this host (two invocations of one study) never both start the same config hash."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / ".trials.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def previous_runs(cfg: TrialConfig) -> list:
     """Runs of this study with this config hash. RUNNING ones whose process is gone (killed
-    with SIGKILL, machine rebooted) are marked KILLED first, so they are rerun, not counted."""
+    with SIGKILL, machine rebooted) are marked KILLED first, so they are rerun, not counted.
+    Gone means: the pid is dead on this host, or (any host) the run started longer ago than the
+    trial timeout plus STALE_GRACE_S, which no live trial can (the watchdog ends it)."""
     client = _client(cfg.tracking.uri)
     exp = client.get_experiment_by_name(cfg.tracking.experiment)
     if exp is None:
@@ -108,9 +128,12 @@ def previous_runs(cfg: TrialConfig) -> list:
         f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
         "and tags.`ctxbench.kind` = 'trial'"))
     host = os.uname().nodename
+    stale_ms = (time.time() - cfg.limits.trial_timeout_s - STALE_GRACE_S) * 1000
     for r in runs:
         tags = r.data.tags
-        if r.info.status == "RUNNING" and tags.get("host") == host and not _alive(int(tags.get("pid", "0") or 0)):
+        dead = (tags.get("host") == host and not _alive(int(tags.get("pid", "0") or 0))) \
+            or (r.info.start_time or 0) < stale_ms
+        if r.info.status == "RUNNING" and dead:
             client.set_tag(r.info.run_id, "status", "killed")
             client.set_tag(r.info.run_id, "failure_reason", "interrupted")
             client.set_terminated(r.info.run_id, status="KILLED")

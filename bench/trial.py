@@ -23,6 +23,8 @@ log = logging.getLogger("ctxbench")
 # analysis, rerun on resume), never FINISHED with a verdict it did not earn.
 INFRA_FAILURES = {"sandbox_lost", "provider_error", "harness_error", "timeout"}
 
+last_result: TrialResult | None = None  # the latest run() outcome in this process (for study progress)
+
 
 @dataclass(frozen=True)
 class TrialResult:
@@ -36,6 +38,12 @@ class TrialResult:
 
 
 def run(cfg: DictConfig | TrialConfig) -> TrialResult:
+    global last_result
+    last_result = _run(cfg)
+    return last_result
+
+
+def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
     tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
     from bench.providers import make_provider
     from bench.sandbox import create as create_sandbox
@@ -48,29 +56,48 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
     sandbox_cfg = SandboxConfig.from_dict(tcfg.sandbox)
     window = tcfg.arm.window or int(tcfg.model["window"])
     max_output = int(tcfg.model["max_output"])
+    provider = make_provider(tcfg.model)  # a missing API key fails here, before any run exists
 
-    from bench.tracking import TrialRun, previous_runs
+    from bench.study import trial_watchdog
+    from bench.tracking import TrialRun, previous_runs, trial_claim
 
-    if tcfg.resume:
-        done = [r for r in previous_runs(tcfg) if r.info.status == "FINISHED"]
-        if done:
-            r = done[0]
-            log.info("%s: already finished in study %s (run %s), skipped", tcfg.run_name, tcfg.study, r.info.run_id)
-            return TrialResult(r.info.run_id, r.data.tags.get("status", ""), r.data.tags.get("status") == "success",
-                               r.data.tags.get("failure_reason", ""), int(r.data.metrics.get("turns", 0)),
-                               Path(""), skipped=True)
+    with trial_claim(tcfg.results_dir):  # check-then-create is atomic across this host's processes
+        if tcfg.resume:
+            prev = previous_runs(tcfg)
+            done = [r for r in prev if r.info.status == "FINISHED"]
+            if done:
+                r = done[0]
+                log.info("%s: already finished in study %s (run %s), skipped", tcfg.run_name, tcfg.study,
+                         r.info.run_id)
+                return TrialResult(r.info.run_id, r.data.tags.get("status", ""),
+                                   r.data.tags.get("status") == "success", r.data.tags.get("failure_reason", ""),
+                                   int(r.data.metrics.get("turns", 0)), Path(""), skipped=True)
+            live = [r for r in prev if r.info.status == "RUNNING"]
+            if live:  # a live process runs it right now (another invocation of this study)
+                r = live[0]
+                log.info("%s: running in pid %s on %s (run %s), skipped", tcfg.run_name, r.data.tags.get("pid"),
+                         r.data.tags.get("host"), r.info.run_id)
+                return TrialResult(r.info.run_id, "running", False, "", 0, Path(""), skipped=True)
+        run = TrialRun(tcfg, {"task_id": task.task_id})
 
     nonce = uuid.uuid4().hex[:8]
-    run = TrialRun(tcfg, {"task_id": task.task_id})
     out_dir = tcfg.results_dir / "trials" / f"{tcfg.config_hash}-{nonce}"
     events = EventLog(out_dir / "events.jsonl")
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(dict(tcfg.resolved))))
     started = time.monotonic()
     outcome, status, mlflow_status, reason = Outcome(), "error", "FAILED", "harness_error"
-    sandbox = provider = None
+    sandbox = None
     final_diff = ""
+    from bench import tracing
+
+    tracing.configure(tcfg.tracking.tracing, tracking_uri=tcfg.tracking.uri,
+                      experiment=tcfg.tracking.experiment)
+    trace = tracing.trial_trace(tcfg.run_name, {"strategy": tcfg.strategy["name"], "arm": tcfg.arm.name,
+                                                "task_id": task.task_id, "rep": tcfg.rep}, run_id=run.run_id)
+    root = trace.__enter__()
+    watchdog = trial_watchdog(tcfg.limits.trial_timeout_s)  # ends a trial stuck inside one call
     try:
-        provider = make_provider(tcfg.model)
+        watchdog.__enter__()
         sandbox = create_sandbox(sandbox_cfg, dict(task.files), f"{tcfg.config_hash}-{nonce}",
                                  labels={"ctxbench.study": tcfg.study, "ctxbench.run_id": run.run_id})
         events.append("trial_start", 0, trial_id=tcfg.config_hash, task_id=task.task_id,
@@ -97,6 +124,9 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
     except SandboxLost as exc:
         reason = "sandbox_lost"
         events.append("error", len(outcome.per_turn), reason=reason, detail=str(exc)[:500])
+    except TrialFailed as exc:  # the watchdog fired outside the loop (sandbox start, final tree)
+        reason = exc.reason
+        events.append("error", len(outcome.per_turn), reason=reason, detail=str(exc)[:500])
     except KeyboardInterrupt:
         status, mlflow_status, reason = "killed", "KILLED", "interrupted"
         raise
@@ -109,6 +139,9 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
         if reason == "harness_error":
             log.exception("trial crashed")
     finally:
+        watchdog.disarm()
+        root.set_outputs({"status": status, "failure_reason": reason})
+        trace.__exit__(None, None, None)
         outcome.turns = len(outcome.per_turn)
         outcome.failure_reason = reason
         wall = time.monotonic() - started
@@ -125,6 +158,13 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
                     closer.close(interrupted=status == "killed") if closer is sandbox else closer.close()
             except Exception:  # cleanup must never mask the trial's own outcome
                 log.warning("cleanup failed", exc_info=True)
+        if sandbox is None and sandbox_cfg.kind == "docker":  # interrupted mid-create: remove by label
+            from bench.sandbox import sweep
+
+            try:
+                sweep({"ctxbench.run_id": run.run_id})
+            except Exception:
+                log.warning("sweep after a failed sandbox start failed", exc_info=True)
         run.finish(mlflow_status, tags={"status": status, "failure_reason": reason,
                                         "final_tree_sha": outcome.final_tree_sha,
                                         "events_sha256": (out_dir / "events.jsonl.sha256").read_text().strip()},

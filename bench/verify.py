@@ -20,7 +20,6 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
     """(contexts rebuilt, problems). An empty problem list means the log verifies."""
     problems: list[str] = []
     messages: dict[str, Message] = {}
-    contexts: dict[int, tuple[Message, ...]] = {}
     prev, rebuilt, last_context = "", 0, None
     try:
         for line, rec in read(path):
@@ -42,7 +41,7 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
                 ctx = tuple(messages[s] for s in rec["messages"])
                 if context_sha(ctx) != rec["sha"]:
                     problems.append(f"seq {seq}: rebuilt context (turn {rec['turn']}) does not match its hash")
-                contexts[seq], last_context = ctx, (ctx, rec)
+                last_context = (ctx, rec)
                 rebuilt += 1
             elif kind == "model_call" and last_context is not None:
                 ctx, crec = last_context

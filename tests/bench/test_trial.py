@@ -9,7 +9,7 @@ import pytest
 from bench.config import compose, load
 from bench.events import comparable, read
 from bench.trial import run
-from bench.types import Completion, Usage
+from bench.types import Completion
 from bench.verify import main as verify_main
 
 pytestmark = pytest.mark.docker
