@@ -1,0 +1,77 @@
+"""One call from loaded runs to every table and test of the report (DESIGN §7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from analysis import mismatch, tables
+from analysis.load import Runs
+
+
+@dataclass
+class Analysis:
+    runs: Runs
+    reference: str
+    reference_arm: str
+    success: pd.DataFrame
+    vs_reference: pd.DataFrame
+    continuous: pd.DataFrame
+    variance: pd.DataFrame
+    interaction: pd.DataFrame
+    interaction_result: dict
+    within: pd.DataFrame
+    across: pd.DataFrame
+    attribution: pd.DataFrame
+    cache: pd.DataFrame
+    cost: pd.DataFrame
+    excluded: pd.DataFrame
+    failures: pd.DataFrame
+    divergence: pd.DataFrame = field(default_factory=pd.DataFrame)
+    notes: list[str] = field(default_factory=list)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table of the report by CSV name (the trials themselves included)."""
+        inter = pd.DataFrame([self.interaction_result])
+        return {
+            "trials": self.runs.trials, "success": self.success, "success_vs_reference": self.vs_reference,
+            "continuous_vs_reference": self.continuous, "token_variance": self.variance,
+            "interaction_contrasts": self.interaction, "interaction_test": inter,
+            "mismatch_within_cell": self.within, "mismatch_vs_baseline_pairs": self.across,
+            "mismatch_attribution": self.attribution, "cache_vs_consistency": self.cache,
+            "cost_per_success": self.cost, "excluded": self.excluded, "failure_reasons": self.failures,
+            **({"trajectory_divergence": self.divergence} if not self.divergence.empty else {}),
+        }
+
+
+def analyse(runs: Runs, reference: str = "raw", reference_arm: str = "baseline",
+            fetch: mismatch.EventFetcher | None = None, seed: int = 0, divergence: str = "outcome") -> Analysis:
+    """All comparisons for ``runs``. ``fetch`` returns a run's parsed events.jsonl
+    (default: download from MLflow, only for the pairs ``divergence`` selects)."""
+    t = runs.trials
+    notes = list(runs.notes)
+    if reference not in set(t["strategy"]):
+        notes.append(f"reference strategy {reference!r} has no trials: paired comparisons are empty")
+    if reference_arm not in set(t["arm"]):
+        notes.append(f"reference arm {reference_arm!r} has no trials: cross-arm mismatch is empty")
+    if t["model"].nunique(dropna=False) > 1:
+        notes.append("several models: cells pool them, but every pair is matched within one model")
+    fetch = fetch or mismatch.mlflow_event_fetcher(runs.tracking_uri, dict(zip(t["run_id"], t["artifact_uri"],
+                                                                               strict=True)))
+    within = mismatch.within_cell(t)
+    across = mismatch.cross_arm(t, reference_arm, fetch, divergence=divergence)
+    inter_table, inter_result = tables.interaction(t, reference, reference_arm, seed=seed)
+    return Analysis(
+        runs=runs, reference=reference, reference_arm=reference_arm,
+        success=tables.success_table(t, runs.excluded),
+        vs_reference=tables.success_vs_reference(t, reference, seed=seed),
+        continuous=tables.continuous_vs_reference(t, reference, seed=seed),
+        variance=tables.token_variance(t, reference),
+        interaction=inter_table, interaction_result=inter_result,
+        within=within, across=across, attribution=mismatch.attribution_summary(across),
+        cache=tables.cache_vs_consistency(t, within, across),
+        cost=tables.cost_per_success(t), excluded=tables.excluded_summary(runs.excluded),
+        failures=tables.failure_reasons(t), notes=notes,
+        divergence=mismatch.divergence_summary(across) if divergence == "all" else pd.DataFrame(),
+    )

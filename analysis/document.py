@@ -1,0 +1,205 @@
+"""The report's markdown: headline tables first, every number beside its n."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+
+from analysis import render as R
+from analysis.analyse import Analysis
+from analysis.load import ARM_ORDER, STRATEGY_ORDER
+from analysis.plots import ordered
+
+
+def _success_grid(a: Analysis) -> pd.DataFrame:
+    s = a.success.assign(text=[R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in a.success.itertuples()])
+    grid = s.pivot(index="strategy", columns="arm", values="text")
+    grid = grid.reindex(index=ordered(grid.index, STRATEGY_ORDER), columns=ordered(grid.columns, ARM_ORDER))
+    return grid.fillna("– (n=0)").reset_index().rename_axis(columns=None)
+
+
+def _vs_ref(a: Analysis) -> pd.DataFrame:
+    v = a.vs_reference
+    if v.empty:
+        return v
+    return pd.DataFrame({
+        "arm": v["arm"], "strategy": v["strategy"], "n pairs": v["n_pairs"],
+        f"success {a.reference} → strategy": [f"{R.num(x)} → {R.num(y)}" for x, y in zip(v["rate_ref"], v["rate"],
+                                                                                          strict=True)],
+        "difference [95% CI]": [R.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
+        "b / c (discordant)": [f"{b} / {c}" for b, c in zip(v["b"], v["c"], strict=True)],
+        "p (exact McNemar)": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
+        "MDE (±)": v["mde"].map(lambda x: "n too small" if x == float("inf") else R.num(x)),
+    })
+
+
+_DIGITS = {"cost_usd": 4, "tokens_input_total": 0}
+
+
+def _continuous(a: Analysis) -> pd.DataFrame:
+    c = a.continuous
+    if c.empty:
+        return c
+
+    def f(measure, x):
+        d = _DIGITS.get(measure, 2)
+        return "–" if pd.isna(x) else (f"{x:,.0f}" if d == 0 else R.num(x, d))
+
+    return pd.DataFrame({
+        "measure": c["measure"], "arm": c["arm"], "strategy": c["strategy"], "n pairs": c["n_pairs"],
+        f"mean {a.reference}": [f(m, x) for m, x in zip(c["measure"], c["mean_ref"], strict=True)],
+        "mean": [f(m, x) for m, x in zip(c["measure"], c["mean"], strict=True)],
+        "mean difference [95% CI]": [f"{f(r.measure, r.diff)} [{f(r.measure, r.ci_lo)}, {f(r.measure, r.ci_hi)}] "
+                                     f"(n={r.n_pairs})" for r in c.itertuples()],
+        "median difference": [f(m, x) for m, x in zip(c["measure"], c["median_diff"], strict=True)],
+        "p (Wilcoxon)": c["p"].map(R.pval), "p (Holm)": c["p_holm"].map(R.pval),
+    })
+
+
+def _interaction(a: Analysis) -> pd.DataFrame:
+    i = a.interaction
+    if i.empty:
+        return i
+    return pd.DataFrame({
+        "strategy": i["strategy"], "arm": i["arm"],
+        "difference-in-differences [95% CI]": [R.est_ci(r.did, r.ci_lo, r.ci_hi, r.n_pairs) for r in i.itertuples()],
+    })
+
+
+def _cost(a: Analysis) -> pd.DataFrame:
+    c = a.cost
+    return pd.DataFrame({
+        "strategy": c["strategy"], "arm": c["arm"], "n trials": c["n"], "successes": c["successes"],
+        "total cost (USD)": c["cost_total"].map(lambda x: R.num(x, 4)),
+        "mean cost per trial (USD)": c["cost_mean"].map(lambda x: R.num(x, 4)),
+        "cost per success (USD)": c["cost_per_success"].map(lambda x: "no success" if pd.isna(x) else R.num(x, 4)),
+    })
+
+
+def _variance(a: Analysis) -> pd.DataFrame:
+    v = a.variance
+    if v.empty:
+        return v
+    return pd.DataFrame({
+        "arm": v["arm"], "strategy": v["strategy"], "n (strategy / ref)": [f"{x} / {y}" for x, y in
+                                                                           zip(v["n"], v["n_ref"], strict=True)],
+        f"SD {a.reference}": v["sd_ref"].map(R.num), "SD": v["sd"].map(R.num), "SD ratio": v["sd_ratio"].map(R.num),
+        "F (Brown–Forsythe)": v["bf_f"].map(R.num), "p": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
+    })
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def _span(values: pd.Series) -> str:
+    lo, hi = int(values.min()), int(values.max())
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def _share(k, n) -> str:
+    return "– (n=0)" if pd.isna(n) or not n else f"{R.num(k / n)} ({int(k)}/{int(n)})"
+
+
+def _mismatch(a: Analysis) -> pd.DataFrame:
+    w = a.within
+    return pd.DataFrame({
+        "strategy": w["strategy"], "arm": w["arm"], "n trials": w["n_trials"], "n tasks": w["n_tasks"],
+        "final tree differs (rep pairs)": [_share(k, n) for k, n in zip(w["tree_differs"], w["n_pairs"], strict=True)],
+        "outcome differs (rep pairs)": [_share(k, n) for k, n in zip(w["outcome_differs"], w["n_outcome_pairs"],
+                                                                      strict=True)],
+    })
+
+
+def _cache(a: Analysis) -> pd.DataFrame:
+    c = a.cache
+    out = pd.DataFrame({
+        "strategy": c["strategy"], "arm": c["arm"], "n trials": c["n"],
+        "cache-hit ratio (mean)": c["cache_hit_ratio"].map(R.num),
+        "outcome consistency (rep pairs)": [f"{R.num(x)} (n={int(n)})" if pd.notna(n) and n else "– (n=0)"
+                                            for x, n in zip(c["outcome_consistency"], c["n_outcome_pairs"], strict=True)],
+        "token CV, same task (n tasks)": [f"{R.num(x)} (n={int(n)})" if pd.notna(n) else "– (n=0)"
+                                          for x, n in zip(c["token_cv"], c["n_tasks_cv"], strict=True)],
+    })
+    if "agree_with_baseline" in c:
+        out["same outcome as baseline"] = [f"{R.num(x)} (n={int(n)})" if pd.notna(n) else "–"
+                                           for x, n in zip(c["agree_with_baseline"], c["n_vs_baseline"], strict=True)]
+    return out
+
+
+def _attribution_text(a: Analysis) -> str:
+    s = a.attribution
+    if s.empty:
+        return "No trials outside the reference arm."
+    total = int(s["mismatches"].sum())
+    parts = [f"{int(s[k].sum())} triggered by {k}" for k in ("compaction", "context_truncation", "drift") if k in s]
+    others = [c for c in s.columns if c not in ("strategy", "arm", "n_pairs", "mismatches", "compaction",
+                                                "context_truncation", "drift")]
+    parts += [f"{int(s[k].sum())} {k}" for k in others]
+    return (f"{total} of {int(s['n_pairs'].sum())} trials outside `{a.reference_arm}` have a different outcome "
+            f"from their `{a.reference_arm}` twin (same strategy, task seed and rep)"
+            + (": " + ", ".join(parts) if total else "")
+            + ". The divergence turn is the first turn whose model-visible tool calls (name, arguments) differ; "
+            "its trigger is the nearest compaction, context truncation or drift event at or before that turn "
+            "in either log (`mismatch_vs_baseline_pairs.csv` has the turn, the lag and which log).")
+
+
+def document(a: Analysis, figs: dict[str, str], title: str) -> str:
+    t, runs, inter = a.runs.trials, a.runs, a.interaction_result
+    reps = t.groupby(["strategy", "arm", "task_family", "task_seed"]).size()
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    out = [f"# {title}", "",
+           f"Generated {now} from `{runs.tracking_uri}`, experiment `{runs.experiment}`. "
+           f"**{len(t)} finished trials** analysed ({_count(t['strategy'].nunique(), 'strategy', 'strategies')} × "
+           f"{_count(t['arm'].nunique(), 'arm')}, "
+           f"{_count(t.groupby(['task_family', 'task_seed']).ngroups, 'task')}, {_span(reps)} rep(s) per "
+           f"task and cell, model(s): {', '.join(map(str, sorted(t['model'].dropna().unique())))}); "
+           f"**{len(runs.excluded)} excluded** (see §7).", "",
+           f"Comparisons are paired on (task seed, rep) against strategy `{a.reference}` within each arm; "
+           "intervals are 95%, bootstrap intervals resample whole tasks, and Holm's correction runs over each "
+           "family = one measure across all its (arm, strategy) comparisons.", ""]
+    out += [f"> note: {n}" for n in a.notes] + ([""] if a.notes else [])
+    out += ["## 1. Success", "", "Success rate [Wilson 95% CI] (n trials):", "", R.table(_success_grid(a)),
+            f"![success]({figs['success']})", "",
+            f"### Paired vs `{a.reference}` (exact McNemar; b = strategy succeeded where the reference failed)", "",
+            R.table(_vs_ref(a)),
+            "MDE: the smallest success-rate difference detectable at α = 0.05 with 80% power for that n, by the "
+            "independent-groups arcsine approximation (pairing under common random numbers can only do better).", "",
+            "### Strategy × arm interaction", "",
+            f"Sign-flip permutation test over {inter.get('n_tasks')} tasks of the {inter.get('n_contrasts')} "
+            f"difference-in-differences contrasts: **p = {R.pval(inter.get('perm_p'))}**. "
+            + (f"Logistic GLM (task-clustered SEs), joint Wald test of {inter.get('glm_df')} interaction terms: "
+               f"χ² = {R.num(inter.get('glm_stat'))}, p = {R.pval(inter.get('glm_p'))} (n = {inter.get('glm_n')}, "
+               f"{inter.get('glm_clusters')} clusters)." if not inter.get("glm_note") else
+               f"Logistic GLM not reported: {inter.get('glm_note')}."), "",
+            "Contrast = (strategy − reference in the arm) − (strategy − reference in baseline), in success-rate units:",
+            "", R.table(_interaction(a)),
+            "## 2. Tokens, cost and latency", "",
+            "Paired mean difference (strategy − reference) [task-bootstrap 95% CI] and Wilcoxon signed-rank test:", "",
+            R.table(_continuous(a)),
+            "Run-to-run token spread for equivalent objectives (input tokens minus the mean of the reps of the same "
+            f"task in the same cell), Brown–Forsythe test vs `{a.reference}`"
+            + (f" — {a.variance.attrs['note']}" if "note" in a.variance.attrs else "") + ":", "",
+            R.table(_variance(a)),
+            f"![tokens]({figs['tokens_per_turn']})", "", f"![latency]({figs['latency_per_turn']})", "",
+            "## 3. Mismatch", "", "### Within a cell (rep pairs on the same task seed)", "", R.table(_mismatch(a)),
+            f"### Against `{a.reference_arm}`", "", _attribution_text(a), "",
+            R.table(a.attribution), f"![mismatch attribution]({figs['mismatch_attribution']})", "",
+            *([f"### Trajectory divergence from `{a.reference_arm}` (every pair, whatever the outcome)", "",
+               "n_diverged of n_compared pairs whose tool calls part at some turn; median_turn is the first "
+               "such turn; the remaining columns count the nearest preceding event:", "",
+               R.table(a.divergence)] if not a.divergence.empty else []),
+            "## 4. Cache hits are not correctness", "",
+            "A cache hit proves a prefix was reused, not that the run reached the same result. Per cell:", "",
+            R.table(_cache(a)), f"![cache vs consistency]({figs['cache_vs_consistency']})", "",
+            f"![cache hit per turn]({figs['cache_hit_per_turn']})", "",
+            "## 5. Cost per success", "",
+            R.table(_cost(a)),
+            f"![cost per success]({figs['cost_per_success']})", "",
+            "## 6. How finished trials failed", "", R.table(a.failures),
+            "## 7. Excluded trials", "",
+            "Not analysed: trials that did not finish (FAILED = harness error, KILLED = interrupted) and older "
+            "duplicates of a re-run trial.", "", R.table(a.excluded),
+            "## Files", "", "Every table above (and the tidy trial table) is in `tables/*.csv`; figures in `figures/`.", ""]
+    return "\n".join(out)

@@ -1,0 +1,223 @@
+"""The statistics of DESIGN §7, each small enough to check against a textbook value.
+
+Conventions: two-sided tests; ``alpha`` is the family-wise level; functions return
+NaN rather than raise when a cell has too little data, because a report over a
+partially finished study must still render.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from itertools import product
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats as st
+
+NAN = float("nan")
+
+
+def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval for k successes in n trials (Newcombe 1998, method 3)."""
+    if n <= 0:
+        return NAN, NAN
+    z = st.norm.ppf(1 - alpha / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # The bounds are exactly 0 at k = 0 and 1 at k = n; float noise must not say otherwise.
+    lo = 0.0 if k == 0 else float(centre - half)
+    hi = 1.0 if k == n else float(centre + half)
+    return lo, hi
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact (conditional binomial) two-sided McNemar p for discordant counts b, c."""
+    n = int(b) + int(c)
+    if n == 0:
+        return 1.0
+    return float(min(1.0, 2 * st.binom.cdf(min(b, c), n, 0.5)))
+
+
+def paired_bootstrap_ci(x: ArrayLike, y: ArrayLike, *, clusters: ArrayLike | None = None,
+                        n_boot: int = 10_000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI for mean(x - y) over pairs.
+
+    With ``clusters`` (e.g. the task seed of each pair) whole clusters are resampled:
+    reps of the same task share their luck under common random numbers, so treating
+    them as independent pairs would make the interval too narrow. Seeded, so a report
+    regenerated from the same runs prints the same interval.
+    """
+    d = np.asarray(x, float) - np.asarray(y, float)
+    keep = ~np.isnan(d)
+    d = d[keep]
+    if d.size == 0:
+        return NAN, NAN
+    if clusters is None:
+        sums, counts = d, np.ones_like(d)
+    else:
+        codes, _ = _codes(np.asarray(clusters, dtype=object)[keep])
+        sums = np.bincount(codes, weights=d)
+        counts = np.bincount(codes).astype(float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, sums.size, size=(n_boot, sums.size))
+    boot = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniq, codes = np.unique(values.astype(str), return_inverse=True)
+    return codes, uniq
+
+
+def wilcoxon_paired(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
+    """Wilcoxon signed-rank test on x - y: (statistic, two-sided p).
+
+    Zero differences are dropped (Wilcoxon's convention); all-zero differences mean
+    no evidence of a difference, p = 1.
+    """
+    d = np.asarray(x, float) - np.asarray(y, float)
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return NAN, NAN
+    if not np.any(d != 0):
+        return 0.0, 1.0
+    res = st.wilcoxon(d, zero_method="wilcox")
+    return float(res.statistic), float(res.pvalue)
+
+
+def brown_forsythe(*groups: ArrayLike) -> tuple[float, float]:
+    """Brown–Forsythe test of equal variances: one-way ANOVA on |x - group median|."""
+    arrays = [a[~np.isnan(a)] for a in (np.asarray(g, float) for g in groups)]
+    if len(arrays) < 2 or any(a.size < 2 for a in arrays):
+        return NAN, NAN
+    dev = [np.abs(a - np.median(a)) for a in arrays]
+    if not any(np.any(d) for d in dev):
+        return 0.0, 1.0  # no spread anywhere: ANOVA would divide 0 by 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = st.f_oneway(*dev)
+    return float(res.statistic), float(res.pvalue)
+
+
+def holm(pvalues: ArrayLike) -> np.ndarray:
+    """Holm step-down adjusted p-values (NaNs pass through and do not count)."""
+    p = np.asarray(pvalues, float)
+    out = np.full_like(p, NAN)
+    ok = ~np.isnan(p)
+    m = int(ok.sum())
+    if m == 0:
+        return out
+    order = np.argsort(p[ok], kind="stable")
+    adj = (m - np.arange(m)) * p[ok][order]
+    adj = np.minimum(np.maximum.accumulate(adj), 1.0)
+    res = np.empty(m)
+    res[order] = adj
+    out[ok] = res
+    return out
+
+
+def _z(alpha: float, power: float) -> float:
+    return float(st.norm.ppf(1 - alpha / 2) + st.norm.ppf(power))
+
+
+def n_for_cohen_h(h: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Trials per group for a two-proportion test to detect Cohen's h (Cohen 1988, Table 6.4.1)."""
+    return 2 * (_z(alpha, power) / h) ** 2
+
+
+def mde_cohen_h(n: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest Cohen's h = |2·asin√p1 − 2·asin√p0| detectable with n trials per group."""
+    return _z(alpha, power) * math.sqrt(2 / n) if n > 0 else NAN
+
+
+def mde_proportion(n: float, p0: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest absolute change in success rate from ``p0`` detectable with n per cell.
+
+    Independent-groups formula: the paired design under common random numbers can only
+    do better, so this is a conservative floor on what the study can see. ``inf`` when
+    no rate in [0, 1] is far enough from p0 to be detected with this n.
+    """
+    h = mde_cohen_h(n, alpha, power)
+    if math.isnan(h) or math.isnan(p0):
+        return NAN
+    phi0 = 2 * math.asin(math.sqrt(p0))
+    deltas = [abs(math.sin(phi / 2) ** 2 - p0) for phi in (phi0 + h, phi0 - h) if 0 <= phi <= math.pi]
+    return min(deltas) if deltas else math.inf
+
+
+def mde_paired_mean(n: int, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest mean paired difference detectable with n pairs (normal approximation)."""
+    return _z(alpha, power) * sd_diff / math.sqrt(n) if n > 1 else NAN
+
+
+def interaction_glm(y: ArrayLike, a: ArrayLike, b: ArrayLike, groups: ArrayLike,
+                    a_ref: str, b_ref: str) -> dict:
+    """Joint Wald test of the a × b interaction in a logistic model, errors clustered by group.
+
+    Returns stat, df, p, and ``note`` when the model cannot answer: a cell at 0% or
+    100% (separation, no finite MLE) or too few clusters for the number of
+    interaction terms (the cluster-robust covariance is then rank deficient).
+    """
+    import pandas as pd
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    df = pd.DataFrame({"y": np.asarray(y, float), "a": np.asarray(a, str), "b": np.asarray(b, str),
+                       "g": _codes(np.asarray(groups, dtype=object))[0]})
+    out: dict = {"stat": NAN, "df": 0, "p": NAN, "n": len(df), "clusters": int(df["g"].nunique()), "note": ""}
+    rates = df.groupby(["a", "b"])["y"].mean()
+    k = (df["a"].nunique() - 1) * (df["b"].nunique() - 1)
+    out["df"] = k
+    if k == 0:
+        out["note"] = "needs two levels of each factor"
+    elif ((rates == 0) | (rates == 1)).any():
+        out["note"] = "a cell at 0% or 100% success (separation): logistic MLE does not exist"
+    elif out["clusters"] <= k:
+        out["note"] = f"{out['clusters']} clusters for {k} interaction terms: cluster-robust test undefined"
+    if out["note"]:
+        return out
+    formula = f"y ~ C(a, Treatment({a_ref!r})) * C(b, Treatment({b_ref!r}))"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = smf.glm(formula, df, family=sm.families.Binomial()).fit(
+            cov_type="cluster", cov_kwds={"groups": df["g"].to_numpy()})
+    names = list(fit.params.index)
+    inter = [i for i, name in enumerate(names) if ":" in name]
+    R = np.zeros((len(inter), len(names)))
+    R[np.arange(len(inter)), inter] = 1
+    wald = fit.wald_test(R, scalar=True)
+    out.update(stat=float(wald.statistic), p=float(wald.pvalue),
+               coef={names[i]: float(fit.params.iloc[i]) for i in inter})
+    return out
+
+
+def sign_flip_test(cluster_sums: ArrayLike, n_total: ArrayLike, *, exact_max: int = 14,
+                   n_perm: int = 20_000, seed: int = 0) -> float:
+    """Permutation p for H0: every contrast has mean zero, by flipping cluster signs.
+
+    ``cluster_sums`` is (clusters × contrasts): the per-cluster sum of a paired contrast
+    (e.g. a difference-in-differences); ``n_total`` the number of pairs behind each
+    contrast (scalar or one per contrast). Statistic: sum of squared contrast means.
+    Flipping a whole cluster's vector keeps the contrasts' correlation. All 2^C sign
+    patterns are enumerated when C <= exact_max, so the p is exact.
+    """
+    s = np.asarray(cluster_sums, float)
+    s = s.reshape(-1, 1) if s.ndim == 1 else s
+    n_total = np.broadcast_to(np.asarray(n_total, float), (s.shape[1],))
+    c = s.shape[0]
+    if c == 0 or not np.all(n_total > 0):
+        return NAN
+    observed = float(((s.sum(0) / n_total) ** 2).sum())
+    if c <= exact_max:
+        signs = np.array(list(product((1.0, -1.0), repeat=c)))
+        total = signs.shape[0]
+    else:
+        rng = np.random.default_rng(seed)
+        signs = rng.choice((1.0, -1.0), size=(n_perm, c))
+        total = n_perm
+    perm = (((signs @ s) / n_total) ** 2).sum(axis=1)
+    hits = int((perm >= observed * (1 - 1e-9)).sum())
+    return hits / total if c <= exact_max else (hits + 1) / (total + 1)

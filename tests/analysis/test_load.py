@@ -1,0 +1,90 @@
+"""Loading the fixture study: the harness's MLflow schema becomes tidy frames."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import load, load_runs
+from tests.analysis.conftest import ARMS, STRATEGIES
+
+
+def test_trials_are_the_finished_deduplicated_runs(study, runs):
+    t = runs.trials
+    assert len(t) == study.finished
+    assert set(t["strategy"]) == set(STRATEGIES) and set(t["arm"]) == set(ARMS)
+    assert not t.duplicated(list(load.IDENTITY)).any()
+    assert (t["mlflow_status"] == "FINISHED").all()
+    assert t["task_seed"].dtype == "Int64" and t["rep"].dtype == "Int64"
+    assert t["success"].isin([0, 1]).all()
+    assert t["param.strategy.name"].eq(t["strategy"]).all()
+    assert (t["parent_run_id"] == study.parent_run_id).all()
+    # Design order, not alphabetical.
+    assert list(dict.fromkeys(t["strategy"])) == list(STRATEGIES)
+
+
+def test_excluded_trials_are_counted_with_reasons(study, runs):
+    ex = runs.excluded
+    assert len(ex) == study.excluded
+    assert sorted(ex["excluded_because"]) == ["duplicate (older run)", "mlflow_status=FAILED",
+                                             "mlflow_status=FAILED", "mlflow_status=KILLED"]
+    assert set(ex["failure_reason"]) >= {"sandbox_lost", "provider_error"}
+    dup = ex[ex["excluded_because"].str.startswith("duplicate")].iloc[0]
+    kept = runs.trials.query("strategy == 'raw' and arm == 'baseline' and task_seed == 0 and rep == 0")
+    assert len(kept) == 1 and dup["start_time"] < kept["start_time"].iloc[0]
+
+
+def test_curves_one_row_per_turn_and_final_latency_is_the_total(runs):
+    c, t = runs.curves, runs.trials.set_index("run_id")
+    assert len(c) == t["turns"].sum()
+    assert (c["turn"] < c["run_id"].map(t["turns"])).all()
+    per_run = c.groupby("run_id")["turn_latency_s"].sum()
+    # latency_s is also logged per turn; the final (step = turns) value must win.
+    assert t.loc[per_run.index, "latency_s"].to_numpy() == pytest.approx(per_run.to_numpy())
+    assert c["cache_hit_ratio"].between(0, 1).all()
+    assert {"prompt_tokens", "cumulative_tokens", "ttft_s", "strategy", "arm", "task_seed"} <= set(c.columns)
+
+
+def test_study_filter_and_all_studies(study):
+    other = load_runs(study.uri, study.experiment, "other", curves=False)
+    assert len(other.trials) == 2 and other.curves.empty
+    both = load_runs(study.uri, study.experiment, curves=False)
+    assert len(both.trials) == study.finished + len(other.trials)
+    assert set(both.studies["study"]) == {"demo", "other", "broken"}
+    broken = load_runs(study.uri, study.experiment, "broken")
+    assert broken.empty and len(broken.excluded) == 1
+
+
+def test_missing_experiment_and_study(study):
+    assert load_runs(study.uri, "nope").empty
+    res = load_runs(study.uri, study.experiment, "no-such-study")
+    assert res.empty and "no trials" in res.notes[0]
+
+
+def test_history_fallback_matches_bulk(study, runs):
+    from mlflow import MlflowClient
+
+    class PublicOnly:  # a client whose store has no bulk query (e.g. a REST server)
+        def __init__(self, client):
+            self.get_metric_history = client.get_metric_history
+
+    ids = list(runs.trials["run_id"][:3])
+    client = MlflowClient(tracking_uri=study.uri)
+    bulk = load._histories(client, ids, ["prompt_tokens", "ttft_s"])
+    slow = load._histories(PublicOnly(client), ids, ["prompt_tokens", "ttft_s"])
+    key = ["run_id", "key", "step"]
+    pd.testing.assert_frame_equal(bulk.sort_values(key).reset_index(drop=True),
+                                  slow.sort_values(key).reset_index(drop=True))
+
+
+def test_analysis_never_imports_the_harness():
+    root = Path(load.__file__).parent
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert name.split(".")[0] not in {"bench", "tasks", "strategies"}, f"{path.name} imports {name}"

@@ -1,0 +1,146 @@
+"""Divergence and its attribution on constructed event logs, then on the fixture study."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from analysis import mismatch
+from tests.analysis.conftest import expected_trigger
+
+
+def log(*turns, triggers=(), extra=None):
+    """Event log: turn i makes the calls in turns[i]; triggers = [(turn, kind)] before that turn's calls."""
+    events = [{"seq": 0, "turn": 0, "kind": "trial_start"}]
+    trig = {}
+    for t, k in triggers:
+        trig.setdefault(t, []).append(k)
+    for t, calls in enumerate(turns):
+        for k in trig.get(t, []):
+            events.append({"seq": len(events), "turn": t, "kind": k})
+        events.append({"seq": len(events), "turn": t, "kind": "model_call", "t": {"ts": len(events)}})
+        for name, args in calls:
+            events.append({"seq": len(events), "turn": t, "kind": "tool_call", "call_id": f"id{len(events)}",
+                           "name": name, "args": args, "t": {"ts": 99.0 + len(events)}})
+    events.append({"seq": len(events), "turn": len(turns) - 1, "kind": "trial_end", "success": True})
+    return events + (extra or [])
+
+
+def same(n):
+    return [[("edit", {"path": f"f{t}.py", "line": t})] for t in range(n)]
+
+
+def test_identical_logs_do_not_diverge_despite_ids_timings_and_key_order():
+    a = log(*same(6), triggers=[(2, "compaction")])
+    b = log(*[[(name, dict(reversed(list(args.items()))))] for [(name, args)] in same(6)])
+    for e in b:
+        e["call_id"] = "other"
+        e["t"] = {"ts": -1}
+    assert mismatch.first_divergence(a, b) is None
+    assert mismatch.compare_logs(a, b)["trigger"] == "no divergence"
+
+
+def test_compaction_in_one_log_precedes_divergence():
+    base = same(8)
+    arm = same(5) + [[("edit", {"path": "f5.py", "line": 99})]] + same(8)[6:]
+    res = mismatch.compare_logs(log(*arm, triggers=[(3, "compaction")]), log(*base))
+    assert res == {"diverged_at": 5, "trigger": "compaction", "trigger_turn": 3, "trigger_in": "a", "lag_turns": 2}
+
+
+def test_nearest_trigger_wins_and_later_events_are_ignored():
+    arm = same(6) + [[("run", {"cmd": "rm -rf shim"})]] + same(9)[7:]
+    a = log(*arm, triggers=[(2, "compaction"), (4, "drift"), (8, "compaction")])
+    b = log(*same(9), triggers=[(4, "drift")])
+    res = mismatch.compare_logs(a, b)
+    assert (res["diverged_at"], res["trigger"], res["trigger_turn"], res["trigger_in"]) == (6, "drift", 4, "both")
+
+
+def test_divergence_on_the_trigger_turn_counts():
+    arm = same(3) + [[("edit", {"path": "x", "line": 0})]] + same(5)[4:]
+    res = mismatch.compare_logs(log(*arm, triggers=[(3, "context_truncation")]), log(*same(5)))
+    assert (res["diverged_at"], res["trigger"], res["lag_turns"]) == (3, "context_truncation", 0)
+
+
+def test_same_turn_different_kinds_names_both():
+    arm = same(5) + [[("edit", {"path": "y", "line": 0})]]
+    res = mismatch.compare_logs(log(*arm, triggers=[(4, "drift")]), log(*same(6), triggers=[(4, "compaction")]))
+    assert (res["trigger"], res["trigger_in"]) == ("compaction+drift", "both")
+
+
+def test_within_one_log_the_later_event_of_a_turn_is_nearer():
+    a = log(*(same(4) + [[("edit", {"path": "z", "line": 0})]]), triggers=[(3, "drift"), (3, "compaction")])
+    assert mismatch.compare_logs(a, log(*same(5)))["trigger"] == "compaction"
+
+
+def test_turn_missing_from_one_log_is_a_divergence_without_trigger():
+    res = mismatch.compare_logs(log(*same(4)), log(*same(6)))
+    assert (res["diverged_at"], res["trigger"]) == (4, "none")
+
+
+def test_turn_without_calls_differs_from_turn_with_calls():
+    short = same(3) + [[]] + same(5)[4:]
+    assert mismatch.first_divergence(log(*short), log(*same(5))) == 3
+
+
+def test_nested_payload_and_missing_logs():
+    a = log(*same(3))
+    b = [dict(e) for e in a]
+    for e in b:
+        if e["kind"] == "tool_call":
+            e["data"] = {"name": e.pop("name"), "args": e.pop("args")}
+    assert mismatch.first_divergence(a, b) is None
+    assert mismatch.compare_logs(a, None)["trigger"] == "events missing"
+
+
+def test_parse_events_sorts_by_seq():
+    text = '{"seq": 1, "turn": 0, "kind": "b"}\n\n{"seq": 0, "turn": 0, "kind": "a"}\n'
+    assert [e["kind"] for e in mismatch.parse_events(text)] == ["a", "b"]
+
+
+def test_within_cell_counts_rep_pairs():
+    t = pd.DataFrame({
+        "strategy": ["raw"] * 5, "arm": ["baseline"] * 5, "study": "s", "model": "m", "task_family": "f",
+        "task_seed": [1, 1, 1, 2, 2], "rep": [0, 1, 2, 0, 1], "run_id": list("abcde"),
+        "final_tree_sha": ["x", "x", "y", "z", "z"], "success": [1, 1, 0, 1, 1]})
+    row = mismatch.within_cell(t).iloc[0]
+    # seed 1: 3 pairs, 2 differ (x-y twice); seed 2: 1 pair, same.
+    assert (row["n_pairs"], row["tree_differs"], row["n_outcome_pairs"], row["outcome_differs"]) == (4, 2, 4, 2)
+    assert row["tree_mismatch"] == pytest.approx(0.5)
+
+
+def test_cross_arm_on_fixture_attributes_as_built(runs):
+    fetched = []
+    real = mismatch.mlflow_event_fetcher(runs.tracking_uri, dict(zip(runs.trials["run_id"],
+                                                                     runs.trials["artifact_uri"], strict=True)))
+
+    def fetch(run_id):
+        fetched.append(run_id)
+        return real(run_id)
+
+    pairs = mismatch.cross_arm(runs.trials, "baseline", fetch)
+    need = pairs[pairs["outcome_differs"]]
+    assert len(need) > 0
+    # Only trials of outcome-differing pairs are downloaded, each once.
+    assert sorted(fetched) == sorted(set(need["run_id"]) | set(need["run_id_ref"]))
+    turns = runs.trials.set_index("run_id")["turns"]
+    for row in need.itertuples():
+        trigger, turn = expected_trigger(row.strategy, row.arm, int(turns[row.run_id]))
+        assert (row.trigger, row.diverged_at) == (trigger, turn)
+        assert row.trigger_in in (None, "arm")
+    summary = mismatch.attribution_summary(pairs)
+    assert summary["mismatches"].sum() == len(need)
+    assert {"compaction", "context_truncation", "drift"} <= set(summary.columns)
+
+
+def test_cross_arm_all_pairs_compares_every_trajectory(runs):
+    fetch = mismatch.mlflow_event_fetcher(runs.tracking_uri, dict(zip(runs.trials["run_id"],
+                                                                      runs.trials["artifact_uri"], strict=True)))
+    pairs = mismatch.cross_arm(runs.trials, "baseline", fetch, divergence="all")
+    assert pairs["trigger"].notna().all()
+    # In the fixture, trajectories part exactly when outcomes do.
+    assert (pairs["diverged_at"].notna() == pairs["outcome_differs"]).all()
+    summary = mismatch.divergence_summary(pairs)
+    assert summary["n_compared"].sum() == len(pairs)
+    assert summary["n_diverged"].sum() == pairs["outcome_differs"].sum()
+    with pytest.raises(ValueError):
+        mismatch.cross_arm(runs.trials, "baseline", fetch, divergence="some")

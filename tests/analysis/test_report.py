@@ -1,0 +1,125 @@
+"""The report: files, n beside every number, the MLflow mirror, the no-runs exit."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import report
+
+REPO = Path(report.__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def rep(study, runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    r = report.generate(study.uri, study.experiment, study.study, out, runs=runs)
+    assert r is not None
+    return r
+
+
+def test_report_files(rep):
+    out = rep.out_dir
+    assert (out / "index.md").is_file() and (out / "index.html").is_file()
+    pngs = sorted(p.name for p in (out / "figures").glob("*.png"))
+    assert pngs == sorted(f"{k}.png" for k in rep.figures)
+    assert len(pngs) == 7
+    for p in (out / "figures").glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    csvs = {p.stem for p in (out / "tables").glob("*.csv")}
+    assert csvs == set(rep.analysis.tables())
+    assert len(pd.read_csv(out / "tables" / "trials.csv")) == len(rep.analysis.runs.trials)
+
+
+def test_every_figure_is_referenced_and_inlined(rep):
+    md = (rep.out_dir / "index.md").read_text()
+    html = (rep.out_dir / "index.html").read_text()
+    for name in rep.figures:
+        assert f"figures/{name}.png" in md
+    assert html.count("data:image/png;base64,") == len(rep.figures)
+    assert "<table>" in html
+
+
+def test_headline_table_carries_n(rep, study):
+    md = (rep.out_dir / "index.md").read_text()
+    section = md.split("## 1. Success")[1].split("![success]")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| raw")]
+    assert rows, section
+    cells = rows[0].strip("|").split("|")[1:]
+    assert len(cells) == 4
+    for cell in cells:
+        assert re.fullmatch(r" \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \(n=\d+\) ", cell), cell
+    assert f"**{study.finished} finished trials**" in md and f"**{study.excluded} excluded**" in md
+    assert "triggered by drift" in md
+
+
+def test_success_csv_matches_trials(rep):
+    s = pd.read_csv(rep.out_dir / "tables" / "success.csv")
+    t = rep.analysis.runs.trials
+    assert s["n"].sum() == len(t) and s["successes"].sum() == t["success"].sum()
+    assert ((s["ci_lo"] <= s["rate"]) & (s["rate"] <= s["ci_hi"])).all()
+
+
+def test_logged_back_to_the_parent_run(rep, study):
+    from mlflow import MlflowClient
+
+    assert rep.logged_to == study.parent_run_id
+    client = MlflowClient(tracking_uri=study.uri)
+    parent = client.get_run(study.parent_run_id)
+    s = rep.analysis.success.set_index(["strategy", "arm"])
+    assert parent.data.metrics["report.success.raw.baseline"] == pytest.approx(s.loc[("raw", "baseline"), "rate"])
+    assert parent.data.metrics["report.success_n.raw.baseline"] == s.loc[("raw", "baseline"), "n"]
+    assert "report.interaction_perm_p" in parent.data.metrics
+    names = {f.path for f in client.list_artifacts(study.parent_run_id, "report")}
+    assert {"report/index.md", "report/index.html", "report/figures", "report/tables"} <= names
+    figures = {f.path for f in client.list_artifacts(study.parent_run_id, "report/figures")}
+    assert "report/figures/success.png" in figures
+    assert parent.data.tags["ctxbench.report"] == "report/index.html"
+
+
+def test_no_runs_exit_code_and_message(study, capsys, tmp_path):
+    missing = tmp_path / "none.db"
+    assert report.main([f"tracking.uri=sqlite:///{missing}", f"report.dir={tmp_path / 'r'}"]) == 1
+    assert "no finished ctxbench trials" in capsys.readouterr().err
+    assert not missing.exists(), "reading must not create a tracking db"
+    assert report.main([f"tracking.uri={study.uri}", "study=no-such-study", f"report.dir={tmp_path / 'r'}"]) == 1
+    err = capsys.readouterr().err
+    assert "no-such-study" in err and "no trials" in err
+    assert report.main([f"tracking.uri={study.uri}", "study=broken", f"report.dir={tmp_path / 'r'}"]) == 1
+    assert "only unfinished trials found: {'FAILED': 1}" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_module_entry_point_from_another_cwd(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "analysis.report", f"tracking.uri=sqlite:///{tmp_path / 'x.db'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "no finished ctxbench trials" in proc.stderr
+
+
+def test_overrides_and_defaults(tmp_path):
+    assert report.parse_overrides(["study=demo", "tracking.experiment=x", "+report.dir=/tmp/r"]) == {
+        "study.name": "demo", "tracking.experiment": "x", "report.dir": "/tmp/r"}
+    with pytest.raises(SystemExit, match="unknown argument"):
+        report.parse_overrides(["strategy=raw"])
+    d = report.defaults(tmp_path)  # no config.yaml there: built-in defaults, rooted at the repo
+    assert d["tracking.uri"] == f"sqlite:///{REPO / 'results' / 'mlflow.db'}"
+    assert d["report.dir"] == str(REPO / "results" / "report") and d["study.name"] is None
+
+
+def test_defaults_read_the_hydra_config(tmp_path):
+    (tmp_path / "tracking").mkdir()
+    (tmp_path / "config.yaml").write_text("defaults:\n  - tracking: local\n  - _self_\n")
+    (tmp_path / "tracking" / "local.yaml").write_text("uri: sqlite:///results/other.db\nexperiment: exp2\n")
+    d = report.defaults(tmp_path)
+    assert d["tracking.uri"] == f"sqlite:///{REPO / 'results' / 'other.db'}"
+    assert d["tracking.experiment"] == "exp2"
+    (tmp_path / "config.yaml").write_text("defaults:\n  - missing_group: nope\n")
+    assert report.defaults(tmp_path)["tracking.experiment"] == "ctxbench"

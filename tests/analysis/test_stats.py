@@ -1,0 +1,162 @@
+"""Each statistic against a published or hand-computable value, never against itself."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from analysis import stats
+
+
+@pytest.mark.parametrize(("k", "n", "lo", "hi"), [
+    # Newcombe (1998), Stat Med 17:857, Table I, method 3 (score interval, no continuity correction).
+    (81, 263, 0.2553, 0.3662),
+    (15, 148, 0.0624, 0.1605),
+    (0, 20, 0.0000, 0.1611),
+    (1, 29, 0.0061, 0.1718),
+])
+def test_wilson_newcombe_1998(k, n, lo, hi):
+    got = stats.wilson(k, n)
+    assert got == pytest.approx((lo, hi), abs=5e-5)
+
+
+def test_wilson_edges():
+    assert stats.wilson(0, 10)[0] == 0.0
+    assert stats.wilson(10, 10)[1] == 1.0
+    assert all(math.isnan(x) for x in stats.wilson(0, 0))
+
+
+def test_mcnemar_exact_fagerland_2013():
+    # Fagerland, Lydersen & Laake (2013), BMC Med Res Methodol 13:91: airway
+    # hyper-responsiveness before/after stem cell transplantation (Bentur et al.),
+    # discordant pairs 1 and 7; exact conditional p = 0.0703 (= 18/256).
+    assert stats.mcnemar_exact(1, 7) == pytest.approx(0.0703, abs=5e-5)
+    assert stats.mcnemar_exact(7, 1) == stats.mcnemar_exact(1, 7)
+
+
+def test_mcnemar_exact_by_hand():
+    assert stats.mcnemar_exact(0, 5) == pytest.approx(2 / 32)      # 2 * 0.5**5
+    assert stats.mcnemar_exact(1, 9) == pytest.approx(22 / 1024)   # 2 * (1 + 10) / 2**10
+    assert stats.mcnemar_exact(3, 3) == 1.0
+    assert stats.mcnemar_exact(0, 0) == 1.0
+
+
+def test_holm_wikipedia_example():
+    # Holm–Bonferroni worked example: four hypotheses, alpha 0.05; H4 and H1 rejected.
+    adj = stats.holm([0.01, 0.04, 0.03, 0.005])
+    assert adj == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert list(adj < 0.05) == [True, False, False, True]
+
+
+def test_holm_monotone_capped_and_nan():
+    adj = stats.holm([0.01, 0.02, 0.03, 0.04, 0.05])
+    assert adj == pytest.approx([0.05, 0.08, 0.09, 0.09, 0.09])   # hand: 5p, 4p, 3p, max(2p, .), max(p, .)
+    adj = stats.holm([0.5, float("nan"), 0.6])
+    assert math.isnan(adj[1]) and adj[0] == pytest.approx(1.0) and adj[2] == pytest.approx(1.0)
+
+
+def test_wilcoxon_hollander_wolfe():
+    # Hollander & Wolfe (1973), p. 29: Hamilton depression scale before (x) and after (y)
+    # tranquilizer; R's ?wilcox.test reports V = 40, one-sided p = 0.01953.
+    x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30]
+    y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29]
+    w, p = stats.wilcoxon_paired(x, y)
+    assert 9 * 10 / 2 - w == 40          # two-sided statistic is min(T+, T-) = 5, so T+ = 40
+    assert p == pytest.approx(2 * 0.01953, abs=1e-4)
+
+
+def test_wilcoxon_no_difference():
+    assert stats.wilcoxon_paired([1, 2, 3], [1, 2, 3]) == (0.0, 1.0)
+
+
+def test_brown_forsythe_by_hand():
+    # medians 2 and 3; |deviations| (1,0,1) and (2,0,2); one-way ANOVA on them gives
+    # SSB = 2/3 on 1 df, SSW = 10/3 on 4 df, F = 0.8.
+    f, p = stats.brown_forsythe([1, 2, 3], [1, 3, 5])
+    assert f == pytest.approx(0.8)
+    assert p == pytest.approx(1 - st.f.cdf(0.8, 1, 4))
+
+
+def test_brown_forsythe_scipy_levene_docs_dataset():
+    # The three-sample example of scipy.stats.levene's documentation (center='median',
+    # i.e. Brown–Forsythe): statistic 7.584952754501659, p 0.002431505967249681.
+    a = [8.88, 9.12, 9.04, 8.98, 9.00, 9.08, 9.01, 8.85, 9.06, 8.99]
+    b = [8.88, 8.95, 9.29, 9.44, 9.15, 9.58, 8.36, 9.18, 8.67, 9.05]
+    c = [8.95, 9.12, 8.95, 8.85, 9.03, 8.84, 9.07, 8.98, 8.86, 8.98]
+    f, p = stats.brown_forsythe(a, b, c)
+    assert f == pytest.approx(7.584952754501659, rel=1e-9)
+    assert p == pytest.approx(0.002431505967249681, rel=1e-6)
+    ref = st.levene(a, b, c, center="median")
+    assert (f, p) == pytest.approx((ref.statistic, ref.pvalue))
+
+
+def test_cohen_h_sample_sizes():
+    # Cohen (1988), Table 6.4.1: n per group at alpha .05 two-sided, power .80.
+    for h, n in ((0.2, 392), (0.5, 63), (0.8, 25)):
+        assert abs(stats.n_for_cohen_h(h) - n) <= 1
+    assert stats.mde_cohen_h(stats.n_for_cohen_h(0.5)) == pytest.approx(0.5)
+
+
+def test_mde_proportion():
+    # h = 0.2 around p0 = .5: 2·asin(√p1) = π/2 + 0.2  ⇒  p1 = sin²(π/4 + 0.1) = 0.59934.
+    n = stats.n_for_cohen_h(0.2)
+    assert stats.mde_proportion(n, 0.5) == pytest.approx(math.sin(math.pi / 4 + 0.1) ** 2 - 0.5)
+    assert stats.mde_proportion(n, 0.5) == pytest.approx(0.0993, abs=1e-4)
+    assert stats.mde_proportion(4, 0.5) == math.inf       # nothing in [0, 1] is far enough
+    assert stats.mde_paired_mean(100, 10.0) == pytest.approx(2.8016 * 10 / 10, abs=1e-3)
+
+
+def test_paired_bootstrap_degenerate_and_normal_theory():
+    assert stats.paired_bootstrap_ci([3, 4, 5], [1, 2, 3]) == (2.0, 2.0)
+    # 200 of 400 pairs differ by 1: normal theory 0.5 ± 1.96·0.5/20 = (0.451, 0.549).
+    lo, hi = stats.paired_bootstrap_ci(np.r_[np.ones(200), np.zeros(200)], np.zeros(400))
+    assert (lo, hi) == pytest.approx((0.451, 0.549), abs=0.006)
+
+
+def test_paired_bootstrap_clusters_widen_interval():
+    rng = np.random.default_rng(1)
+    effect = np.repeat(rng.normal(0, 1, 20), 5)           # 20 tasks × 5 reps sharing their luck
+    d = effect + rng.normal(0, 0.1, 100)
+    flat = stats.paired_bootstrap_ci(d, np.zeros(100))
+    clustered = stats.paired_bootstrap_ci(d, np.zeros(100), clusters=np.repeat(np.arange(20), 5))
+    assert clustered[1] - clustered[0] > 1.8 * (flat[1] - flat[0])   # √5 ≈ 2.2 in theory
+    ref = st.bootstrap((d,), np.mean, method="percentile", n_resamples=10_000, random_state=0)
+    assert flat == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high), abs=0.03)
+
+
+def _cells(successes):
+    y, a, b, g = [], [], [], []
+    for (s, arm), k in zip([("raw", "base"), ("raw", "x"), ("led", "base"), ("led", "x")], successes, strict=True):
+        for i in range(10):
+            y.append(int(i < k))
+            a.append(s)
+            b.append(arm)
+            g.append(i)
+    return y, a, b, g
+
+
+def test_interaction_glm_known_log_odds():
+    # Rates .5/.2/.8/.5: odds 1, 1/4, 4, 1 multiply exactly, so the interaction is 0.
+    res = stats.interaction_glm(*_cells([5, 2, 8, 5]), "raw", "base")
+    assert abs(next(iter(res["coef"].values()))) < 1e-9 and res["p"] == pytest.approx(1.0)
+    # Rates .5/.5/.5/.8: interaction = logit(.8) − 3·logit(.5) + ... = log 4.
+    res = stats.interaction_glm(*_cells([5, 5, 5, 8]), "raw", "base")
+    assert next(iter(res["coef"].values())) == pytest.approx(math.log(4))
+    assert res["df"] == 1 and 0 < res["p"] < 1
+
+
+def test_interaction_glm_refuses_separation():
+    res = stats.interaction_glm(*_cells([10, 5, 5, 5]), "raw", "base")
+    assert math.isnan(res["p"]) and "separation" in res["note"]
+
+
+def test_sign_flip_exact():
+    # All 2^C sign patterns: only all-plus and all-minus reach the observed statistic.
+    assert stats.sign_flip_test(np.ones(4), 4) == pytest.approx(2 / 16)
+    assert stats.sign_flip_test(np.ones(5), 5) == pytest.approx(2 / 32)
+    assert stats.sign_flip_test(np.array([1.0, -1.0, 1.0, -1.0]), 4) == 1.0
+    # Two contrasts flipped together per cluster.
+    assert stats.sign_flip_test(np.ones((3, 2)), [3, 3]) == pytest.approx(2 / 8)
