@@ -64,7 +64,8 @@ class TaskConfig:
         seed = _require(d, "seed", "task")
         if not isinstance(seed, int) or seed < 0:
             raise ConfigError(f"task.seed must be a non-negative integer, got {seed!r}")
-        size = dict(d.get("size") or {})
+        # A knob set to null takes the family's default (which may depend on the seed).
+        size = {k: v for k, v in dict(d.get("size") or {}).items() if v is not None}
         return cls(family=_require(d, "family", "task"), seed=seed, size=tuple(sorted(size.items())))
 
 
