@@ -1,0 +1,196 @@
+"""Generation: determinism, variety across seeds, knobs, task ids, plan structure, drift
+schedule, sizes and speed. Pure: no checks are run here."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import tasks
+from tasks import FAMILIES, from_id, generate
+from tasks.spec import DRIFT_KINDS, TaskSpec
+from tests.tasks.replay import walk
+
+SEEDS = range(30)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fingerprint(spec: TaskSpec) -> str:
+    """Everything generated, the oracle's answers included (on the base tree, with all and
+    with no facts recalled)."""
+    files = dict(spec.files)
+    facts = frozenset(i.id for i in spec.all_invariants())
+    answers = [(spec.oracle.edits_for(s.id, files, r), spec.oracle.edits_for(s.id, {}, r))
+               for s in spec.steps for r in (facts, frozenset())]
+    return hashlib.sha256(repr((spec, answers)).encode()).hexdigest()
+
+
+def protected(spec: TaskSpec, path: str) -> bool:
+    return any(fnmatch.fnmatch(path, g) for g in spec.protected)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_same_seed_same_task(family):
+    for seed in SEEDS:
+        a, b = generate(family, seed), generate(family, seed)
+        assert a == b and a.files == b.files
+        if seed < 8:  # the oracle too (slower: it walks every step)
+            assert fingerprint(a) == fingerprint(b)
+
+
+def test_deterministic_across_processes():
+    """No dependence on hash randomisation (set order) or on anything outside the seed."""
+    code = ("import sys; sys.path.insert(0, 'tests/tasks'); from tests.tasks.test_generate import fingerprint;"
+            "from tasks import generate, FAMILIES;"
+            "print([fingerprint(generate(f, s)) for f in FAMILIES for s in range(4)])")
+    outs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": h, "PYTHONPATH": str(ROOT)}).stdout
+            for h in ("1", "2")}
+    assert len(outs) == 1
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_seeds_differ_in_names_sizes_and_call_graphs(family):
+    specs = [generate(family, seed) for seed in range(20)]
+    layouts = {tuple(p for p, _ in s.files) for s in specs}
+    sizes = {sum(len(c) for _, c in s.files) for s in specs}
+    graphs = set()
+    for s in specs:
+        edges = []
+        for path, text in s.files:
+            if path.endswith(".py") and not path.startswith(("tests/", "tools/")):
+                edges += [(path, node.module) for node in ast.walk(ast.parse(text))
+                          if isinstance(node, ast.ImportFrom)]
+        graphs.add(tuple(sorted(edges)))
+    assert len(layouts) == len(sizes) == len(graphs) == 20
+    assert len({s.title for s in specs}) > 5  # the API / key names themselves vary
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_task_id_round_trips(family):
+    spec = generate(family, 3)
+    assert spec.task_id == f"{family}/3" and from_id(spec.task_id) == spec
+    sized = generate(family, 5, steps=8, callers=9, filler=1)
+    assert sized.task_id == tasks.task_id(family, 5, steps=8, callers=9, filler=1)
+    assert from_id(sized.task_id) == sized and len(sized.steps) == 8
+    assert generate(family, 5, steps=12).task_id == f"{family}/5"  # a default knob is not part of the id
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("size, message", [
+    ({"steps": 40}, "task.size.steps must be 6..16, got 40"),
+    ({"steps": 5}, "task.size.steps must be 6..16, got 5"),
+    ({"filler": -1}, "task.size.filler must be 0..10, got -1"),
+    ({"steps": "12"}, "task.size.steps must be 6..16, got '12'"),
+    ({"callers": 3, "steps": 16}, "task.size.callers must be >= "),
+    ({"colour": 1}, "unknown task.size knob(s)"),
+])
+def test_bad_knobs_are_clear_errors(family, size, message):
+    with pytest.raises(ValueError) as err:
+        generate(family, 0, **size)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("size", [{}, {"steps": 6}, {"steps": 16, "callers": 40, "filler": 0}])
+def test_plan_structure(family, size):
+    for seed in range(10):
+        spec = generate(family, seed, **size)
+        files = dict(spec.files)
+        steps = [s.id for s in spec.steps]
+        assert steps == [f"s{i:02d}" for i in range(1, size.get("steps", 12) + 1)]
+        assert {"tests/**", "tools/**"} <= set(spec.protected)
+        assert spec.test_command in spec.final_check
+        ids = [i.id for i in spec.all_invariants()]
+        assert len(ids) == len(set(ids))
+        assert any(i.stated == s.id for s in spec.steps for i in s.establishes)  # a mid-plan invariant
+        for step in spec.steps:
+            assert step.title and step.instructions and step.touches
+            assert all(part.startswith("python3 -B ") for part in step.check.split(" && ")), step.check
+            for path in step.touches:
+                assert not any(ch in path for ch in "*?[") and not protected(spec, path)
+        for trap in spec.traps:
+            inv = next(i for i in spec.all_invariants() if i.id == trap.protected_by)
+            assert inv.stated in steps and trap.caught_by in steps
+            made = steps.index(inv.stated)  # the trap's code exists (at base, or made by then)
+            assert trap.path in files or any(trap.path in s.touches for s in spec.steps[:made + 1])
+        # The clean-up is offered exactly where the plan says the trap is at risk, and only
+        # to an engineer who does not recall the protecting invariant.
+        tidy = [step.id for step, now in walk(spec) if spec.oracle.edits_for(step.id, now, frozenset()).temptations]
+        assert len(tidy) == 1 and tidy[0] < spec.traps[0].caught_by, tidy
+        assert all(not spec.oracle.edits_for(step.id, now, frozenset(ids)).temptations for step, now in walk(spec))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_missing_files_are_read_first(family):
+    spec = generate(family, 1)
+    for step, files in walk(spec, drift=True):
+        plan = spec.oracle.edits_for(step.id, {}, frozenset())
+        assert plan.reads and not plan.edits and not plan.temptations, step.id
+        assert all(p in files for p in plan.reads)  # files that exist by then
+        some = {p: files[p] for p in plan.reads[1:]}  # one still unseen: it is asked for, alone
+        assert spec.oracle.edits_for(step.id, some, frozenset()).reads == plan.reads[:1]
+
+
+def test_drift_kinds_cover_at_least_three():
+    kinds = {d.kind for f in FAMILIES for d in generate(f, 0).drift}
+    assert len(kinds) >= 3 and kinds <= set(DRIFT_KINDS)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_drift_schedule(family):
+    for seed in SEEDS:
+        spec = generate(family, seed)
+        order = [s.id for s in spec.steps]
+        needs = {s.id: spec.oracle.edits_for(s.id, {}, frozenset()).reads for s in spec.steps}
+        for d in spec.drift:
+            assert d.before_step in order[1:] and d.message and "<" in d.author and d.kind in DRIFT_KINDS
+            at = order.index(d.before_step)
+            for path, _content in d.files:
+                # never lands on a file the agent has edited (or created) before it
+                assert all(path not in s.touches for s in spec.steps[:at]), (d.id, path)
+            if d.kind in ("stale_edit", "rename_helper"):
+                # a file an EARLIER step read and a LATER step edits: the agent's copy goes stale
+                assert any(path in needs[s] for path, _ in d.files for s in order[:at]), d.id
+                assert any(path in s.touches for path, _ in d.files for s in spec.steps[at:]), d.id
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_default_task_size_forces_compaction_only_in_the_tight_arm(family):
+    """~20-40k tokens of file content read and written over the plan (an accumulating
+    transcript must compact under the 12k window's ~7.9k budget, never under 200k), while the
+    largest step's files fit in ~3k."""
+    pytest.importorskip("tiktoken")
+    from tasks.show import workload
+    for seed in range(5):
+        total, largest, _ = workload(generate(family, seed))
+        assert 20_000 <= total <= 40_000 and largest <= 3_000, (seed, total, largest)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_generation_is_fast(family):
+    generate(family, 999)  # warm imports
+    times = []
+    for seed in range(10):
+        t0 = time.perf_counter()
+        generate(family, seed)
+        times.append(time.perf_counter() - t0)
+    assert sorted(times)[len(times) // 2] < 0.05, times
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_repositories_shadow_nothing(family):
+    """No top-level name of a generated repository hides a stdlib module (or the harness's own
+    packages) from the checks that run inside it."""
+    taken = set(sys.stdlib_module_names) | {"bench", "tasks", "strategies", "analysis", "tests", "pytest"}
+    for seed in range(30):
+        tops = {p.split("/")[0].removesuffix(".py") for p, _ in generate(family, seed).files}
+        assert not (tops - {"tests"}) & taken, tops & taken
