@@ -14,10 +14,12 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tasks._runner import RUN_TESTS
 from tasks.spec import Edit, StepPlan
 
 PYTEST = "python3 -B -m pytest -q"  # -B: no .pyc, so a same-second edit is never hidden by a stale cache
-SUITE = f"{PYTEST} tests"
+SUITE = f"{PYTEST} tests"  # the real pytest: the task's test command and final acceptance
+FAST_SUITE = f"{RUN_TESTS} tests"  # the same tests through the shipped fast runner: step and invariant checks
 # step id -> (kind, files it must have read, path prefixes it migrates): the oracles' plan
 Meta = dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]
 PROTECTED = ("tests/**", "tools/**", "fixtures/**", "pytest.ini")
@@ -217,7 +219,8 @@ def handoff(recalled: frozenset[str], keep: Mapping[str, str], did: str) -> str:
 
 
 def pytest_files(paths: Iterable[str]) -> str:
-    return f"{PYTEST} " + " ".join(paths)
+    """A step check's test selection, through the fast runner (see tasks/_runner.py)."""
+    return f"{RUN_TESTS} " + " ".join(paths)
 
 
 def add_import(ed: FileEditor, line: str) -> None:

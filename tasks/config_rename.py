@@ -18,6 +18,7 @@ from typing import Any
 from tasks import _common as c
 from tasks import _config_repo as repo
 from tasks import task_id
+from tasks._runner import RUNNER_PATH, RUNNER_SOURCE
 from tasks.spec import Drift, Edit, Invariant, Step, StepPlan, TaskSpec, Temptation, Trap
 
 FAMILY = "config_rename"
@@ -135,7 +136,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
     fx = repo.fixtures(rng, n)
     ops_src, ops_test = repo.ops_script(n)
     scan = [n.app, *pkgs, "docs", "examples"]
-    files = {"pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\ntestpaths = tests\n",
+    files = {RUNNER_PATH: RUNNER_SOURCE, "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\ntestpaths = tests\n",
              ".gitignore": "__pycache__/\n.pytest_cache/\n", f"{n.app}/__init__.py": f'"""{n.app}."""\n',
              config: repo.config_module(n), "ops/__init__.py": '"""Maintenance scripts."""\n', script: ops_src,
              f"tests/test_{n.script}.py": ops_test, "tools/check_keys.py": repo.tool(n, scan),
@@ -191,7 +192,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
              Step(last, f"Write {n.new!r} in the config template and the example",
                   f"Make {config}'s template() and {EXAMPLE} use {n.new!r}. Nothing outside {n.settings}, the "
                   f"tests and the fixtures may name {n.old!r} any more: the check lists what is left.",
-                  (config, EXAMPLE), f"{TOOL} final && {c.SUITE}")]
+                  (config, EXAMPLE), f"{TOOL} final && {c.FAST_SUITE}")]
     meta.update({tidy: ("tidy", (n.settings,), ()), docs: ("docs", DOCS, ()),
                  last: ("final", (config, EXAMPLE), ("",))})
 
@@ -220,7 +221,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
         invariants=(Invariant("readonly", "tests/, tools/, fixtures/ and pytest.ini are shipped read-only: the "
                               f"fixtures keep {n.old!r} for good."),
                     Invariant("same-values", "Every reader returns the same value for the same configuration, "
-                              "whichever key name it carries.", c.SUITE)),
+                              "whichever key name it carries.", c.FAST_SUITE)),
         steps=tuple(plan), final_check=f"{c.SUITE} && {TOOL} final && {TOOL} fallback && {TOOL} direct",
         protected=c.PROTECTED,
         traps=(Trap("old-key-fallback", n.settings, "fixture-fallback",
