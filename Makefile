@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.ctxbench-installed
 
 .DEFAULT_GOAL := setup
-.PHONY: venv docker setup lint test demo bench
+.PHONY: venv docker setup lint test test-slow demo bench
 
 venv: $(STAMP)
 
@@ -40,7 +40,11 @@ lint: venv
 	$(BIN)/mypy bench strategies
 
 test: setup lint
-	CTXBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q
+	CTXBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q -m "not slow"
+
+# The long sweeps (e.g. the oracle over 3 families x 50 seeds x 4 arms through Docker).
+test-slow: setup
+	CTXBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q -m slow
 
 demo: setup
 	$(BIN)/python -m bench -m experiment=demo
