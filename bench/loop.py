@@ -89,8 +89,6 @@ class TrialLoop:
                 raise TrialFailed("step_failed", f"{step.id} not certified within its turn budget")
             self.out.steps_passed += 1
             last_commit = self.sandbox.commit(f"{step.id}: {step.title}", S.AGENT_AUTHOR)
-            self.out.counts["invariant_violations"] += S.check_invariants(
-                self.sandbox, self.log, self.turn, S.in_force(self.task, index))
         final = S.run_check(self.sandbox, self.log, self.turn, "final", self.task.final_check)
         if not final.passed:
             raise TrialFailed("final_check_failed", final.output[-300:])
@@ -147,11 +145,15 @@ class TrialLoop:
         notes = str(args.get("notes") or "").strip()
         if self.strategy.requires_handoff and not notes:
             return HANDOFF_QUESTION, False, None
-        chk = S.run_check(self.sandbox, self.log, self.turn - 1, step.id, step.check)
+        standing = S.in_force(self.task, index)
+        chk = S.run_check(self.sandbox, self.log, self.turn - 1, step.id, step.check, standing)
         self.log.append("step_status", self.turn - 1, step=step.id, status="passed" if chk.passed else "failed")
         if not chk.passed:
             tail = chk.output[-S.FAILURE_TAIL_CHARS:]
             return check_result(step.id, False, chk.exit_code, tail), False, tail
+        # Invariants count once the step is certified: a failed attempt's tree is not the agent's answer.
+        self.out.counts["invariant_violations"] += S.record_invariants(self.log, self.turn - 1, standing,
+                                                                       chk.invariant_codes)
         submitted = [str(x) for x in (args.get("invariants") or [])]
         self.learned = S.learn(step, submitted, self.learned)
         self.certified.append(Certified(step_id=step.id, check=step.check, tree_sha=self.sandbox.tree_sha(),

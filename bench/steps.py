@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bench.events import EventLog
 from bench.render import invariant_line
@@ -79,6 +79,7 @@ class CheckOutcome:
     output: str
     duration_s: float
     timed_out: bool
+    invariant_codes: dict[str, int] = field(default_factory=dict)
 
 
 _ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?s\b")
@@ -91,13 +92,43 @@ def scrub(output: str) -> str:
     return _ELAPSED.sub("in <elapsed>", output)
 
 
-def run_check(sandbox: Sandbox, log: EventLog, turn: int, step_id: str, command: str) -> CheckOutcome:
-    res = sandbox.exec(command)
+_INV_MARK = "__ctxbench_invariants__"
+
+
+def run_check(sandbox: Sandbox, log: EventLog, turn: int, step_id: str, command: str,
+              invariants: list[Invariant] | None = None) -> CheckOutcome:
+    """Run a certifying check; with `invariants`, the standing invariant checks run in the
+    same sandbox exec right after it (an exec costs ~80 ms, a study runs thousands). The
+    check's own exit code and output are kept apart from the invariants' results."""
+    script = command
+    if invariants:
+        probes = "; ".join(f"( {inv.check} ) >/dev/null 2>&1; echo \"__inv {inv.id} $?\"" for inv in invariants)
+        script = f"( {command} ); __rc=$?; echo {_INV_MARK}; {probes}; exit $__rc"
+    res = sandbox.exec(script)
     passed = res.exit_code == 0 and not res.timed_out
-    output = scrub(res.output)
+    own, _, probed = res.output.partition(_INV_MARK + "\n")
+    output = scrub(own)
     log.append("check", turn, step=step_id, command=command, exit_code=res.exit_code, timed_out=res.timed_out,
-               output=output[-FAILURE_TAIL_CHARS:], t={"duration_s": round(res.duration_s, 4)})
-    return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out)
+               output=output[-FAILURE_TAIL_CHARS:], invariants=[i.id for i in invariants or ()],
+               t={"duration_s": round(res.duration_s, 4)})
+    codes: dict[str, int] = {}
+    for line in probed.splitlines():
+        if line.startswith("__inv "):
+            _, inv_id, exit_code = line.split()
+            codes[inv_id] = int(exit_code)
+    return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out, codes)
+
+
+def record_invariants(log: EventLog, turn: int, invariants: list[Invariant], codes: dict[str, int]) -> int:
+    """Log each in-force invariant whose probe did not exit 0; returns how many."""
+    violations = 0
+    for inv in invariants:
+        code = codes.get(inv.id, -1)  # missing = the probe never ran to the end: not a pass
+        if code != 0:
+            violations += 1
+            log.append("invariant", turn, invariant=inv.id, status="violated", exit_code=code,
+                       text=invariant_line(inv))
+    return violations
 
 
 def learn(step: Step, submitted: list[str], learned: tuple[Invariant, ...]) -> tuple[Invariant, ...]:
@@ -126,26 +157,3 @@ def in_force(task: TaskSpec, after_step_index: int) -> list[Invariant]:
         if stated <= after_step_index < until:
             out.append(inv)
     return out
-
-
-def check_invariants(sandbox: Sandbox, log: EventLog, turn: int, invariants: list[Invariant]) -> int:
-    """Run all in-force invariant checks in ONE sandbox exec (each exec costs ~80 ms)."""
-    if not invariants:
-        return 0
-    script = "; ".join(f"( {inv.check} ) >/dev/null 2>&1; echo \"__inv {inv.id} $?\"" for inv in invariants)
-    res = sandbox.exec(script)
-    log.append("check", turn, step="invariants", command=script, exit_code=res.exit_code,
-               timed_out=res.timed_out, output="", t={"duration_s": round(res.duration_s, 4)})
-    codes: dict[str, int] = {}
-    for line in res.output.splitlines():
-        if line.startswith("__inv "):
-            _, inv_id, exit_code = line.split()
-            codes[inv_id] = int(exit_code)
-    violations = 0
-    for inv in invariants:
-        code = codes.get(inv.id, -1)  # missing = the script did not get that far: not a pass
-        if code != 0:
-            violations += 1
-            log.append("invariant", turn, invariant=inv.id, status="violated", exit_code=code,
-                       text=invariant_line(inv))
-    return violations
