@@ -267,7 +267,11 @@ class StudyCallback(Callback):
         if crashed:
             lines = "\n".join(f"  job {r.get('job')}: {' '.join(r.get('overrides') or [])}: {r.get('error')}"
                               for r in crashed[:20])
-            raise RuntimeError(f"study {self.study}: {len(crashed)} trial(s) crashed (the others ran):\n{lines}")
+            log.error("study %s: %d trial(s) crashed (the others ran):\n%s", self.study, len(crashed), lines)
+            # Hydra turns an Exception from a callback into a warning (exit status 0): SystemExit
+            # passes through, so a study with crashed trials exits non-zero, after all of them ran.
+            raise SystemExit(f"study {self.study}: {len(crashed)} trial(s) crashed; see the log above "
+                             f"and {self.progress_path}")
 
     # -- in the process that runs the trial ------------------------------------------------
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:

@@ -65,6 +65,8 @@ def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
         if tcfg.resume:
             prev = previous_runs(tcfg)
             done = [r for r in prev if r.info.status == "FINISHED"]
+            if done or any(r.info.status == "RUNNING" for r in prev):
+                provider.close()
             if done:
                 r = done[0]
                 log.info("%s: already finished in study %s (run %s), skipped", tcfg.run_name, tcfg.study,

@@ -33,8 +33,10 @@ def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
     raise ValueError(f"unknown sandbox kind {cfg.kind!r}; expected 'docker' or 'local'")
 
 
-def sweep(label_selector: dict[str, str] | None = None) -> int:
-    """Remove leaked ctxbench containers (all, or those matching every label); returns the count."""
+def sweep(label_selector: dict[str, str] | None = None, orphans_only: bool = False) -> int:
+    """Remove leaked ctxbench containers (all, or those matching every label); returns the count.
+    Without a selector this hits other running studies too: pass `orphans_only=True` to remove
+    only containers whose creating process is dead (what a study does when it starts)."""
     from . import docker
 
-    return docker.sweep(label_selector)
+    return docker.sweep(label_selector, orphans_only=orphans_only)

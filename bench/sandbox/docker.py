@@ -31,6 +31,10 @@ from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost, WorkingCop
 log = logging.getLogger(__name__)
 
 GRACE_S = 2.0  # host-side guard: how long past the in-container timeout we keep waiting
+# An engine call that has not answered in this long is taken as hung: it is retried once,
+# then the sandbox is lost (other harnesses see ~1 hang per 1,000 Docker calls). Exec
+# output is not bound by this: a running command is governed by its own timeout.
+ENGINE_TIMEOUT_S = 30.0
 _MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec, so it can be killed
 _FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id, 3 pad, size
 _KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "' + _MARK + '=$1" "$d/environ" '
@@ -52,7 +56,7 @@ def _client() -> Any:
     pid = os.getpid()
     if pid not in _clients:
         try:
-            client = docker.from_env(timeout=120)
+            client = docker.from_env(timeout=int(ENGINE_TIMEOUT_S))
             client.ping()
         except docker.errors.DockerException as e:
             raise SandboxLost(f"Docker engine unreachable ({e}); run scripts/ensure_docker.sh") from e
@@ -65,6 +69,67 @@ def _engine_errors() -> tuple[type[BaseException], ...]:
     import requests
 
     return (dockerpy().errors.DockerException, requests.exceptions.RequestException, OSError)
+
+
+def _hung(e: BaseException) -> bool:
+    """Did the engine fail to answer in time (as opposed to answering with an error)?"""
+    import requests
+
+    return isinstance(e, requests.exceptions.Timeout | TimeoutError) or "timed out" in str(e).lower()
+
+
+def _retry_once(what: str, call: Any, before_retry: Any = None) -> Any:
+    """Run an engine call; if it hangs (times out), run `before_retry` and try once more."""
+    try:
+        return call()
+    except _engine_errors() as e:
+        if not _hung(e):
+            raise
+        log.warning("docker %s hung (no answer in %.0f s): retrying once", what, ENGINE_TIMEOUT_S)
+        if before_retry is not None:
+            before_retry()
+        return call()
+
+
+def owner_labels() -> dict[str, str]:
+    """Who created a container: host, pid and the pid's start time (so a reused pid is not
+    mistaken for the creator). A sweep removes a container only when that process is gone."""
+    return {"ctxbench.host": os.uname().nodename, "ctxbench.pid": str(os.getpid()),
+            "ctxbench.pid_start": _pid_start(os.getpid())}
+
+
+def _pid_start(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:  # field 22: start time in clock ticks since boot
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def creator_alive(labels: Mapping[str, str]) -> bool | None:
+    """True/False when the creating process is known to be alive/gone; None when it cannot be
+    told (another host, or a container from before these labels existed)."""
+    if labels.get("ctxbench.host") != os.uname().nodename or not labels.get("ctxbench.pid", "").isdigit():
+        return None
+    pid = int(labels["ctxbench.pid"])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if _zombie(pid):  # killed, not yet reaped: as dead as it gets
+        return False
+    started = labels.get("ctxbench.pid_start", "")
+    return not started or _pid_start(pid) in ("", started)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
 
 
 def _unix_socket_path() -> str | None:
@@ -96,11 +161,17 @@ class DockerSandbox(WorkingCopy):
         cfg = self._cfg
         client = _client()
         slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", self.trial_id)[:40]
+        all_labels = {**(labels or {}), **owner_labels(), "ctxbench": "1", "ctxbench.trial": self.trial_id}
+
+        def remove_half_created() -> None:  # a hung create may still have made the container
+            for c in client.api.containers(all=True, filters={"label": [f"ctxbench.trial={self.trial_id}"]}):
+                client.api.remove_container(c["Id"], force=True)
+
         try:
-            return client.containers.run(
+            return _retry_once("container start", lambda: client.containers.run(
                 cfg.image, ["sleep", "infinity"], detach=True,
                 name=f"ctxbench-{slug}-{uuid.uuid4().hex[:8]}",
-                labels={**(labels or {}), "ctxbench": "1", "ctxbench.trial": self.trial_id},
+                labels=all_labels,
                 user=f"{os.getuid()}:{os.getgid()}", working_dir="/work",
                 network_mode="none", mem_limit=cfg.memory, memswap_limit=cfg.memory,
                 nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
@@ -108,7 +179,7 @@ class DockerSandbox(WorkingCopy):
                 cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 read_only=True, tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777"},
                 mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind")],
-            )
+            ), before_retry=remove_half_created)
         except docker.errors.ImageNotFound as e:
             raise RuntimeError(f"sandbox image {cfg.image!r} not found; build it with `make docker` "
                                "(scripts/build_image.sh)") from e
@@ -136,10 +207,16 @@ class DockerSandbox(WorkingCopy):
         argv = ["sh", "-c", _WRAPPER, "ctxbench", f"{limit:.3f}", "exec 2>&1\n" + cmd]
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
-        try:
+        def create_and_start() -> tuple[str, socket.socket, bytes]:
             exec_id = self._api.exec_create(self._id, argv, workdir="/work",
                                             environment=[f"{_MARK}={marker}"])["Id"]
-            sock, first = self._start(exec_id)
+            return (exec_id, *self._start(exec_id))
+
+        try:
+            # A hung create/start is retried once as a new exec, after killing whatever the
+            # first attempt may have started (its processes carry the same marker).
+            exec_id, sock, first = _retry_once("exec start", create_and_start,
+                                               before_retry=lambda: self._kill_marked(marker))
         except errors as e:
             raise self._lost(e) from e
         try:
@@ -174,7 +251,7 @@ class DockerSandbox(WorkingCopy):
                 f"Content-Length: {len(body)}\r\n\r\n").encode()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.settimeout(60)
+            sock.settimeout(ENGINE_TIMEOUT_S)
             sock.connect(self._sock_path)
             sock.sendall(head + body)
             buf = b""
@@ -196,7 +273,7 @@ class DockerSandbox(WorkingCopy):
         errors = _engine_errors()
         for _ in range(400):  # the stream can end a moment before the engine records the exit
             try:
-                info = self._api.exec_inspect(exec_id)
+                info = _retry_once("exec inspect", lambda: self._api.exec_inspect(exec_id))
             except errors as e:
                 raise self._lost(e) from e
             if not info.get("Running") and info.get("ExitCode") is not None:
@@ -216,7 +293,7 @@ class DockerSandbox(WorkingCopy):
         until = time.monotonic() + wait_s
         while True:
             try:
-                state = self._api.inspect_container(self._id)["State"]
+                state = _retry_once("container inspect", lambda: self._api.inspect_container(self._id))["State"]
             except _engine_errors() as e:
                 raise self._lost(e) from e
             if not state.get("Running"):
@@ -235,7 +312,7 @@ class DockerSandbox(WorkingCopy):
         if self._closed:
             return
         try:
-            self._api.remove_container(self._id, force=True)
+            _retry_once("container remove", lambda: self._api.remove_container(self._id, force=True))
         except Exception as e:  # NotFound (already swept) or engine gone: the dir goes anyway
             if type(e).__name__ != "NotFound":
                 log.warning("sandbox %s: could not remove container %s: %s", self.trial_id, self._id[:12], e)
@@ -276,9 +353,13 @@ def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
     return DockerSandbox(cfg, files, trial_id, labels)
 
 
-def sweep(label_selector: Mapping[str, str] | None = None) -> int:
+def sweep(label_selector: Mapping[str, str] | None = None, orphans_only: bool = False) -> int:
     """Force-remove ctxbench containers (all, or those matching every label) and their leaked
-    working copies; returns how many containers were removed. 0 if no engine is reachable."""
+    working copies; returns how many containers were removed. 0 if no engine is reachable.
+
+    With no selector this removes EVERY ctxbench container on the engine, including those of
+    studies running right now; `orphans_only=True` keeps any container whose creating process
+    is alive or cannot be checked (another host, no owner labels): safe at any time."""
     try:
         client = _client()
     except SandboxLost as e:
@@ -287,6 +368,8 @@ def sweep(label_selector: Mapping[str, str] | None = None) -> int:
     selector = ["ctxbench=1"] + [f"{k}={v}" for k, v in sorted((label_selector or {}).items())]
     removed = 0
     for c in client.api.containers(all=True, filters={"label": selector}):
+        if orphans_only and creator_alive(c.get("Labels") or {}) is not False:
+            continue
         try:
             client.api.remove_container(c["Id"], force=True)
             removed += 1
