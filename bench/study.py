@@ -15,20 +15,22 @@ What lives here:
   to the sweep dir's `progress.jsonl` and logs `done/total, failures, ETA`. A trial that
   raised (not a verdict, not an infra failure the trial caught itself) is recorded as
   `crashed` and does not stop the study; the study then ends with a non-zero exit.
-* `Watchdog`: ends a trial stuck inside one call (a hung model call or engine call) at its
-  wall-clock limit; the loop's own between-turn check covers the rest.
+* Progress accounting: the planned trial count and the `progress.jsonl` records, summarised.
+* `trial_watchdog`: the watchdog (bench.watchdog) armed around a trial, with the grace it gets
+  past the trial's own deadline.
+* The `python -m bench.study` command line.
+
+Elsewhere: the watchdog's mechanism is bench.watchdog; the study's MLflow parent run and the
+per-status counts of its trials are bench.study_tracking. Both are re-exported here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import logging
 import math
 import os
-import signal
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,98 +40,17 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from bench.study_tracking import close_study_run, open_study_run, status
+from bench.watchdog import Watchdog, timeout_exception
+
 log = logging.getLogger("ctxbench.study")
 
 WATCHDOG_GRACE_S = 5.0  # past the deadline, the loop's own check has had its chance
 
 
 # --------------------------------------------------------------------------------- watchdog
-class Watchdog:
-    """Raise `exc_type()` in the arming thread if it is still running `timeout_s` later.
-
-    In the main thread this is SIGALRM: the handler runs even while the thread is blocked in a
-    socket read or a sleep (the syscall returns EINTR, PEP 475 runs the handler, which
-    raises). An earlier SIGALRM timer (pytest-timeout uses one) is saved and restored. In any
-    other thread it falls back to an asynchronous exception, which lands when the thread next
-    runs Python bytecode (a call blocked in C for good is then bounded by that call's own
-    timeout: ENGINE_TIMEOUT_S for the engine, the HTTP timeout for providers)."""
-
-    def __init__(self, timeout_s: float, exc_type: type[BaseException]) -> None:
-        self.timeout_s = max(0.001, float(timeout_s))
-        self.exc_type = exc_type
-        self.fired = False
-        self._armed = False
-        self._prev_handler: Any = None
-        self._prev_timer: tuple[float, float] = (0.0, 0.0)
-        self._armed_at = 0.0
-        self._timer: threading.Timer | None = None
-        self._main = threading.current_thread() is threading.main_thread()
-
-    def _on_alarm(self, signum: int, frame: Any) -> None:
-        if self._armed:  # a disarmed watchdog never interrupts cleanup
-            self._armed = False
-            self.fired = True
-            raise self.exc_type()
-
-    def _async_raise(self, ident: int) -> None:
-        if not self._armed:
-            return
-        self._armed = False
-        self.fired = True
-        # Only a class can be injected; it is instantiated without arguments.
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(self.exc_type))
-
-    def __enter__(self) -> Watchdog:
-        self._armed = True
-        self._armed_at = time.monotonic()
-        if self._main:
-            self._prev_handler = signal.signal(signal.SIGALRM, self._on_alarm)
-            self._prev_timer = signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
-        else:
-            self._timer = threading.Timer(self.timeout_s, self._async_raise, args=(threading.get_ident(),))
-            self._timer.daemon = True
-            self._timer.start()
-        return self
-
-    def disarm(self) -> None:
-        if not self._armed and self._prev_handler is None and self._timer is None:
-            return
-        self._armed = False
-        if self._main and self._prev_handler is not None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._prev_handler)
-            self._prev_handler = None
-            remaining, interval = self._prev_timer
-            if remaining > 0:  # give the earlier timer back what it had left
-                left = remaining - (time.monotonic() - self._armed_at)
-                signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def __exit__(self, *exc: object) -> None:
-        self.disarm()
-
-
-_TIMEOUT_EXC: type[BaseException] | None = None
-
-
-def timeout_exception() -> type[BaseException]:
-    """`TrialFailed("timeout")` as a class constructible without arguments (bench.loop is
-    imported lazily: the launching process of a study never needs it)."""
-    global _TIMEOUT_EXC
-    if _TIMEOUT_EXC is None:
-        from bench.loop import TrialFailed
-
-        class TrialTimeout(TrialFailed):
-            def __init__(self, detail: str = "watchdog: the trial was stuck inside one call past its "
-                                             "wall-clock limit") -> None:
-                super().__init__("timeout", detail)
-
-        _TIMEOUT_EXC = TrialTimeout
-    return _TIMEOUT_EXC
-
-
+# The grace lives here, not in bench.watchdog: tests tune it as bench.study.WATCHDOG_GRACE_S,
+# and trial_watchdog must read it from this module for that to take effect.
 def trial_watchdog(timeout_s: float) -> Watchdog:
     """Fires WATCHDOG_GRACE_S after the trial's own deadline (limits.trial_timeout_s)."""
     return Watchdog(timeout_s + WATCHDOG_GRACE_S, timeout_exception())
@@ -161,10 +82,6 @@ def _fmt_s(s: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-
-
-# Outcome of one job, as recorded in progress.jsonl.
-OUTCOMES = ("success", "failure", "error", "killed", "skipped", "running_elsewhere", "crashed")
 
 
 def summarize(records: Sequence[Mapping[str, Any]], total: int | None, elapsed_s: float) -> dict[str, Any]:
@@ -312,92 +229,7 @@ class StudyCallback(Callback):
             log.info(progress_line(self.study, s))
 
 
-# ---------------------------------------------------------------------- the MLflow parent run
-def _study_config(config: DictConfig, jobs: list[list[str]] | None) -> dict[str, Any]:
-    base = OmegaConf.to_container(config, resolve=False)
-    assert isinstance(base, dict)
-    hydra = base.pop("hydra", {}) or {}
-    with contextlib.suppress(Exception):
-        resolved = {k: OmegaConf.to_container(config[k], resolve=True) if OmegaConf.is_config(config[k])
-                    else config[k] for k in base}
-        base = resolved
-    launcher = dict(hydra.get("launcher") or {})
-    return {"study": base.get("study"), "base_config": base,
-            "sweep": {"params": dict((hydra.get("sweeper") or {}).get("params") or {}),
-                      "overrides": list((hydra.get("overrides") or {}).get("task") or []),
-                      "launcher": launcher.get("_target_"), "launcher_config": launcher,
-                      "n_trials": len(jobs) if jobs is not None else None}}
-
-
-def _tracking(config: DictConfig) -> tuple[Any, str, Path]:
-    from bench.tracking import _client, experiment_id
-
-    uri = str(config.tracking.uri)
-    client = _client(uri)
-    exp = experiment_id(client, str(config.tracking.experiment), str(config.tracking.get("artifact_root") or ""))
-    return client, exp, Path(str(config.results_dir))
-
-
-def open_study_run(config: DictConfig, jobs: list[list[str]] | None) -> str:
-    """Find or create the study's parent run; record this invocation (config, code version)."""
-    import subprocess
-    import sys
-
-    from bench.config import ROOT
-    from bench.tracking import code_version, study_run_id
-
-    client, exp, results_dir = _tracking(config)
-    study = str(config.study.name)
-    conf = _study_config(config, jobs)
-    run_id = study_run_id(client, exp, study, results_dir, conf)
-    version = code_version()
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    client.set_tag(run_id, "git_sha", version)
-    client.set_tag(run_id, "n_trials", str(conf["sweep"]["n_trials"]))
-    client.set_tag(run_id, "launcher", str(conf["sweep"]["launcher"]))
-    client.log_dict(run_id, {**conf, "code_version": version, "argv": sys.argv, "host": os.uname().nodename,
-                             "pid": os.getpid(), "started_utc": stamp}, f"invocations/{stamp}.yaml")
-    if version.endswith("-dirty"):  # the uncommitted part of the code version, to reproduce it
-        with contextlib.suppress(Exception):
-            diff = subprocess.run(["git", "-C", str(ROOT), "diff", "HEAD"], capture_output=True, text=True,
-                                  timeout=30).stdout
-            client.log_text(run_id, diff, f"invocations/{stamp}.code.diff")
-    if client.get_run(run_id).info.status != "RUNNING":
-        client.update_run(run_id, status="RUNNING")
-    return run_id
-
-
-def close_study_run(config: DictConfig, run_id: str, summary: Mapping[str, Any], failed: bool) -> None:
-    from mlflow.entities import Metric
-
-    client, _, _ = _tracking(config)
-    now = int(time.time() * 1000)
-    c = summary["counts"]
-    metrics = {"trials_planned": summary["total"] or 0, "trials_done": summary["done"],
-               "trials_executed": summary["executed"], "study_wall_s": summary["elapsed_s"],
-               **{f"trials_{k}": float(c.get(k, 0)) for k in OUTCOMES}}
-    client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
-    client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
-
-
 # --------------------------------------------------------------------------- command line
-def status(study: str, uri: str, experiment: str = "ctxbench") -> dict[str, Any]:
-    """Per-status counts of a study's trial runs, and config hashes with more than one
-    FINISHED run (which must never happen)."""
-    from bench.tracking import _client
-
-    client = _client(uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        return {"runs": 0, "by_status": {}, "finished_hashes": 0, "double_counted": []}
-    runs = client.search_runs([exp.experiment_id], filter_string=(
-        f"tags.study = '{study}' and tags.`ctxbench.kind` = 'trial'"), max_results=50000)
-    by_status = Counter(r.info.status for r in runs)
-    finished = Counter(r.data.tags.get("config_hash") for r in runs if r.info.status == "FINISHED")
-    return {"runs": len(runs), "by_status": dict(by_status), "finished_hashes": len(finished),
-            "double_counted": sorted(h for h, n in finished.items() if n > 1)}
-
-
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     logging.getLogger("alembic").setLevel(logging.WARNING)

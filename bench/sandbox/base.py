@@ -1,50 +1,26 @@
-"""Sandbox contract shared by all backends, plus the host-side working copy they all use.
+"""Sandbox contract shared by all backends: the validated config, the exec result, the
+error for a lost sandbox, the `Sandbox` protocol, and the bounded output tail.
 
-Security model (the part that must hold even against hostile model-generated code):
-
-* The task's working copy is a host temp dir; it is the ONLY host path a container sees
-  (bind-mounted at /work).
-* Its git dir lives NEXT to it, outside the mount, and the host runs git with explicit
-  GIT_DIR/GIT_WORK_TREE. Code in the container therefore cannot plant hooks, config
-  (core.fsmonitor, aliases, filters) or anything else the host's git would execute. Any
-  `.git` that shows up inside the working copy (say `git init` run in the container) is
-  deleted before the host runs git, so git never mistakes it for a nested repository.
-* Host-side file operations walk the path one component at a time with O_NOFOLLOW relative
-  to an open directory fd. A symlink anywhere in the path, `..` escapes, absolute paths and
-  `.git` are refused, and a concurrent symlink swap from inside the container cannot
-  redirect a host write (no check-then-open race).
-* Git runs with system/global config disabled and fixed identities and dates, which also
-  makes commit and tree shas reproducible across machines and runs.
+The host-side working copy every backend builds on, and the security model it enforces
+(container sees only the working copy; git dir outside it; race-free host file operations),
+is bench.sandbox.workcopy; `WorkingCopy` is re-exported here.
 """
 
 from __future__ import annotations
 
 import codecs
-import contextlib
 import dataclasses
-import errno
-import logging
-import os
-import posixpath
 import re
-import shutil
-import stat
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-log = logging.getLogger(__name__)
+# Re-exported: the local backend imports the working copy from here, with the contract.
+from .workcopy import WorkingCopy as WorkingCopy
 
 KINDS = ("docker", "local")
-FIXED_DATE = "2000-01-01T00:00:00+0000"
-HARNESS_AUTHOR = "ctxbench <harness@ctxbench.invalid>"
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
-_AUTHOR_RE = re.compile(r"^\s*([^<>\n]+?)\s*<([^<>\s]+)>\s*$")
-# Build artefacts the sandbox produces; they must not change tree shas or file listings.
-_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
 
 
 @dataclass(frozen=True)
@@ -161,187 +137,3 @@ class OutputTail:
         budget = self._limit - 80  # the marker line is shorter than 80 chars
         cut = self._dropped + max(0, len(text) - budget)
         return self._MARKER.format(n=cut) + text[-budget:]
-
-
-class WorkingCopy:
-    """Host side of a sandbox: a temp working copy plus a git dir kept outside it."""
-
-    def __init__(self, trial_id: str, files: Mapping[str, str]) -> None:
-        if not isinstance(trial_id, str) or not trial_id:
-            raise ValueError("trial_id must be a non-empty string")
-        self.trial_id = trial_id
-        self._closed = False
-        self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
-        self.workdir = self._root / "work"
-        self._git_dir = self._root / "git"
-        try:
-            self.workdir.mkdir()
-            self._git("init", "-q", "--initial-branch=main")
-            for key, value in (("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"),
-                               ("core.autocrlf", "false"), ("core.untrackedCache", "false"),
-                               ("gc.auto", "0"), ("commit.gpgSign", "false")):
-                self._git("config", key, value)
-            (self._git_dir / "info").mkdir(exist_ok=True)
-            (self._git_dir / "info" / "exclude").write_text(_EXCLUDES)
-            for path in sorted(files):
-                self.write_file(path, files[path])
-            self.base_commit = self.commit("initial task files", HARNESS_AUTHOR)
-        except BaseException:
-            self._remove_tree()
-            raise
-
-    # -- git (always on the host, against the git dir outside the working copy) --------------
-    def _git(self, *args: str, env: Mapping[str, str] | None = None) -> str:
-        full_env = {
-            "PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C", "HOME": str(self._root),
-            "GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.workdir),
-            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
-            "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE,
-            "GIT_COMMITTER_NAME": "ctxbench", "GIT_COMMITTER_EMAIL": "harness@ctxbench.invalid",
-            **(env or {}),
-        }
-        proc = subprocess.run(["git", *args], cwd=self.workdir, env=full_env, capture_output=True,
-                              encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            raise RuntimeError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
-        return proc.stdout
-
-    def git(self, *args: str) -> str:
-        """Run host git on this trial's repository (harness-chosen args only: status/log/diff)."""
-        return self._git(*args)
-
-    def commit(self, message: str, author: str) -> str:
-        m = _AUTHOR_RE.match(author)
-        if not m:
-            raise ValueError(f"author must look like 'Name <email>', got {author!r}")
-        self._purge_git_dirs()
-        self._git("add", "-A")
-        # --allow-empty: every commit call yields a commit, so sha sequences depend only on calls.
-        self._git("commit", "-q", "--allow-empty", "--no-verify", "-m", message,
-                  env={"GIT_AUTHOR_NAME": m.group(1), "GIT_AUTHOR_EMAIL": m.group(2)})
-        return self._git("rev-parse", "HEAD").strip()
-
-    def tree_sha(self) -> str:
-        """Tree of the working copy as it is now, via a throwaway index (the real one is untouched)."""
-        self._purge_git_dirs()
-        tmp = self._git_dir / f"index.tree-{os.getpid()}-{id(self)}"
-        env = {"GIT_INDEX_FILE": str(tmp)}
-        try:
-            if (self._git_dir / "index").exists():  # its stat cache spares rehashing every file
-                shutil.copyfile(self._git_dir / "index", tmp)
-            self._git("add", "-A", env=env)
-            return self._git("write-tree", env=env).strip()
-        finally:
-            tmp.unlink(missing_ok=True)
-
-    def list_files(self) -> list[str]:
-        self._purge_git_dirs()
-        out = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        return sorted({p for p in out.split("\0") if p and "__pycache__" not in p.split("/")
-                       and os.path.lexists(self.workdir / p)})
-
-    def _purge_git_dirs(self) -> None:
-        for top, dirs, files in os.walk(self.workdir):  # never follows symlinks
-            if ".git" in dirs or ".git" in files:
-                target = os.path.join(top, ".git")
-                log.warning("sandbox %s: removing %s (git metadata lives outside the working copy)",
-                            self.trial_id, target)
-                if ".git" in dirs and not os.path.islink(target):
-                    dirs.remove(".git")
-                    shutil.rmtree(target, ignore_errors=True)
-                else:
-                    os.unlink(target)
-
-    # -- files (race-free walk below the working copy) ----------------------------------------
-    def _split(self, path: str) -> list[str]:
-        if not isinstance(path, str) or not path or "\0" in path:
-            raise ValueError(f"invalid path {path!r}")
-        if path.startswith("/"):
-            raise ValueError(f"{path!r}: absolute paths are not allowed; use a repo-relative path")
-        norm = posixpath.normpath(path)
-        parts = norm.split("/")
-        if norm in (".", "..") or parts[0] == "..":
-            raise ValueError(f"{path!r} escapes the working copy")
-        if ".git" in parts:
-            raise ValueError(f"{path!r}: .git is not accessible")
-        return parts
-
-    def _open_parent(self, parts: list[str], create: bool) -> int:
-        fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            for name in parts[:-1]:
-                if create:
-                    with contextlib.suppress(FileExistsError):  # an existing symlink is caught below
-                        os.mkdir(name, 0o755, dir_fd=fd)
-                try:
-                    nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                except OSError as e:
-                    if e.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(
-                            os.lstat(name, dir_fd=fd).st_mode):
-                        raise ValueError(f"{'/'.join(parts)}: {name} is a symlink") from None
-                    raise
-                os.close(fd)
-                fd = nfd
-            return fd
-        except BaseException:
-            os.close(fd)
-            raise
-
-    def _open_file(self, path: str, flags: int, create_dirs: bool = False) -> int:
-        parts = self._split(path)
-        dfd = self._open_parent(parts, create_dirs)
-        try:
-            fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644, dir_fd=dfd)
-        except OSError as e:
-            if e.errno == errno.ELOOP:
-                raise ValueError(f"{path}: is a symlink") from None
-            if e.errno in (errno.EISDIR, errno.ENXIO):
-                raise ValueError(f"{path}: not a regular file") from None
-            raise
-        finally:
-            os.close(dfd)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # FIFOs, directories opened read-only
-            os.close(fd)
-            raise ValueError(f"{path}: not a regular file")
-        return fd
-
-    def read_file(self, path: str) -> str:
-        with os.fdopen(self._open_file(path, os.O_RDONLY), "rb") as f:
-            return f.read().decode("utf-8", errors="replace")
-
-    def write_file(self, path: str, content: str) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        with os.fdopen(self._open_file(path, flags, create_dirs=True), "wb") as f:
-            f.write(content.encode("utf-8"))
-
-    def delete_file(self, path: str) -> None:
-        parts = self._split(path)
-        dfd = self._open_parent(parts, create=False)
-        try:
-            mode = os.lstat(parts[-1], dir_fd=dfd).st_mode
-            if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
-                raise ValueError(f"{path}: not a regular file")
-            os.unlink(parts[-1], dir_fd=dfd)
-        finally:
-            os.close(dfd)
-
-    # -- lifecycle ------------------------------------------------------------------------------
-    def _remove_tree(self) -> None:
-        def retry(func: Any, p: str, _exc: Any) -> None:  # the sandbox may leave read-only dirs
-            os.chmod(os.path.dirname(p), 0o755)
-            func(p)
-
-        if self._root.exists():
-            shutil.rmtree(self._root, onerror=retry)
-
-    def close(self, interrupted: bool = False) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._remove_tree()
-
-    def __enter__(self) -> WorkingCopy:
-        return self
-
-    def __exit__(self, *exc: object) -> None:  # an exception on the way out means interrupted
-        self.close(interrupted=exc[0] is not None)

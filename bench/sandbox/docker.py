@@ -1,7 +1,7 @@
 """Docker backend: one long-lived, locked-down container per trial; commands run via exec.
 
 The container sees only the trial's working copy (bind-mounted at /work; the git dir stays
-on the host, see base.py), has no network, capped memory/cpu/pids, no capabilities, no
+on the host, see workcopy.py), has no network, capped memory/cpu/pids, no capabilities, no
 privilege escalation, a read-only rootfs with a tmpfs /tmp, and runs as the host user's uid
 so that whatever it writes stays removable by the harness.
 
@@ -10,11 +10,13 @@ like the `docker exec` CLI. The start request is sent on a raw unix socket becau
 reads upgraded streams past its own HTTP buffer and can silently lose the first output
 frames (docker/docker-py#3332); here the bytes after the response headers are kept.
 `docker` is imported lazily so that importing bench never needs docker-py or an engine.
+
+Also here: `sweep`, for leaked containers. engine.py owns the engine connection, the retry of
+hung engine calls and the containers' owner labels; names used elsewhere are re-exported here.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import re
@@ -26,117 +28,30 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost, WorkingCopy
+from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost
+
+# The exec socket reads ENGINE_TIMEOUT_S from this module, so tests can shorten it here.
+from .engine import (
+    ENGINE_TIMEOUT_S,
+    _client,
+    _engine_errors,
+    _retry_once,
+    _unix_socket_path,
+    creator_alive,
+    dockerpy,
+    owner_labels,
+)
+from .workcopy import WorkingCopy
 
 log = logging.getLogger(__name__)
 
 GRACE_S = 2.0  # host-side guard: how long past the in-container timeout we keep waiting
-# An engine call that has not answered in this long is taken as hung: it is retried once,
-# then the sandbox is lost (other harnesses see ~1 hang per 1,000 Docker calls). Exec
-# output is not bound by this: a running command is governed by its own timeout.
-ENGINE_TIMEOUT_S = 30.0
 _MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec, so it can be killed
 _FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id, 3 pad, size
 _KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "' + _MARK + '=$1" "$d/environ" '
                 '&& kill -9 "${d#/proc/}" 2>/dev/null; done; true')
 _SENTINEL = b"\0ctxbench-exec-completed\n"
 _WRAPPER = 'timeout -s KILL "$1" sh -c "$2"; rc=$?; printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
-_clients: dict[int, Any] = {}
-
-
-def dockerpy() -> Any:
-    """docker-py, imported on first use. Through importlib because, to mypy, the repo's own
-    docker/ directory (the Dockerfile) is a namespace package that shadows docker-py."""
-    return importlib.import_module("docker")
-
-
-def _client() -> Any:
-    """One docker client per process (a forked worker must not share the parent's sockets)."""
-    docker = dockerpy()
-    pid = os.getpid()
-    if pid not in _clients:
-        try:
-            client = docker.from_env(timeout=int(ENGINE_TIMEOUT_S))
-            client.ping()
-        except docker.errors.DockerException as e:
-            raise SandboxLost(f"Docker engine unreachable ({e}); run scripts/ensure_docker.sh") from e
-        _clients.clear()
-        _clients[pid] = client
-    return _clients[pid]
-
-
-def _engine_errors() -> tuple[type[BaseException], ...]:
-    import requests
-
-    return (dockerpy().errors.DockerException, requests.exceptions.RequestException, OSError)
-
-
-def _hung(e: BaseException) -> bool:
-    """Did the engine fail to answer in time (as opposed to answering with an error)?"""
-    import requests
-
-    return isinstance(e, requests.exceptions.Timeout | TimeoutError) or "timed out" in str(e).lower()
-
-
-def _retry_once(what: str, call: Any, before_retry: Any = None) -> Any:
-    """Run an engine call; if it hangs (times out), run `before_retry` and try once more."""
-    try:
-        return call()
-    except _engine_errors() as e:
-        if not _hung(e):
-            raise
-        log.warning("docker %s hung (no answer in %.0f s): retrying once", what, ENGINE_TIMEOUT_S)
-        if before_retry is not None:
-            before_retry()
-        return call()
-
-
-def owner_labels() -> dict[str, str]:
-    """Who created a container: host, pid and the pid's start time (so a reused pid is not
-    mistaken for the creator). A sweep removes a container only when that process is gone."""
-    return {"ctxbench.host": os.uname().nodename, "ctxbench.pid": str(os.getpid()),
-            "ctxbench.pid_start": _pid_start(os.getpid())}
-
-
-def _pid_start(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:  # field 22: start time in clock ticks since boot
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return ""
-
-
-def creator_alive(labels: Mapping[str, str]) -> bool | None:
-    """True/False when the creating process is known to be alive/gone; None when it cannot be
-    told (another host, or a container from before these labels existed)."""
-    if labels.get("ctxbench.host") != os.uname().nodename or not labels.get("ctxbench.pid", "").isdigit():
-        return None
-    pid = int(labels["ctxbench.pid"])
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if _zombie(pid):  # killed, not yet reaped: as dead as it gets
-        return False
-    started = labels.get("ctxbench.pid_start", "")
-    return not started or _pid_start(pid) in ("", started)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
-
-
-def _unix_socket_path() -> str | None:
-    host = os.environ.get("DOCKER_HOST", "")
-    if not host:
-        return "/var/run/docker.sock"
-    return host[len("unix://"):] if host.startswith("unix://") else None
 
 
 class DockerSandbox(WorkingCopy):

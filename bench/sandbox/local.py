@@ -6,7 +6,7 @@ debugged on a machine without Docker, with the `sim`/`oracle` models whose "gene
 is known. Never the default; never use it with a real model.
 
 What it does keep from the contract: the same host-side working copy and out-of-tree git
-dir (base.py), the per-command timeout (the whole process session is SIGKILLed, plus any
+dir (workcopy.py), the per-command timeout (the whole process session is SIGKILLed, plus any
 process that escaped it, found by an env marker), merged and tail-truncated output, and an
 environment stripped of the host's variables so API keys do not leak into the commands.
 """
