@@ -31,6 +31,9 @@ def test_the_key_never_appears_in_logs_results_errors_cassettes_or_traces(kind, 
     monkeypatch.setenv(KEY_ENV[kind], canary)
     monkeypatch.setenv("LOOPBACK_KEY", canary)
     db, previous = tmp_path / "mlflow.db", mlflow.get_tracking_uri()
+    # Artifacts under the temp dir (MLflow's default is ./mlruns in the cwd), so the grep below sees them.
+    mlflow.MlflowClient(f"sqlite:///{db}").create_experiment(
+        f"canary-{kind}", artifact_location=(tmp_path / "artifacts").as_uri())
     tracing.configure(True, tracking_uri=f"sqlite:///{db}", experiment=f"canary-{kind}")
     caplog.set_level(logging.DEBUG)
     task, cassette, seen = make_task(), tmp_path / "cassette.jsonl", []
@@ -68,6 +71,8 @@ def test_the_key_never_appears_in_logs_results_errors_cassettes_or_traces(kind, 
         "cassette": cassette.read_text(),
         "stdout/stderr": out + errtext,
         "mlflow db": Path(db).read_bytes().decode("latin-1"),
+        "trace artifacts": "\n".join(p.read_bytes().decode("latin-1") for p in (tmp_path / "artifacts").rglob("*")
+                                      if p.is_file()),
     }
     assert "http_401" in haystacks["error"] and len(haystacks["cassette"]) > 1000
     assert "model turn" in haystacks["mlflow db"]  # the traces are there ...

@@ -21,6 +21,8 @@ def store(tmp_path_factory):
     db = tmp_path_factory.mktemp("mlflow") / "mlflow.db"
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{db}")
+    # Created with an artifact location under the temp dir: MLflow's default is ./mlruns in the cwd.
+    mlflow.MlflowClient().create_experiment("tracing-test", artifact_location=(db.parent / "artifacts").as_uri())
     exp = mlflow.set_experiment("tracing-test")
     yield db, exp.experiment_id
     tracing.configure(False)
