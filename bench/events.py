@@ -23,6 +23,7 @@ from bench.types import Message, canonical_json, context_sha
 
 KINDS = frozenset({
     "trial_start", "message", "context", "model_call", "tool_call", "tool_result", "check", "step_start",
+    "head_refresh",
     "step_status", "compaction", "context_truncation", "context_overflow", "output_truncation", "drift",
     "policy_violation", "invariant", "error", "trial_end",
 })

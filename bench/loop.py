@@ -19,7 +19,7 @@ from bench.sandbox.base import Sandbox
 from bench.tools import Tools
 from bench.toolspecs import TOOLS
 from bench.types import Completion, Message, Usage
-from strategies.base import Built, Certified, State, Strategy, Summary
+from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import TaskSpec
 
 NUDGE = "No tool call. Continue the current step with the tools, then call submit_step."
@@ -71,6 +71,7 @@ class TrialLoop:
         self.learned: tuple = ()
         self.summary: Summary | None = None
         self.turn = 0
+        self.head: StepHead | None = None  # the current step head; FILES re-read after a compaction
 
     # -- the whole trial ------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -84,7 +85,8 @@ class TrialLoop:
                             tree=head.tree, files=[[p, c] for p, c in head.files], drift_note=head.drift_note,
                             dirty_files=dirty, new_session=getattr(self.strategy, "fresh_session_per_step", False))
             self.transcript.append(Message(role="user", content=current_step_block(step)))
-            if not self._run_step(index, head):
+            self.head = head
+            if not self._run_step(index):
                 self.out.first_failed_step = index
                 raise TrialFailed("step_failed", f"{step.id} not certified within its turn budget")
             self.out.steps_passed += 1
@@ -96,7 +98,8 @@ class TrialLoop:
         return self.out
 
     # -- one step -------------------------------------------------------------------------
-    def _run_step(self, index: int, head) -> bool:
+    def _run_step(self, index: int) -> bool:
+        assert self.head is not None, "run() reads the step head before running the step"
         step_start, attempt, last_failure = len(self.transcript) - 1, 0, None
         for _ in range(self.cfg.max_turns_per_step):
             if self.turn >= self.cfg.max_turns:
@@ -106,7 +109,7 @@ class TrialLoop:
             state = State(task=self.task, tools=TOOLS, transcript=tuple(self.transcript), turn=self.turn,
                           step_index=index, step_start=step_start, attempt=attempt,
                           certified=tuple(self.certified), learned=self.learned, last_failure=last_failure,
-                          head=head, summary=self.summary, window=self.cfg.window,
+                          head=self.head, summary=self.summary, window=self.cfg.window,
                           max_output=self.cfg.max_output)
             built = self._build(state)
             reply = self._call(built.messages, TOOLS, built.stable, built.tokens, purpose="turn")
@@ -171,7 +174,10 @@ class TrialLoop:
             request = self.strategy.summary_request(state)
             reply = self._call(request, (), 0, None, purpose="compaction")
             self.summary = Summary(text=reply.content, upto=len(self.transcript))
-            state = replace(state, summary=self.summary)
+            # A summary keeps no file contents, so the step head's FILES (read before this step's
+            # edits) would become the newest copy the model can see: re-read them from the tree.
+            self.head = self._refresh_files(state.head)
+            state = replace(state, summary=self.summary, head=self.head)
             after = self.strategy.build(state)
             self.out.counts["compactions"] += 1
             self.log.append("compaction", self.turn, tokens_before=built.tokens, tokens_after=after.tokens,
@@ -186,6 +192,13 @@ class TrialLoop:
             self.log.append("context_overflow", self.turn, tokens=built.tokens, budget=state.budget)
             raise TrialFailed("context_overflow", f"{built.tokens} tokens > budget {state.budget}")
         return built
+
+    def _refresh_files(self, head: StepHead) -> StepHead:
+        listing = set(self.sandbox.list_files())
+        files = tuple((p, self.sandbox.read_file(p)) for p, _ in head.files if p in listing)
+        if files != head.files:
+            self.log.append("head_refresh", self.turn, files=[[p, c] for p, c in files])
+        return replace(head, files=files)
 
     def _call(self, messages: tuple[Message, ...], tools, stable: int, tokens: int | None,
               purpose: str) -> Completion:

@@ -34,3 +34,14 @@ def test_oracle_solves_every_family_in_every_arm(tmp_path, monkeypatch, docker_r
 def test_oracle_solves_fifty_seeds(tmp_path, monkeypatch, docker_ready, family, arm, seed):
     result = _trial(tmp_path, monkeypatch, family, arm, seed)
     assert (result.status, result.failure_reason) == ("success", "")
+
+
+@pytest.mark.docker
+def test_oracle_survives_the_ledger_backstop_compaction(tmp_path, monkeypatch, docker_ready):
+    """Regression: config_rename seed 16 under the compaction arm compacts inside a step. The
+    summary keeps no files, so the ledger's FILES must be re-read from the tree (not the step
+    head's copy, from before the step's own edits), or the model redoes its edits forever."""
+    result = _trial(tmp_path, monkeypatch, "config_rename", "compaction", 16)
+    assert (result.status, result.failure_reason) == ("success", "")
+    kinds = [line for line in result.events_path.read_text().splitlines() if '"kind":"head_refresh"' in line]
+    assert kinds, "the scenario no longer compacts inside a step: pick another seed"
