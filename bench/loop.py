@@ -18,7 +18,7 @@ from bench.render import HANDOFF_QUESTION, check_result, current_step_block, inv
 from bench.sandbox.base import Sandbox
 from bench.tools import Tools
 from bench.toolspecs import TOOLS
-from bench.types import Completion, Message, Usage
+from bench.types import Completion, Message, Usage, request_hash
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import TaskSpec
 
@@ -202,8 +202,6 @@ class TrialLoop:
 
     def _call(self, messages: tuple[Message, ...], tools, stable: int, tokens: int | None,
               purpose: str) -> Completion:
-        from bench.types import request_hash
-
         tokens = tokens if tokens is not None else 0
         self.log.context(self.turn, messages, tokens=tokens, stable=stable, purpose=purpose)
         rhash = request_hash(messages, tools, self.cfg.max_output, self.cfg.seed)

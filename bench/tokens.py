@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from bench.types import Message
+from bench.types import Message, canonical_json
 
 # Per-message framing overhead, as the chat formats add role and separator tokens.
 MESSAGE_OVERHEAD = 4
@@ -35,8 +35,6 @@ def count_text(text: str) -> int:
 def count_message(message: Message) -> int:
     n = MESSAGE_OVERHEAD + count_text(message.content)
     for call in message.tool_calls:
-        from bench.types import canonical_json
-
         n += count_text(call.name) + count_text(canonical_json(call.args))
     return n
 

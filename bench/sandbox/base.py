@@ -110,6 +110,18 @@ class Sandbox(Protocol):
     def close(self, interrupted: bool = False) -> None: ...
 
 
+def exec_limit(cfg: SandboxConfig, trial_id: str, closed: bool, cmd: str, timeout: float | None) -> float:
+    """The checks every backend's `exec` makes before running anything; returns the timeout."""
+    if closed:
+        raise SandboxLost(f"sandbox {trial_id} is closed")
+    limit = cfg.exec_timeout_s if timeout is None else float(timeout)
+    if not limit > 0:
+        raise ValueError(f"timeout must be > 0, got {timeout!r}")
+    if "\0" in cmd:
+        raise ValueError("command contains a NUL byte")
+    return limit
+
+
 class OutputTail:
     """Collects a byte stream in bounded memory, keeping its tail and counting what it drops."""
 

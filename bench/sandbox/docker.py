@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost
+from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost, exec_limit
 
 # The exec socket reads ENGINE_TIMEOUT_S from this module, so tests can shorten it here.
 from .engine import (
@@ -106,13 +106,7 @@ class DockerSandbox(WorkingCopy):
         return self._id
 
     def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
-        if self._closed:
-            raise SandboxLost(f"sandbox {self.trial_id} is closed")
-        limit = self._cfg.exec_timeout_s if timeout is None else float(timeout)
-        if not limit > 0:
-            raise ValueError(f"timeout must be > 0, got {timeout!r}")
-        if "\0" in cmd:
-            raise ValueError("command contains a NUL byte")
+        limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
         errors = _engine_errors()
         marker = uuid.uuid4().hex
         # `timeout -s KILL` kills the command's whole process group inside the container;

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost, WorkingCopy
+from .base import ExecResult, OutputTail, SandboxConfig, WorkingCopy, exec_limit
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,7 @@ class LocalSandbox(WorkingCopy):
                 _SESSION: self._session}
 
     def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
-        if self._closed:
-            raise SandboxLost(f"sandbox {self.trial_id} is closed")
-        limit = self._cfg.exec_timeout_s if timeout is None else float(timeout)
-        if not limit > 0:
-            raise ValueError(f"timeout must be > 0, got {timeout!r}")
-        if "\0" in cmd:
-            raise ValueError("command contains a NUL byte")
+        limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
         marker = uuid.uuid4().hex
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
