@@ -3,7 +3,15 @@
 The container sees only the trial's working copy (bind-mounted at /work; the git dir stays
 on the host, see workcopy.py), has no network, capped memory/cpu/pids, no capabilities, no
 privilege escalation, a read-only rootfs with a tmpfs /tmp, and runs as the host user's uid
-so that whatever it writes stays removable by the harness.
+so that whatever it writes stays removable by the harness. Its pid 1 is a tiny reaper that
+ignores every signal: a namespace's init cannot be killed from inside, so `kill -9 -1` in a
+command ends the command's own processes, never the container (with `sleep` under an init,
+it would end the container and pass the model's act off as a lost sandbox).
+
+`exec(..., reap=True)` ends whatever the command left running (background jobs, daemons,
+fork bombs) before it returns, from the exec's own shell, and lists them in
+`ExecResult.ended`; `reap()` does the same on its own, and costs nothing when the last exec
+already reaped (the trial runs one exec at a time, so nothing can have started since).
 
 Speed: an exec is three engine round trips (create, start, inspect) on one reused client,
 like the `docker exec` CLI. The start request is sent on a raw unix socket because docker-py
@@ -51,7 +59,23 @@ _FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id,
 _KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "' + _MARK + '=$1" "$d/environ" '
                 '&& kill -9 "${d#/proc/}" 2>/dev/null; done; true')
 _SENTINEL = b"\0ctxbench-exec-completed\n"
-_WRAPPER = 'timeout -s KILL "$1" sh -c "$2"; rc=$?; printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
+# $3: 0 = just the command; 1 = then end every other process (all but pid 1 and this shell:
+# the trial runs one exec at a time) and list them on stderr. Builtins only until the kill
+# loop, so it works under a fork bomb at the pids limit.
+_REAP = ('n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; { [ "$p" = 1 ] || [ "$p" = $$ ]; } && continue; '
+         'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
+         '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
+         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); done')
+_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
+            f'if [ "$3" = 1 ]; then {_REAP}; fi; '
+            'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc')
+# pid 1: ignores every signal it may (init of a pid namespace: SIGKILL from inside is dropped
+# too), and SIGCHLD ignored makes the kernel reap orphans, so zombies never eat the pids limit.
+_INIT = ("import signal\n"
+         "for s in signal.valid_signals():\n"
+         "    try: signal.signal(s, signal.SIG_IGN)\n"
+         "    except (OSError, ValueError): pass\n"
+         "while True: signal.pause()\n")
 
 
 class DockerSandbox(WorkingCopy):
@@ -67,6 +91,7 @@ class DockerSandbox(WorkingCopy):
             self._remove_tree()
             raise
         self._id: str = container.id
+        self._quiet = True  # no command has run since the last reap
         self._api = _client().api
         self._sock_path = _unix_socket_path()
         log.debug("sandbox %s: container %s, workdir %s", trial_id, self._id[:12], self.workdir)
@@ -84,13 +109,13 @@ class DockerSandbox(WorkingCopy):
 
         try:
             return _retry_once("container start", lambda: client.containers.run(
-                cfg.image, ["sleep", "infinity"], detach=True,
+                cfg.image, ["python3", "-I", "-S", "-c", _INIT], detach=True,
                 name=f"ctxbench-{slug}-{uuid.uuid4().hex[:8]}",
                 labels=all_labels,
                 user=f"{os.getuid()}:{os.getgid()}", working_dir="/work",
                 network_mode="none", mem_limit=cfg.memory, memswap_limit=cfg.memory,
                 nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
-                init=True,  # tini as pid 1: signals work, zombies are reaped, stop is instant
+                init=False,  # _INIT is pid 1 (see the module docstring); removal is a SIGKILL
                 cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 read_only=True, tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777"},
                 mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind")],
@@ -105,7 +130,16 @@ class DockerSandbox(WorkingCopy):
     def container_id(self) -> str:
         return self._id
 
-    def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
+        self._quiet = False
+        res = self._exec(cmd, timeout, reap)
+        self._quiet = reap
+        return res
+
+    def reap(self) -> list[str]:
+        return [] if self._quiet else list(self.exec(":", reap=True).ended)
+
+    def _exec(self, cmd: str, timeout: float | None, reap: bool) -> ExecResult:
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
         errors = _engine_errors()
         marker = uuid.uuid4().hex
@@ -113,7 +147,7 @@ class DockerSandbox(WorkingCopy):
         # `exec 2>&1` merges the command's stderr into stdout at the fd, so the order is its own.
         # The outer shell then reports on the (otherwise unused) stderr stream that it finished:
         # without that sentinel, a 137 means the whole container died, not just the command.
-        argv = ["sh", "-c", _WRAPPER, "ctxbench", f"{limit:.3f}", "exec 2>&1\n" + cmd]
+        argv = ["sh", "-c", _WRAPPER, "ctxbench", f"{limit:.3f}", "exec 2>&1\n" + cmd, str(int(reap))]
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
         def create_and_start() -> tuple[str, socket.socket, bytes]:
@@ -148,7 +182,10 @@ class DockerSandbox(WorkingCopy):
             # carries this exec's env marker.
             self._kill_marked(marker)
             self._check_alive()
-        return ExecResult(exit_code, tail.text(), duration, timed_out)
+        ended = tuple(line[6:] for line in err.decode("utf-8", "replace").splitlines() if line.startswith("ended "))
+        if reap and not completed:  # the wrapper never reached its reap: reap on its own
+            ended += self._exec(":", None, True).ended
+        return ExecResult(exit_code, tail.text(), duration, timed_out, ended)
 
     def _start(self, exec_id: str) -> tuple[socket.socket, bytes]:
         if self._sock_path is None:  # tcp/ssh engines: docker-py's socket (has the #3332 race)
