@@ -12,6 +12,7 @@ PROVIDERS = {
     "anthropic": "bench.providers.anthropic:AnthropicProvider",
     "openai": "bench.providers.openai:OpenAIProvider",
     "replay": "bench.providers.replay:ReplayProvider",
+    "scripted": "bench.providers.scripted:ScriptedProvider",
 }
 
 

@@ -71,8 +71,9 @@ def launch(argv):
         ret = _pytest(args, rec) if kind == "pytest" else _script(kind, target, args, rec)
         code = int(ret or 0)
         rec["exit"] = code
-    except SystemExit as exc:
-        rec.update(exit=1, error=f"the code under test raised SystemExit({exc.code!r}) during the check")
+    except SystemExit as exc:  # an exit with status 0 from inside the check is an attempt to pass it
+        rec.update(exit=1, error=f"the code under test raised SystemExit({exc.code!r}) during the check",
+                   early_exit=exc.code in (0, None))
     except BaseException as exc:  # noqa: BLE001 - whatever it was, the check did not pass
         _print_traceback(exc)
         rec.update(exit=1, error=f"{type(exc).__name__}: {exc}"[:500])

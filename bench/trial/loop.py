@@ -119,8 +119,10 @@ class TrialLoop:
                 continue
             passed = False
             for call in reply.tool_calls:
-                self.log.append("tool_call", self.turn - 1, call_id=call.id, name=call.name, args=call.args)
-                with tracing.tool_span(self.turn - 1, call.name, call.args, call_id=call.id) as span:
+                # A model may send anything as arguments; the log and the trace get an object.
+                shown = call.args if isinstance(call.args, dict) else {"(not an object)": repr(call.args)[:2000]}
+                self.log.append("tool_call", self.turn - 1, call_id=call.id, name=call.name, args=shown)
+                with tracing.tool_span(self.turn - 1, call.name, shown, call_id=call.id) as span:
                     if call.name == "submit_step":
                         text, ok, failure = self._submit(index, call.args)
                         passed = passed or ok

@@ -78,8 +78,8 @@ class Tools:
             return handler(**args)
         except SandboxLost:
             raise
-        except PathRefused as exc:
-            return ToolOutcome(f"ERROR: {exc}", ok=False, policy_violation=f"{name} {exc}", error="bad_path")
+        except PathRefused as exc:  # a policy matter, not a mistake: a violation, not a tool_error
+            return ToolOutcome(f"ERROR: {exc}", ok=False, policy_violation=f"{name} {exc}")
         except FileNotFoundError as exc:
             return _mistake("not_found", f"{args.get('path', '')}: no such file ({exc.strerror})")
         except GitError as exc:
@@ -98,7 +98,7 @@ class Tools:
             return rel
         via = "" if hit == rel and rel == path else f" (as {path!r})"
         return ToolOutcome(f"ERROR: {hit} is protected (read-only by policy){via}; {action} refused",
-                           ok=False, policy_violation=f"{action} {path}", error="protected")
+                           ok=False, policy_violation=f"{action} {path!r}")
 
     # -- the tools ------------------------------------------------------------------------
     def read_file(self, path: str) -> ToolOutcome:
