@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 
 import hydra
 from omegaconf import DictConfig
@@ -29,4 +30,7 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    from bench import preflight
+
+    preflight.check(sys.argv[1:])  # bad input: one line, exit 2, before Hydra writes anything
     main()
