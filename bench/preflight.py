@@ -13,6 +13,7 @@ no results folder, no MLflow run, no container. A combination that is wrong only
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -105,7 +106,9 @@ def validate(overrides: list[str]) -> TrialConfig:
     """Compose one job and build its parts (then drop them), as the trial would."""
     try:
         tcfg = load(compose(overrides))
-        prepare(tcfg).provider.close()
+        # A recording provider would make the cassette's folder: check the model without it.
+        model = {k: v for k, v in tcfg.model.items() if k != "record"}
+        prepare(dataclasses.replace(tcfg, model=model)).provider.close()
     except (ConfigError, HydraException, OmegaConfBaseException, ValueError, KeyError, TypeError) as exc:
         raise BadInput(_line(exc)) from exc
     return tcfg
