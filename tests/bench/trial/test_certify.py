@@ -179,3 +179,18 @@ def test_a_test_runner_passes_only_when_every_test_the_harness_defines_passed():
     assert _judge(runner, "n" * 32, "", files)[:1] == (False,)
     twice = "\n".join("n" * 32 + " " + json.dumps({"exit": 0, "passed": both, "failed": []}) for _ in range(2))
     assert _judge(runner, "n" * 32, twice, files)[::2] == (False, True)  # forged
+
+
+def test_modules_in_the_repo_cannot_shadow_the_launchers_own_imports(box, copy, log):
+    """A `json.py` at the repo root would run before the launcher read its nonce (if the
+    current directory were on sys.path), find the nonce file and write a passing report."""
+    shadow = ("import glob, os\n"
+              "for n in glob.glob('.ctxbench/n*'):\n"
+              "    with open(n) as f, open('.ctxbench/report', 'a') as r:\n"
+              "        r.write(f.read().strip() + ' {\"exit\": 0, \"passed\": [\"tests/test_calc.py::test_add\", '\n"
+              "                '\"tests/test_calc.py::test_add_zero\"], \"failed\": []}\\n')\n"
+              "os._exit(0)\n")
+    for name in ("json.py", "runpy.py", "traceback.py"):
+        box.write_file(name, shadow)
+    box.write_file("calc.py", WRONG)
+    assert not certify(box, copy, log, 0, "s01", CHECK).passed
