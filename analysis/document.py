@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from analysis import render as R
 from analysis.analyse import Analysis
-from analysis.load import ARM_ORDER, STRATEGY_ORDER
+from analysis.load import ARM_ORDER, STRATEGY_ORDER, sort_cells
 from analysis.plots import ordered
+
+if TYPE_CHECKING:
+    from analysis.diff_report import Pages
 
 
 def _success_grid(a: Analysis) -> pd.DataFrame:
@@ -145,7 +149,42 @@ def _attribution_text(a: Analysis) -> str:
             "in either log (`mismatch_vs_baseline_pairs.csv` has the turn, the lag and which log).")
 
 
-def document(a: Analysis, figs: dict[str, str], title: str) -> str:
+def _mismatch_rows(a: Analysis, pages: Pages | None) -> list[str]:
+    """One row per trial whose outcome differs from its baseline twin, linked to its diff page."""
+    p = a.across
+    if p.empty or not p["outcome_differs"].any():
+        return []
+    m = p.loc[p["outcome_differs"]]
+    links = pages.mismatch if pages else {}
+    rows = pd.DataFrame({
+        "strategy": m["strategy"], "arm": m["arm"], "task": m["task_family"] + " #" + m["task_seed"].astype(str),
+        "rep": m["rep"], f"success (arm / {a.reference_arm})": [f"{int(x)} / {int(y)}" for x, y in
+                                                               zip(m["success"], m["success_ref"], strict=True)],
+        "failure reason": [r or s or "–" for r, s in zip(m["failure_reason"], m["failure_reason_ref"], strict=True)],
+        "divergent turn": m["diverged_at"].map(lambda x: "–" if x is None or pd.isna(x) else str(int(x))),
+        "trigger": m["trigger"].fillna("–"),
+        "side by side": [f"[diff]({links[r]})" if r in links else "–" for r in m["run_id"]],
+        "run": m["run_id"].map(lambda r: f"`{r[:12]}`"),
+    })
+    return ["Each mismatch, linked to its side-by-side page (also in the trial's MLflow run, Artifacts → "
+            "`diff/vs_baseline.html`; `python -m analysis.diff RUN_ID` rebuilds it):", "",
+            R.table(sort_cells(rows, ("arm", "strategy")))]
+
+
+def _rep_rows(a: Analysis, pages: Pages | None) -> list[str]:
+    if not pages or not pages.reps:
+        return []
+    t = a.runs.trials.set_index("run_id")
+    rows = pd.DataFrame([{"strategy": t.at[x, "strategy"], "arm": t.at[x, "arm"],
+                          "task": f"{t.at[x, 'task_family']} #{t.at[x, 'task_seed']}",
+                          "reps": f"{t.at[x, 'rep']} vs {t.at[y, 'rep']}",
+                          "success": f"{int(t.at[x, 'success'])} / {int(t.at[y, 'success'])}",
+                          "side by side": f"[diff]({link})"} for (x, y), link in pages.reps.items()])
+    return ["Rep pairs whose final trees differ, side by side (`python -m analysis.diff RUN_ID --rep-twin`):", "",
+            R.table(rows)]
+
+
+def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None = None) -> str:
     t, runs, inter = a.runs.trials, a.runs, a.interaction_result
     reps = t.groupby(["strategy", "arm", "task_family", "task_seed"]).size()
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -184,8 +223,11 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
             R.table(_variance(a)),
             f"![tokens]({figs['tokens_per_turn']})", "", f"![latency]({figs['latency_per_turn']})", "",
             "## 3. Mismatch", "", "### Within a cell (rep pairs on the same task seed)", "", R.table(_mismatch(a)),
+            *_rep_rows(a, pages),
             f"### Against `{a.reference_arm}`", "", _attribution_text(a), "",
             R.table(a.attribution), f"![mismatch attribution]({figs['mismatch_attribution']})", "",
+            *_mismatch_rows(a, pages), *([f"> note: {n}" for n in pages.notes] + [""] if pages and pages.notes
+                                         else []),
             *([f"### Trajectory divergence from `{a.reference_arm}` (every pair, whatever the outcome)", "",
                "n_diverged of n_compared pairs whose tool calls part at some turn; median_turn is the first "
                "such turn; the remaining columns count the nearest preceding event:", "",
