@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from analysis import diff, mismatch
 from analysis.diff_html import page
 from analysis.trajectory import Trajectory
 
+REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a careful software engineer."
 TASK = ("[task:signature_migration/4]\n[inv:shim] fetch(url, *legacy) stays until s08\n"
         "[inv:order] policy fields keep their order")
@@ -263,3 +267,62 @@ def test_report_writes_links_and_logs_a_page_for_every_mismatch(report_with_page
     other = next(iter(set(across["run_id"]) - mism))
     assert client.list_artifacts(other, "diff") == []
     assert rep.pages.reps and all((rep.out_dir / p).is_file() for p in rep.pages.reps.values())
+
+
+# -- on trials the real harness wrote -------------------------------------------------------
+@pytest.fixture(scope="module")
+def harness_trials(tmp_path_factory):
+    """Four short sim trials through the real config (one cell per arm, two reps each),
+    written by ``python -m bench`` into a fresh results directory."""
+    root = tmp_path_factory.mktemp("harness")
+    cmd = [sys.executable, "-m", "bench", "-m", "strategy=compaction", "arm=baseline,compaction", "rep=0,1",
+           "task.size.steps=6", "sandbox=local", "study.name=difftest"]
+    proc = subprocess.run(cmd, cwd=REPO, env={**os.environ, "CTXBENCH_RESULTS": str(root)}, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dirs = {}
+    for log in (root / "trials").glob("*/events.jsonl"):
+        meta = diff._dir_meta(log.parent)
+        dirs[(meta["arm"], meta["rep"])] = log.parent
+    assert len(dirs) == 4
+    return root, dirs
+
+
+def test_diff_of_real_trials_from_a_directory(harness_trials, tmp_path, capsys):
+    root, dirs = harness_trials
+    arm, base = dirs[("compaction", 0)], dirs[("baseline", 0)]
+    out = tmp_path / "real.html"
+    assert diff.main([str(arm), "-o", str(out)]) == 0
+    a, b = diff.resolve(str(arm), None), diff.resolve(str(base), None)
+    d = diff.compare(a, b, "baseline")
+    expected = mismatch.compare_logs(a.events, b.events)
+    assert {"diverged_at": d.diverged_at, **d.attribution} == expected
+    html = out.read_text()
+    assert base.name in html and "its baseline twin" in html
+    for t in (a, b):
+        assert f'<div class="verdict {"ok" if t.outcome["success"] else "bad"}">{t.outcome["status"]}' in html
+    assert html.count("<polyline") == 2
+    assert a.of_kind("compaction")  # the arm's 12k window makes the strategy compact even on 6 steps
+    for e in a.of_kind("compaction"):
+        assert f"{e['tokens_before']:,} → {e['tokens_after']:,} tokens" in html
+    # Every turn's context rebuilds from the log, and the task's standing constraints are in it.
+    first = a.context_at(0)
+    assert first is not None and any(k.startswith("inv:") for k in diff.facts(first))
+    assert all(a.context_at(t) is not None for t in a.context_tokens())
+    assert "://" not in html
+
+
+def test_diff_of_real_trials_by_run_id_and_rep_twin(harness_trials, tmp_path):
+    from mlflow import MlflowClient
+
+    root, dirs = harness_trials
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("ctxbench")
+    (run,) = client.search_runs([exp.experiment_id], "tags.arm = 'compaction' AND tags.rep = '0'")
+    out = tmp_path / "run.html"
+    assert diff.main([run.info.run_id, "--tracking-uri", uri, "-o", str(out)]) == 0
+    assert "compaction·baseline" in out.read_text()
+    assert diff.main([run.info.run_id, "--rep-twin", "--tracking-uri", uri, "-o", str(out)]) == 0
+    html = out.read_text()
+    assert "another rep of the same cell" in html and "rep1" in html
