@@ -16,7 +16,7 @@ from analysis.diff import Diff
 from analysis.diff_chart import COLORS, MARKS, chart
 from analysis.trajectory import Trajectory
 
-PREVIEW, CAP = 150, 1600
+PREVIEW, CAP = 150, 1200
 _HIDDEN = {"message", "context", "trial_start", "trial_end"}  # shown elsewhere on the page
 _COUNTED = ("compaction", "context_truncation", "drift", "policy_violation", "invariant", "output_truncation",
             "context_overflow", "error")
