@@ -14,6 +14,8 @@ Exit 0 with the page written; 2 with one line when an input or the twin is missi
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import re
 import sys
 import time
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import mismatch
+from analysis.load import sqlite_path
 from analysis.trajectory import Trajectory, facts, read_events
 
 IDENTITY = ("study", "model", "strategy", "arm", "task_family", "task_seed", "rep")
@@ -100,7 +103,7 @@ def _run_meta(run) -> dict[str, Any]:
     return meta
 
 
-def from_run(run, uri: str) -> Trajectory:
+def from_run(run) -> Trajectory:
     import mlflow.artifacts
 
     try:
@@ -139,12 +142,15 @@ def resolve(target: str, uri: str | None) -> Trajectory:
         return Trajectory.from_path(path, path.parent.name, {**_dir_meta(path.parent), "_dir": str(path.parent)})
     if not _RUN_ID.match(target):
         raise DiffError(f"{target}: no such event log, and not an MLflow run id")
-    client = _client(uri or default_uri())
+    uri = uri or default_uri()
+    db = sqlite_path(uri)
+    if db is not None and not db.is_file():  # MLflow would create an empty database there
+        raise DiffError(f"{target}: no such event log, and no MLflow database at {db}")
     try:
-        run = client.get_run(target)
+        run = _client(uri).get_run(target)
     except Exception as exc:
-        raise DiffError(f"no MLflow run {target} at {uri or default_uri()}") from exc
-    return from_run(run, uri or default_uri())
+        raise DiffError(f"no MLflow run {target} at {uri}") from exc
+    return from_run(run)
 
 
 def _ident(meta: dict) -> str:
@@ -188,7 +194,8 @@ def find_twin(a: Trajectory, mode: str, uri: str | None) -> Trajectory:
         want.pop("rep", None)
     if "run_id" in a.meta:
         client = _client(uri or default_uri())
-        filt = " AND ".join(["tags.`ctxbench.kind` = 'trial'"] + [f"tags.{k} = '{v}'" for k, v in want.items()])
+        quoted = {k: v.replace("'", "\\'") for k, v in want.items()}
+        filt = " AND ".join(["tags.`ctxbench.kind` = 'trial'"] + [f"tags.{k} = '{v}'" for k, v in quoted.items()])
         runs = client.search_runs([a.meta["experiment_id"]], filter_string=filt, max_results=1000)
         cands = [{"run": r, "meta": _run_meta(r), "status": r.info.status, "time": r.info.start_time or 0}
                  for r in runs if r.info.run_id != a.meta["run_id"]]
@@ -207,10 +214,11 @@ def find_twin(a: Trajectory, mode: str, uri: str | None) -> Trajectory:
         what = "baseline twin" if mode == "baseline" else "other rep of the same cell"
         raise DiffError(f"no {what} for {a.label} ({_ident({**a.meta, **want})}) in {where}; give B explicitly")
     if "run" in pick:
-        return from_run(pick["run"], uri or default_uri())
+        return from_run(pick["run"])
     return Trajectory.from_path(pick["path"], pick["path"].parent.name, {**pick["meta"], "_dir": str(pick["path"].parent)})
 
 
+@functools.cache
 def default_uri() -> str:
     from analysis.report import defaults
 
@@ -228,9 +236,10 @@ def write_page(d: Diff, out: Path) -> Path:
 def summary_line(d: Diff) -> str:
     oa, ob = d.a.outcome, d.b.outcome
     res = d.attribution
+    side = {"a": "A", "b": "B"}.get(res.get("trigger_in"), res.get("trigger_in"))
     where = "no divergent turn" if d.diverged_at is None else (
         f"diverged at turn {d.diverged_at} (trigger: {res['trigger']}"
-        + (f" at turn {res['trigger_turn']} in {res['trigger_in']}, lag {res['lag_turns']}" if res.get("trigger_turn")
+        + (f" at turn {res['trigger_turn']} in {side}, lag {res['lag_turns']}" if res.get("trigger_turn")
            is not None else "") + ")")
     return f"A {oa['status']} {oa['failure_reason']}".rstrip() + f" vs B {ob['status']} {ob['failure_reason']}".rstrip() \
         + f"; {where}"
@@ -255,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"analysis.diff: {exc}", file=sys.stderr)
         return 2
     d = compare(a, b, mode)
-    out = args.out or Path(__file__).resolve().parent.parent / "results" / "diff" / f"{_short(a)}_vs_{_short(b)}.html"
+    results = os.environ.get("CTXBENCH_RESULTS") or Path(__file__).resolve().parent.parent / "results"
+    out = args.out or Path(results) / "diff" / f"{_short(a)}_vs_{_short(b)}.html"
     write_page(d, out)
     print(f"analysis.diff: {summary_line(d)} -> {out} ({out.stat().st_size / 1024:.0f} KB, "
           f"{time.perf_counter() - t0:.2f} s)")

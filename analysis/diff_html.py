@@ -177,21 +177,24 @@ def _trigger_text(d: Diff) -> str:
             "the same rule as the report's mismatch attribution).")
 
 
-def _facts_list(facts: dict[str, str], other: dict[str, str], label: str) -> str:
-    other_sha = {}
-    for key, path in other.items():
+def _shas_by_path(facts: dict[str, str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for key, path in facts.items():
         if key.startswith("file:"):
-            other_sha.setdefault(path, []).append(key.rsplit("@", 1)[1])
-    items = []
-    for key, value in sorted(facts.items()):
-        if key.startswith("inv:"):
-            items.append(f"<li><code>[{esc(key)}]</code> {esc(short(value, 200))}</li>")
-        else:
-            path, sha = key[5:].rsplit("@", 1)
-            seen = other_sha.get(path)
-            items.append(f"<li>file <code>{esc(path)}</code> @<code>{esc(sha)}</code>"
-                         + (f' <span class="dim">({label} sees @{esc(", @".join(seen))})</span>' if seen else
-                            f' <span class="dim">({label} has no copy)</span>') + "</li>")
+            out.setdefault(path, []).append(key.rsplit("@", 1)[1])
+    return out
+
+
+def _facts_list(facts: dict[str, str], other: dict[str, str], label: str) -> str:
+    """Constraints first (what a lost summary line costs), then file versions grouped by path."""
+    items = [f"<li><code>[{esc(k)}]</code> {esc(short(v, 200))}</li>" for k, v in sorted(facts.items())
+             if k.startswith("inv:")]
+    seen = _shas_by_path(other)
+    for path, shas in sorted(_shas_by_path(facts).items()):
+        there = seen.get(path)
+        items.append(f"<li>file <code>{esc(path)}</code> " + ", ".join(f"@<code>{esc(s)}</code>" for s in shas)
+                     + (f' <span class="dim">({label} sees @{esc(", @".join(there))})</span>' if there else
+                        f' <span class="dim">({label} has no copy)</span>') + "</li>")
     shown = items[:60] + ([f'<li class="dim">… and {len(items) - 60} more</li>'] if len(items) > 60 else [])
     return f"<ul>{''.join(shown)}</ul>" if items else '<p class="dim">nothing</p>'
 
@@ -275,7 +278,8 @@ color:#222;font-size:14px;line-height:1.4}h1{font-size:1.35em}h2{font-size:1.1em
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;word-break:break-word;max-height:28em;overflow:auto;margin:3px 0}
 .cards{display:grid;grid-template-columns:1fr 1fr;gap:1em}.card{border:1px solid #ddd;border-top:4px solid;padding:.5em .8em}
-.card h2{margin:.2em 0}.card table{border-collapse:collapse;font-size:13px}.card th{text-align:left;color:#666;
+.cards>div,.facts>div{min-width:0}.card td{overflow-wrap:anywhere}
+@media (max-width:800px){.cards,.facts{grid-template-columns:1fr}}.card h2{margin:.2em 0}.card table{border-collapse:collapse;font-size:13px}.card th{text-align:left;color:#666;
 font-weight:normal;padding-right:1em}.verdict{font-weight:bold;margin:.3em 0}.ok{color:#17803d}.bad{color:#c0262d}
 .summary{border:2px solid #c0262d;background:#fff6f6;padding:.6em 1em;margin:1em 0}.summary h2{margin-top:.2em}
 .facts{display:grid;grid-template-columns:1fr 1fr;gap:1em}.facts ul{margin:.2em 0;padding-left:1.2em}

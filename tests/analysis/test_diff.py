@@ -214,7 +214,7 @@ def test_cli_finds_the_baseline_twin_beside_a_trial_directory(tmp_path, capsys):
     out = tmp_path / "page.html"
     assert diff.main([str(arm), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "diverged at turn 5 (trigger: compaction at turn 3 in a, lag 2)" in printed
+    assert "diverged at turn 5 (trigger: compaction at turn 3 in A, lag 2)" in printed
     assert "bbb" in out.read_text() and "its baseline twin" in out.read_text()
 
 
