@@ -19,13 +19,12 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis import mismatch
+from analysis.diff_html import write_page
 from analysis.load import sqlite_path
-from analysis.trajectory import Trajectory, facts, read_events
+from analysis.trajectory import Diff, Trajectory, compare, read_events
 
 IDENTITY = ("study", "model", "strategy", "arm", "task_family", "task_seed", "rep")
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -35,54 +34,6 @@ _TAG_KEYS = ("study", "strategy", "arm", "task_family", "task_seed", "rep", "mod
 
 class DiffError(Exception):
     """An input or a twin that cannot be found; its message is the CLI's one line."""
-
-
-@dataclass
-class Diff:
-    a: Trajectory
-    b: Trajectory
-    mode: str  # baseline | rep | explicit
-    diverged_at: int | None
-    attribution: dict[str, Any]
-    trigger_seqs: dict[str, set[int]] = field(default_factory=dict)  # side -> seqs of the trigger events
-    only_in: dict[str, dict[str, str]] | None = None  # side -> facts in its context, absent from the other's
-    tree: dict[str, Any] | None = None  # first step head whose commit differs
-
-
-def compare(a: Trajectory, b: Trajectory, mode: str = "explicit") -> Diff:
-    res = mismatch.compare_logs(a.events, b.events)
-    turn = res.pop("diverged_at")
-    d = Diff(a, b, mode, turn, res)
-    kinds = set(str(res.get("trigger") or "").split("+")) & set(mismatch.TRIGGER_KINDS)
-    sides = {"a": ["a"], "b": ["b"], "both": ["a", "b"]}.get(res.get("trigger_in") or "", [])
-    for side in sides:
-        traj = a if side == "a" else b
-        found = [e for e in traj.turns.get(res["trigger_turn"], []) if e.get("kind") in kinds]
-        if found:  # the nearest: the last of its turn (mismatch.attribute orders by seq too)
-            d.trigger_seqs[side] = {max(found, key=lambda e: e.get("seq", 0)).get("seq", -1)}
-    if turn is not None:
-        ca, cb = a.context_at(turn), b.context_at(turn)
-        if ca is not None and cb is not None:
-            fa, fb = facts(ca), facts(cb)
-            d.only_in = {"a": {k: v for k, v in fa.items() if k not in fb},
-                         "b": {k: v for k, v in fb.items() if k not in fa}}
-    d.tree = first_tree_difference(a, b)
-    return d
-
-
-def first_tree_difference(a: Trajectory, b: Trajectory) -> dict[str, Any] | None:
-    """The first step head at which the two repositories differ (commits are made with
-    fixed dates, so equal trees and histories give equal shas), and the step's files that differ."""
-    ha, hb = a.step_heads(), b.step_heads()
-    for i, (x, y) in enumerate(zip(ha, hb, strict=False)):
-        if x["commit"] != y["commit"] or x["step"] != y["step"]:
-            paths = sorted(p for p in set(x["files"]) | set(y["files"]) if x["files"].get(p) != y["files"].get(p))
-            return {"index": i, "step_a": x["step"], "step_b": y["step"], "turn_a": x["turn"], "turn_b": y["turn"],
-                    "commit_a": x["commit"], "commit_b": y["commit"], "files": paths}
-    ta, tb = a.outcome["final_tree_sha"], b.outcome["final_tree_sha"]
-    if ta and tb and ta != tb:
-        return {"index": min(len(ha), len(hb)), "final": True, "commit_a": ta, "commit_b": tb, "files": []}
-    return None
 
 
 # -- finding trials ------------------------------------------------------------------------
@@ -223,14 +174,6 @@ def default_uri() -> str:
     from analysis.report import defaults
 
     return str(defaults()["tracking.uri"])
-
-
-def write_page(d: Diff, out: Path) -> Path:
-    from analysis.diff_html import page
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page(d), encoding="utf-8")
-    return out
 
 
 def summary_line(d: Diff) -> str:

@@ -15,9 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from analysis.diff import compare
 from analysis.diff_html import page
-from analysis.trajectory import Trajectory
+from analysis.trajectory import Trajectory, compare
 
 FILE = "".join(f"def helper_{i}(url, deadline, attempts):\n    return submit(url, deadline, attempts)\n\n"
                for i in range(20))

@@ -9,12 +9,11 @@ a 300-turn trial stays a page of a few MB; the event log keeps the full text.
 from __future__ import annotations
 
 import json
-from html import escape
+from pathlib import Path
 
 from analysis import mismatch
-from analysis.diff import Diff
-from analysis.diff_chart import COLORS, MARKS, chart
-from analysis.trajectory import Trajectory
+from analysis.diff_sections import COLORS, MARKS, chart, esc, short, summary
+from analysis.trajectory import Diff, Trajectory
 
 PREVIEW, CAP = 150, 1200
 _HIDDEN = {"message", "context", "trial_start", "trial_end"}  # shown elsewhere on the page
@@ -22,16 +21,7 @@ _COUNTED = ("compaction", "context_truncation", "drift", "policy_violation", "in
             "context_overflow", "error")
 
 
-def esc(value: object) -> str:
-    return escape(str(value))
-
-
-def short(value: object, n: int = PREVIEW) -> str:
-    text = " ".join(str(value).split())
-    return text if len(text) <= n else text[:n - 1] + "…"
-
-
-def fold(text: str, where: str = "", summary: str | None = None, prefix: str = "") -> str:
+def fold(text: str, where: str = "", label: str | None = None, prefix: str = "") -> str:
     """A short text inline; a long one as its first line, expandable to a head and a tail."""
     text = str(text or "")
     if len(text) <= PREVIEW and "\n" not in text.strip():
@@ -40,7 +30,7 @@ def fold(text: str, where: str = "", summary: str | None = None, prefix: str = "
     if len(text) > CAP:
         half = CAP // 2
         body = f"{text[:half]}\n… {len(text) - CAP:,} characters not shown{where} …\n{text[-half:]}"
-    first = summary if summary is not None else short(text.strip().split("\n", 1)[0], 110)
+    first = label if label is not None else short(text.strip().split("\n", 1)[0], 110)
     lines = text.count("\n") + 1
     return (f'<details><summary>{prefix}<code>{esc(first)}</code> <span class="dim">({lines} lines, '
             f"{len(text):,} chars)</span></summary><pre>{esc(body)}</pre></details>")
@@ -163,75 +153,6 @@ def card(t: Trajectory, side: str, role: str) -> str:
             + (f'<p class="dim">{t.unreadable} unreadable line(s) skipped</p>' if t.unreadable else "") + "</div>")
 
 
-def _trigger_text(d: Diff) -> str:
-    r = d.attribution
-    if d.diverged_at is None:
-        return "The two trials make the same tool calls at every turn."
-    t = r.get("trigger_turn")
-    if t is None:
-        return (f"Trigger: <b>{esc(r.get('trigger'))}</b> — no compaction, context truncation or drift at or "
-                "before this turn in either log.")
-    side = {"a": "A", "b": "B", "both": "both A and B"}.get(str(r.get("trigger_in")), str(r.get("trigger_in")))
-    return (f'Attributed to <b>{esc(r.get("trigger"))}</b> at <a href="#turn-{t}">turn {t}</a> in {esc(side)}, '
-            f"{r.get('lag_turns')} turn(s) before (the nearest such event at or before the divergent turn; "
-            "the same rule as the report's mismatch attribution).")
-
-
-def _shas_by_path(facts: dict[str, str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for key, path in facts.items():
-        if key.startswith("file:"):
-            out.setdefault(path, []).append(key.rsplit("@", 1)[1])
-    return out
-
-
-def _facts_list(facts: dict[str, str], other: dict[str, str], label: str) -> str:
-    """Constraints first (what a lost summary line costs), then file versions grouped by path."""
-    items = [f"<li><code>[{esc(k)}]</code> {esc(short(v, 200))}</li>" for k, v in sorted(facts.items())
-             if k.startswith("inv:")]
-    seen = _shas_by_path(other)
-    for path, shas in sorted(_shas_by_path(facts).items()):
-        there = seen.get(path)
-        items.append(f"<li>file <code>{esc(path)}</code> " + ", ".join(f"@<code>{esc(s)}</code>" for s in shas)
-                     + (f' <span class="dim">({label} sees @{esc(", @".join(there))})</span>' if there else
-                        f' <span class="dim">({label} has no copy)</span>') + "</li>")
-    shown = items[:60] + ([f'<li class="dim">… and {len(items) - 60} more</li>'] if len(items) > 60 else [])
-    return f"<ul>{''.join(shown)}</ul>" if items else '<p class="dim">nothing</p>'
-
-
-def _tree_text(d: Diff) -> str:
-    tr = d.tree
-    if tr is None:
-        return "The repositories are the same at every step head both trials reached, and so are the final trees."
-    if tr.get("final"):
-        return (f"Same commit at every common step head; the final trees differ: A <code>{esc(tr['commit_a'][:12])}"
-                f"</code>, B <code>{esc(tr['commit_b'][:12])}</code>.")
-    files = ", ".join(f"<code>{esc(p)}</code>" for p in tr["files"][:20]) or "none of the step's files"
-    return (f"The repositories first differ at the head of step <b>{esc(tr['step_a'])}</b>"
-            + (f" / <b>{esc(tr['step_b'])}</b>" if tr["step_b"] != tr["step_a"] else "")
-            + f' (A <a href="#turn-{tr["turn_a"]}">turn {tr["turn_a"]}</a>, commit <code>{esc(tr["commit_a"][:10])}'
-            f'</code>; B <a href="#turn-{tr["turn_b"]}">turn {tr["turn_b"]}</a>, commit <code>'
-            f'{esc(tr["commit_b"][:10])}</code>). Step files whose contents differ: {files}.')
-
-
-def summary(d: Diff) -> str:
-    t = d.diverged_at
-    head = (f'First divergent turn: <a href="#turn-{t}"><b>turn {t}</b></a> (the first turn whose tool calls differ).'
-            if t is not None else "No divergent turn.")
-    out = [f'<div class="summary"><h2>Where they part</h2><p>{head} {_trigger_text(d)}</p>']
-    if t is not None:
-        if d.only_in is None:
-            out.append('<p class="dim">The contexts of that turn cannot be rebuilt from the logs (a context or '
-                       "message record is missing), so the facts they hold are not compared.</p>")
-        else:
-            out.append(f"<p>Facts in the model-visible context at turn {t} (standing constraints "
-                       "<code>[inv:ID]</code> and file versions by path and sha) present on one side only:</p>"
-                       f'<div class="facts"><div><b>only in A</b>{_facts_list(d.only_in["a"], d.only_in["b"], "B")}'
-                       f'</div><div><b>only in B</b>{_facts_list(d.only_in["b"], d.only_in["a"], "A")}</div></div>')
-    out.append(f"<p>{_tree_text(d)}</p></div>")
-    return "".join(out)
-
-
 def page(d: Diff) -> str:
     roles = {"baseline": ("trial", "its baseline twin"), "rep": ("trial", "another rep of the same cell"),
              "explicit": ("trial", "compared trial")}[d.mode]
@@ -269,6 +190,12 @@ def page(d: Diff) -> str:
     # No literal URL anywhere: text quoting one (task code, a model's reply) renders the same
     # through the entity, and the page can be checked for external references by a plain grep.
     return html.replace("://", "&#58;//")
+
+
+def write_page(d: Diff, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page(d), encoding="utf-8")
+    return out
 
 
 _JS = "function openAll(o){document.querySelectorAll('details').forEach(function(d){d.open=o;});}"

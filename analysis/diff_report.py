@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis.diff import compare, write_page
+from analysis.diff_html import write_page
 from analysis.load import CELL, TASK_KEY
 from analysis.mismatch import EventFetcher
-from analysis.trajectory import Trajectory
+from analysis.trajectory import Trajectory, compare
 
 if TYPE_CHECKING:
     from analysis.analyse import Analysis

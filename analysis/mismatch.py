@@ -20,7 +20,6 @@ from typing import Any
 import pandas as pd
 
 from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
-from analysis.trajectory import read_events
 
 # context_truncation is the raw strategy's answer to the same window pressure that
 # makes the compaction strategy compact; kept as its own label (DESIGN §4 keeps the
@@ -46,8 +45,27 @@ def _turn(event: dict) -> int | None:
     return int(t) if isinstance(t, int | float) and not isinstance(t, bool) and t == int(t) else None
 
 
+def read_events(text: str) -> tuple[list[dict], int]:
+    """(records in seq order, number of unreadable lines). A killed trial can end on a torn
+    line; the records before it still tell the story."""
+    events, bad = [], 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(rec, dict):
+            events.append(rec)
+        else:
+            bad += 1
+    events.sort(key=lambda e: e.get("seq") if isinstance(e.get("seq"), int) else 0)
+    return events, bad
+
+
 def parse_events(text: str) -> list[dict]:
-    # A killed trial can end on a torn line: the records before it still tell the story.
     return read_events(text)[0]
 
 

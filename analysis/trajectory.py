@@ -1,10 +1,15 @@
-"""One trial's trajectory, read from its ``events.jsonl`` alone (docs/design-notes.md, event log).
+"""One trial's trajectory, read from its ``events.jsonl`` alone, and two of them compared.
 
 ``analysis`` never imports the harness, so the little of the log format a diff needs is
 read here: records grouped by turn, the model-visible context of a turn rebuilt from its
 ``context`` record (the shas of ``message`` records, each logged once), and the facts
 that context holds -- standing constraints (``[inv:ID] text`` lines) and file versions
 (``<file path=".." sha="..">`` blocks whose body still matches its sha).
+
+Two trajectories compare (``compare``) by the first turn whose tool calls differ and its
+trigger -- analysis/mismatch.py's rule, so the diff page and the report agree -- the facts
+one context held at that turn and the other did not, and the first step head at which the
+two repositories differ.
 
 Reading is tolerant: other engineers add event kinds and fields while this code stands
 still, and a killed trial may end on a half-written line. Unknown kinds are kept as
@@ -14,34 +19,17 @@ they are, missing fields read as None, and an unreadable line is counted, not fa
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis import mismatch
+from analysis.mismatch import read_events
+
 # The harness's render markers (bench/render.py), re-stated: analysis must not import it.
 _INV_RE = re.compile(r"^\[inv:(?P<id>[A-Za-z0-9_.-]+)\] (?P<text>.+)$", re.M)
 _FILE_RE = re.compile(r'<file path="(?P<path>[^"]+)" sha="(?P<sha>[0-9a-f]+)">\n(?P<body>.*?)</file>', re.S)
-
-
-def read_events(text: str) -> tuple[list[dict], int]:
-    """(records in seq order, number of unreadable lines)."""
-    events, bad = [], 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            bad += 1
-            continue
-        if isinstance(rec, dict):
-            events.append(rec)
-        else:
-            bad += 1
-    events.sort(key=lambda e: e.get("seq") if isinstance(e.get("seq"), int) else 0)
-    return events, bad
 
 
 def turn_of(event: dict) -> int | None:
@@ -185,3 +173,52 @@ def facts(messages: list[dict]) -> dict[str, str]:
             if f.group("sha") in (content_sha(body), content_sha(body[:-1]) if body.endswith("\n") else None):
                 out[f"file:{f.group('path')}@{f.group('sha')}"] = f.group("path")
     return out
+
+
+# -- two trajectories ---------------------------------------------------------------------
+@dataclass
+class Diff:
+    a: Trajectory
+    b: Trajectory
+    mode: str  # baseline | rep | explicit
+    diverged_at: int | None
+    attribution: dict[str, Any]
+    trigger_seqs: dict[str, set[int]] = field(default_factory=dict)  # side -> seqs of the trigger events
+    only_in: dict[str, dict[str, str]] | None = None  # side -> facts in its context, absent from the other's
+    tree: dict[str, Any] | None = None  # first step head whose commit differs
+
+
+def compare(a: Trajectory, b: Trajectory, mode: str = "explicit") -> Diff:
+    res = mismatch.compare_logs(a.events, b.events)
+    turn = res.pop("diverged_at")
+    d = Diff(a, b, mode, turn, res)
+    kinds = set(str(res.get("trigger") or "").split("+")) & set(mismatch.TRIGGER_KINDS)
+    sides = {"a": ["a"], "b": ["b"], "both": ["a", "b"]}.get(res.get("trigger_in") or "", [])
+    for side in sides:
+        traj = a if side == "a" else b
+        found = [e for e in traj.turns.get(res["trigger_turn"], []) if e.get("kind") in kinds]
+        if found:  # the nearest: the last of its turn (mismatch.attribute orders by seq too)
+            d.trigger_seqs[side] = {max(found, key=lambda e: e.get("seq", 0)).get("seq", -1)}
+    if turn is not None:
+        ca, cb = a.context_at(turn), b.context_at(turn)
+        if ca is not None and cb is not None:
+            fa, fb = facts(ca), facts(cb)
+            d.only_in = {"a": {k: v for k, v in fa.items() if k not in fb},
+                         "b": {k: v for k, v in fb.items() if k not in fa}}
+    d.tree = first_tree_difference(a, b)
+    return d
+
+
+def first_tree_difference(a: Trajectory, b: Trajectory) -> dict[str, Any] | None:
+    """The first step head at which the two repositories differ (commits are made with
+    fixed dates, so equal trees and histories give equal shas), and the step's files that differ."""
+    ha, hb = a.step_heads(), b.step_heads()
+    for i, (x, y) in enumerate(zip(ha, hb, strict=False)):
+        if x["commit"] != y["commit"] or x["step"] != y["step"]:
+            paths = sorted(p for p in set(x["files"]) | set(y["files"]) if x["files"].get(p) != y["files"].get(p))
+            return {"index": i, "step_a": x["step"], "step_b": y["step"], "turn_a": x["turn"], "turn_b": y["turn"],
+                    "commit_a": x["commit"], "commit_b": y["commit"], "files": paths}
+    ta, tb = a.outcome["final_tree_sha"], b.outcome["final_tree_sha"]
+    if ta and tb and ta != tb:
+        return {"index": min(len(ha), len(hb)), "final": True, "commit_a": ta, "commit_b": tb, "files": []}
+    return None

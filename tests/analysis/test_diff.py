@@ -16,7 +16,7 @@ import pytest
 
 from analysis import diff, mismatch
 from analysis.diff_html import page
-from analysis.trajectory import Trajectory
+from analysis.trajectory import Trajectory, facts
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a careful software engineer."
@@ -307,7 +307,7 @@ def test_diff_of_real_trials_from_a_directory(harness_trials, tmp_path, capsys):
         assert f"{e['tokens_before']:,} → {e['tokens_after']:,} tokens" in html
     # Every turn's context rebuilds from the log, and the task's standing constraints are in it.
     first = a.context_at(0)
-    assert first is not None and any(k.startswith("inv:") for k in diff.facts(first))
+    assert first is not None and any(k.startswith("inv:") for k in facts(first))
     assert all(a.context_at(t) is not None for t in a.context_tokens())
     assert "://" not in html
 
