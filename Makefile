@@ -54,5 +54,5 @@ demo: setup
 	@echo "Read the report:  $(CURDIR)/results/report/index.md  (or index.html in a browser)"
 
 bench: setup
-	$(BIN)/python -m bench.benchmark
+	$(BIN)/python -m bench.perf
 	$(BIN)/python -m analysis.diff_bench

@@ -27,7 +27,7 @@ from typing import Any
 from analysis import mismatch
 from analysis.mismatch import read_events
 
-# The harness's render markers (bench/render.py), re-stated: analysis must not import it.
+# The harness's render markers (bench/core/render.py), re-stated: analysis must not import it.
 _INV_RE = re.compile(r"^\[inv:(?P<id>[A-Za-z0-9_.-]+)\] (?P<text>.+)$", re.M)
 _FILE_RE = re.compile(r'<file path="(?P<path>[^"]+)" sha="(?P<sha>[0-9a-f]+)">\n(?P<body>.*?)</file>', re.S)
 
