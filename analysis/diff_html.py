@@ -206,7 +206,7 @@ code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;word-break:break-word;max-height:28em;overflow:auto;margin:3px 0}
 .cards{display:grid;grid-template-columns:1fr 1fr;gap:1em}.card{border:1px solid #ddd;border-top:4px solid;padding:.5em .8em}
 .cards>div,.facts>div{min-width:0}.card td{overflow-wrap:anywhere}
-@media (max-width:800px){.cards,.facts{grid-template-columns:1fr}}.card h2{margin:.2em 0}.card table{border-collapse:collapse;font-size:13px}.card th{text-align:left;color:#666;
+@media (max-width:520px){.cards,.facts{grid-template-columns:1fr}}.card h2{margin:.2em 0}.card table{border-collapse:collapse;font-size:13px}.card th{text-align:left;color:#666;
 font-weight:normal;padding-right:1em}.verdict{font-weight:bold;margin:.3em 0}.ok{color:#17803d}.bad{color:#c0262d}
 .summary{border:2px solid #c0262d;background:#fff6f6;padding:.6em 1em;margin:1em 0}.summary h2{margin-top:.2em}
 .facts{display:grid;grid-template-columns:1fr 1fr;gap:1em}.facts ul{margin:.2em 0;padding-left:1.2em}

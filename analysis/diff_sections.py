@@ -48,7 +48,7 @@ def chart(a: Trajectory, b: Trajectory, diverged_at: int | None, trigger_seqs: d
                    f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" class="ax" text-anchor="end">{v:,}</text>')
     for t in _ticks(tmax, 8):
         out.append(f'<text x="{x(t):.1f}" y="{H - 10}" class="ax" text-anchor="middle">{t}</text>')
-    out.append(f'<text x="{W - RIGHT}" y="{H - 10}" class="ax" text-anchor="end">turn</text>')
+    out.append(f'<text x="{LEFT - 6}" y="{H - 10}" class="ax" text-anchor="end">turn</text>')
     if diverged_at is not None:
         out.append(f'<line x1="{x(diverged_at):.1f}" x2="{x(diverged_at):.1f}" y1="{TOP}" y2="{TOP + ph}" '
                    f'class="divline"><title>first divergent turn {diverged_at}</title></line>')
@@ -155,6 +155,10 @@ def summary(d: Diff) -> str:
         if d.only_in is None:
             out.append('<p class="dim">The contexts of that turn cannot be rebuilt from the logs (a context or '
                        "message record is missing), so the facts they hold are not compared.</p>")
+        elif not d.only_in["a"] and not d.only_in["b"]:
+            out.append(f"<p>Both model-visible contexts at turn {t} hold the same standing constraints and file "
+                       "versions: the difference lies elsewhere in the context, or in the model's own draw "
+                       "(reps of a cell sample with different seeds).</p>")
         else:
             out.append(f"<p>Facts in the model-visible context at turn {t} (standing constraints "
                        "<code>[inv:ID]</code> and file versions by path and sha) present on one side only:</p>"

@@ -326,3 +326,14 @@ def test_diff_of_real_trials_by_run_id_and_rep_twin(harness_trials, tmp_path):
     assert diff.main([run.info.run_id, "--rep-twin", "--tracking-uri", uri, "-o", str(out)]) == 0
     html = out.read_text()
     assert "another rep of the same cell" in html and "rep1" in html
+
+
+def test_same_facts_on_both_sides_is_said_not_left_blank():
+    a, b = Log("compaction"), Log("compaction")
+    for t in range(3):
+        a.turn(t, [SYSTEM, TASK, V1], [("run", {"cmd": "pytest"}, "ok")])
+        b.turn(t, [SYSTEM, TASK, V1], [("run", {"cmd": "pytest" if t < 2 else "ls"}, "ok")])
+    d = diff.compare(a.end(3, True).traj("A"), b.end(3, False).traj("B"), "rep")
+    assert (d.diverged_at, d.attribution["trigger"], d.only_in) == (2, "none", {"a": {}, "b": {}})
+    html = page(d)
+    assert "hold the same standing constraints and file versions" in html and "another rep" in html
