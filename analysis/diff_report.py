@@ -1,5 +1,5 @@
-"""Diff pages for the report: every mismatch against its baseline twin, every rep pair
-whose final trees differ, written beside the report and (mismatches) logged to the trial's
+"""Diff pages for the report: every mismatch against its baseline twin, every pair of
+consecutive reps of a cell whose final trees differ, written beside the report and (mismatches) logged to the trial's
 own MLflow run as ``diff/vs_baseline.html`` so it opens from that run's Artifacts tab.
 """
 

@@ -180,7 +180,8 @@ def _rep_rows(a: Analysis, pages: Pages | None) -> list[str]:
                           "reps": f"{t.at[x, 'rep']} vs {t.at[y, 'rep']}",
                           "success": f"{int(t.at[x, 'success'])} / {int(t.at[y, 'success'])}",
                           "side by side": f"[diff]({link})"} for (x, y), link in pages.reps.items()])
-    return ["Rep pairs whose final trees differ, side by side (`python -m analysis.diff RUN_ID --rep-twin`):", "",
+    rows = sort_cells(rows)
+    return ["Consecutive reps whose final trees differ, side by side (`python -m analysis.diff RUN_ID --rep-twin`):", "",
             R.table(rows)]
 
 
