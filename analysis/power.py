@@ -75,7 +75,9 @@ def rejection_bound(d: ArrayLike, alpha: float, sides: int = 2) -> np.ndarray:
 @lru_cache(maxsize=64)
 def _bounds(size: int, alpha: float, sides: int) -> np.ndarray:
     # k(d) does not depend on n: searches over n reuse one table per power of two.
-    return rejection_bound(np.arange(size), alpha, sides)
+    table = rejection_bound(np.arange(size), alpha, sides)
+    table.setflags(write=False)  # shared by every caller through the cache
+    return table
 
 
 def mcnemar_power(n: int, p10: float, p01: float, alpha: float = 0.05, sides: int = 2) -> float:
@@ -85,6 +87,8 @@ def mcnemar_power(n: int, p10: float, p01: float, alpha: float = 0.05, sides: in
     one-sided published values); the report's test is two-sided.
     """
     _check(p10, p01, alpha)
+    if sides not in (1, 2):
+        raise ValueError(f"sides={sides}: 1 or 2")
     n, psi = int(n), p10 + p01
     if n <= 0 or psi == 0:
         return 0.0
