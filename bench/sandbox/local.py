@@ -125,10 +125,10 @@ def _kill(pgid: int | None, env_entry: str) -> list[str]:
         for entry in Path("/proc").glob("[0-9]*"):
             try:
                 if needle in (entry / "environ").read_bytes().split(b"\0"):
-                    name = (entry / "comm").read_text().strip()
+                    name, state = (entry / "comm").read_text().strip(), _state(entry)
                     os.kill(int(entry.name), signal.SIGKILL)
                     found += 1
-                    if _state(entry) != "Z":
+                    if state != "Z":  # a zombie was already dead (its environ reads empty, usually)
                         ended.append(f"{entry.name} {name}")
             except (OSError, ValueError):
                 continue

@@ -281,8 +281,9 @@ def test_container_is_locked_down(sb: DockerSandbox, sandbox_cfg: SandboxConfig)
 
 
 def test_the_container_survives_kill_all_from_inside(sb: DockerSandbox) -> None:
-    r = sb.exec("kill -9 -1; kill -9 1; kill -TERM 1; kill -INT 1; kill -HUP 1; echo survived", reap=True)
-    assert "survived" in r.output
+    # (The exec's own wrapper dies too, so the stream may close before an `echo`: a file says it.)
+    sb.exec("kill -9 -1; kill -9 1; kill -TERM 1; kill -INT 1; kill -HUP 1; echo survived > survived.txt", reap=True)
+    assert sb.read_file("survived.txt") == "survived\n"
     assert sb.exec("echo alive").output == "alive\n"  # not a lost sandbox: the model's act stays the model's
 
 
