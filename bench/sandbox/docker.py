@@ -19,8 +19,8 @@ reads upgraded streams past its own HTTP buffer and can silently lose the first 
 frames (docker/docker-py#3332); here the bytes after the response headers are kept.
 `docker` is imported lazily so that importing bench never needs docker-py or an engine.
 
-Also here: `sweep`, for leaked containers. engine.py owns the engine connection, the retry of
-hung engine calls and the containers' owner labels; names used elsewhere are re-exported here.
+engine.py owns the engine connection, the retry of hung engine calls, the containers' owner
+labels and `sweep` (for leaked containers); names used elsewhere are re-exported here.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import socket
 import struct
 import time
@@ -45,10 +44,11 @@ from .engine import (
     _engine_errors,
     _retry_once,
     _unix_socket_path,
-    creator_alive,
     dockerpy,
     owner_labels,
 )
+from .engine import creator_alive as creator_alive  # re-exported: used through this module
+from .engine import sweep as sweep
 from .workcopy import WorkingCopy
 
 log = logging.getLogger(__name__)
@@ -297,34 +297,3 @@ def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) 
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
            labels: Mapping[str, str] | None = None) -> DockerSandbox:
     return DockerSandbox(cfg, files, trial_id, labels)
-
-
-def sweep(label_selector: Mapping[str, str] | None = None, orphans_only: bool = False) -> int:
-    """Force-remove ctxbench containers (all, or those matching every label) and their leaked
-    working copies; returns how many containers were removed. 0 if no engine is reachable.
-
-    With no selector this removes EVERY ctxbench container on the engine, including those of
-    studies running right now; `orphans_only=True` keeps any container whose creating process
-    is alive or cannot be checked (another host, no owner labels): safe at any time."""
-    try:
-        client = _client()
-    except SandboxLost as e:
-        log.warning("sweep skipped: %s", e)
-        return 0
-    selector = ["ctxbench=1"] + [f"{k}={v}" for k, v in sorted((label_selector or {}).items())]
-    removed = 0
-    for c in client.api.containers(all=True, filters={"label": selector}):
-        if orphans_only and creator_alive(c.get("Labels") or {}) is not False:
-            continue
-        try:
-            client.api.remove_container(c["Id"], force=True)
-            removed += 1
-        except _engine_errors() as e:
-            if type(e).__name__ != "NotFound":
-                log.warning("sweep: could not remove %s: %s", c["Id"][:12], e)
-            continue
-        for m in c.get("Mounts") or []:  # a SIGKILLed harness leaves its temp dir behind too
-            root = os.path.dirname(m.get("Source", ""))
-            if m.get("Destination") == "/work" and os.path.basename(root).startswith("ctxbench-sbx-"):
-                shutil.rmtree(root, ignore_errors=True)
-    return removed

@@ -36,8 +36,8 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from . import restore
 from .paths import Protected, canonical, resolve
 
 # The logger name from before the working copy left base.py, so log filters keep matching.
@@ -49,7 +49,6 @@ _AUTHOR_RE = re.compile(r"^\s*([^<>\n]+?)\s*<([^<>\s]+)>\s*$")
 # Build artefacts the sandbox produces; they must not change tree shas or file listings.
 _EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n/.ctxbench/\n"
 HARNESS_DIR = ".ctxbench"  # made fresh by the harness for each check (certify.py); never committed
-FILE_MODE = 0o644
 
 
 class GitError(RuntimeError):
@@ -221,72 +220,25 @@ class WorkingCopy:
 
     # -- the harness's own files (call only when no sandbox process runs: after `reap`) --------
     def restore(self, files: Mapping[str, str], protected: Protected) -> list[str]:
-        """Make every protected path exactly `files` (the harness's own copy): remove what else
-        matches a protected glob, replace symlinks, odd files and altered modes, rewrite changed
-        content. Returns the paths that differed, sorted."""
+        """Make every protected path exactly `files` (the harness's own copy); returns the paths
+        that differed (restore.py)."""
         self._purge_git_dirs()
-        keep_dirs = {"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)}
-        changed = set()
-        for top, dirs, names in os.walk(self.workdir):  # never follows symlinks
-            rel_top = os.path.relpath(top, self.workdir)
-            for name in sorted(dirs + names):
-                rel = name if rel_top == "." else f"{rel_top}/{name}"
-                if protected(rel) and rel not in files and rel not in keep_dirs:
-                    self._remove(rel)
-                    changed.add(rel)
-                    if name in dirs:
-                        dirs.remove(name)
-        for path in sorted(files):
-            if self._force_file(path, files[path]):
-                changed.add(path)
-        return sorted(changed)
-
-    def _remove(self, rel: str) -> None:
-        full = self.workdir / rel
-        if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full, onerror=_chmod_and_retry)
-        elif os.path.lexists(full):
-            _chmod_and_retry(os.unlink, str(full), None)
-
-    def _force_file(self, path: str, content: str) -> bool:
-        """Write `content` at `path` as a plain 0644 file with real directories above it."""
-        parts = self._split(path)
-        changed = False
-        for i in range(1, len(parts)):
-            rel = "/".join(parts[:i])
-            st = _lstat(self.workdir / rel)
-            if st is not None and not stat.S_ISDIR(st.st_mode):
-                self._remove(rel)
-                changed = True
-            elif st is not None and stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
-                os.chmod(self.workdir / rel, 0o755)
-        full = self.workdir / path
-        st = _lstat(full)
-        data = content.encode("utf-8")
-        if st is not None and stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == FILE_MODE:
-            with contextlib.suppress(OSError), os.fdopen(self._open_file(path, os.O_RDONLY), "rb") as f:
-                if f.read(len(data) + 1) == data:
-                    return changed
-        if st is not None:
-            self._remove(path)
-        self.write_file(path, content)
-        os.chmod(full, FILE_MODE, follow_symlinks=False)
-        return True
+        return restore.restore(self.workdir, files, protected, self.write_file)
 
     def harness_dir(self) -> Path:
         """A fresh, empty `.ctxbench/` in the working copy, made by the harness: whatever the
         sandbox left under that name is removed first, so nothing in it is the agent's."""
-        self._remove(HARNESS_DIR)
+        restore.remove(self.workdir, HARNESS_DIR)
         os.mkdir(self.workdir / HARNESS_DIR, 0o755)
         return self.workdir / HARNESS_DIR
 
     def drop_harness_dir(self) -> None:
-        self._remove(HARNESS_DIR)
+        restore.remove(self.workdir, HARNESS_DIR)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _remove_tree(self) -> None:
         if self._root.exists():
-            shutil.rmtree(self._root, onerror=_chmod_and_retry)
+            shutil.rmtree(self._root, onerror=restore.chmod_and_retry)
 
     def close(self, interrupted: bool = False) -> None:
         if self._closed:
@@ -300,18 +252,3 @@ class WorkingCopy:
     def __exit__(self, *exc: object) -> None:  # an exception on the way out means interrupted
         self.close(interrupted=exc[0] is not None)
 
-
-def _chmod_and_retry(func: Any, path: str, _exc: Any) -> None:
-    """rmtree's error hook, and a guarded unlink: the sandbox may leave read-only directories."""
-    try:
-        func(path)
-    except PermissionError:
-        os.chmod(os.path.dirname(path), 0o755)
-        func(path)
-
-
-def _lstat(path: Path) -> os.stat_result | None:
-    try:
-        return os.lstat(path)
-    except FileNotFoundError:
-        return None
