@@ -69,7 +69,8 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
 def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
     tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
     parts = prepare(tcfg)
-    with contextlib.closing(parts.provider):
+    with contextlib.ExitStack() as stack:
+        stack.callback(_close_quietly, parts.provider)
         claimed = claim(tcfg, parts.task)
         if isinstance(claimed, TrialResult):
             return claimed
@@ -81,6 +82,13 @@ def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
         finally:
             finish(trial)
         return trial.result()
+
+
+def _close_quietly(provider: Provider) -> None:
+    try:
+        provider.close()
+    except Exception:  # a provider that fails to close changes nothing about the trial
+        log.warning("closing the provider failed", exc_info=True)
 
 
 def prepare(tcfg: TrialConfig) -> Parts:
