@@ -8,15 +8,40 @@ import pandas as pd
 
 from analysis import render as R
 from analysis.analyse import Analysis
-from analysis.load import ARM_ORDER, STRATEGY_ORDER
-from analysis.plots import ordered
 
 
-def _success_grid(a: Analysis) -> pd.DataFrame:
-    s = a.success.assign(text=[R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in a.success.itertuples()])
-    grid = s.pivot(index="strategy", columns="arm", values="text")
-    grid = grid.reindex(index=ordered(grid.index, STRATEGY_ORDER), columns=ordered(grid.columns, ARM_ORDER))
-    return grid.fillna("– (n=0)").reset_index().rename_axis(columns=None)
+def _headline(a: Analysis) -> pd.DataFrame:
+    """Every planned trial of each cell accounted for, and success counted two ways."""
+    s = a.success
+    out = pd.DataFrame({"strategy": s["strategy"], "arm": s["arm"]})
+    if "planned" not in s:  # nothing to account against: the finished trials only
+        out["success per protocol [95% CI]"] = [R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
+        return out
+    out["planned"] = s["planned"]
+    if s["unplanned"].any():
+        out["unplanned"] = s["unplanned"]
+    out["finished"] = s["finished"]
+    out["excluded (why)"] = [f"{n} ({why})" if n else "0" for n, why in zip(s["excluded"], s["excluded_by_reason"],
+                                                                            strict=True)]
+    out["missing"] = s["missing"]
+    out["success per protocol [95% CI]"] = [R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
+    out["success, intention to treat [95% CI]"] = [R.rate_ci(r.itt_rate, r.itt_ci_lo, r.itt_ci_hi, r.itt_n)
+                                                   for r in s.itertuples()]
+    return out
+
+
+def _plan_sentence(a: Analysis) -> str:
+    s = a.success
+    if "planned" not in s:
+        return ""
+    tot = {k: int(s[k].sum()) for k in ("planned", "unplanned", "finished", "excluded", "missing")}
+    return (f"Of **{tot['planned']} planned trials**" + (f" (+{tot['unplanned']} unplanned)" if tot["unplanned"] else "")
+            + f": {tot['finished']} finished, {tot['excluded']} excluded, {tot['missing']} missing (§1).")
+
+
+def _dropped(v: pd.DataFrame) -> list[str]:
+    return [f"{e} / {m} (of {n})" for e, m, n in zip(v["pairs_dropped_excluded"], v["pairs_dropped_missing"],
+                                                     v["n_pairs_planned"], strict=True)]
 
 
 def _vs_ref(a: Analysis) -> pd.DataFrame:
@@ -25,6 +50,7 @@ def _vs_ref(a: Analysis) -> pd.DataFrame:
         return v
     return pd.DataFrame({
         "arm": v["arm"], "strategy": v["strategy"], "n pairs": v["n_pairs"],
+        **({"pairs dropped: excluded / missing": _dropped(v)} if "n_pairs_planned" in v else {}),
         f"success {a.reference} → strategy": [f"{R.num(x)} → {R.num(y)}" for x, y in zip(v["rate_ref"], v["rate"],
                                                                                           strict=True)],
         "difference [95% CI]": [R.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
@@ -155,14 +181,22 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
            f"{_count(t['arm'].nunique(), 'arm')}, "
            f"{_count(t.groupby(['task_family', 'task_seed']).ngroups, 'task')}, {_span(reps)} rep(s) per "
            f"task and cell, model(s): {', '.join(map(str, sorted(t['model'].dropna().unique())))}); "
-           f"**{len(runs.excluded)} excluded** (see §7).", "",
+           f"**{len(runs.excluded)} excluded** (see §7). " + _plan_sentence(a), "",
            f"Comparisons are paired on (task seed, rep) against strategy `{a.reference}` within each arm; "
            "intervals are 95%, bootstrap intervals resample whole tasks, and Holm's correction runs over each "
            "family = one measure across all its (arm, strategy) comparisons.", ""]
     out += [f"> note: {n}" for n in a.notes] + ([""] if a.notes else [])
-    out += ["## 1. Success", "", "Success rate [Wilson 95% CI] (n trials):", "", R.table(_success_grid(a)),
+    out += ["## 1. Success", "",
+            "Every planned trial, per cell: **finished** (a verdict: success or agent failure), **excluded** (it ran "
+            "but has no verdict: infrastructure failure, interrupted, still running, superseded; why in brackets) or "
+            "**missing** (it never ran). Success **per protocol** counts finished trials; by **intention to treat**, "
+            "every planned trial, an excluded or missing one counting as a failure. [Wilson 95% CI] (n).", "",
+            R.table(_headline(a)),
             f"![success]({figs['success']})", "",
             f"### Paired vs `{a.reference}` (exact McNemar; b = strategy succeeded where the reference failed)", "",
+            "A pair is a trial and its reference twin (same task seed, rep and arm); a pair is analysed when both "
+            "finished, else dropped: because one side was excluded, else because one side is missing. The same "
+            "pairs carry the paired tests of §2.", "",
             R.table(_vs_ref(a)),
             "MDE: the smallest success-rate difference detectable at α = 0.05 with 80% power for that n, by the "
             "independent-groups arcsine approximation (pairing under common random numbers can only do better).", "",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import stats
+from analysis import accounting, stats
 from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
 
 CONTINUOUS = {"tokens_input_total": "input tokens", "cost_usd": "cost (USD)", "latency_s": "latency (s)"}
@@ -31,22 +31,34 @@ def _paired(trials: pd.DataFrame, reference: str, col: str) -> pd.DataFrame:
     return other.merge(base, on=["arm", *PAIR_KEY], suffixes=("", "_ref"))
 
 
-def success_table(trials: pd.DataFrame, excluded: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Success rate per cell with a Wilson 95% CI; n_excluded counts non-FINISHED trials."""
+def _wilson_cols(out: pd.DataFrame, k: str, n: str, prefix: str = "") -> None:
+    out[f"{prefix}rate"] = out[k] / out[n].where(out[n] > 0)
+    ci = [stats.wilson(int(a), int(b)) for a, b in zip(out[k], out[n], strict=True)]
+    out[f"{prefix}ci_lo"], out[f"{prefix}ci_hi"] = [c[0] for c in ci], [c[1] for c in ci]
+
+
+def success_table(trials: pd.DataFrame, planned: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The headline table, per cell: the plan's accounting (analysis.accounting: planned,
+    finished, excluded and why, missing) and success per protocol (n = finished trials) and by
+    intention to treat (itt_n = every planned trial; excluded or missing count as failures),
+    each with a Wilson 95% CI."""
     keys = list(CELL)
     out = trials.groupby(keys).agg(n=("success", "size"), successes=("success", "sum")).reset_index()
-    out["rate"] = out["successes"] / out["n"]
-    ci = [stats.wilson(k, n) for k, n in zip(out["successes"], out["n"], strict=True)]
-    out["ci_lo"], out["ci_hi"] = [c[0] for c in ci], [c[1] for c in ci]
-    if excluded is not None and not excluded.empty:
-        ex = excluded.groupby(keys).size().rename("n_excluded")
-        out = out.merge(ex, left_on=keys, right_index=True, how="left")
-    out["n_excluded"] = out.get("n_excluded", pd.Series(0, index=out.index)).fillna(0).astype(int)
+    if planned is not None and not planned.empty:
+        out = accounting.cell_counts(planned).merge(out, on=keys, how="left")
+        out[["n", "successes"]] = out[["n", "successes"]].fillna(0).astype(int)
+        out["n_excluded"] = out["excluded"]
+        _wilson_cols(out, "itt_successes", "itt_n", "itt_")
+    else:
+        out["n_excluded"] = 0
+    _wilson_cols(out, "successes", "n")
     return sort_cells(out)
 
 
-def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int = 0) -> pd.DataFrame:
-    """Paired success difference vs ``reference`` per arm: exact McNemar, task-bootstrap CI, MDE."""
+def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int = 0,
+                         planned: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Paired success difference vs ``reference`` per arm: exact McNemar, task-bootstrap CI, MDE;
+    with ``planned`` (analysis.accounting), the planned pairs and how many were dropped and why."""
     p = _paired(trials, reference, "success")
     rows = []
     for (arm, strategy), g in p.groupby(["arm", "strategy"], sort=True):
@@ -59,7 +71,13 @@ def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int
                      "diff": (b - c) / n, "ci_lo": lo, "ci_hi": hi, "b": b, "c": c,
                      "p": stats.mcnemar_exact(b, c),
                      "mde": stats.mde_proportion(n, g["success_ref"].mean())})
-    out = sort_cells(pd.DataFrame(rows), ("arm", "strategy"))
+    out = pd.DataFrame(rows, columns=["arm", "strategy", "reference", "n_pairs", "rate_ref", "rate", "diff", "ci_lo",
+                                      "ci_hi", "b", "c", "p", "mde"])
+    if planned is not None and not planned.empty:  # a pair whose both sides were dropped still counts
+        out = accounting.dropped_pairs(planned, reference).merge(out, on=["arm", "strategy"], how="outer")
+        out["n_pairs"] = out["n_pairs"].fillna(0).astype(int)
+        out["reference"] = reference
+    out = sort_cells(out, ("arm", "strategy"))
     if not out.empty:
         out["p_holm"] = stats.holm(out["p"])
     return out
