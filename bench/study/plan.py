@@ -43,6 +43,21 @@ def _config_loader() -> Iterator[Any]:
         yield GlobalHydra.instance().config_loader()
 
 
+@contextlib.contextmanager
+def sweep_config(overrides: list[str]) -> Iterator[DictConfig]:
+    """What `python -m bench -m OVERRIDES` composes before the multirun starts (tests, `make bench`)."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    from bench.config import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        hydra = GlobalHydra.instance().hydra
+        assert hydra is not None
+        yield hydra.compose_config("config", overrides, run_mode=RunMode.MULTIRUN)
+
+
 def derived_name(jobs: Sequence[Sequence[str]]) -> str:
     """`adhoc-<8 hex>` named after the set of trials a multirun plans, whatever their order
     or spelling on the command line (`task.seed=0,1` and `task.seed=range(0,2)` agree)."""
