@@ -94,6 +94,10 @@ def notes(acc: pd.DataFrame) -> list[str]:
     for study in sorted(acc.loc[acc["planned_by"] == "ran", "study"].unique()):
         out.append(f"study {study!r} has no plan (single runs, or begun before plans were recorded): "
                    "planned = what ran; missing trials cannot be counted")
+    running = int((acc["reason"] == "running").sum())
+    if running:
+        out.append(f"{running} planned trial(s) have only a RUNNING run: still running, or their process died and "
+                   "the study was not resumed since (a resume marks them KILLED and reruns them)")
     n = int((acc["planned_by"] == "unplanned").sum())
     if n:
         out.append(f"{n} finished trial(s) not in their study's plan (e.g. single runs given the study's name): "

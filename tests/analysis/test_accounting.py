@@ -125,6 +125,7 @@ def test_a_study_without_a_plan_counts_what_ran_and_says_so(store):
     notes = accounting.notes(acc)
     assert any("'old' has no plan" in n for n in notes) and not any(f"'{STUDY}' has no plan" in n for n in notes)
     assert any("1 finished trial(s) not in their study's plan" in n for n in notes)
+    assert any("1 planned trial(s) have only a RUNNING run" in n for n in notes)
 
 
 def test_the_outcome_class_tag_wins_over_the_mlflow_status_when_present():
