@@ -137,7 +137,11 @@ def _plans(client, parents: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, bool
     notes: list[str] = []
     for run in parents:
         study = run.data.tags.get("study")
-        plan = _plan(client, run.info.run_id)
+        try:
+            plan = _plan(client, run.info.run_id)
+        except Exception as exc:  # an unreachable artifact store: report what ran, and say why
+            plan = None
+            notes.append(f"study {study!r}: its plan could not be read ({type(exc).__name__}: {exc})")
         has_plan[study] = plan is not None
         if plan is None:
             continue

@@ -108,12 +108,16 @@ class StudyCallback(Callback):
             from bench.study.plan import plan_trials
 
             t0 = time.monotonic()
-            entries = plan_trials(config, jobs)
-            log.info("[study %s] plan: %d jobs hashed in %.1fs", self.study, len(entries), time.monotonic() - t0)
-            bad = [e for e in entries if not e.get("config_hash")]
-            for e in bad[:5]:
-                log.warning("[study %s] planned job %s will crash: %s (%s)", self.study, e["job"], e["error"],
-                            " ".join(e["overrides"]))
+            try:
+                entries = plan_trials(config, jobs)
+            except Exception:  # without a plan the report counts what ran, and says so
+                log.warning("[study %s] could not plan the sweep's trials", self.study, exc_info=True)
+            if entries is not None:
+                log.info("[study %s] plan: %d jobs hashed in %.1fs", self.study, len(entries),
+                         time.monotonic() - t0)
+                for e in [e for e in entries if not e.get("config_hash")][:5]:
+                    log.warning("[study %s] planned job %s will crash: %s (%s)", self.study, e["job"], e["error"],
+                                " ".join(e["overrides"]))
         try:
             self.parent_run_id = open_study_run(config, self.study, jobs, entries)
         except Exception:  # tracking trouble shows up again, loudly, in the first trial

@@ -54,9 +54,10 @@ def _metrics(client, run_id: str, success: int) -> None:
 def store(tmp_path_factory):
     from mlflow import MlflowClient
 
-    uri = f"sqlite:///{tmp_path_factory.mktemp('acct')}/mlflow.db"
+    root = tmp_path_factory.mktemp("acct")
+    uri = f"sqlite:///{root}/mlflow.db"
     client = MlflowClient(uri)
-    exp = client.create_experiment("ctxbench")
+    exp = client.create_experiment("ctxbench", artifact_location=(root / "artifacts").as_uri())
     parent = client.create_run(exp, start_time=1, tags={"ctxbench.kind": "study", "study": STUDY})
     entries = [{"job": i, "overrides": [f"strategy={s}", f"task.seed={n}"], "config_hash": _hash(s, n),
                 "strategy": s, "arm": "baseline", "task_family": "signature_migration", "task_seed": n,
