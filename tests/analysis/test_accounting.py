@@ -13,30 +13,32 @@ from analysis.load import load_runs
 from bench.tracking.study_records import merge
 
 STUDY = "acct"
-# (strategy, seed): list of runs in start order, each (MLflow status, status tag, failure_reason, success)
+# (strategy, arm, seed): runs in start order, each (MLflow status, status tag, failure_reason, success)
 RUNS = {
-    ("raw", 0): [("FINISHED", "success", "", 1)],
-    ("raw", 1): [("FAILED", "error", "provider_error", 0)],
-    ("raw", 2): [],                                                   # never ran: missing
-    ("raw", 3): [("FINISHED", "failure", "step_failed", 0)],
-    ("ledger", 0): [("FINISHED", "failure", "step_failed", 0)],
-    ("ledger", 1): [("KILLED", "killed", "interrupted", 0), ("FINISHED", "success", "", 1)],  # rerun: finished
-    ("ledger", 2): [("FINISHED", "success", "", 1)],
-    ("ledger", 3): [("RUNNING", "running", "", 0)],
-    ("ledger", 4): [("FINISHED", "success", "", 1)],                  # not in the plan: unplanned
+    ("raw", "baseline", 0): [("FINISHED", "success", "", 1)],
+    ("raw", "baseline", 1): [("FAILED", "error", "provider_error", 0)],
+    ("raw", "baseline", 2): [],                                                   # never ran: missing
+    ("raw", "baseline", 3): [("FINISHED", "failure", "step_failed", 0)],
+    ("ledger", "baseline", 0): [("FINISHED", "failure", "step_failed", 0)],
+    ("ledger", "baseline", 1): [("KILLED", "killed", "interrupted", 0), ("FINISHED", "success", "", 1)],  # rerun
+    ("ledger", "baseline", 2): [("FINISHED", "success", "", 1)],
+    ("ledger", "baseline", 3): [("RUNNING", "running", "", 0)],
+    ("ledger", "baseline", 4): [("FINISHED", "success", "", 1)],                  # not in the plan: unplanned
+    ("raw", "drift", 0): [("FAILED", "error", "sandbox_lost", 0)],              # drift: no pair left
+    ("ledger", "drift", 0): [("FINISHED", "success", "", 1)],
 }
-PLANNED = [k for k in RUNS if k != ("ledger", 4)]
+PLANNED = [k for k in RUNS if k != ("ledger", "baseline", 4)]
 
 
-def _hash(strategy: str, seed: int) -> str:
-    return f"h-{strategy}-{seed}"
+def _hash(strategy: str, arm: str, seed: int) -> str:
+    return f"h-{strategy}-{arm}-{seed}"
 
 
-def _tags(strategy: str, seed: int, study: str = STUDY) -> dict[str, str]:
+def _tags(strategy: str, arm: str, seed: int, study: str = STUDY) -> dict[str, str]:
     # The tags bench/tracking/runs.py TrialRun writes.
-    return {"ctxbench.kind": "trial", "study": study, "strategy": strategy, "arm": "baseline",
+    return {"ctxbench.kind": "trial", "study": study, "strategy": strategy, "arm": arm,
             "task_family": "signature_migration", "task_seed": str(seed), "rep": "0", "model": "sim",
-            "config_hash": _hash(strategy, seed)}
+            "config_hash": _hash(strategy, arm, seed)}
 
 
 def _metrics(client, run_id: str, success: int) -> None:
@@ -59,23 +61,23 @@ def store(tmp_path_factory):
     client = MlflowClient(uri)
     exp = client.create_experiment("ctxbench", artifact_location=(root / "artifacts").as_uri())
     parent = client.create_run(exp, start_time=1, tags={"ctxbench.kind": "study", "study": STUDY})
-    entries = [{"job": i, "overrides": [f"strategy={s}", f"task.seed={n}"], "config_hash": _hash(s, n),
-                "strategy": s, "arm": "baseline", "task_family": "signature_migration", "task_seed": n,
-                "rep": 0, "model": "sim"} for i, (s, n) in enumerate(PLANNED)]
+    entries = [{"job": i, "overrides": [f"strategy={s}", f"arm={a}", f"task.seed={n}"], "config_hash": _hash(s, a, n),
+                "strategy": s, "arm": a, "task_family": "signature_migration", "task_seed": n,
+                "rep": 0, "model": "sim"} for i, (s, a, n) in enumerate(PLANNED)]
     plan, _ = merge(None, STUDY, {"argv": ["-m", "..."], "overrides": ["strategy=raw,ledger"]}, entries)
     client.log_dict(parent.info.run_id, plan, "plan.json")
     t = 10
-    for (strategy, seed), runs in RUNS.items():
+    for (strategy, arm, seed), runs in RUNS.items():
         for status, tag, reason, success in runs:
             t += 1
-            run = client.create_run(exp, start_time=t, tags={**_tags(strategy, seed), "status": tag,
+            run = client.create_run(exp, start_time=t, tags={**_tags(strategy, arm, seed), "status": tag,
                                                              "failure_reason": reason,
                                                              "mlflow.parentRunId": parent.info.run_id})
             _metrics(client, run.info.run_id, success)
             if status != "RUNNING":
                 client.set_terminated(run.info.run_id, status=status)
     # An older study without a plan: what ran is what was planned.
-    old = client.create_run(exp, start_time=t + 1, tags={**_tags("raw", 0, "old"), "status": "success"})
+    old = client.create_run(exp, start_time=t + 1, tags={**_tags("raw", "baseline", 0, "old"), "status": "success"})
     _metrics(client, old.info.run_id, 1)
     client.set_terminated(old.info.run_id, status="FINISHED")
     client.create_run(exp, start_time=0, tags={"ctxbench.kind": "study", "study": "old"})
@@ -84,26 +86,26 @@ def store(tmp_path_factory):
 
 def test_each_planned_trial_is_finished_excluded_or_missing(store):
     runs = load_runs(store, study=STUDY, curves=False)
-    acc = accounting.planned_trials(runs).set_index(["strategy", "task_seed"])
-    assert acc.loc[("raw", 1), ["state", "reason"]].tolist() == ["excluded", "provider_error"]
-    assert acc.loc[("raw", 2), ["state", "reason"]].tolist() == ["missing", ""]
-    assert acc.loc[("ledger", 1), ["state", "success"]].tolist() == ["finished", 1]  # the rerun counts, once
-    assert acc.loc[("ledger", 3), ["state", "reason"]].tolist() == ["excluded", "running"]
-    assert acc.loc[("ledger", 4), "planned_by"] == "unplanned"
+    acc = accounting.planned_trials(runs).set_index(["strategy", "arm", "task_seed"])
+    assert acc.loc[("raw", "baseline", 1), ["state", "reason"]].tolist() == ["excluded", "provider_error"]
+    assert acc.loc[("raw", "baseline", 2), ["state", "reason"]].tolist() == ["missing", ""]
+    assert acc.loc[("ledger", "baseline", 1), ["state", "success"]].tolist() == ["finished", 1]  # rerun, once
+    assert acc.loc[("ledger", "baseline", 3), ["state", "reason"]].tolist() == ["excluded", "running"]
+    assert acc.loc[("ledger", "baseline", 4), "planned_by"] == "unplanned"
     assert (acc["planned_by"] == "plan").sum() == len(PLANNED)
 
 
 def test_the_headline_counts_per_protocol_and_by_intention_to_treat(store):
     runs = load_runs(store, study=STUDY, curves=False)
-    s = tables.success_table(runs.trials, accounting.planned_trials(runs)).set_index("strategy")
+    s = tables.success_table(runs.trials, accounting.planned_trials(runs)).set_index(["strategy", "arm"])
     # raw: planned s0-s3; finished s0 (success), s3; excluded s1; missing s2.
-    raw = s.loc["raw"]
+    raw = s.loc[("raw", "baseline")]
     assert (raw.planned, raw.unplanned, raw.finished, raw.excluded, raw.missing) == (4, 0, 2, 1, 1)
     assert raw.excluded_by_reason == "provider_error 1"
     assert (raw.successes, raw.n, raw.itt_successes, raw.itt_n) == (1, 2, 1, 4)
     assert raw.rate == 0.5 and raw.itt_rate == 0.25 and raw.itt_ci_hi < raw.ci_hi
     # ledger: planned s0-s3 (+ s4 unplanned); finished s0 (failure), s1, s2, s4 (successes); s3 running.
-    led = s.loc["ledger"]
+    led = s.loc[("ledger", "baseline")]
     assert (led.planned, led.unplanned, led.finished, led.excluded, led.missing) == (4, 1, 4, 1, 0)
     assert (led.successes, led.n, led.itt_successes, led.itt_n) == (3, 4, 3, 5)
     assert led.excluded_by_reason == "running 1"
@@ -112,10 +114,12 @@ def test_the_headline_counts_per_protocol_and_by_intention_to_treat(store):
 def test_paired_tests_state_the_pairs_dropped_and_why(store):
     runs = load_runs(store, study=STUDY, curves=False)
     v = tables.success_vs_reference(runs.trials, "raw", planned=accounting.planned_trials(runs))
-    (row,) = v.itertuples()
+    row, drift = v.itertuples()
     # Twins s0-s3 (s4 has none): s0 both finished; s1 raw excluded; s3 ledger excluded; s2 raw missing.
     assert (row.n_pairs_planned, row.n_pairs, row.pairs_dropped_excluded, row.pairs_dropped_missing) == (4, 1, 2, 1)
     assert (row.b, row.c) == (0, 1)
+    # drift: its one pair lost its reference twin to the infrastructure; the comparison still says so.
+    assert (drift.arm, drift.n_pairs_planned, drift.n_pairs, drift.pairs_dropped_excluded) == ("drift", 1, 0, 1)
 
 
 def test_a_study_without_a_plan_counts_what_ran_and_says_so(store):
@@ -147,6 +151,7 @@ def test_the_report_shows_the_accounting(store, tmp_path):
     assert "| raw | baseline | 4 | 0 | 2 | 1 (provider_error 1) | 1 | 0.50 [" in md
     assert "(n=2) | 0.25 [" in md and "(n=4) |" in md
     assert "| 1 | 2 / 1 (of 4) |" in md  # n pairs | dropped: excluded / missing
-    assert "Of **8 planned trials** (+1 unplanned): 6 finished, 2 excluded, 1 missing" in md
+    assert "No pair left for `ledger` in `drift`: 1 planned, 1 dropped (excluded), 0 dropped (missing)." in md
+    assert "Of **10 planned trials** (+1 unplanned): 7 finished, 3 excluded, 1 missing" in md
     planned = pd.read_csv(rep.out_dir / "tables" / "planned_trials.csv")
-    assert len(planned) == 9 and set(planned["state"]) == {"finished", "excluded", "missing"}
+    assert len(planned) == 11 and set(planned["state"]) == {"finished", "excluded", "missing"}
