@@ -1,8 +1,8 @@
 """How a trial ends: one table from failure reason to outcome class (docs/threat_model.md).
 
-    agent_failure    the model's own doing: MLflow FINISHED, success 0, counted in the analysis
-    infra_failure    ours (sandbox, provider, harness): MLflow FAILED, excluded, rerun on resume
-    interrupted      killed from outside (Ctrl-C, SIGTERM): MLflow KILLED, rerun on resume
+    agent_failure           the model's own doing: MLflow FINISHED, success 0, counted in the analysis
+    infrastructure_failure  ours (sandbox, provider, harness): MLflow FAILED, excluded, rerun on resume
+    interrupted             killed from outside (Ctrl-C, SIGTERM): MLflow KILLED, rerun on resume
 
 The loop and the runner raise the exception classes below; the runner writes the class as the
 `outcome_class` run tag, so `analysis/` (which never imports the harness) classifies the same
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 SUCCESS = "success"
 AGENT = "agent_failure"
-INFRA = "infra_failure"
+INFRA = "infrastructure_failure"
 INTERRUPTED = "interrupted"
 
 REASONS: dict[str, str] = {

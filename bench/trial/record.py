@@ -41,7 +41,7 @@ class TrialResult:
     turns: int
     events_path: Path
     skipped: bool = False
-    outcome_class: str = ""  # bench.core.outcomes: success | agent_failure | infra_failure | interrupted
+    outcome_class: str = ""  # bench.core.outcomes: success | agent_failure | infrastructure_failure | interrupted
 
 
 def classify(exc: BaseException) -> tuple[str, str]:

@@ -56,17 +56,8 @@ class Parts:
     max_output: int
 
 
-# Read by the study callback until it reads the job's return value instead (branch `count`).
-last_result: TrialResult | None = None
-
-
 def run(cfg: DictConfig | TrialConfig) -> TrialResult:
-    global last_result
-    last_result = _run(cfg)
-    return last_result
-
-
-def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
+    """One trial; its result is also the Hydra job's return value (bench/__main__.py)."""
     tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
     parts = prepare(tcfg)
     with contextlib.ExitStack() as stack:
