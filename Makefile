@@ -26,7 +26,9 @@ $(STAMP): pyproject.toml
 	  else echo "make venv: $(PYTHON) has no venv support; install python3-venv" >&2; exit 1; fi; \
 	fi
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@# The cluster and server extras too: `make test` runs the Ray, submitit and tracking-server
+	@# tests (hydra-ray-launcher's cloudpickle<3 pin is within mlflow's cloudpickle<4).
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray,slurm,server]'
 	@touch $@
 
 docker:
