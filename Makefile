@@ -56,4 +56,4 @@ demo: setup
 	@echo "Read the report:  $(CURDIR)/results/report/index.md  (or index.html in a browser)"
 
 bench: setup
-	$(BIN)/python -m bench.benchmark
+	$(BIN)/python -m bench.perf

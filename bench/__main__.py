@@ -16,7 +16,7 @@ def _terminate(signum, frame):  # a SIGTERM (e.g. from a scheduler) ends the tri
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float:
-    from bench.trial import run
+    from bench.trial.runner import run
 
     signal.signal(signal.SIGTERM, _terminate)
     result = run(cfg)

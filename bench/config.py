@@ -105,7 +105,7 @@ class TrackingConfig:
 class TrialConfig:
     """One trial, validated. Component groups stay mappings here and are validated by the
     component that owns them (strategies.make_strategy, providers.make_provider,
-    sandbox.SandboxConfig) in `bench.trial`."""
+    sandbox.SandboxConfig) in `bench.trial.runner`."""
 
     strategy: Mapping[str, Any]
     arm: ArmConfig

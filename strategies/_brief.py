@@ -1,6 +1,6 @@
 """Sections of the step brief that `ledger` and `subagent` rebuild from durable state.
 
-Each function returns one section's text; markers come from `bench.render` only
+Each function returns one section's text; markers come from `bench.core.render` only
 (`[inv:ID]`, `[step:ID]`, `[check:ID passed]`, `CURRENT STEP [step:ID]`, file blocks).
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bench import render
-from bench.tokens import count_text
+from bench.core import render
+from bench.core.tokens import count_text
 from strategies._common import one_line
 from strategies.base import Certified, State
 

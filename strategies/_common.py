@@ -2,7 +2,7 @@
 compaction bookkeeping (which part of the transcript a summary stands in for), and the
 config validation every strategy module uses.
 
-Everything here is pure over its arguments. Token counts go through `bench.tokens`, whose
+Everything here is pure over its arguments. Token counts go through `bench.core.tokens`, whose
 `count_text` is cached, so re-counting an unchanged message costs a dictionary lookup.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench import render
-from bench.tokens import count_message, count_text
-from bench.types import Message, canonical_json
+from bench.core import render
+from bench.core.tokens import count_message, count_text
+from bench.core.types import Message, canonical_json
 from strategies.base import State
 
 COMPACTION_MARKER = "[compaction-request]"

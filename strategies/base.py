@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from bench.render import SYSTEM_PROMPT, policy_block, task_block
-from bench.types import Message, ToolSpec
+from bench.core.render import SYSTEM_PROMPT, policy_block, task_block
+from bench.core.types import Message, ToolSpec
 from tasks.spec import Invariant, TaskSpec
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.types import Message
+from bench.core.types import Message
 from strategies import _common
 from strategies.base import Built, State, stable_prefix
 

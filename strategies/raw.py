@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.types import Message
+from bench.core.types import Message
 from strategies import _common
 from strategies.base import Built, State, stable_prefix
 

@@ -12,13 +12,13 @@ import argparse
 import sys
 
 from tasks import FAMILIES, generate
-from tasks._common import apply_edit
+from tasks.common.build import apply_edit
 from tasks.spec import TaskSpec
 
 
 def _count(text: str) -> int:
     try:  # the project's BPE counter, when tiktoken is installed
-        from bench.tokens import count_text
+        from bench.core.tokens import count_text
         return count_text(text)
     except Exception:  # noqa: BLE001 - any missing dependency: fall back to an estimate
         return len(text) // 4

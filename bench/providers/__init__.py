@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from bench.providers.base import Provider, ProviderError
 
 PROVIDERS = {
-    "sim": "bench.providers.sim:SimProvider",
+    "sim": "bench.sim.provider:SimProvider",
     "anthropic": "bench.providers.anthropic:AnthropicProvider",
     "openai": "bench.providers.openai:OpenAIProvider",
     "replay": "bench.providers.replay:ReplayProvider",

@@ -13,10 +13,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from bench.providers import _anthropic_wire as wire
-from bench.providers._config import RealModelConfig
-from bench.providers._http import HttpProvider, StreamResult
-from bench.types import Message, ToolSpec
+from bench.core.types import Message, ToolSpec
+from bench.providers.http.config import RealModelConfig
+from bench.providers.http.transport import HttpProvider, StreamResult
+from bench.providers.wire import anthropic as wire
 
 
 class AnthropicProvider(HttpProvider):
@@ -29,7 +29,7 @@ class AnthropicProvider(HttpProvider):
         kwargs: dict[str, Any] = {"api_key": self._secret, "base_url": settings.base_url, "max_retries": 0,
                                   "timeout": settings.timeout_s}
         if "open_telemetry" in inspect.signature(anthropic.Anthropic.__init__).parameters:
-            kwargs["open_telemetry"] = False  # spans are ours (bench.tracing), not the SDK's
+            kwargs["open_telemetry"] = False  # spans are ours (bench.tracking.tracing), not the SDK's
         self._client = anthropic.Anthropic(**kwargs)
 
     @classmethod

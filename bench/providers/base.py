@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bench.types import Completion, Message, ToolSpec
+from bench.core.types import Completion, Message, ToolSpec
 
 
 class ProviderError(RuntimeError):

@@ -14,10 +14,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from bench.providers import _openai_wire as wire
-from bench.providers._config import RealModelConfig
-from bench.providers._http import HttpProvider, StreamResult
-from bench.types import Message, ToolSpec, Usage
+from bench.core.types import Message, ToolSpec, Usage
+from bench.providers.http.config import RealModelConfig
+from bench.providers.http.transport import HttpProvider, StreamResult
+from bench.providers.wire import openai as wire
 
 
 class OpenAIProvider(HttpProvider):
@@ -62,7 +62,7 @@ class OpenAIProvider(HttpProvider):
 
 def _estimate(messages: tuple[Message, ...], acc: wire.ChunkAccumulator) -> Usage:
     """Local cl100k counts, for endpoints that send no usage (flagged `usage_estimated`)."""
-    from bench.tokens import count_messages, count_text
+    from bench.core.tokens import count_messages, count_text
 
     out = count_text("".join(acc.text)) + sum(count_text(s["name"] + s["arguments"]) for s in acc.calls.values())
     return Usage(input=count_messages(messages), output=out)

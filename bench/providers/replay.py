@@ -1,4 +1,4 @@
-"""Record and replay model calls, keyed by `bench.types.request_hash`.
+"""Record and replay model calls, keyed by `bench.core.types.request_hash`.
 
 `model.record=PATH` wraps any provider in `RecordingProvider`, which appends one JSON line per
 call to the cassette: `{"v": 1, "request_hash": ..., "completion": {...}}`, or
@@ -20,9 +20,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.providers._config import COMMON_KEYS, ModelConfigError, check_keys, plain
+from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, canonical_json, request_hash
 from bench.providers.base import Provider, ProviderError
-from bench.types import Completion, Message, ToolCall, ToolSpec, Usage, canonical_json, request_hash
+from bench.providers.http.config import COMMON_KEYS, ModelConfigError, check_keys, plain
 
 CASSETTE_VERSION = 1
 

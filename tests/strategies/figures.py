@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from bench.tokens import count_text
+from bench.core.tokens import count_text
 from strategies import STRATEGIES, make_strategy
 from tests.strategies import fixtures as fx
 

@@ -13,9 +13,9 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from bench import render
-from bench.toolspecs import TOOLS
-from bench.types import Message, ToolCall
+from bench.core import render
+from bench.core.types import Message, ToolCall
+from bench.trial.toolspecs import TOOLS
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import Invariant, Step, StepPlan, TaskSpec
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.types import Message, ToolCall
+from bench.core.types import Message, ToolCall
 from strategies import _common
 
 

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from bench import render
-from bench.tokens import count_messages
-from bench.types import Message, ToolCall
+from bench.core import render
+from bench.core.tokens import count_messages
+from bench.core.types import Message, ToolCall
 from strategies import _common
 from strategies._common import COMPACTION_MARKER
 from strategies.base import Summary, stable_prefix

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bench import render
-from bench.tokens import count_text
-from bench.types import Message, ToolCall
+from bench.core import render
+from bench.core.tokens import count_text
+from bench.core.types import Message, ToolCall
 from strategies.base import Certified, StepHead, Summary, stable_prefix
 from strategies.ledger import LedgerConfig, LedgerStrategy
 from tasks.spec import Invariant

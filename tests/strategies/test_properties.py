@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from bench import render
-from bench.tokens import count_messages
+from bench.core import render
+from bench.core.tokens import count_messages
 from strategies import STRATEGIES, make_strategy
 from tests.strategies import fixtures as fx
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.types import Message, ToolCall
+from bench.core.types import Message, ToolCall
 from strategies.base import stable_prefix
 from strategies.raw import RawConfig, RawStrategy
 from tests.strategies import fixtures as fx

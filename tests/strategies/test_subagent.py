@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from bench import render
+from bench.core import render
 from strategies.base import Certified, stable_prefix
 from strategies.subagent import SubagentConfig, SubagentStrategy
 from tests.strategies import fixtures as fx

@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
-from tasks._common import apply_edit
+from tasks.common.build import apply_edit
 from tasks.spec import Drift, StepPlan, TaskSpec
 
 _ON_DISK: dict[Path, dict[str, str]] = {}  # what write_repo last wrote under each root

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tasks import FAMILIES, generate
-from tasks._common import apply_edit
+from tasks.common.build import apply_edit
 from tests.tasks.replay import apply_drift, replay, run_check, run_check_subprocess, walk, write_repo
 
 SEEDS = range(5)

@@ -7,7 +7,7 @@ import pytest
 
 import tasks
 from bench.config import compose, load
-from bench.trial import run
+from bench.trial.runner import run
 
 ARMS = ("baseline", "compaction", "drift", "drift_compaction")
 

@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from bench.providers import _anthropic_wire as aw
-from bench.providers._config import MissingApiKeyError, ModelConfigError
-from bench.providers._http import TransientError
+from bench.core.types import Message, Usage, request_hash
 from bench.providers.anthropic import AnthropicProvider
-from bench.serve import LoopbackServer
-from bench.toolspecs import TOOLS
-from bench.types import Message, Usage, request_hash
-from tests.bench.test_serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg, set_keys
+from bench.providers.http.config import MissingApiKeyError, ModelConfigError
+from bench.providers.http.transport import TransientError
+from bench.providers.wire import anthropic as aw
+from bench.serve.server import LoopbackServer
+from bench.trial.toolspecs import TOOLS
+from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg, set_keys
 
 
 @pytest.fixture(autouse=True)
@@ -158,7 +158,7 @@ def test_config_errors_name_the_key(api_keys, monkeypatch):
 
 def test_sdks_are_not_imported_with_bench():
     code = ("import sys, bench, bench.providers, bench.providers.anthropic, bench.providers.openai, "
-            "bench.providers.replay, bench.serve, bench.tracing\n"
+            "bench.providers.replay, bench.serve.server, bench.tracking.tracing\n"
             "print(sorted(m for m in ('anthropic', 'openai', 'mlflow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"

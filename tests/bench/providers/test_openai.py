@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from bench.providers import _openai_wire as ow
-from bench.providers._config import MissingApiKeyError
-from bench.providers._http import TransientError
+from bench.core.types import Usage
+from bench.providers.http.config import MissingApiKeyError
+from bench.providers.http.transport import TransientError
 from bench.providers.openai import OpenAIProvider
-from bench.serve import LoopbackServer
-from bench.toolspecs import TOOLS
-from bench.types import Usage
-from tests.bench.test_serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg, set_keys
+from bench.providers.wire import openai as ow
+from bench.serve.server import LoopbackServer
+from bench.trial.toolspecs import TOOLS
+from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg, set_keys
 
 
 @pytest.fixture(autouse=True)

@@ -7,15 +7,15 @@ import json
 
 import pytest
 
+from bench.core.types import Message, request_hash
 from bench.providers import make_provider
-from bench.providers._config import ModelConfigError
 from bench.providers.base import ProviderError
+from bench.providers.http.config import ModelConfigError
 from bench.providers.replay import RecordingProvider, ReplayProvider, maybe_record
-from bench.serve import LoopbackServer
-from bench.toolspecs import TOOLS
-from bench.types import Message, request_hash
-from tests.bench.providers.test_sim_world import make_task, provider, run
-from tests.bench.test_serve_support import KEYS, Sleeps, make, set_keys, toy_backend
+from bench.serve.server import LoopbackServer
+from bench.trial.toolspecs import TOOLS
+from tests.helpers.serve_support import KEYS, Sleeps, make, set_keys, toy_backend
+from tests.helpers.sim_world import make_task, provider, run
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,139 @@
+"""Small shared types: messages, tool calls, usage, completions.
+
+`tasks` and `strategies` may import from here (and from `bench.core.tokens`, `bench.core.render`);
+nothing else in `bench` is theirs to import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "error")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One model-visible message in the harness's provider-neutral form.
+
+    `tool` messages answer one tool call (`tool_call_id`); providers map them onto their
+    own wire format (Anthropic: a `tool_result` block in a user turn).
+    """
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            d["tool_calls"] = [asdict(c) for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            d["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            d["name"] = self.name
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Message:
+        return cls(
+            role=d["role"],
+            content=d["content"],
+            tool_calls=tuple(ToolCall(**c) for c in d.get("tool_calls", ())),
+            tool_call_id=d.get("tool_call_id"),
+            name=d.get("name"),
+        )
+
+    def sha(self) -> str:
+        return sha256_json(self.to_dict())
+
+
+def canonical_json(obj: Any) -> str:
+    # One serialisation everywhere, so hashes of the same content never differ by formatting.
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def sha256_json(obj: Any) -> str:
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def context_sha(messages: tuple[Message, ...] | list[Message]) -> str:
+    """Hash of a model-visible context: the list of its messages' hashes."""
+    return sha256_json([m.sha() for m in messages])
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage, Anthropic-style: `input` excludes cache reads and cache writes.
+
+    Total prompt tokens = input + cache_read + cache_write.
+    """
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def prompt(self) -> int:
+        return self.input + self.cache_read + self.cache_write
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+        )
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str
+    tool_calls: tuple[ToolCall, ...]
+    stop_reason: str
+    usage: Usage
+    latency_s: float
+    ttft_s: float
+    model_id: str
+    request_hash: str
+    cost_usd: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_message(self) -> Message:
+        return Message(role="assistant", content=self.content, tool_calls=self.tool_calls)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
+
+
+def request_hash(messages: tuple[Message, ...] | list[Message], tools: tuple[ToolSpec, ...] | list[ToolSpec],
+                 max_tokens: int, seed: int) -> str:
+    """Key of a model request; the replay cassette and the prefix cache use it."""
+    return sha256_json({
+        "messages": [m.to_dict() for m in messages],
+        "tools": [asdict(t) for t in tools],
+        "max_tokens": max_tokens,
+        "seed": seed,
+    })

@@ -1,0 +1,1 @@
+"""`make bench`: what the harness itself costs, measured."""

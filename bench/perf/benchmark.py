@@ -1,0 +1,292 @@
+"""`make bench` (`python -m bench.perf`): harness cost, measured in one run on this machine.
+
+Writes `<results>/bench.json` (results = $CTXBENCH_RESULTS or ./results) and prints a table.
+Every trial, MLflow store and Hydra dir it makes lives in a temp dir, removed afterwards.
+
+| metric | what | target |
+|---|---|---|
+| exec_overhead_ratio | harness `sandbox.exec` median / raw `docker exec` CLI median, same command, same container | <= 1.15 |
+| trial_overhead_ratio | trial wall / (container start + sum of check durations), default sim trial | <= 1.5 |
+| grid_minutes | the 4x4x10 sim grid (one family) with 2 workers; from a slice, extrapolated | <= 10 |
+| context_build_ms_p50/_p95 | ledger strategy build(), largest default task | p50 <= 10 |
+| mlflow_log_s_per_trial | resume check + run creation + params + metrics/tags + artifacts | <= 0.5 |
+| task_generate_ms | per family, default size, warm | < 50 |
+
+Where a trial's time goes is measured by wrapping the harness's own functions (self time,
+nested phases subtracted): `phases` in bench.json. That instrumentation is bench.perf.phases;
+this module owns the other measures, the targets, the table and the command line.
+
+    python -m bench.perf                 # everything; the grid from a 16-trial slice
+    python -m bench.perf --grid-full     # run the whole 160-trial grid instead (slow)
+    python -m bench.perf --skip-grid     # no multirun at all
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.config import ROOT
+from bench.perf.phases import Phases as Phases  # re-exported: `make bench` tests import it from here
+from bench.perf.phases import instrumented_trial
+
+TARGETS = {  # metric: (comparison, target)
+    "exec_overhead_ratio": ("<=", 1.15), "trial_overhead_ratio": ("<=", 1.5), "grid_minutes": ("<=", 10.0),
+    "context_build_ms_p50": ("<=", 10.0), "mlflow_log_s_per_trial": ("<=", 0.5), "task_generate_ms": ("<", 50.0),
+}
+GRID_TRIALS = 4 * 4 * 10  # strategies x arms x seeds, one family
+SLICE = ["task.seed=0"]  # every strategy x arm cell once: 16 of the 160 trials
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+# ------------------------------------------------------------------------------ measures
+def task_generate_ms() -> dict[str, Any]:
+    import tasks
+
+    out = {}
+    for family in tasks.FAMILIES:
+        t0 = time.perf_counter()
+        spec = tasks.generate(family, 0)
+        cold = (time.perf_counter() - t0) * 1000
+        warm = []
+        for seed in range(1, 8):
+            t0 = time.perf_counter()
+            tasks.generate(family, seed)
+            warm.append((time.perf_counter() - t0) * 1000)
+        out[family] = {"warm_ms_p50": round(statistics.median(warm), 2), "cold_ms": round(cold, 2),
+                       "files": len(spec.files), "bytes": sum(len(v) for v in dict(spec.files).values()),
+                       "steps": len(spec.steps)}
+    return out
+
+
+def exec_overhead(family: str, n: int) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    import tasks
+    from bench.sandbox import SandboxConfig, create
+
+    node: Any = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "sandbox" / "docker.yaml"))
+    cfg = SandboxConfig.from_dict(node)
+    spec = tasks.generate(family, 0)
+    starts = []
+    sb = None
+    for _ in range(3):  # container start (host working copy + `docker run`), median of 3
+        t0 = time.perf_counter()
+        s = create(cfg, dict(spec.files), f"bench-exec-{uuid.uuid4().hex[:6]}")
+        starts.append(time.perf_counter() - t0)
+        if sb is None:
+            sb = s
+        else:
+            s.close()
+    assert sb is not None
+    cid = sb.container_id  # type: ignore[attr-defined]
+    step_check = spec.steps[0].check
+
+    # The step check fails on the untouched task (the step is not done): same work either way.
+    def harness(cmd: str) -> float:
+        t0 = time.perf_counter()
+        sb.exec(cmd)
+        return time.perf_counter() - t0
+
+    def raw(cmd: str) -> float:
+        t0 = time.perf_counter()
+        subprocess.run(["docker", "exec", "-w", "/work", cid, "sh", "-c", cmd], capture_output=True)
+        return time.perf_counter() - t0
+
+    try:
+        out: dict[str, Any] = {"container_start_s_p50": round(statistics.median(starts), 3)}
+        for label, cmd, reps in (("true", "true", n), ("step_check", step_check, max(5, n // 6))):
+            harness(cmd), raw(cmd)  # warm both paths
+            h, r = [], []
+            for _ in range(reps):  # interleaved: machine load hits both alike
+                h.append(harness(cmd))
+                r.append(raw(cmd))
+            out[label] = {"command": cmd, "n": reps, "harness_ms_p50": round(statistics.median(h) * 1000, 2),
+                          "raw_docker_exec_ms_p50": round(statistics.median(r) * 1000, 2),
+                          "ratio": round(statistics.median(h) / statistics.median(r), 3)}
+        # What a check pays before its first test runs (interpreter, pytest import) in the container.
+        for label, cmd in (("python_start", "python3 -B -c pass"), ("pytest_start", "python3 -B -m pytest --version")):
+            xs = [sb.exec(cmd).duration_s for _ in range(5)]
+            out[f"in_container_{label}_ms_p50"] = round(statistics.median(xs) * 1000, 1)
+        return out
+    finally:
+        sb.close()
+
+
+def process_start_s() -> float:
+    """A fresh interpreter importing what a trial process needs (paid once per worker)."""
+    code = ("import bench.__main__, bench.trial.runner, bench.providers, bench.study.callback, strategies, tasks, "
+            "mlflow.tracking, mlflow.entities, docker")
+    xs = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)
+        xs.append(time.perf_counter() - t0)
+    return round(min(xs), 3)
+
+
+def grid_run(results: Path, full: bool, n_jobs: int) -> dict[str, Any]:
+    study = f"bench-grid-{uuid.uuid4().hex[:6]}"
+    sweep = ["task=signature_migration"] + ([] if full else SLICE)
+    cmd = [sys.executable, "-m", "bench", "-m", "experiment=grid", *sweep, f"study.name={study}",
+           f"hydra.launcher.n_jobs={n_jobs}"]
+    env = {**os.environ, "CTXBENCH_RESULTS": str(results)}
+    t0, t0_epoch = time.perf_counter(), time.time()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"grid run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    (sweep_dir,) = (results / "hydra" / "multirun" / study).iterdir()
+    recs = [json.loads(x) for x in (sweep_dir / "progress.jsonl").read_text().splitlines()]
+    n = len(recs)
+    first_start = min(r["ts"] - r["wall_s"] for r in recs)  # when the first trial started
+    startup = max(0.0, min(first_start - t0_epoch, wall))
+    return {"trials": n, "n_jobs": n_jobs, "wall_s": round(wall, 1), "command": " ".join(cmd[1:]),
+            "trial_wall_s_p50": round(statistics.median(r["wall_s"] for r in recs), 2),
+            "outcomes": {o: sum(1 for r in recs if r["outcome"] == o) for o in {r["outcome"] for r in recs}},
+            "startup_s": round(startup, 1),  # process start, imports, sweep validation, workers
+            # Startup (imports, sweep validation, workers) once; the trials scale with their number.
+            "grid_minutes": round((startup + (wall - startup) * GRID_TRIALS / n) / 60, 2),
+            "extrapolated": n != GRID_TRIALS}
+
+
+# ---------------------------------------------------------------------------------- main
+def _row(name: str, value: Any, note: str = "") -> tuple[str, str, str, str, str]:
+    cmp, target = TARGETS.get(name.split("[")[0], ("", None))
+    if target is None or not isinstance(value, int | float):
+        return name, f"{value}", "", "", note
+    ok = value <= target if cmp == "<=" else value < target
+    return name, f"{value:g}", f"{cmp} {target:g}", "ok" if ok else "MISSED", note
+
+
+def table(rows: list[tuple[str, str, str, str, str]]) -> str:
+    head = ("metric", "value", "target", "", "note")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
+    return "\n".join([line(head), "  ".join("-" * w for w in widths), *map(line, rows)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.perf", description="harness micro/macro benchmarks")
+    p.add_argument("--grid-full", action="store_true", help=f"run all {GRID_TRIALS} grid trials (slow)")
+    p.add_argument("--skip-grid", action="store_true", help="no multirun")
+    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--exec-n", type=int, default=30)
+    p.add_argument("--out", type=Path, default=None, help="default: <results>/bench.json")
+    p.add_argument("--keep", action="store_true", help="keep the temp results dir")
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    for noisy in ("mlflow", "alembic", "ctxbench", "bench"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+    results_dir = Path(os.environ.get("CTXBENCH_RESULTS") or ROOT / "results")
+    out_path = a.out or results_dir / "bench.json"
+    tmp = Path(tempfile.mkdtemp(prefix="ctxbench-bench-"))
+    t_start = time.perf_counter()
+    report: dict[str, Any] = {"when_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                              "host": os.uname().nodename, "cpus": os.cpu_count(),
+                              "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
+    try:
+        from bench.tracking.runs import code_version
+
+        report["code_version"] = code_version()
+        print("task generation ...", flush=True)
+        gen = task_generate_ms()
+        report["task_generate"] = gen
+        largest = max(gen, key=lambda f: gen[f]["bytes"])
+        report["largest_default_task"] = largest
+        print("process start ...", flush=True)
+        report["process_start_s"] = process_start_s()
+        print("sandbox exec vs docker exec ...", flush=True)
+        report["exec"] = exec_overhead(largest, a.exec_n)
+        print("default sim trial (instrumented) ...", flush=True)
+        default = instrumented_trial([], tmp / "trial-default")
+        report["default_trial"] = default
+        if largest == "signature_migration":  # the default family: the default trial is ledger on it
+            builds = default["context_build_ms"]
+        else:
+            print(f"ledger trial on the largest default task ({largest}) ...", flush=True)
+            big = instrumented_trial([f"task={largest}", "strategy=ledger"], tmp / "trial-largest")
+            report["largest_task_trial"] = big
+            builds = big["context_build_ms"]
+        if not a.skip_grid:
+            print(f"grid {'(full)' if a.grid_full else '(slice)'} with {a.n_jobs} workers ...", flush=True)
+            report["grid"] = grid_run(tmp / "grid", a.grid_full, a.n_jobs)
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    ex = report["exec"]
+    metrics: dict[str, Any] = {
+        "exec_overhead_ratio": ex["true"]["ratio"],
+        "trial_overhead_ratio": default["trial_overhead_ratio"],
+        "grid_minutes": report["grid"]["grid_minutes"] if "grid" in report else None,
+        "context_build_ms_p50": round(pct(builds, 0.5), 3),
+        "context_build_ms_p95": round(pct(builds, 0.95), 3),
+        "mlflow_log_s_per_trial": default["mlflow_log_s"],
+        **{f"task_generate_ms[{f}]": g["warm_ms_p50"] for f, g in gen.items()},
+    }
+    report["metrics"] = metrics
+    report["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
+
+    g = report.get("grid")
+    rows = [
+        _row("exec_overhead_ratio", metrics["exec_overhead_ratio"],
+             f"`true`: {ex['true']['harness_ms_p50']} vs {ex['true']['raw_docker_exec_ms_p50']} ms; step check: "
+             f"{ex['step_check']['harness_ms_p50']:.0f} vs {ex['step_check']['raw_docker_exec_ms_p50']:.0f} ms"),
+        _row("trial_overhead_ratio", metrics["trial_overhead_ratio"],
+             f"wall {default['wall_s']} s / (container {default['container_start_s']} s + "
+             f"{default['checks']} checks {default['check_s']} s)"),
+        _row("grid_minutes", metrics["grid_minutes"],
+             "not run" if g is None else
+             (f"EXTRAPOLATED: {g['trials']} trials (seed 0, all 16 cells) in {g['wall_s']} s = "
+              f"{g['startup_s']} s startup + trials x {GRID_TRIALS}/{g['trials']}"
+              if g["extrapolated"] else f"full grid, {g['trials']} trials in {g['wall_s']} s") + f", {g['n_jobs'] if g else ''} workers"),
+        _row("context_build_ms_p50", metrics["context_build_ms_p50"], f"ledger on {largest}, n={len(builds)}"),
+        _row("context_build_ms_p95", metrics["context_build_ms_p95"], ""),
+        _row("mlflow_log_s_per_trial", metrics["mlflow_log_s_per_trial"],
+             "resume check + run create/params + metrics/tags + artifacts; once per worker process: "
+             f"open store {default['mlflow_store_open_s']} s (new db: {default['mlflow_store_init_s']} s)"),
+        *[_row(f"task_generate_ms[{f}]", v["warm_ms_p50"], f"cold {v['cold_ms']} ms, {v['files']} files, "
+               f"{v['bytes']} bytes") for f, v in gen.items()],
+    ]
+    text = table(rows)
+    phases = default["phases_s"]
+    total = default["wall_s"]
+    text += (f"\n\nwhere the default trial's {total} s go (self time; {default['turns']} turns, "
+             f"{default['steps']} steps):\n")
+    text += "\n".join(f"  {k:<40} {v:8.3f} s  {100 * v / total:5.1f}%  ({default['phase_calls'].get(k, 0)} calls)"
+                      for k, v in phases.items())
+    text += (f"\n  per-process start (interpreter + imports): {report['process_start_s']} s, paid once per worker"
+             f"\n  in the container: python start {ex['in_container_python_start_ms_p50']} ms, pytest start "
+             f"{ex['in_container_pytest_start_ms_p50']} ms (per check)"
+             f"\n  load average at start/end: {report['load_avg_start']} / {report['load_avg_end']} on "
+             f"{report['cpus']} cpus")
+    report["table"] = text
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print()
+    print(text)
+    print(f"\nwritten: {out_path}")
+    return 0
+

@@ -1,0 +1,1 @@
+"""The shared transport of the real-model providers: config, retries, streaming, concurrency."""

@@ -1,0 +1,157 @@
+"""The `model` config group for real (HTTP) models: validated once, with errors that name the key.
+
+Keys (one yaml per model under conf/model/):
+  name, provider (anthropic|openai|replay|sim), model_id, window, max_output,
+  price {input, output, cache_read, cache_write} in USD per million tokens,
+  base_url (null = the SDK's default endpoint), api_key_env (the variable holding the key),
+  timeout_s, max_retries, backoff_s, max_concurrency, time_scale (unused by real models,
+  kept for uniformity), record (null or a cassette path: wrap with RecordingProvider),
+  cassette (replay only).
+
+API keys are read from the environment only, never from the config: the config names the
+variable, so what MLflow logs as params is the variable's name, not its value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bench.core.types import Usage
+
+COMMON_KEYS = frozenset({
+    "name", "provider", "model_id", "window", "max_output", "price", "base_url", "api_key_env",
+    "timeout_s", "max_retries", "backoff_s", "max_concurrency", "time_scale", "record",
+})
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+class ModelConfigError(ValueError):
+    """A `model.*` value is wrong or missing; the message names the key and the fix."""
+
+
+class MissingApiKeyError(ModelConfigError):
+    """The environment variable that should hold the API key is not set."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens, per usage category."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+    def cost(self, usage: Usage) -> float:
+        return (usage.input * self.input + usage.output * self.output
+                + usage.cache_read * self.cache_read + usage.cache_write * self.cache_write) / 1e6
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any] | None) -> Price:
+        d = dict(d or {})
+        unknown = set(d) - set(PRICE_KEYS)
+        if unknown:
+            raise ModelConfigError(f"model.price has unknown keys {sorted(unknown)}; allowed: {', '.join(PRICE_KEYS)}")
+        vals = {}
+        for k in PRICE_KEYS:
+            v = d.get(k, 0.0)
+            if not isinstance(v, int | float) or isinstance(v, bool) or v < 0:
+                raise ModelConfigError(f"model.price.{k} must be a non-negative number (USD per million tokens), got {v!r}")
+            vals[k] = float(v)
+        return cls(**vals)
+
+
+def plain(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A Hydra DictConfig or any mapping, as plain dicts (resolved)."""
+    if type(cfg).__name__ == "DictConfig":
+        from omegaconf import OmegaConf
+
+        out = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[arg-type]
+        assert isinstance(out, dict)
+        return {str(k): v for k, v in out.items()}
+    return {str(k): plain(v) if isinstance(v, Mapping) else v for k, v in cfg.items()}
+
+
+def check_keys(cfg: Mapping[str, Any], allowed: frozenset[str] | set[str], provider: str) -> None:
+    unknown = set(cfg) - set(allowed)
+    if unknown:
+        raise ModelConfigError(f"model has unknown keys {sorted(unknown)} for provider {provider!r}; "
+                               f"allowed: {', '.join(sorted(allowed))}")
+
+
+def _num(cfg: Mapping[str, Any], key: str, default: Any, *, integer: bool = False, minimum: float = 0.0) -> Any:
+    v = cfg.get(key, default)
+    if v is None:
+        v = default
+    ok = isinstance(v, int) if integer else isinstance(v, int | float)
+    if not ok or isinstance(v, bool) or v < minimum:
+        kind = "an integer" if integer else "a number"
+        raise ModelConfigError(f"model.{key} must be {kind} >= {minimum}, got {v!r}")
+    return int(v) if integer else float(v)
+
+
+@dataclass(frozen=True)
+class RealModelConfig:
+    name: str
+    provider: str
+    model_id: str
+    window: int
+    max_output: int
+    price: Price
+    base_url: str | None
+    api_key_env: str | None  # None: an endpoint that needs no key (only with base_url)
+    timeout_s: float
+    max_retries: int
+    backoff_s: float
+    max_concurrency: int
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping[str, Any], provider: str) -> RealModelConfig:
+        cfg = plain(cfg)
+        check_keys(cfg, COMMON_KEYS, provider)
+        if cfg.get("provider", provider) != provider:
+            raise ModelConfigError(f"model.provider is {cfg.get('provider')!r}, but this is the {provider} provider")
+        model_id = cfg.get("model_id")
+        if not isinstance(model_id, str) or not model_id or model_id == "???":
+            raise ModelConfigError(f"model.model_id is missing: set the {provider} model id in conf/model/ "
+                                   "or on the command line (model.model_id=...)")
+        base_url = cfg.get("base_url") or None
+        if "api_key_env" in cfg and cfg["api_key_env"] is None:
+            if base_url is None:
+                raise ModelConfigError("model.api_key_env may be null only with a model.base_url (a local "
+                                       "endpoint that needs no key)")
+            key_env = None
+        else:
+            key_env = str(cfg.get("api_key_env") or DEFAULT_KEY_ENV.get(provider, ""))
+            if not key_env:
+                raise ModelConfigError("model.api_key_env is missing: name the environment variable holding the key")
+        if cfg.get("window") is None:
+            raise ModelConfigError("model.window is missing: set the context window in tokens in conf/model/ "
+                                   "or on the command line (model.window=...)")
+        return cls(
+            name=str(cfg.get("name") or model_id), provider=provider, model_id=model_id,
+            window=_num(cfg, "window", 0, integer=True, minimum=1),
+            max_output=_num(cfg, "max_output", 4096, integer=True, minimum=1),
+            price=Price.from_mapping(cfg.get("price")), base_url=str(base_url) if base_url else None,
+            api_key_env=key_env, timeout_s=_num(cfg, "timeout_s", 120.0, minimum=0.001),
+            max_retries=_num(cfg, "max_retries", 4, integer=True), backoff_s=_num(cfg, "backoff_s", 1.0),
+            max_concurrency=_num(cfg, "max_concurrency", 4, integer=True, minimum=1),
+        )
+
+    def api_key(self) -> str:
+        """The key, from the environment only. Never store it elsewhere or log it."""
+        if self.api_key_env is None:
+            return "unused"  # local endpoints (vLLM, Ollama, llama.cpp) accept any placeholder
+        return api_key_from_env(self.api_key_env)
+
+
+def api_key_from_env(var: str) -> str:
+    value = os.environ.get(var, "")
+    if not value.strip():
+        raise MissingApiKeyError(f"environment variable {var} is not set: export {var}=<your key> "
+                                 f"(model.api_key_env names the variable; keys are read only from the environment)")
+    return value.strip()

@@ -1,0 +1,235 @@
+"""Transport policy shared by the HTTP providers (anthropic, openai).
+
+- Retries are ours, not the SDKs' (they are built with max_retries=0): 429, 408/409, 5xx,
+  timeouts, dropped connections and malformed/truncated responses are retried up to
+  `model.max_retries` times with exponential backoff (`model.backoff_s` · 2^attempt, jittered,
+  capped) or exactly the server's `retry-after`/`retry-after-ms` (capped at MAX_RETRY_AFTER_S).
+  Other errors (400, 401, 403, 404, 422) are not retried. Either way the caller gets one
+  `ProviderError`, and the trial fails with `provider_error`.
+- Concurrency: at most `model.max_concurrency` calls in flight per (provider, base_url,
+  model_id) on this machine. Inside a process a semaphore holds threads back; across
+  processes (Hydra's joblib launcher runs trials in loky worker *processes*) slot files in
+  $CTXBENCH_SLOT_DIR (default: $TMPDIR/ctxbench-slots-<uid>) are flock()ed, so joblib
+  workers share one limit. Launchers on several machines (ray, slurm) get one limit per machine.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import logging
+import os
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, request_hash
+from bench.providers.base import ProviderError
+from bench.providers.http.config import RealModelConfig
+
+log = logging.getLogger(__name__)
+
+MAX_RETRY_AFTER_S = 120.0
+MAX_BACKOFF_S = 60.0
+
+
+class TransientError(RuntimeError):
+    """The server answered, but the answer was malformed or cut short: retried."""
+
+
+@dataclass
+class StreamResult:
+    """One successful streamed reply, already mapped to harness types."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...]
+    stop_reason: str
+    usage: Usage
+    ttft_s: float
+    model: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if not ra:
+        return None
+    try:
+        return max(float(ra), 0.0)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(ra)
+        except (TypeError, ValueError):
+            return None
+        return max(when.timestamp() - time.time(), 0.0)
+
+
+def classify(exc: BaseException) -> Failure:
+    """Which failures are worth another attempt. Works for both SDKs by duck typing."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        retry_after = parse_retry_after(getattr(getattr(exc, "response", None), "headers", None))
+        if status == 429:
+            return Failure("rate_limit", True, retry_after)
+        if status in (408, 409) or status >= 500:
+            return Failure(f"http_{status}", True, retry_after)
+        if 200 <= status < 300:  # e.g. a response the SDK could not validate
+            return Failure("malformed_response", True)
+        return Failure(f"http_{status}", False)
+    if isinstance(exc, TransientError | json.JSONDecodeError):
+        return Failure("malformed_response", True)
+    names = [c.__name__ for c in type(exc).__mro__]
+    if any("Timeout" in n for n in names):
+        return Failure("timeout", True)
+    if "APIConnectionError" in names or isinstance(exc, ConnectionError) \
+            or type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2"):
+        return Failure("connection", True)
+    return Failure(type(exc).__name__, False)
+
+
+def backoff_s(attempt: int, base: float, failure: Failure) -> float:
+    if failure.retry_after is not None:
+        return min(failure.retry_after, MAX_RETRY_AFTER_S)
+    return min(base * (2 ** attempt), MAX_BACKOFF_S) * random.uniform(0.5, 1.0)
+
+
+class Slots:
+    """At most `n` concurrent holders per key, across threads and processes of this machine."""
+
+    _registry: ClassVar[dict[tuple[str, int], Slots]] = {}
+    _registry_lock = threading.Lock()
+
+    def __init__(self, key: str, n: int) -> None:
+        self.n = n
+        self._sem = threading.BoundedSemaphore(n)
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        root = Path(os.environ.get("CTXBENCH_SLOT_DIR") or Path(tempfile.gettempdir()) / f"ctxbench-slots-{os.getuid()}")
+        self._paths = [root / f"{digest}.{i}.lock" for i in range(n)]
+
+    @classmethod
+    def for_key(cls, key: str, n: int) -> Slots:
+        with cls._registry_lock:
+            return cls._registry.setdefault((key, n), cls(key, n))
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        with self._sem:
+            fd = self._lock_file()
+            try:
+                yield
+            finally:
+                if fd is not None:
+                    os.close(fd)  # closing the descriptor releases its flock
+
+    def _lock_file(self) -> int | None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: the in-process semaphore only
+            return None
+        self._paths[0].parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            for path in self._paths:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return fd
+                except OSError:
+                    os.close(fd)
+            time.sleep(0.05)
+
+
+class HttpProvider:
+    """complete() for streaming HTTP providers: hash, build, retry, cost. Subclasses map the wire."""
+
+    provider_name: ClassVar[str] = "http"
+
+    def __init__(self, settings: RealModelConfig, *, sleep: Any = time.sleep) -> None:
+        self.settings = settings
+        self.model_id = settings.model_id
+        self._sleep = sleep
+        self._secret = settings.api_key()
+        if settings.api_key_env is not None:
+            from bench.tracking import tracing
+
+            tracing.register_secret(self._secret)  # scrubbed from anything that enters a span
+        self._slots = Slots.for_key(f"{self.provider_name}|{settings.base_url}|{settings.model_id}",
+                                    settings.max_concurrency)
+
+    # -- subclass hooks
+    def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], max_tokens: int, seed: int,
+               cache_breakpoint: int | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _stream(self, body: dict[str, Any], start: float, messages: tuple[Message, ...]) -> StreamResult:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    # -- the contract
+    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
+                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+        messages, tools = tuple(messages), tuple(tools)
+        rhash = request_hash(messages, tools, max_tokens, seed)
+        body = self._build(messages, tools, max_tokens, seed, cache_breakpoint)
+        attempt, waited = 0, 0.0
+        while True:
+            try:
+                with self._slots.hold():
+                    start = time.monotonic()
+                    res = self._stream(body, start, messages)
+                    latency = time.monotonic() - start
+                break
+            except Exception as exc:
+                failure = classify(exc)
+                if not failure.retryable or attempt >= self.settings.max_retries:
+                    raise ProviderError(self._scrub(
+                        f"{self.provider_name} model {self.model_id}: {failure.kind} after {attempt + 1} "
+                        f"attempt(s): {type(exc).__name__}: {exc}")) from exc
+                wait = backoff_s(attempt, self.settings.backoff_s, failure)
+                log.warning("%s %s: %s (attempt %d of %d), retrying in %.2fs", self.provider_name, self.model_id,
+                            failure.kind, attempt + 1, self.settings.max_retries + 1, wait)
+                self._sleep(wait)
+                waited += wait
+                attempt += 1
+        extra = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3), **res.extra}
+        return Completion(content=res.content, tool_calls=res.tool_calls, stop_reason=res.stop_reason,
+                          usage=res.usage, latency_s=latency, ttft_s=min(res.ttft_s, latency),
+                          model_id=res.model or self.model_id, request_hash=rhash,
+                          cost_usd=self.settings.price.cost(res.usage), extra=extra)
+
+    def _scrub(self, text: str) -> str:
+        if self.settings.api_key_env is None or len(self._secret) < 4:
+            return text
+        return text.replace(self._secret, "[REDACTED]")
+
+
+def parse_tool_args(raw: str) -> dict[str, Any] | None:
+    """The model's tool-call arguments, or None when they are not a JSON object."""
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    return args if isinstance(args, dict) else None

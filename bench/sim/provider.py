@@ -1,0 +1,160 @@
+"""`model=sim` (and `model=oracle`): a behavioural model of an LLM coding agent (DESIGN §6).
+
+It makes strategies differ only through what is in the context, where, and how fresh:
+  perception  beliefs parsed from the model-visible messages, nothing else
+  recall      context rot + lost-in-the-middle, keyed common random numbers
+  action      read / edit (via the task's oracle) / submit / give up
+  summary     what survives a compaction, per kind of fact
+  usage       BPE tokens, prefix cache, latency, cost
+It never sees the strategy, the arm or any harness state: the task comes from the `[task:ID]`
+marker in the context through `tasks.from_id`, and the only other input is `seed`
+(= task_seed * 1000 + rep), which keys every draw together with the step, the attempt and
+the fact. `model=oracle` is this class with perfect recall, no temptation and no damage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bench.core.tokens import count_text
+from bench.core.types import Completion, Message, ToolCall, ToolSpec
+from bench.providers.base import ProviderError
+from bench.sim.action import Reply, act
+from bench.sim.params import SimParams, parse_price
+from bench.sim.perception import perceive
+from bench.sim.summary import summarise
+from bench.sim.usage import Meter, output_tokens
+from tasks.spec import TaskSpec
+
+# The compaction strategy's prompt contains this line; a last user message holding it asks
+# the sim for a summary instead of an action.
+COMPACTION_MARKER = "[compaction-request]"
+
+# `model_id` overrides `name` as the reported model id; `record` is read by make_provider.
+_CONFIG_KEYS = ("name", "provider", "model_id", "window", "max_output", "time_scale", "price", "params", "record")
+_PROVIDER_NAMES = ("sim", "oracle")
+
+
+def _load_task(task_id: str) -> TaskSpec:
+    import tasks  # the family modules, not bench: the dependency points the allowed way
+
+    return tasks.from_id(task_id)
+
+
+class SimProvider:
+    def __init__(self, params: Mapping[str, Any], *, model_id: str = "sim", price: Mapping[str, float],
+                 window: int, time_scale: float = 0.0,
+                 task_loader: Callable[[str], TaskSpec] | None = None) -> None:
+        """`task_loader` exists for tests with hand-built tasks; the default is `tasks.from_id`.
+        Either way the sim learns which task it is on only from `[task:ID]` in the context."""
+        self.params = SimParams.from_mapping(params)
+        self.price = parse_price(price)
+        if window <= 0:
+            raise ValueError(f"model.window must be > 0, got {window}")
+        if time_scale < 0:
+            raise ValueError(f"model.time_scale must be >= 0, got {time_scale}")
+        self.model_id = model_id
+        self.window = int(window)
+        self.time_scale = float(time_scale)
+        self._loader = task_loader or _load_task
+        self._tasks: dict[str, TaskSpec] = {}
+        self._meter = Meter(self.params, self.price)
+
+    def _task(self, task_id: str) -> TaskSpec:
+        if task_id not in self._tasks:
+            try:
+                self._tasks[task_id] = self._loader(task_id)
+            except Exception as exc:  # a bad id in the context is the provider's failure, named
+                raise ProviderError(f"sim cannot load task {task_id!r} named in the context: {exc}") from exc
+        return self._tasks[task_id]
+
+    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
+                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+        """One simulated call. `cache_breakpoint` is accepted and not needed: the sim's cache is
+        automatic over the longest shared prefix (see bench.sim.usage)."""
+        messages, tools = tuple(messages), tuple(tools)
+        if not messages:
+            raise ValueError("sim: complete() needs at least one message")
+        beliefs = perceive(messages)
+        prompt = self._meter.prompt_tokens(messages, tools)
+        if prompt > self.window:
+            raise ProviderError(f"prompt of {prompt} tokens exceeds the {self.model_id} "
+                                f"window of {self.window} tokens")
+        last = messages[-1]
+        if last.role == "user" and COMPACTION_MARKER in last.content:
+            facts = self._task(beliefs.task_id).facts if beliefs.task_id else ()
+            reply = Reply(summarise(beliefs, self.params, seed, facts))
+        elif beliefs.task_id is None:
+            reply = Reply("There is no [task:...] in the context; I have nothing to work on.")
+        else:
+            reply = act(beliefs, self._task(beliefs.task_id), self.params, seed)
+
+        rhash = self._meter.request_hash(messages, tools, max_tokens, seed)
+        content, calls, stop = reply.content, reply.calls, "tool_use" if reply.calls else "end_turn"
+        n_out = output_tokens(content, calls)
+        if n_out > max_tokens:
+            # Cut like a real model: the text is truncated and no tool call is complete.
+            content, calls, stop = _truncate(content, max_tokens), (), "max_tokens"
+            n_out = output_tokens(content, calls)
+        tool_calls = tuple(ToolCall(_call_id(rhash, i), name, args) for i, (name, args) in enumerate(calls))
+        bill = self._meter.bill(messages, tools, n_out)
+        if self.time_scale > 0:
+            time.sleep(bill.latency_s * self.time_scale)
+        return Completion(content=content, tool_calls=tool_calls, stop_reason=stop, usage=bill.usage,
+                          latency_s=bill.latency_s, ttft_s=bill.ttft_s, model_id=self.model_id,
+                          request_hash=rhash, cost_usd=bill.cost_usd,
+                          extra={"prompt_tokens": bill.prompt_tokens, "step": beliefs.step})
+
+    @classmethod
+    def from_config(cls, model_cfg: Mapping[str, Any]) -> SimProvider:
+        return from_config(model_cfg)
+
+    def close(self) -> None:
+        self._tasks.clear()
+
+
+def _call_id(rhash: str, i: int) -> str:
+    return "call_" + hashlib.sha256(f"{rhash}:{i}".encode()).hexdigest()[:16]
+
+
+def _truncate(text: str, max_tokens: int) -> str:
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest prefix of the text within the budget
+        mid = (lo + hi + 1) // 2
+        if count_text(text[:mid]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
+
+
+def from_config(model_cfg: Mapping[str, Any]) -> SimProvider:
+    """Build from the Hydra `model` group (conf/model/sim.yaml or oracle.yaml)."""
+    cfg = _plain(model_cfg)
+    unknown = sorted(set(cfg) - set(_CONFIG_KEYS))
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} in the sim model config (known: {', '.join(_CONFIG_KEYS)})")
+    for key in ("name", "window", "price", "params"):
+        if key not in cfg:
+            raise ValueError(f"missing key {key!r} in the sim model config (see conf/model/sim.yaml)")
+    if cfg.get("provider", "sim") not in _PROVIDER_NAMES:
+        raise ValueError(f"model.provider is {cfg['provider']!r}; the sim serves only {_PROVIDER_NAMES}")
+    return SimProvider(cfg["params"], model_id=str(cfg.get("model_id") or cfg["name"]), price=cfg["price"],
+                       window=int(cfg["window"]), time_scale=float(cfg.get("time_scale") or 0.0))
+
+
+def _plain(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """An OmegaConf DictConfig or a plain mapping, as plain dicts."""
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(cfg, DictConfig):
+            out = OmegaConf.to_container(cfg, resolve=True)
+            assert isinstance(out, dict)
+            return {str(k): v for k, v in out.items()}
+    except ImportError:  # pragma: no cover - omegaconf is a dependency
+        pass
+    return {k: dict(v) if isinstance(v, Mapping) else v for k, v in cfg.items()}

@@ -1,0 +1,139 @@
+"""Studies: one Hydra multirun is one study (DESIGN §1, §8.4; docs/scaling.md).
+
+    python -m bench -m experiment=grid                          # run, or resume, the grid
+    python -m bench -m experiment=grid hydra/launcher=ctxbench_ray   # the same on a Ray cluster
+    python -m bench.study sweep                                 # remove orphaned containers
+    python -m bench.study status grid                           # counts per status, from MLflow
+
+What lives here:
+
+* `StudyCallback`, a Hydra callback (`conf/hydra/callbacks/study.yaml`). At multirun start,
+  in the launching process, it removes containers left by dead harness processes (only
+  those: other studies may be running), creates or reopens the study's MLflow parent run
+  with the study's config, sweep and code version, and counts the planned trials. After each
+  trial, in whichever process ran it (a joblib/Ray worker, a SLURM job), it appends a record
+  to the sweep dir's `progress.jsonl` and logs `done/total, failures, ETA`. A trial that
+  raised (not a verdict, not an infra failure the trial caught itself) is recorded as
+  `crashed` and does not stop the study; the study then ends with a non-zero exit.
+
+Elsewhere: progress accounting is bench.study.progress; the study's MLflow parent run is
+bench.tracking.study_records; the command line is bench/study/__main__.py.
+"""
+
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from bench.study.progress import _append, planned_jobs, progress_line, read_progress, summarize
+from bench.tracking.study_records import close_study_run, open_study_run
+
+log = logging.getLogger("ctxbench.study")
+
+
+class StudyCallback(Callback):
+    """See the module docstring. State set in on_multirun_start travels to the workers: the
+    launchers pickle the callbacks (inside the HydraContext) after that hook has run."""
+
+    def __init__(self, sweep_orphans: bool = True, keep_going: bool = True) -> None:
+        self.sweep_orphans = sweep_orphans
+        self.keep_going = keep_going
+        self.study = "adhoc"
+        self.total: int | None = None
+        self.started_wall = 0.0
+        self.progress_path: str | None = None
+        self.parent_run_id: str | None = None
+        self.launcher_pid = 0
+        self._job_started = 0.0
+
+    # -- in the launching process --------------------------------------------------------
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.started_wall = time.time()
+        self.launcher_pid = os.getpid()
+        self.study = str(OmegaConf.select(config, "study.name") or "adhoc")
+        jobs = planned_jobs(config)
+        self.total = len(jobs) if jobs is not None else None
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        self.progress_path = str(sweep_dir / "progress.jsonl")
+        if self.sweep_orphans and OmegaConf.select(config, "sandbox.kind") == "docker":
+            from bench.sandbox import sweep
+
+            removed = sweep(orphans_only=True)
+            if removed:
+                log.warning("[study %s] removed %d container(s) left by dead harness processes",
+                            self.study, removed)
+        try:
+            self.parent_run_id = open_study_run(config, jobs)
+        except Exception:  # tracking trouble shows up again, loudly, in the first trial
+            log.warning("[study %s] could not create the study's parent run", self.study, exc_info=True)
+        log.info("[study %s] %s trials planned; progress in %s", self.study,
+                 self.total if self.total is not None else "?", self.progress_path)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        records = read_progress(Path(self.progress_path)) if self.progress_path else []
+        s = summarize(records, self.total, time.time() - self.started_wall)
+        log.info(progress_line(self.study, s).replace("done:", "finished:", 1))
+        if self.progress_path:
+            (Path(self.progress_path).parent / "study.json").write_text(json.dumps(
+                {"study": self.study, **s, "parent_run_id": self.parent_run_id}, indent=2))
+        crashed = [r for r in records if r.get("outcome") == "crashed"]
+        if self.parent_run_id:
+            with contextlib.suppress(Exception):
+                close_study_run(config, self.parent_run_id, s, failed=bool(crashed))
+        if crashed:
+            lines = "\n".join(f"  job {r.get('job')}: {' '.join(r.get('overrides') or [])}: {r.get('error')}"
+                              for r in crashed[:20])
+            log.error("study %s: %d trial(s) crashed (the others ran):\n%s", self.study, len(crashed), lines)
+            # Hydra turns an Exception from a callback into a warning (exit status 0): SystemExit
+            # passes through, so a study with crashed trials exits non-zero, after all of them ran.
+            raise SystemExit(f"study {self.study}: {len(crashed)} trial(s) crashed; see the log above "
+                             f"and {self.progress_path}")
+
+    # -- in the process that runs the trial ------------------------------------------------
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._job_started = time.monotonic()
+        from bench.trial import runner as trial
+
+        trial.last_result = None
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        from hydra.core.utils import JobStatus
+
+        from bench.trial import runner as trial
+
+        record: dict[str, Any] = {
+            "job": OmegaConf.select(config, "hydra.job.num"), "overrides": list(job_return.overrides or []),
+            "wall_s": round(time.monotonic() - self._job_started, 2), "ts": time.time(),
+            "host": os.uname().nodename, "pid": os.getpid(), "launcher_pid": self.launcher_pid}
+        result = trial.last_result
+        if job_return.status == JobStatus.FAILED:
+            exc = job_return._return_value
+            record.update(outcome="crashed", error=f"{type(exc).__name__}: {exc}"[:500])
+            log.error("[study %s] job %s crashed: %s", self.study, record["job"], record["error"])
+            if self.keep_going:  # one bad trial never stops the study (Hydra would raise on it)
+                job_return.status = JobStatus.COMPLETED
+                job_return.return_value = math.nan
+        elif result is not None:
+            outcome = ("running_elsewhere" if result.status == "running" else "skipped") if result.skipped \
+                else result.status
+            record.update(outcome=outcome, run_id=result.run_id, reason=result.failure_reason)
+        else:
+            record.update(outcome="success" if job_return._return_value else "failure")
+        if self.progress_path is None:
+            return
+        path = Path(self.progress_path)
+        with contextlib.suppress(OSError):
+            _append(path, record)
+            s = summarize(read_progress(path), self.total, time.time() - self.started_wall)
+            log.info(progress_line(self.study, s))

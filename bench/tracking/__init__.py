@@ -1,0 +1,2 @@
+"""MLflow: a trial's run (`runs`), its traces (`tracing`) and a study's parent run
+(`study_records`)."""

@@ -1,0 +1,215 @@
+"""MLflow tracing for trials: one trace per trial, one span per model call and per tool call, so
+a run's trace in the MLflow UI reads as the conversation, turn by turn. Works offline against
+a sqlite tracking store. A no-op unless `configure(True)` was called (`tracking.tracing`).
+
+    from bench.tracking import tracing
+    tracing.configure(cfg.tracking.tracing)                       # once, at the entry point
+    with tracing.trial_trace(run_name, {"strategy": s, "arm": a}, run_id=run_id) as root:
+        with tracing.model_span(turn, rhash, model_id=p.model_id, messages=ctx) as span:
+            c = provider.complete(ctx, tools, ...)
+            span.set_completion(c)              # outputs + token usage
+        with tracing.tool_span(turn, call.name, call.args, call_id=call.id) as span:
+            span.set_outputs({"result": text})
+        root.set_outputs({"success": ok})
+
+Everything that enters a span passes through `scrub`: values under key-like names
+(api_key, authorization, x-api-key, password, secret, auth_token) are replaced, and so is any
+occurrence of a secret (environment variables named *_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD,
+and values given to `register_secret`, which the HTTP providers call with their key).
+A tracing failure is logged and never fails a trial.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any
+
+from bench.core.types import Completion, Message, context_sha
+
+log = logging.getLogger(__name__)
+
+REDACTED = "[REDACTED]"
+_SECRET_NAME = re.compile(r"(^|[_\-.])(api[_\-]?key|authorization|password|secret|auth[_\-]?token)$", re.I)
+_SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
+_state: dict[str, Any] = {"enabled": False}
+_registered: set[str] = set()
+
+
+def configure(enabled: bool, *, tracking_uri: str | None = None, experiment: str | None = None) -> None:
+    """Turn tracing on or off for this process (call with `cfg.tracking.tracing`)."""
+    _state["enabled"] = bool(enabled)
+    if enabled and (tracking_uri or experiment):
+        import mlflow
+
+        if tracking_uri:
+            mlflow.set_tracking_uri(tracking_uri)
+        if experiment:
+            mlflow.set_experiment(experiment)
+
+
+def is_enabled() -> bool:
+    return bool(_state["enabled"])
+
+
+def register_secret(value: str | None) -> None:
+    if value and len(value) >= 8:
+        _registered.add(value)
+
+
+def _secrets() -> list[str]:
+    env = [v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 8]
+    return sorted(set(env) | _registered, key=len, reverse=True)
+
+
+def scrub(obj: Any, secrets: Sequence[str] | None = None) -> Any:
+    """`obj` with secret-named fields and secret values replaced by [REDACTED]."""
+    secrets = _secrets() if secrets is None else secrets
+    if isinstance(obj, Mapping):
+        return {str(k): REDACTED if _SECRET_NAME.search(str(k)) else scrub(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [scrub(v, secrets) for v in obj]
+    if isinstance(obj, str):
+        for s in secrets:
+            obj = obj.replace(s, REDACTED)
+        return obj
+    return obj
+
+
+class Span:
+    """What the context managers yield: set_inputs / set_outputs / set_attributes (all scrubbed)."""
+
+    def __init__(self, span: Any = None) -> None:
+        self._span = span
+
+    @property
+    def trace_id(self) -> str | None:
+        return getattr(self._span, "trace_id", None)
+
+    def _call(self, method: str, value: Any) -> None:
+        if self._span is None:
+            return
+        try:
+            getattr(self._span, method)(scrub(value))
+        except Exception:  # tracing never fails a trial
+            log.warning("tracing: %s failed", method, exc_info=True)
+
+    def set_inputs(self, inputs: Any) -> None:
+        self._call("set_inputs", inputs)
+
+    def set_outputs(self, outputs: Any) -> None:
+        self._call("set_outputs", outputs)
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        self._call("set_attributes", dict(attributes))
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.set_attributes({key: value})
+
+    def set_completion(self, c: Completion) -> None:
+        """Outputs and token-usage attributes of a model span, from the provider's Completion."""
+        self.set_outputs(completion_outputs(c))
+        self.set_attributes(usage_attributes(c))
+
+
+NOOP = Span(None)
+
+
+@contextmanager
+def _span(name: str, span_type: str, attributes: Mapping[str, Any], inputs: Any = None,
+          run_id: str | None = None) -> Iterator[Span]:
+    if not _state["enabled"]:
+        yield NOOP
+        return
+    try:
+        import mlflow
+
+        kwargs: dict[str, Any] = {"name": name, "span_type": span_type, "attributes": scrub(dict(attributes))}
+        if run_id:
+            kwargs["run_id"] = run_id
+        cm = mlflow.start_span(**kwargs)
+        raw = cm.__enter__()
+    except Exception:
+        log.warning("tracing: could not start span %s", name, exc_info=True)
+        yield NOOP
+        return
+    span = Span(raw)
+    if inputs is not None:
+        span.set_inputs(inputs)
+    try:
+        yield span
+    except BaseException as exc:
+        if not cm.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        try:
+            cm.__exit__(None, None, None)
+        except Exception:
+            log.warning("tracing: could not end span %s", name, exc_info=True)
+
+
+def trial_trace(name: str, attrs: Mapping[str, Any] | None = None, *, run_id: str | None = None
+                ) -> Any:
+    """The root span of one trial (its trace is linked to the MLflow run `run_id`)."""
+    return _span(name, "AGENT", {f"ctxbench.{k}": v for k, v in (attrs or {}).items()}, run_id=run_id)
+
+
+def _turn_messages(messages: Sequence[Message]) -> list[Message]:
+    """The messages after the last assistant turn: what is new in this call's context."""
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    return list(messages[last + 1:])
+
+
+def model_span(turn: int, request_hash: str | None = None, *, model_id: str | None = None,
+               messages: Sequence[Message] | None = None, full_context: bool = False,
+               attrs: Mapping[str, Any] | None = None) -> Any:
+    """A CHAT_MODEL span for one model call. Inputs: the messages new since the last reply
+    (all of them with `full_context=True`), so the trace reads as the conversation."""
+    a: dict[str, Any] = {"ctxbench.turn": turn, "ctxbench.request_hash": request_hash or "",
+                         **({"mlflow.llm.model": model_id} if model_id else {}), **(attrs or {})}
+    inputs = None
+    if messages is not None:
+        shown = list(messages) if full_context else _turn_messages(messages)
+        a.update({"ctxbench.n_messages": len(messages), "ctxbench.context_sha": context_sha(tuple(messages))})
+        inputs = {"messages": [m.to_dict() for m in shown]}
+    return _span(f"model turn {turn}", "CHAT_MODEL", a, inputs)
+
+
+def tool_span(turn: int, name: str, args: Mapping[str, Any], *, call_id: str | None = None) -> Any:
+    """A TOOL span for one tool call; set its result with `span.set_outputs({...})`."""
+    a = {"ctxbench.turn": turn, "ctxbench.tool": name, "ctxbench.tool_call_id": call_id or ""}
+    return _span(f"tool {name}", "TOOL", a, dict(args))
+
+
+def completion_outputs(c: Completion) -> dict[str, Any]:
+    """A Completion as span outputs (the reply, tool calls, usage, stop reason, timings, cost)."""
+    return {"role": "assistant", "content": c.content, "tool_calls": [asdict(t) for t in c.tool_calls],
+            "stop_reason": c.stop_reason, "usage": asdict(c.usage), "latency_s": c.latency_s,
+            "ttft_s": c.ttft_s, "cost_usd": c.cost_usd, "model_id": c.model_id, "request_hash": c.request_hash}
+
+
+def usage_attributes(c: Completion) -> dict[str, Any]:
+    """MLflow's token-usage attribute (shown in the trace UI) plus ours."""
+    u = c.usage
+    return {"mlflow.chat.tokenUsage": {"input_tokens": u.prompt, "output_tokens": u.output,
+                                       "total_tokens": u.prompt + u.output, "cache_read_input_tokens": u.cache_read,
+                                       "cache_creation_input_tokens": u.cache_write},
+            "ctxbench.stop_reason": c.stop_reason, "ctxbench.cost_usd": c.cost_usd}
+
+
+def flush() -> None:
+    """Wait for traces logged asynchronously (call before reading them back or exiting)."""
+    if not _state["enabled"]:
+        return
+    try:
+        import mlflow
+
+        fn = getattr(mlflow, "flush_trace_async_logging", None)
+        if fn is not None:
+            fn()
+    except Exception:
+        log.warning("tracing: flush failed", exc_info=True)

@@ -1,0 +1,234 @@
+"""The agent loop of one trial (DESIGN §2): drift, context, model call, tools, certification.
+
+Only the harness writes step status, from an observed exit code. Every way a trial can
+end badly is a named failure reason, never a success.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bench.core.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
+from bench.core.types import Completion, Message, Usage, request_hash
+from bench.eventlog.events import EventLog
+from bench.providers.base import Provider
+from bench.sandbox.base import Sandbox
+from bench.tracking import tracing
+from bench.trial import steps as S
+from bench.trial.tools import Tools
+from bench.trial.toolspecs import TOOLS
+from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
+from tasks.spec import TaskSpec
+
+NUDGE = "No tool call. Continue the current step with the tools, then call submit_step."
+
+
+class TrialFailed(Exception):
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+@dataclass
+class Outcome:
+    success: bool = False
+    failure_reason: str = ""
+    steps_passed: int = 0
+    first_failed_step: int = -1
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+    per_turn: list[dict[str, float]] = field(default_factory=list)
+    final_tree_sha: str = ""
+
+
+@dataclass
+class LoopSettings:
+    window: int
+    max_output: int
+    max_turns: int
+    max_turns_per_step: int
+    deadline: float  # time.monotonic() past which the trial fails with `timeout`
+    seed: int
+    drift: bool
+    exec_timeout_s: float = 60.0
+
+
+class TrialLoop:
+    def __init__(self, task: TaskSpec, sandbox: Sandbox, strategy: Strategy, provider: Provider,
+                 log: EventLog, settings: LoopSettings, tracer: Any = None):
+        self.task, self.sandbox, self.strategy, self.provider = task, sandbox, strategy, provider
+        self.log, self.cfg, self.tracer = log, settings, tracer
+        self.tools = Tools(sandbox, task.protected, exec_timeout_s=settings.exec_timeout_s)
+        self.out = Outcome(counts={k: 0 for k in ("compactions", "context_truncations", "output_truncations",
+                                                  "drift_events", "invariant_violations", "policy_violations")})
+        self.transcript: list[Message] = []
+        self.certified: list[Certified] = []
+        self.learned: tuple = ()
+        self.summary: Summary | None = None
+        self.turn = 0
+        self.head: StepHead | None = None  # the current step head; FILES re-read after a compaction
+
+    # -- the whole trial ------------------------------------------------------------------
+    def run(self) -> Outcome:
+        last_commit = self.sandbox.base_commit
+        for index, step in enumerate(self.task.steps):
+            if self.cfg.drift:
+                self.out.counts["drift_events"] += S.apply_drift(self.task, step, self.sandbox, self.log, self.turn)
+                self.tools.snapshot_protected()
+            head, dirty = S.read_head(step, self.sandbox, last_commit)
+            self.log.append("step_start", self.turn, step=step.id, index=index, repo_commit=head.repo_commit,
+                            tree=head.tree, files=[[p, c] for p, c in head.files], drift_note=head.drift_note,
+                            dirty_files=dirty, new_session=getattr(self.strategy, "fresh_session_per_step", False))
+            self.transcript.append(Message(role="user", content=current_step_block(step)))
+            self.head = head
+            if not self._run_step(index):
+                self.out.first_failed_step = index
+                raise TrialFailed("step_failed", f"{step.id} not certified within its turn budget")
+            self.out.steps_passed += 1
+            last_commit = self.sandbox.commit(f"{step.id}: {step.title}", S.AGENT_AUTHOR)
+        final = S.run_check(self.sandbox, self.log, self.turn, "final", self.task.final_check)
+        if not final.passed:
+            raise TrialFailed("final_check_failed", final.output[-300:])
+        self.out.success = True
+        return self.out
+
+    # -- one step -------------------------------------------------------------------------
+    def _run_step(self, index: int) -> bool:
+        assert self.head is not None, "run() reads the step head before running the step"
+        step_start, attempt, last_failure = len(self.transcript) - 1, 0, None
+        for _ in range(self.cfg.max_turns_per_step):
+            if self.turn >= self.cfg.max_turns:
+                raise TrialFailed("turn_budget", f"{self.cfg.max_turns} turns used")
+            if time.monotonic() > self.cfg.deadline:
+                raise TrialFailed("timeout", "trial wall-clock limit reached")
+            state = State(task=self.task, tools=TOOLS, transcript=tuple(self.transcript), turn=self.turn,
+                          step_index=index, step_start=step_start, attempt=attempt,
+                          certified=tuple(self.certified), learned=self.learned, last_failure=last_failure,
+                          head=self.head, summary=self.summary, window=self.cfg.window,
+                          max_output=self.cfg.max_output)
+            built = self._build(state)
+            reply = self._call(built.messages, TOOLS, built.stable, built.tokens, purpose="turn")
+            self.transcript.append(reply.as_message())
+            self.turn += 1
+            if not reply.tool_calls:
+                self.transcript.append(Message(role="user", content=NUDGE))
+                continue
+            passed = False
+            for call in reply.tool_calls:
+                self.log.append("tool_call", self.turn - 1, call_id=call.id, name=call.name, args=call.args)
+                with tracing.tool_span(self.turn - 1, call.name, call.args, call_id=call.id) as span:
+                    if call.name == "submit_step":
+                        text, ok, failure = self._submit(index, call.args)
+                        passed = passed or ok
+                        if failure is not None:
+                            attempt, last_failure = attempt + 1, failure
+                    else:
+                        res = self.tools.call(call.name, call.args)
+                        text, ok = res.text, res.ok
+                        if res.policy_violation:
+                            self.out.counts["policy_violations"] += 1
+                            self.log.append("policy_violation", self.turn - 1, tool=call.name,
+                                            detail=res.policy_violation)
+                    span.set_outputs({"ok": ok, "result": text[-2000:]})
+                self.log.append("tool_result", self.turn - 1, call_id=call.id, name=call.name, ok=ok,
+                                output=text[-4000:])
+                self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
+            if passed:
+                return True
+        return False
+
+    def _submit(self, index: int, args: dict) -> tuple[str, bool, str | None]:
+        """Certify from the check's exit code. Returns (text for the model, passed, failure)."""
+        step = self.task.steps[index]
+        notes = str(args.get("notes") or "").strip()
+        if self.strategy.requires_handoff and not notes:
+            return HANDOFF_QUESTION, False, None
+        standing = S.in_force(self.task, index)
+        chk = S.run_check(self.sandbox, self.log, self.turn - 1, step.id, step.check, standing)
+        self.log.append("step_status", self.turn - 1, step=step.id, status="passed" if chk.passed else "failed")
+        if not chk.passed:
+            tail = chk.output[-S.FAILURE_TAIL_CHARS:]
+            return check_result(step.id, False, chk.exit_code, tail), False, tail
+        # Invariants count once the step is certified: a failed attempt's tree is not the agent's answer.
+        self.out.counts["invariant_violations"] += S.record_invariants(self.log, self.turn - 1, standing,
+                                                                       chk.invariant_codes)
+        submitted = [str(x) for x in (args.get("invariants") or [])]
+        self.learned = S.learn(step, submitted, self.learned)
+        self.certified.append(Certified(step_id=step.id, check=step.check, tree_sha=self.sandbox.tree_sha(),
+                                        notes=notes[:S.NOTES_CAP_CHARS],
+                                        diffstat=self.sandbox.git("diff", "--stat", "HEAD").strip()))
+        text = check_result(step.id, True, 0, "")
+        if step.establishes:
+            text += "\nEstablished by this step:\n" + "\n".join(invariant_line(i) for i in step.establishes)
+        return text, True, None
+
+    # -- context and model calls ----------------------------------------------------------
+    def _build(self, state: State) -> Built:
+        built = self.strategy.build(state)
+        if built.compact:
+            request = self.strategy.summary_request(state)
+            reply = self._call(request, (), 0, None, purpose="compaction")
+            self.summary = Summary(text=reply.content, upto=len(self.transcript))
+            # A summary keeps no file contents, so the step head's FILES (read before this step's
+            # edits) would become the newest copy the model can see: re-read them from the tree.
+            self.head = self._refresh_files(state.head)
+            state = replace(state, summary=self.summary, head=self.head)
+            after = self.strategy.build(state)
+            self.out.counts["compactions"] += 1
+            self.log.append("compaction", self.turn, tokens_before=built.tokens, tokens_after=after.tokens,
+                            summary_sha=Message(role="user", content=reply.content).sha(),
+                            summary=reply.content, upto=self.summary.upto, usage=reply.usage.__dict__)
+            built = after
+        if built.dropped:
+            self.out.counts["context_truncations"] += 1
+            self.log.append("context_truncation", self.turn, dropped_messages=built.dropped,
+                            tokens_before=built.tokens_before_drop, tokens_after=built.tokens)
+        if built.tokens > state.budget:
+            self.log.append("context_overflow", self.turn, tokens=built.tokens, budget=state.budget)
+            raise TrialFailed("context_overflow", f"{built.tokens} tokens > budget {state.budget}")
+        return built
+
+    def _refresh_files(self, head: StepHead) -> StepHead:
+        listing = set(self.sandbox.list_files())
+        files = tuple((p, self.sandbox.read_file(p)) for p, _ in head.files if p in listing)
+        if files != head.files:
+            self.log.append("head_refresh", self.turn, files=[[p, c] for p, c in files])
+        return replace(head, files=files)
+
+    def _call(self, messages: tuple[Message, ...], tools, stable: int, tokens: int | None,
+              purpose: str) -> Completion:
+        tokens = tokens if tokens is not None else 0
+        self.log.context(self.turn, messages, tokens=tokens, stable=stable, purpose=purpose)
+        rhash = request_hash(messages, tools, self.cfg.max_output, self.cfg.seed)
+        with tracing.model_span(self.turn, rhash, model_id=self.provider.model_id, messages=messages,
+                                attrs={"ctxbench.purpose": purpose}) as span:
+            reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
+                                           cache_breakpoint=stable or None)
+            span.set_completion(reply)
+        self.out.usage = self.out.usage + reply.usage
+        self.out.cost_usd += reply.cost_usd
+        self.out.latency_s += reply.latency_s
+        self.log.append("model_call", self.turn, purpose=purpose, model_id=reply.model_id,
+                        request_hash=rhash,
+                        provider_request_hash=reply.request_hash, stop_reason=reply.stop_reason,
+                        usage=reply.usage.__dict__, cost_usd=round(reply.cost_usd, 8),
+                        content=reply.content, tool_calls=[c.__dict__ for c in reply.tool_calls],
+                        t={"latency_s": round(reply.latency_s, 4), "ttft_s": round(reply.ttft_s, 4)})
+        if purpose == "turn":
+            cum = (self.out.per_turn[-1]["cumulative_tokens"] if self.out.per_turn else 0) + reply.usage.prompt
+            self.out.per_turn.append({
+                "prompt_tokens": reply.usage.prompt, "cached_tokens": reply.usage.cache_read,
+                "output_tokens": reply.usage.output, "context_tokens": tokens, "cumulative_tokens": cum,
+                "turn_latency_s": reply.latency_s, "ttft_s": reply.ttft_s})
+        if reply.stop_reason == "max_tokens":
+            self.out.counts["output_truncations"] += 1
+            self.log.append("output_truncation", self.turn, purpose=purpose, max_tokens=self.cfg.max_output)
+            raise TrialFailed("output_truncation", f"reply cut at max_tokens={self.cfg.max_output}")
+        if reply.stop_reason in ("error", "refusal"):
+            raise TrialFailed("model_error", f"stop_reason={reply.stop_reason}: {reply.content[:200]}")
+        return reply

@@ -1,0 +1,108 @@
+"""The trial watchdog's mechanism: end a trial stuck inside one call (a hung model call or
+engine call) at its wall-clock limit; the loop's own between-turn check covers the rest.
+
+`Watchdog` raises an exception in the thread that armed it; `timeout_exception` is the one a
+trial gets; `trial_watchdog` arms it `WATCHDOG_GRACE_S` past the trial's own deadline.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import threading
+import time
+from typing import Any
+
+
+class Watchdog:
+    """Raise `exc_type()` in the arming thread if it is still running `timeout_s` later.
+
+    In the main thread this is SIGALRM: the handler runs even while the thread is blocked in a
+    socket read or a sleep (the syscall returns EINTR, PEP 475 runs the handler, which
+    raises). An earlier SIGALRM timer (pytest-timeout uses one) is saved and restored. In any
+    other thread it falls back to an asynchronous exception, which lands when the thread next
+    runs Python bytecode (a call blocked in C for good is then bounded by that call's own
+    timeout: ENGINE_TIMEOUT_S for the engine, the HTTP timeout for providers)."""
+
+    def __init__(self, timeout_s: float, exc_type: type[BaseException]) -> None:
+        self.timeout_s = max(0.001, float(timeout_s))
+        self.exc_type = exc_type
+        self.fired = False
+        self._armed = False
+        self._prev_handler: Any = None
+        self._prev_timer: tuple[float, float] = (0.0, 0.0)
+        self._armed_at = 0.0
+        self._timer: threading.Timer | None = None
+        self._main = threading.current_thread() is threading.main_thread()
+
+    def _on_alarm(self, signum: int, frame: Any) -> None:
+        if self._armed:  # a disarmed watchdog never interrupts cleanup
+            self._armed = False
+            self.fired = True
+            raise self.exc_type()
+
+    def _async_raise(self, ident: int) -> None:
+        if not self._armed:
+            return
+        self._armed = False
+        self.fired = True
+        # Only a class can be injected; it is instantiated without arguments.
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(self.exc_type))
+
+    def __enter__(self) -> Watchdog:
+        self._armed = True
+        self._armed_at = time.monotonic()
+        if self._main:
+            self._prev_handler = signal.signal(signal.SIGALRM, self._on_alarm)
+            self._prev_timer = signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+        else:
+            self._timer = threading.Timer(self.timeout_s, self._async_raise, args=(threading.get_ident(),))
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def disarm(self) -> None:
+        if not self._armed and self._prev_handler is None and self._timer is None:
+            return
+        self._armed = False
+        if self._main and self._prev_handler is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._prev_handler)
+            self._prev_handler = None
+            remaining, interval = self._prev_timer
+            if remaining > 0:  # give the earlier timer back what it had left
+                left = remaining - (time.monotonic() - self._armed_at)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def __exit__(self, *exc: object) -> None:
+        self.disarm()
+
+
+_TIMEOUT_EXC: type[BaseException] | None = None
+
+
+def timeout_exception() -> type[BaseException]:
+    """`TrialFailed("timeout")` as a class constructible without arguments (bench.trial.loop is
+    imported lazily: the launching process of a study never needs it)."""
+    global _TIMEOUT_EXC
+    if _TIMEOUT_EXC is None:
+        from bench.trial.loop import TrialFailed
+
+        class TrialTimeout(TrialFailed):
+            def __init__(self, detail: str = "watchdog: the trial was stuck inside one call past its "
+                                             "wall-clock limit") -> None:
+                super().__init__("timeout", detail)
+
+        _TIMEOUT_EXC = TrialTimeout
+    return _TIMEOUT_EXC
+
+
+WATCHDOG_GRACE_S = 5.0  # past the deadline, the loop's own check has had its chance
+
+
+def trial_watchdog(timeout_s: float) -> Watchdog:
+    """Fires WATCHDOG_GRACE_S after the trial's own deadline (limits.trial_timeout_s)."""
+    return Watchdog(timeout_s + WATCHDOG_GRACE_S, timeout_exception())

@@ -1,0 +1,272 @@
+"""Machinery shared by the task families: size knobs, seeded names, filler code, and edits
+computed over *perceived* file text.
+
+Every family builds its repository from string templates and its oracle from the helpers
+here. Nothing in this module reads the real repository: an oracle's edits come only from the
+text it is handed, so a stale copy yields the stale (failing or clobbering) edit a real
+engineer would make.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tasks.common.runner import RUN_TESTS
+from tasks.spec import Edit, StepPlan
+
+PYTEST = "python3 -B -m pytest -q"  # -B: no .pyc, so a same-second edit is never hidden by a stale cache
+SUITE = f"{PYTEST} tests"  # the real pytest: the task's test command and final acceptance
+FAST_SUITE = f"{RUN_TESTS} tests"  # the same tests through the shipped fast runner: step and invariant checks
+# step id -> (kind, files it must have read, path prefixes it migrates): the oracles' plan
+Meta = dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]
+PROTECTED = ("tests/**", "tools/**", "fixtures/**", "pytest.ini")
+AUTHORS = ("Dana Okafor <dana.okafor@example.org>", "Ravi Menon <ravi.menon@example.org>",
+           "Lena Vogt <lena.vogt@example.org>", "Sam Whitlock <sam.whitlock@example.org>")
+
+# Top-level package names: none shadows the stdlib, pytest or the harness's own packages.
+PACKAGES = ("billing", "shipping", "catalog", "inventory", "payroll", "reporting", "accounts",
+            "orders", "alerts", "auditing", "checkout", "exports", "feeds", "fleet", "forecasts",
+            "helpdesk", "kiosk", "ledgers", "mailing", "metering", "notices", "onboarding",
+            "pricing", "quotes", "ratings", "refunds", "rentals", "scheduling", "surveys",
+            "tickets", "uploads", "vendors", "warehouse", "wishlist", "invoicing", "loyalty",
+            "booking", "claims", "coupons", "payouts", "permits", "receipts", "shifts", "stock")
+MODULES = ("sync", "jobs", "views", "worker", "poller", "importer", "exporter", "reconcile",
+           "digest", "service", "sweep", "batch", "reminders", "summary", "hooks", "refresh",
+           "notify", "ingest", "publish", "archive", "snapshot", "backfill", "rollup", "audit")
+RESOURCES = ("orders", "invoices", "items", "users", "events", "refunds", "labels", "quotes",
+             "parcels", "tickets", "rates", "stock", "sessions", "coupons", "vendors", "notes")
+FIELDS = ("amount", "qty", "weight", "score", "price", "count", "size", "total", "level", "age")
+
+
+def check_size(family: str, size: Mapping[str, object],
+               knobs: Mapping[str, tuple[int, int]]) -> dict[str, int]:
+    """Validate `task.size` knobs against inclusive ranges; unknown knobs are errors too."""
+    unknown = sorted(set(size) - set(knobs))
+    if unknown:
+        raise ValueError(f"unknown task.size knob(s) for {family}: {', '.join(unknown)} "
+                         f"(known: {', '.join(knobs)})")
+    out = {}
+    for key, value in size.items():
+        lo, hi = knobs[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise ValueError(f"task.size.{key} must be {lo}..{hi}, got {value!r}")
+        out[key] = value
+    return out
+
+
+def fill_template(template: str, subs: dict[str, str]) -> str:
+    """Fill @NAME@ placeholders (templates of shipped files need no brace escaping)."""
+    for key, value in subs.items():
+        template = template.replace(f"@{key}@", value)
+    return template
+
+
+def pick(rng: random.Random, pool: Iterable[str], k: int, taken: set[str] | None = None) -> list[str]:
+    """k distinct names from pool, none in `taken` (which is updated)."""
+    taken = set() if taken is None else taken
+    names = rng.sample([p for p in pool if p not in taken], k)
+    taken.update(names)
+    return names
+
+
+def sid(i: int) -> str:
+    return f"s{i:02d}"
+
+
+# ---- filler: pure helpers that give modules realistic size without touching the API ----
+
+_FILLERS = (
+    ('def {name}(rows):\n    """Keep the rows that have a {a} value, with {b} defaulted to {n}."""\n'
+     '    out = []\n    for row in rows:\n        if row.get("{a}") is None:\n            continue\n'
+     '        out.append({{"{a}": row["{a}"], "{b}": row.get("{b}", {n})}})\n    return out\n'),
+    ('def {name}(rows):\n    """Total {a} per {b} value, for the daily report."""\n    totals = {{}}\n'
+     '    for row in rows:\n        key = row.get("{b}", "none")\n'
+     '        totals[key] = totals.get(key, 0) + row.get("{a}", 0)\n    return totals\n'),
+    ('def {name}(rows, limit={n}):\n    """The first `limit` rows, highest {a} first (ties keep input order)."""\n'
+     '    ranked = sorted(rows, key=lambda row: -row.get("{a}", 0))\n    return ranked[:limit]\n'),
+    ('def {name}(rows):\n    """One summary line per row, as the {b} export expects."""\n'
+     '    return ["{{}}:{{}}".format(row.get("{b}", "?"), row.get("{a}", 0)) for row in rows]\n'),
+    ('def {name}(rows):\n    """Rows whose {a} is above the {b} threshold of {n}."""\n'
+     '    return [row for row in rows if row.get("{a}", 0) > row.get("{b}", {n})]\n'),
+)
+_VERBS = ("collect", "group", "rank", "format", "filter", "tally", "select", "gather", "order", "list")
+
+
+def fillers(rng: random.Random, k: int, taken: set[str]) -> list[tuple[str, str]]:
+    """k (name, source) filler functions; names are unique within `taken`."""
+    out = []
+    for _ in range(k):
+        a, b = rng.sample(FIELDS, 2)
+        while True:
+            name = f"{rng.choice(_VERBS)}_{a}_by_{b}" if rng.random() < 0.5 else f"{rng.choice(_VERBS)}_{a}"
+            if name not in taken:
+                break
+            a, b = rng.sample(FIELDS, 2)
+        taken.add(name)
+        out.append((name, rng.choice(_FILLERS).format(name=name, a=a, b=b, n=rng.randint(2, 9))))
+    return out
+
+
+# ---- reading perceived Python text ----
+
+def parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
+def offsets(text: str) -> list[int]:
+    """Character offset of each line start (1-based line numbers index it at [line - 1])."""
+    starts, pos = [0], 0
+    for line in text.splitlines(keepends=True):
+        pos += len(line)
+        starts.append(pos)
+    return starts
+
+
+def span(text: str, node: Any, starts: list[int] | None = None) -> tuple[int, int]:
+    """Character span of an AST node (the generated repositories are ASCII, so columns are chars)."""
+    starts = starts or offsets(text)
+    return (starts[node.lineno - 1] + node.col_offset, starts[node.end_lineno - 1] + node.end_col_offset)
+
+
+def def_span(text: str, name: str) -> tuple[int, int] | None:
+    """Span of the top-level `def name`, whole lines, including its trailing newline."""
+    tree = parse(text)
+    if tree is None:
+        return None
+    starts = offsets(text)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            return starts[first - 1], starts[node.end_lineno or node.lineno]
+    return None
+
+
+def docstring_end(text: str) -> int:
+    """Offset just after the module docstring (0 when there is none)."""
+    tree = parse(text)
+    if tree and tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(
+            getattr(tree.body[0], "value", None), ast.Constant):
+        return span(text, tree.body[0])[1]
+    return 0
+
+
+# ---- building edits ----
+
+class FileEditor:
+    """Search/replace edits against one perceived file, each search unique in the text it is
+    applied to (the edit tool refuses a search that occurs more than once)."""
+
+    def __init__(self, path: str, text: str):
+        self.path, self.text = path, text
+        self.edits: list[Edit] = []
+
+    def replace_span(self, start: int, end: int, new: str) -> None:
+        text = self.text
+        lo = text.rfind("\n", 0, start) + 1
+        hi = end if end > lo and text[end - 1] == "\n" else (text.find("\n", end) + 1 or len(text))
+        while text.count(text[lo:hi]) > 1 and (lo > 0 or hi < len(text)):
+            if lo > 0:
+                lo = text.rfind("\n", 0, lo - 1) + 1
+            else:
+                hi = text.find("\n", hi) + 1 or len(text)
+        search = text[lo:hi]
+        self.edits.append(Edit(self.path, "replace", search=search,
+                               replace=text[lo:start] + new + text[end:hi]))
+        self.text = text[:start] + new + text[end:]
+
+    def replace(self, old: str, new: str) -> bool:
+        at = self.text.find(old)
+        if at < 0:
+            return False
+        self.replace_span(at, at + len(old), new)
+        return True
+
+
+def apply_edit(files: dict[str, str], edit: Edit) -> str | None:
+    """Apply one edit like the agent's tools do; returns an error message or None."""
+    if edit.kind == "write":
+        files[edit.path] = edit.content
+    elif edit.kind == "delete":
+        if files.pop(edit.path, None) is None:
+            return f"ERROR: {edit.path} does not exist"
+    else:
+        text = files.get(edit.path)
+        if text is None:
+            return f"ERROR: {edit.path} does not exist"
+        n = text.count(edit.search)
+        if n != 1:
+            return f"ERROR: search text occurs {n} times in {edit.path}"
+        files[edit.path] = text.replace(edit.search, edit.replace, 1)
+    return None
+
+
+def missing_reads(needs: Iterable[str], perceived: Mapping[str, str]) -> StepPlan | None:
+    miss = tuple(p for p in needs if p not in perceived)
+    return StepPlan(reads=miss) if miss else None
+
+
+def in_scope(path: str, scope: Iterable[str]) -> bool:
+    """Is `path` an editable source file under one of the scope prefixes ("" = anywhere)?"""
+    if not path.endswith(".py") or any(path.startswith(p) for p in ("tests/", "tools/", "fixtures/")):
+        return False
+    return any(path == s or path.startswith(s.rstrip("/") + "/") or s == "" for s in scope)
+
+
+def handoff(recalled: frozenset[str], keep: Mapping[str, str], did: str) -> str:
+    """The engineer's answer to "what must later steps not undo?": what it did, plus the
+    standing constraints it still recalls (only those: a forgotten one cannot be restated)."""
+    kept = [f"[inv:{i}] {t}" for i, t in keep.items() if i in recalled]
+    return did + ((" Later steps must keep: " + " ".join(kept)) if kept else "")
+
+
+def pytest_files(paths: Iterable[str]) -> str:
+    """A step check's test selection, through the fast runner (see tasks/common/runner.py)."""
+    return f"{RUN_TESTS} " + " ".join(paths)
+
+
+def add_import(ed: FileEditor, line: str) -> None:
+    """Insert `line` after the module's last top-level import (or its docstring), once."""
+    if line in ed.text.splitlines():
+        return
+    tree = parse(ed.text)
+    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)] if tree else []
+    if imports:
+        pos = offsets(ed.text)[imports[-1].end_lineno or imports[-1].lineno]
+        ed.replace_span(pos, pos, ("" if ed.text[:pos].endswith("\n") else "\n") + line + "\n")
+    else:
+        pos = docstring_end(ed.text)
+        ed.replace_span(pos, pos, ("\n\n" if pos else "") + line + ("" if pos else "\n"))
+
+
+def segment(text: str, node: Any, starts: list[int]) -> str:
+    lo, hi = span(text, node, starts)
+    return text[lo:hi]
+
+
+def spread(rng: random.Random, total: int, bins: int) -> list[int]:
+    """`total` modules over `bins` packages, each >= 1 and at most ~4 (more only when the total
+    demands it), so no single step's files outgrow the compaction arm's window."""
+    cap = max(4, -(-total // bins))
+    counts = [1] * bins
+    for _ in range(total - bins):
+        counts[rng.choice([i for i, c in enumerate(counts) if c < cap])] += 1
+    return counts
+
+
+def replace_nodes(ed: FileEditor, found: list[tuple[Any, str]]) -> int:
+    """Replace each node's text (spans from one parse of `ed.text`), last first so earlier
+    offsets stay valid; a node inside one already replaced is left for the next pass."""
+    starts = offsets(ed.text)
+    done: list[tuple[int, int]] = []
+    for lo, hi, new in sorted(((*span(ed.text, node, starts), new) for node, new in found), reverse=True):
+        if any(lo < b and a < hi for a, b in done):
+            continue
+        ed.replace_span(lo, hi, new)
+        done.append((lo, hi))
+    return len(done)

@@ -1,0 +1,127 @@
+"""The project's own check tool, shipped read-only in every generated repository of
+`signature_migration` (tools/check_api.py).
+
+A template with @NAME@ placeholders (no brace escaping) filled from the task's names. Every
+problem it finds prints as `path:line: reason`: the simulated model re-reads the files a
+failing check names, so the path is what makes a failure actionable.
+"""
+
+from __future__ import annotations
+
+from tasks.common.build import fill_template
+from tasks.signature_migration import repo as sig
+
+# The project's own check tool, shipped read-only. Placeholders are @NAME@ so the template
+# needs no brace escaping.
+_SIG_TOOL = '''"""Checks for the @FN@ migration (shipped with the task; read-only).
+
+    python3 -B tools/check_api.py policy | compat | migrated PATH... | all | docs PATH | final
+
+Each problem prints as `path:line: reason`; the exit code is 1 if there is any.
+"""
+
+import ast
+import dataclasses
+import inspect
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+FN, T, R, P = "@FN@", "@T@", "@R@", "@P@"
+CLIENT, PMOD, ROUTER = "@CORE@/@CLIENT@.py", "@CORE@/@PMOD@.py", "@CORE@/@ROUTER@.py"
+SKIP = {"tests", "tools", "docs", "fixtures"}
+
+
+def sources(paths):
+    for p in paths:
+        full = ROOT / p
+        if full.is_file():
+            yield full
+            continue
+        for dirpath, dirnames, filenames in os.walk(full):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP and not d.startswith((".", "_")))
+            yield from (Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py"))
+
+
+def legacy_calls(paths):
+    out = []
+    for path in sources(paths):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Call) and len(node.args) == 3:
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name == FN:
+                    out.append(f"{rel}:{node.lineno}: legacy call {FN}(url, {T}, {R}); pass a {P} instead")
+    return out
+
+
+def policy():
+    from @CORE@.@PMOD@ import @P@
+    names = [f.name for f in dataclasses.fields(@P@)]
+    return [] if names == [T, R] else [f"{PMOD}:1: {P} fields are {names}, expected {[T, R]}"]
+
+
+def compat():
+    from @CORE@.@CLIENT@ import @FN@
+    from @CORE@.@PMOD@ import @P@
+    want = "@SENT@"
+    got = [@FN@("u", @P@(3, 4)), @FN@("u", 3, 4)]
+    return [] if got == [want, want] else [f"{CLIENT}:1: {FN} must accept both forms; got {got}"]
+
+
+def all_():
+    from @CORE@.@CLIENT@ import @FN@
+    from @CORE@.@PMOD@ import @P@
+    many = getattr(sys.modules["@CORE@.@CLIENT@"], FN + "_all", None)
+    if many is None:
+        return [f"{CLIENT}:1: no {FN}_all(urls, policy)"]
+    p = @P@(1, 2)
+    ok = many(["a", "b"], p) == [@FN@("a", p), @FN@("b", p)]
+    return [] if ok else [f"{CLIENT}:1: {FN}_all must return [{FN}(url, policy) for url in urls]"]
+
+
+def docs(paths):
+    out = []
+    for p in paths:
+        text = (ROOT / p).read_text()
+        out += [f"{p}:{i}: still documents the legacy form {FN}(url, {T}, {R})"
+                for i, line in enumerate(text.splitlines(), 1) if f"{FN}(url, {T}, {R})" in line]
+        if P + "(" not in text:
+            out.append(f"{p}:1: does not show how to build a {P}(...)")
+    return out
+
+
+def final():
+    from @CORE@ import @CLIENT@, @ROUTER@
+    from @CORE@.@PMOD@ import @P@
+    params = inspect.signature(getattr(@CLIENT@, FN)).parameters.values()
+    out = []
+    if [p.kind for p in params] != [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 2:
+        out.append(f"{CLIENT}:1: {FN} must take exactly (url, policy): the legacy form is removed")
+    for name, (_module, attr, args) in @ROUTER@.ROUTES.items():
+        if attr == FN and not (len(args) == 1 and isinstance(args[0], @P@)):
+            out.append(f"{ROUTER}:1: route {name!r} still passes legacy arguments {args!r}")
+    return out + legacy_calls(["."])
+
+
+def main(argv):
+    cmd, rest = argv[0], argv[1:]
+    problems = {"policy": policy, "compat": compat, "all": all_, "final": final}.get(cmd)
+    if problems is None and cmd not in ("migrated", "docs"):
+        raise SystemExit(f"unknown check {cmd!r}")
+    problems = problems() if problems else legacy_calls(rest) if cmd == "migrated" else docs(rest)
+    print("\\n".join(problems) or f"ok: {cmd}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+'''
+
+
+def sig_tool(n: sig.Names) -> str:
+    subs = {"FN": n.fn, "T": n.t, "R": n.r, "P": n.P, "CORE": n.core, "CLIENT": n.client, "PMOD": n.pmod,
+            "ROUTER": n.router, "SENT": sig.sent(n, "u", 3, 4)}
+    return fill_template(_SIG_TOOL, subs)

@@ -1,0 +1,135 @@
+"""Kill a running study with SIGKILL (its whole process group: the multirun and its joblib
+workers), rerun it, and count: every trial FINISHED exactly once, the interrupted ones KILLED,
+the finished ones never rerun, no container left behind (DESIGN §8.4).
+
+A tiny study: 2 strategies x 2 arms of one 6-step task, 2 workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bench.config import ROOT
+
+pytestmark = pytest.mark.docker
+
+SWEEP = ["strategy=raw,ledger", "arm=baseline,drift", "task=signature_migration", "task.seed=0",
+         "++task.size.steps=6", "hydra.launcher.n_jobs=2"]
+
+
+def study_cmd(study: str) -> list[str]:
+    return [sys.executable, "-m", "bench", "-m", "experiment=grid", *SWEEP, f"study.name={study}"]
+
+
+def trial_statuses(db: Path, study: str) -> list[tuple[str, str, str]]:
+    """(run_id, status, config_hash) of the study's trial runs, read straight from the sqlite
+    store (cheap enough to poll; the assertions below go through MLflow's client)."""
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+            return con.execute(
+                "select r.run_uuid, r.status, h.value from runs r "
+                "join tags s on s.run_uuid = r.run_uuid and s.key = 'study' and s.value = ? "
+                "join tags k on k.run_uuid = r.run_uuid and k.key = 'ctxbench.kind' and k.value = 'trial' "
+                "join tags h on h.run_uuid = r.run_uuid and h.key = 'config_hash'", (study,)).fetchall()
+    except sqlite3.Error:  # tables not created yet, or a writer holds the lock: poll again
+        return []
+
+
+def containers(study: str) -> list[tuple[str, str]]:
+    out = subprocess.run(["docker", "ps", "-a", "--filter", f"label=ctxbench.study={study}", "--format",
+                          '{{.ID}} {{.Label "ctxbench.pid"}}'], capture_output=True, text=True, check=True).stdout
+    return [tuple(line.split()) for line in out.splitlines()]  # type: ignore[misc]
+
+
+def alive(pid: int) -> bool:
+    from bench.tracking.runs import _alive
+
+    return _alive(pid)
+
+
+def test_sigkill_midway_then_rerun_counts_every_trial_once(tmp_path, docker_ready):
+    study = f"kill-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "CTXBENCH_RESULTS": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    db = tmp_path / "mlflow.db"
+    log1 = open(tmp_path / "first.log", "w")
+    t0 = time.monotonic()
+    first = subprocess.Popen(study_cmd(study), cwd=ROOT, env=env, stdout=log1, stderr=subprocess.STDOUT,
+                             start_new_session=True)  # its own process group, workers included
+    try:
+        # Midway: at least one trial finished while another is running inside its container.
+        deadline = time.monotonic() + 240
+        while True:
+            assert first.poll() is None, "the study ended before it could be killed:\n" + \
+                (tmp_path / "first.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "no trial finished in time"
+            rows = trial_statuses(db, study)
+            by = Counter(s for _, s, _ in rows)
+            if by["FINISHED"] >= 1 and by["RUNNING"] >= 1 and containers(study):
+                break
+            time.sleep(0.2)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(30)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+        log1.close()
+    t_kill = time.monotonic() - t0
+    time.sleep(0.5)
+    rows = trial_statuses(db, study)
+    finished_before = {rid for rid, s, _ in rows if s == "FINISHED"}
+    interrupted = {rid for rid, s, _ in rows if s == "RUNNING"}
+    assert finished_before and interrupted
+    leaked = containers(study)
+    assert leaked, "a SIGKILLed trial leaves its container (the rerun's sweep must remove it)"
+    assert not any(alive(int(pid)) for _, pid in leaked), "the whole process group died"
+
+    second = subprocess.run(study_cmd(study), cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    out = second.stdout + second.stderr
+    assert "removed" in out and "dead harness processes" in out  # the study-start sweep
+    t_total = time.monotonic() - t0
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{db}")
+    exp = client.get_experiment_by_name("ctxbench")
+    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.study = '{study}'")
+    trials = [r for r in runs if r.data.tags.get("ctxbench.kind") == "trial"]
+    finished = Counter(r.data.tags["config_hash"] for r in trials if r.info.status == "FINISHED")
+    assert len(finished) == 4 and set(finished.values()) == {1}, finished  # exactly once each
+    killed = {r.info.run_id for r in trials if r.info.status == "KILLED"}
+    assert killed == interrupted  # the interrupted ones, marked, not counted, rerun
+    assert all(r.data.tags["status"] == "killed" for r in trials if r.info.run_id in killed)
+    assert finished_before <= {r.info.run_id for r in trials if r.info.status == "FINISHED"}  # not rerun
+    assert len(trials) == 4 + len(killed)
+    assert containers(study) == []  # nothing leaked: neither the SIGKILLed ones nor the rerun's
+
+    # The study's parent run: one, with its config and code version; the trials are its children.
+    (parent,) = [r for r in runs if r.data.tags.get("ctxbench.kind") == "study"]
+    assert parent.info.status == "FINISHED" and parent.data.tags["git_sha"]
+    assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in trials)
+    arts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert "study_config.yaml" in arts
+    assert len(client.list_artifacts(parent.info.run_id, "invocations")) >= 2  # one record per invocation
+    assert parent.data.metrics["trials_skipped"] == len(finished_before)
+
+    # Progress was written by the workers (callbacks run where the trial runs), per job.
+    sweeps = sorted((tmp_path / "hydra" / "multirun" / study).iterdir())
+    records = [json.loads(line) for line in (sweeps[-1] / "progress.jsonl").read_text().splitlines()]
+    assert Counter(r["outcome"] for r in records)["skipped"] == len(finished_before)
+    assert len(records) == 4 and all(r["pid"] != r["launcher_pid"] for r in records)  # joblib workers
+    assert "[study " + study + "] 4/4 (100%)" in out
+    print(f"\nkill after {t_kill:.1f}s, total {t_total:.1f}s; finished before kill {len(finished_before)}, "
+          f"killed {len(killed)}, leaked then swept {len(leaked)}")

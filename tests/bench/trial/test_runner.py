@@ -1,0 +1,154 @@
+"""Whole trials through the real config, the Docker sandbox and MLflow, shrunk to a short task."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from bench.config import compose, load
+from bench.core.types import Completion
+from bench.eventlog.events import comparable, read
+from bench.eventlog.verify import main as verify_main
+from bench.trial.runner import run
+
+pytestmark = pytest.mark.docker
+SHORT = ["task.size.steps=6"]
+
+
+@pytest.fixture
+def trial_cfg(tmp_path, monkeypatch, docker_ready):
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
+
+    def make(*overrides: str):
+        return load(compose([*SHORT, *overrides]))
+    return make
+
+
+def _runs(tcfg):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tcfg.tracking.uri)
+    exp = client.get_experiment_by_name(tcfg.tracking.experiment)
+    return client, client.search_runs([exp.experiment_id])
+
+
+def _containers(run_id: str) -> list[str]:
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={run_id}"],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
+def test_oracle_trial_succeeds_logs_curves_and_verifies(trial_cfg, tmp_path):
+    tcfg = trial_cfg("strategy=ledger", "arm=compaction", "model=oracle")
+    result = run(tcfg)
+    assert result.status == "success" and result.turns > 0
+    client, (mrun,) = _runs(tcfg)
+    assert mrun.info.status == "FINISHED" and mrun.data.metrics["success"] == 1.0
+    assert mrun.data.metrics["turns"] == result.turns
+    history = client.get_metric_history(mrun.info.run_id, "prompt_tokens")
+    assert sorted(m.step for m in history) == list(range(result.turns))
+    tags = mrun.data.tags
+    assert tags["strategy"] == "ledger" and tags["arm"] == "compaction" and tags["git_sha"]
+    assert {a.path for a in client.list_artifacts(mrun.info.run_id)} >= \
+        {"events.jsonl", "config.yaml", "final.diff", "RUN.md"}
+    assert _containers(mrun.info.run_id) == []
+    # verify by run id passes; one flipped byte fails
+    assert verify_main([mrun.info.run_id, "--tracking-uri", tcfg.tracking.uri]) == 0
+    data = bytearray(result.events_path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    result.events_path.write_bytes(bytes(data))
+    assert verify_main([str(result.events_path)]) == 1
+
+
+class _KillAfter:
+    """Wraps the real provider; kills this trial's container (only it) from outside on call `n`."""
+
+    def __init__(self, inner, n, config_hash):
+        self.inner, self.n, self.calls, self.model_id = inner, n, 0, inner.model_id
+        self.config_hash = config_hash
+
+    def complete(self, *a, **kw):
+        self.calls += 1
+        if self.calls == self.n:
+            listing = subprocess.run(["docker", "ps", "--filter", "label=ctxbench=1", "--format",
+                                      '{{.ID}} {{.Label "ctxbench.trial"}}'],
+                                     capture_output=True, text=True, check=True).stdout
+            mine = [cid for cid, trial in (line.split() for line in listing.splitlines())
+                    if trial.startswith(self.config_hash)]
+            assert len(mine) == 1
+            subprocess.run(["docker", "kill", *mine], check=True, capture_output=True)
+        return self.inner.complete(*a, **kw)
+
+    def close(self):
+        self.inner.close()
+
+
+def test_container_killed_mid_run_is_sandbox_lost_and_leaves_nothing(trial_cfg, monkeypatch):
+    import bench.providers as providers
+
+    real = providers.make_provider
+    tcfg = trial_cfg("model=oracle")
+    monkeypatch.setattr(providers, "make_provider", lambda cfg: _KillAfter(real(cfg), 3, tcfg.config_hash))
+    result = run(tcfg)
+    assert (result.status, result.failure_reason) == ("error", "sandbox_lost")
+    _, (mrun,) = _runs(tcfg)
+    assert mrun.info.status == "FAILED" and mrun.data.tags["failure_reason"] == "sandbox_lost"
+    assert "success" in mrun.data.metrics and mrun.data.metrics["success"] == 0.0
+    assert _containers(mrun.info.run_id) == []
+
+
+class _Truncating:
+    def __init__(self, inner):
+        self.inner, self.model_id = inner, inner.model_id
+
+    def complete(self, *a, **kw):
+        c = self.inner.complete(*a, **kw)
+        return Completion(content=c.content[:5], tool_calls=(), stop_reason="max_tokens", usage=c.usage,
+                          latency_s=c.latency_s, ttft_s=c.ttft_s, model_id=c.model_id,
+                          request_hash=c.request_hash)
+
+    def close(self):
+        pass
+
+
+def test_reply_cut_at_max_tokens_is_a_named_failure_never_a_success(trial_cfg, monkeypatch):
+    import bench.providers as providers
+
+    real = providers.make_provider
+    monkeypatch.setattr(providers, "make_provider", lambda cfg: _Truncating(real(cfg)))
+    result = run(trial_cfg("model=oracle"))
+    assert (result.status, result.failure_reason) == ("failure", "output_truncation")
+    kinds = [r["kind"] for _, r in read(result.events_path)]
+    assert "output_truncation" in kinds and kinds[-1] == "trial_end"
+
+
+def test_same_config_and_seed_give_the_same_event_log(trial_cfg):
+    a = run(trial_cfg("model=sim", "arm=drift_compaction", "strategy=compaction", "resume=false"))
+    b = run(trial_cfg("model=sim", "arm=drift_compaction", "strategy=compaction", "resume=false"))
+    ra = comparable([r for _, r in read(a.events_path)])
+    rb = comparable([r for _, r in read(b.events_path)])
+    assert ra == rb and len(ra) > 20
+
+
+def test_writes_to_protected_paths_are_refused_and_logged(trial_cfg):
+    from bench.sandbox import create
+    from bench.sandbox.base import SandboxConfig
+    from bench.trial.tools import Tools
+
+    tcfg = trial_cfg()
+    sandbox = create(SandboxConfig.from_dict(tcfg.sandbox), {"tests/test_a.py": "x = 1\n", "a.py": "y = 2\n"},
+                     "policy-test")
+    try:
+        tools = Tools(sandbox, ("tests/*",), exec_timeout_s=10)
+        refused = tools.call("write_file", {"path": "tests/test_a.py", "content": "gutted"})
+        assert not refused.ok and refused.policy_violation
+        sneaky = tools.call("run", {"command": "echo gutted > tests/test_a.py; echo new > tests/new.py"})
+        assert sneaky.policy_violation and "restored" in sneaky.text
+        assert sandbox.read_file("tests/test_a.py") == "x = 1\n"
+        assert "tests/new.py" not in sandbox.list_files()
+        assert tools.call("write_file", {"path": "a.py", "content": "y = 3\n"}).ok
+        slow = tools.call("run", {"command": "sleep 20", "timeout_s": 1})
+        assert not slow.ok and "timed out" in slow.text
+    finally:
+        sandbox.close()

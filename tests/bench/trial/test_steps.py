@@ -1,0 +1,78 @@
+"""Step boundaries: certification from exit codes, invariants probed with the check, drift."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from bench.config import CONF_DIR
+from bench.eventlog.events import EventLog
+from bench.sandbox import create
+from bench.sandbox.base import SandboxConfig
+from bench.trial import steps as S
+from tasks.spec import Drift, Invariant, Step
+
+
+@pytest.fixture
+def box():
+    cfg = SandboxConfig.from_dict(OmegaConf.load(CONF_DIR / "sandbox" / "local.yaml"))
+    sandbox = create(cfg, {"a.txt": "alpha\n", "tests/t.txt": "keep\n"}, "steps-test")
+    yield sandbox
+    sandbox.close()
+
+
+def test_check_output_and_invariant_probes_are_kept_apart(box, tmp_path):
+    log = EventLog(tmp_path / "e.jsonl")
+    holds = Invariant("holds", "a.txt exists", check="test -f a.txt")
+    broken = Invariant("broken", "b.txt exists", check="test -f b.txt")
+    out = S.run_check(box, log, 0, "s01", "echo checking; grep -q alpha a.txt", [holds, broken])
+    assert out.passed and out.output.strip() == "checking"
+    assert out.invariant_codes == {"holds": 0, "broken": 1}
+    assert S.record_invariants(log, 0, [holds, broken], out.invariant_codes) == 1
+    assert [r["invariant"] for r in log.records if r["kind"] == "invariant"] == ["broken"]
+
+
+def test_a_failing_check_fails_even_when_the_invariants_hold(box, tmp_path):
+    log = EventLog(tmp_path / "e.jsonl")
+    inv = Invariant("holds", "a.txt exists", check="test -f a.txt")
+    out = S.run_check(box, log, 0, "s01", "grep -q omega a.txt", [inv])
+    assert not out.passed and out.exit_code == 1
+    assert log.records[-1]["kind"] == "check" and log.records[-1]["exit_code"] == 1
+
+
+def test_a_probe_that_never_reports_counts_as_violated(tmp_path):
+    log = EventLog(tmp_path / "e.jsonl")
+    assert S.record_invariants(log, 0, [Invariant("x", "t", check="true")], {}) == 1
+
+
+def test_in_force_respects_when_an_invariant_starts_and_is_lifted():
+    from tests.strategies.fixtures import make_task
+
+    task = make_task(n_steps=4)
+    steps = list(task.steps)
+    steps[1] = Step(steps[1].id, steps[1].title, steps[1].instructions, steps[1].touches, steps[1].check,
+                    (Invariant("late", "from s02 until s04", check="true", until=steps[3].id, stated=steps[1].id),))
+    task = task.__class__(**{**task.__dict__, "steps": tuple(steps), "invariants": ()})
+    assert [[i.id for i in S.in_force(task, k)] for k in range(4)] == [[], ["late"], ["late"], []]
+
+
+def test_drift_is_committed_by_its_outside_author_and_noted_at_the_next_head(box, tmp_path):
+    log = EventLog(tmp_path / "e.jsonl")
+    step = Step("s02", "t", "i", ("a.txt",), "true")
+    drift = Drift("d1", "stale_edit", "s02", "colleague edits a.txt", "Dana <dana@example.org>",
+                  (("a.txt", "alpha\nbeta\n"),))
+    from tests.strategies.fixtures import make_task
+
+    task = make_task(n_steps=2)
+    task = task.__class__(**{**task.__dict__, "drift": (drift,)})
+    before = box.git("rev-parse", "HEAD").strip()
+    assert S.apply_drift(task, step, box, log, 3) == 1
+    assert box.git("log", "-1", "--format=%an <%ae>").strip() == "Dana <dana@example.org>"
+    head, _ = S.read_head(step, box, before)
+    assert head.drift_note and "a.txt" in head.drift_note
+    assert dict(head.files)["a.txt"] == "alpha\nbeta\n"
+    assert log.records[-1]["kind"] == "drift" and log.records[-1]["drift_kind"] == "stale_edit"
+
+
+def test_scrub_removes_wall_clock_figures_only():
+    assert S.scrub("3 passed in 0.41s\nwait 5s") == "3 passed in <elapsed>\nwait 5s"
