@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.ctxbench-installed
 
 .DEFAULT_GOAL := setup
-.PHONY: venv docker setup lint test test-slow demo bench
+.PHONY: venv docker setup lint test test-slow demo bench tracking-server tracking-server-stop
 
 venv: $(STAMP)
 
@@ -42,6 +42,8 @@ lint: venv
 	$(BIN)/mypy bench strategies
 
 test: setup lint
+	@# The tracking-server test needs PostgreSQL's server binaries (installed here, as root, if absent).
+	scripts/tracking_server.sh install
 	CTXBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q -m "not slow"
 
 # The long sweeps (e.g. the oracle over 3 families x 50 seeds x 4 arms through Docker).
@@ -54,6 +56,14 @@ demo: setup
 	@echo
 	@echo "Browse the runs:  $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/results/mlflow.db"
 	@echo "Read the report:  $(CURDIR)/results/report/index.md  (or index.html in a browser)"
+
+# A shared MLflow tracking server: PostgreSQL backend, artifacts served over HTTP (docs/scaling.md).
+# Runs in the background; PORT=5000 HOST=127.0.0.1 PG_PORT=5433 TRACKING_DIR=results/tracking-server.
+tracking-server: venv
+	@scripts/tracking_server.sh start
+
+tracking-server-stop:
+	@scripts/tracking_server.sh stop
 
 bench: setup
 	$(BIN)/python -m bench.perf

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.studies import RAY_LOCAL_ENV, StudyOutcome, ray_head, run_study, study_outcome
+from tests.bench.study.studies import RAY_LOCAL_ENV, StudyOutcome, ray_head, run_study, study_outcome
 
 pytestmark = pytest.mark.docker
 

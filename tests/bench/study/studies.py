@@ -23,13 +23,21 @@ PLAN = ("strategy=raw,ledger", "arm=baseline,drift", "task=signature_migration",
         "++task.size.steps=6")
 
 
+def study_cmd(study: str, overrides: Sequence[str]) -> list[str]:
+    """`experiment=grid` shrunk to PLAN (plus `overrides`)."""
+    return [sys.executable, "-m", "bench", "-m", "experiment=grid", *PLAN, *overrides, f"study.name={study}"]
+
+
+def study_env(results: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, "CTXBENCH_RESULTS": str(results), **(env or {})}
+
+
 def run_study(study: str, results: Path, overrides: Sequence[str], *, env: dict[str, str] | None = None,
               timeout: float = 600) -> str:
-    """Run `experiment=grid` shrunk to PLAN (plus `overrides`); return its output; fail on a
-    non-zero exit."""
-    full_env = {**os.environ, "CTXBENCH_RESULTS": str(results), **(env or {})}
-    cmd = [sys.executable, "-m", "bench", "-m", "experiment=grid", *PLAN, *overrides, f"study.name={study}"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout)
+    """Run the study to its end; return its output; fail on a non-zero exit."""
+    cmd = study_cmd(study, overrides)
+    proc = subprocess.run(cmd, cwd=ROOT, env=study_env(results, env), capture_output=True, text=True,
+                          timeout=timeout)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{out[-4000:]}"
     return out
