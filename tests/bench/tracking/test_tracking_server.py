@@ -86,7 +86,7 @@ def test_a_two_worker_study_and_its_report_through_the_server(server: Server, tm
     proc = subprocess.run([sys.executable, "-m", "analysis.report", f"tracking.uri={server.uri}", f"study={study}",
                            f"report.dir={report}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"4 trials (2 strategies × 2 arms)" in proc.stdout and got.parent_run_id in proc.stdout
+    assert "4 trials (2 strategies × 2 arms)" in proc.stdout and got.parent_run_id in proc.stdout
     assert (report / "index.html").stat().st_size > 0
     logged = {a.path for a in client.list_artifacts(got.parent_run_id, "report")}
     assert {"report/index.html", "report/index.md", "report/figures", "report/tables"} <= logged
