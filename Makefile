@@ -3,6 +3,7 @@
 #   make test    setup, lint, then the whole test suite with Docker tests required
 #   make demo    a small study end to end, then the report
 #   make bench   sandbox/harness micro-benchmarks
+#   make tracking-server / tracking-server-stop   a shared MLflow server on PostgreSQL
 
 SHELL := /bin/bash
 # Prefer python3.11 (the version pinned by CI); any python3 >= 3.11 works.
