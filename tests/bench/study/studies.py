@@ -1,5 +1,10 @@
 """Helpers for tests that run whole studies as subprocesses (`python -m bench -m ...`) and read
-their outcome back from MLflow: the launcher, tracking-server and SQLite-concurrency tests."""
+their outcome back from MLflow: the launcher, tracking-server and SQLite-concurrency tests.
+
+`locked_joblib_study` is the reference they share (tests/bench/conftest.py runs it once per
+session): the 4-trial PLAN through 4 joblib workers while the test holds the SQLite store
+locked past MLflow's own busy timeout. The SQLite test checks it lost no run; the launcher
+tests check that Ray and submitit produce exactly its trials."""
 
 from __future__ import annotations
 
@@ -8,10 +13,12 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +73,51 @@ def study_outcome(uri: str, study: str) -> StudyOutcome:
                       r.data.metrics["success"], r.data.tags["final_tree_sha"]) for r in trials)
     counts = {k: v for k, v in parent.data.metrics.items() if k.startswith("trials_")}
     return StudyOutcome(rows, len(trials), parent.info.status, counts, parent.info.run_id)
+
+
+@dataclass(frozen=True)
+class Reference:
+    results: Path
+    study: str
+    outcome: StudyOutcome
+    output: str  # the study's stdout + stderr (the workers' logs included)
+    lock_s: float
+
+
+def _trial_runs(db: Path, study: str) -> list[tuple[str, str]]:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as con:
+            return con.execute("select r.run_uuid, r.status from runs r join tags s on s.run_uuid = r.run_uuid "
+                               "and s.key = 'study' and s.value = ? join tags k on k.run_uuid = r.run_uuid and "
+                               "k.key = 'ctxbench.kind' and k.value = 'trial'", (study,)).fetchall()
+    except sqlite3.Error:  # not created yet, or locked by a writer: poll again
+        return []
+
+
+def locked_joblib_study(results: Path, lock_s: float = 24.0) -> Reference:
+    """PLAN through joblib with 4 workers; once the first trial run exists (the workers are
+    writing), hold an EXCLUSIVE lock on the store for `lock_s` (> MLflow's 20 s busy timeout),
+    so every write the workers attempt meanwhile is refused by SQLite at least once."""
+    study = f"joblib4-{uuid.uuid4().hex[:6]}"
+    db = results / "mlflow.db"
+    proc = subprocess.Popen(study_cmd(study, ["hydra.launcher.n_jobs=4"]), cwd=ROOT, env=study_env(results),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not _trial_runs(db, study):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0][-3000:]
+            time.sleep(0.2)
+        with sqlite3.connect(db, timeout=60) as con:
+            con.execute("BEGIN EXCLUSIVE")  # no other reader or writer until the rollback
+            time.sleep(lock_s)
+            con.rollback()
+        out = proc.communicate(timeout=400)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out[-4000:]
+    return Reference(results, study, study_outcome(f"sqlite:///{db}", study), out, lock_s)
 
 
 def free_port() -> int:

@@ -1,7 +1,7 @@
 """The same 4-trial study (2 strategies x 2 arms of one shrunk task) through three launchers:
-joblib (local workers, the reference), Hydra's Ray launcher joining a Ray head the test starts
-on loopback (what a multi-node cluster looks like to the driver), and the submitit launcher
-in its local mode (the SLURM path minus SLURM). Each must plan, run and judge exactly the same
+joblib (local workers; the reference is the session's `joblib_study`, tests/bench/conftest.py),
+Hydra's Ray launcher joining a Ray head the test starts on loopback (what a multi-node cluster
+looks like to the driver), and the submitit launcher in its local mode (the SLURM path minus SLURM). Each must plan, run and judge exactly the same
 trials: the same config hashes, statuses, verdicts and final trees, and the same counts in the
 study's parent run (docs/scaling.md)."""
 
@@ -13,9 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.study.studies import RAY_LOCAL_ENV, StudyOutcome, ray_head, run_study, study_outcome
+from tests.bench.study.studies import (
+    RAY_LOCAL_ENV,
+    Reference,
+    StudyOutcome,
+    ray_head,
+    run_study,
+    study_outcome,
+)
 
-pytestmark = pytest.mark.docker
+# Whole studies through subprocesses: minutes on a loaded 2-core machine, past the 300 s default.
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 N_TRIALS = 4
 
@@ -33,20 +41,14 @@ def _check_workers(results: Path, study: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("launchers")
-
-
-@pytest.fixture(scope="module")
-def reference(results: Path, docker_ready) -> StudyOutcome:
-    study = f"joblib-{uuid.uuid4().hex[:6]}"
-    out = run_study(study, results, ["hydra.launcher.n_jobs=2"])
-    assert f"[study {study}] {N_TRIALS}/{N_TRIALS} (100%)" in out
-    ref = study_outcome(_uri(results), study)
+def reference(joblib_study: Reference) -> StudyOutcome:
+    """The joblib study (4 workers; conftest.py), with its own checks."""
+    ref = joblib_study.outcome
+    assert f"[study {joblib_study.study}] {N_TRIALS}/{N_TRIALS} (100%)" in joblib_study.output
     assert len({t[0] for t in ref.trials}) == N_TRIALS and ref.n_runs == N_TRIALS
     assert {t[1] for t in ref.trials} == {"FINISHED"} and ref.parent_status == "FINISHED"
     assert ref.parent_counts["trials_done"] == N_TRIALS
-    _check_workers(results, study)
+    _check_workers(joblib_study.results, joblib_study.study)
     return ref
 
 
@@ -58,20 +60,20 @@ def _same_as_reference(got: StudyOutcome, ref: StudyOutcome) -> None:
     assert {k: got.parent_counts[k] for k in keys} == {k: ref.parent_counts[k] for k in keys}
 
 
-def test_ray_cluster_runs_the_same_trials_as_joblib(reference: StudyOutcome, results: Path):
+def test_ray_cluster_runs_the_same_trials_as_joblib(reference: StudyOutcome, tmp_path: Path):
     study = f"ray-{uuid.uuid4().hex[:6]}"
     with ray_head(num_cpus=2) as address:
-        out = run_study(study, results, ["hydra/launcher=ctxbench_ray"],
+        out = run_study(study, tmp_path, ["hydra/launcher=ctxbench_ray"],
                         env={**RAY_LOCAL_ENV, "RAY_ADDRESS": address})
     assert f"[study {study}] {N_TRIALS}/{N_TRIALS} (100%)" in out
-    _same_as_reference(study_outcome(_uri(results), study), reference)
-    _check_workers(results, study)
+    _same_as_reference(study_outcome(_uri(tmp_path), study), reference)
+    _check_workers(tmp_path, study)
 
 
-def test_submitit_local_runs_the_same_trials_as_joblib(reference: StudyOutcome, results: Path):
+def test_submitit_local_runs_the_same_trials_as_joblib(reference: StudyOutcome, tmp_path: Path):
     study = f"submitit-{uuid.uuid4().hex[:6]}"
-    out = run_study(study, results, ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
+    out = run_study(study, tmp_path, ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
                                      "hydra.launcher.cpus_per_task=1"])
     assert f"[study {study}] {N_TRIALS}/{N_TRIALS} (100%)" in out
-    _same_as_reference(study_outcome(_uri(results), study), reference)
-    _check_workers(results, study)
+    _same_as_reference(study_outcome(_uri(tmp_path), study), reference)
+    _check_workers(tmp_path, study)

@@ -20,7 +20,8 @@ import pytest
 from bench.config import ROOT
 from tests.bench.study.studies import free_port, run_study, study_outcome
 
-pytestmark = pytest.mark.docker
+# Whole studies through subprocesses: minutes on a loaded 2-core machine, past the 300 s default.
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 SCRIPT = ROOT / "scripts" / "tracking_server.sh"
 
