@@ -2,7 +2,7 @@
 #   make setup   venv + Docker engine + sandbox image (idempotent, fast when done)
 #   make test    setup, lint, then the whole test suite with Docker tests required
 #   make demo    a small study end to end, then the report
-#   make bench   sandbox/harness micro-benchmarks
+#   make bench   sandbox/harness micro-benchmarks, and the diff page of a 300-turn trial pair
 #   make tracking-server / tracking-server-stop   a shared MLflow server on PostgreSQL
 
 SHELL := /bin/bash
@@ -68,3 +68,4 @@ tracking-server-stop:
 
 bench: setup
 	$(BIN)/python -m bench.perf
+	$(BIN)/python -m analysis.diff_bench
