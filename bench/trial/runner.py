@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -52,6 +52,8 @@ def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
 
     # Validate every group before anything is created, so bad input costs nothing.
     task = tasks.generate(tcfg.task.family, tcfg.task.seed, **dict(tcfg.task.size))
+    if tcfg.arm.drift_kinds is not None:  # an ablation: only these kinds of drift land
+        task = replace(task, drift=tuple(d for d in task.drift if d.kind in tcfg.arm.drift_kinds))
     strategy = make_strategy(tcfg.strategy)
     sandbox_cfg = SandboxConfig.from_dict(tcfg.sandbox)
     window = tcfg.arm.window or int(tcfg.model["window"])
@@ -167,10 +169,13 @@ def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
                 sweep({"ctxbench.run_id": run.run_id})
             except Exception:
                 log.warning("sweep after a failed sandbox start failed", exc_info=True)
+        from bench.eventlog.measures import step_curves, trial_measures
+
         run.finish(mlflow_status, tags={"status": status, "failure_reason": reason,
                                         "final_tree_sha": outcome.final_tree_sha,
                                         "events_sha256": (out_dir / "events.jsonl.sha256").read_text().strip()},
-                   final=final_metrics(outcome, wall), per_turn=outcome.per_turn, artifacts=out_dir)
+                   final={**final_metrics(outcome, wall), **trial_measures(events.records)},
+                   per_turn=step_curves(events.records, outcome.per_turn), artifacts=out_dir)
     log.info("%s: %s%s in %d turns", tcfg.run_name, status, f" ({reason})" if reason else "", outcome.turns)
     return TrialResult(run.run_id, status, status == "success", reason, outcome.turns, out_dir / "events.jsonl")
 
