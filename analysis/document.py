@@ -6,6 +6,7 @@ import datetime as dt
 
 import pandas as pd
 
+from analysis import appendix
 from analysis import render as R
 from analysis.analyse import Analysis
 from analysis.load import ARM_ORDER, STRATEGY_ORDER
@@ -201,5 +202,6 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
             "## 7. Excluded trials", "",
             "Not analysed: trials that did not finish (FAILED = harness error, KILLED = interrupted) and older "
             "duplicates of a re-run trial.", "", R.table(a.excluded),
+            *appendix.markdown(a.instrument, R.num, R.table),
             "## Files", "", "Every table above (and the tidy trial table) is in `tables/*.csv`; figures in `figures/`.", ""]
     return "\n".join(out)
