@@ -138,7 +138,10 @@ def invariants_from(t: pd.DataFrame) -> pd.DataFrame:
 def markdown(a: dict, num, table) -> list[str]:
     """The appendix section of the report (`a` is `Analysis.instrument`; `num`, `table` format)."""
     share = a.get("seed_share") or {}
-    out = ["## Appendix: the instrument", "",
+    side = a.get("invariants_from")
+    sources = "" if side is None or side.empty else "Ledger and subagent in this report carried invariants from: " + \
+        ", ".join(f"{src} ({int(n)} trials)" for src, n in side.groupby("source")["n"].sum().items()) + "."
+    out = ["## Appendix: the instrument", "", *([sources, ""] if sources else []),
            "Measures from each trial's event log (bench/eventlog/measures.py, docs/instrument.md): first-attempt "
            "pass rate (steps whose first check passed), recovered failures and the turns they took, stale edits "
            "(an edit whose base was older than the file), invariant recall (share of in-force invariants the "
