@@ -76,4 +76,4 @@ def test_markdown_section_renders_every_part():
              "invariants_from": appendix.invariants_from(t)}
     text = "\n".join(appendix.markdown(parts, num, table))
     assert "## Appendix: the instrument" in text and "eta² = 1.00" in text and "Wilson" in text
-    assert "carried invariants from: harness (16 trials)" in text
+    assert "carried invariants from: harness (8 trials)" in text
