@@ -70,7 +70,7 @@ def expected_vs_observed(t: pd.DataFrame) -> pd.DataFrame:
         lo, hi = stats.wilson(k, n)
         exp = g["expected_success"].mean()
         rows.append({"strategy": strategy, "arm": arm, "n": n, "expected": exp, "observed": k / n,
-                     "ci_lo": lo, "ci_hi": hi, "within_ci": lo <= exp <= hi,
+                     "ci_lo": lo, "ci_hi": hi, "within_ci": "yes" if lo <= exp <= hi else "no",
                      "tidy_ups_per_trial": _col(g, "tidy_ups", 0).mean()})
     return sort_cells(pd.DataFrame(rows))
 
