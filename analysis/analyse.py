@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis import accounting, mismatch, tables
+from analysis import accounting, appendix, mismatch, tables
 from analysis.load import Runs
 
 
@@ -31,6 +31,7 @@ class Analysis:
     divergence: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
     planned: pd.DataFrame = field(default_factory=pd.DataFrame)  # every planned trial's state (accounting)
+    instrument: dict = field(default_factory=dict)  # analysis/appendix.py: tables by name, and seed_share
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every table of the report by CSV name (the trials themselves included)."""
@@ -44,6 +45,7 @@ class Analysis:
             "cost_per_success": self.cost, "excluded": self.excluded, "failure_reasons": self.failures,
             "planned_trials": self.planned,
             **({"trajectory_divergence": self.divergence} if not self.divergence.empty else {}),
+            **{f"appendix_{k}": v for k, v in self.instrument.items() if isinstance(v, pd.DataFrame) and not v.empty},
         }
 
 
@@ -77,4 +79,7 @@ def analyse(runs: Runs, reference: str = "raw", reference_arm: str = "baseline",
         cost=tables.cost_per_success(t), excluded=tables.excluded_summary(runs.excluded),
         failures=tables.failure_reasons(t), notes=notes, planned=planned,
         divergence=mismatch.divergence_summary(across) if divergence == "all" else pd.DataFrame(),
+        instrument={"recovery": appendix.recovery(t), "expected": appendix.expected_vs_observed(t),
+                    "seed_share": appendix.seed_share(t), "ablations": appendix.ablations(t),
+                    "invariants_from": appendix.invariants_from(t)},
     )

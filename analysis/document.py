@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis import pilot
+from analysis import appendix, pilot
 from analysis import render as R
 from analysis.analyse import Analysis
 from analysis.load import sort_cells
@@ -317,5 +317,6 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
             "## 7. Excluded trials", "",
             "Not analysed: trials that did not finish (FAILED = harness error, KILLED = interrupted) and older "
             "duplicates of a re-run trial.", "", R.table(a.excluded),
+            *appendix.markdown(a.instrument, R.num, R.table),
             "## Files", "", "Every table above (and the tidy trial table) is in `tables/*.csv`; figures in `figures/`.", ""]
     return "\n".join(out)

@@ -26,6 +26,9 @@ FINAL_METRICS = (
     "cache_hit_ratio", "cost_usd", "latency_s", "wall_s", "compactions",
     "context_truncations", "output_truncations", "drift_events", "invariant_violations",
     "policy_violations",
+    # what recovery cost and what the context held (bench/eventlog/measures.py; docs/instrument.md)
+    "first_attempt_passes", "first_attempt_pass_rate", "recovered_failures", "turns_to_recover",
+    "stale_edits", "invariant_recall", "trap_hazard", "tidy_ups", "tidy_up_chances",
 )
 CURVE_METRICS = (
     "prompt_tokens", "cached_tokens", "output_tokens", "context_tokens", "cumulative_tokens",

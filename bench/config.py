@@ -38,19 +38,28 @@ class ArmConfig:
     name: str
     window: int | None
     drift: bool
+    drift_kinds: tuple[str, ...] | None = None  # None: every kind the task schedules (an ablation narrows it)
 
     @classmethod
     def from_dict(cls, d: Mapping) -> ArmConfig:
-        unknown = set(d) - {"name", "window", "drift"}
+        unknown = set(d) - {"name", "window", "drift", "drift_kinds"}
         if unknown:
-            raise ConfigError(f"arm has unknown keys {sorted(unknown)}; allowed: name, window, drift")
+            raise ConfigError(f"arm has unknown keys {sorted(unknown)}; allowed: name, window, drift, drift_kinds")
         name = _require(d, "name", "arm")
         if name not in ARMS:
             raise ConfigError(f"arm.name={name!r} is not one of {', '.join(ARMS)}")
         window = d.get("window")
         if window is not None and (not isinstance(window, int) or window < 2048):
             raise ConfigError(f"arm.window must be null or an integer >= 2048 tokens, got {window!r}")
-        return cls(name=name, window=window, drift=bool(d.get("drift", False)))
+        kinds = d.get("drift_kinds")
+        if kinds is not None:
+            from tasks.spec import DRIFT_KINDS
+
+            kinds = tuple(kinds) if not isinstance(kinds, str) else (kinds,)
+            bad = [k for k in kinds if k not in DRIFT_KINDS]
+            if bad:
+                raise ConfigError(f"arm.drift_kinds has unknown kind {bad[0]!r}; kinds: {', '.join(DRIFT_KINDS)}")
+        return cls(name=name, window=window, drift=bool(d.get("drift", False)), drift_kinds=kinds)
 
 
 @dataclass(frozen=True)

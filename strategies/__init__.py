@@ -19,6 +19,7 @@ STRATEGIES: dict[str, tuple[str, str, str]] = {
     "compaction": ("strategies.compaction", "CompactionConfig", "CompactionStrategy"),
     "ledger": ("strategies.ledger", "LedgerConfig", "LedgerStrategy"),
     "subagent": ("strategies.subagent", "SubagentConfig", "SubagentStrategy"),
+    "masking": ("strategies.masking", "MaskingConfig", "MaskingStrategy"),
 }
 
 

@@ -51,6 +51,14 @@ def check_fraction(name: str, key: str, value: float) -> None:
         raise config_error(name, f"`{key}` must be in (0, 1], got {value!r}")
 
 
+INVARIANTS_FROM = ("harness", "model")
+
+
+def check_invariants_from(name: str, value: str) -> None:
+    if value not in INVARIANTS_FROM:
+        raise config_error(name, f"`invariants_from` must be one of {', '.join(INVARIANTS_FROM)}, got {value!r}")
+
+
 def check_keep_recent(name: str, value: int) -> None:
     if value not in (0, 1, 2):
         raise config_error(name, f"`keep_recent_turns` must be 0, 1 or 2, got {value!r}")

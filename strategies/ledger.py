@@ -42,6 +42,7 @@ class LedgerConfig:
     name: str = NAME
     files_budget_tokens: int = 4000  # FILES takes at most this many tokens ...
     files_budget_fraction: float = 0.35  # ... and at most this fraction of the budget
+    invariants_from: str = "harness"  # harness: the step's established invariants + the model's; model: the model's only
     notes_cap_chars: int = 400  # each step's notes / learned invariant, as shown
     threshold: float = 0.75  # within-step compaction backstop, fraction of the budget
     keep_recent_turns: int = 1  # assistant turns kept verbatim after a backstop summary (0-2)
@@ -53,6 +54,7 @@ class LedgerConfig:
         if self.files_budget_tokens < 0:
             raise _common.config_error(NAME, f"`files_budget_tokens` must be >= 0, got {self.files_budget_tokens}")
         _common.check_fraction(NAME, "files_budget_fraction", float(self.files_budget_fraction))
+        _common.check_invariants_from(NAME, self.invariants_from)
         if self.notes_cap_chars < 16:
             raise _common.config_error(NAME, f"`notes_cap_chars` must be >= 16, got {self.notes_cap_chars}")
         _common.check_fraction(NAME, "threshold", float(self.threshold))
@@ -66,6 +68,11 @@ class LedgerStrategy:
 
     def __init__(self, config: LedgerConfig | None = None) -> None:
         self.config = config or LedgerConfig()
+
+    @property
+    def invariants_from(self) -> str:
+        """Where the harness takes the invariants it carries from (bench/trial/steps.py `learn`)."""
+        return self.config.invariants_from
 
     def files_budget(self, state: State) -> int:
         c = self.config

@@ -28,11 +28,13 @@ NAME = "subagent"
 @dataclass(frozen=True)
 class SubagentConfig:
     name: str = NAME
+    invariants_from: str = "harness"  # harness: the step's established invariants + the model's; model: the model's only
     notes_cap_chars: int = 400  # each ledger entry's notes / learned invariant, as shown
 
     def __post_init__(self) -> None:
         if self.name != NAME:
             raise _common.config_error(NAME, f"`name` must be {NAME!r}, got {self.name!r}")
+        _common.check_invariants_from(NAME, self.invariants_from)
         if self.notes_cap_chars < 16:
             raise _common.config_error(NAME, f"`notes_cap_chars` must be >= 16, got {self.notes_cap_chars}")
 
@@ -44,6 +46,11 @@ class SubagentStrategy:
 
     def __init__(self, config: SubagentConfig | None = None) -> None:
         self.config = config or SubagentConfig()
+
+    @property
+    def invariants_from(self) -> str:
+        """Where the harness takes the invariants it carries from (bench/trial/steps.py `learn`)."""
+        return self.config.invariants_from
 
     def brief(self, state: State) -> str:
         cap = self.config.notes_cap_chars

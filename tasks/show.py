@@ -27,12 +27,12 @@ def _count(text: str) -> int:
 def workload(spec: TaskSpec) -> tuple[int, int, list[int]]:
     """(total, largest step, per step): tokens of the files each step reads plus every file
     its edits write back, the oracle replayed on the true files without drift."""
-    files, recalled = dict(spec.files), frozenset(i.id for i in spec.all_invariants())
+    files = dict(spec.files)
     per_step, largest = [], 0
     for step in spec.steps:
-        needs = spec.oracle.edits_for(step.id, {}, recalled).reads
+        needs = spec.oracle.edits_for(step.id, {}).reads
         tokens = sum(_count(files[p]) for p in needs if p in files)
-        for edit in spec.oracle.edits_for(step.id, files, recalled).edits:
+        for edit in spec.oracle.edits_for(step.id, files).edits:
             apply_edit(files, edit)
             tokens += _count(files.get(edit.path, ""))
         largest = max(largest, sum(_count(files[p]) for p in {*needs, *step.touches} if p in files))
@@ -50,9 +50,10 @@ def render(spec: TaskSpec) -> str:
                 f"      check:   {s.check}"]
         out += [f"      establishes [inv:{i.id}]{f' (until {i.until})' if i.until else ''}: {i.text}"
                 for i in s.establishes]
-    out += ["", "TRAPS"]
-    out += [f"  [trap:{t.id}] {t.path}: {t.description}\n      protected by [inv:{t.protected_by}], "
-            f"caught by {t.caught_by}'s check" for t in spec.traps]
+    out += ["", "TRAPS (tidy-ups that pass where they are done and fail a later check)"]
+    out += [f"  [trap:{t.id}] {t.path}: {t.description}\n      cleanup {t.cleanup}; protected by "
+            + (f"[inv:{t.protected_by}]" if t.protected_by else f"only the {t.drift} commit message")
+            + f"; caught by {t.caught_by}'s check" for t in spec.traps]
     out += ["", "DRIFT (committed by the harness only when arm.drift is on)"]
     for d in spec.drift:
         out += [f"  before {d.before_step}  {d.kind:<13} {d.id}: \"{d.message}\" by {d.author}",

@@ -10,7 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-DRIFT_KINDS = ("new_caller", "stale_edit", "rename_helper", "tool_change")
+# What an outside commit does to the repository (docs/design.md, "Drift"):
+#   new_caller     adds a caller of the old API in code the agent already migrated
+#   changed_value  changes or adds lines in a file the agent already read, which a later step
+#                  must carry (an edit made from memory applies cleanly and is wrong)
+#   rename_helper  renames a helper that code written from memory still calls
+#   tool_change    changes a shipped check tool
+#   new_trap       adds code that looks dead but is needed; only its commit message says so
+DRIFT_KINDS = ("new_caller", "changed_value", "rename_helper", "tool_change", "new_trap")
 
 
 @dataclass(frozen=True)
@@ -21,7 +28,9 @@ class Invariant:
     sandbox) that exits 0 while the invariant holds; the final acceptance runs it.
     `until` names the step that lifts it (e.g. the step that deletes the shim), if any.
     `stated` says where it enters the task: "plan" (in the task text) or the id of the
-    step whose completion establishes it.
+    step whose completion establishes it. `anchors` are the words a statement must contain to
+    state it (bench/core/statements.py): the harness's `invariant_recall` measure asks whether
+    a sentence with a keep cue and every anchor is in the context; `text` contains them.
     """
 
     id: str
@@ -29,6 +38,7 @@ class Invariant:
     check: str | None = None
     until: str | None = None
     stated: str = "plan"
+    anchors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -43,13 +53,17 @@ class Step:
 
 @dataclass(frozen=True)
 class Trap:
-    """Code that looks dead in the visible tree but is needed until `caught_by`'s check."""
+    """Code that looks dead in the visible tree but is needed: removing it passes the step that
+    does it and fails `caught_by`'s check (a later step, or "final"). Ground truth for the
+    task's own tests and `tasks.show`; the simulated model never reads it."""
 
     id: str
     path: str
-    protected_by: str  # the invariant id whose recall keeps an engineer from removing it
+    protected_by: str  # the invariant that states it ("" when only a drift commit's message does)
     description: str
-    caught_by: str  # step id (or "final") whose check fails if the trap was removed early
+    caught_by: str
+    cleanup: str = ""  # the `Cleanup.key` prefix of the tidy-up that removes it
+    drift: str = ""  # the drift that adds it (a `new_trap`), "" when it is in the base tree
 
 
 @dataclass(frozen=True)
@@ -57,7 +71,7 @@ class Drift:
     """A commit by an outside actor, applied by the harness before step `before_step`."""
 
     id: str
-    kind: Literal["new_caller", "stale_edit", "rename_helper", "tool_change"]
+    kind: Literal["new_caller", "changed_value", "rename_helper", "tool_change", "new_trap"]
     before_step: str
     message: str
     author: str  # "Name <email>", never the agent's
@@ -78,36 +92,46 @@ class Edit:
 
 
 @dataclass(frozen=True)
-class Temptation:
-    """A plausible clean-up that breaks a trap. An engineer who recalls `fact_id` never does it."""
+class Cleanup:
+    """A plausible tidy-up a competent engineer sees in code: something that looks dead.
 
-    fact_id: str
-    trap_id: str
+    `key` names it by content (kind, path, symbol), so trials that see the same code share
+    their random draws. `anchors` are the words a constraint must mention to stop it (see
+    bench/core/statements.py); `edits` do it, against the text the cleanup was found in.
+    Whether it is a mistake is the repository's business, not the cleanup's.
+    """
+
+    key: str
+    anchors: tuple[str, ...]
     edits: tuple[Edit, ...]
+    what: str
 
 
 @dataclass(frozen=True)
 class StepPlan:
-    """What a competent engineer does for a step, given what they can see and remember.
+    """What a competent engineer does for a step, given the files it can see.
 
-    `reads`: files they must look at before editing (not yet perceived). When non-empty,
+    `reads`: files it must look at before editing (not yet perceived). When non-empty,
     `edits` may be empty: read first, then ask again.
-    `notes` / `invariants`: the answer to "what must later steps not undo?".
     """
 
     reads: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()
-    temptations: tuple[Temptation, ...] = ()
-    notes: str = ""
-    invariants: tuple[str, ...] = ()
 
 
 class Oracle(Protocol):
-    def edits_for(self, step_id: str, perceived_files: Mapping[str, str],
-                  recalled_facts: frozenset[str]) -> StepPlan:
-        """Edits computed ONLY from `perceived_files` (path -> the newest content the model
-        can see) and `recalled_facts` (ids of invariants / facts it recalls). A stale or
-        missing file must lead to the realistic wrong edit, never to a magic right one."""
+    """Competence, never judgement: which edits make a step pass, and which tidy-ups the code
+    on view invites. Where mistakes happen is the simulated model's business (bench/sim)."""
+
+    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
+        """Edits computed ONLY from `perceived` (path -> the newest content the model can
+        see). A stale or missing file must lead to the realistic wrong edit, never to a magic
+        right one."""
+        ...
+
+    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
+        """Tidy-ups the files `paths` invite, judged from `perceived` alone: code that looks
+        dead in the visible tree (nothing visible uses it)."""
         ...
 
 
@@ -127,7 +151,6 @@ class TaskSpec:
     drift: tuple[Drift, ...]
     test_command: str  # how to run the suite, as the task text states it
     oracle: Oracle = field(compare=False, repr=False)
-    facts: tuple[tuple[str, str], ...] = ()  # other recallable facts (id, text), e.g. plan shape
 
     def step(self, step_id: str) -> Step:
         for s in self.steps:
@@ -137,3 +160,12 @@ class TaskSpec:
 
     def all_invariants(self) -> tuple[Invariant, ...]:
         return self.invariants + tuple(i for s in self.steps for i in s.establishes)
+
+    def standing(self, index: int) -> tuple[Invariant, ...]:
+        """Invariants in force at the head of step `index`: stated at plan time or by an earlier
+        step, and not yet lifted (a step named in `until` may lift it, so it is not in force
+        at that step's head)."""
+        order = {s.id: i for i, s in enumerate(self.steps)}
+        return tuple(inv for inv in self.all_invariants()
+                     if order.get(inv.stated, -1) < index < (order.get(inv.until, len(self.steps))
+                                                             if inv.until else len(self.steps) + 1))

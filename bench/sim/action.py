@@ -3,12 +3,23 @@
 One reply per call, in the order a careful engineer works through a step:
   1. read what it has not seen: the oracle's `reads`, files named in the newest failure of
      this step, a file whose edit came back ERROR, a touched file that visible drift/git
-     output names after the copy it holds;
+     output names after the copy it holds; a failure naming a file it rewrote whole this step
+     sends it to the last committed copy (`git show HEAD:path`): what the rewrite dropped;
   2. edit, once per attempt (redone after an ERROR once the file was re-read, at most
-     `max_edit_retries` times), computed by the task's oracle over perceived files and
-     recalled facts;
-  3. submit_step with the oracle's hand-off notes.
+     `max_edit_retries` times): the task's oracle computes the edits over the perceived files
+     (competence), and the tidy-ups those edits invite (`Oracle.cleanups`) are done unless a
+     recalled constraint covers them -- with `p_tempt` each (temptation, below);
+  3. submit_step with its own hand-off: the constraints it recalls (harness: "what must later
+     steps not undo?"), never a list handed to it.
 The harness's check results drive attempts; after `max_attempts` failures it gives up.
+
+Temptation. Where a step's edits invite a tidy-up (code that looks dead in the visible tree),
+the engineer does it with `p_tempt` unless it acts on a constraint that covers it: one draw
+against `recall.protection` -- the best recalled statement naming the cleanup's anchors,
+whoever made it. Nothing here knows where the task's traps are: a tidy-up is a mistake only
+if the repository needs what it removes. Every such decision is reported (`Reply.decisions`:
+step, attempt, cleanup key, protection q, p_tempt, done) so the harness can log the sim's own
+expected success, prod(1 - p_tempt * (1 - q)), next to the observed one.
 
 Stale edits. Real staleness needs no special code: if the repo moved under the sim (drift)
 and only the old block is visible, the oracle edits the old text, and the harness reports
@@ -31,38 +42,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.sim.params import SimParams
-from bench.sim.perception import (
-    EDIT_TOOLS,
-    START,
-    Beliefs,
-    CallSeen,
-    Pos,
-    add_task_facts,
-    named_paths,
-    result_error,
-)
-from bench.sim.recall import draw, recalled, recalled_fact_ids
-from tasks.spec import Edit, StepPlan, TaskSpec
+from bench.sim.perception import EDIT_TOOLS, START, Beliefs, CallSeen, Pos, Said, named_paths, result_error
+from bench.sim.recall import draw, protection, recalled, recalled_statements
+from tasks.common.build import apply_edit
+from tasks.common.cleanups import invited
+from tasks.spec import Edit, Oracle, StepPlan
 
 
 @dataclass(frozen=True)
 class Reply:
     content: str
     calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    decisions: tuple[dict[str, Any], ...] = ()  # temptation decisions made for this reply
 
 
 def _end(text: str) -> Reply:
     return Reply(text)
 
 
-def act(b: Beliefs, task: TaskSpec, p: SimParams, seed: int) -> Reply:
+def act(b: Beliefs, oracle: Oracle, p: SimParams, seed: int) -> Reply:
     sid = b.step
     if sid is None:
         return _end("There is no current step in view; nothing to do.")
-    try:
-        step = task.step(sid)
-    except KeyError:
-        return _end(f"Step {sid} is not part of this task's plan; nothing to do.")
     mine = [c for c in b.checks if c.step == sid]
     if mine and mine[-1].passed:
         return _end(f"Step {sid} passed its check.")
@@ -72,16 +73,18 @@ def act(b: Beliefs, task: TaskSpec, p: SimParams, seed: int) -> Reply:
         return _end(f"giving up on step {sid} after {attempt} failed checks.")
     anchor = max(b.step_pos, failures[-1].pos) if failures else b.step_pos
 
-    add_task_facts(b, task.facts)
-    facts = recalled_fact_ids(p, b, seed, sid, attempt)
     view = {path: f.content for path, f in b.perceived().items()}
-    plan = task.oracle.edits_for(sid, view, facts)
+    try:
+        plan = oracle.edits_for(sid, view)
+    except KeyError:
+        return _end(f"Step {sid} is not part of this task's plan; nothing to do.")
     after = [c for c in b.calls if anchor < c.pos]
 
-    reads = _needed_reads(b, plan, step.touches, after, anchor, failures, p)
+    reads = _needed_reads(b, plan, b.touches, after, anchor, failures, p)
     if reads:
-        return Reply(f"Reading {', '.join(reads)} before editing for step {sid}.",
-                     tuple(("read_file", {"path": r}) for r in reads))
+        return Reply(f"Reading {', '.join(r for _, r in reads)} before editing for step {sid}.",
+                     tuple(("read_file", {"path": r}) if how == "read" else
+                           ("git", {"subcommand": "show", "args": [f"HEAD:{r}"]}) for how, r in reads))
 
     batches = _batches(after)
     submits = [c for c in after if c.name == "submit_step"]
@@ -89,21 +92,38 @@ def act(b: Beliefs, task: TaskSpec, p: SimParams, seed: int) -> Reply:
         # A submit with no check after it: the harness answered it with something else.
         if len(submits) > p.max_edit_retries:
             return _end(f"Submitted step {sid}; waiting for the harness.")
-        return _submit(sid, plan)
+        return _submit(b, p, seed, sid, attempt)
     redo = bool(batches) and any(_errored(b, c) for c in batches[-1]) and len(batches) <= p.max_edit_retries
     if not batches or redo:
-        edits = _edits(b, task, plan, view, facts, p, seed, sid, attempt)
+        edits, decisions = _edits(b, oracle, plan, view, p, seed, sid, attempt)
         if edits:
             return Reply(f"Editing {', '.join(dict.fromkeys(e.path for e in edits))} for step {sid}.",
-                         tuple(_tool_call(e) for e in edits))
-    return _submit(sid, plan)
+                         tuple(_tool_call(e) for e in edits), decisions)
+    return _submit(b, p, seed, sid, attempt)
 
 
-def _submit(sid: str, plan: StepPlan) -> Reply:
-    # Never empty notes: asked "what must later steps not undo?", a model always answers.
-    notes = plan.notes or f"Step {sid} done; no further constraints for later steps."
+def _submit(b: Beliefs, p: SimParams, seed: int, sid: str, attempt: int) -> Reply:
+    """The hand-off, from what it recalls. `invariants`: the keep-sentences of this step's own
+    instructions; `notes`: what it did, then the standing constraints it recalls from earlier
+    (stated invariant lines, its own earlier hand-offs, summaries) -- never the task message's,
+    which every context holds anyway. Never empty: asked what later steps must not undo, a model
+    always answers something."""
+    msg, lo, hi = b.instructions
+    own = [st for st in b.said if st.pos.msg == msg and lo <= st.pos.offset < hi]
+    new = recalled_statements(p, b, own, seed, sid, attempt)
+    older = [st for st in b.said if not st.in_task and st.role != "system" and st not in own
+             and st.norm not in {x.norm for x in new} and (st.marked or st.role == "assistant" or st.in_summary)]
+    kept = recalled_statements(p, b, older, seed, sid, attempt)
+    edited = [c.args.get("path") for c in b.calls if b.step_pos < c.pos and c.name in EDIT_TOOLS]
+    did = f"{sid}: edited {', '.join(dict.fromkeys(str(x) for x in edited))}." if edited else f"{sid}: done."
+    notes = f"{did} For later steps: " + " ".join(_said(st) for st in kept) if kept else \
+        f"{did} No further constraints for later steps."
     return Reply(f"Step {sid} is done; submitting it.",
-                 (("submit_step", {"notes": notes, "invariants": list(plan.invariants)}),))
+                 (("submit_step", {"notes": notes, "invariants": [st.text for st in new]}),))
+
+
+def _said(st: Said) -> str:
+    return st.text if st.text.endswith((".", "!", "?")) else st.text + "."
 
 
 def _tool_call(e: Edit) -> tuple[str, dict[str, Any]]:
@@ -135,7 +155,8 @@ def _errored(b: Beliefs, call: CallSeen) -> bool:
 
 
 def _needed_reads(b: Beliefs, plan: StepPlan, touches: tuple[str, ...], after: list[CallSeen],
-                  anchor: Pos, failures: list, p: SimParams) -> list[str]:
+                  anchor: Pos, failures: list, p: SimParams) -> list[tuple[str, str]]:
+    """(how, path): "read" the current file, or "committed" for its last committed copy."""
     def read_since(path: str, since: Pos) -> bool:
         return any(c.name == "read_file" and c.args.get("path") == path and since < c.pos for c in after)
 
@@ -154,9 +175,11 @@ def _needed_reads(b: Beliefs, plan: StepPlan, touches: tuple[str, ...], after: l
     if "LAST FAILURE:" in header:
         failure_text += "\n" + header.split("LAST FAILURE:", 1)[1].split("<file ", 1)[0]
         failure_pos = max(failure_pos, b.step_pos)
+    rewrote = _rewrote(b)
+    committed: list[str] = []
     for path in named_paths(failure_text, p.max_failure_reads):
         if not fresh_since(path, failure_pos) and not read_since(path, failure_pos):
-            want.append(path)
+            (committed if path in rewrote else want).append(path)
     for batch in _batches(after)[-1:]:
         for c in batch:
             where = _result_pos(b, c)
@@ -171,11 +194,22 @@ def _needed_reads(b: Beliefs, plan: StepPlan, touches: tuple[str, ...], after: l
             if path in perceived and any(fnmatch.fnmatch(path, g) for g in touches) \
                     and perceived[path].pos.msg < cue.msg and not read_since(path, cue):
                 want.append(path)
-    return list(dict.fromkeys(want))
+    return [("committed", x) for x in dict.fromkeys(committed)] + [("read", x) for x in dict.fromkeys(want)]
 
 
-def _edits(b: Beliefs, task: TaskSpec, plan: StepPlan, view: dict[str, str], facts: frozenset[str],
-           p: SimParams, seed: int, sid: str, attempt: int) -> list[Edit]:
+def _rewrote(b: Beliefs) -> set[str]:
+    """Files this step replaced whole that it had seen before (so they exist in the last commit)."""
+    out = set()
+    for c in b.calls:
+        path = c.args.get("path")
+        if c.name == "write_file" and b.step_pos < c.pos and isinstance(path, str) \
+                and any(f.pos < c.pos for f in b.files.get(path, ())):
+            out.add(path)
+    return out
+
+
+def _edits(b: Beliefs, oracle: Oracle, plan: StepPlan, view: dict[str, str], p: SimParams, seed: int,
+           sid: str, attempt: int) -> tuple[list[Edit], tuple[dict[str, Any], ...]]:
     kinds: dict[str, str] = {}
     for e in plan.edits:
         if e.kind in ("replace", "write"):
@@ -200,7 +234,7 @@ def _edits(b: Beliefs, task: TaskSpec, plan: StepPlan, view: dict[str, str], fac
     believed = {**view, **confused}
     edits = list(plan.edits)
     if confused:
-        remembered = task.oracle.edits_for(sid, believed, facts).edits
+        remembered = oracle.edits_for(sid, believed).edits
         edits, placed = [], set()
         for e in plan.edits:
             if e.path not in confused:
@@ -208,11 +242,31 @@ def _edits(b: Beliefs, task: TaskSpec, plan: StepPlan, view: dict[str, str], fac
             elif e.path not in placed:
                 placed.add(e.path)
                 edits += [m for m in remembered if m.path == e.path]
-    for t in plan.temptations:
-        if t.fact_id not in facts and draw(seed, sid, attempt, f"trap:{t.trap_id}", "tempt") < p.p_tempt:
-            edits += list(t.edits)
-    edits = [e for e in edits if not _already_done(e, believed, b)]
-    return [_misquote(e) if e.path in misquoted and e.kind == "replace" else e for e in edits]
+    tidy, decisions = _tidy_ups(b, oracle, believed, edits, p, seed, sid, attempt)
+    edits = [e for e in edits + tidy if not _already_done(e, believed, b)]
+    return [_misquote(e) if e.path in misquoted and e.kind == "replace" else e for e in edits], decisions
+
+
+def _tidy_ups(b: Beliefs, oracle: Oracle, believed: dict[str, str], edits: list[Edit], p: SimParams,
+              seed: int, sid: str, attempt: int) -> tuple[list[Edit], tuple[dict[str, Any], ...]]:
+    """The tidy-ups this step's edits invite, each done unless a recalled constraint covers it."""
+    after = dict(believed)
+    for e in edits:
+        apply_edit(after, e)
+    paths = tuple(sorted({e.path for e in edits if e.kind != "delete"}))
+    out: list[Edit] = []
+    decisions = []
+    for cleanup in invited(oracle, believed, after, paths):
+        if not cleanup.edits:
+            continue
+        q = protection(p, cleanup.anchors, b)
+        done = draw(seed, sid, attempt, cleanup.key, "tempt") < p.p_tempt and \
+            not draw(seed, sid, attempt, cleanup.key, "protect") < q
+        decisions.append({"step": sid, "attempt": attempt, "key": cleanup.key, "q": round(q, 6),
+                          "p_tempt": p.p_tempt, "done": done})
+        if done:
+            out += cleanup.edits
+    return out, tuple(decisions)
 
 
 def _already_done(e: Edit, believed: dict[str, str], b: Beliefs) -> bool:

@@ -13,6 +13,15 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+# Mechanisms an ablation can switch off (`model.mechanisms.<name>: false`), and the parameters
+# that switching one off sets: its effect must then disappear (tests/bench/sim/test_ablation.py).
+MECHANISMS = {
+    "recall_decay": {"rot_max_drop": 0.0, "middle_dip": 0.0},  # recall = recall_max wherever a fact sits
+    "temptation": {"p_tempt": 0.0},  # no tidy-up is ever done
+    "stale_memory": {"p_stale_replace_fail": 0.0, "p_stale_clobber": 0.0},  # no version confusion
+    "summariser_loss": {"retain_plan": 1.0, "retain_task_invariant": 1.0, "retain_invariant": 1.0,
+                        "retain_fact": 1.0, "retain_check": 1.0, "p_verbatim": 1.0},  # summaries keep all
+}
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,7 @@ class SimParams:
     middle_half_tokens: float
     # Action.
     p_tempt: float
+    p_paraphrase: float
     p_stale_replace_fail: float
     p_stale_clobber: float
     max_attempts: int
@@ -40,6 +50,7 @@ class SimParams:
     retain_invariant: float
     retain_fact: float
     retain_check: float
+    p_verbatim: float
     # Prefix cache.
     cache_block_tokens: int
     cache_min_tokens: int
@@ -51,7 +62,9 @@ class SimParams:
     decode_s_per_token: float
 
     @classmethod
-    def from_mapping(cls, params: Mapping[str, Any]) -> SimParams:
+    def from_mapping(cls, params: Mapping[str, Any], mechanisms: Mapping[str, Any] | None = None) -> SimParams:
+        """`mechanisms`: name -> bool; each one switched off overrides its parameters (MECHANISMS)."""
+        params = {**params, **ablated(mechanisms or {})}
         names = [f.name for f in fields(cls)]
         unknown = sorted(set(params) - set(names))
         if unknown:
@@ -73,9 +86,9 @@ class SimParams:
         return out
 
     def _check_ranges(self) -> None:
-        unit = ("recall_max", "recall_recent", "rot_max_drop", "middle_dip", "p_tempt",
+        unit = ("recall_max", "recall_recent", "rot_max_drop", "middle_dip", "p_tempt", "p_paraphrase",
                 "p_stale_replace_fail", "p_stale_clobber", "retain_plan", "retain_task_invariant",
-                "retain_invariant", "retain_fact", "retain_check")
+                "retain_invariant", "retain_fact", "retain_check", "p_verbatim")
         for name in unit:
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
@@ -86,6 +99,20 @@ class SimParams:
         for name in ("rot_half_tokens", "middle_half_tokens", "cache_block_tokens", "max_attempts"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sim parameter {name!r} must be > 0, got {getattr(self, name)}")
+
+
+def ablated(mechanisms: Mapping[str, Any]) -> dict[str, float]:
+    """The parameter overrides of the mechanisms switched off."""
+    unknown = sorted(set(mechanisms) - set(MECHANISMS))
+    if unknown:
+        raise ValueError(f"unknown mechanism {unknown[0]!r} in model.mechanisms (known: {', '.join(MECHANISMS)})")
+    out: dict[str, float] = {}
+    for name, on in mechanisms.items():
+        if not isinstance(on, bool):
+            raise ValueError(f"model.mechanisms.{name} must be true or false, got {on!r}")
+        if not on:
+            out.update(MECHANISMS[name])
+    return out
 
 
 def parse_price(price: Mapping[str, Any]) -> dict[str, float]:

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from bench.core import render
+from bench.core import statements as said
 from bench.core.tokens import count_message
 from bench.core.types import Message
 
@@ -33,6 +34,9 @@ _PATH_RE = re.compile(r"(?<![\w/.-])((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_-][A-Za-z0-
 _DRIFT_RE = re.compile(r"(?im)\bdrift\b|CONSISTENCY NOTE|commits? not yours|outside commit|HEAD moved"
                        r"|^commit [0-9a-f]{7,40}\b|^Author: ")
 _RESULT_RE = re.compile(r"^(?P<verb>wrote|edited|deleted) (?P<path>\S+)")
+_TOUCHES_RE = re.compile(r"^Touches: (?P<paths>.*)$", re.M)
+# How a compaction's output is headed, by the strategies and by the sim's own summariser.
+SUMMARY_MARK = "SUMMARY OF EARLIER"
 
 
 @dataclass(frozen=True)
@@ -53,12 +57,25 @@ START = Pos(-1, 0, 0.0)
 
 @dataclass(frozen=True)
 class Seen:
-    """One visible occurrence of a fact (invariant, plan line, task fact)."""
+    """One visible occurrence of a plan line (what a summary keeps of the plan)."""
 
-    key: str  # "inv:<id>", "step:<id>", "fact:<id>"
+    key: str  # "step:<id>"
     text: str
     pos: Pos
     in_task: bool  # inside the task message (stated prominently, not in passing)
+
+
+@dataclass(frozen=True)
+class Said:
+    """One visible constraint statement (bench/core/statements.py): a sentence with a keep cue."""
+
+    text: str
+    norm: str  # its content: restatements of the same words share it
+    pos: Pos
+    marked: bool  # an `[inv:ID] text` line
+    role: str  # of the message it is in: system, user, assistant, tool
+    in_task: bool  # in the task message
+    in_summary: bool  # in a compaction summary: an unmarked one is the summariser's paraphrase
 
 
 @dataclass(frozen=True)
@@ -99,9 +116,12 @@ class Beliefs:
     step: str | None = None  # the current step: the last CURRENT STEP header
     step_pos: Pos = START
     step_line: str = ""
+    touches: tuple[str, ...] = ()  # the current step's "Touches:" line
+    instructions: tuple[int, int, int] = (-1, 0, 0)  # (message, start, end) of its instruction line
     files: dict[str, list[FileSeen]] = field(default_factory=dict)  # every version, oldest first
     deleted: dict[str, Pos] = field(default_factory=dict)  # newest `deleted PATH` result
-    facts: list[Seen] = field(default_factory=list)
+    facts: list[Seen] = field(default_factory=list)  # plan lines
+    said: list[Said] = field(default_factory=list)
     checks: list[CheckSeen] = field(default_factory=list)
     calls: list[CallSeen] = field(default_factory=list)
     results: list[ResultSeen] = field(default_factory=list)
@@ -137,6 +157,11 @@ class Beliefs:
         return None
 
 
+@lru_cache(maxsize=8192)
+def _said(text: str) -> tuple[tuple[int, str], ...]:
+    return tuple(said.statements(text))
+
+
 def visible_text(m: Message) -> str:
     """The text a model reads in a message: content, then its tool calls' argument strings,
     one per line (a model sees its own earlier submit_step notes and invariants)."""
@@ -155,7 +180,6 @@ class _Parsed:
     task_id: str | None
     step: str | None
     step_offset: int
-    invariants: tuple[tuple[int, str, str], ...]  # (offset, id, text)
     plan: tuple[tuple[int, str, str], ...]
     files: tuple[tuple[int, str, str, str], ...]  # (offset, path, sha, content)
     checks: tuple[tuple[int, str, bool, int | None, str], ...]
@@ -173,10 +197,6 @@ def _parse(text: str) -> _Parsed:
     for path, sha, content in render.parse_file_blocks(text):
         off = _locate(text, f'<file path="{path}" sha="{sha}">', off)
         files.append((off, path, sha, content))
-    invs, off = [], 0
-    for iid, itext in render.parse_invariants(text):
-        off = _locate(text, f"[inv:{iid}] {itext}", off)
-        invs.append((off, iid, itext))
     checks, off = [], 0
     found = render.parse_check_results(text)
     for i, (sid, passed, code) in enumerate(found):
@@ -194,7 +214,7 @@ def _parse(text: str) -> _Parsed:
     if cue:
         paths = tuple(dict.fromkeys(_PATH_RE.findall(bare)))
         drift = (_locate(text, cue.group(0), 0), paths)
-    return _Parsed(render.parse_task_id(text), step, step_off, tuple(invs), plan, tuple(files),
+    return _Parsed(render.parse_task_id(text), step, step_off, plan, tuple(files),
                    tuple(checks), drift)
 
 
@@ -220,9 +240,19 @@ def perceive(messages: tuple[Message, ...] | list[Message]) -> Beliefs:
             b.task_id, task_msg = p.task_id, i
         if p.step:
             b.step, b.step_pos = p.step, b.position(i, p.step_offset)
-            b.step_line = text[p.step_offset:].split("\n", 1)[0]
-        for off, iid, itext in p.invariants:
-            b.facts.append(Seen(f"inv:{iid}", itext, b.position(i, off), i == task_msg))
+            block = text[p.step_offset:]
+            b.step_line = block.split("\n", 1)[0]
+            first = p.step_offset + len(b.step_line) + 1
+            end = text.find("\n", first)
+            b.instructions = (i, first, end if end >= 0 else len(text))
+            touched = _TOUCHES_RE.search(block)
+            b.touches = tuple(x.strip() for x in touched.group("paths").split(",")) if touched else ()
+        words = said.words(m.content, ((c.name, c.args) for c in m.tool_calls))
+        summary = SUMMARY_MARK in m.content
+        for off, sentence in _said(words):
+            at = off if off < len(m.content) else max(text.find(sentence), 0)
+            b.said.append(Said(sentence, said.normal(sentence), b.position(i, at), said.marked(sentence),
+                               m.role, i == task_msg, summary))
         for off, sid, title in p.plan:
             b.facts.append(Seen(f"step:{sid}", title, b.position(i, off), i == task_msg))
         for off, path, sha, content in p.files:
@@ -235,6 +265,12 @@ def perceive(messages: tuple[Message, ...] | list[Message]) -> Beliefs:
             b.calls.append(CallSeen(c.id, c.name, dict(c.args), b.position(i, 0)))
         if m.role == "tool":
             b.results.append(ResultSeen(m.tool_call_id, m.content, b.position(i, 0)))
+            committed = _committed_path(b.call(m.tool_call_id))
+            if committed and not m.content.startswith(("ERROR", "fatal:")):
+                # `git show HEAD:path` prints the last committed copy: a version of the file like a read.
+                content = "" if m.content == "(no output)" else m.content
+                b.files.setdefault(committed, []).append(
+                    FileSeen(committed, render.content_sha(content), content, b.position(i, 0)))
             verb = _RESULT_RE.match(m.content)
             if verb and verb.group("verb") == "deleted":
                 b.deleted[verb.group("path")] = b.position(i, 0)
@@ -246,13 +282,12 @@ def perceive(messages: tuple[Message, ...] | list[Message]) -> Beliefs:
     return b
 
 
-def add_task_facts(b: Beliefs, facts: tuple[tuple[str, str], ...]) -> None:
-    """Task facts (e.g. the plan's shape) are visible wherever their exact text appears."""
-    for fid, ftext in facts:
-        for i, (_, _, text) in enumerate(b.texts):
-            off = text.find(ftext) if ftext else -1
-            if off >= 0:
-                b.facts.append(Seen(f"fact:{fid}", ftext, b.position(i, off), False))
+def _committed_path(call: CallSeen | None) -> str | None:
+    """The path of a `git show HEAD:<path>` call."""
+    if call is None or call.name != "git" or call.args.get("subcommand") != "show":
+        return None
+    args = call.args.get("args") or []
+    return args[0][5:] if len(args) == 1 and isinstance(args[0], str) and args[0].startswith("HEAD:") else None
 
 
 def result_error(r: ResultSeen) -> bool:

@@ -3,13 +3,16 @@
 It makes strategies differ only through what is in the context, where, and how fresh:
   perception  beliefs parsed from the model-visible messages, nothing else
   recall      context rot + lost-in-the-middle, keyed common random numbers
-  action      read / edit (via the task's oracle) / submit / give up
-  summary     what survives a compaction, per kind of fact
+  action      read / edit (via the task's oracle) / tidy up / submit / give up
+  summary     what survives a compaction, per kind of statement
   usage       BPE tokens, prefix cache, latency, cost
-It never sees the strategy, the arm or any harness state: the task comes from the `[task:ID]`
-marker in the context through `tasks.from_id`, and the only other input is `seed`
-(= task_seed * 1000 + rep), which keys every draw together with the step, the attempt and
-the fact. `model=oracle` is this class with perfect recall, no temptation and no damage.
+It never sees the strategy, the arm or any harness state. From the task it takes only its
+competence: the oracle of the task named by the `[task:ID]` marker in the context (through
+`tasks.from_id`), which says which edits make a step pass and which tidy-ups code invites --
+never where a mistake would hurt; constraints protect by their content in the context. The only
+other input is `seed` (= task_seed * 1000 + rep), which keys every draw together with the
+step, the attempt and what is drawn for. `model=oracle` is this class with perfect recall, no
+temptation and no damage; `model.mechanisms` switches single mechanisms off (ablations).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from tasks.spec import TaskSpec
 COMPACTION_MARKER = "[compaction-request]"
 
 # `model_id` overrides `name` as the reported model id; `record` is read by make_provider.
-_CONFIG_KEYS = ("name", "provider", "model_id", "window", "max_output", "time_scale", "price", "params", "record")
+_CONFIG_KEYS = ("name", "provider", "model_id", "window", "max_output", "time_scale", "price", "params",
+                "mechanisms", "record")
 _PROVIDER_NAMES = ("sim", "oracle")
 
 
@@ -47,10 +51,12 @@ def _load_task(task_id: str) -> TaskSpec:
 class SimProvider:
     def __init__(self, params: Mapping[str, Any], *, model_id: str = "sim", price: Mapping[str, float],
                  window: int, time_scale: float = 0.0,
-                 task_loader: Callable[[str], TaskSpec] | None = None) -> None:
+                 task_loader: Callable[[str], TaskSpec] | None = None,
+                 mechanisms: Mapping[str, bool] | None = None) -> None:
         """`task_loader` exists for tests with hand-built tasks; the default is `tasks.from_id`.
-        Either way the sim learns which task it is on only from `[task:ID]` in the context."""
-        self.params = SimParams.from_mapping(params)
+        Either way the sim learns which task it is on only from `[task:ID]` in the context, and
+        uses only its oracle."""
+        self.params = SimParams.from_mapping(params, mechanisms)
         self.price = parse_price(price)
         if window <= 0:
             raise ValueError(f"model.window must be > 0, got {window}")
@@ -85,12 +91,11 @@ class SimProvider:
                                 f"window of {self.window} tokens")
         last = messages[-1]
         if last.role == "user" and COMPACTION_MARKER in last.content:
-            facts = self._task(beliefs.task_id).facts if beliefs.task_id else ()
-            reply = Reply(summarise(beliefs, self.params, seed, facts))
+            reply = Reply(summarise(beliefs, self.params, seed))
         elif beliefs.task_id is None:
             reply = Reply("There is no [task:...] in the context; I have nothing to work on.")
         else:
-            reply = act(beliefs, self._task(beliefs.task_id), self.params, seed)
+            reply = act(beliefs, self._task(beliefs.task_id).oracle, self.params, seed)
 
         rhash = self._meter.request_hash(messages, tools, max_tokens, seed)
         content, calls, stop = reply.content, reply.calls, "tool_use" if reply.calls else "end_turn"
@@ -106,7 +111,8 @@ class SimProvider:
         return Completion(content=content, tool_calls=tool_calls, stop_reason=stop, usage=bill.usage,
                           latency_s=bill.latency_s, ttft_s=bill.ttft_s, model_id=self.model_id,
                           request_hash=rhash, cost_usd=bill.cost_usd,
-                          extra={"prompt_tokens": bill.prompt_tokens, "step": beliefs.step})
+                          extra={"prompt_tokens": bill.prompt_tokens, "step": beliefs.step,
+                                 "decisions": list(reply.decisions)})
 
     @classmethod
     def from_config(cls, model_cfg: Mapping[str, Any]) -> SimProvider:
@@ -143,7 +149,8 @@ def from_config(model_cfg: Mapping[str, Any]) -> SimProvider:
     if cfg.get("provider", "sim") not in _PROVIDER_NAMES:
         raise ValueError(f"model.provider is {cfg['provider']!r}; the sim serves only {_PROVIDER_NAMES}")
     return SimProvider(cfg["params"], model_id=str(cfg.get("model_id") or cfg["name"]), price=cfg["price"],
-                       window=int(cfg["window"]), time_scale=float(cfg.get("time_scale") or 0.0))
+                       window=int(cfg["window"]), time_scale=float(cfg.get("time_scale") or 0.0),
+                       mechanisms=cfg.get("mechanisms") or {})
 
 
 def _plain(cfg: Mapping[str, Any]) -> dict[str, Any]:

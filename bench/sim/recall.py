@@ -12,10 +12,18 @@ even on simple retrieval); `bump(r) = (4 r (1 - r)) ** middle_shape` is 0 at bot
 `dip(L)` grows with L because the U is shallow in short contexts and deep in long ones.
 A fact visible several times counts at its best-recalled occurrence.
 
-Common random numbers (DESIGN §6): every draw is a hash of (seed, step, attempt, fact id,
-purpose), never of the turn count or the strategy. With one uniform `u` per fact and the
-rule `recalled iff u < p`, a fact recalled in a longer or more crowded context is also
-recalled in a shorter one with the same seed: two trials differ only by their contexts.
+A constraint protects by its content (docs/design.md, "Models"): the chance that the model
+acts on a constraint about some code is the best, over the visible statements that cover it
+(bench/core/statements.py), of that statement's recall -- times `p_paraphrase` when it is a
+summary's own paraphrase rather than a stated invariant line. Who wrote the statement (the
+task, the harness, the model's hand-off, a summary) does not matter otherwise.
+
+Common random numbers (docs/design.md): every draw is a hash of (seed, step, attempt, key,
+purpose), never of the turn count or the strategy, and keys name content (a cleanup's
+code, a statement's words, a file's hash), never an id only the harness knows. With one
+uniform `u` per key and the rule `recalled iff u < p`, what is recalled in a longer or more
+crowded context is also recalled in a shorter one with the same seed: two trials differ
+only by their contexts.
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
+from bench.core.statements import covers
 from bench.sim.params import SimParams
-from bench.sim.perception import Beliefs, Pos
+from bench.sim.perception import Beliefs, Pos, Said
 
 _SCALE = float(1 << 64)
 
@@ -57,14 +66,26 @@ def recalled(p: SimParams, key: str, positions: Iterable[Pos], beliefs: Beliefs,
     return draw(seed, step, attempt, key, "recall") < best_probability(p, positions, beliefs)
 
 
-def recalled_fact_ids(p: SimParams, beliefs: Beliefs, seed: int, step: str, attempt: int) -> frozenset[str]:
-    """Ids the oracle gets as `recalled_facts`: invariant ids and task fact ids as the task
-    spells them (`Temptation.fact_id`, `Trap.protected_by`), plan lines as `step:<id>`."""
-    positions: dict[str, list[Pos]] = {}
-    for seen in beliefs.facts:
-        positions.setdefault(seen.key, []).append(seen.pos)
-    out = set()
-    for key, where in positions.items():
-        if recalled(p, key, where, beliefs, seed, step, attempt):
-            out.add(key.split(":", 1)[1] if key.startswith(("inv:", "fact:")) else key)
-    return frozenset(out)
+def strength(p: SimParams, st: Said) -> float:
+    """How much a statement binds, recalled: a summary's paraphrase counts with `p_paraphrase`."""
+    return p.p_paraphrase if st.in_summary and not st.marked else 1.0
+
+
+def protection(p: SimParams, anchors: tuple[str, ...], beliefs: Beliefs) -> float:
+    """Chance the model acts on a constraint that names `anchors`: the best covering statement."""
+    return max((recall_probability(p, st.pos, beliefs) * strength(p, st) for st in beliefs.said
+                if covers(st.text, anchors)), default=0.0)
+
+
+def recalled_statements(p: SimParams, beliefs: Beliefs, candidates: Iterable[Said], seed: int, step: str,
+                        attempt: int) -> list[Said]:
+    """The candidates the model recalls, each content once (its first candidate): one draw per
+    content, at its best occurrence anywhere in the context."""
+    where: dict[str, list[Pos]] = {}
+    for st in beliefs.said:
+        where.setdefault(st.norm, []).append(st.pos)
+    first: dict[str, Said] = {}
+    for st in candidates:
+        first.setdefault(st.norm, st)
+    return [st for norm, st in first.items()
+            if recalled(p, f"said:{norm}", where.get(norm, [st.pos]), beliefs, seed, step, attempt)]

@@ -1,22 +1,26 @@
 """The simulated summariser: what survives a compaction.
 
-Asked to compact, the sim writes a summary that re-renders the facts it keeps with the same
-markers the harness uses, so the next turn perceives them like any other text. Each fact is
-kept with a per-kind probability: the plan's shape and prominently stated (task-level)
-invariants survive well, an invariant stated in passing mid-transcript often does not, and
-file contents never do (a summary that holds whole files is not a summary). This is the
-failure the seed article describes: the summary kept "extract auth, several steps done" and
-dropped the sentence about the variadic parameter.
+Asked to compact, the sim writes a summary that re-renders what it keeps with the same
+markers the harness uses, so the next turn perceives it like any other text. Each piece is
+kept with a per-kind probability: plan lines and constraints the task states survive well, a
+constraint stated in passing mid-transcript (an invariant line a step established, a hand-off
+note, an instruction) often does not, and file contents never do (a summary that holds whole
+files is not a summary). This is the failure the seed article describes: the summary kept
+"extract auth, several steps done" and dropped the sentence about the variadic parameter.
 
-Draws are keyed by (seed, fact id, number of passed checks visible): the same fact in the
-same trial stage has the same luck whatever the strategy, and a later compaction (more
+A kept invariant line is copied verbatim (`[inv:ID] text`) with `p_verbatim`, else restated in
+the summary's own words: unmarked, so it binds only with `p_paraphrase` (bench/sim/recall.py).
+A kept unmarked sentence (a note, an instruction) is such a paraphrase from the start.
+
+Draws are keyed by (seed, content, number of passed checks visible): the same statement in
+the same trial stage has the same luck whatever the strategy, and a later compaction (more
 steps passed) draws afresh.
 """
 
 from __future__ import annotations
 
 from bench.sim.params import SimParams
-from bench.sim.perception import Beliefs, CheckSeen, Seen
+from bench.sim.perception import Beliefs, CheckSeen, Said, Seen
 from bench.sim.recall import draw
 
 HEADER = "SUMMARY OF EARLIER WORK (older messages were compacted into this summary)"
@@ -29,24 +33,35 @@ def _check_line(c: CheckSeen) -> str:
     return f"[check:{c.step} failed" + (f" exit={c.code}]" if c.code is not None else "]")
 
 
-def summarise(b: Beliefs, p: SimParams, seed: int, task_facts: tuple[tuple[str, str], ...] = ()) -> str:
+def _retention(p: SimParams, st: Said) -> float:
+    if st.in_task:
+        return p.retain_task_invariant
+    return p.retain_invariant if st.marked else p.retain_fact
+
+
+def summarise(b: Beliefs, p: SimParams, seed: int) -> str:
     passed = sum(1 for c in b.checks if c.passed)
 
-    def keep(fact_id: str, prob: float) -> bool:
-        return draw(seed, fact_id, passed, "retain") < prob
+    def keep(key: str, prob: float) -> bool:
+        return draw(seed, key, passed, "retain") < prob
 
     first: dict[str, Seen] = {}
-    prominent: set[str] = set()
     for seen in b.facts:
         first.setdefault(seen.key, seen)
-        if seen.in_task:
-            prominent.add(seen.key)
-    invariants = [f"[inv:{s.key[4:]}] {s.text}" for k, s in first.items() if k.startswith("inv:")
-                  and keep(k, p.retain_task_invariant if k in prominent else p.retain_invariant)]
+    said: dict[str, Said] = {}
+    for st in b.said:
+        if st.role != "system":
+            said.setdefault(st.norm, st)
+    verbatim, own_words = [], []
+    for norm, st in said.items():
+        if not keep(f"said:{norm}", _retention(p, st)):
+            continue
+        if st.marked and draw(seed, f"said:{norm}", passed, "verbatim") < p.p_verbatim:
+            verbatim.append(st.text)
+        else:
+            own_words.append("- " + st.text.split("] ", 1)[1] if st.marked else "- " + st.text)
     plan = [f"[step:{s.key[5:]}] {s.text}" for k, s in first.items()
             if k.startswith("step:") and keep(k, p.retain_plan)]
-    facts = [text for fid, text in task_facts
-             if any(text in t for _, _, t in b.texts) and keep(f"fact:{fid}", p.retain_fact)]
 
     # Progress: each step's newest verdict; the current step's failures stay with its header.
     newest: dict[str, CheckSeen] = {}
@@ -60,12 +75,12 @@ def summarise(b: Beliefs, p: SimParams, seed: int, task_facts: tuple[tuple[str, 
     parts = [HEADER]
     if b.task_id:
         parts.append(f"[task:{b.task_id}] (task id)")
-    if invariants:
-        parts += ["INVARIANTS", *invariants]
+    if verbatim:
+        parts += ["INVARIANTS", *verbatim]
+    if own_words:
+        parts += ["CONSTRAINTS NOTED EARLIER (in my words)", *own_words]
     if plan:
         parts += ["PLAN", *plan]
-    if facts:
-        parts += ["NOTES", *facts]
     if progress:
         parts += ["PROGRESS", *progress]
     if b.step:

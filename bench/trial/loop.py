@@ -81,7 +81,8 @@ class TrialLoop:
             head, dirty = S.read_head(step, self.sandbox, last_commit)
             self.log.append("step_start", self.turn, step=step.id, index=index, repo_commit=head.repo_commit,
                             tree=head.tree, files=[[p, c] for p, c in head.files], drift_note=head.drift_note,
-                            dirty_files=dirty, new_session=getattr(self.strategy, "fresh_session_per_step", False))
+                            dirty_files=dirty, new_session=getattr(self.strategy, "fresh_session_per_step", False),
+                            invariants=[[i.id, list(i.anchors)] for i in self.task.standing(index)])
             self.transcript.append(Message(role="user", content=current_step_block(step)))
             self.head = head
             if not self._run_step(index):
@@ -175,7 +176,7 @@ class TrialLoop:
                                                                        chk.invariant_codes)
         invariants = args.get("invariants")
         submitted = [str(x) for x in invariants] if isinstance(invariants, list) else []
-        self.learned = S.learn(step, submitted, self.learned)
+        self.learned = S.learn(step, submitted, self.learned, getattr(self.strategy, "invariants_from", "harness"))
         self.certified.append(Certified(step_id=step.id, check=step.check, tree_sha=self.sandbox.tree_sha(),
                                         notes=notes[:S.NOTES_CAP_CHARS],
                                         diffstat=self.sandbox.git("diff", "--stat", "HEAD").strip()))
@@ -240,6 +241,7 @@ class TrialLoop:
                         provider_request_hash=reply.request_hash, stop_reason=reply.stop_reason,
                         usage=reply.usage.__dict__, cost_usd=round(reply.cost_usd, 8),
                         content=reply.content, tool_calls=[c.__dict__ for c in reply.tool_calls],
+                        **({"decisions": reply.extra["decisions"]} if "decisions" in reply.extra else {}),
                         t={"latency_s": round(reply.latency_s, 4), "ttft_s": round(reply.ttft_s, 4)})
         if purpose == "turn":
             cum = (self.out.per_turn[-1]["cumulative_tokens"] if self.out.per_turn else 0) + reply.usage.prompt

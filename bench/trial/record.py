@@ -22,6 +22,7 @@ from bench.config import TrialConfig
 from bench.core.outcomes import INFRA, STATUS_TAG, TrialFailed, Verdict
 from bench.core.types import sha256_text
 from bench.eventlog.events import EventLog
+from bench.eventlog.measures import step_curves, trial_measures
 from bench.providers.base import ContextOverflow, ProviderError
 from bench.sandbox.base import SandboxLost
 from bench.tracking.runs import TrialRun
@@ -131,9 +132,10 @@ def finish(trial: Trial) -> None:
         digest = ""
     tags = {"status": v.status, "failure_reason": v.reason, "outcome_class": v.outcome_class,
             "final_tree_sha": o.final_tree_sha, "events_sha256": digest}
+    records = events.records if events is not None else []
     try:
-        trial.run.finish(v.mlflow_status, tags=tags, final=final_metrics(o, wall), per_turn=o.per_turn,
-                         artifacts=out)
+        trial.run.finish(v.mlflow_status, tags=tags, final={**final_metrics(o, wall), **trial_measures(records)},
+                         per_turn=step_curves(records, o.per_turn), artifacts=out)
     except Exception as exc:
         log.error("MLflow could not take the verdict of run %s; marking it FAILED", trial.run.run_id, exc_info=True)
         trial.verdict.fail("harness_error", f"recording the trial in MLflow failed: {exc}")

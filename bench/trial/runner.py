@@ -15,6 +15,7 @@ first reason is kept; a failure after the loop replaces a success), before any c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -86,6 +87,8 @@ def _close_quietly(provider: Provider) -> None:
 def prepare(tcfg: TrialConfig) -> Parts:
     """Every component validates its own group here (a missing API key fails here too)."""
     task = tasks.generate(tcfg.task.family, tcfg.task.seed, **dict(tcfg.task.size))
+    if tcfg.arm.drift_kinds is not None:  # an ablation: only these kinds of drift land
+        task = dataclasses.replace(task, drift=tuple(d for d in task.drift if d.kind in tcfg.arm.drift_kinds))
     strategy = strategies.make_strategy(tcfg.strategy)
     sandbox = SandboxConfig.from_dict(tcfg.sandbox)
     window = tcfg.arm.window or int(tcfg.model["window"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterable
 
-from bench.core.render import invariant_line
+from bench.core.render import content_sha, invariant_line
 from bench.eventlog.events import EventLog
 from bench.sandbox.base import Sandbox
 from strategies.base import StepHead
@@ -34,7 +34,8 @@ def apply_drift(task: TaskSpec, step: Step, sandbox: Sandbox, log: EventLog, tur
                 sandbox.write_file(path, content)
         sha = sandbox.commit(d.message, d.author)
         log.append("drift", turn, drift_id=d.id, drift_kind=d.kind, commit=sha, message=d.message,
-                   author=d.author, files=[p for p, _ in d.files])
+                   author=d.author, files=[p for p, _ in d.files],
+                   shas={p: content_sha(c) if c is not None else None for p, c in d.files})
         n += 1
     return n
 
@@ -86,9 +87,12 @@ def record_invariants(log: EventLog, turn: int, invariants: list[Invariant], cod
     return violations
 
 
-def learn(step: Step, submitted: list[str], learned: tuple[Invariant, ...]) -> tuple[Invariant, ...]:
-    """Append the step's established invariants and the model's own (capped, oldest notes first out)."""
-    new = list(step.establishes)
+def learn(step: Step, submitted: list[str], learned: tuple[Invariant, ...],
+          source: str = "harness") -> tuple[Invariant, ...]:
+    """Append the model's own invariants (capped, oldest notes first out) and, when `source` is
+    "harness" (a strategy's `invariants_from`), the step's established ones first; with "model"
+    only what the model wrote in its hand-off is carried."""
+    new = list(step.establishes) if source == "harness" else []
     for k, text in enumerate(submitted[:4], 1):
         text = " ".join(str(text).split())[:240]
         if text:

@@ -218,13 +218,6 @@ def in_scope(path: str, scope: Iterable[str]) -> bool:
     return any(path == s or path.startswith(s.rstrip("/") + "/") or s == "" for s in scope)
 
 
-def handoff(recalled: frozenset[str], keep: Mapping[str, str], did: str) -> str:
-    """The engineer's answer to "what must later steps not undo?": what it did, plus the
-    standing constraints it still recalls (only those: a forgotten one cannot be restated)."""
-    kept = [f"[inv:{i}] {t}" for i, t in keep.items() if i in recalled]
-    return did + ((" Later steps must keep: " + " ".join(kept)) if kept else "")
-
-
 def pytest_files(paths: Iterable[str]) -> str:
     """A step check's test selection, through the fast runner (see tasks/common/runner.py)."""
     return f"{RUN_TESTS} " + " ".join(paths)
@@ -242,6 +235,21 @@ def add_import(ed: FileEditor, line: str) -> None:
     else:
         pos = docstring_end(ed.text)
         ed.replace_span(pos, pos, ("\n\n" if pos else "") + line + ("" if pos else "\n"))
+
+
+def delete_def(ed: FileEditor, name: str) -> bool:
+    """Delete the top-level `def name` and the blank lines after it (before it, when it is last)."""
+    found = def_span(ed.text, name)
+    if found is None:
+        return False
+    lo, hi = found
+    while ed.text[hi:hi + 1] == "\n":
+        hi += 1
+    if hi == len(ed.text):
+        while lo > 1 and ed.text[lo - 2:lo] == "\n\n":
+            lo -= 1
+    ed.replace_span(lo, hi, "")
+    return True
 
 
 def segment(text: str, node: Any, starts: list[int]) -> str:

@@ -80,13 +80,15 @@ def run(body: str, params: str, cfg: dict) -> object:
     return ns["f"](cfg)
 
 
-def config_module(n: Names, queue: bool = False) -> str:
+def config_module(n: Names, queue: bool = False, default: int | None = None) -> str:
+    """`default`: the template's value for the key (the d-template drift changes it)."""
     extra = ', "queue": {"size": 3}' if queue else ""
+    default = n.default if default is None else default
     return (f'"""Loading and writing {n.app} configurations (JSON)."""\n\nimport json\n\n\n'
             'def load(path):\n    """The configuration stored at `path`."""\n    with open(path) as fh:\n'
             "        return json.load(fh)\n\n\n"
             'def template(name):\n    """A fresh configuration for a new deployment."""\n'
-            f'    return {{"name": name, "{n.old}": {n.default}, "region": "eu"{extra}}}\n')
+            f'    return {{"name": name, "{n.old}": {default}, "region": "eu"{extra}}}\n')
 
 
 def queue_test(n: Names) -> str:
@@ -118,15 +120,17 @@ def fixtures(rng: random.Random, n: Names) -> dict[str, dict]:
                                     ("eu", "us", "ap"), strict=True)}
 
 
-def fixtures_test(n: Names, fx: dict[str, dict], readers: list[tuple[str, str, str, str]]) -> str:
-    """Each fixture through a few readers: (module path, function, body, params)."""
+def fixtures_test(n: Names, fx: dict[str, dict], readers: list[tuple[str, str, str, str]],
+                  default: int | None = None) -> str:
+    """Each fixture through a few readers: (module path, function, body, params); `default` is
+    the template's value for the key."""
     body = ""
     for path, cfg in fx.items():
         stem = path.split("/")[1].removesuffix(".json")
         checks = "".join(f"    assert {mod.replace('/', '.')[:-3]}.{fn}(cfg) == {run(b, p, cfg)!r}, "
                          f'"{path} through {mod}: {fn} misread it"\n' for mod, fn, b, p in readers)
         body += f'\n\ndef test_fixture_{stem}():\n    cfg = config.load("{path}")\n{checks}'
-    cfg = {"name": "x", n.old: n.default, "region": "eu"}  # what config.template("x") returns
+    cfg = {"name": "x", n.old: n.default if default is None else default, "region": "eu"}  # config.template("x")
     checks = "".join(f"    assert {mod.replace('/', '.')[:-3]}.{fn}(cfg) == {run(b, p, cfg)!r}, "
                      f'"{n.app}/config.py template through {mod}: {fn} misread it"\n' for mod, fn, b, p in readers)
     body += f'\n\ndef test_template():\n    cfg = config.template("x")\n{checks}'
@@ -239,6 +243,21 @@ def settings():
     return ([] if ok else [f"{SETTINGS}:1: {ACC}(cfg, key, default) must return cfg[key] first"]) + fallback()
 
 
+def documented_default(paths):
+    """The key's row in a docs table must show the default config.template() writes."""
+    config = importlib.import_module("@APP@.config")
+    fresh = config.template("x")
+    want = str(fresh.get(NEW, fresh.get(OLD)))
+    out = []
+    for p in paths:
+        for i, line in enumerate((ROOT / p).read_text().splitlines(), 1):
+            if line.startswith((f"| `{NEW}` |", f"| `{OLD}` |")):
+                cell = line.rstrip(" |").rsplit("|", 1)[-1].strip()
+                if cell != want:
+                    out.append(f"{p}:{i}: documents the default as {cell}; @APP@/config.py template() writes {want}")
+    return out
+
+
 def int_():
     get = getattr(importlib.import_module("@APP@.@SMOD@"), ACC + "_int", None)
     if get is None:
@@ -250,7 +269,8 @@ def int_():
 def main(argv):
     cmd, rest = argv[0], argv[1:]
     checks = {"settings": settings, "fallback": fallback, "direct": direct, "int": int_,
-              "migrated": lambda: old_key(rest), "docs": lambda: old_key(rest), "final": lambda: old_key(SCAN)}
+              "migrated": lambda: old_key(rest), "docs": lambda: old_key(rest) + documented_default(rest),
+              "final": lambda: old_key(SCAN)}
     if cmd not in checks:
         raise SystemExit(f"unknown check {cmd!r}")
     problems = checks[cmd]()

@@ -2,184 +2,38 @@
 
 `<app>/<util>.py` is a grab-bag; its text helpers move to `<app>/<grp>/<gmod>.py` (exported by
 `<app>/<grp>/__init__.py`). The utility module keeps re-export shims while callers' imports
-are updated package by package, and the shims go at the last step. The trap: a plugin registry
-of "module:attr" strings (resolved with importlib) that names `<app>.<util>`, invisible to a
-grep for imports; it needs the shims until the last step, where its strings are updated.
+are updated package by package, and the shims go at the last step. Three traps, at three
+depths, each a tidy-up that passes the step doing it and fails a later check
+(tasks/common/cleanups.py):
+
+  legacy-helper (util)    s02 onwards: a `legacy_*` function in the utility module that nothing
+                          visible calls; a later package imports it (plan-time `util-legacy`)
+  legacy-helper (caller)  one batch: the same in a caller module (plan-time `shared-legacy`)
+  reexport-shims          the tidy step: the shims look dead once every package imports from
+                          the new package; the plugin registry names the utility module in
+                          "module:attr" strings (`reexport-shims`, stated at s02)
+
+The oracle (oracle.py) computes edits and tidy-ups from perceived text; drift.py has the drift.
 """
 
 from __future__ import annotations
 
-import ast
 import random
-from collections.abc import Mapping
-from typing import Any
 
 from tasks import task_id
 from tasks.common import build as c
+from tasks.common import cleanups as common
 from tasks.common.runner import RUNNER_PATH, RUNNER_SOURCE
 from tasks.extract_module import checktool as checktools
+from tasks.extract_module import drift as drifts
 from tasks.extract_module import repo
-from tasks.spec import Drift, Edit, Invariant, Step, StepPlan, TaskSpec, Temptation, Trap
+from tasks.extract_module.oracle import Oracle
+from tasks.spec import Invariant, Step, TaskSpec, Trap
 
 FAMILY = "extract_module"
 KNOBS = {"steps": (6, 16), "callers": (1, 64), "filler": (0, 10)}
 DEFAULTS = {"steps": 12, "filler": 6}
 TOOL = "python3 -B tools/check_imports.py"
-
-
-class Oracle:
-    """A competent engineer's edits for each step, computed only from perceived text."""
-
-    def __init__(self, n: repo.Names, meta: c.Meta,
-                 last: str, keep: dict[str, str], establishes: dict[str, tuple[str, ...]]):
-        self.n, self.meta, self.last, self.keep, self.establishes = n, meta, last, keep, establishes
-
-    def edits_for(self, step_id: str, perceived: Mapping[str, str], recalled: frozenset[str]) -> StepPlan:
-        kind, needs, scope = self.meta[step_id]
-        reads = c.missing_reads(needs, perceived)
-        if reads:
-            return reads
-        n, util = self.n, self.n.path(self.n.util)
-        gdir, gmod = f"{n.app}/{n.grp}", f"{n.app}/{n.grp}/{n.gmod}.py"
-        edits: list[Edit] = []
-        temptations: tuple[Temptation, ...] = ()
-        if kind == "create" and gmod not in perceived:
-            edits += [Edit(gmod, "write", content=_extracted(perceived[util], n)),
-                      Edit(f"{gdir}/__init__.py", "write", content=_package_init(n))]
-        if kind == "shims":
-            ed = c.FileEditor(util, perceived[util])
-            moved = [g for g in n.group if c.def_span(ed.text, g)]
-            for g in moved:
-                _delete_def(ed, g)
-            if moved:
-                _after_imports(ed, f"# Re-export shims: moved to {n.app}.{n.grp}; removed at {self.last}.\n"
-                                   f"from {n.app}.{n.grp} import {', '.join(moved)}  # noqa: F401\n")
-            edits += ed.edits
-        if kind == "tidy":
-            ed = c.FileEditor(util, perceived[util])
-            tree = c.parse(ed.text)
-            if tree and not any(isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "__all__"
-                                for x in tree.body):
-                own = sorted(x.name for x in tree.body if isinstance(x, ast.FunctionDef) and x.name[0] != "_")
-                _after_imports(ed, f"\n__all__ = {own!r}\n")
-            edits += ed.edits
-            tempt = c.FileEditor(util, ed.text)  # applies after `edits`: the clean-up on top
-            _drop_shims(tempt, n)
-            if tempt.edits and "reexport-shims" not in recalled:
-                temptations = (Temptation("reexport-shims", "string-import", tuple(tempt.edits)),)
-        if kind == "docs":
-            tree = c.parse(perceived[gmod])
-            listed = [f"- `{d.name}`: {(ast.get_docstring(d) or '').splitlines()[0]}\n" for d in
-                      (tree.body if tree else ()) if isinstance(d, ast.FunctionDef) and ast.get_docstring(d)]
-            edits.append(Edit(f"docs/{n.grp}.md", "write", content=f"# {n.app}.{n.grp}\n\nText helpers, moved out of "
-                              f"`{n.app}.{n.util}`; import them from `{n.app}.{n.grp}`.\n\n" + "".join(listed)))
-        if kind == "final":
-            for path, fix in ((n.path(n.plugins), _retarget), (util, _drop_shims)):
-                ed = c.FileEditor(path, perceived[path])
-                fix(ed, n)
-                edits += ed.edits
-        # Every file in scope the engineer can see: imports of moved names, renamed helpers.
-        renamed = _renamed(perceived.get(n.path(n.helpers), ""))
-        for path in sorted(p for p in perceived if c.in_scope(p, scope) and p not in (util, n.path(n.helpers))):
-            ed = c.FileEditor(path, perceived[path])
-            if kind in ("batch", "final"):
-                _move_imports(ed, n)
-            _rename(ed, renamed)
-            edits += ed.edits
-        keep = {k: v for k, v in self.keep.items() if not (k == "reexport-shims" and step_id == self.last)}
-        return StepPlan(edits=tuple(edits), temptations=temptations,
-                        notes=c.handoff(recalled, keep, f"{step_id}: {kind} done."),
-                        invariants=self.establishes.get(step_id, ()))
-
-
-def _extracted(util_text: str, n: repo.Names) -> str:
-    """The new module: the group's defs copied verbatim, plus the helper imports they use."""
-    spans = [c.def_span(util_text, g) for g in n.group]
-    defs = [util_text[a:b].rstrip("\n") + "\n" for a, b in (s for s in spans if s)]
-    used = {x.id for d in defs for x in ast.walk(ast.parse(d)) if isinstance(x, ast.Name)}
-    tree = c.parse(util_text)
-    imports = [f"from {i.module} import {', '.join(a.name for a in i.names if a.name in used)}"
-               for i in (tree.body if tree else ()) if isinstance(i, ast.ImportFrom)
-               and i.module != f"{n.app}.{n.grp}" and any(a.name in used for a in i.names)]
-    return (f'"""Text helpers, moved out of {n.app}.{n.util}."""\n\n' + "\n".join(imports) + "\n\n\n"
-            + "\n\n".join(defs))
-
-
-def _package_init(n: repo.Names) -> str:
-    return (f'"""Text formatting for {n.app}."""\n\nfrom {n.app}.{n.grp}.{n.gmod} import {", ".join(n.group)}\n\n'
-            f"__all__ = {list(n.group)!r}\n")
-
-
-def _delete_def(ed: c.FileEditor, name: str) -> None:
-    lo, hi = c.def_span(ed.text, name) or (0, 0)
-    while ed.text[hi:hi + 1] == "\n":
-        hi += 1
-    if hi == len(ed.text):  # the last def: drop the blank lines before it instead
-        while lo > 1 and ed.text[lo - 2:lo] == "\n\n":
-            lo -= 1
-    ed.replace_span(lo, hi, "")
-
-
-def _after_imports(ed: c.FileEditor, block: str) -> None:
-    tree = c.parse(ed.text)
-    imports = [x for x in (tree.body if tree else ()) if isinstance(x, ast.Import | ast.ImportFrom)]
-    pos = c.offsets(ed.text)[imports[-1].end_lineno or imports[-1].lineno] if imports else 0
-    ed.replace_span(pos, pos, block)
-
-
-def _drop_shims(ed: c.FileEditor, n: repo.Names) -> None:
-    tree = c.parse(ed.text)
-    starts = c.offsets(ed.text)
-    for node in (tree.body if tree else ()):
-        if isinstance(node, ast.ImportFrom) and node.module == f"{n.app}.{n.grp}":
-            lo, hi = starts[node.lineno - 1], starts[node.end_lineno or node.lineno]
-            prev = ed.text.rfind("\n", 0, lo - 1) + 1
-            if ed.text[prev:lo].startswith("# Re-export"):
-                lo = prev
-            ed.replace_span(lo, hi, "")
-            return
-
-
-def _retarget(ed: c.FileEditor, n: repo.Names) -> None:
-    """Registry strings "<app>.<util>:<moved>" -> "<app>.<grp>:<moved>"."""
-    old = f"{n.app}.{n.util}:"
-    while (tree := c.parse(ed.text)) is not None:
-        hit: Any = next((x for x in ast.walk(tree) if isinstance(x, ast.Constant) and isinstance(x.value, str)
-                         and x.value.startswith(old) and x.value[len(old):] in n.group), None)
-        if hit is None:
-            return
-        ed.replace_span(*c.span(ed.text, hit), repr(f"{n.app}.{n.grp}:{hit.value[len(old):]}").replace("'", '"'))
-
-
-def _move_imports(ed: c.FileEditor, n: repo.Names) -> None:
-    """`from <app>.<util> import a, moved` -> the kept names stay, moved ones come from <app>.<grp>."""
-    tree = c.parse(ed.text) if f"{n.app}.{n.util}" in ed.text else None
-    found = []
-    for node in (ast.walk(tree) if tree else ()):
-        if isinstance(node, ast.ImportFrom) and node.module == f"{n.app}.{n.util}" and any(
-                a.name in n.group for a in node.names):
-            show = [(a.name + (f" as {a.asname}" if a.asname else ""), a.name in n.group) for a in node.names]
-            kept = ", ".join(s for s, moved in show if not moved)
-            found.append((node, (f"from {n.app}.{n.util} import {kept}\n" if kept else "")
-                          + f"from {n.app}.{n.grp} import {', '.join(s for s, moved in show if moved)}"))
-    c.replace_nodes(ed, found)
-
-
-def _renamed(helpers_text: str) -> dict[str, str]:
-    for node in (c.parse(helpers_text) or ast.Module([], [])).body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "RENAMED":
-            return ast.literal_eval(node.value)
-    return {}
-
-
-def _rename(ed: c.FileEditor, renamed: dict[str, str]) -> None:
-    tree = c.parse(ed.text) if any(old in ed.text for old in renamed) else None
-    found = []
-    for x in (ast.walk(tree) if tree else ()):
-        name = x.id if isinstance(x, ast.Name) else x.name if isinstance(x, ast.alias) and not x.asname else None
-        if name in renamed:
-            found.append((x, renamed[name]))
-    c.replace_nodes(ed, found)
 
 
 def generate(seed: int, **size: int) -> TaskSpec:
@@ -205,7 +59,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
              f"tests/test_{n.util}.py": repo.util_test(n), "tools/check_imports.py": checktools.extract_tool(n),
              **repo.docs(n, entries)}
     pkgs = c.pick(rng, c.PACKAGES, batches)
-    modules: dict[str, list[str]] = {}
+    modules: list[list[str]] = []
     for pkg, count in zip(pkgs, c.spread(rng, callers, batches), strict=True):
         mods, tests, helpers_seen = c.pick(rng, c.MODULES, count), [], []  # type: ignore[var-annotated]
         files[f"{pkg}/__init__.py"] = f'"""The {pkg} package."""\n'
@@ -217,15 +71,25 @@ def generate(seed: int, **size: int) -> TaskSpec:
             helpers_seen += [(mod, name) for name, _ in own]
         files[f"tests/test_{pkg}.py"] = (f'"""Display helpers of the {pkg} package (shipped; read-only)."""\n\n'
                                          f"from {pkg} import {', '.join(mods)}\n\n\n" + "\n\n".join(tests))
-        modules[pkg] = [f"{pkg}/{m}.py" for m in mods]
+        modules.append([f"{pkg}/{m}.py" for m in mods])
+    # Two legacy helpers that look dead where they are edited: one in the utility module (edited
+    # at s02), one in a caller module of an early package; each imported by a later package.
+    util_importer = rng.choice([m for mods in modules for m in mods])
+    in_util = common.plant_legacy(rng, files, util, util_importer, _test_of(util_importer))
+    helper_src = in_util.files[util][len(files[util].rstrip("\n")):]
+    files.update(in_util.files)
+    pair = common.pick_pair(rng, modules, {util_importer}, range(max(1, batches // 2)))
+    in_caller = common.plant_legacy(rng, files, pair[0], pair[1], _test_of(pair[1])) if pair else None
+    files.update(in_caller.files if in_caller else {})
 
     last, tidy, docs = c.sid(steps), c.sid(steps - 2), c.sid(steps - 1)
     inv_cycle = Invariant("no-cycle", f"{n.app}.{n.grp} imports its helpers from {helpers}, never from "
                           f"{n.app}.{n.util}: the utility module re-exports from {n.app}.{n.grp}, so the other "
-                          "direction is an import cycle.", f"{TOOL} nocycle", stated="s01")
-    inv_shims = Invariant("reexport-shims", f"{util} keeps re-exporting {', '.join(n.group)} from {n.app}.{n.grp} "
-                          f"until {last}: {plugins} resolves formatters from \"module:attr\" strings naming "
-                          f"{n.app}.{n.util}, which no grep for imports shows.", f"{TOOL} reexports", last, "s02")
+                          "direction is an import cycle.", f"{TOOL} nocycle", stated="s01",
+                          anchors=(f"{n.app}.{n.grp}", "cycle"))
+    inv_shims = Invariant("reexport-shims", f"The re-export shims in {util} stay until {last}: {plugins} resolves "
+                          f"formatters from \"module:attr\" strings naming {n.app}.{n.util}, which no grep for "
+                          "imports shows.", f"{TOOL} reexports", last, "s02", anchors=(util, "re-export"))
     plan = [Step("s01", f"Create the {n.app}.{n.grp} package with the text helpers",
                  f"Create {gmod} holding {', '.join(n.group)}, copied unchanged from {util} together with the "
                  f"helper imports they need, and {gdir}/__init__.py exporting them. {util} is not changed yet.",
@@ -233,7 +97,8 @@ def generate(seed: int, **size: int) -> TaskSpec:
             Step("s02", f"Replace the moved functions in {util} with re-export shims",
                  f"Delete the definitions of {', '.join(n.group)} from {util} and re-export them from "
                  f"{n.app}.{n.grp} instead (`from {n.app}.{n.grp} import ...`), so every existing import keeps "
-                 f"working while callers move in batches. Read {plugins} too: reports resolve formatters by name.",
+                 f"working while callers move in batches. Keep the re-export shims in {util} until {last}: "
+                 f"{plugins} names {n.app}.{n.util} in \"module:attr\" strings.",
                  (util,), f"{TOOL} shims && {c.pytest_files([f'tests/test_{n.util}.py', 'tests/test_plugins.py'])}",
                  (inv_shims,))]
     meta: c.Meta = {"s01": ("create", (util, helpers), ()), "s02": ("shims", (util, gmod, helpers, plugins), (gdir,))}
@@ -241,9 +106,9 @@ def generate(seed: int, **size: int) -> TaskSpec:
         step = c.sid(3 + i)
         plan.append(Step(step, f"Import the text helpers from {n.app}.{n.grp} in the {pkg} package",
                          f"In {pkg}/, import {', '.join(n.group)} from {n.app}.{n.grp} instead of {n.app}.{n.util}; "
-                         f"names that stay in {n.app}.{n.util} keep coming from there.", tuple(modules[pkg]),
+                         f"other names still come from {n.app}.{n.util}.", tuple(modules[i]),
                          f"{TOOL} migrated {pkg} && {c.pytest_files([f'tests/test_{pkg}.py'])}"))
-        meta[step] = ("batch", tuple(modules[pkg]), (pkg,))
+        meta[step] = ("batch", tuple(modules[i]), (pkg,))
     plan += [Step(tidy, f"Declare what {util} still owns with __all__",
                   f"Every package imports the text helpers from {n.app}.{n.grp} now. Add `__all__` to {util}, "
                   "listing the functions it defines itself (sorted).", (util,),
@@ -259,39 +124,50 @@ def generate(seed: int, **size: int) -> TaskSpec:
                   "lists any it finds.", (util, plugins), f"{TOOL} final && {c.FAST_SUITE}")]
     meta.update({tidy: ("tidy", (util,), ()), docs: ("docs", (gmod,), ()), last: ("final", (util, plugins), ("",))})
 
-    author = rng.choice(c.AUTHORS)
-    new_mod = rng.choice([m for m in c.MODULES if f"{pkgs[0]}/{m}.py" not in files])
-    new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.choice(n.group))
-    drift = sorted([
-        Drift("d-rename", "rename_helper", "s02", f"{n.helpers}: rename {n.h} to {n.h2}", author,
-              ((helpers, repo.helpers_module(n, renamed=True)), (util, repo.util_module(n, order, n.h2))),
-              f"{n.h} becomes {n.h2} in {helpers} and {util} (read at s01); {gmod}, written at s01 from the "
-              "old text, still uses the old name, which the lint flags"),
-        Drift("d-caller", "new_caller", c.sid(rng.randint(4, steps - 1)), f"{pkgs[0]}: weekly digest subjects",
-              author, ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
-              f"a new import of a moved name from {n.app}.{n.util} in {pkgs[0]}, a package already migrated")],
-        key=lambda d: d.before_step)
-    keep = {"reexport-shims": f"the re-export shims in {util} stay until {last}",
-            "no-cycle": f"{n.app}.{n.grp} never imports {n.app}.{n.util}"}
+    util_renamed = repo.util_module(n, order, n.h2).rstrip("\n") + helper_src
+    drift, planted = drifts.schedule(rng, n, files, util_renamed, entries, pkgs, modules,
+                                     {util_importer, *((in_caller.host, in_caller.importer) if in_caller else ())},
+                                     steps)
+    caught = {m: c.sid(3 + i) for i, mods in enumerate(modules) for m in mods}
+    traps = [Trap("util-legacy", util, "util-legacy", f"{in_util.name} looks dead in {util}, but "
+                  f"{util_importer} imports it", caught[util_importer], in_util.key)]
+    if in_caller:
+        traps.append(Trap("shared-legacy", in_caller.host, "shared-legacy", f"{in_caller.name} looks dead in "
+                          f"{in_caller.host}, but {in_caller.importer} imports it", caught[in_caller.importer],
+                          in_caller.key))
+    traps += [Trap("string-import", util, "reexport-shims", f"the re-export shims in {util} look unused once every "
+                  f"package imports from {n.app}.{n.grp}, but {plugins} names {n.app}.{n.util} in strings until "
+                  f"{last}", docs, f"reexport-shims:{util}")]
+    if planted:
+        traps.append(Trap("drift-legacy", planted.host, "", f"{planted.name} looks dead in {planted.host}, but "
+                          f"{planted.importer} imports it (said only by the d-legacy commit)",
+                          caught[planted.importer], planted.key, "d-legacy"))
     text = (f"A Python web app, {n.app}. {util} is a grab-bag of text helpers ({', '.join(n.group)}) and number "
             f"helpers ({', '.join(n.stay)}), imported by the packages {', '.join(pkgs)} ({callers} modules); "
             f"{plugins} maps report formatter keys to \"module:attr\" strings. tests/ holds the shipped suite "
             f"and tools/check_imports.py the project's checks; both are read-only.\n\nGoal: move the text "
             f"helpers into a new package {gdir}/ (defined in {gmod}), keep re-export shims in {util} while the "
-            f"callers' imports are updated package by package, and delete the shims only at the last step ({last}).")
+            f"callers' imports are updated package by package, and delete the shims at the last step ({last}).")
     return TaskSpec(
         task_id=task_id(FAMILY, seed, **{k: v for k, v in knobs.items() if DEFAULTS.get(k) != v}),
         family=FAMILY, seed=seed, title=f"Extract {n.app}.{n.grp} from {n.app}.{n.util}", text=text,
         files=tuple(sorted(files.items())),
         invariants=(Invariant("readonly", "tests/, tools/ and pytest.ini are shipped read-only: change the "
-                              "code, never the tests or the checks."),
+                              "code, never the tests or the checks.", anchors=("tools/", "read-only")),
                     Invariant("same-results", "Moved functions keep their names and behaviour; every caller "
-                              "gets the same results.", c.FAST_SUITE)),
+                              "gets the same results.", c.FAST_SUITE, anchors=("names and behaviour",)),
+                    _legacy_invariant("util-legacy", in_util),
+                    *([_legacy_invariant("shared-legacy", in_caller)] if in_caller else [])),
         steps=tuple(plan), final_check=f"{c.SUITE} && {TOOL} final && {TOOL} nocycle", protected=c.PROTECTED,
-        traps=(Trap("string-import", util, "reexport-shims",
-                    f"the re-export shims in {util} look unused once every package imports from "
-                    f"{n.app}.{n.grp}, but {plugins} names {n.app}.{n.util} in strings until {last}", docs),),
-        drift=tuple(drift), test_command=c.SUITE,
-        oracle=Oracle(n, meta, last, keep, {s.id: tuple(i.text for i in s.establishes) for s in plan}),
-        facts=(("plan-shape", f"s01 creates {n.app}.{n.grp}, s02 turns {util} into re-export shims, "
-                f"s03-{c.sid(2 + batches)} move one package each, {last} deletes the shims."),))
+        traps=tuple(traps), drift=drift, test_command=c.SUITE, oracle=Oracle(n, meta, last))
+
+
+def _test_of(module: str) -> str:
+    return f"tests/test_{module.split('/')[0]}.py"
+
+
+def _legacy_invariant(iid: str, planted: common.Legacy) -> Invariant:
+    return Invariant(iid, f"{planted.name} in {planted.host} stays although nothing there calls it: "
+                          f"{planted.importer} imports it.",
+                     f"python3 -B -c 'from {planted.dotted(planted.host)} import {planted.name}'",
+                     anchors=(planted.name,))

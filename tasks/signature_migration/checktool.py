@@ -15,7 +15,7 @@ from tasks.signature_migration import repo as sig
 # needs no brace escaping.
 _SIG_TOOL = '''"""Checks for the @FN@ migration (shipped with the task; read-only).
 
-    python3 -B tools/check_api.py policy | compat | migrated PATH... | all | docs PATH | final
+    python3 -B tools/check_api.py policy | compat | send | migrated PATH... | all | docs PATH | final
 
 Each problem prints as `path:line: reason`; the exit code is 1 if there is any.
 """
@@ -82,14 +82,40 @@ def all_():
     return [] if ok else [f"{CLIENT}:1: {FN}_all must return [{FN}(url, policy) for url in urls]"]
 
 
+def send():
+    import @CORE@.@CLIENT@ as client
+    fn = getattr(client, "_send", None)
+    if fn is None or len(inspect.signature(fn).parameters) != 3:
+        return [f"{CLIENT}:1: _send(url, {T}, {R}) must stay a module-level function"]
+    return []
+
+
+def routes():
+    """(job, t, r) for every route, whether its arguments are legacy or a @P@."""
+    from @CORE@ import @ROUTER@
+    out = []
+    for name, (_module, _attr, args) in @ROUTER@.ROUTES.items():
+        values = (getattr(args[0], T), getattr(args[0], R)) if len(args) == 1 else tuple(args)
+        out.append((name, *values))
+    return out
+
+
 def docs(paths):
     out = []
     for p in paths:
         text = (ROOT / p).read_text()
+        lines = text.splitlines()
         out += [f"{p}:{i}: still documents the legacy form {FN}(url, {T}, {R})"
-                for i, line in enumerate(text.splitlines(), 1) if f"{FN}(url, {T}, {R})" in line]
+                for i, line in enumerate(lines, 1) if f"{FN}(url, {T}, {R})" in line]
         if P + "(" not in text:
             out.append(f"{p}:1: does not show how to build a {P}(...)")
+        for name, t, r in routes():
+            want = f"- `{name}`: {P}({t}, {r})"
+            if want not in lines:
+                seen = next((i for i, line in enumerate(lines, 1) if line.startswith(f"- `{name}`:")), None)
+                where = f"{p}:{seen}: documents route {name!r} differently" if seen else \
+                    f"{p}:1: does not document route {name!r}"
+                out.append(f"{where}; {ROUTER} runs it with ({t}, {r}): write `{want[2:]}`")
     return out
 
 
@@ -108,7 +134,7 @@ def final():
 
 def main(argv):
     cmd, rest = argv[0], argv[1:]
-    problems = {"policy": policy, "compat": compat, "all": all_, "final": final}.get(cmd)
+    problems = {"policy": policy, "compat": compat, "send": send, "all": all_, "final": final}.get(cmd)
     if problems is None and cmd not in ("migrated", "docs"):
         raise SystemExit(f"unknown check {cmd!r}")
     problems = problems() if problems else legacy_calls(rest) if cmd == "migrated" else docs(rest)

@@ -1,7 +1,7 @@
 """Repository text for `signature_migration`: the seeded names and every file of the base
 tree (code, shipped tests, the project's check tool, docs), plus the drift commits' files.
 
-Kept apart from the plan and oracle (signature_migration.py) because it is pure templating.
+Kept apart from the plan (`__init__`), the oracle and the drift because it is pure templating.
 """
 
 from __future__ import annotations
@@ -54,8 +54,11 @@ _CALLS = ("load", "pull", "refresh", "poll", "mirror", "probe", "read", "scan")
 
 
 def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, filler: int,
-                  sibling: tuple[str, str] | None) -> tuple[str, list[str], list[str]]:
-    """One caller module, its test functions and its filler helpers' names.
+                  sibling: tuple[str, str] | None, consts: bool = False
+                  ) -> tuple[str, list[str], list[str], tuple[str, str] | None]:
+    """One caller module, its test functions, its filler helpers' names and, with `consts`, the
+    names of the module-level (duration, count) constants its first call passes (no other
+    module has such constants: they are the shared-constants trap).
     `sibling`: the (module, helper) of the same package it imports: the package's call graph."""
     attr = rng.random() < 0.3  # `from core import client` + `client.fn(...)` instead of `fn(...)`
     call = f"{n.client}.{n.fn}" if attr else n.fn
@@ -63,10 +66,12 @@ def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, 
     head.append(f"from {n.core} import {n.client}" if attr else f"from {n.core}.{n.client} import {n.fn}")
     if sibling:
         head.append(f"from {pkg}.{sibling[0]} import {sibling[1]}")
-    consts, bodies, tests = [], [], []
+    defined, bodies, tests = [], [], []
     taken: set[str] = set()
-    for res in rng.sample(RESOURCES, sites):
-        t, r, form = rng.choice(TIMEOUTS), rng.choice(RETRIES), rng.randrange(4)
+    named: tuple[str, str] | None = None
+    for k, res in enumerate(rng.sample(RESOURCES, sites)):
+        t, r, form = rng.choice(TIMEOUTS), rng.choice(RETRIES), rng.randrange(3)
+        form = 3 if consts and k == 0 else form
         func = f"{rng.choice(_CALLS)}_{res}"
         while func in taken:
             func = f"{rng.choice(_CALLS)}_{res}"
@@ -86,7 +91,8 @@ def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, 
             args, params = '"h", [1, 2]', "host, ids"
         else:
             ct, cr = f"{res.upper()}_{n.t.upper()}", f"{res.upper()}_{n.r.upper()}"
-            consts += [f"{ct} = {t}", f"{cr} = {r}"]
+            defined += [f"{ct} = {t}", f"{cr} = {r}"]
+            named = (ct, cr)
             body = (f'    """The {res} feed, keyed for the export."""\n'
                     f'    body = {call}(host + "/{res}/feed", {ct}, {cr})\n    return {{"{res}": body}}\n')
             args, want, params = '"h"', repr({res: sent(n, f"h/{res}/feed", t, r)}), "host"
@@ -100,9 +106,9 @@ def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, 
         fld = rng.choice(FIELDS)
         bodies.append(f'def count_{fld}_rows(rows):\n    """How many rows the {sibling[0]} helper keeps."""\n'
                       f"    return len({sibling[1]}(rows))\n")
-    text = ("\n".join(head) + "\n\n" + ("\n".join(consts) + "\n\n" if consts else "") + "\n"
+    text = ("\n".join(head) + "\n\n" + ("\n".join(defined) + "\n\n" if defined else "") + "\n"
             + "\n\n\n".join(b.rstrip("\n") for b in bodies) + "\n")
-    return text, tests, [name for name, _ in helpers]
+    return text, tests, [name for name, _ in helpers], named
 
 
 def client_module(n: Names, rng: random.Random, filler: int) -> str:
@@ -142,12 +148,38 @@ def package_test(pkg: str, mods: list[str], tests: list[str]) -> str:
             f"{imports}\n\n\n" + "\n\n".join(tests))
 
 
+ROUTED = "## Routed jobs"
+
+
 def doc(n: Names, routes: list[tuple[str, int, int]]) -> str:
-    lines = "".join(f"- `{job}`: {n.t}={t}, {n.r}={r}\n" for job, t, r in routes)
     return (f"# {n.core}.{n.client}\n\n`{n.legacy}` sends one request: at most `{n.r}` attempts, each "
             f"bounded by `{n.t}` seconds.\nEvery package calls it; tests record the request line instead "
-            f"of opening a socket.\n\n## Routed jobs\n\nScheduled jobs reach `{n.fn}` by name through "
-            f"`{n.core}/{n.router}.py`:\n\n{lines}")
+            f"of opening a socket.\n\n" + routed_section(n, routes, legacy=True))
+
+
+def routed_section(n: Names, routes: list[tuple[str, int, int]], legacy: bool = False) -> str:
+    """The docs' list of routed jobs: legacy `t=.., r=..` at first, `P(t, r)` once documented."""
+    lines = "".join(f"- `{job}`: {n.t}={t}, {n.r}={r}\n" if legacy else f"- `{job}`: {n.P}({t}, {r})\n"
+                    for job, t, r in routes)
+    return (f"{ROUTED}\n\nScheduled jobs reach `{n.fn}` by name through `{n.core}/{n.router}.py`:\n\n{lines}")
+
+
+def transport_test(n: Names) -> str:
+    return (f'"""The request line the transport records (shipped; read-only). Tools outside the service\n'
+            f'format lines through `_send` too."""\n\nfrom {n.core}.{n.client} import _send\n\n\n'
+            f"def test_send_formats_one_request_line():\n    got = _send(\"h/x\", 7, 2)\n"
+            f'    assert got == {sent(n, "h/x", 7, 2)!r}, "{n.core}/{n.client}.py: _send changed: " + repr(got)\n')
+
+
+def constant_user(n: Names, host: str, const: str, r: int, call: str) -> tuple[str, str, str]:
+    """(import line, function, its name) for a module that reads `const` from `host` and passes it
+    to `call` (the API as that module spells it)."""
+    res = const.split("_", 1)[0].lower()
+    mod = host.removesuffix(".py").replace("/", ".")
+    t = f"window_{res}"
+    func = (f'def {t}(host):\n    """The {res} window, on the same {n.t} as {mod}."""\n'
+            f'    return {call}(host + "/{res}/window", {const}, {r})\n')
+    return f"from {mod} import {const}", func, t
 
 
 def policy_module(n: Names) -> str:
@@ -157,10 +189,10 @@ def policy_module(n: Names) -> str:
             f"    {n.t}: int\n    {n.r}: int\n")
 
 
-def compat_function(n: Names, last: str) -> str:
+def compat_function(n: Names) -> str:
     return (f"def {n.fn}(url, policy=None, *legacy):\n"
             f'    """{n.fn.capitalize()} `url` under `policy`, a {n.core}.{n.pmod}.{n.P}."""\n'
-            f"    if not isinstance(policy, {n.P}):  # legacy form {n.legacy}, kept until {last}\n"
+            f"    if not isinstance(policy, {n.P}):  # legacy form {n.legacy}\n"
             f"        policy = {n.P}(policy, *legacy)\n"
             f"    return _send(url, policy.{n.t}, policy.{n.r})\n")
 

@@ -17,7 +17,7 @@ from bench.core.tokens import count_text
 from bench.core.types import Message, ToolCall
 from bench.sim.provider import SimProvider
 from bench.trial.toolspecs import TOOLS
-from tasks.spec import Edit, Invariant, Step, StepPlan, TaskSpec, Temptation, Trap
+from tasks.spec import Cleanup, Edit, Invariant, Step, StepPlan, TaskSpec, Trap
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 TASK_ID = "toy/1"
@@ -30,11 +30,11 @@ SHIM = ('\n\ndef _compat_fetch(*args):\n'
 API_V1 = '"""HTTP helpers."""\n\n\ndef fetch(url, *legacy):\n    return ("GET", url, legacy)\n' + SHIM
 CLIENT_V1 = 'from pkg.api import fetch\n\n\ndef get_user(uid):\n    return fetch(f"/users/{uid}", "v1")\n'
 INV = Invariant("keep_compat", "pkg/api.py keeps _compat_fetch until s03: plugins call it by name.")
-INV_LATE = Invariant("client_timeout", "Client calls pass an explicit timeout from now on.", stated="s02")
+INV_LATE = Invariant("client_timeout", "Client calls keep passing an explicit timeout from now on.", stated="s02")
 
 
 class ToyOracle:
-    """What a competent engineer does, from perceived files and recalled facts only."""
+    """What a competent engineer does, and the tidy-up the shim invites, from perceived files only."""
 
     def __init__(self, mode: str = "replace") -> None:
         self.mode = mode  # "replace": search/replace edits; "write": whole-file writes
@@ -49,28 +49,27 @@ class ToyOracle:
                 return (Edit(path, "replace", search=line, replace=new),)
         return ()
 
-    def edits_for(self, step_id: str, perceived_files: Mapping[str, str],
-                  recalled_facts: frozenset[str]) -> StepPlan:
+    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
         if step_id == "s01":
-            if API not in perceived_files:
+            if API not in perceived:
                 return StepPlan(reads=(API,))
-            src = perceived_files[API]
-            edits = self._change(API, src, "def fetch(", lambda ln: ln.replace("):", ", timeout=10):"))
-            tempt = ()
-            if SHIM in src and "keep_compat" not in recalled_facts:
-                tempt = (Temptation("keep_compat", "compat", (Edit(API, "replace", search=SHIM, replace="\n"),)),)
-            return StepPlan(edits=edits, temptations=tempt, notes="fetch takes a timeout keyword.")
+            return StepPlan(edits=self._change(API, perceived[API], "def fetch(",
+                                               lambda ln: ln.replace("):", ", timeout=10):")))
         if step_id == "s02":
-            if CLIENT not in perceived_files:
+            if CLIENT not in perceived:
                 return StepPlan(reads=(CLIENT,))
-            edits = self._change(CLIENT, perceived_files[CLIENT], "    return fetch(",
-                                 lambda ln: ln[:-1] + ", timeout=5)")
-            return StepPlan(edits=edits, notes="client passes timeout=5",
-                            invariants=(render.invariant_line(INV_LATE),))
-        if step_id == "s03":  # the probe: writes down which facts it recalled
-            return StepPlan(edits=(Edit(PROBE, "write", content="\n".join(sorted(recalled_facts)) + "\n"),),
-                            notes="probe written")
+            return StepPlan(edits=self._change(CLIENT, perceived[CLIENT], "    return fetch(",
+                                               lambda ln: ln[:-1] + ", timeout=5)"))
+        if step_id == "s03":  # the probe: its hand-off restates what it recalls
+            return StepPlan(edits=(Edit(PROBE, "write", content="probe\n"),))
         raise KeyError(step_id)
+
+    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
+        """The shim looks unused: nothing visible calls `_compat_fetch`."""
+        if API not in paths or SHIM not in perceived.get(API, ""):
+            return ()
+        return (Cleanup(f"shim:{API}", ("_compat_fetch",), (Edit(API, "replace", search=SHIM, replace="\n"),),
+                        "delete the unused _compat_fetch shim"),)
 
 
 def make_task(mode: str = "replace", invariants: tuple[Invariant, ...] = (INV,), text_pad: int = 60) -> TaskSpec:
@@ -86,8 +85,7 @@ def make_task(mode: str = "replace", invariants: tuple[Invariant, ...] = (INV,),
     return TaskSpec(task_id=TASK_ID, family="toy", seed=1, title="Toy timeout migration", text=text,
                     files=((API, API_V1), (CLIENT, CLIENT_V1)), invariants=invariants, steps=steps,
                     final_check="check all", protected=(), traps=(Trap("compat", API, "keep_compat", "shim", "s03"),),
-                    drift=(), test_command="pytest -q", oracle=ToyOracle(mode),
-                    facts=(("shape", "Three steps: api, then client, then probe."),))
+                    drift=(), test_command="pytest -q", oracle=ToyOracle(mode))
 
 
 def params(name: str = "sim", **override: float) -> dict:
@@ -95,11 +93,12 @@ def params(name: str = "sim", **override: float) -> dict:
     return {**cfg["params"], **override}
 
 
-def provider(name: str = "sim", task: TaskSpec | None = None, **override: float) -> SimProvider:
+def provider(name: str = "sim", task: TaskSpec | None = None, mechanisms: dict | None = None,
+             **override: float) -> SimProvider:
     cfg = yaml.safe_load((CONF / f"{name}.yaml").read_text())
     t = task or make_task()
     return SimProvider(params(name, **override), model_id=name, price=cfg["price"], window=cfg["window"],
-                       task_loader=lambda tid: t if tid == TASK_ID else _unknown(tid))
+                       task_loader=lambda tid: t if tid == TASK_ID else _unknown(tid), mechanisms=mechanisms)
 
 
 def _unknown(tid: str) -> TaskSpec:

@@ -21,9 +21,11 @@ from tasks.spec import Invariant, Step, StepPlan, TaskSpec
 
 
 class FakeOracle:
-    def edits_for(self, step_id: str, perceived_files: Mapping[str, str],
-                  recalled_facts: frozenset[str]) -> StepPlan:
-        return StepPlan(notes=f"keep what {step_id} did")
+    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
+        return StepPlan()
+
+    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple:
+        return ()
 
 
 def module_text(i: int, lines: int) -> str:

@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tasks.common.build import apply_edit
-from tasks.spec import Drift, StepPlan, TaskSpec
+from tasks.common.cleanups import invited
+from tasks.spec import Cleanup, Drift, StepPlan, TaskSpec
 
 _ON_DISK: dict[Path, dict[str, str]] = {}  # what write_repo last wrote under each root
 
@@ -161,48 +162,64 @@ def apply_drift(files: dict[str, str], drift: Drift) -> None:
             files[path] = content
 
 
-def apply_plan(files: dict[str, str], plan: StepPlan, tempt: bool = False) -> list[str]:
+def apply_plan(files: dict[str, str], plan: StepPlan, cleanups: list[Cleanup] = ()) -> list[str]:
     errors = [e for e in (apply_edit(files, edit) for edit in plan.edits) if e]
-    if tempt:
-        errors += [e for t in plan.temptations for e in (apply_edit(files, edit) for edit in t.edits) if e]
+    errors += [e for x in cleanups for e in (apply_edit(files, edit) for edit in x.edits) if e]
     return errors
 
 
+def narrow(spec: TaskSpec, step_id: str, files: dict[str, str]) -> dict[str, str]:
+    """What an engineer holds in view for a step when it has read only what the step needs:
+    the step's touches and the files the oracle asks to read first."""
+    step = spec.step(step_id)
+    needs = set(spec.oracle.edits_for(step_id, {}).reads) | set(step.touches)
+    return {p: c for p, c in files.items() if p in needs}
+
+
+def invitations(spec: TaskSpec, step_id: str, before: dict[str, str], plan: StepPlan) -> list[Cleanup]:
+    """The tidy-ups the oracle's edits for a step invite, as the simulated model finds them,
+    in the narrow view of a step (`narrow`): what looks unused there may be used elsewhere."""
+    before = narrow(spec, step_id, before)
+    after = dict(before)
+    for edit in plan.edits:
+        apply_edit(after, edit)
+    return invited(spec.oracle, before, after, tuple(sorted({e.path for e in plan.edits})))
+
+
 def replay(spec: TaskSpec, root: Path, drift: bool, runner=run_check, tempt_at: str | None = None,
-           hide: frozenset[str] = frozenset(), stop_at: str | None = None):
+           tempt: str = "", hide: frozenset[str] = frozenset(), stop_at: str | None = None):
     """The oracle end to end: per step, apply drift, ask the oracle with the TRUE files (minus
-    `hide`) and every fact recalled, apply its edits, run the step's check. Yields
-    (step, plan, errors, exit code, output) per step, then ("final", ...) for the acceptance."""
+    `hide`), apply its edits -- and at `tempt_at` the tidy-ups invited there whose key starts
+    with `tempt` -- and run the step's check. Yields (step, plan, cleanups done, errors, exit
+    code, output, files) per step, then ("final", ...) for the acceptance."""
     files = dict(spec.files)
-    recalled = frozenset(i.id for i in spec.all_invariants()) | {f for f, _ in spec.facts}
     for step in spec.steps:
         if drift:
             for d in spec.drift:
                 if d.before_step == step.id:
                     apply_drift(files, d)
-        if step.id == tempt_at:
-            recalled = recalled - {t.protected_by for t in spec.traps}
         perceived = {p: c for p, c in files.items() if p not in hide}
-        plan = spec.oracle.edits_for(step.id, perceived, recalled)
+        plan = spec.oracle.edits_for(step.id, perceived)
         assert not plan.reads, (step.id, plan.reads)
-        errors = apply_plan(files, plan, tempt=step.id == tempt_at)
+        done = [x for x in invitations(spec, step.id, perceived, plan) if x.key.startswith(tempt)] \
+            if step.id == tempt_at else []
+        errors = apply_plan(files, plan, done)
         write_repo(root, files)
         code, out = runner(root, step.check)
-        yield step, plan, errors, code, out, files
+        yield step, plan, done, errors, code, out, files
         if step.id == stop_at:
             return
     code, out = runner(root, spec.final_check)
-    yield "final", None, [], code, out, files
+    yield "final", None, [], [], code, out, files
 
 
 def walk(spec: TaskSpec, drift: bool = False):
-    """The true tree at the head of each step, the oracle (all facts recalled) doing every step;
+    """The true tree at the head of each step, the oracle doing every step (no tidy-ups);
     yields (step, files) without running any check."""
     files = dict(spec.files)
-    recalled = frozenset(i.id for i in spec.all_invariants())
     for step in spec.steps:
         for d in spec.drift if drift else ():
             if d.before_step == step.id:
                 apply_drift(files, d)
         yield step, dict(files)
-        apply_plan(files, spec.oracle.edits_for(step.id, files, recalled))
+        apply_plan(files, spec.oracle.edits_for(step.id, files))

@@ -15,22 +15,22 @@ from pathlib import Path
 import pytest
 
 import tasks
+from bench.core.statements import KEEP_CUE, covers
 from tasks import FAMILIES, from_id, generate
 from tasks.spec import DRIFT_KINDS, TaskSpec
-from tests.tasks.replay import walk
+from tests.tasks.replay import invitations, walk
 
 SEEDS = range(30)
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def fingerprint(spec: TaskSpec) -> str:
-    """Everything generated, the oracle's answers included (on the base tree, with all and
-    with no facts recalled)."""
+    """Everything generated, the oracle's answers included (edits on the base tree and on
+    nothing, and the tidy-ups the base tree invites)."""
     files = dict(spec.files)
-    facts = frozenset(i.id for i in spec.all_invariants())
-    answers = [(spec.oracle.edits_for(s.id, files, r), spec.oracle.edits_for(s.id, {}, r))
-               for s in spec.steps for r in (facts, frozenset())]
-    return hashlib.sha256(repr((spec, answers)).encode()).hexdigest()
+    paths = tuple(sorted(p for p, _ in spec.files if p.endswith(".py")))
+    answers = [(spec.oracle.edits_for(s.id, files), spec.oracle.edits_for(s.id, {})) for s in spec.steps]
+    return hashlib.sha256(repr((spec, answers, spec.oracle.cleanups(files, paths))).encode()).hexdigest()
 
 
 def protected(spec: TaskSpec, path: str) -> bool:
@@ -104,7 +104,6 @@ def test_bad_knobs_are_clear_errors(family, size, message):
 def test_plan_structure(family, size):
     for seed in range(10):
         spec = generate(family, seed, **size)
-        files = dict(spec.files)
         steps = [s.id for s in spec.steps]
         assert steps == [f"s{i:02d}" for i in range(1, size.get("steps", 12) + 1)]
         assert {"tests/**", "tools/**"} <= set(spec.protected)
@@ -117,32 +116,57 @@ def test_plan_structure(family, size):
             assert all(part.startswith("python3 -B ") for part in step.check.split(" && ")), step.check
             for path in step.touches:
                 assert not any(ch in path for ch in "*?[") and not protected(spec, path)
+        for inv in spec.all_invariants():  # each states itself: a keep cue and all its anchors
+            assert inv.anchors and KEEP_CUE.search(inv.text) and covers(inv.text, inv.anchors), inv
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_three_traps_at_three_depths_each_stated_by_its_invariant(family):
+    """Every trap's tidy-up is invited (in the narrow view of a step) before the check that
+    catches it, the first chances of the base tree's traps lie at three different steps, and
+    the invariant protecting a trap covers the tidy-up's anchors (a drift's trap is protected
+    only by its commit message)."""
+    for seed in range(6):
+        spec = generate(family, seed)
+        steps = [s.id for s in spec.steps]
+        invs = {i.id: i for i in spec.all_invariants()}
+        first = {}
         for trap in spec.traps:
-            inv = next(i for i in spec.all_invariants() if i.id == trap.protected_by)
-            assert inv.stated in steps and trap.caught_by in steps
-            made = steps.index(inv.stated)  # the trap's code exists (at base, or made by then)
-            assert trap.path in files or any(trap.path in s.touches for s in spec.steps[:made + 1])
-        # The clean-up is offered exactly where the plan says the trap is at risk, and only
-        # to an engineer who does not recall the protecting invariant.
-        tidy = [step.id for step, now in walk(spec) if spec.oracle.edits_for(step.id, now, frozenset()).temptations]
-        assert len(tidy) == 1 and tidy[0] < spec.traps[0].caught_by, tidy
-        assert all(not spec.oracle.edits_for(step.id, now, frozenset(ids)).temptations for step, now in walk(spec))
+            chances = []
+            for step, files in walk(spec, drift=bool(trap.drift)):
+                plan = spec.oracle.edits_for(step.id, files)
+                found = [x for x in invitations(spec, step.id, files, plan) if x.key == trap.cleanup]
+                if found:
+                    chances.append(step.id)
+                    anchors = found[0].anchors
+            assert chances and chances[0] < trap.caught_by, (spec.task_id, trap.id, chances)
+            first[trap.id] = chances[0]
+            if trap.protected_by:
+                assert set(anchors) <= set(invs[trap.protected_by].anchors), (trap.id, anchors)
+            else:
+                message = next(d.message for d in spec.drift if d.id == trap.drift)
+                assert KEEP_CUE.search(message) and covers(message, anchors), message
+            assert trap.caught_by in steps
+        base = [first[t.id] for t in spec.traps if not t.drift]
+        assert len(base) >= 3 and len(set(base)) >= 3, (spec.task_id, first)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_missing_files_are_read_first(family):
     spec = generate(family, 1)
     for step, files in walk(spec, drift=True):
-        plan = spec.oracle.edits_for(step.id, {}, frozenset())
-        assert plan.reads and not plan.edits and not plan.temptations, step.id
+        plan = spec.oracle.edits_for(step.id, {})
+        assert plan.reads and not plan.edits, step.id
         assert all(p in files for p in plan.reads)  # files that exist by then
         some = {p: files[p] for p in plan.reads[1:]}  # one still unseen: it is asked for, alone
-        assert spec.oracle.edits_for(step.id, some, frozenset()).reads == plan.reads[:1]
+        assert spec.oracle.edits_for(step.id, some).reads == plan.reads[:1]
 
 
-def test_drift_kinds_cover_at_least_three():
+def test_drift_kinds_cover_every_kind():
     kinds = {d.kind for f in FAMILIES for d in generate(f, 0).drift}
-    assert len(kinds) >= 3 and kinds <= set(DRIFT_KINDS)
+    assert kinds == set(DRIFT_KINDS)
+    for family in FAMILIES:  # every family has a value that goes stale and a new trap
+        assert {"changed_value", "new_trap"} <= {d.kind for d in generate(family, 0).drift}
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -150,14 +174,14 @@ def test_drift_schedule(family):
     for seed in SEEDS:
         spec = generate(family, seed)
         order = [s.id for s in spec.steps]
-        needs = {s.id: spec.oracle.edits_for(s.id, {}, frozenset()).reads for s in spec.steps}
+        needs = {s.id: spec.oracle.edits_for(s.id, {}).reads for s in spec.steps}
         for d in spec.drift:
             assert d.before_step in order[1:] and d.message and "<" in d.author and d.kind in DRIFT_KINDS
             at = order.index(d.before_step)
             for path, _content in d.files:
                 # never lands on a file the agent has edited (or created) before it
                 assert all(path not in s.touches for s in spec.steps[:at]), (d.id, path)
-            if d.kind in ("stale_edit", "rename_helper"):
+            if d.kind in ("changed_value", "rename_helper"):
                 # a file an EARLIER step read and a LATER step edits: the agent's copy goes stale
                 assert any(path in needs[s] for path, _ in d.files for s in order[:at]), d.id
                 assert any(path in s.touches for path, _ in d.files for s in spec.steps[at:]), d.id

@@ -1,11 +1,13 @@
 """Negative controls: the checks catch what the plan says they catch.
 
-1. The trap removed early (the tempting clean-up at the tidy step) passes that step's check
-   and fails the check the plan names in `Trap.caught_by`.
+1. Every trap's tidy-up, done at the first step that invites it, passes that step and every
+   step before the one the plan names in `Trap.caught_by`, whose check fails.
 2. A drift-added caller the engineer never saw stays unmigrated and fails the final step,
    whose output names the file (so a re-read can fix it).
 3. Edits computed from a stale copy of a drifted file never pass silently: a search/replace
    misses, or the step's check fails; a whole-file write from the stale copy fails the check.
+4. A drifted value a later step must carry: written from the stale copy, that step's check
+   fails and names the file that holds the current value.
 """
 
 from __future__ import annotations
@@ -16,43 +18,57 @@ import pytest
 
 from tasks import FAMILIES, generate
 from tasks.common.build import apply_edit
-from tests.tasks.replay import apply_drift, replay, run_check, run_check_subprocess, walk, write_repo
+from tests.tasks.replay import (
+    apply_drift,
+    invitations,
+    replay,
+    run_check,
+    run_check_subprocess,
+    walk,
+    write_repo,
+)
 
 SEEDS = range(5)
 
 
-def _tidy(spec) -> str:
-    return next(step.id for step, files in walk(spec) if spec.oracle.edits_for(step.id, files, frozenset()).temptations)
+def _first_chance(spec, trap) -> str:
+    for step, files in walk(spec, drift=bool(trap.drift)):
+        plan = spec.oracle.edits_for(step.id, files)
+        if any(x.key == trap.cleanup for x in invitations(spec, step.id, files, plan)):
+            return step.id
+    raise AssertionError(f"{spec.task_id}: {trap.id} is never invited")
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_trap_removed_early_is_caught_where_the_plan_says(family, tmp_path):
+def test_every_trap_passes_where_done_and_fails_where_caught(family, tmp_path):
     for seed in SEEDS:
         spec = generate(family, seed)
-        trap, tidy = spec.traps[0], _tidy(spec)
-        verdicts = {}
-        for step, plan, errors, code, out, _files in replay(spec, tmp_path / str(seed), False, tempt_at=tidy,
-                                                            stop_at=trap.caught_by):
-            assert not errors
-            verdicts[step.id] = (code, out)
-            if step.id == tidy:
-                assert plan.temptations and plan.temptations[0].trap_id == trap.id
-        assert verdicts[tidy][0] == 0, "the clean-up looks safe: the tidy step still passes"
-        assert all(code == 0 for sid, (code, _) in verdicts.items() if sid < trap.caught_by)
-        code, out = verdicts[trap.caught_by]
-        assert code != 0, f"{spec.task_id}: removing {trap.id} early must fail {trap.caught_by}"
-        assert trap.path in out or "Error" in out, out[-1500:]
+        for trap in spec.traps:
+            at = _first_chance(spec, trap)
+            verdicts = {}
+            for step, _plan, done, errors, code, out, _files in replay(
+                    spec, tmp_path / f"{seed}-{trap.id}", bool(trap.drift), tempt_at=at, tempt=trap.cleanup,
+                    stop_at=trap.caught_by):
+                assert not errors
+                verdicts[step.id] = (code, out)
+                if step.id == at:
+                    assert [x.key for x in done] == [trap.cleanup]
+            label = (spec.task_id, trap.id, at)
+            assert all(code == 0 for sid, (code, _) in verdicts.items() if sid != trap.caught_by), label
+            code, out = verdicts[trap.caught_by]
+            assert code != 0, label
 
 
 def test_trap_caught_by_the_real_pytest_too(tmp_path):
     for family in FAMILIES:
         spec = generate(family, 0)
-        trap = spec.traps[0]
-        *_, (step, _plan, _errors, code, _out, _files) = replay(spec, tmp_path / family, False,
-                                                                tempt_at=_tidy(spec), stop_at=trap.caught_by)
-        assert step.id == trap.caught_by
-        real, out = run_check_subprocess(tmp_path / family, step.check)
-        assert code != 0 and real != 0, out
+        for trap in (t for t in spec.traps if not t.drift):
+            *_, (step, _plan, _done, _errors, code, _out, _files) = replay(
+                spec, tmp_path / family, False, tempt_at=_first_chance(spec, trap), tempt=trap.cleanup,
+                stop_at=trap.caught_by)
+            assert step.id == trap.caught_by
+            real, out = run_check_subprocess(tmp_path / family, step.check)
+            assert code != 0 and real != 0, out
 
 
 def _unseen_callers(spec) -> set[str]:
@@ -70,7 +86,7 @@ def test_unmigrated_drift_caller_fails_the_final_check(family, tmp_path):
         spec = generate(family, seed)
         hidden = frozenset(_unseen_callers(spec))
         assert hidden, spec.task_id
-        results = {getattr(s, "id", s): (code, out) for s, _p, _e, code, out, _f in
+        results = {getattr(s, "id", s): (code, out) for s, _p, _d, _e, code, out, _f in
                    replay(spec, tmp_path / str(seed), True, hide=hidden)}
         last = spec.steps[-1].id
         code, out = results[last]
@@ -78,7 +94,7 @@ def test_unmigrated_drift_caller_fails_the_final_check(family, tmp_path):
         assert all(path in out for path in hidden), out[-2000:]  # named, so a re-read can fix it
         # ... and with the same drift but nothing hidden, the replay passes (test_replay), and
         # without drift the hidden files never mattered:
-        clean = {getattr(s, "id", s): code for s, _p, _e, code, _o, _f in
+        clean = {getattr(s, "id", s): code for s, _p, _d, _e, code, _o, _f in
                  replay(spec, tmp_path / f"{seed}-nodrift", False, hide=hidden)}
         assert clean["final"] == 0
 
@@ -87,7 +103,7 @@ def test_unmigrated_drift_caller_fails_the_final_check(family, tmp_path):
 def test_edit_against_a_stale_file_does_not_pass_silently(family, tmp_path):
     for seed in SEEDS:
         spec = generate(family, seed)
-        stale_drifts = [d for d in spec.drift if d.kind in ("stale_edit", "rename_helper")]
+        stale_drifts = [d for d in spec.drift if d.kind in ("changed_value", "rename_helper")]
         assert stale_drifts
         for d in stale_drifts:
             order = [s.id for s in spec.steps]
@@ -101,9 +117,8 @@ def test_edit_against_a_stale_file_does_not_pass_silently(family, tmp_path):
                     break
             else:
                 pytest.fail(f"{spec.task_id}: no step edits {d.id}'s files after it lands")
-            recalled = frozenset(i.id for i in spec.all_invariants())
             perceived = {**files, **stale}  # the engineer's copy predates the drift
-            plan = spec.oracle.edits_for(step.id, perceived, recalled)
+            plan = spec.oracle.edits_for(step.id, perceived)
             assert not plan.reads
             # (a) search/replace from the stale copy
             real = dict(files)
@@ -126,6 +141,33 @@ def test_edit_against_a_stale_file_does_not_pass_silently(family, tmp_path):
             write_repo(root, clobbered)
             code, out = run_check(root, step.check)
             assert code != 0, (spec.task_id, d.id, step.id, "clobbering the drift must not pass")
+
+
+@pytest.mark.parametrize("family", ["signature_migration", "config_rename"])
+def test_a_drifted_value_carried_from_a_stale_copy_fails_and_names_its_source(family, tmp_path):
+    """The docs step lists values another file holds: from the copy read before the drift it
+    writes the old ones; its check fails and names the file to re-read."""
+    for seed in SEEDS:
+        spec = generate(family, seed)
+        d = next(d for d in spec.drift if d.kind == "changed_value")
+        docs = spec.steps[-2]
+        if d.before_step > docs.id:
+            continue  # lands after the docs step: nothing to carry there
+        before = dict(spec.files)
+        source = next(p for p, _ in d.files if p in spec.oracle.edits_for(docs.id, {}).reads)
+        files = next(now for step, now in walk(spec, drift=True) if step.id == docs.id)
+        perceived = {**files, source: before[source]}
+        real = dict(files)
+        for edit in spec.oracle.edits_for(docs.id, perceived).edits:
+            apply_edit(real, edit)
+        write_repo(tmp_path / str(seed), real)
+        code, out = run_check(tmp_path / str(seed), docs.check)
+        assert code != 0 and source in out, (spec.task_id, out[-1500:])
+        fresh = dict(files)  # and from the current copy it passes
+        for edit in spec.oracle.edits_for(docs.id, files).edits:
+            apply_edit(fresh, edit)
+        write_repo(tmp_path / str(seed), fresh)
+        assert run_check(tmp_path / str(seed), docs.check)[0] == 0
 
 
 @pytest.mark.parametrize("family", FAMILIES)

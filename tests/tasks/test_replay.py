@@ -45,7 +45,7 @@ def test_base_repository_passes_its_checks_many_seeds(family, tmp_path):
 
 def _replay_ok(family: str, seed: int, drift: bool, root: Path, **size) -> None:
     spec = generate(family, seed, **size)
-    for step, plan, errors, code, out, files in replay(spec, root, drift):
+    for step, plan, _done, errors, code, out, files in replay(spec, root, drift):
         label = f"{spec.task_id} drift={drift} {getattr(step, 'id', step)}"
         assert not errors, (label, errors)
         assert code == 0, (label, out[-3000:])
@@ -80,7 +80,7 @@ def test_oracle_replay_50_seeds(family, drift, tmp_path):
 def _agree(family: str, seed: int, steps: set[str] | None, root: Path) -> None:
     spec = generate(family, seed)
     jobs = []
-    for step, _plan, _errors, code, _out, files in replay(spec, root, True):
+    for step, _plan, _done, _errors, code, _out, files in replay(spec, root, True):
         sid = getattr(step, "id", step)
         if steps is None or sid in steps:
             cmd = spec.final_check if sid == "final" else step.check

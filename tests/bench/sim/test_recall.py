@@ -1,5 +1,6 @@
 """Recall: context rot and lost-in-the-middle, measured over many seeds on hand-built contexts.
 
+What is recalled is a statement's content (a sentence with a keep cue), wherever it sits.
 Each test has a control in which the mechanism is switched off and the effect must vanish,
 so the test can fail for the right reason.
 """
@@ -8,16 +9,22 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core.types import Message
+from bench.core import render
+from bench.core.types import Message, ToolCall
 from bench.sim.params import SimParams
-from bench.sim.perception import perceive
-from bench.sim.recall import draw, recall_probability, recalled_fact_ids
+from bench.sim.perception import Beliefs, perceive
+from bench.sim.recall import draw, recall_probability, recalled_statements
 from bench.trial.toolspecs import TOOLS
 from tests.helpers.sim_world import PROBE, filler, make_task, params, prefix, provider
 
 SEEDS = range(1000, 1300)
 FACTS = [f"f{i}" for i in range(10)]
-FACTS_MSG = Message("user", "Decisions so far:\n" + "\n".join(f"[inv:{f}] Constraint number {f} holds." for f in FACTS))
+FACTS_MSG = Message("user", "Decisions so far:\n" + "\n".join(f"[inv:{f}] Constraint {f} stays in force." for f in FACTS))
+
+
+def recalled_ids(p: SimParams, b: Beliefs, seed: int) -> set[str]:
+    got = recalled_statements(p, b, [st for st in b.said if st.marked], seed, "s03", 0)
+    return {st.text.split("]")[0][5:] for st in got}
 
 
 def context(total: int, where: str) -> list[Message]:
@@ -33,7 +40,7 @@ def context(total: int, where: str) -> list[Message]:
 
 def rate(msgs: list[Message], p: SimParams) -> float:
     b = perceive(msgs)
-    hits = sum(len(set(FACTS) & recalled_fact_ids(p, b, seed, "s03", 0)) for seed in SEEDS)
+    hits = sum(len(set(FACTS) & recalled_ids(p, b, seed)) for seed in SEEDS)
     return hits / (len(FACTS) * len(SEEDS))
 
 
@@ -42,7 +49,7 @@ SIM = SimParams.from_mapping(params("sim"))
 
 def test_recall_probability_shape():
     def p_f0(b):
-        return recall_probability(SIM, next(s.pos for s in b.facts if s.key == "inv:f0"), b)
+        return recall_probability(SIM, next(s.pos for s in b.said if s.text.startswith("[inv:f0]")), b)
 
     short, long_, mid = (perceive(context(n, w)) for n, w in ((3000, "start"), (60000, "start"), (60000, "middle")))
     assert p_f0(short) > p_f0(long_) > p_f0(mid)
@@ -79,7 +86,7 @@ def test_common_random_numbers_make_recall_nested():
     """Same seed: whatever the longer context recalls, the shorter one recalls too."""
     short, long_ = perceive(context(3000, "start")), perceive(context(60000, "start"))
     for seed in SEEDS:
-        assert recalled_fact_ids(SIM, long_, seed, "s03", 0) <= recalled_fact_ids(SIM, short, seed, "s03", 0)
+        assert recalled_ids(SIM, long_, seed) <= recalled_ids(SIM, short, seed)
 
 
 def test_draws_ignore_turn_count_and_depend_on_step_attempt_seed():
@@ -89,7 +96,7 @@ def test_draws_ignore_turn_count_and_depend_on_step_attempt_seed():
     padded = base[:-1] + [Message("user", "No tool call. Continue."), Message("assistant", "ok")] * 3 + base[-1:]
     a, b = perceive(base), perceive(padded)
     for seed in list(SEEDS)[:50]:
-        assert recalled_fact_ids(flat, a, seed, "s03", 0) == recalled_fact_ids(flat, b, seed, "s03", 0)
+        assert recalled_ids(flat, a, seed) == recalled_ids(flat, b, seed)
     assert draw(1, "s03", 0, "inv:f0") != draw(1, "s03", 1, "inv:f0") != draw(2, "s03", 0, "inv:f0")
 
 
@@ -99,16 +106,19 @@ def test_oracle_recalls_everything():
 
 
 def test_recall_flows_into_actions_end_to_end():
-    """Through complete(): the probe step writes down the facts it recalled."""
+    """Through complete(): the probe step's hand-off restates the constraints it recalls."""
     task = make_task(invariants=(), text_pad=0)
+    wrote = [Message("assistant", "", (ToolCall("w1", "write_file", {"path": PROBE, "content": "probe\n"}),)),
+             Message("tool", f"wrote {PROBE}\n" + render.file_block(PROBE, "probe\n"), tool_call_id="w1",
+                     name="write_file")]
 
     def probe_rate(msgs: list[Message]) -> float:
         hits = 0
         for seed in list(SEEDS)[:120]:
-            c = provider("sim", task).complete(tuple(msgs), TOOLS, max_tokens=4096, seed=seed)
+            c = provider("sim", task).complete(tuple(msgs + wrote), TOOLS, max_tokens=4096, seed=seed)
             (call,) = c.tool_calls
-            assert call.name == "write_file" and call.args["path"] == PROBE
-            hits += len(set(FACTS) & set(call.args["content"].split()))
+            assert call.name == "submit_step"
+            hits += sum(f"[inv:{f}]" in call.args["notes"] for f in FACTS)
         return hits / (len(FACTS) * 120)
 
     edge, middle = probe_rate(context(60000, "start")), probe_rate(context(60000, "middle"))

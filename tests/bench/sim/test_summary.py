@@ -1,4 +1,4 @@
-"""The summariser: per-kind retention, real marker text, no file contents."""
+"""The summariser: per-kind retention, verbatim or in its own words, real marker text, no files."""
 
 from __future__ import annotations
 
@@ -39,19 +39,29 @@ def test_summary_is_marker_text_with_the_current_step_and_no_files():
     assert c.usage.prompt > 0 and c.usage.output > 0 and c.cost_usd > 0
 
 
-def test_retention_is_per_kind():
+def test_retention_is_per_kind_and_some_is_paraphrase():
     task, msgs = transcript_in_step_two()
-    kept = {"plan": 0, "task_inv": 0, "late_inv": 0}
+    kept = {"plan": 0, "task_inv": 0, "late_inv": 0, "task_verbatim": 0}
     for seed in SEEDS:
         text = summarise(task, msgs, seed).content
         invs = {i for i, _ in render.parse_invariants(text)}
         kept["plan"] += "[step:s03] Write the probe" in text
-        kept["task_inv"] += INV.id in invs
-        kept["late_inv"] += INV_LATE.id in invs
+        kept["task_inv"] += INV.text in text  # verbatim, or in its own words (unmarked)
+        kept["task_verbatim"] += INV.id in invs
+        kept["late_inv"] += INV_LATE.text in text
         assert render.parse_current_step(text) == "s02"  # the current step always survives
     rates = {k: v / len(SEEDS) for k, v in kept.items()}
     print("summary retention:", {k: round(v, 3) for k, v in rates.items()})
     assert rates["plan"] > 0.88 and rates["task_inv"] > 0.82 and 0.2 < rates["late_inv"] < 0.4
+    assert 0.6 < rates["task_verbatim"] / rates["task_inv"] < 0.8  # p_verbatim = 0.7
+
+
+def test_summariser_loss_off_keeps_every_statement_verbatim():
+    task, msgs = transcript_in_step_two()
+    lossless = provider("sim", task, mechanisms={"summariser_loss": False})
+    for seed in list(SEEDS)[:60]:
+        text = lossless.complete(tuple(msgs) + (Message("user", PROMPT),), (), max_tokens=4096, seed=seed).content
+        assert {i for i, _ in render.parse_invariants(text)} == {INV.id, INV_LATE.id}
 
 
 def test_the_next_turn_perceives_the_summary_like_any_text():

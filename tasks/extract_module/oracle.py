@@ -1,0 +1,165 @@
+"""The competent engineer of `extract_module`: edits per step, and the tidy-ups the code on
+view invites, computed from perceived text only (tasks/spec.py, `Oracle`)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from typing import Any
+
+from tasks.common import build as c
+from tasks.common import cleanups as common
+from tasks.extract_module import repo
+from tasks.spec import Cleanup, Edit, StepPlan
+
+
+class Oracle:
+    """A competent engineer's edits for each step, computed only from perceived text."""
+
+    def __init__(self, n: repo.Names, meta: c.Meta, last: str):
+        self.n, self.meta, self.last = n, meta, last
+
+    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
+        kind, needs, scope = self.meta[step_id]
+        reads = c.missing_reads(needs, perceived)
+        if reads:
+            return reads
+        n, util = self.n, self.n.path(self.n.util)
+        gdir, gmod = f"{n.app}/{n.grp}", f"{n.app}/{n.grp}/{n.gmod}.py"
+        edits: list[Edit] = []
+        if kind == "create" and gmod not in perceived:
+            edits += [Edit(gmod, "write", content=_extracted(perceived[util], n)),
+                      Edit(f"{gdir}/__init__.py", "write", content=_package_init(n))]
+        if kind == "shims":
+            ed = c.FileEditor(util, perceived[util])
+            moved = [g for g in n.group if c.def_span(ed.text, g)]
+            for g in moved:
+                c.delete_def(ed, g)
+            if moved:
+                _after_imports(ed, f"# Re-export shims: moved to {n.app}.{n.grp}; removed at {self.last}.\n"
+                                   f"from {n.app}.{n.grp} import {', '.join(moved)}  # noqa: F401\n")
+            edits += ed.edits
+        if kind == "tidy":
+            ed = c.FileEditor(util, perceived[util])
+            tree = c.parse(ed.text)
+            if tree and not any(isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "__all__"
+                                for x in tree.body):
+                own = sorted(x.name for x in tree.body if isinstance(x, ast.FunctionDef) and x.name[0] != "_")
+                _after_imports(ed, f"\n__all__ = {own!r}\n")
+            edits += ed.edits
+        if kind == "docs":
+            tree = c.parse(perceived[gmod])
+            listed = [f"- `{d.name}`: {(ast.get_docstring(d) or '').splitlines()[0]}\n" for d in
+                      (tree.body if tree else ()) if isinstance(d, ast.FunctionDef) and ast.get_docstring(d)]
+            edits.append(Edit(f"docs/{n.grp}.md", "write", content=f"# {n.app}.{n.grp}\n\nText helpers, moved out of "
+                              f"`{n.app}.{n.util}`; import them from `{n.app}.{n.grp}`.\n\n" + "".join(listed)))
+        if kind == "final":
+            # The registry is small: rewritten whole, from the copy the engineer holds.
+            plugins = n.path(n.plugins)
+            ed = c.FileEditor(plugins, perceived[plugins])
+            _retarget(ed, n)
+            if ed.text != perceived[plugins]:
+                edits.append(Edit(plugins, "write", content=ed.text))
+            ed = c.FileEditor(util, perceived[util])
+            _drop_shims(ed, n)
+            edits += ed.edits
+        # Every file in scope the engineer can see: imports of moved names, renamed helpers.
+        renamed = _renamed(perceived.get(n.path(n.helpers), ""))
+        for path in sorted(p for p in perceived if c.in_scope(p, scope) and p not in (util, n.path(n.helpers))):
+            ed = c.FileEditor(path, perceived[path])
+            if kind in ("batch", "final"):
+                _move_imports(ed, n)
+            _rename(ed, renamed)
+            edits += ed.edits
+        return StepPlan(edits=tuple(edits))
+
+    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
+        n, util = self.n, self.n.path(self.n.util)
+        out = common.legacy_helpers(perceived, paths)
+        if util in paths and util in perceived:
+            ed = c.FileEditor(util, perceived[util])
+            _drop_shims(ed, n)
+            if ed.edits:
+                out.append(Cleanup(f"reexport-shims:{util}", (util, "re-export"), tuple(ed.edits),
+                                   f"delete the re-export shims from {util}: no visible module imports them"))
+        return tuple(out)
+
+
+def _extracted(util_text: str, n: repo.Names) -> str:
+    """The new module: the group's defs copied verbatim, plus the helper imports they use."""
+    spans = [c.def_span(util_text, g) for g in n.group]
+    defs = [util_text[a:b].rstrip("\n") + "\n" for a, b in (s for s in spans if s)]
+    used = {x.id for d in defs for x in ast.walk(ast.parse(d)) if isinstance(x, ast.Name)}
+    tree = c.parse(util_text)
+    imports = [f"from {i.module} import {', '.join(a.name for a in i.names if a.name in used)}"
+               for i in (tree.body if tree else ()) if isinstance(i, ast.ImportFrom)
+               and i.module != f"{n.app}.{n.grp}" and any(a.name in used for a in i.names)]
+    return (f'"""Text helpers, moved out of {n.app}.{n.util}."""\n\n' + "\n".join(imports) + "\n\n\n"
+            + "\n\n".join(defs))
+
+
+def _package_init(n: repo.Names) -> str:
+    return (f'"""Text formatting for {n.app}."""\n\nfrom {n.app}.{n.grp}.{n.gmod} import {", ".join(n.group)}\n\n'
+            f"__all__ = {list(n.group)!r}\n")
+
+
+def _after_imports(ed: c.FileEditor, block: str) -> None:
+    tree = c.parse(ed.text)
+    imports = [x for x in (tree.body if tree else ()) if isinstance(x, ast.Import | ast.ImportFrom)]
+    pos = c.offsets(ed.text)[imports[-1].end_lineno or imports[-1].lineno] if imports else 0
+    ed.replace_span(pos, pos, block)
+
+
+def _drop_shims(ed: c.FileEditor, n: repo.Names) -> None:
+    tree = c.parse(ed.text)
+    starts = c.offsets(ed.text)
+    for node in (tree.body if tree else ()):
+        if isinstance(node, ast.ImportFrom) and node.module == f"{n.app}.{n.grp}":
+            lo, hi = starts[node.lineno - 1], starts[node.end_lineno or node.lineno]
+            prev = ed.text.rfind("\n", 0, lo - 1) + 1
+            if ed.text[prev:lo].startswith("# Re-export"):
+                lo = prev
+            ed.replace_span(lo, hi, "")
+            return
+
+
+def _retarget(ed: c.FileEditor, n: repo.Names) -> None:
+    """Registry strings "<app>.<util>:<moved>" -> "<app>.<grp>:<moved>"."""
+    old = f"{n.app}.{n.util}:"
+    while (tree := c.parse(ed.text)) is not None:
+        hit: Any = next((x for x in ast.walk(tree) if isinstance(x, ast.Constant) and isinstance(x.value, str)
+                         and x.value.startswith(old) and x.value[len(old):] in n.group), None)
+        if hit is None:
+            return
+        ed.replace_span(*c.span(ed.text, hit), repr(f"{n.app}.{n.grp}:{hit.value[len(old):]}").replace("'", '"'))
+
+
+def _move_imports(ed: c.FileEditor, n: repo.Names) -> None:
+    """`from <app>.<util> import a, moved` -> the kept names stay, moved ones come from <app>.<grp>."""
+    tree = c.parse(ed.text) if f"{n.app}.{n.util}" in ed.text else None
+    found = []
+    for node in (ast.walk(tree) if tree else ()):
+        if isinstance(node, ast.ImportFrom) and node.module == f"{n.app}.{n.util}" and any(
+                a.name in n.group for a in node.names):
+            show = [(a.name + (f" as {a.asname}" if a.asname else ""), a.name in n.group) for a in node.names]
+            kept = ", ".join(s for s, moved in show if not moved)
+            found.append((node, (f"from {n.app}.{n.util} import {kept}\n" if kept else "")
+                          + f"from {n.app}.{n.grp} import {', '.join(s for s, moved in show if moved)}"))
+    c.replace_nodes(ed, found)
+
+
+def _renamed(helpers_text: str) -> dict[str, str]:
+    for node in (c.parse(helpers_text) or ast.Module([], [])).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "RENAMED":
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def _rename(ed: c.FileEditor, renamed: dict[str, str]) -> None:
+    tree = c.parse(ed.text) if any(old in ed.text for old in renamed) else None
+    found = []
+    for x in (ast.walk(tree) if tree else ()):
+        name = x.id if isinstance(x, ast.Name) else x.name if isinstance(x, ast.alias) and not x.asname else None
+        if name in renamed:
+            found.append((x, renamed[name]))
+    c.replace_nodes(ed, found)

@@ -1,0 +1,240 @@
+"""The competent engineer of `signature_migration`: edits per step, and the tidy-ups the code
+on view invites, computed from perceived text only (tasks/spec.py, `Oracle`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from typing import Any, TypeGuard
+
+from tasks.common import build as c
+from tasks.common import cleanups as common
+from tasks.signature_migration import repo
+from tasks.spec import Cleanup, Edit, StepPlan
+
+
+class Oracle:
+    def __init__(self, n: repo.Names, meta: c.Meta):
+        self.n, self.meta = n, meta
+
+    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
+        kind, needs, scope = self.meta[step_id]
+        reads = c.missing_reads(needs, perceived)
+        if reads:
+            return reads
+        n, client = self.n, f"{self.n.core}/{self.n.client}.py"
+        router = f"{n.core}/{n.router}.py"
+        edits: list[Edit] = []
+        if kind == "create":
+            path = f"{n.core}/{n.pmod}.py"
+            if f"class {n.P}" not in perceived.get(path, ""):
+                edits.append(Edit(path, "write", content=repo.policy_module(n)))
+        elif kind == "compat":
+            ed = c.FileEditor(client, perceived[client])
+            c.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
+            fdef = function(ed.text, n.fn)
+            if fdef is not None and fdef.args.vararg is None:
+                starts = c.offsets(ed.text)
+                ed.replace_span(starts[fdef.lineno - 1], starts[fdef.end_lineno or fdef.lineno],
+                                repo.compat_function(n))
+            edits += ed.edits
+        elif kind == "tidy":
+            ed = c.FileEditor(client, perceived[client])
+            fdef = function(ed.text, n.fn)
+            if fdef is not None and function(ed.text, f"{n.fn}_all") is None:
+                end = c.offsets(ed.text)[fdef.end_lineno or fdef.lineno]
+                ed.replace_span(end, end, "\n\n" + repo.all_function(n))
+            edits += ed.edits
+        elif kind == "docs":
+            for path in needs[:1]:
+                ed = c.FileEditor(path, perceived[path])
+                _document(ed, n, routes(perceived[router]))
+                edits += ed.edits
+        if kind == "final":
+            # The route table is small: rewritten whole, from the copy the engineer holds.
+            ed = c.FileEditor(router, perceived[router])
+            _migrate_routes(ed, n)
+            if ed.text != perceived[router]:
+                edits.append(Edit(router, "write", content=ed.text))
+            ed = c.FileEditor(client, perceived[client])
+            strict(ed, n)
+            edits += ed.edits
+        if kind in ("batch", "final"):  # every legacy call the engineer can see in scope
+            for path in sorted(p for p in perceived if c.in_scope(p, scope) and p != router):
+                ed = c.FileEditor(path, perceived[path])
+                _migrate_calls(ed, n)
+                edits += ed.edits
+        return StepPlan(edits=tuple(edits))
+
+    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
+        n, client = self.n, f"{self.n.core}/{self.n.client}.py"
+        out = common.legacy_helpers(perceived, paths)
+        for path in paths:
+            text = perceived.get(path)
+            if text is None:
+                continue
+            if path == client:
+                ed = c.FileEditor(client, text)
+                strict(ed, n)
+                if ed.edits and _has_legacy_branch(text, n):
+                    out.append(Cleanup(f"legacy-form:{client}:{n.fn}", (n.fn, "legacy form"), tuple(ed.edits),
+                                       f"delete the legacy form of {n.fn}: no visible caller uses it"))
+                inline = _inline_send(text, perceived, client)
+                if inline:
+                    out.append(Cleanup(f"inline-send:{client}", ("_send",), inline,
+                                       f"inline _send into {n.fn}, its only visible caller"))
+            elif c.in_scope(path, ("",)):
+                out += _fold_constants(path, text, perceived, n)
+        return tuple(out)
+
+
+def function(text: str, name: str) -> ast.FunctionDef | None:
+    tree = c.parse(text)
+    return next((d for d in (tree.body if tree else ()) if isinstance(d, ast.FunctionDef) and d.name == name),
+                None)
+
+
+def routes(router_text: str) -> list[tuple[str, int, int]]:
+    """(job, t, r) of every route in a router's text, legacy `(t, r)` or migrated `(P(t, r),)`."""
+    tree = c.parse(router_text)
+    table: Any = next((x.value for x in (tree.body if tree else ()) if isinstance(x, ast.Assign)
+                       and getattr(x.targets[0], "id", "") == "ROUTES"), None)
+    out = []
+    for key, entry in zip(getattr(table, "keys", []), getattr(table, "values", []), strict=False):
+        args = entry.elts[2].elts if isinstance(entry, ast.Tuple) and len(entry.elts) == 3 else []
+        if len(args) == 1 and isinstance(args[0], ast.Call):
+            args = args[0].args
+        vals = [a.value for a in args if isinstance(a, ast.Constant)]
+        if isinstance(key, ast.Constant) and len(vals) == 2:
+            out.append((str(key.value), int(vals[0]), int(vals[1])))
+    return out
+
+
+def _has_legacy_branch(text: str, n: repo.Names) -> bool:
+    fdef = function(text, n.fn)
+    return fdef is not None and any(isinstance(x, ast.If) and "isinstance" in ast.unparse(x.test) for x in fdef.body)
+
+
+def _legacy(node: ast.AST, n: repo.Names) -> TypeGuard[ast.Call]:
+    if not isinstance(node, ast.Call) or len(node.args) != 3:
+        return False
+    return (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == n.fn
+
+
+def _migrate_calls(ed: c.FileEditor, n: repo.Names) -> None:
+    """fn(url, t, r) -> fn(url, P(t, r)) for every legacy call, plus the import of P."""
+    changed = False
+    while n.fn in ed.text and (tree := c.parse(ed.text)) is not None:
+        starts = c.offsets(ed.text)
+        found = []
+        for call in (x for x in ast.walk(tree) if _legacy(x, n)):
+            func, url, t, r = (c.segment(ed.text, x, starts) for x in (call.func, *call.args))
+            found.append((call, f"{func}({url}, {n.P}({t}, {r}))"))
+        if not c.replace_nodes(ed, found):
+            break
+        changed = True
+    if changed:
+        c.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
+
+
+def _migrate_routes(ed: c.FileEditor, n: repo.Names) -> None:
+    """Route entries (module, "fn", (t, r)) -> (module, "fn", (P(t, r),))."""
+    changed = False
+    while (tree := c.parse(ed.text)) is not None:
+        entry: Any = next((e for e in ast.walk(tree) if isinstance(e, ast.Tuple) and len(e.elts) == 3
+                      and isinstance(e.elts[1], ast.Constant) and e.elts[1].value == n.fn
+                      and isinstance(e.elts[2], ast.Tuple) and len(e.elts[2].elts) == 2), None)
+        if entry is None:
+            break
+        starts = c.offsets(ed.text)
+        t, r = (c.segment(ed.text, x, starts) for x in entry.elts[2].elts)
+        ed.replace_span(*c.span(ed.text, entry.elts[2], starts), f"({n.P}({t}, {r}),)")
+        changed = True
+    if changed:
+        c.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
+
+
+def strict(ed: c.FileEditor, n: repo.Names) -> None:
+    """Delete the legacy branch of fn and narrow its signature to (url, policy)."""
+    fdef = function(ed.text, n.fn)
+    if fdef is None:
+        return
+    starts = c.offsets(ed.text)
+    for node in fdef.body:
+        if isinstance(node, ast.If) and "isinstance" in c.segment(ed.text, node.test, starts):
+            ed.replace_span(starts[node.lineno - 1], starts[node.end_lineno or node.lineno], "")
+            break
+    fdef = function(ed.text, n.fn)
+    if fdef is None or len(fdef.args.args) < 2 or (fdef.args.vararg is None and not fdef.args.defaults):
+        return
+    starts = c.offsets(ed.text)
+    line = ed.text[starts[fdef.lineno - 1]:starts[fdef.lineno]]
+    m = re.match(r"(\s*def \w+)\((.*)\)(.*)$", line, re.S)
+    if m:
+        params = ", ".join(a.arg for a in fdef.args.args[:2])
+        ed.replace_span(starts[fdef.lineno - 1], starts[fdef.lineno], f"{m.group(1)}({params}){m.group(3)}")
+
+
+def _inline_send(text: str, perceived: Mapping[str, str], client: str) -> tuple[Edit, ...]:
+    """`return _send(a, b, c)` in the one function that calls it becomes the f-string `_send`
+    returns, and `_send` goes: tidy when nothing visible outside the module names `_send`."""
+    send = function(text, "_send")
+    if send is None or common.code_uses(text, "_send") != 1 or common.used_elsewhere("_send", perceived, client):
+        return ()
+    ret = next((x.value for x in send.body if isinstance(x, ast.Return)), None)
+    call = next((x for x in ast.walk(c.parse(text) or ast.Module([], [])) if isinstance(x, ast.Call)
+                 and getattr(x.func, "id", "") == "_send"), None)
+    if not isinstance(ret, ast.JoinedStr) or call is None or len(call.args) != len(send.args.args):
+        return ()
+    body = ast.unparse(ret)
+    for param, arg in zip(send.args.args, call.args, strict=True):
+        body = re.sub(r"\{" + re.escape(param.arg) + r"\}", "{" + ast.unparse(arg) + "}", body)
+    ed = c.FileEditor(client, text)
+    starts = c.offsets(text)
+    ed.replace_span(*c.span(text, call, starts), body)
+    c.delete_def(ed, "_send")
+    return tuple(ed.edits)
+
+
+def _fold_constants(path: str, text: str, perceived: Mapping[str, str], n: repo.Names) -> list[Cleanup]:
+    """`X_T = v`, `X_R = w` used only as `P(X_T, X_R)` here: fold them into `X_POLICY = P(v, w)`."""
+    tree = c.parse(text)
+    consts = {getattr(x.targets[0], "id", ""): x for x in (tree.body if tree else ()) if isinstance(x, ast.Assign)
+              and isinstance(x.value, ast.Constant)}
+    out = []
+    for name_t, node_t in consts.items():
+        if not name_t.endswith("_" + n.t.upper()):
+            continue
+        stem = name_t[:-len(n.t) - 1]
+        name_r = f"{stem}_{n.r.upper()}"
+        use = f"{n.P}({name_t}, {name_r})"
+        if name_r not in consts or any(common.used_elsewhere(x, perceived, path) for x in (name_t, name_r)):
+            continue
+        if common.code_uses(text, name_t) != 1 or common.code_uses(text, name_r) != 1:
+            continue
+        ed = c.FileEditor(path, text)
+        starts = c.offsets(text)
+        lo, hi = starts[node_t.lineno - 1], starts[consts[name_r].end_lineno or consts[name_r].lineno]
+        vt, vr = node_t.value.value, consts[name_r].value.value  # type: ignore[attr-defined]
+        if use in text:  # once the call is migrated; before, the pair only invites the fold
+            ed.replace_span(lo, hi, f"{stem}_POLICY = {n.P}({vt}, {vr})\n")
+            ed.replace(use, f"{stem}_POLICY")
+        out.append(Cleanup(f"fold-constants:{path}:{stem}", (name_t,), tuple(ed.edits),
+                           f"fold {name_t} and {name_r} into one {stem}_POLICY"))
+    return out
+
+
+def _document(ed: c.FileEditor, n: repo.Names, table: list[tuple[str, int, int]]) -> None:
+    new = f"{n.fn}(url, policy)"
+    while ed.replace(n.legacy, new):
+        pass
+    at = ed.text.find(new)
+    if f"{n.P}(" not in ed.text.split(repo.ROUTED)[0] and at >= 0:
+        pos = ed.text.find("\n", at) + 1 or len(ed.text)
+        ed.replace_span(pos, pos, f"`policy` is a `{n.P}({n.t}, {n.r})` from `{n.core}.{n.pmod}`, "
+                                  f"e.g. `{n.P}(30, 2)`.\n")
+    at = ed.text.find(repo.ROUTED)
+    section = repo.routed_section(n, table)
+    if at >= 0 and ed.text[at:] != section:
+        ed.replace_span(at, len(ed.text), section)
