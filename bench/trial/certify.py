@@ -107,8 +107,8 @@ def tamper_scan(sandbox: Sandbox, copy: HarnessCopy) -> list[str]:
 
 @dataclass(frozen=True)
 class Part:
-    kind: str  # "script" | "runner" (the shipped fast runner, which names its tests) | "pytest"
-    target: str  # the script's path, or "pytest"
+    kind: str  # "script" | "runner" (the shipped fast runner, which names its tests) | "pytest" | "code"
+    target: str  # the script's path, "pytest", or "-c" (args: the harness's own one-line program)
     args: tuple[str, ...]
     text: str  # as written in the check
 
@@ -124,15 +124,18 @@ def parse(command: str) -> tuple[Part, ...]:
             target = canonical(words[2])
             kind = "runner" if target == RUNNER_PATH else "script"
             parts.append(Part(kind, target, tuple(words[3:]), text.strip()))
+        elif words[:3] == ["python3", "-B", "-c"] and len(words) == 4:  # an import probe of an invariant
+            parts.append(Part("code", "-c", (words[3],), text.strip()))
         else:
-            raise InfraFailure("harness_error", f"check part {text.strip()!r} is not `python3 -B SCRIPT ...` "
-                                                "or `python3 -B -m pytest ...`: the harness cannot certify it")
+            raise InfraFailure("harness_error", f"check part {text.strip()!r} is not `python3 -B SCRIPT ...`, "
+                                                "`python3 -B -m pytest ...` or `python3 -B -c CODE`: "
+                                                "the harness cannot certify it")
     return tuple(parts)
 
 
 def expected_tests(part: Part, files: Mapping[str, str]) -> set[str]:
     """The tests the harness's own copy defines for a test-running part, as `path::name`."""
-    if part.kind == "script":
+    if part.kind in ("script", "code"):
         return set()
     targets = [a.rstrip("/") for a in part.args if not a.startswith("-")]
     if part.kind == "runner":  # a file, or the test_*.py files directly in a directory
@@ -279,7 +282,7 @@ def _judge(part: Part, nonce: str, raw: str, files: Mapping[str, str]) -> tuple[
         return False, str(rep["error"])[:300], bool(rep.get("early_exit"))
     if rep.get("exit") != 0:
         return False, f"exit {rep.get('exit')}", False
-    if part.kind == "script":
+    if part.kind in ("script", "code"):
         return True, "", False
     passed, failed = set(rep.get("passed") or ()), list(rep.get("failed") or ())
     if failed:

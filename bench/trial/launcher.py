@@ -3,7 +3,7 @@ TARGET ARGS...` (bench/trial/certify.py builds the command). Not imported by the
 
 It reads its one-time nonce and deletes the file before any code under test runs, then runs
 one part of a check in this process: `script`/`runner` load TARGET under a name that is not
-`__main__` and call its `main(args)` themselves (the runner with a `report` callback naming
+`__main__` and call its `main(args)` themselves (`code` runs the harness's one-line program) (the runner with a `report` callback naming
 its tests), `pytest` calls `pytest.main` with a plugin recording each test's outcome. Only a
 normal return counts: SystemExit or any other exception from the code under test is
 reported as such, and a process that dies early reports nothing. The report is one line,
@@ -51,6 +51,13 @@ def _script(kind, target, args, rec):
     return main(args, report=report)
 
 
+def _code(source, rec):
+    sys.argv = ["-c"]
+    sys.path.insert(0, os.getcwd())  # as `python -c` does
+    exec(compile(source, "<check>", "exec"), {"__name__": "__ctxbench_check__"})
+    return 0
+
+
 def _print_traceback(exc):
     """As Python prints it, without the launcher's and runpy's own frames."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != "<string>"
@@ -68,7 +75,8 @@ def launch(argv):
     rec = {"kind": kind, "target": target}
     code = 1
     try:
-        ret = _pytest(args, rec) if kind == "pytest" else _script(kind, target, args, rec)
+        ret = (_pytest(args, rec) if kind == "pytest" else _code(args[0], rec) if kind == "code"
+               else _script(kind, target, args, rec))
         code = int(ret or 0)
         rec["exit"] = code
     except SystemExit as exc:  # an exit with status 0 from inside the check is an attempt to pass it

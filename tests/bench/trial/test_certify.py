@@ -152,11 +152,23 @@ def test_invariant_probes_are_judged_apart_from_the_check(box, copy, log):
     assert out.passed and out.invariant_codes == {"holds": 0, "broken": 1}
 
 
+def test_an_import_probe_passes_only_when_its_names_import(box, copy, log):
+    from tasks.spec import Invariant
+
+    box.write_file("calc.py", CALC)
+    probes = [Invariant("there", "calc has add", check="python3 -B -c 'from calc import add'"),
+              Invariant("gone", "calc has sub", check="python3 -B -c 'from calc import sub'")]
+    out = certify(box, copy, log, 0, "s01", CHECK, probes)
+    assert out.passed and out.invariant_codes == {"there": 0, "gone": 1}
+    box.write_file("calc.py", EXIT0 + CALC)  # an import that ends the process leaves no passing report
+    assert certify(box, copy, log, 0, "s01", CHECK, probes[:1]).invariant_codes == {"there": 1}
+
+
 def test_only_known_check_forms_are_certified():
-    assert [p.kind for p in parse(f"{CHECK} && python3 -B tools/check_api.py policy && {FINAL}")] == \
-        ["runner", "script", "pytest"]
+    assert [p.kind for p in parse(f"{CHECK} && python3 -B tools/check_api.py policy && {FINAL} "
+                                  "&& python3 -B -c 'from a import b'")] == ["runner", "script", "pytest", "code"]
     for bad in ("echo ok", "python3 tools/x.py", "python3 -B tools/x.py; true", "python3 -B tools/x.py | cat",
-                "python3 -B -m unittest", "python3 -B $(evil).py"):
+                "python3 -B -m unittest", "python3 -B $(evil).py", "python3 -B -c 'x' extra"):
         with pytest.raises(InfraFailure):
             parse(bad)
 
