@@ -37,6 +37,12 @@ class SandboxConfig:
     pids_limit: int
     exec_timeout_s: float
     output_limit_chars: int
+    check_cache: bool  # reuse a check's verdict where the whole state that decides it is the same
+    reuse: bool  # hand a pristine sandbox to the worker's next trial instead of a new one
+
+    def limits(self) -> dict[str, Any]:
+        """What changes how a command runs (not the image tag: a backend names its content)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("check_cache", "reuse", "image")}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SandboxConfig:
@@ -65,6 +71,9 @@ class SandboxConfig:
                 raise bad(key, "a non-empty string")
         if d["kind"] not in KINDS:
             raise bad("kind", f"one of {list(KINDS)}")
+        for key in ("check_cache", "reuse"):
+            if not isinstance(d[key], bool):
+                raise bad(key, "true or false")
         if not _MEMORY_RE.match(str(d["memory"])):
             raise bad("memory", 'a docker memory size like "512m" or "2g"')
         return cls(
@@ -76,6 +85,8 @@ class SandboxConfig:
             pids_limit=number("pids_limit", True, 16),
             exec_timeout_s=number("exec_timeout_s", False, 0.1),
             output_limit_chars=number("output_limit_chars", True, 200),
+            check_cache=d["check_cache"],
+            reuse=d["reuse"],
         )
 
 
@@ -102,7 +113,9 @@ class Sandbox(Protocol):
     escapes, absolute paths, symlinks and .git; FileNotFoundError if missing. `resolve` says
     where a path lands through symlinks; `restore` puts protected files back (workcopy.py).
     git/commit/tree_sha run host git against a git dir outside the working copy (GitError when
-    git refuses); commits use fixed dates, so equal files and messages give equal shas."""
+    git refuses); commits use fixed dates, so equal files and messages give equal shas.
+    `pristine`, `state_sha`, `before_check`/`after_check` and `renew` serve the check cache and
+    sandbox reuse (pristine.py, workcopy.py); `identity` is what else decides how a check runs."""
 
     trial_id: str
     workdir: Path
@@ -123,6 +136,14 @@ class Sandbox(Protocol):
     def commit(self, message: str, author: str) -> str: ...
     def tree_sha(self) -> str: ...
     def close(self, interrupted: bool = False) -> None: ...
+    @property
+    def pristine(self) -> bool: ...
+    def state_sha(self) -> str: ...
+    def identity(self) -> dict[str, Any]: ...
+    def before_check(self) -> None: ...
+    def after_check(self, was: bool, state: str, ended: tuple[str, ...]) -> bool: ...
+    def renew(self, trial_id: str, files: Mapping[str, str]) -> None: ...
+    def cost(self) -> dict[str, float]: ...
 
 
 def exec_limit(cfg: SandboxConfig, trial_id: str, closed: bool, cmd: str, timeout: float | None) -> float:

@@ -29,7 +29,6 @@ import logging
 import os
 import re
 import socket
-import struct
 import time
 import uuid
 from collections.abc import Mapping
@@ -42,20 +41,22 @@ from .engine import (
     ENGINE_TIMEOUT_S,
     _client,
     _engine_errors,
+    _pump,
     _retry_once,
     _unix_socket_path,
+    container_cpu_s,
     dockerpy,
     owner_labels,
 )
 from .engine import creator_alive as creator_alive  # re-exported: used through this module
 from .engine import sweep as sweep
+from .pristine import PROBE
 from .workcopy import WorkingCopy
 
 log = logging.getLogger(__name__)
 
 GRACE_S = 2.0  # host-side guard: how long past the in-container timeout we keep waiting
 _MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec, so it can be killed
-_FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id, 3 pad, size
 _KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "' + _MARK + '=$1" "$d/environ" '
                 '&& kill -9 "${d#/proc/}" 2>/dev/null; done; true')
 _SENTINEL = b"\0ctxbench-exec-completed\n"
@@ -83,7 +84,7 @@ class DockerSandbox(WorkingCopy):
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None) -> None:
-        super().__init__(trial_id, files)
+        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
         self._cfg = cfg
         try:
             container = self._run_container(labels)
@@ -91,6 +92,7 @@ class DockerSandbox(WorkingCopy):
             self._remove_tree()
             raise
         self._id: str = container.id
+        self._image_id = str(container.attrs.get("Image") or cfg.image)  # the content that runs
         self._quiet = True  # no command has run since the last reap
         self._api = _client().api
         self._sock_path = _unix_socket_path()
@@ -131,6 +133,7 @@ class DockerSandbox(WorkingCopy):
         return self._id
 
     def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
+        self._pristine.taint()  # whatever the command is (a check re-establishes it: workcopy.py)
         self._quiet = False
         res = self._exec(cmd, timeout, reap)
         self._quiet = reap
@@ -139,8 +142,24 @@ class DockerSandbox(WorkingCopy):
     def reap(self) -> list[str]:
         return [] if self._quiet else list(self.exec(":", reap=True).ended)
 
+    def identity(self) -> dict[str, Any]:
+        """What decides how a check runs here, for the check cache's key: the image's content id
+        and the limits (whether the cache or reuse are on does not)."""
+        return {"kind": "docker", "image_id": self._image_id, **self._cfg.limits()}
+
+    def cost(self) -> dict[str, float]:
+        cpu = container_cpu_s(self._id)
+        return {**super().cost(), **({"cpu_s": cpu} if cpu is not None else {})}
+
+    def _probe(self) -> str:
+        res = self._exec(PROBE, None, True)  # a harness exec: it taints nothing
+        if res.exit_code or res.ended or res.timed_out:
+            return f"(probe failed: {uuid.uuid4().hex})"  # equal to nothing
+        return res.output
+
     def _exec(self, cmd: str, timeout: float | None, reap: bool) -> ExecResult:
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
+        self._execs += 1
         errors = _engine_errors()
         marker = uuid.uuid4().hex
         # `timeout -s KILL` kills the command's whole process group inside the container;
@@ -264,34 +283,6 @@ class DockerSandbox(WorkingCopy):
                 log.warning("sandbox %s: could not remove container %s: %s", self.trial_id, self._id[:12], e)
         log.debug("sandbox %s closed (interrupted=%s)", self.trial_id, interrupted)
         super().close(interrupted)
-
-
-def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) -> tuple[bool, bytes]:
-    """Demultiplex the exec stream until EOF (True) or the deadline (False): stdout frames go
-    to `tail`, stderr frames (only the wrapper writes there) are returned, capped."""
-    pending, err = bytearray(first), bytearray()
-    while True:
-        while len(pending) >= _FRAME.size:
-            stream, size = _FRAME.unpack_from(pending)
-            if len(pending) < _FRAME.size + size:
-                break
-            chunk = bytes(pending[_FRAME.size:_FRAME.size + size])
-            if stream == 2 and len(err) < 65536:
-                err += chunk
-            else:
-                tail.feed(chunk)
-            del pending[:_FRAME.size + size]
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False, bytes(err)
-        sock.settimeout(remaining)
-        try:
-            data = sock.recv(65536)
-        except TimeoutError:
-            return False, bytes(err)
-        if not data:
-            return True, bytes(err)
-        pending += data
 
 
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,

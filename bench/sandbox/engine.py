@@ -1,7 +1,7 @@
 """The Docker engine as the docker backend talks to it: docker-py imported on first use, one
-client per process with a finite timeout, the retry-once policy for a hung engine call, and
-the owner labels that let a sweep tell containers of dead harness processes from live ones,
-and the sweep itself.
+client per process with a finite timeout, the retry-once policy for a hung engine call, the
+exec stream's demultiplexer, a container's CPU time, the owner labels that let a sweep tell
+containers of dead harness processes from live ones, and the sweep itself.
 """
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ import importlib
 import logging
 import os
 import shutil
+import socket
+import struct
+import time
 from collections.abc import Mapping
 from typing import Any
 
-from .base import SandboxLost
+from .base import OutputTail, SandboxLost
 
 # The docker backend's logger name, as before the split, so log filters and captures on it
 # still see the retry warnings.
@@ -112,6 +115,50 @@ def _zombie(pid: int) -> bool:
             return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
     except (OSError, IndexError):
         return False
+
+
+_FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id, 3 pad, size
+
+
+def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) -> tuple[bool, bytes]:
+    """Demultiplex the exec stream until EOF (True) or the deadline (False): stdout frames go
+    to `tail`, stderr frames (only the wrapper writes there) are returned, capped."""
+    pending, err = bytearray(first), bytearray()
+    while True:
+        while len(pending) >= _FRAME.size:
+            stream, size = _FRAME.unpack_from(pending)
+            if len(pending) < _FRAME.size + size:
+                break
+            chunk = bytes(pending[_FRAME.size:_FRAME.size + size])
+            if stream == 2 and len(err) < 65536:
+                err += chunk
+            else:
+                tail.feed(chunk)
+            del pending[:_FRAME.size + size]
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False, bytes(err)
+        sock.settimeout(remaining)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            return False, bytes(err)
+        if not data:
+            return True, bytes(err)
+        pending += data
+
+
+def container_cpu_s(container_id: str) -> float | None:
+    """CPU seconds the container's processes used so far, from its cgroup (None if unreadable)."""
+    for path in (f"/sys/fs/cgroup/cpuacct/docker/{container_id}/cpuacct.usage",  # v1, cgroupfs driver
+                 f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cpu.stat"):  # v2, systemd driver
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        return (int(text) if text.strip().isdigit() else 1000 * int(text.split("usage_usec")[1].split()[0])) / 1e9
+    return None
 
 
 def _unix_socket_path() -> str | None:

@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .base import ExecResult, OutputTail, SandboxConfig, WorkingCopy, exec_limit
 
@@ -40,7 +41,7 @@ class LocalSandbox(WorkingCopy):
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None) -> None:
-        super().__init__(trial_id, files)
+        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
         self._cfg = cfg
         self._home = self._root / "home"  # outside the working copy, so nothing lands in the tree
         self._home.mkdir()
@@ -57,6 +58,8 @@ class LocalSandbox(WorkingCopy):
 
     def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
+        self._pristine.taint()  # a check re-establishes it (workcopy.py); no probe here: see pristine.py
+        self._execs += 1
         marker = uuid.uuid4().hex
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
@@ -101,6 +104,15 @@ class LocalSandbox(WorkingCopy):
 
     def reap(self) -> list[str]:
         return _kill(None, f"{_SESSION}={self._session}")
+
+    def _probe(self) -> str | None:
+        """No state outside the working copy can be probed on the host: only processes count."""
+        ended = self.reap()
+        return f"(processes were left: {uuid.uuid4().hex})" if ended else None
+
+    def identity(self) -> dict[str, Any]:
+        """For the check cache's key: the host's interpreter runs the checks here."""
+        return {"kind": "local", "python": sys.version, "executable": sys.executable, **self._cfg.limits()}
 
     def close(self, interrupted: bool = False) -> None:
         """Kill whatever the commands left running (background jobs), then remove the copy."""

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from . import restore
 from .paths import Protected, canonical, resolve
+from .pristine import Tracking
 
 # The logger name from before the working copy left base.py, so log filters keep matching.
 log = logging.getLogger("bench.sandbox.base")
@@ -55,32 +56,55 @@ class GitError(RuntimeError):
     """Host git refused (a bad ref, say); the message is git's own."""
 
 
-class WorkingCopy:
-    """Host side of a sandbox: a temp working copy plus a git dir kept outside it."""
+class WorkingCopy(Tracking):
+    """Host side of a sandbox: a temp working copy plus a git dir kept outside it; whether it
+    is still pristine is pristine.Tracking."""
 
-    def __init__(self, trial_id: str, files: Mapping[str, str]) -> None:
+    def __init__(self, trial_id: str, files: Mapping[str, str], track: bool = False) -> None:
         if not isinstance(trial_id, str) or not trial_id:
             raise ValueError("trial_id must be a non-empty string")
         self.trial_id = trial_id
         self._closed = False
+        Tracking.__init__(self, track)
+        self._head = ""
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
         self.workdir = self._root / "work"
         self._git_dir = self._root / "git"
         try:
             self.workdir.mkdir()
-            self._git("init", "-q", "--initial-branch=main")
-            for key, value in (("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"),
-                               ("core.autocrlf", "false"), ("core.untrackedCache", "false"),
-                               ("gc.auto", "0"), ("commit.gpgSign", "false")):
-                self._git("config", key, value)
-            (self._git_dir / "info").mkdir(exist_ok=True)
-            (self._git_dir / "info" / "exclude").write_text(_EXCLUDES)
-            for path in sorted(files):
-                self.write_file(path, files[path])
-            self.base_commit = self.commit("initial task files", HARNESS_AUTHOR)
+            self._init_repo(files)
         except BaseException:
             self._remove_tree()
             raise
+
+    def _init_repo(self, files: Mapping[str, str]) -> None:
+        self._git("init", "-q", "--initial-branch=main")
+        for key, value in (("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"),
+                           ("core.autocrlf", "false"), ("core.untrackedCache", "false"),
+                           ("gc.auto", "0"), ("commit.gpgSign", "false")):
+            self._git("config", key, value)
+        (self._git_dir / "info").mkdir(exist_ok=True)
+        (self._git_dir / "info" / "exclude").write_text(_EXCLUDES)
+        for path in sorted(files):
+            self.write_file(path, files[path])
+        self.base_commit = self.commit("initial task files", HARNESS_AUTHOR)
+
+    def renew(self, trial_id: str, files: Mapping[str, str]) -> None:
+        """Make this pristine sandbox the next trial's (pool.py): verify that no process ran and
+        the state outside the working copy is the reference (`_probe`), then write the working
+        copy again in the same place (the container's mount), with a new git dir. Raises if not."""
+        probe = self._probe() if self.pristine else None
+        if self._pristine.reference is None:  # no check ran: no code of the agent's ever did
+            self._pristine.reference = probe
+        if not self.pristine or probe != self._pristine.reference:
+            self._pristine.taint()
+            raise RuntimeError(f"sandbox {self.trial_id} is not as the harness left it")
+        for name in os.listdir(self.workdir):
+            restore.remove(self.workdir, name)
+        shutil.rmtree(self._git_dir, onerror=restore.chmod_and_retry)
+        self.trial_id = trial_id
+        self._trials += 1
+        self._init_repo(files)
 
     # -- git (always on the host, against the git dir outside the working copy) --------------
     def _git(self, *args: str, env: Mapping[str, str] | None = None) -> str:
@@ -99,7 +123,10 @@ class WorkingCopy:
         return proc.stdout
 
     def git(self, *args: str) -> str:
-        """Run host git on this trial's repository (harness-chosen args only: status/log/diff)."""
+        """Run host git on this trial's repository (harness-chosen args only: status/log/diff).
+        HEAD moves only by `commit`, which remembers it: no process to ask for it."""
+        if args == ("rev-parse", "HEAD") and self._head:
+            return self._head + "\n"
         return self._git(*args)
 
     def commit(self, message: str, author: str) -> str:
@@ -111,7 +138,8 @@ class WorkingCopy:
         # --allow-empty: every commit call yields a commit, so sha sequences depend only on calls.
         self._git("commit", "-q", "--allow-empty", "--no-verify", "-m", message,
                   env={"GIT_AUTHOR_NAME": m.group(1), "GIT_AUTHOR_EMAIL": m.group(2)})
-        return self._git("rev-parse", "HEAD").strip()
+        self._head = self._git("rev-parse", "HEAD").strip()
+        return self._head
 
     def tree_sha(self) -> str:
         """Tree of the working copy as it is now, via a throwaway index (the real one is untouched)."""

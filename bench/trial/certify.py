@@ -7,7 +7,8 @@ the harness's own copy (`HarnessCopy`: the task spec plus the harness's own drif
 read back from the working copy); each difference is a `policy_violation`.
 
 Each part of a check (`python3 -B SCRIPT ARGS` or `python3 -B -m pytest ARGS`, joined by
-`&&`) then runs through LAUNCHER under `python3 -I` (no PYTHON* variables, user site or cwd
+`&&`) then runs through LAUNCHER (one process for the whole check that forks a child per part)
+under `python3 -I` (no PYTHON* variables, user site or cwd
 on sys.path, so no PYTHONPATH, sitecustomize or .pth of the agent's), in a clean environment
 (`env -i`) with a fresh HOME and TMPDIR, bytecode read and written only under a fresh prefix
 (a planted `__pycache__` is never loaded), and pytest with no conftest.py and no plugin
@@ -17,6 +18,10 @@ tagged with the nonce: how main returned and, for the test runners, which tests 
 failed. The harness certifies from those reports alone: a part passes when its one report
 says main returned 0 normally and every test the harness's own copy defines passed. Code
 that exits early (`os._exit(0)` on import, `sys.exit(0)` in a test) leaves no passing report.
+
+With `sandbox.check_cache`, a verdict that a check of the study reached on exactly the same
+state is reused instead of running the check again (checkcache.py): `prepare` still runs
+first, and the `check` event that follows a `check_cached` one is the reused verdict.
 """
 
 from __future__ import annotations
@@ -28,18 +33,23 @@ import os
 import re
 import secrets
 import shlex
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bench.core.outcomes import InfraFailure
 from bench.eventlog.events import EventLog
 from bench.sandbox.base import ExecResult, Sandbox
-from bench.sandbox.paths import Protected, canonical
+from bench.sandbox.paths import canonical
+from bench.trial.checkcache import CheckCache, Judged, keep, lookup
+from bench.trial.harness_copy import REPORT_LIMIT, tamper_scan
+from bench.trial.harness_copy import (
+    HarnessCopy as HarnessCopy,  # re-exported: tools and tests use it from here
+)
 from tasks.common.runner import RUNNER_PATH
-from tasks.spec import Invariant, TaskSpec
+from tasks.spec import Invariant
 
 FAILURE_TAIL_CHARS = 1500
-REPORT_LIMIT = 1 << 20  # bytes of reports read back; code under test may write junk there
 _ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?s\b")
 _LAUNCHER_PATH = os.path.join(os.path.dirname(__file__), "launcher.py")
 
@@ -49,60 +59,6 @@ def scrub(output: str) -> str:
     run to run, and a context that differs by them would break common random numbers and
     byte-identical logs (docs/design.md)."""
     return _ELAPSED.sub("in <elapsed>", output)
-
-
-class HarnessCopy:
-    """The protected files as the harness knows them, kept on the host: the task's own files,
-    then what the harness's drift commits write. Never read back from the working copy. Also
-    what every file was when the harness last wrote it, so the tamper scan reads only the
-    agent's files."""
-
-    def __init__(self, task: TaskSpec) -> None:
-        self.protected = Protected(task.protected)
-        self.files = {p: c for p, c in task.files if self.protected(p)}
-        self.known = dict(task.files)
-        self.flagged: set[tuple[str, str]] = set()
-
-    def apply(self, files: Iterable[tuple[str, str | None]]) -> None:
-        for path, content in files:
-            if content is None:
-                self.known.pop(path, None)
-            else:
-                self.known[path] = content
-            if not self.protected(path):
-                continue
-            if content is None:
-                self.files.pop(path, None)
-            else:
-                self.files[path] = content
-
-
-# Checks run in the same process as the code under test (as pytest does), so code written to
-# subvert the runner itself is out of reach (docs/threat_model.md); these are its tools, and
-# their appearance in the agent's files is logged as a policy violation.
-SUSPICIOUS = re.compile(r"sys\._getframe|\.f_back\b|\.f_locals\b|\.f_globals\b|gc\.get_(?:objects|referrers)|"
-                        r"/proc/self/mem|\.ctxbench\b|os\._exit|sys\.modules\[['\"]__main__|\b_pytest\b|"
-                        r"pytest_runtest_makereport|sys\.settrace|sys\.setprofile|PyThreadState")
-SCANNED = (".py", ".pth", ".pyc")
-
-
-def tamper_scan(sandbox: Sandbox, copy: HarnessCopy) -> list[str]:
-    """New findings of SUSPICIOUS in files the agent wrote (each (path, pattern) once a trial)."""
-    found = []
-    for path in sandbox.list_files():
-        if not path.endswith(SCANNED) or copy.protected(path):
-            continue
-        try:
-            text = sandbox.read_bytes(path, REPORT_LIMIT).decode("utf-8", "replace")
-        except (OSError, ValueError):
-            continue
-        if text == copy.known.get(path):
-            continue
-        for hit in sorted(set(SUSPICIOUS.findall(text))):
-            if (path, hit) not in copy.flagged:
-                copy.flagged.add((path, hit))
-                found.append(f"{hit!r} in {path}")
-    return found
 
 
 @dataclass(frozen=True)
@@ -195,12 +151,21 @@ def prepare(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, befor
 
 
 def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_id: str, command: str,
-            invariants: list[Invariant] | None = None) -> CheckOutcome:
+            invariants: list[Invariant] | None = None, cache: CheckCache | None = None) -> CheckOutcome:
     """Run a certifying check, then the standing invariant probes, in one sandbox exec (an exec
-    costs ~100 ms, a study runs thousands); the check's own verdict is kept apart."""
+    costs ~100 ms, a study runs thousands); the check's own verdict is kept apart. With a
+    `cache`, a verdict found for the same state is reused instead (checkcache.py)."""
     ended, violations = prepare(sandbox, copy, log, turn, f"check {step_id}")
     groups = [("check", parse(command))] + [(inv.id, parse(inv.check or "")) for inv in invariants or ()]
-    res, judged = _run(sandbox, groups, copy.files)
+    t0 = time.monotonic()
+    state, key, hit = lookup(cache, sandbox, [("check", command)] + [(i.id, i.check or "") for i in invariants or ()])
+    if hit is not None:
+        res, judged = ExecResult(hit.exit_code, hit.output, time.monotonic() - t0, False), hit.judged
+        log.append("check_cached", turn, step=step_id, key=key, origin=hit.origin)
+    else:
+        res, judged, clean = _run(sandbox, groups, copy.files, state)
+        if clean and key is not None:
+            keep(cache, key, res, judged, step=step_id, turn=turn)
     if res.ended:
         log.append("process_killed", turn, when=f"after check {step_id}", processes=list(res.ended))
     if res.exit_code == 0 and not res.timed_out:  # every part exited 0: one without a report ended early
@@ -224,10 +189,15 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
                         ended + list(res.ended))
 
 
-def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], files: Mapping[str, str]
-         ) -> tuple[ExecResult, list[list[tuple[bool, str, bool]]]]:
-    """Run every part through the launcher in one exec; judge each from its report."""
+def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], files: Mapping[str, str],
+         state: str | None) -> tuple[ExecResult, Judged, bool]:
+    """Run every part through the launcher in one exec; judge each from its report. Also says
+    whether the sandbox is still pristine after it (`state`: the working copy before it)."""
     nonces = [[secrets.token_hex(16) for _ in parts] for _, parts in groups]
+    was = sandbox.pristine
+    if was:
+        state = state or sandbox.state_sha()
+        sandbox.before_check()
     box = sandbox.harness_dir()
     try:
         for k, nonce in enumerate(n for group in nonces for n in group):
@@ -241,29 +211,29 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], files: Ma
             raw = ""
     finally:
         sandbox.drop_harness_dir()
+    clean = sandbox.after_check(was, state or "", res.ended)
     return res, [[_judge(part, nonce, raw, files) for part, nonce in zip(parts, ns, strict=True)]
-                 for (_, parts), ns in zip(groups, nonces, strict=True)]
+                 for (_, parts), ns in zip(groups, nonces, strict=True)], clean
 
 
 def _script(groups: list[tuple[str, tuple[Part, ...]]]) -> str:
     with open(_LAUNCHER_PATH, encoding="utf-8") as f:
         launcher = f.read()
-    lines = [f"LAUNCHER={shlex.quote(launcher)}",
-             'T=$(mktemp -d) || exit 125',
-             'L() { env -i PATH="$PATH" HOME="$T" TMPDIR="$T" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 '
-             'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ${CTXBENCH_EXEC:+CTXBENCH_EXEC=$CTXBENCH_EXEC} '
-             '${CTXBENCH_SANDBOX:+CTXBENCH_SANDBOX=$CTXBENCH_SANDBOX} '
-             'python3 -I -B -c "$LAUNCHER" "$@"; }']
+    plan: list[list[list[str]]] = []
     k = 0
-    for g, (_, parts) in enumerate(groups):
-        calls = []
+    for _, parts in groups:
+        plan.append([])
         for part in parts:
-            calls.append(" ".join(shlex.quote(w) for w in ("L", f".ctxbench/n{k}", part.kind, part.target, *part.args)))
+            plan[-1].append([f".ctxbench/n{k}", part.kind, part.target, *part.args])
             k += 1
-        chain = " && ".join(calls)
-        lines.append(f"{chain}; __rc=$?" if g == 0 else f"{{ {chain}; }} >/dev/null 2>&1")
-    lines += ['rm -rf "$T"', "exit $__rc"]
-    return "\n".join(lines)
+    return "\n".join([
+        f"LAUNCHER={shlex.quote(launcher)}",
+        'T=$(mktemp -d) || exit 125',
+        'env -i PATH="$PATH" HOME="$T" TMPDIR="$T" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 '
+        'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ${CTXBENCH_EXEC:+CTXBENCH_EXEC=$CTXBENCH_EXEC} '
+        '${CTXBENCH_SANDBOX:+CTXBENCH_SANDBOX=$CTXBENCH_SANDBOX} '
+        f'python3 -I -B -c "$LAUNCHER" --plan {shlex.quote(json.dumps(plan))}; __rc=$?',
+        'rm -rf "$T"', "exit $__rc"])
 
 
 def _judge(part: Part, nonce: str, raw: str, files: Mapping[str, str]) -> tuple[bool, str, bool]:

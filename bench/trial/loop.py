@@ -19,6 +19,7 @@ from bench.sandbox.base import Sandbox
 from bench.tracking import tracing
 from bench.trial import certify as C
 from bench.trial import steps as S
+from bench.trial.checkcache import CheckCache
 from bench.trial.tools import ToolOutcome, Tools
 from bench.trial.toolspecs import TOOLS
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
@@ -58,9 +59,9 @@ class LoopSettings:
 
 class TrialLoop:
     def __init__(self, task: TaskSpec, sandbox: Sandbox, strategy: Strategy, provider: Provider,
-                 log: EventLog, settings: LoopSettings, tracer: Any = None):
+                 log: EventLog, settings: LoopSettings, tracer: Any = None, cache: CheckCache | None = None):
         self.task, self.sandbox, self.strategy, self.provider = task, sandbox, strategy, provider
-        self.log, self.cfg, self.tracer = log, settings, tracer
+        self.log, self.cfg, self.tracer, self.cache = log, settings, tracer, cache
         self.copy = C.HarnessCopy(task)  # protected files as the harness knows them, kept on the host
         self.tools = Tools(sandbox, self.copy, exec_timeout_s=settings.exec_timeout_s)
         self.out = Outcome(counts={k: 0 for k in COUNTS})
@@ -90,7 +91,8 @@ class TrialLoop:
                 raise outcomes.failure("step_failed", f"{step.id} not certified within its turn budget")
             self.out.steps_passed += 1
             last_commit = self.sandbox.commit(f"{step.id}: {step.title}", S.AGENT_AUTHOR)
-        final = C.certify(self.sandbox, self.copy, self.log, self.turn, "final", self.task.final_check)
+        final = C.certify(self.sandbox, self.copy, self.log, self.turn, "final", self.task.final_check,
+                            cache=self.cache)
         self._count_certification(final.violations, final.ended)
         if not final.passed:
             raise outcomes.failure("final_check_failed", final.output[-300:])
@@ -165,7 +167,7 @@ class TrialLoop:
         if self.strategy.requires_handoff and not notes:
             return HANDOFF_QUESTION, False, None
         standing = S.in_force(self.task, index)
-        chk = C.certify(self.sandbox, self.copy, self.log, self.turn - 1, step.id, step.check, standing)
+        chk = C.certify(self.sandbox, self.copy, self.log, self.turn - 1, step.id, step.check, standing, self.cache)
         self._count_certification(chk.violations, chk.ended)
         self.log.append("step_status", self.turn - 1, step=step.id, status="passed" if chk.passed else "failed")
         if not chk.passed:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -72,6 +73,7 @@ class Trial:
     out_dir: Path | None = None
     events: EventLog | None = None
     final_diff: str = ""
+    sandbox_cost: dict[str, Any] = field(default_factory=dict)  # volatile: `make bench` reads it (trial_end `t`)
     started: float = field(default_factory=time.monotonic)
 
     def open(self) -> None:
@@ -121,7 +123,7 @@ def finish(trial: Trial) -> None:
         guarded("trial_end event", lambda: events.append(
             "trial_end", o.turns, success=v.success, status=v.status, outcome_class=v.outcome_class,
             failure_reason=v.reason, steps_passed=o.steps_passed, final_tree_sha=o.final_tree_sha,
-            t={"wall_s": round(wall, 3)}))
+            t={"wall_s": round(wall, 3), **trial.sandbox_cost}))
         guarded("event log close", events.close)
         guarded("events.jsonl.sha256", lambda: (out / "events.jsonl.sha256").write_text(
             sha256_text((out / "events.jsonl").read_text()) + "\n"))

@@ -30,11 +30,12 @@ from bench.config import TrialConfig, load
 from bench.core.outcomes import INTERRUPTED, TrialFailed
 from bench.providers.base import Provider
 from bench.sandbox import create as create_sandbox
-from bench.sandbox import sweep
+from bench.sandbox import pool, sweep
 from bench.sandbox.base import Sandbox, SandboxConfig
 from bench.tracking import tracing
 from bench.tracking.runs import TrialRun, previous_runs, trial_claim
 from bench.tracking.task_input import log_task_input
+from bench.trial.checkcache import CheckCache
 from bench.trial.loop import LoopSettings, TrialLoop
 from bench.trial.record import Trial, TrialResult, classify, finish
 from bench.trial.watchdog import trial_watchdog
@@ -169,25 +170,32 @@ def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> TrialLoop:
                             max_turns_per_step=tcfg.limits.max_turns_per_step,
                             deadline=trial.started + tcfg.limits.trial_timeout_s, seed=seed, drift=tcfg.arm.drift,
                             exec_timeout_s=parts.sandbox.exec_timeout_s)
-    loop = TrialLoop(parts.task, sandbox, parts.strategy, parts.provider, trial.events, settings)
+    cache = CheckCache.for_study(tcfg.results_dir, tcfg.study, {
+        "run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study}) if parts.sandbox.check_cache else None
+    loop = TrialLoop(parts.task, sandbox, parts.strategy, parts.provider, trial.events, settings, cache=cache)
     trial.outcome = loop.out
     return loop
 
 
 @contextlib.contextmanager
 def sandbox_for(trial: Trial, parts: Parts) -> Iterator[Sandbox]:
-    """The trial's sandbox. On the way out it is closed; if it never came up, or would not
+    """The trial's sandbox (with `sandbox.reuse`, the worker's last one renewed: bench/sandbox/pool.py).
+    On the way out it is closed or kept for the next trial; if it never came up, or would not
     close, its containers are swept by this run's label."""
     labels = {"ctxbench.study": trial.cfg.study, "ctxbench.run_id": trial.run.run_id}
     sandbox = None
     closed = False
     try:
-        sandbox = create_sandbox(parts.sandbox, dict(parts.task.files), trial.trial_id, labels=labels)
+        sandbox = pool.acquire(parts.sandbox, dict(parts.task.files), trial.trial_id, labels, make=create_sandbox)
+        before = sandbox.cost()
         yield sandbox
     finally:
         if sandbox is not None:
+            after = sandbox.cost()  # what this trial cost the sandbox, for `make bench`
+            trial.sandbox_cost = {"sandbox_reused": before["trials"] > 1, **{
+                f"sandbox_{k}": round(after[k] - before.get(k, 0), 4) for k in after if k != "trials"}}
             try:
-                sandbox.close(interrupted=trial.verdict.outcome_class == INTERRUPTED)
+                pool.release(sandbox, parts.sandbox, labels, interrupted=trial.verdict.outcome_class == INTERRUPTED)
                 closed = True
             except Exception:
                 log.warning("closing the sandbox failed; sweeping by label", exc_info=True)
