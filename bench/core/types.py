@@ -57,8 +57,21 @@ class Message:
             name=d.get("name"),
         )
 
+    def canonical(self) -> str:
+        """canonical_json(self.to_dict()), made once: every turn hashes every message of its
+        context twice (context_sha, request_hash), and a message is frozen."""
+        cached = self.__dict__.get("_canonical")
+        if cached is None:
+            cached = canonical_json(self.to_dict())
+            object.__setattr__(self, "_canonical", cached)
+        return cached
+
     def sha(self) -> str:
-        return sha256_json(self.to_dict())
+        cached = self.__dict__.get("_sha")
+        if cached is None:
+            cached = hashlib.sha256(self.canonical().encode()).hexdigest()
+            object.__setattr__(self, "_sha", cached)
+        return cached
 
 
 def canonical_json(obj: Any) -> str:
@@ -130,10 +143,10 @@ class ToolSpec:
 
 def request_hash(messages: tuple[Message, ...] | list[Message], tools: tuple[ToolSpec, ...] | list[ToolSpec],
                  max_tokens: int, seed: int) -> str:
-    """Key of a model request; the replay cassette and the prefix cache use it."""
-    return sha256_json({
-        "messages": [m.to_dict() for m in messages],
-        "tools": [asdict(t) for t in tools],
-        "max_tokens": max_tokens,
-        "seed": seed,
-    })
+    """Key of a model request; the replay cassette and the prefix cache use it: sha256 of
+    canonical_json({"messages": [m.to_dict()...], "tools": [asdict(t)...], "max_tokens", "seed"}),
+    put together from each message's own canonical form (the same bytes, without
+    serialising the whole context again every turn)."""
+    body = (f'{{"max_tokens":{json.dumps(max_tokens)},"messages":[{",".join(m.canonical() for m in messages)}],'
+            f'"seed":{json.dumps(seed)},"tools":{canonical_json([asdict(t) for t in tools])}}}')
+    return hashlib.sha256(body.encode()).hexdigest()

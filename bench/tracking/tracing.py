@@ -174,7 +174,7 @@ def model_span(turn: int, request_hash: str | None = None, *, model_id: str | No
     a: dict[str, Any] = {"ctxbench.turn": turn, "ctxbench.request_hash": request_hash or "",
                          **({"mlflow.llm.model": model_id} if model_id else {}), **(attrs or {})}
     inputs = None
-    if messages is not None:
+    if messages is not None and _state["enabled"]:  # hashing the context costs a turn ~1 ms: only when traced
         shown = list(messages) if full_context else _turn_messages(messages)
         a.update({"ctxbench.n_messages": len(messages), "ctxbench.context_sha": context_sha(tuple(messages))})
         inputs = {"messages": [m.to_dict() for m in shown]}
