@@ -148,5 +148,17 @@ def request_hash(messages: tuple[Message, ...] | list[Message], tools: tuple[Too
     put together from each message's own canonical form (the same bytes, without
     serialising the whole context again every turn)."""
     body = (f'{{"max_tokens":{json.dumps(max_tokens)},"messages":[{",".join(m.canonical() for m in messages)}],'
-            f'"seed":{json.dumps(seed)},"tools":{canonical_json([asdict(t) for t in tools])}}}')
+            f'"seed":{json.dumps(seed)},"tools":{_tools_json(tools)}}}')
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+_TOOLS_JSON: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+
+
+def _tools_json(tools: tuple[ToolSpec, ...] | list[ToolSpec]) -> str:
+    """canonical_json of the tool specs; the same published list every turn, serialised once."""
+    key = tuple(id(t) for t in tools)
+    hit = _TOOLS_JSON.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], tools, strict=True)):
+        hit = _TOOLS_JSON[key] = (tuple(tools), canonical_json([asdict(t) for t in tools]))  # keeps the ids alive
+    return hit[1]

@@ -133,14 +133,16 @@ class DockerSandbox(WorkingCopy):
         return self._id
 
     def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
-        self._pristine.taint()  # whatever the command is (a check re-establishes it: workcopy.py)
+        self._ran(reap)  # taints the sandbox, whatever the command (a check settles it: pristine.py)
         self._quiet = False
         res = self._exec(cmd, timeout, reap)
         self._quiet = reap
         return res
 
     def reap(self) -> list[str]:
-        return [] if self._quiet else list(self.exec(":", reap=True).ended)
+        ended = [] if self._quiet else list(self.exec(":", reap=True).ended)
+        self._unsettled = False
+        return ended
 
     def identity(self) -> dict[str, Any]:
         """What decides how a check runs here, for the check cache's key: the image's content id

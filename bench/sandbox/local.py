@@ -58,7 +58,7 @@ class LocalSandbox(WorkingCopy):
 
     def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
-        self._pristine.taint()  # a check re-establishes it (workcopy.py); no probe here: see pristine.py
+        self._ran(reap)  # taints the sandbox (a check settles it: pristine.py); no probe here
         self._execs += 1
         marker = uuid.uuid4().hex
         tail = OutputTail(self._cfg.output_limit_chars)
@@ -103,7 +103,9 @@ class LocalSandbox(WorkingCopy):
         return ExecResult(128 - code if code < 0 else code, tail.text(), duration, timed_out, ended)
 
     def reap(self) -> list[str]:
-        return _kill(None, f"{_SESSION}={self._session}")
+        ended = _kill(None, f"{_SESSION}={self._session}")
+        self._unsettled = False
+        return ended
 
     def _probe(self) -> str | None:
         """No state outside the working copy can be probed on the host: only processes count."""

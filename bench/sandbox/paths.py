@@ -16,6 +16,7 @@ file than the protected one, and no check reads it; folding makes the attempt vi
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import stat
 import unicodedata
@@ -29,6 +30,7 @@ class PathRefused(ValueError):
     """The path cannot name a file of the working copy (absolute, escaping, .git, malformed)."""
 
 
+@functools.lru_cache(maxsize=65536)  # every certification folds every path of the working copy
 def fold(text: str) -> str:
     """The comparison key: NFKC, case-folded, without invisible format characters (U+200B...),
     backslashes read as slashes."""

@@ -60,8 +60,8 @@ class Pristine:
 
 class Tracking:
     """The sandbox side (a mixin of workcopy.WorkingCopy): pristine or not, the working copy's
-    state, and what the sandbox cost. A backend's `exec` calls `_pristine.taint()` and counts
-    `_execs`; its `_probe` reads the state outside the working copy."""
+    state, and what the sandbox cost. A backend's `exec` calls `_ran`; its `_probe` reads the
+    state outside the working copy."""
 
     workdir: Path
     _closed: bool
@@ -71,6 +71,15 @@ class Tracking:
         self._pristine = Pristine()
         self._execs = 0
         self._trials = 1  # how many trials this sandbox has served (renew: pool.py)
+        self._changes = 0  # bumped by anything that may change the working copy (workcopy.py's caches)
+        self._unsettled = False  # a command may still be running: no cached listing holds
+
+    def _ran(self, reap: bool) -> None:
+        """A command is about to run in the sandbox: it taints it (a check settles it again,
+        `after_check`) and may change the working copy, later too unless it is reaped."""
+        self._pristine.taint()
+        self._changes += 1
+        self._unsettled = self._unsettled or not reap
 
     @property
     def pristine(self) -> bool:

@@ -67,6 +67,8 @@ class WorkingCopy(Tracking):
         self._closed = False
         Tracking.__init__(self, track)
         self._head = ""
+        self._clean_at = -1  # `_changes` right after the last commit: the tree is HEAD's
+        self._listed: tuple[int, list[str]] = (-1, [])
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
         self.workdir = self._root / "work"
         self._git_dir = self._root / "git"
@@ -127,6 +129,8 @@ class WorkingCopy(Tracking):
         HEAD moves only by `commit`, which remembers it: no process to ask for it."""
         if args == ("rev-parse", "HEAD") and self._head:
             return self._head + "\n"
+        if args == ("status", "--short") and self._changes == self._clean_at and not self._unsettled:
+            return ""  # nothing can have changed since `commit` staged and committed everything
         return self._git(*args)
 
     def commit(self, message: str, author: str) -> str:
@@ -139,6 +143,7 @@ class WorkingCopy(Tracking):
         self._git("commit", "-q", "--allow-empty", "--no-verify", "-m", message,
                   env={"GIT_AUTHOR_NAME": m.group(1), "GIT_AUTHOR_EMAIL": m.group(2)})
         self._head = self._git("rev-parse", "HEAD").strip()
+        self._clean_at = self._changes
         return self._head
 
     def tree_sha(self) -> str:
@@ -155,10 +160,14 @@ class WorkingCopy(Tracking):
             tmp.unlink(missing_ok=True)
 
     def list_files(self) -> list[str]:
+        if self._listed[0] == self._changes and not self._unsettled:  # nothing written since: the same listing
+            return list(self._listed[1])
         self._purge_git_dirs()
         out = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        return sorted({p for p in out.split("\0") if p and "__pycache__" not in p.split("/")
-                       and os.path.lexists(self.workdir / p)})
+        files = sorted({p for p in out.split("\0") if p and "__pycache__" not in p.split("/")
+                        and os.path.lexists(self.workdir / p)})
+        self._listed = (self._changes, files)
+        return list(files)
 
     def _purge_git_dirs(self) -> None:
         for top, dirs, files in os.walk(self.workdir):  # never follows symlinks
@@ -166,6 +175,7 @@ class WorkingCopy(Tracking):
                 target = os.path.join(top, ".git")
                 log.warning("sandbox %s: removing %s (git metadata lives outside the working copy)",
                             self.trial_id, target)
+                self._changes += 1
                 if ".git" in dirs and not os.path.islink(target):
                     dirs.remove(".git")
                     shutil.rmtree(target, ignore_errors=True)
@@ -231,11 +241,13 @@ class WorkingCopy(Tracking):
             return f.read(limit + 1)
 
     def write_file(self, path: str, content: str) -> None:
+        self._changes += 1
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         with os.fdopen(self._open_file(path, flags, create_dirs=True), "wb") as f:
             f.write(content.encode("utf-8"))
 
     def delete_file(self, path: str) -> None:
+        self._changes += 1
         parts = self._split(path)
         dfd = self._open_parent(parts, create=False)
         try:
@@ -251,7 +263,9 @@ class WorkingCopy(Tracking):
         """Make every protected path exactly `files` (the harness's own copy); returns the paths
         that differed (restore.py)."""
         self._purge_git_dirs()
-        return restore.restore(self.workdir, files, protected, self.write_file)
+        changed = restore.restore(self.workdir, files, protected, self.write_file)
+        self._changes += bool(changed)
+        return changed
 
     def harness_dir(self) -> Path:
         """A fresh, empty `.ctxbench/` in the working copy, made by the harness: whatever the
