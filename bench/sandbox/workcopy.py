@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import restore
+from . import gittree, restore
 from .paths import Protected, canonical, resolve
 from .pristine import Tracking
 
@@ -49,6 +49,9 @@ HARNESS_AUTHOR = "ctxbench <harness@ctxbench.invalid>"
 _AUTHOR_RE = re.compile(r"^\s*([^<>\n]+?)\s*<([^<>\s]+)>\s*$")
 # Build artefacts the sandbox produces; they must not change tree shas or file listings.
 _EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n/.ctxbench/\n"
+# Hooks off, no fsmonitor, no line-ending conversion, no untracked cache, no auto gc, no signing.
+_CONFIG = ("[core]\n\thooksPath = /dev/null\n\tfsmonitor = false\n\tautocrlf = false\n\tuntrackedCache = false\n"
+           "[gc]\n\tauto = 0\n[commit]\n\tgpgSign = false\n")
 HARNESS_DIR = ".ctxbench"  # made fresh by the harness for each check (certify.py); never committed
 
 
@@ -67,6 +70,7 @@ class WorkingCopy(Tracking):
         self._closed = False
         Tracking.__init__(self, track)
         self._head = ""
+        self._git_trees = False  # tree_sha asks git (gittree.py says when)
         self._clean_at = -1  # `_changes` right after the last commit: the tree is HEAD's
         self._listed: tuple[int, list[str]] = (-1, [])
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
@@ -81,10 +85,8 @@ class WorkingCopy(Tracking):
 
     def _init_repo(self, files: Mapping[str, str]) -> None:
         self._git("init", "-q", "--initial-branch=main")
-        for key, value in (("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"),
-                           ("core.autocrlf", "false"), ("core.untrackedCache", "false"),
-                           ("gc.auto", "0"), ("commit.gpgSign", "false")):
-            self._git("config", key, value)
+        with open(self._git_dir / "config", "a", encoding="utf-8") as f:  # as `git config` would write it
+            f.write(_CONFIG)
         (self._git_dir / "info").mkdir(exist_ok=True)
         (self._git_dir / "info" / "exclude").write_text(_EXCLUDES)
         for path in sorted(files):
@@ -105,6 +107,7 @@ class WorkingCopy(Tracking):
             restore.remove(self.workdir, name)
         shutil.rmtree(self._git_dir, onerror=restore.chmod_and_retry)
         self.trial_id = trial_id
+        self._git_trees = False
         self._trials += 1
         self._init_repo(files)
 
@@ -147,8 +150,14 @@ class WorkingCopy(Tracking):
         return self._head
 
     def tree_sha(self) -> str:
-        """Tree of the working copy as it is now, via a throwaway index (the real one is untouched)."""
+        """Tree of the working copy as it is now: computed here (gittree.py) while that cannot
+        differ from git's, else via a throwaway index (the real one is untouched)."""
         self._purge_git_dirs()
+        if not self._git_trees:
+            sha = gittree.tree_sha(self.workdir)
+            if sha is not None:
+                return sha
+            self._git_trees = True  # an ignore rule of the agent's, say: git decides from now on
         tmp = self._git_dir / f"index.tree-{os.getpid()}-{id(self)}"
         env = {"GIT_INDEX_FILE": str(tmp)}
         try:
