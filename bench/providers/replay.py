@@ -20,9 +20,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, canonical_json, request_hash
+from bench.core.types import (
+    Completion,
+    Message,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    canonical_json,
+    plain,
+    request_hash,
+)
 from bench.providers.base import Provider, ProviderError
-from bench.providers.http.config import COMMON_KEYS, ModelConfigError, check_keys, plain
+from bench.providers.http.config import COMMON_KEYS, ModelConfigError, check_keys
 
 CASSETTE_VERSION = 1
 

@@ -16,10 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from bench.core.registry import Registry
+
 # Re-exported: the local backend imports the working copy from here, with the contract.
 from .workcopy import WorkingCopy as WorkingCopy
 
-KINDS = ("docker", "local")
+# kind -> the backend's create(); a backend is imported only when chosen.
+SANDBOXES = Registry("sandbox.kind", {
+    "docker": "bench.sandbox.docker:create",
+    "local": "bench.sandbox.local:create",
+}, hint="choose one with sandbox=<kind> (see conf/sandbox/)")
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
 
 
@@ -59,8 +65,8 @@ class SandboxConfig:
         for key in ("kind", "image", "base_image"):
             if not isinstance(d[key], str) or not d[key].strip():
                 raise bad(key, "a non-empty string")
-        if d["kind"] not in KINDS:
-            raise bad("kind", f"one of {list(KINDS)}")
+        if d["kind"] not in SANDBOXES:
+            raise bad("kind", f"one of {list(SANDBOXES)}")
         if not _MEMORY_RE.match(str(d["memory"])):
             raise bad("memory", 'a docker memory size like "512m" or "2g"')
         return cls(

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
-
 
 @dataclass(frozen=True)
 class SimParams:
@@ -86,19 +84,3 @@ class SimParams:
         for name in ("rot_half_tokens", "middle_half_tokens", "cache_block_tokens", "max_attempts"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sim parameter {name!r} must be > 0, got {getattr(self, name)}")
-
-
-def parse_price(price: Mapping[str, Any]) -> dict[str, float]:
-    """USD per million tokens for input, output, cache reads and cache writes."""
-    unknown = sorted(set(price) - set(PRICE_KEYS))
-    if unknown:
-        raise ValueError(f"unknown price key {unknown[0]!r} in model.price (known: {', '.join(PRICE_KEYS)})")
-    out = {}
-    for key in PRICE_KEYS:
-        if key not in price:
-            raise ValueError(f"missing price key {key!r} in model.price (USD per million tokens)")
-        v = price[key]
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-            raise ValueError(f"model.price.{key} must be a number >= 0, got {v!r}")
-        out[key] = float(v)
-    return out

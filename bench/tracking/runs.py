@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import TrialConfig
+from bench.core import redact
 
 MAX_PARAM_CHARS = 500  # MLflow's limit on a param value
 BATCH = 900  # MLflow's log_batch takes at most 1000 metrics
@@ -51,12 +52,6 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
         else:
             out[key] = str(v)[:MAX_PARAM_CHARS]
     return out
-
-
-def _redact(params: dict[str, str]) -> dict[str, str]:
-    # Keys live only in the environment, but a user could still pass one on the command line.
-    return {k: ("<redacted>" if any(s in k.lower() for s in ("api_key", "secret", "token", "password"))
-                and not k.lower().endswith(("_env", "tokens", "max_tokens")) else v) for k, v in params.items()}
 
 
 def experiment_id(client, name: str, artifact_root: str) -> str:
@@ -161,7 +156,7 @@ class TrialRun:
         self.artifact_uri = run.info.artifact_uri
         from mlflow.entities import Param
 
-        params = [Param(k, v) for k, v in sorted(_redact(flatten(cfg.resolved)).items())]
+        params = [Param(k, v) for k, v in sorted(redact.scrub(flatten(cfg.resolved)).items())]
         for i in range(0, len(params), 100):
             self.client.log_batch(self.run_id, params=params[i:i + 100])
 

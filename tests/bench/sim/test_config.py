@@ -8,6 +8,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
+from bench.core.types import Price
 from bench.sim.params import SimParams
 from bench.sim.provider import SimProvider, from_config
 from tests.helpers.sim_world import CONF
@@ -23,7 +24,7 @@ def test_configs_load_through_from_config(name):
         sim = from_config(cfg)
         assert isinstance(sim, SimProvider) and sim.model_id == name
         assert sim.window == 200000 and sim.time_scale == 0.0
-        assert set(sim.price) == {"input", "output", "cache_read", "cache_write"}
+        assert sim.price == Price(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)
     assert isinstance(SimProvider.from_config(load(name)), SimProvider)
 
 
