@@ -1,4 +1,4 @@
-"""Every config option composes and is instantiated by the component that owns it."""
+"""Every config option composes and is instantiated by the component that owns it (a new file in\na group without an instantiating test here fails `test_every_*_option_is_listed_here`)."""
 
 from pathlib import Path
 
@@ -59,11 +59,54 @@ def test_every_sandbox_option_validates(name):
     assert SandboxConfig.from_dict(cfg.sandbox).kind == name
 
 
-@pytest.mark.parametrize("name", [n for n in options("model") if n in ("sim", "oracle")])
-def test_offline_models_instantiate(name):
-    provider = make_provider(load(compose([f"model={name}"])).model)
-    assert provider.model_id
+# What each model option needs from outside the config to be built, and the class it builds.
+MODELS = {
+    "sim": ([], "SimProvider"), "oracle": ([], "SimProvider"),
+    "anthropic": ([], "AnthropicProvider"), "openai": ([], "OpenAIProvider"),
+    "deepseek": ([], "OpenAIProvider"), "local": (["model.model_id=qwen3-coder"], "OpenAIProvider"),
+    "replay": (["model.cassette={cassette}"], "ReplayProvider"),
+}
+
+
+def test_every_model_option_is_listed_here():
+    assert sorted(MODELS) == options("model")
+
+
+@pytest.mark.usefixtures("api_keys")
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_option_instantiates(name, tmp_path):
+    (tmp_path / "cassette.jsonl").write_text("")
+    extra, cls = MODELS[name]
+    model = load(compose([f"model={name}", *(o.format(cassette=tmp_path / "cassette.jsonl") for o in extra)])).model
+    if extra:  # what the option leaves for the command line is named when missing
+        with pytest.raises(ValueError, match=extra[0].split("=")[0]):
+            make_provider(load(compose([f"model={name}"])).model)
+    provider = make_provider(model)
+    assert type(provider).__name__ == cls and provider.model_id
     provider.close()
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai", "deepseek", "local", "replay"])
+def test_real_models_extend_the_transport_base_and_state_only_what_differs(name):
+    own = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml"))
+    base = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "base" / "transport.yaml"))
+    assert isinstance(own, dict) and isinstance(base, dict)
+    assert own.pop("defaults") == ["base/transport@_here_", "_self_"]
+    repeated = sorted(k for k in own if k in base and own[k] == base[k])
+    assert not repeated, f"{name}.yaml repeats the transport base's {repeated}"
+    assert set(load(compose([f"model={name}"])).model) >= set(base)
+
+
+@pytest.mark.parametrize("name", options("tracking"))
+def test_every_tracking_option_validates(name):
+    assert load(compose([f"tracking={name}"])).tracking.uri.startswith("sqlite:///")
+
+
+def test_the_loopback_server_composes_model_files_that_extend_others():
+    from bench.serve.backend import load_model_config
+
+    oracle = load_model_config(CONF_DIR / "model" / "oracle.yaml")
+    assert oracle == dict(load(compose(["model=oracle"])).model)
 
 
 @pytest.mark.parametrize("name", options("experiment"))

@@ -15,12 +15,9 @@ from bench.providers.http.transport import TransientError
 from bench.providers.wire import anthropic as aw
 from bench.serve.server import LoopbackServer
 from bench.trial.toolspecs import TOOLS
-from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg, set_keys
+from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg
 
-
-@pytest.fixture(autouse=True)
-def api_keys(monkeypatch):
-    return set_keys(monkeypatch)
+pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py
 
 
 

@@ -14,13 +14,11 @@ from bench.providers.http.config import ModelConfigError
 from bench.providers.replay import RecordingProvider, ReplayProvider, maybe_record
 from bench.serve.server import LoopbackServer
 from bench.trial.toolspecs import TOOLS
-from tests.helpers.serve_support import KEYS, Sleeps, make, set_keys, toy_backend
+from tests.helpers.configs import model_config
+from tests.helpers.serve_support import KEYS, Sleeps, make, toy_backend
 from tests.helpers.sim_world import make_task, provider, run
 
-
-@pytest.fixture(autouse=True)
-def api_keys(monkeypatch):
-    return set_keys(monkeypatch)
+pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py
 
 
 def test_a_recorded_sim_trial_replays_identically(tmp_path):
@@ -105,15 +103,13 @@ def test_config_validation_and_record_wrapping(tmp_path):
 
 
 def test_replay_from_the_conf_groups(tmp_path):
-    from omegaconf import OmegaConf
-
     task, cassette = make_task(), tmp_path / "c.jsonl"
     run(RecordingProvider(provider("sim", task), cassette), task, seed=1, max_turns=2)
-    cfg = OmegaConf.load("conf/model/replay.yaml")
+    cfg = model_config("replay")
     with pytest.raises(ModelConfigError, match="model.cassette is missing"):
         make_provider(cfg)
-    cfg.cassette = str(cassette)
+    cfg["cassette"] = str(cassette)
     assert make_provider(cfg).model_id == "sim"
     # or on top of the recorded model's own group (same window and max_output):
-    over = OmegaConf.merge(OmegaConf.load("conf/model/anthropic.yaml"), {"provider": "replay", "cassette": str(cassette)})
+    over = {**model_config("anthropic"), "provider": "replay", "cassette": str(cassette)}
     assert isinstance(make_provider(over), ReplayProvider)

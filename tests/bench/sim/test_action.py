@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-import yaml
 from omegaconf import OmegaConf
 
 from bench.core import render
 from bench.core.types import Completion, Message, ToolCall
 from bench.sim.provider import SimProvider
 from bench.trial.toolspecs import TOOLS
+from tests.helpers.configs import model_config
 from tests.helpers.sim_world import (
     API,
     API_V1,
-    CONF,
     INV,
     World,
     filler,
@@ -188,7 +187,7 @@ def test_strategy_and_arm_in_the_config_do_not_change_actions():
     """Byte-identical messages under configs that differ only in strategy and arm."""
     task = make_task()
     _, transcript, _ = run(provider("sim", task), task, seed=4001)
-    model = yaml.safe_load((CONF / "sim.yaml").read_text())
+    model = model_config("sim")
     cfgs = [OmegaConf.create({"strategy": {"name": s}, "arm": {"name": a, "window": w, "drift": d},
                               "model": model, "rep": 1})
             for s, a, w, d in (("raw", "baseline", None, False), ("ledger", "drift_compaction", 12000, True))]
