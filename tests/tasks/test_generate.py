@@ -17,7 +17,7 @@ import pytest
 import tasks
 from tasks import FAMILIES, from_id, generate
 from tasks.spec import DRIFT_KINDS, TaskSpec
-from tests.tasks.replay import walk
+from tests.helpers.task_replay import walk
 
 SEEDS = range(30)
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import pytest
 
 from tasks import FAMILIES, generate
 from tasks.common.build import apply_edit
-from tests.tasks.replay import apply_drift, replay, run_check, run_check_subprocess, walk, write_repo
+from tests.helpers.task_replay import apply_drift, replay, run_check, run_check_subprocess, walk, write_repo
 
 SEEDS = range(5)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tasks import FAMILIES, generate
-from tests.tasks.replay import replay, run_check, run_check_subprocess, write_repo
+from tests.helpers.task_replay import replay, run_check, run_check_subprocess, write_repo
 
 
 def _base(spec, root: Path, runner) -> list[tuple[str, int, str]]:
