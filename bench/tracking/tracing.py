@@ -30,6 +30,8 @@ from bench.core.types import Completion, Message, context_sha
 
 log = logging.getLogger(__name__)
 
+# A tool's result in its span: the end of it (the whole text is in the event log's messages).
+SPAN_TEXT_CHARS = 2000
 _state: dict[str, Any] = {"enabled": False}
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.core.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
 from bench.core.types import Completion, Message, Usage, request_hash
+from bench.eventlog import events as E
 from bench.eventlog.events import EventLog
 from bench.providers.base import Provider
 from bench.sandbox.base import Sandbox
@@ -93,7 +94,7 @@ class TrialLoop:
             last_commit = self.sandbox.commit(f"{step.id}: {step.title}", S.AGENT_AUTHOR)
         final = S.run_check(self.sandbox, self.log, self.turn, "final", self.task.final_check)
         if not final.passed:
-            raise TrialFailed("final_check_failed", final.output[-300:])
+            raise TrialFailed("final_check_failed", final.output[-E.FAILURE_DETAIL_TAIL_CHARS:])
         self.out.success = True
         return self.out
 
@@ -134,9 +135,9 @@ class TrialLoop:
                             self.out.counts["policy_violations"] += 1
                             self.log.append("policy_violation", self.turn - 1, tool=call.name,
                                             detail=res.policy_violation)
-                    span.set_outputs({"ok": ok, "result": text[-2000:]})
+                    span.set_outputs({"ok": ok, "result": text[-tracing.SPAN_TEXT_CHARS:]})
                 self.log.append("tool_result", self.turn - 1, call_id=call.id, name=call.name, ok=ok,
-                                output=text[-4000:])
+                                output=text[-E.TOOL_OUTPUT_TAIL_CHARS:])
                 self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
             if passed:
                 return True
@@ -230,5 +231,5 @@ class TrialLoop:
             self.log.append("output_truncation", self.turn, purpose=purpose, max_tokens=self.cfg.max_output)
             raise TrialFailed("output_truncation", f"reply cut at max_tokens={self.cfg.max_output}")
         if reply.stop_reason in ("error", "refusal"):
-            raise TrialFailed("model_error", f"stop_reason={reply.stop_reason}: {reply.content[:200]}")
+            raise TrialFailed("model_error", f"stop_reason={reply.stop_reason}: {reply.content[:E.MODEL_ERROR_HEAD_CHARS]}")
         return reply

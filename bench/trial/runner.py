@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 import tasks
 from bench.config import TrialConfig, load
 from bench.core.types import sha256_text
-from bench.eventlog.events import EventLog
+from bench.eventlog.events import CRASH_DETAIL_CHARS, ERROR_DETAIL_CHARS, EventLog
 from bench.trial.loop import LoopSettings, Outcome, TrialFailed, TrialLoop
 from bench.trial.run_md import write_run_md
 
@@ -125,10 +125,10 @@ def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
         final_diff = sandbox.git("diff", sandbox.base_commit)
     except SandboxLost as exc:
         reason = "sandbox_lost"
-        events.append("error", len(outcome.per_turn), reason=reason, detail=str(exc)[:500])
+        events.append("error", len(outcome.per_turn), reason=reason, detail=str(exc)[:ERROR_DETAIL_CHARS])
     except TrialFailed as exc:  # the watchdog fired outside the loop (sandbox start, final tree)
         reason = exc.reason
-        events.append("error", len(outcome.per_turn), reason=reason, detail=str(exc)[:500])
+        events.append("error", len(outcome.per_turn), reason=reason, detail=str(exc)[:ERROR_DETAIL_CHARS])
     except KeyboardInterrupt:
         status, mlflow_status, reason = "killed", "KILLED", "interrupted"
         raise
@@ -137,7 +137,7 @@ def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
 
         reason = "provider_error" if isinstance(exc, ProviderError) else "harness_error"
         events.append("error", len(outcome.per_turn), reason=reason,
-                      detail=f"{type(exc).__name__}: {exc}"[:2000])
+                      detail=f"{type(exc).__name__}: {exc}"[:CRASH_DETAIL_CHARS])
         if reason == "harness_error":
             log.exception("trial crashed")
     finally:
