@@ -46,17 +46,23 @@ def test_every_figure_is_referenced_and_inlined(rep):
     assert "<table>" in html
 
 
-def test_headline_table_carries_n(rep, study):
+def test_headline_table_carries_n(rep, study, runs):
     md = (rep.out_dir / "index.md").read_text()
     section = md.split("## 1. Success")[1].split("![success]")[0]
     rows = [line for line in section.splitlines() if line.startswith("| raw")]
     assert rows, section
     cells = rows[0].strip("|").split("|")[1:]
-    assert len(cells) == 4
+    assert len(cells) == len(study.arms)
     for cell in cells:
         assert re.fullmatch(r" \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \(n=\d+\) ", cell), cell
     assert f"**{study.finished} finished trials**" in md and f"**{study.excluded} excluded**" in md
-    assert "triggered by drift" in md
+    # The mismatch sentence counts what the trials show: outcome pairs that differ from baseline.
+    t = runs.trials
+    key = ["strategy", "task_seed", "rep"]
+    base = t[t["arm"] == "baseline"].set_index(key)["success"]
+    other = t[t["arm"] != "baseline"].set_index(key)
+    differ = int((other["success"] != base.reindex(other.index)).sum())
+    assert f"{differ} of {len(other)} trials outside `baseline` have a different outcome" in md
 
 
 def test_success_csv_matches_trials(rep):
