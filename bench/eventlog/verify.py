@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.core.types import Message, context_sha, request_hash, sha256_text
 from bench.eventlog.events import line_sha, read
-from bench.trial.toolspecs import TOOLS
+from bench.core.toolspecs import TOOLS
 
 
 def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[str]]:

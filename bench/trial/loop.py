@@ -1,4 +1,4 @@
-"""The agent loop of one trial (DESIGN §2): drift, context, model call, tools, certification.
+"""The agent loop of one trial (docs/design.md §2): drift, context, model call, tools, certification.
 
 Only the harness writes step status, from an observed exit code. Every way a trial can
 end badly is a named failure reason, never a success.
@@ -19,7 +19,7 @@ from bench.sandbox.base import Sandbox
 from bench.tracking import tracing
 from bench.trial import steps as S
 from bench.trial.tools import Tools
-from bench.trial.toolspecs import TOOLS
+from bench.core.toolspecs import TOOLS
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import TaskSpec
 

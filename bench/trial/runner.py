@@ -1,4 +1,4 @@
-"""One trial end to end: task, sandbox, strategy, provider, loop, MLflow (DESIGN §2)."""
+"""One trial end to end: task, sandbox, strategy, provider, loop, MLflow (docs/design.md §2)."""
 
 from __future__ import annotations
 

@@ -88,7 +88,7 @@ _ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?s\b")
 def scrub(output: str) -> str:
     """Drop wall-clock figures (pytest's "in 0.41s") from model-visible output: they differ
     run to run, and a context that differs by them would break common random numbers and
-    byte-identical logs (DESIGN §8.6)."""
+    byte-identical logs (docs/design.md §12)."""
     return _ELAPSED.sub("in <elapsed>", output)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from bench.core import render
 from bench.core.types import Message, ToolCall
-from bench.trial.toolspecs import TOOLS
+from bench.core.toolspecs import TOOLS
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import Invariant, Step, StepPlan, TaskSpec
 

@@ -13,7 +13,7 @@ from bench.providers.base import ProviderError
 from bench.providers.http.config import ModelConfigError
 from bench.providers.replay import RecordingProvider, ReplayProvider, maybe_record
 from bench.serve.server import LoopbackServer
-from bench.trial.toolspecs import TOOLS
+from bench.core.toolspecs import TOOLS
 from tests.helpers.configs import model_config
 from tests.helpers.serve_support import KEYS, Sleeps, make, toy_backend
 from tests.helpers.sim_world import make_task, provider, run

@@ -13,7 +13,7 @@ from bench.core.types import Message
 from bench.providers.base import ProviderError
 from bench.sim import provider as sim_module
 from bench.sim.usage import tools_tokens
-from bench.trial.toolspecs import TOOLS
+from bench.core.toolspecs import TOOLS
 from tests.helpers.sim_world import (
     API,
     API_V1,
