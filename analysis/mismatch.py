@@ -1,4 +1,4 @@
-"""Run-to-run mismatch (DESIGN §7): within a cell, and paired across arms.
+"""Run-to-run mismatch (docs/design.md §11): within a cell, and paired across arms.
 
 Within a cell, reps of one task seed should converge on the same final tree; the
 share of rep pairs that do not is the cell's tree mismatch. Across arms, a trial is
@@ -22,7 +22,7 @@ import pandas as pd
 from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
 
 # context_truncation is the raw strategy's answer to the same window pressure that
-# makes the compaction strategy compact; kept as its own label (DESIGN §4 keeps the
+# makes the compaction strategy compact; kept as its own label (docs/design.md §6 keeps the
 # two truncations apart) rather than folded into "compaction".
 TRIGGER_KINDS = ("compaction", "context_truncation", "drift")
 _NOT_TURNS = {"trial_start", "trial_end"}

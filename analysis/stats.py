@@ -1,4 +1,4 @@
-"""The statistics of DESIGN §7, each small enough to check against a textbook value.
+"""The statistics of docs/design.md §11, each small enough to check against a textbook value.
 
 Conventions: two-sided tests; ``alpha`` is the family-wise level; functions return
 NaN rather than raise when a cell has too little data, because a report over a

@@ -1,4 +1,4 @@
-"""Sandboxes: where model-generated code and step checks run (DESIGN.md §8.2).
+"""Sandboxes: where model-generated code and step checks run (docs/design.md §12).
 
     sb = create(SandboxConfig.from_dict(cfg.sandbox), task.repo, trial_id)
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class SimParams:
-    # Recall (DESIGN §6): p = recall_max * rot(L) * (1 - dip(L) * bump(r)), or recall_recent near the end.
+    # Recall (docs/design.md §7): p = recall_max * rot(L) * (1 - dip(L) * bump(r)), or recall_recent near the end.
     recall_max: float
     recall_recent: float
     recent_tokens: int

@@ -1,4 +1,4 @@
-"""`model=sim` (and `model=oracle`): a behavioural model of an LLM coding agent (DESIGN §6).
+"""`model=sim` (and `model=oracle`): a behavioural model of an LLM coding agent (docs/design.md §7).
 
 It makes strategies differ only through what is in the context, where, and how fresh:
   perception  beliefs parsed from the model-visible messages, nothing else

@@ -12,7 +12,7 @@ even on simple retrieval); `bump(r) = (4 r (1 - r)) ** middle_shape` is 0 at bot
 `dip(L)` grows with L because the U is shallow in short contexts and deep in long ones.
 A fact visible several times counts at its best-recalled occurrence.
 
-Common random numbers (DESIGN §6): every draw is a hash of (seed, step, attempt, fact id,
+Common random numbers (docs/design.md §7): every draw is a hash of (seed, step, attempt, fact id,
 purpose), never of the turn count or the strategy. With one uniform `u` per fact and the
 rule `recalled iff u < p`, a fact recalled in a longer or more crowded context is also
 recalled in a shorter one with the same seed: two trials differ only by their contexts.

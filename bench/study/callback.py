@@ -1,4 +1,4 @@
-"""Studies: one Hydra multirun is one study (DESIGN §1, §8.4; docs/scaling.md).
+"""Studies: one Hydra multirun is one study (docs/design.md §1, §12; docs/scaling.md).
 
     python -m bench -m experiment=grid                          # run, or resume, the grid
     python -m bench -m experiment=grid hydra/launcher=ctxbench_ray   # the same on a Ray cluster

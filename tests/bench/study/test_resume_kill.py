@@ -1,6 +1,6 @@
 """Kill a running study with SIGKILL (its whole process group: the multirun and its joblib
 workers), rerun it, and count: every trial FINISHED exactly once, the interrupted ones KILLED,
-the finished ones never rerun, no container left behind (DESIGN §8.4).
+the finished ones never rerun, no container left behind (docs/design.md §12).
 
 A tiny study: 2 strategies x 2 arms of one 6-step task, 2 workers."""
 
