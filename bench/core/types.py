@@ -14,9 +14,6 @@ from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 
-STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "error")
-
-
 @dataclass(frozen=True)
 class ToolCall:
     id: str

@@ -101,11 +101,6 @@ def comparable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.items() if k not in ("t", "prev")} for r in records]
 
 
-LEDGER_FIELDS = ("task_id", "session_id", "turn_id", "model_id", "reasoning_effort", "repo_commit",
-                 "dirty_files", "cache_hit_tokens", "cache_miss_tokens", "compaction_triggered",
-                 "constraint_check")
-
-
 def ledger_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The per-turn Context Ledger record, derived from the event log alone."""
     start = next((r for r in records if r["kind"] == "trial_start"), {})

@@ -127,9 +127,3 @@ class ReplayProvider:
 
     def close(self) -> None:
         pass
-
-
-def maybe_record(provider: Provider, model_cfg: Mapping[str, Any]) -> Provider:
-    """`provider`, wrapped in a RecordingProvider when `model.record` names a cassette."""
-    path = model_cfg.get("record")
-    return RecordingProvider(provider, path) if path else provider

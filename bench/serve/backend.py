@@ -96,7 +96,3 @@ class SimBackend:
         from bench.core.tokens import count_messages
 
         return count_messages(messages)
-
-    @property
-    def conversations(self) -> int:
-        return len(self._instances)

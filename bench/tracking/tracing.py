@@ -47,10 +47,6 @@ def configure(enabled: bool, *, tracking_uri: str | None = None, experiment: str
             mlflow.set_experiment(experiment)
 
 
-def is_enabled() -> bool:
-    return bool(_state["enabled"])
-
-
 class Span:
     """What the context managers yield: set_inputs / set_outputs / set_attributes (all scrubbed)."""
 
@@ -77,9 +73,6 @@ class Span:
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         self._call("set_attributes", dict(attributes))
-
-    def set_attribute(self, key: str, value: Any) -> None:
-        self.set_attributes({key: value})
 
     def set_completion(self, c: Completion) -> None:
         """Outputs and token-usage attributes of a model span, from the provider's Completion."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.core.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, Usage, request_hash
 from bench.eventlog import events as E
 from bench.eventlog.events import EventLog
@@ -19,7 +20,6 @@ from bench.sandbox.base import Sandbox
 from bench.tracking import tracing
 from bench.trial import steps as S
 from bench.trial.tools import Tools
-from bench.core.toolspecs import TOOLS
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import TaskSpec
 

@@ -52,7 +52,7 @@ class Oracle:
                 ed.replace_span(at[1], at[1], "\n\n" + repo.int_function(n))
             edits += ed.edits
             tempt = c.FileEditor(n.settings, ed.text)  # applies after `edits`: the clean-up on top
-            _drop_fallback(tempt, n)
+            _drop_fallback(tempt)
             if tempt.edits and "fixture-fallback" not in recalled:
                 temptations = (Temptation("fixture-fallback", "old-key-fallback", tuple(tempt.edits)),)
         text_files = needs if kind == "docs" else sorted(
@@ -107,7 +107,7 @@ def _rename_text(ed: c.FileEditor, n: repo.Names) -> None:
         ed.replace_span(lo, hi, word.sub(n.new, ed.text[lo:hi]))
 
 
-def _drop_fallback(ed: c.FileEditor, n: repo.Names) -> None:
+def _drop_fallback(ed: c.FileEditor) -> None:
     """The tempting clean-up: the alias loop and the ALIASES table."""
     for pick_node in (lambda x: isinstance(x, ast.For), lambda x: isinstance(x, ast.Assign)
                       and getattr(x.targets[0], "id", "") == "ALIASES"):

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 
 from bench.core import render
 from bench.core.tokens import count_text
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, ToolCall
 from bench.sim.provider import SimProvider
-from bench.core.toolspecs import TOOLS
 from tasks.spec import Edit, Invariant, Step, StepPlan, TaskSpec, Temptation, Trap
 from tests.helpers.configs import model_config
 

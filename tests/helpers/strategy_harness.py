@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from bench.core import render
-from bench.core.types import Message, ToolCall
 from bench.core.toolspecs import TOOLS
+from bench.core.types import Message, ToolCall
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import Invariant, Step, StepPlan, TaskSpec
 

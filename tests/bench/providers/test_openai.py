@@ -7,13 +7,13 @@ import json
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Usage
 from bench.providers.http.config import MissingApiKeyError
 from bench.providers.http.transport import TransientError
 from bench.providers.openai import OpenAIProvider
 from bench.providers.wire import openai as ow
 from bench.serve.server import LoopbackServer
-from bench.core.toolspecs import TOOLS
 from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg
 
 pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py

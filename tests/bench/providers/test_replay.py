@@ -7,13 +7,13 @@ import json
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, request_hash
 from bench.providers import make_provider
 from bench.providers.base import ProviderError
 from bench.providers.http.config import ModelConfigError
-from bench.providers.replay import RecordingProvider, ReplayProvider, maybe_record
+from bench.providers.replay import RecordingProvider, ReplayProvider
 from bench.serve.server import LoopbackServer
-from bench.core.toolspecs import TOOLS
 from tests.helpers.configs import model_config
 from tests.helpers.serve_support import KEYS, Sleeps, make, toy_backend
 from tests.helpers.sim_world import make_task, provider, run
@@ -96,10 +96,10 @@ def test_config_validation_and_record_wrapping(tmp_path):
     bad.write_text('{"request_hash": "a", "completion": {}}\nnot json\n')
     with pytest.raises(ModelConfigError, match="line 2"):
         ReplayProvider(bad)
-    sim = provider("sim", make_task())
-    assert maybe_record(sim, {"record": None}) is sim
-    wrapped = maybe_record(sim, {"record": str(tmp_path / "r.jsonl")})
-    assert isinstance(wrapped, RecordingProvider) and wrapped.model_id == sim.model_id
+    sim = model_config("sim")
+    assert not isinstance(make_provider(sim), RecordingProvider)
+    wrapped = make_provider({**sim, "record": str(tmp_path / "r.jsonl")})
+    assert isinstance(wrapped, RecordingProvider) and wrapped.model_id == "sim"
 
 
 def test_replay_from_the_conf_groups(tmp_path):

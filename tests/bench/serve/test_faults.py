@@ -14,10 +14,10 @@ import time
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.providers.base import ProviderError
 from bench.providers.http.transport import Failure, Slots, backoff_s, classify, parse_retry_after
 from bench.serve.server import LoopbackServer
-from bench.core.toolspecs import TOOLS
 from tests.helpers.serve_support import CONVERSATION, KEYS, KINDS, ScriptedBackend, Sleeps, make
 
 pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py

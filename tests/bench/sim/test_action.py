@@ -7,9 +7,9 @@ import dataclasses
 from omegaconf import OmegaConf
 
 from bench.core import render
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, ToolCall
 from bench.sim.provider import SimProvider
-from bench.core.toolspecs import TOOLS
 from tests.helpers.configs import model_config
 from tests.helpers.sim_world import (
     API,

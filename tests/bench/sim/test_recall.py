@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message
 from bench.sim.params import SimParams
 from bench.sim.perception import perceive
 from bench.sim.recall import draw, recall_probability, recalled_fact_ids
-from bench.core.toolspecs import TOOLS
 from tests.helpers.sim_world import PROBE, filler, make_task, params, prefix, provider
 
 SEEDS = range(1000, 1300)
