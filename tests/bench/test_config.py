@@ -135,3 +135,33 @@ def test_config_hash_ignores_where_results_go_but_not_what_runs():
     c = load(compose(["rep=1"]))
     assert a.config_hash == b.config_hash != c.config_hash
     assert OmegaConf.create(dict(a.resolved))  # the resolved config is plain data
+
+
+def _compose_hydra(overrides: list[str]):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
+
+
+# The Hydra plugin each launcher option extends; Ray and SLURM are optional extras.
+LAUNCHER_PLUGINS = {"ctxbench_joblib": "hydra_plugins.hydra_joblib_launcher",
+                    "ctxbench_ray": "hydra_plugins.hydra_ray_launcher",
+                    "ctxbench_slurm": "hydra_plugins.hydra_submitit_launcher"}
+
+
+@pytest.mark.parametrize("name", options("hydra/launcher"))
+def test_every_launcher_option_composes(name):
+    if name != "ctxbench_joblib":  # joblib is a core dependency: never skipped
+        pytest.importorskip(LAUNCHER_PLUGINS[name], reason=f"{name} needs its optional extra (docs/scaling.md)")
+    cfg = _compose_hydra([f"hydra/launcher={name}"])
+    assert cfg.hydra.launcher._target_.startswith("hydra_plugins.")
+
+
+@pytest.mark.parametrize("name", options("hydra/callbacks"))
+def test_every_callbacks_option_instantiates(name):
+    from hydra.utils import instantiate
+
+    callbacks = _compose_hydra([f"hydra/callbacks={name}"]).hydra.callbacks
+    assert callbacks and all(instantiate(c) is not None for c in callbacks.values())
