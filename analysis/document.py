@@ -6,10 +6,12 @@ import datetime as dt
 
 import pandas as pd
 
+from analysis import pilot
 from analysis import render as R
 from analysis.analyse import Analysis
 from analysis.load import ARM_ORDER, STRATEGY_ORDER
 from analysis.plots import ordered
+from analysis.stats import wilson
 
 
 def _success_grid(a: Analysis) -> pd.DataFrame:
@@ -30,8 +32,21 @@ def _vs_ref(a: Analysis) -> pd.DataFrame:
         "difference [95% CI]": [R.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
         "b / c (discordant)": [f"{b} / {c}" for b, c in zip(v["b"], v["c"], strict=True)],
         "p (exact McNemar)": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
-        "MDE (±)": v["mde"].map(lambda x: "n too small" if x == float("inf") else R.num(x)),
+        "discordant ψ": [R.rate_ci(r.psi, *wilson(r.b + r.c, r.n_pairs), r.n_pairs) for r in v.itertuples()],
+        "effective pairs": [_n_eff(r) for r in v.itertuples()],
+        f"power for ±{R.num(pilot.EFFECT)}": [f"{r.power:.2f} (n_eff={int(r.n_eff)})" for r in v.itertuples()],
+        f"MDE at {pilot.TARGET:.0%} power": [f"{_mde(r.mde)} (n_eff={int(r.n_eff)})" for r in v.itertuples()],
     })
+
+
+def _mde(x: float) -> str:
+    return "none ≤ 1" if x == float("inf") else R.num(x)
+
+
+def _n_eff(r) -> str:
+    """'31.2 of 40 (10 seeds, ICC 0.14)': the pairs discounted for reps sharing a task."""
+    icc = R.num(r.icc) + (" assumed" if r.icc_note.startswith("assumed") else "")
+    return f"{R.num(r.n_eff, 1)} of {r.n_pairs} ({r.n_seeds} seeds, ICC {icc})"
 
 
 _DIGITS = {"cost_usd": 4, "tokens_input_total": 0}
@@ -54,6 +69,8 @@ def _continuous(a: Analysis) -> pd.DataFrame:
                                      f"(n={r.n_pairs})" for r in c.itertuples()],
         "median difference": [f(m, x) for m, x in zip(c["measure"], c["median_diff"], strict=True)],
         "p (Wilcoxon)": c["p"].map(R.pval), "p (Holm)": c["p_holm"].map(R.pval),
+        f"MDE at {pilot.TARGET:.0%} power": [f"±{f(r.measure, r.mde)} (n_eff={R.num(r.n_eff, 1)})"
+                                             for r in c.itertuples()],
     })
 
 
@@ -145,6 +162,16 @@ def _attribution_text(a: Analysis) -> str:
             "in either log (`mismatch_vs_baseline_pairs.csv` has the turn, the lag and which log).")
 
 
+def _power_text(a: Analysis) -> str:
+    k = int(a.vs_reference["comparisons"].iloc[0]) if not a.vs_reference.empty else 0
+    return (f"Power the study as run had (`python -m analysis.power`; docs/power.md): exact McNemar at Holm's first "
+            f"step, α/K = 0.05/{k}, with each comparison's own discordance ψ (raised to the effect when smaller). "
+            "Reps of one task seed share the task, so pairs are discounted to effective pairs n_eff = n / "
+            "(1 + (m − 1)·ICC), m pairs per seed, ICC the within-seed correlation of a pair's signed discordance "
+            "(assumed 1, i.e. seeds only, when too few seeds to estimate it). The McNemar p-values treat the n pairs "
+            f"as independent. MDE: the smallest difference detectable with {pilot.TARGET:.0%} power at that n_eff.")
+
+
 def document(a: Analysis, figs: dict[str, str], title: str) -> str:
     t, runs, inter = a.runs.trials, a.runs, a.interaction_result
     reps = t.groupby(["strategy", "arm", "task_family", "task_seed"]).size()
@@ -164,8 +191,7 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
             f"![success]({figs['success']})", "",
             f"### Paired vs `{a.reference}` (exact McNemar; b = strategy succeeded where the reference failed)", "",
             R.table(_vs_ref(a)),
-            "MDE: the smallest success-rate difference detectable at α = 0.05 with 80% power for that n, by the "
-            "independent-groups arcsine approximation (pairing under common random numbers can only do better).", "",
+            _power_text(a), "",
             "### Strategy × arm interaction", "",
             f"Sign-flip permutation test over {inter.get('n_tasks')} tasks of the {inter.get('n_contrasts')} "
             f"difference-in-differences contrasts: **p = {R.pval(inter.get('perm_p'))}**. "
@@ -178,6 +204,9 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
             "## 2. Tokens, cost and latency", "",
             "Paired mean difference (strategy − reference) [task-bootstrap 95% CI] and Wilcoxon signed-rank test:", "",
             R.table(_continuous(a)),
+            f"MDE: the smallest mean shift the signed-rank test detects with {pilot.TARGET:.0%} power at Holm's "
+            "first step of its measure's family, from the SD of the paired differences and the effective pairs "
+            "(as above); the signed-rank test is taken at its worst-case efficiency, 0.864 of the t test's.", "",
             "Run-to-run token spread for equivalent objectives (input tokens minus the mean of the reps of the same "
             f"task in the same cell), Brown–Forsythe test vs `{a.reference}`"
             + (f" — {a.variance.attrs['note']}" if "note" in a.variance.attrs else "") + ":", "",

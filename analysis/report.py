@@ -102,6 +102,8 @@ def headline_metrics(a: Analysis) -> dict[str, float]:
         tag = f"{r.strategy}_vs_{r.reference}.{r.arm}"
         m[f"report.success_diff.{tag}"] = r.diff
         m[f"report.success_p_holm.{tag}"] = r.p_holm
+        m[f"report.success_power.{tag}"] = r.power
+        m[f"report.success_mde.{tag}"] = r.mde
     for r in a.continuous.itertuples():
         m[f"report.{r.measure}_diff.{r.strategy}_vs_{r.reference}.{r.arm}"] = r.diff
     for r in a.within.itertuples():
@@ -112,7 +114,7 @@ def headline_metrics(a: Analysis) -> dict[str, float]:
     m["report.interaction_glm_p"] = a.interaction_result.get("glm_p", math.nan)
     clean = {}
     for k, v in m.items():
-        if v is not None and not math.isnan(float(v)):
+        if v is not None and math.isfinite(float(v)):
             clean[re.sub(r"[^\w.\-/ ]", "_", k)] = float(v)
     return clean
 
