@@ -2,8 +2,10 @@
 stay small (docs/design.md §3).
 
 The import graph is read from the source with `ast` (every import statement, including the
-lazy ones inside functions: a deferred import is still a dependency). A registry entry
-(`"bench.sim.provider:SimProvider"`) is a string, not an import, and adds no edge.
+lazy ones inside functions: a deferred import is still a dependency). Two things add no edge:
+a registry entry (`"bench.sim.provider:SimProvider"`) is a string, not an import; and an
+import under `if __name__ == "__main__":` runs only when the file is the script `__main__`,
+a module of its own, so it cannot close a loop back to the file's module name.
 """
 
 from __future__ import annotations
@@ -40,6 +42,22 @@ def _owner(name: str, mods: dict[str, Path]) -> str | None:
     return name or None
 
 
+def _is_main_guard(node: ast.AST) -> bool:
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators))
+
+
+def _imports(tree: ast.AST):
+    """Every import node, but those under a main guard."""
+    for node in ast.iter_child_nodes(tree):
+        if _is_main_guard(node):
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        yield from _imports(node)
+
+
 def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
     """Module -> the modules of ours it imports."""
     mods = modules(root, packages)
@@ -47,10 +65,10 @@ def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, 
     for name, path in mods.items():
         here = name if path.name == "__init__.py" else name.rpartition(".")[0]
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _imports(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
+            else:
                 base = node.module or ""
                 if node.level:
                     pkg = here
@@ -59,8 +77,6 @@ def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, 
                     base = f"{pkg}.{base}" if base else pkg
                 # `from pkg import mod` depends on pkg.mod; `from mod import name` on mod.
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
-            else:
-                continue
             deps |= {o for t in targets if (o := _owner(t, mods)) is not None and o != name}
         graph[name] = deps
     return graph
@@ -179,7 +195,8 @@ def test_a_cycle_through_a_lazy_import_is_found(tmp_path):
     _write(tmp_path, {
         "bench/__init__.py": "", "bench/a.py": "from bench import b\n",
         "bench/b.py": "def f():\n    from bench.c import g\n", "bench/c.py": "from .a import x\n",
-        "bench/d.py": "import bench.a\n",
+        "bench/d.py": "import bench.a\n", "bench/e.py": "import bench.f\n",
+        "bench/f.py": "if __name__ == '__main__':\n    import bench.e\n",  # the script __main__, not bench.f
     })
     assert cycles(import_graph(tmp_path, ("bench",))) == [["bench.a", "bench.b", "bench.c"]]
 
