@@ -96,3 +96,8 @@ class SimBackend:
         from bench.core.tokens import count_messages
 
         return count_messages(messages)
+
+    @property
+    def conversations(self) -> int:
+        """How many conversations (task, seed) have their own sim instance."""
+        return len(self._instances)
