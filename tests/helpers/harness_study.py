@@ -2,7 +2,7 @@
 
 `write_study(root)` runs the study the way a user does, through the command line:
 
-    python -m bench -m hydra/callbacks=study study.name=demo strategy=raw,compaction
+    python -m bench -m study.name=demo strategy=raw,compaction
         arm=baseline,drift_compaction task.seed=0,1 rep=0,1 task.size.steps=6 sandbox=local
 
 (16 sim trials of the shortest signature_migration task, sandboxed as host subprocesses so a
@@ -79,7 +79,7 @@ def _bench(args: list[str], root: Path) -> None:
 def write_study(root: Path) -> HarnessStudy:
     """Run the study into `root` (results dir: mlflow.db, trials/) and describe what it holds."""
     root.mkdir(parents=True, exist_ok=True)
-    _bench(["-m", "bench", "-m", "hydra/callbacks=study", f"study.name={STUDY}",
+    _bench(["-m", "bench", "-m", f"study.name={STUDY}",
             f"strategy={','.join(STRATEGIES)}", f"arm={','.join(ARMS)}", f"task.seed={','.join(map(str, SEEDS))}",
             f"rep={','.join(map(str, REPS))}", *SHRINK], root)
     _bench(["-m", "tests.helpers.harness_study", str(root)], root)
