@@ -133,9 +133,10 @@ def explicit_binary(a: argparse.Namespace, out) -> None:
           f"{P.mcnemar_n_approx(p10, p01, alpha, a.power):.1f}, conditional approximation "
           f"{P.mcnemar_n_approx(p10, p01, alpha, a.power, 'conditional'):.1f})", file=out)
     seeds = _seeds_for(n, reps, icc) if reps == 1 else seedpower.seeds_for(reps, icc, p10, p01, alpha, a.power)
-    test = "" if reps == 1 else f"; the sign flip over seeds, simulated (at least {seedpower.min_seeds(alpha)} seeds)"
-    print(f"task seeds at {reps} rep(s) per seed, ICC {icc:.2f} (design effect {P.design_effect(reps, icc):.2f}"
-          f"{test}): {seeds} seeds x {reps} = {seeds * reps} pairs", file=out)
+    test = "" if reps == 1 else (f" for the sign flip over seeds (power simulated; it needs at least "
+                                 f"{seedpower.min_seeds(alpha)} seeds)")
+    print(f"task seeds at {reps} rep(s) per seed, ICC {icc:.2f} (design effect {P.design_effect(reps, icc):.2f})"
+          f"{test}: {seeds} seeds x {reps} = {seeds * reps} pairs", file=out)
     if a.seeds:
         n_eff = P.effective_pairs(a.seeds, reps, icc)
         power, mde = ((P.mcnemar_power(math.floor(n_eff), p10, p01, alpha),

@@ -34,7 +34,7 @@ def test_explicit_binary_sizing_and_plan(capsys):
     # sizes the study; at this many seeds it agrees with exact McNemar at n_eff
     seeds = seedpower.seeds_for(3, 0.2, 0.25, 0.10, alpha)
     assert abs(seeds - math.ceil(n * 1.4 / 3)) <= 2
-    assert f"{seeds} seeds x 3 = {3 * seeds} pairs" in out and "sign flip over seeds, simulated" in out
+    assert f"{seeds} seeds x 3 = {3 * seeds} pairs" in out and "sign flip over seeds (power simulated" in out
     n_eff = 40 * 3 / 1.4
     assert f"n_eff = {n_eff:.1f} pairs, power {seedpower.power(40, 3, 0.2, 0.25, 0.10, alpha):.3f}" in out
     assert abs(seedpower.power(40, 3, 0.2, 0.25, 0.10, alpha)
