@@ -6,7 +6,7 @@ import datetime as dt
 
 import pandas as pd
 
-from analysis import pilot, seedpower
+from analysis import labels, pilot, seedpower
 from analysis import render as R
 from analysis.analyse import Analysis
 from analysis.load import ARM_ORDER, STRATEGY_ORDER
@@ -195,11 +195,27 @@ def _power_text(a: Analysis) -> str:
             f"{pilot.TARGET:.0%} power.")
 
 
+def _banner(sample: labels.Sample) -> list[str]:
+    html = labels.banner_html(sample)
+    return [html, ""] if html else []
+
+
+def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> list[str]:
+    """The line under a headline table: n, seeds, reps, model, code version and sample; per
+    cell as well when the cells rest on different ones."""
+    per_cell = labels.cell_basis(trials)
+    out = [f"Basis: {labels.basis(trials, sample)}.", ""]
+    if cells and labels.varies(per_cell):
+        out += ["The cells rest on different seeds, reps, models or code:", "", R.table(per_cell)]
+    return out
+
+
 def document(a: Analysis, figs: dict[str, str], title: str) -> str:
     t, runs, inter = a.runs.trials, a.runs, a.interaction_result
     reps = t.groupby(["strategy", "arm", "task_family", "task_seed"]).size()
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    out = [f"# {title}", "",
+    sample = labels.sample(t)
+    out = [f"# {title}", "", *_banner(sample),
            f"Generated {now} from `{runs.tracking_uri}`, experiment `{runs.experiment}`. "
            f"**{len(t)} finished trials** analysed ({_count(t['strategy'].nunique(), 'strategy', 'strategies')} × "
            f"{_count(t['arm'].nunique(), 'arm')}, "
@@ -209,11 +225,14 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
            f"Comparisons are paired on (task seed, rep) against strategy `{a.reference}` within each arm; "
            "intervals are 95%, bootstrap intervals resample whole tasks, and Holm's correction runs over each "
            "family = one measure across all its (arm, strategy) comparisons.", ""]
-    out += [f"> note: {n}" for n in a.notes] + ([""] if a.notes else [])
+    notes = a.notes + [f"study {k!r}: how its task seeds were chosen was not recorded (its trials predate the "
+                       "study.sample tag), so whether they were selected is unknown" for k in sample.unrecorded]
+    out += [f"> note: {n}" for n in notes] + ([""] if notes else [])
     out += ["## 1. Success", "", "Success rate [Wilson 95% CI] (n trials):", "", R.table(_success_grid(a)),
+            *_basis(t, sample),
             f"![success]({figs['success']})", "",
             f"### Paired vs `{a.reference}` (b = strategy succeeded where the reference failed)", "",
-            R.table(_vs_ref(a)),
+            R.table(_vs_ref(a)), *_basis(t, sample, cells=False),
             _power_text(a), "",
             "### Strategy × arm interaction", "",
             f"Sign-flip permutation test over {inter.get('n_tasks')} tasks of the {inter.get('n_contrasts')} "

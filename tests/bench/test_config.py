@@ -92,3 +92,16 @@ def test_config_hash_ignores_where_results_go_but_not_what_runs():
     c = load(compose(["rep=1"]))
     assert a.config_hash == b.config_hash != c.config_hash
     assert OmegaConf.create(dict(a.resolved))  # the resolved config is plain data
+
+
+def test_study_sample_is_validated_with_one_line_naming_the_key():
+    assert load(compose()).sample == {"study.sample": "unbiased", "study.sample_note": ""}
+    demo = load(compose(["experiment=demo"])).sample
+    assert demo["study.sample"] == "selected" and "seed (4)" in demo["study.sample_note"]
+    with pytest.raises(ConfigError, match=r"study\.sample='cherry' is not one of unbiased, selected"):
+        load(compose(["study.sample=cherry"]))
+    with pytest.raises(ConfigError, match=r"study\.sample=selected needs study\.sample_note"):
+        load(compose(["study.sample=selected"]))
+    picked = load(compose(["study.sample=selected", "study.sample_note='seeds  3 and 7,  the hard ones '"]))
+    assert picked.sample["study.sample_note"] == "seeds 3 and 7, the hard ones"
+    assert load(compose(["study.sample=selected", "study.sample_note=x"])).config_hash == load(compose()).config_hash
