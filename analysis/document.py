@@ -40,14 +40,18 @@ def _vs_ref(a: Analysis) -> pd.DataFrame:
     })
 
 
+def _seeds(n: int, what: str = "seed") -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def _test(test: str, pairs: int, seeds: int) -> str:
-    return f"{test} ({pairs} pairs, {seeds} seeds)"
+    return f"{test} ({_seeds(pairs, 'pair')}, {_seeds(seeds)})"
 
 
 def _power_basis(r) -> str:
     """What a power figure rests on: effective pairs for exact McNemar, seeds for the
     sign flip over seeds (whose power is simulated)."""
-    return f"n_eff={int(r.n_eff)}" if r.test == "exact McNemar" else f"{r.n_seeds} seeds, simulated"
+    return f"n_eff={int(r.n_eff)}" if r.test == "exact McNemar" else f"{_seeds(r.n_seeds)}, simulated"
 
 
 def _mde(x: float) -> str:
@@ -61,7 +65,7 @@ def _mde_text(text: str, x: float) -> str:
 def _n_eff(r) -> str:
     """'31.2 of 40 (10 seeds, ICC 0.14)': the pairs discounted for reps sharing a task."""
     icc = R.num(r.icc) + (" assumed" if r.icc_note.startswith("assumed") else "")
-    return f"{R.num(r.n_eff, 1)} of {r.n_pairs} ({r.n_seeds} seeds, ICC {icc})"
+    return f"{R.num(r.n_eff, 1)} of {r.n_pairs} ({_seeds(r.n_seeds)}, ICC {icc})"
 
 
 _DIGITS = {"cost_usd": 4, "tokens_input_total": 0}
@@ -87,7 +91,7 @@ def _continuous(a: Analysis) -> pd.DataFrame:
         "p": c["p"].map(R.pval), "p (Holm)": c["p_holm"].map(R.pval),
         f"MDE at {pilot.TARGET:.0%} power": [f"±{_mde_text(f(r.measure, r.mde), r.mde)} "
                                              + (f"(n_eff={R.num(r.n_eff, 1)})" if r.test == "signed-rank"
-                                                else f"({r.n_seeds} seed means)")
+                                                else f"({_seeds(r.n_seeds, 'seed mean')})")
                                              for r in c.itertuples()],
     })
 
