@@ -3,30 +3,70 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from analysis import labels, pilot, seedpower
 from analysis import render as R
 from analysis.analyse import Analysis
-from analysis.load import ARM_ORDER, STRATEGY_ORDER
-from analysis.plots import ordered
+from analysis.load import sort_cells
 from analysis.stats import wilson
 
+if TYPE_CHECKING:
+    from analysis.diff_report import Pages
 
-def _success_grid(a: Analysis) -> pd.DataFrame:
-    s = a.success.assign(text=[R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in a.success.itertuples()])
-    grid = s.pivot(index="strategy", columns="arm", values="text")
-    grid = grid.reindex(index=ordered(grid.index, STRATEGY_ORDER), columns=ordered(grid.columns, ARM_ORDER))
-    return grid.fillna("– (n=0)").reset_index().rename_axis(columns=None)
+
+def _headline(a: Analysis) -> pd.DataFrame:
+    """Every planned trial of each cell accounted for, and success counted two ways."""
+    s = a.success
+    out = pd.DataFrame({"strategy": s["strategy"], "arm": s["arm"]})
+    if "planned" not in s:  # nothing to account against: the finished trials only
+        out["success per protocol [95% CI]"] = [R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
+        return out
+    out["planned"] = s["planned"]
+    if s["unplanned"].any():
+        out["unplanned"] = s["unplanned"]
+    out["finished"] = s["finished"]
+    out["excluded (why)"] = [f"{n} ({why})" if n else "0" for n, why in zip(s["excluded"], s["excluded_by_reason"],
+                                                                            strict=True)]
+    out["missing"] = s["missing"]
+    out["success per protocol [95% CI]"] = [R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
+    out["success, intention to treat [95% CI]"] = [R.rate_ci(r.itt_rate, r.itt_ci_lo, r.itt_ci_hi, r.itt_n)
+                                                   for r in s.itertuples()]
+    return out
+
+
+def _plan_sentence(a: Analysis) -> str:
+    s = a.success
+    if "planned" not in s:
+        return ""
+    tot = {k: int(s[k].sum()) for k in ("planned", "unplanned", "finished", "excluded", "missing")}
+    return (f"Of **{tot['planned']} planned trials**" + (f" (+{tot['unplanned']} unplanned)" if tot["unplanned"] else "")
+            + f": {tot['finished']} finished, {tot['excluded']} excluded, {tot['missing']} missing (§1).")
+
+
+def _dropped(v: pd.DataFrame) -> list[str]:
+    return [f"{e} / {m} (of {n})" for e, m, n in zip(v["pairs_dropped_excluded"], v["pairs_dropped_missing"],
+                                                     v["n_pairs_planned"], strict=True)]
+
+
+def _no_pairs(a: Analysis) -> str:
+    v = a.vs_reference
+    gone = v[v["n_pairs"] == 0] if "n_pairs_planned" in v else v.iloc[0:0]
+    return "".join(f"No pair left for `{r.strategy}` in `{r.arm}`: {r.n_pairs_planned} planned, "
+                   f"{r.pairs_dropped_excluded} dropped (excluded), {r.pairs_dropped_missing} dropped (missing). "
+                   for r in gone.itertuples())
 
 
 def _vs_ref(a: Analysis) -> pd.DataFrame:
     v = a.vs_reference
+    v = v[v["n_pairs"] > 0] if not v.empty else v  # comparisons without a pair: _no_pairs
     if v.empty:
         return v
     return pd.DataFrame({
         "arm": v["arm"], "strategy": v["strategy"], "n pairs": v["n_pairs"],
+        **({"pairs dropped: excluded / missing": _dropped(v)} if "n_pairs_planned" in v else {}),
         f"success {a.reference} → strategy": [f"{R.num(x)} → {R.num(y)}" for x, y in zip(v["rate_ref"], v["rate"],
                                                                                           strict=True)],
         "difference [95% CI]": [R.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
@@ -184,6 +224,42 @@ def _attribution_text(a: Analysis) -> str:
             "in either log (`mismatch_vs_baseline_pairs.csv` has the turn, the lag and which log).")
 
 
+def _mismatch_rows(a: Analysis, pages: Pages | None) -> list[str]:
+    """One row per trial whose outcome differs from its baseline twin, linked to its diff page."""
+    p = a.across
+    if p.empty or not p["outcome_differs"].any():
+        return []
+    m = p.loc[p["outcome_differs"]]
+    links = pages.mismatch if pages else {}
+    rows = pd.DataFrame({
+        "strategy": m["strategy"], "arm": m["arm"], "task": m["task_family"] + " #" + m["task_seed"].astype(str),
+        "rep": m["rep"], f"success (arm / {a.reference_arm})": [f"{int(x)} / {int(y)}" for x, y in
+                                                               zip(m["success"], m["success_ref"], strict=True)],
+        "failure reason": [r or s or "–" for r, s in zip(m["failure_reason"], m["failure_reason_ref"], strict=True)],
+        "divergent turn": m["diverged_at"].map(lambda x: "–" if x is None or pd.isna(x) else str(int(x))),
+        "trigger": m["trigger"].fillna("–"),
+        "side by side": [f"[diff]({links[r]})" if r in links else "–" for r in m["run_id"]],
+        "run": m["run_id"].map(lambda r: f"`{r[:12]}`"),
+    })
+    return ["Each mismatch, linked to its side-by-side page (also in the trial's MLflow run, Artifacts → "
+            "`diff/vs_baseline.html`; `python -m analysis.diff RUN_ID` rebuilds it):", "",
+            R.table(sort_cells(rows, ("arm", "strategy")))]
+
+
+def _rep_rows(a: Analysis, pages: Pages | None) -> list[str]:
+    if not pages or not pages.reps:
+        return []
+    t = a.runs.trials.set_index("run_id")
+    rows = pd.DataFrame([{"strategy": t.at[x, "strategy"], "arm": t.at[x, "arm"],
+                          "task": f"{t.at[x, 'task_family']} #{t.at[x, 'task_seed']}",
+                          "reps": f"{t.at[x, 'rep']} vs {t.at[y, 'rep']}",
+                          "success": f"{int(t.at[x, 'success'])} / {int(t.at[y, 'success'])}",
+                          "side by side": f"[diff]({link})"} for (x, y), link in pages.reps.items()])
+    rows = sort_cells(rows)
+    return ["Consecutive reps whose final trees differ, side by side (`python -m analysis.diff RUN_ID --rep-twin`):", "",
+            R.table(rows)]
+
+
 def _power_text(a: Analysis) -> str:
     k = int(a.vs_reference["comparisons"].iloc[0]) if not a.vs_reference.empty else 0
     return ("Tests: with one pair per task seed, the exact McNemar test. With several (reps of a seed share its "
@@ -214,7 +290,7 @@ def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> l
     return out
 
 
-def document(a: Analysis, figs: dict[str, str], title: str) -> str:
+def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None = None) -> str:
     t, runs, inter = a.runs.trials, a.runs, a.interaction_result
     reps = t.groupby(["strategy", "arm", "task_family", "task_seed"]).size()
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -225,18 +301,25 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
            f"{_count(t['arm'].nunique(), 'arm')}, "
            f"{_count(t.groupby(['task_family', 'task_seed']).ngroups, 'task')}, {_span(reps)} rep(s) per "
            f"task and cell, model(s): {', '.join(map(str, sorted(t['model'].dropna().unique())))}); "
-           f"**{len(runs.excluded)} excluded** (see §7).", "",
+           f"**{len(runs.excluded)} excluded** (see §7). " + _plan_sentence(a), "",
            f"Comparisons are paired on (task seed, rep) against strategy `{a.reference}` within each arm; "
            "intervals are 95%, bootstrap intervals resample whole tasks, and Holm's correction runs over each "
            "family = one measure across all its (arm, strategy) comparisons.", ""]
     notes = a.notes + [f"study {k!r}: how its task seeds were chosen was not recorded (its trials predate the "
                        "study.sample tag), so whether they were selected is unknown" for k in sample.unrecorded]
     out += [f"> note: {n}" for n in notes] + ([""] if notes else [])
-    out += ["## 1. Success", "", "Success rate [Wilson 95% CI] (n trials):", "", R.table(_success_grid(a)),
-            *_basis(t, sample),
+    out += ["## 1. Success", "",
+            "Every planned trial, per cell: **finished** (a verdict: success or agent failure), **excluded** (it ran "
+            "but has no verdict: infrastructure failure, interrupted, still running, superseded; why in brackets) or "
+            "**missing** (it never ran). Success **per protocol** counts finished trials; by **intention to treat**, "
+            "every planned trial, an excluded or missing one counting as a failure. [Wilson 95% CI] (n).", "",
+            R.table(_headline(a)), *_basis(t, sample),
             f"![success]({figs['success']})", "",
             f"### Paired vs `{a.reference}` (b = strategy succeeded where the reference failed)", "",
-            R.table(_vs_ref(a)), *_basis(t, sample, cells=False),
+            "A pair is a trial and its reference twin (same task seed, rep and arm); a pair is analysed when both "
+            "finished, else dropped: because one side was excluded, else because one side is missing. The same "
+            "pairs carry the paired tests of §2.", "",
+            R.table(_vs_ref(a)), *([_no_pairs(a), ""] if _no_pairs(a) else []), *_basis(t, sample, cells=False),
             _power_text(a), "",
             "### Strategy × arm interaction", "",
             f"Sign-flip permutation test over {inter.get('n_tasks')} tasks of the {inter.get('n_contrasts')} "
@@ -261,8 +344,11 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
             R.table(_variance(a)),
             f"![tokens]({figs['tokens_per_turn']})", "", f"![latency]({figs['latency_per_turn']})", "",
             "## 3. Mismatch", "", "### Within a cell (rep pairs on the same task seed)", "", R.table(_mismatch(a)),
+            *_rep_rows(a, pages),
             f"### Against `{a.reference_arm}`", "", _attribution_text(a), "",
             R.table(a.attribution), f"![mismatch attribution]({figs['mismatch_attribution']})", "",
+            *_mismatch_rows(a, pages), *([f"> note: {n}" for n in pages.notes] + [""] if pages and pages.notes
+                                         else []),
             *([f"### Trajectory divergence from `{a.reference_arm}` (every pair, whatever the outcome)", "",
                "n_diverged of n_compared pairs whose tool calls part at some turn; median_turn is the first "
                "such turn; the remaining columns count the nearest preceding event:", "",

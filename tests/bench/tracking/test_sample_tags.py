@@ -25,7 +25,7 @@ def where(tmp_path):
 def test_demo_is_tagged_selected_on_parent_and_trial(where):
     uri, overrides = where
     cfg = compose(["experiment=demo", *overrides])
-    parent = open_study_run(cfg, jobs=None)
+    parent = open_study_run(cfg, "demo", None)
     trial = TrialRun(load(compose(["experiment=demo", *overrides])), {})
     client = _client(uri)
     for run_id in (parent, trial.run_id):
