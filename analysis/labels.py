@@ -49,6 +49,12 @@ def sample(trials: pd.DataFrame) -> Sample:
     return Sample(selected, tuple(unrecorded))
 
 
+def from_meta(*metas: dict) -> Sample:
+    """The sample of the trials behind one page (a diff page's two trials, from their tags)."""
+    return Sample({str(m.get("study", "?")): str(m.get("study.sample_note") or "no note recorded")
+                   for m in metas if m.get("study.sample") == "selected"})
+
+
 def banner_html(s: Sample) -> str:
     """One block of HTML, empty for an unbiased sample; markdown passes it through as is."""
     if not s.selected:

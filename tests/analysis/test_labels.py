@@ -56,12 +56,13 @@ def test_basis_states_n_seeds_reps_model_code_and_mixed_code():
 @pytest.fixture(scope="module")
 def selected(tmp_path_factory):
     """A small study whose trials are tagged as a selected sample, one trial run on other code,
-    and a sub-page already in the report directory (as the diff pages are)."""
+    with outcome mismatches (so the report writes diff pages) and a page of someone else's in
+    the report directory."""
     from mlflow import MlflowClient
 
     root = tmp_path_factory.mktemp("selected")
-    fx = build_study(root / "db", seeds=2, reps=1, study="picked", extras=False, with_events=False,
-                     strategies=("raw", "ledger"), arms=("baseline",))
+    fx = build_study(root / "db", seeds=2, reps=2, study="picked", extras=False,
+                     strategies=("raw", "ledger"), arms=("baseline", "compaction"))
     client = MlflowClient(fx.uri)
     for i, run_id in enumerate(fx.run_ids.values()):
         client.set_tag(run_id, "study.sample", "selected")
@@ -69,19 +70,28 @@ def selected(tmp_path_factory):
         if i == 0:
             client.set_tag(run_id, "git_sha", "1" * 40 + "-dirty")
     out = root / "report"
-    (out / "diff").mkdir(parents=True)
-    (out / "diff" / "pair.html").write_text("<!doctype html><html><body><h1>diff</h1></body></html>")
+    (out / "extra").mkdir(parents=True)
+    (out / "extra" / "page.html").write_text("<!doctype html><html><body><h1>extra</h1></body></html>")
     rep = report.generate(fx.uri, fx.experiment, fx.study, out, runs=load_runs(fx.uri, fx.experiment, fx.study))
     return fx, rep
 
 
 def test_every_page_of_a_selected_study_carries_the_banner(selected):
-    _, rep = selected
+    from mlflow import MlflowClient
+    from mlflow.artifacts import load_text
+
+    fx, rep = selected
     md = (rep.out_dir / "index.md").read_text()
     assert md.splitlines()[2].startswith(f'<div class="{labels.BANNER_CLASS}"') and "&lt;picked&gt;" in md
-    for page in ("index.html", "diff/pair.html"):
+    diffs = sorted(p.relative_to(rep.out_dir).as_posix() for p in (rep.out_dir / "diff").glob("*.html"))
+    assert rep.pages.mismatch and diffs
+    for page in ("index.html", "extra/page.html", *diffs):
         html = (rep.out_dir / page).read_text()
         assert html.count(labels.BANNER_CLASS) == 1 and "Selected sample, not an unbiased one." in html, page
+    # the diff page's own copy in the trial's MLflow run carries it too (written before the report's pass)
+    run_id = next(iter(rep.pages.mismatch))
+    logged = load_text(f"{MlflowClient(fx.uri).get_run(run_id).info.artifact_uri}/diff/vs_baseline.html")
+    assert logged.count(labels.BANNER_CLASS) == 1
 
 
 def test_headline_tables_state_their_basis_and_mixed_code(selected):
@@ -91,8 +101,8 @@ def test_headline_tables_state_their_basis_and_mixed_code(selected):
     paired = md.split("### Paired vs")[1].split("### Strategy")[0]
     for section in (success, paired):
         line = next(x for x in section.splitlines() if x.startswith("Basis: "))
-        assert line.startswith("Basis: 4 trials; 2 task seeds (signature_migration #0, signature_migration #1) "
-                               "× 1 rep(s) per cell; model sim; code: 2 versions, ")
+        assert line.startswith("Basis: 16 trials; 2 task seeds (signature_migration #0, signature_migration #1) "
+                               "× 2 rep(s) per cell; model sim; code: 2 versions, ")
         assert "1111111111-dirty (1 trial) — the trials ran different code; sample selected." in line
     assert "The cells rest on different seeds, reps, models or code:" in success   # one cell ran other code
     from mlflow import MlflowClient
