@@ -44,6 +44,9 @@ ARM_ORDER = ("baseline", "compaction", "drift", "drift_compaction")
 
 _PAGE = 10_000
 _CHUNK = 500  # run ids per IN (...) clause, well under SQLite's variable limit
+# How the study's seeds were chosen (conf/config.yaml study.sample; analysis.labels reads them).
+SAMPLE_TAGS = ("study.sample", "study.sample_note")
+TRIAL_TAGS = (*TRIAL_TAGS, *SAMPLE_TAGS)
 
 
 @dataclass

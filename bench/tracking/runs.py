@@ -70,7 +70,8 @@ def experiment_id(client, name: str, artifact_root: str) -> str:
         return exp.experiment_id
 
 
-def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mapping | None = None) -> str:
+def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mapping | None = None,
+                 tags: Mapping[str, str] | None = None) -> str:
     """Find or create the study's parent run; a file lock keeps parallel workers from racing."""
     lock_dir.mkdir(parents=True, exist_ok=True)
     with open(lock_dir / ".study.lock", "w") as lock:
@@ -79,7 +80,8 @@ def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mappin
                                    max_results=1)
         if found:
             return found[0].info.run_id
-        run = client.create_run(exp_id, run_name=f"study·{study}", tags={"ctxbench.kind": "study", "study": study})
+        run = client.create_run(exp_id, run_name=f"study·{study}",
+                                tags={"ctxbench.kind": "study", "study": study, **(tags or {})})
         if config:
             client.log_dict(run.info.run_id, dict(config), "study_config.yaml")
         return run.info.run_id
@@ -150,9 +152,9 @@ class TrialRun:
                 "arm": cfg.arm.name, "task_family": cfg.task.family, "task_seed": str(cfg.task.seed),
                 "rep": str(cfg.rep), "model": str(cfg.model.get("name", "")), "status": "running",
                 "failure_reason": "", "config_hash": cfg.config_hash, "git_sha": code_version(), "pid": str(os.getpid()),
-                "host": os.uname().nodename, **extra_tags}
+                "host": os.uname().nodename, **(cfg.sample or {}), **extra_tags}
         if cfg.study != "adhoc":
-            tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None)
+            tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None, cfg.sample)
         run = self.client.create_run(exp, run_name=cfg.run_name, tags=tags)
         self.run_id = run.info.run_id
         self.artifact_uri = run.info.artifact_uri

@@ -165,3 +165,16 @@ def test_every_callbacks_option_instantiates(name):
 
     callbacks = _compose_hydra([f"hydra/callbacks={name}"]).hydra.callbacks
     assert callbacks and all(instantiate(c) is not None for c in callbacks.values())
+
+
+def test_study_sample_is_validated_with_one_line_naming_the_key():
+    assert load(compose()).sample == {"study.sample": "unbiased", "study.sample_note": ""}
+    demo = load(compose(["experiment=demo"])).sample
+    assert demo["study.sample"] == "selected" and "seed (4)" in demo["study.sample_note"]
+    with pytest.raises(ConfigError, match=r"study\.sample='cherry' is not one of unbiased, selected"):
+        load(compose(["study.sample=cherry"]))
+    with pytest.raises(ConfigError, match=r"study\.sample=selected needs study\.sample_note"):
+        load(compose(["study.sample=selected"]))
+    picked = load(compose(["study.sample=selected", "study.sample_note='seeds  3 and 7,  the hard ones '"]))
+    assert picked.sample["study.sample_note"] == "seeds 3 and 7, the hard ones"
+    assert load(compose(["study.sample=selected", "study.sample_note=x"])).config_hash == load(compose()).config_hash
