@@ -65,7 +65,9 @@ _SENTINEL = b"\0ctxbench-exec-completed\n"
 _REAP = ('n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; { [ "$p" = 1 ] || [ "$p" = $$ ]; } && continue; '
          'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
          '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
-         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); done')
+         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); done; '
+         # SIGKILLed is not yet gone on a busy machine: wait (up to ~5 s) until nothing is left.
+         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i+1)); sleep 0.05; done')
 _WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
             f'if [ "$3" = 1 ]; then {_REAP}; fi; '
             'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc')
