@@ -33,6 +33,7 @@ from bench.sandbox import sweep
 from bench.sandbox.base import Sandbox, SandboxConfig
 from bench.tracking import tracing
 from bench.tracking.runs import TrialRun, previous_runs, trial_claim
+from bench.tracking.task_input import log_task_input
 from bench.trial.loop import LoopSettings, TrialLoop
 from bench.trial.record import Trial, TrialResult, classify, finish
 from bench.trial.watchdog import trial_watchdog
@@ -96,7 +97,11 @@ def claim(tcfg: TrialConfig, task: TaskSpec) -> TrialRun | TrialResult:
     """This trial's new MLflow run, or the result of the earlier run that makes it unnecessary."""
     with trial_claim(tcfg.results_dir):  # check-then-create is atomic across this host's processes
         earlier = resume_or_skip(tcfg) if tcfg.resume else None
-        return earlier if earlier is not None else TrialRun(tcfg, {"task_id": task.task_id})
+        if earlier is not None:
+            return earlier
+        run = TrialRun(tcfg, {"task_id": task.task_id})
+    log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column; never raises
+    return run
 
 
 def resume_or_skip(tcfg: TrialConfig) -> TrialResult | None:
