@@ -180,10 +180,11 @@ def load(cfg: DictConfig | Mapping) -> TrialConfig:
     )
 
 
-def compose(overrides: list[str] | None = None) -> DictConfig:
-    """Compose the real config outside a Hydra app (tests, tools)."""
+def compose(overrides: list[str] | None = None, return_hydra_config: bool = False) -> DictConfig:
+    """Compose the real config outside a Hydra app (tests, tools, bench.preflight)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides or []))
+        return hydra_compose(config_name="config", overrides=list(overrides or []),
+                             return_hydra_config=return_hydra_config)

@@ -25,7 +25,7 @@ KINDS = frozenset({
     "trial_start", "message", "context", "model_call", "tool_call", "tool_result", "check", "step_start",
     "head_refresh",
     "step_status", "compaction", "context_truncation", "context_overflow", "output_truncation", "drift",
-    "policy_violation", "invariant", "error", "trial_end",
+    "policy_violation", "invariant", "error", "trial_end", "tool_error", "process_killed",
 })
 
 
@@ -118,7 +118,7 @@ def ledger_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "compaction":
             compacted.add(turn)
         elif kind == "check":
-            last_check[turn] = "pass" if r.get("exit_code") == 0 else "fail"
+            last_check[turn] = "pass" if r.get("passed", r.get("exit_code") == 0) else "fail"
         elif kind == "model_call" and r.get("purpose", "turn") == "turn":
             usage = r.get("usage", {})
             out.append({

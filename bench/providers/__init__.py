@@ -12,6 +12,7 @@ PROVIDERS = Registry("model.provider", {
     "anthropic": "bench.providers.anthropic:AnthropicProvider",
     "openai": "bench.providers.openai:OpenAIProvider",
     "replay": "bench.providers.replay:ReplayProvider",
+    "scripted": "bench.providers.scripted:ScriptedProvider",
 }, hint="pick a model with model=<name> (see conf/model/)")
 
 

@@ -11,6 +11,11 @@ class ProviderError(RuntimeError):
     """The provider failed after its retries: the trial fails with `provider_error`."""
 
 
+class ContextOverflow(ProviderError):
+    """The provider refused the request as longer than its context window: the context is the
+    strategy's doing, so the trial fails with `context_overflow`, an agent failure."""
+
+
 class Provider(Protocol):
     model_id: str
 

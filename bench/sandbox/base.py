@@ -18,7 +18,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from bench.core.registry import Registry
 
+from .paths import PathRefused as PathRefused
+from .paths import Protected
+
 # Re-exported: the local backend imports the working copy from here, with the contract.
+from .workcopy import GitError as GitError
 from .workcopy import WorkingCopy as WorkingCopy
 
 # kind -> the backend's create(); a backend is imported only when chosen.
@@ -87,6 +91,7 @@ class ExecResult:
     output: str  # stdout+stderr merged, tail-truncated with a marker line
     duration_s: float
     timed_out: bool
+    ended: tuple[str, ...] = ()  # with reap=True: "pid name" of each process the command left running
 
 
 class SandboxLost(RuntimeError):
@@ -96,17 +101,27 @@ class SandboxLost(RuntimeError):
 @runtime_checkable
 class Sandbox(Protocol):
     """One trial's sandbox. exec: `sh -c cmd` in the working copy, killed at the timeout
-    (None = cfg.exec_timeout_s); raises SandboxLost if the sandbox is gone. File ops take
-    repo-relative paths: ValueError for escapes, absolute paths, symlinks and .git;
-    FileNotFoundError if missing. git/commit/tree_sha run host git against a git dir outside
-    the working copy; commits use fixed dates, so equal files and messages give equal shas."""
+    (None = cfg.exec_timeout_s); raises SandboxLost if the sandbox is gone; with `reap`, every
+    process the command left running is ended before it returns (listed in `ended`); `reap()`
+    ends every process left in the sandbox.
+    File ops take repo-relative paths through paths.canonical: ValueError (PathRefused) for
+    escapes, absolute paths, symlinks and .git; FileNotFoundError if missing. `resolve` says
+    where a path lands through symlinks; `restore` puts protected files back (workcopy.py).
+    git/commit/tree_sha run host git against a git dir outside the working copy (GitError when
+    git refuses); commits use fixed dates, so equal files and messages give equal shas."""
 
     trial_id: str
     workdir: Path
     base_commit: str
 
-    def exec(self, cmd: str, timeout: float | None = None) -> ExecResult: ...
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult: ...
+    def reap(self) -> list[str]: ...
+    def resolve(self, path: str) -> tuple[str, str | None]: ...
+    def restore(self, files: Mapping[str, str], protected: Protected) -> list[str]: ...
+    def harness_dir(self) -> Path: ...
+    def drop_harness_dir(self) -> None: ...
     def read_file(self, path: str) -> str: ...
+    def read_bytes(self, path: str, limit: int) -> bytes: ...
     def write_file(self, path: str, content: str) -> None: ...
     def delete_file(self, path: str) -> None: ...
     def list_files(self) -> list[str]: ...

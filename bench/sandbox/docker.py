@@ -3,7 +3,15 @@
 The container sees only the trial's working copy (bind-mounted at /work; the git dir stays
 on the host, see workcopy.py), has no network, capped memory/cpu/pids, no capabilities, no
 privilege escalation, a read-only rootfs with a tmpfs /tmp, and runs as the host user's uid
-so that whatever it writes stays removable by the harness.
+so that whatever it writes stays removable by the harness. Its pid 1 is a tiny reaper that
+ignores every signal: a namespace's init cannot be killed from inside, so `kill -9 -1` in a
+command ends the command's own processes, never the container (with `sleep` under an init,
+it would end the container and pass the model's act off as a lost sandbox).
+
+`exec(..., reap=True)` ends whatever the command left running (background jobs, daemons,
+fork bombs) before it returns, from the exec's own shell, and lists them in
+`ExecResult.ended`; `reap()` does the same on its own, and costs nothing when the last exec
+already reaped (the trial runs one exec at a time, so nothing can have started since).
 
 Speed: an exec is three engine round trips (create, start, inspect) on one reused client,
 like the `docker exec` CLI. The start request is sent on a raw unix socket because docker-py
@@ -11,8 +19,7 @@ reads upgraded streams past its own HTTP buffer and can silently lose the first 
 frames (docker/docker-py#3332); here the bytes after the response headers are kept.
 `docker` is imported lazily so that importing bench never needs docker-py or an engine.
 
-Also here: `sweep`, for leaked containers. engine.py owns the engine connection, the retry of
-hung engine calls and the containers' owner labels; names used elsewhere are re-exported here.
+engine.py owns the engine connection, hung-call retries, owner labels and `sweep` (re-exported).
 """
 
 from __future__ import annotations
@@ -20,7 +27,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import socket
 import struct
 import time
@@ -37,10 +43,11 @@ from .engine import (
     _engine_errors,
     _retry_once,
     _unix_socket_path,
-    creator_alive,
     dockerpy,
     owner_labels,
 )
+from .engine import creator_alive as creator_alive  # re-exported: used through this module
+from .engine import sweep as sweep
 from .workcopy import WorkingCopy
 
 log = logging.getLogger(__name__)
@@ -51,7 +58,25 @@ _FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id,
 _KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "' + _MARK + '=$1" "$d/environ" '
                 '&& kill -9 "${d#/proc/}" 2>/dev/null; done; true')
 _SENTINEL = b"\0ctxbench-exec-completed\n"
-_WRAPPER = 'timeout -s KILL "$1" sh -c "$2"; rc=$?; printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
+# $3: 0 = just the command; 1 = then end every other process (all but pid 1 and this shell:
+# the trial runs one exec at a time) and list them on stderr. Builtins only until the kill
+# loop, so it works under a fork bomb at the pids limit.
+_REAP = ('n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; { [ "$p" = 1 ] || [ "$p" = $$ ]; } && continue; '
+         'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
+         '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
+         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); done; '
+         # SIGKILLed is not yet gone on a busy machine: wait (up to ~5 s) until nothing is left.
+         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i+1)); sleep 0.05; done')
+_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
+            f'if [ "$3" = 1 ]; then {_REAP}; fi; '
+            'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc')
+# pid 1: ignores every signal it may (init of a pid namespace: SIGKILL from inside is dropped
+# too), and SIGCHLD ignored makes the kernel reap orphans, so zombies never eat the pids limit.
+_INIT = ("import signal\n"
+         "for s in signal.valid_signals():\n"
+         "    try: signal.signal(s, signal.SIG_IGN)\n"
+         "    except (OSError, ValueError): pass\n"
+         "while True: signal.pause()\n")
 
 
 class DockerSandbox(WorkingCopy):
@@ -67,6 +92,7 @@ class DockerSandbox(WorkingCopy):
             self._remove_tree()
             raise
         self._id: str = container.id
+        self._quiet = True  # no command has run since the last reap
         self._api = _client().api
         self._sock_path = _unix_socket_path()
         log.debug("sandbox %s: container %s, workdir %s", trial_id, self._id[:12], self.workdir)
@@ -84,13 +110,13 @@ class DockerSandbox(WorkingCopy):
 
         try:
             return _retry_once("container start", lambda: client.containers.run(
-                cfg.image, ["sleep", "infinity"], detach=True,
+                cfg.image, ["python3", "-I", "-S", "-c", _INIT], detach=True,
                 name=f"ctxbench-{slug}-{uuid.uuid4().hex[:8]}",
                 labels=all_labels,
                 user=f"{os.getuid()}:{os.getgid()}", working_dir="/work",
                 network_mode="none", mem_limit=cfg.memory, memswap_limit=cfg.memory,
                 nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
-                init=True,  # tini as pid 1: signals work, zombies are reaped, stop is instant
+                init=False,  # _INIT is pid 1 (see the module docstring); removal is a SIGKILL
                 cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 read_only=True, tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777"},
                 mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind")],
@@ -105,7 +131,16 @@ class DockerSandbox(WorkingCopy):
     def container_id(self) -> str:
         return self._id
 
-    def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
+        self._quiet = False
+        res = self._exec(cmd, timeout, reap)
+        self._quiet = reap
+        return res
+
+    def reap(self) -> list[str]:
+        return [] if self._quiet else list(self.exec(":", reap=True).ended)
+
+    def _exec(self, cmd: str, timeout: float | None, reap: bool) -> ExecResult:
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
         errors = _engine_errors()
         marker = uuid.uuid4().hex
@@ -113,7 +148,7 @@ class DockerSandbox(WorkingCopy):
         # `exec 2>&1` merges the command's stderr into stdout at the fd, so the order is its own.
         # The outer shell then reports on the (otherwise unused) stderr stream that it finished:
         # without that sentinel, a 137 means the whole container died, not just the command.
-        argv = ["sh", "-c", _WRAPPER, "ctxbench", f"{limit:.3f}", "exec 2>&1\n" + cmd]
+        argv = ["sh", "-c", _WRAPPER, "ctxbench", f"{limit:.3f}", "exec 2>&1\n" + cmd, str(int(reap))]
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
         def create_and_start() -> tuple[str, socket.socket, bytes]:
@@ -148,7 +183,10 @@ class DockerSandbox(WorkingCopy):
             # carries this exec's env marker.
             self._kill_marked(marker)
             self._check_alive()
-        return ExecResult(exit_code, tail.text(), duration, timed_out)
+        ended = tuple(line[6:] for line in err.decode("utf-8", "replace").splitlines() if line.startswith("ended "))
+        if reap and not completed:  # the wrapper never reached its reap: reap on its own
+            ended += self._exec(":", None, True).ended
+        return ExecResult(exit_code, tail.text(), duration, timed_out, ended)
 
     def _start(self, exec_id: str) -> tuple[socket.socket, bytes]:
         if self._sock_path is None:  # tcp/ssh engines: docker-py's socket (has the #3332 race)
@@ -260,34 +298,3 @@ def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) 
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
            labels: Mapping[str, str] | None = None) -> DockerSandbox:
     return DockerSandbox(cfg, files, trial_id, labels)
-
-
-def sweep(label_selector: Mapping[str, str] | None = None, orphans_only: bool = False) -> int:
-    """Force-remove ctxbench containers (all, or those matching every label) and their leaked
-    working copies; returns how many containers were removed. 0 if no engine is reachable.
-
-    With no selector this removes EVERY ctxbench container on the engine, including those of
-    studies running right now; `orphans_only=True` keeps any container whose creating process
-    is alive or cannot be checked (another host, no owner labels): safe at any time."""
-    try:
-        client = _client()
-    except SandboxLost as e:
-        log.warning("sweep skipped: %s", e)
-        return 0
-    selector = ["ctxbench=1"] + [f"{k}={v}" for k, v in sorted((label_selector or {}).items())]
-    removed = 0
-    for c in client.api.containers(all=True, filters={"label": selector}):
-        if orphans_only and creator_alive(c.get("Labels") or {}) is not False:
-            continue
-        try:
-            client.api.remove_container(c["Id"], force=True)
-            removed += 1
-        except _engine_errors() as e:
-            if type(e).__name__ != "NotFound":
-                log.warning("sweep: could not remove %s: %s", c["Id"][:12], e)
-            continue
-        for m in c.get("Mounts") or []:  # a SIGKILLed harness leaves its temp dir behind too
-            root = os.path.dirname(m.get("Source", ""))
-            if m.get("Destination") == "/work" and os.path.basename(root).startswith("ctxbench-sbx-"):
-                shutil.rmtree(root, ignore_errors=True)
-    return removed

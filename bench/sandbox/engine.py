@@ -1,6 +1,7 @@
 """The Docker engine as the docker backend talks to it: docker-py imported on first use, one
 client per process with a finite timeout, the retry-once policy for a hung engine call, and
-the owner labels that let a sweep tell containers of dead harness processes from live ones.
+the owner labels that let a sweep tell containers of dead harness processes from live ones,
+and the sweep itself.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import shutil
 from collections.abc import Mapping
 from typing import Any
 
@@ -117,3 +119,34 @@ def _unix_socket_path() -> str | None:
     if not host:
         return "/var/run/docker.sock"
     return host[len("unix://"):] if host.startswith("unix://") else None
+
+
+def sweep(label_selector: Mapping[str, str] | None = None, orphans_only: bool = False) -> int:
+    """Force-remove ctxbench containers (all, or those matching every label) and their leaked
+    working copies; returns how many containers were removed. 0 if no engine is reachable.
+
+    With no selector this removes EVERY ctxbench container on the engine, including those of
+    studies running right now; `orphans_only=True` keeps any container whose creating process
+    is alive or cannot be checked (another host, no owner labels): safe at any time."""
+    try:
+        client = _client()
+    except SandboxLost as e:
+        log.warning("sweep skipped: %s", e)
+        return 0
+    selector = ["ctxbench=1"] + [f"{k}={v}" for k, v in sorted((label_selector or {}).items())]
+    removed = 0
+    for c in client.api.containers(all=True, filters={"label": selector}):
+        if orphans_only and creator_alive(c.get("Labels") or {}) is not False:
+            continue
+        try:
+            client.api.remove_container(c["Id"], force=True)
+            removed += 1
+        except _engine_errors() as e:
+            if type(e).__name__ != "NotFound":
+                log.warning("sweep: could not remove %s: %s", c["Id"][:12], e)
+            continue
+        for m in c.get("Mounts") or []:  # a SIGKILLed harness leaves its temp dir behind too
+            root = os.path.dirname(m.get("Source", ""))
+            if m.get("Destination") == "/work" and os.path.basename(root).startswith("ctxbench-sbx-"):
+                shutil.rmtree(root, ignore_errors=True)
+    return removed

@@ -9,10 +9,13 @@ Security model (the part that must hold even against hostile model-generated cod
   (core.fsmonitor, aliases, filters) or anything else the host's git would execute. Any
   `.git` that shows up inside the working copy (say `git init` run in the container) is
   deleted before the host runs git, so git never mistakes it for a nested repository.
-* Host-side file operations walk the path one component at a time with O_NOFOLLOW relative
-  to an open directory fd. A symlink anywhere in the path, `..` escapes, absolute paths and
-  `.git` are refused, and a concurrent symlink swap from inside the container cannot
-  redirect a host write (no check-then-open race).
+* Every path goes through the one canonicaliser (paths.py) and host-side file operations
+  then walk it one component at a time with O_NOFOLLOW relative to an open directory fd. A
+  symlink anywhere in the path, `..` escapes, absolute paths and `.git` are refused, and a
+  concurrent symlink swap from inside the container cannot redirect a host write (no
+  check-then-open race).
+* `restore` puts protected files back from the harness's own copy, whatever the sandbox did
+  to them or around them (symlinked or replaced directories, modes, extra files).
 * Git runs with system/global config disabled and fixed identities and dates, which also
   makes commit and tree shas reproducible across machines and runs.
 
@@ -26,7 +29,6 @@ import contextlib
 import errno
 import logging
 import os
-import posixpath
 import re
 import shutil
 import stat
@@ -34,7 +36,9 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from . import restore
+from .paths import Protected, canonical, resolve
 
 # The logger name from before the working copy left base.py, so log filters keep matching.
 log = logging.getLogger("bench.sandbox.base")
@@ -43,7 +47,12 @@ FIXED_DATE = "2000-01-01T00:00:00+0000"
 HARNESS_AUTHOR = "ctxbench <harness@ctxbench.invalid>"
 _AUTHOR_RE = re.compile(r"^\s*([^<>\n]+?)\s*<([^<>\s]+)>\s*$")
 # Build artefacts the sandbox produces; they must not change tree shas or file listings.
-_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
+_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n/.ctxbench/\n"
+HARNESS_DIR = ".ctxbench"  # made fresh by the harness for each check (certify.py); never committed
+
+
+class GitError(RuntimeError):
+    """Host git refused (a bad ref, say); the message is git's own."""
 
 
 class WorkingCopy:
@@ -86,7 +95,7 @@ class WorkingCopy:
         proc = subprocess.run(["git", *args], cwd=self.workdir, env=full_env, capture_output=True,
                               encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL)
         if proc.returncode != 0:
-            raise RuntimeError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+            raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
         return proc.stdout
 
     def git(self, *args: str) -> str:
@@ -137,17 +146,13 @@ class WorkingCopy:
 
     # -- files (race-free walk below the working copy) ----------------------------------------
     def _split(self, path: str) -> list[str]:
-        if not isinstance(path, str) or not path or "\0" in path:
-            raise ValueError(f"invalid path {path!r}")
-        if path.startswith("/"):
-            raise ValueError(f"{path!r}: absolute paths are not allowed; use a repo-relative path")
-        norm = posixpath.normpath(path)
-        parts = norm.split("/")
-        if norm in (".", "..") or parts[0] == "..":
-            raise ValueError(f"{path!r} escapes the working copy")
-        if ".git" in parts:
-            raise ValueError(f"{path!r}: .git is not accessible")
-        return parts
+        return canonical(path).split("/")
+
+    def resolve(self, path: str) -> tuple[str, str | None]:
+        """(the canonical path, where it lands after following symlinks in the working copy, or
+        None when a link leads outside): what the tool policy judges. PathRefused if invalid."""
+        rel = canonical(path)
+        return rel, resolve(self.workdir, rel)
 
     def _open_parent(self, parts: list[str], create: bool) -> int:
         fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY)
@@ -192,6 +197,11 @@ class WorkingCopy:
         with os.fdopen(self._open_file(path, os.O_RDONLY), "rb") as f:
             return f.read().decode("utf-8", errors="replace")
 
+    def read_bytes(self, path: str, limit: int) -> bytes:
+        """At most `limit` + 1 bytes of the file (one more than allowed says it is longer)."""
+        with os.fdopen(self._open_file(path, os.O_RDONLY), "rb") as f:
+            return f.read(limit + 1)
+
     def write_file(self, path: str, content: str) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         with os.fdopen(self._open_file(path, flags, create_dirs=True), "wb") as f:
@@ -208,14 +218,27 @@ class WorkingCopy:
         finally:
             os.close(dfd)
 
+    # -- the harness's own files (call only when no sandbox process runs: after `reap`) --------
+    def restore(self, files: Mapping[str, str], protected: Protected) -> list[str]:
+        """Make every protected path exactly `files` (the harness's own copy); returns the paths
+        that differed (restore.py)."""
+        self._purge_git_dirs()
+        return restore.restore(self.workdir, files, protected, self.write_file)
+
+    def harness_dir(self) -> Path:
+        """A fresh, empty `.ctxbench/` in the working copy, made by the harness: whatever the
+        sandbox left under that name is removed first, so nothing in it is the agent's."""
+        restore.remove(self.workdir, HARNESS_DIR)
+        os.mkdir(self.workdir / HARNESS_DIR, 0o755)
+        return self.workdir / HARNESS_DIR
+
+    def drop_harness_dir(self) -> None:
+        restore.remove(self.workdir, HARNESS_DIR)
+
     # -- lifecycle ------------------------------------------------------------------------------
     def _remove_tree(self) -> None:
-        def retry(func: Any, p: str, _exc: Any) -> None:  # the sandbox may leave read-only dirs
-            os.chmod(os.path.dirname(p), 0o755)
-            func(p)
-
         if self._root.exists():
-            shutil.rmtree(self._root, onerror=retry)
+            shutil.rmtree(self._root, onerror=restore.chmod_and_retry)
 
     def close(self, interrupted: bool = False) -> None:
         if self._closed:
@@ -228,3 +251,4 @@ class WorkingCopy:
 
     def __exit__(self, *exc: object) -> None:  # an exception on the way out means interrupted
         self.close(interrupted=exc[0] is not None)
+

@@ -64,7 +64,7 @@ MODELS = {
     "sim": ([], "SimProvider"), "oracle": ([], "SimProvider"),
     "anthropic": ([], "AnthropicProvider"), "openai": ([], "OpenAIProvider"),
     "deepseek": ([], "OpenAIProvider"), "local": (["model.model_id=qwen3-coder"], "OpenAIProvider"),
-    "replay": (["model.cassette={cassette}"], "ReplayProvider"),
+    "replay": (["model.cassette={cassette}"], "ReplayProvider"), "adversary": ([], "ScriptedProvider"),
 }
 
 
