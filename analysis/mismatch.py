@@ -145,14 +145,15 @@ def mlflow_event_fetcher(tracking_uri: str, artifact_uris: dict[str, str] | None
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=tracking_uri)
-    tmp = Path(tempfile.mkdtemp(prefix="ctxbench-events-"))
     uris = artifact_uris or {}
 
     def fetch(run_id: str) -> list[dict] | None:
         try:
             if uris.get(run_id):
                 return parse_events(mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"))
-            return parse_events(Path(client.download_artifacts(run_id, artifact, str(tmp / run_id))).read_text())
+            # A download is read and removed at once: a report over a big study leaves no copies behind.
+            with tempfile.TemporaryDirectory(prefix="ctxbench-events-") as tmp:
+                return parse_events(Path(client.download_artifacts(run_id, artifact, tmp)).read_text())
         except Exception:  # a missing artifact surfaces as OSError or MlflowException depending on store
             return None
 

@@ -143,11 +143,13 @@ def continuous_mde(c: Continuous, alpha: float, k: int, target: float = TARGET,
     """Smallest mean shift the signed-rank test detects at alpha/k with ``target`` power:
     on the pairs, or with several reps per seed on the seed means (their own SD, no ICC
     needed; inf with fewer seeds than the test needs to reach alpha/k at all)."""
-    if not c.pairs.n or not c.sd > 0:
+    if not c.pairs.n:
         return math.nan
     a = P.holm_alpha(alpha, k)
+    if c.pairs.per_seed > 1 and c.pairs.seeds < seedpower.min_seeds(a):
+        return math.inf  # whatever the spread: these seeds cannot reach alpha/k
+    if not c.sd > 0:
+        return math.nan  # no spread in the pilot to scale a shift by
     if c.pairs.per_seed > 1:
-        if c.pairs.seeds < seedpower.min_seeds(a):
-            return math.inf
         return P.paired_mde(c.pairs.seeds, c.seed_sd, a, target, are) if c.seed_sd > 0 else math.nan
     return P.paired_mde(c.pairs.n_eff, c.sd, a, target, are)
