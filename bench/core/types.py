@@ -1,4 +1,4 @@
-"""Small shared types: messages, tool calls, usage, completions.
+"""Small shared types: messages, tool calls, usage, prices, completions; `plain` config values.
 
 `tasks` and `strategies` may import from here (and from `bench.core.tokens`, `bench.core.render`);
 nothing else in `bench` is theirs to import.
@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
-
-STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "error")
-
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -118,6 +116,37 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Price:
+    """USD per million tokens, per usage category: `model.price` of every model config."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+    def cost(self, usage: Usage) -> float:
+        return (usage.input * self.input + usage.output * self.output
+                + usage.cache_read * self.cache_read + usage.cache_write * self.cache_write) / 1e6
+
+    @classmethod
+    def from_mapping(cls, price: Mapping[str, Any] | None) -> Price:
+        """All four keys, each a number >= 0; a missing price would silently misstate cost."""
+        price = dict(price or {})
+        keys = [f.name for f in fields(cls)]
+        unknown = sorted(set(price) - set(keys))
+        if unknown:
+            raise ValueError(f"model.price has unknown key {unknown[0]!r}; allowed: {', '.join(keys)}")
+        for key, v in price.items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                raise ValueError(f"model.price.{key} must be a number >= 0 (USD per million tokens), got {v!r}")
+        missing = [k for k in keys if k not in price]
+        if missing:
+            raise ValueError(f"model.price.{missing[0]} is missing (USD per million tokens; all of "
+                             f"{', '.join(keys)} are required)")
+        return cls(**{k: float(price[k]) for k in keys})
+
+
+@dataclass(frozen=True)
 class Completion:
     content: str
     tool_calls: tuple[ToolCall, ...]
@@ -162,3 +191,19 @@ def _tools_json(tools: tuple[ToolSpec, ...] | list[ToolSpec]) -> str:
     if hit is None or any(a is not b for a, b in zip(hit[0], tools, strict=True)):
         hit = _TOOLS_JSON[key] = (tuple(tools), canonical_json([asdict(t) for t in tools]))  # keeps the ids alive
     return hit[1]
+
+
+def plain(value: Any) -> Any:
+    """A config value (OmegaConf container, mapping, sequence) as plain dicts and tuples, resolved:
+    what frozen config objects and hashes are built from."""
+    if type(value).__name__ in ("DictConfig", "ListConfig"):
+        from omegaconf import OmegaConf
+
+        value = OmegaConf.to_container(value, resolve=True)
+    if isinstance(value, str | bytes):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return tuple(plain(v) for v in value)
+    return value

@@ -1,4 +1,4 @@
-"""The provider contract (DESIGN §4)."""
+"""The provider contract (docs/design.md §8)."""
 
 from __future__ import annotations
 

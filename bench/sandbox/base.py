@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from bench.core.registry import Registry
+
 from .paths import PathRefused as PathRefused
 from .paths import Protected
 
@@ -23,7 +25,11 @@ from .paths import Protected
 from .workcopy import GitError as GitError
 from .workcopy import WorkingCopy as WorkingCopy
 
-KINDS = ("docker", "local")
+# kind -> the backend's create(); a backend is imported only when chosen.
+SANDBOXES = Registry("sandbox.kind", {
+    "docker": "bench.sandbox.docker:create",
+    "local": "bench.sandbox.local:create",
+}, hint="choose one with sandbox=<kind> (see conf/sandbox/)")
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
 
 
@@ -69,8 +75,8 @@ class SandboxConfig:
         for key in ("kind", "image", "base_image"):
             if not isinstance(d[key], str) or not d[key].strip():
                 raise bad(key, "a non-empty string")
-        if d["kind"] not in KINDS:
-            raise bad("kind", f"one of {list(KINDS)}")
+        if d["kind"] not in SANDBOXES:
+            raise bad("kind", f"one of {list(SANDBOXES)}")
         for key in ("check_cache", "reuse"):
             if not isinstance(d[key], bool):
                 raise bad(key, "true or false")

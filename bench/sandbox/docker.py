@@ -19,8 +19,7 @@ reads upgraded streams past its own HTTP buffer and can silently lose the first 
 frames (docker/docker-py#3332); here the bytes after the response headers are kept.
 `docker` is imported lazily so that importing bench never needs docker-py or an engine.
 
-engine.py owns the engine connection, the retry of hung engine calls, the containers' owner
-labels and `sweep` (for leaked containers); names used elsewhere are re-exported here.
+engine.py owns the engine connection, hung-call retries, owner labels and `sweep` (re-exported).
 """
 
 from __future__ import annotations
@@ -66,7 +65,9 @@ _SENTINEL = b"\0ctxbench-exec-completed\n"
 _REAP = ('n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; { [ "$p" = 1 ] || [ "$p" = $$ ]; } && continue; '
          'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
          '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
-         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); done')
+         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); done; '
+         # SIGKILLed is not yet gone on a busy machine: wait (up to ~5 s) until nothing is left.
+         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i+1)); sleep 0.05; done')
 _WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
             f'if [ "$3" = 1 ]; then {_REAP}; fi; '
             'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc')

@@ -1,4 +1,4 @@
-"""The agent loop of one trial (docs/design.md): drift, context, model call, tools, certification.
+"""The agent loop of one trial (docs/design.md §2): drift, context, model call, tools, certification.
 
 Only the harness writes step status, from the check's own report (certify.py). Every way a
 trial can end badly is a named failure reason of bench.core.outcomes, never a success.
@@ -12,7 +12,9 @@ from typing import Any
 
 from bench.core import outcomes
 from bench.core.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, Usage, request_hash
+from bench.eventlog import events as E
 from bench.eventlog.events import EventLog
 from bench.providers.base import ContextOverflow, Provider
 from bench.sandbox.base import Sandbox
@@ -21,7 +23,6 @@ from bench.trial import certify as C
 from bench.trial import steps as S
 from bench.trial.checkcache import CheckCache
 from bench.trial.tools import ToolOutcome, Tools
-from bench.trial.toolspecs import TOOLS
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import TaskSpec
 
@@ -95,7 +96,7 @@ class TrialLoop:
                             cache=self.cache)
         self._count_certification(final.violations, final.ended)
         if not final.passed:
-            raise outcomes.failure("final_check_failed", final.output[-300:])
+            raise outcomes.failure("final_check_failed", final.output[-E.FAILURE_DETAIL_TAIL_CHARS:])
         self.out.success = True
         return self.out
 
@@ -135,9 +136,9 @@ class TrialLoop:
                         res = self.tools.call(call.name, call.args)
                         text, ok = res.text, res.ok
                         self._record_tool(call.name, res)
-                    span.set_outputs({"ok": ok, "result": text[-2000:]})
+                    span.set_outputs({"ok": ok, "result": text[-tracing.SPAN_TEXT_CHARS:]})
                 self.log.append("tool_result", self.turn - 1, call_id=call.id, name=call.name, ok=ok,
-                                output=text[-4000:])
+                                output=text[-E.TOOL_OUTPUT_TAIL_CHARS:])
                 self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
             if passed:
                 return True
@@ -232,8 +233,8 @@ class TrialLoop:
                                                cache_breakpoint=stable or None)
             except ContextOverflow as exc:  # the provider's own window: the context is the agent's
                 self.log.append("context_overflow", self.turn, tokens=tokens, budget=self.cfg.window,
-                                detail=str(exc)[:500])
-                raise outcomes.failure("context_overflow", str(exc)[:300]) from exc
+                                detail=str(exc)[:E.ERROR_DETAIL_CHARS])
+                raise outcomes.failure("context_overflow", str(exc)[:E.FAILURE_DETAIL_TAIL_CHARS]) from exc
             span.set_completion(reply)
         self.out.usage = self.out.usage + reply.usage
         self.out.cost_usd += reply.cost_usd
@@ -256,5 +257,6 @@ class TrialLoop:
             self.log.append("output_truncation", self.turn, purpose=purpose, max_tokens=self.cfg.max_output)
             raise outcomes.failure("output_truncation", f"reply cut at max_tokens={self.cfg.max_output}")
         if reply.stop_reason in ("error", "refusal"):
-            raise outcomes.failure("model_error", f"stop_reason={reply.stop_reason}: {reply.content[:200]}")
+            raise outcomes.failure("model_error",
+                                   f"stop_reason={reply.stop_reason}: {reply.content[:E.MODEL_ERROR_HEAD_CHARS]}")
         return reply

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from bench.config import TrialConfig
 from bench.core.outcomes import INFRA, STATUS_TAG, TrialFailed, Verdict
 from bench.core.types import sha256_text
-from bench.eventlog.events import EventLog
+from bench.eventlog.events import CRASH_DETAIL_CHARS, EventLog
 from bench.eventlog.measures import step_curves, trial_measures
 from bench.providers.base import ContextOverflow, ProviderError
 from bench.sandbox.base import SandboxLost
@@ -89,7 +89,7 @@ class Trial:
             return  # an agent failure is the trial's verdict: trial_end carries it
         try:
             if self.events is not None:
-                self.events.append("error", len(self.outcome.per_turn), reason=reason, detail=detail[:2000],
+                self.events.append("error", len(self.outcome.per_turn), reason=reason, detail=detail[:CRASH_DETAIL_CHARS],
                                    kept=kept)
         except Exception:  # the log itself may be what failed
             log.warning("could not log the failure %s", reason, exc_info=True)

@@ -1,4 +1,4 @@
-"""One trial, top-down (docs/design.md): prepare, resume or skip, play, record.
+"""One trial, top-down (docs/design.md §2): prepare, resume or skip, play, record.
 
     run(cfg) -> TrialResult
       prepare         validate every group, build task, strategy and provider: bad input costs nothing
@@ -104,8 +104,8 @@ def claim(tcfg: TrialConfig, task: TaskSpec) -> TrialRun | TrialResult:
         if earlier is not None:
             return earlier
         run = TrialRun(tcfg, {"task_id": task.task_id})
-        log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column
-        return run
+    log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column; never raises
+    return run
 
 
 def resume_or_skip(tcfg: TrialConfig) -> TrialResult | None:

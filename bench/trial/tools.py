@@ -2,7 +2,7 @@
 (docs/threat_model.md). `submit_step` is not here: certifying a step is the loop's job.
 
 Model mistakes are the model's: a call is dispatched only to a tool of the published list
-(bench/trial/toolspecs.py), after its arguments are validated against that tool's JSON
+(bench/core/toolspecs.py), after its arguments are validated against that tool's JSON
 schema; an unknown name, bad arguments, a refused path, a missing file, a bad git ref, binary
 or huge output each come back as a tool result the model sees (`ok=False`, `error` names the
 kind for the event log), never as an exception in the harness. Only a lost sandbox raises.
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import jsonschema
 
 from bench.core.render import file_block
+from bench.core.toolspecs import TOOLS
 from bench.sandbox.base import GitError, PathRefused, Sandbox, SandboxLost
 from bench.trial.certify import HarnessCopy, scrub
-from bench.trial.toolspecs import TOOLS
 
 MAX_GREP_LINES = 200
 MAX_LINE_CHARS = 400

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.sandbox.paths import PathRefused
 from bench.trial.certify import HarnessCopy
 from bench.trial.tools import MAX_FILE_BYTES, Tools
-from bench.trial.toolspecs import TOOLS
 from tests.bench.trial.conftest import TEST_CALC, tiny_task
 
 
