@@ -2,7 +2,7 @@
 #   make setup   venv + Docker engine + sandbox image (idempotent, fast when done)
 #   make test    setup, lint, then the whole test suite with Docker tests required
 #   make demo    a small study end to end, then the report
-#   make bench   sandbox/harness micro-benchmarks
+#   make bench   sandbox/harness micro-benchmarks, and the diff page of a 300-turn trial pair
 
 SHELL := /bin/bash
 # Prefer python3.11 (the version pinned by CI); any python3 >= 3.11 works.
@@ -55,3 +55,4 @@ demo: setup
 
 bench: setup
 	$(BIN)/python -m bench.perf
+	$(BIN)/python -m analysis.diff_bench

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from analysis import pilot
 from analysis import render as R
 from analysis.analyse import Analysis
-from analysis.load import ARM_ORDER, STRATEGY_ORDER
+from analysis.load import ARM_ORDER, STRATEGY_ORDER, sort_cells
 from analysis.plots import ordered
+from analysis.stats import wilson
+
+if TYPE_CHECKING:
+    from analysis.diff_report import Pages
 
 
 def _success_grid(a: Analysis) -> pd.DataFrame:
@@ -30,8 +36,21 @@ def _vs_ref(a: Analysis) -> pd.DataFrame:
         "difference [95% CI]": [R.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
         "b / c (discordant)": [f"{b} / {c}" for b, c in zip(v["b"], v["c"], strict=True)],
         "p (exact McNemar)": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
-        "MDE (±)": v["mde"].map(lambda x: "n too small" if x == float("inf") else R.num(x)),
+        "discordant ψ": [R.rate_ci(r.psi, *wilson(r.b + r.c, r.n_pairs), r.n_pairs) for r in v.itertuples()],
+        "effective pairs": [_n_eff(r) for r in v.itertuples()],
+        f"power for ±{R.num(pilot.EFFECT)}": [f"{r.power:.2f} (n_eff={int(r.n_eff)})" for r in v.itertuples()],
+        f"MDE at {pilot.TARGET:.0%} power": [f"{_mde(r.mde)} (n_eff={int(r.n_eff)})" for r in v.itertuples()],
     })
+
+
+def _mde(x: float) -> str:
+    return "none ≤ 1" if x == float("inf") else R.num(x)
+
+
+def _n_eff(r) -> str:
+    """'31.2 of 40 (10 seeds, ICC 0.14)': the pairs discounted for reps sharing a task."""
+    icc = R.num(r.icc) + (" assumed" if r.icc_note.startswith("assumed") else "")
+    return f"{R.num(r.n_eff, 1)} of {r.n_pairs} ({r.n_seeds} seeds, ICC {icc})"
 
 
 _DIGITS = {"cost_usd": 4, "tokens_input_total": 0}
@@ -54,6 +73,8 @@ def _continuous(a: Analysis) -> pd.DataFrame:
                                      f"(n={r.n_pairs})" for r in c.itertuples()],
         "median difference": [f(m, x) for m, x in zip(c["measure"], c["median_diff"], strict=True)],
         "p (Wilcoxon)": c["p"].map(R.pval), "p (Holm)": c["p_holm"].map(R.pval),
+        f"MDE at {pilot.TARGET:.0%} power": [f"±{f(r.measure, r.mde)} (n_eff={R.num(r.n_eff, 1)})"
+                                             for r in c.itertuples()],
     })
 
 
@@ -145,7 +166,53 @@ def _attribution_text(a: Analysis) -> str:
             "in either log (`mismatch_vs_baseline_pairs.csv` has the turn, the lag and which log).")
 
 
-def document(a: Analysis, figs: dict[str, str], title: str) -> str:
+def _mismatch_rows(a: Analysis, pages: Pages | None) -> list[str]:
+    """One row per trial whose outcome differs from its baseline twin, linked to its diff page."""
+    p = a.across
+    if p.empty or not p["outcome_differs"].any():
+        return []
+    m = p.loc[p["outcome_differs"]]
+    links = pages.mismatch if pages else {}
+    rows = pd.DataFrame({
+        "strategy": m["strategy"], "arm": m["arm"], "task": m["task_family"] + " #" + m["task_seed"].astype(str),
+        "rep": m["rep"], f"success (arm / {a.reference_arm})": [f"{int(x)} / {int(y)}" for x, y in
+                                                               zip(m["success"], m["success_ref"], strict=True)],
+        "failure reason": [r or s or "–" for r, s in zip(m["failure_reason"], m["failure_reason_ref"], strict=True)],
+        "divergent turn": m["diverged_at"].map(lambda x: "–" if x is None or pd.isna(x) else str(int(x))),
+        "trigger": m["trigger"].fillna("–"),
+        "side by side": [f"[diff]({links[r]})" if r in links else "–" for r in m["run_id"]],
+        "run": m["run_id"].map(lambda r: f"`{r[:12]}`"),
+    })
+    return ["Each mismatch, linked to its side-by-side page (also in the trial's MLflow run, Artifacts → "
+            "`diff/vs_baseline.html`; `python -m analysis.diff RUN_ID` rebuilds it):", "",
+            R.table(sort_cells(rows, ("arm", "strategy")))]
+
+
+def _rep_rows(a: Analysis, pages: Pages | None) -> list[str]:
+    if not pages or not pages.reps:
+        return []
+    t = a.runs.trials.set_index("run_id")
+    rows = pd.DataFrame([{"strategy": t.at[x, "strategy"], "arm": t.at[x, "arm"],
+                          "task": f"{t.at[x, 'task_family']} #{t.at[x, 'task_seed']}",
+                          "reps": f"{t.at[x, 'rep']} vs {t.at[y, 'rep']}",
+                          "success": f"{int(t.at[x, 'success'])} / {int(t.at[y, 'success'])}",
+                          "side by side": f"[diff]({link})"} for (x, y), link in pages.reps.items()])
+    rows = sort_cells(rows)
+    return ["Consecutive reps whose final trees differ, side by side (`python -m analysis.diff RUN_ID --rep-twin`):", "",
+            R.table(rows)]
+
+
+def _power_text(a: Analysis) -> str:
+    k = int(a.vs_reference["comparisons"].iloc[0]) if not a.vs_reference.empty else 0
+    return (f"Power the study as run had (`python -m analysis.power`; docs/power.md): exact McNemar at Holm's first "
+            f"step, α/K = 0.05/{k}, with each comparison's own discordance ψ (raised to the effect when smaller). "
+            "Reps of one task seed share the task, so pairs are discounted to effective pairs n_eff = n / "
+            "(1 + (m − 1)·ICC), m pairs per seed, ICC the within-seed correlation of a pair's signed discordance "
+            "(assumed 1, i.e. seeds only, when too few seeds to estimate it). The McNemar p-values treat the n pairs "
+            f"as independent. MDE: the smallest difference detectable with {pilot.TARGET:.0%} power at that n_eff.")
+
+
+def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None = None) -> str:
     t, runs, inter = a.runs.trials, a.runs, a.interaction_result
     reps = t.groupby(["strategy", "arm", "task_family", "task_seed"]).size()
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -164,8 +231,7 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
             f"![success]({figs['success']})", "",
             f"### Paired vs `{a.reference}` (exact McNemar; b = strategy succeeded where the reference failed)", "",
             R.table(_vs_ref(a)),
-            "MDE: the smallest success-rate difference detectable at α = 0.05 with 80% power for that n, by the "
-            "independent-groups arcsine approximation (pairing under common random numbers can only do better).", "",
+            _power_text(a), "",
             "### Strategy × arm interaction", "",
             f"Sign-flip permutation test over {inter.get('n_tasks')} tasks of the {inter.get('n_contrasts')} "
             f"difference-in-differences contrasts: **p = {R.pval(inter.get('perm_p'))}**. "
@@ -178,14 +244,20 @@ def document(a: Analysis, figs: dict[str, str], title: str) -> str:
             "## 2. Tokens, cost and latency", "",
             "Paired mean difference (strategy − reference) [task-bootstrap 95% CI] and Wilcoxon signed-rank test:", "",
             R.table(_continuous(a)),
+            f"MDE: the smallest mean shift the signed-rank test detects with {pilot.TARGET:.0%} power at Holm's "
+            "first step of its measure's family, from the SD of the paired differences and the effective pairs "
+            "(as above); the signed-rank test is taken at its worst-case efficiency, 0.864 of the t test's.", "",
             "Run-to-run token spread for equivalent objectives (input tokens minus the mean of the reps of the same "
             f"task in the same cell), Brown–Forsythe test vs `{a.reference}`"
             + (f" — {a.variance.attrs['note']}" if "note" in a.variance.attrs else "") + ":", "",
             R.table(_variance(a)),
             f"![tokens]({figs['tokens_per_turn']})", "", f"![latency]({figs['latency_per_turn']})", "",
             "## 3. Mismatch", "", "### Within a cell (rep pairs on the same task seed)", "", R.table(_mismatch(a)),
+            *_rep_rows(a, pages),
             f"### Against `{a.reference_arm}`", "", _attribution_text(a), "",
             R.table(a.attribution), f"![mismatch attribution]({figs['mismatch_attribution']})", "",
+            *_mismatch_rows(a, pages), *([f"> note: {n}" for n in pages.notes] + [""] if pages and pages.notes
+                                         else []),
             *([f"### Trajectory divergence from `{a.reference_arm}` (every pair, whatever the outcome)", "",
                "n_diverged of n_compared pairs whose tool calls part at some turn; median_turn is the first "
                "such turn; the remaining columns count the nearest preceding event:", "",

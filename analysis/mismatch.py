@@ -39,9 +39,34 @@ def _get(event: dict, key: str):
     return None
 
 
+def _turn(event: dict) -> int | None:
+    # A record without a usable turn (a newer kind, a torn write) belongs to no turn.
+    t = event.get("turn")
+    return int(t) if isinstance(t, int | float) and not isinstance(t, bool) and t == int(t) else None
+
+
+def read_events(text: str) -> tuple[list[dict], int]:
+    """(records in seq order, number of unreadable lines). A killed trial can end on a torn
+    line; the records before it still tell the story."""
+    events, bad = [], 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(rec, dict):
+            events.append(rec)
+        else:
+            bad += 1
+    events.sort(key=lambda e: e.get("seq") if isinstance(e.get("seq"), int) else 0)
+    return events, bad
+
+
 def parse_events(text: str) -> list[dict]:
-    events = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return sorted(events, key=lambda e: e.get("seq", 0))
+    return read_events(text)[0]
 
 
 def actions_by_turn(events: Iterable[dict]) -> dict[int, list[tuple[str, str]]]:
@@ -52,9 +77,10 @@ def actions_by_turn(events: Iterable[dict]) -> dict[int, list[tuple[str, str]]]:
     """
     turns: dict[int, list[tuple[str, str]]] = {}
     for e in events:
-        if e.get("kind") in _NOT_TURNS or e.get("turn") is None:
+        turn = _turn(e)
+        if e.get("kind") in _NOT_TURNS or turn is None:
             continue
-        calls = turns.setdefault(int(e["turn"]), [])
+        calls = turns.setdefault(turn, [])
         if e.get("kind") == "tool_call":
             args = json.dumps(_get(e, "args") or {}, sort_keys=True, separators=(",", ":"))
             calls.append((str(_get(e, "name")), args))
@@ -71,8 +97,8 @@ def first_divergence(a: list[dict], b: list[dict]) -> int | None:
 
 
 def _triggers(events: list[dict], upto: int) -> list[tuple[int, int, str]]:
-    return [(int(e["turn"]), int(e.get("seq", 0)), e["kind"]) for e in events
-            if e.get("kind") in TRIGGER_KINDS and e.get("turn") is not None and int(e["turn"]) <= upto]
+    found = [(_turn(e), e.get("seq"), e["kind"]) for e in events if e.get("kind") in TRIGGER_KINDS]
+    return [(t, s if isinstance(s, int) else 0, k) for t, s, k in found if t is not None and t <= upto]
 
 
 def attribute(a: list[dict], b: list[dict], turn: int | None) -> dict:

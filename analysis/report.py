@@ -26,6 +26,7 @@ from analysis.load import Runs, load_runs
 
 if TYPE_CHECKING:
     from analysis.analyse import Analysis
+    from analysis.diff_report import Pages
 
 # plots/analyse (matplotlib, scipy, statsmodels) load lazily: a missing database
 # should be reported in a fraction of a second, not after the whole stack imports.
@@ -102,6 +103,8 @@ def headline_metrics(a: Analysis) -> dict[str, float]:
         tag = f"{r.strategy}_vs_{r.reference}.{r.arm}"
         m[f"report.success_diff.{tag}"] = r.diff
         m[f"report.success_p_holm.{tag}"] = r.p_holm
+        m[f"report.success_power.{tag}"] = r.power
+        m[f"report.success_mde.{tag}"] = r.mde
     for r in a.continuous.itertuples():
         m[f"report.{r.measure}_diff.{r.strategy}_vs_{r.reference}.{r.arm}"] = r.diff
     for r in a.within.itertuples():
@@ -112,7 +115,7 @@ def headline_metrics(a: Analysis) -> dict[str, float]:
     m["report.interaction_glm_p"] = a.interaction_result.get("glm_p", math.nan)
     clean = {}
     for k, v in m.items():
-        if v is not None and not math.isnan(float(v)):
+        if v is not None and math.isfinite(float(v)):
             clean[re.sub(r"[^\w.\-/ ]", "_", k)] = float(v)
     return clean
 
@@ -137,9 +140,10 @@ class Report:
     figures: dict[str, Path]
     logged_to: str | None
     seconds: float
+    pages: Pages | None = None
 
 
-def write(a: Analysis, out_dir: Path, title: str) -> dict[str, Path]:
+def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) -> dict[str, Path]:
     from analysis import plots
     from analysis import render as R
     from analysis.document import document
@@ -159,7 +163,7 @@ def write(a: Analysis, out_dir: Path, title: str) -> dict[str, Path]:
     paths = {name: plots.save(fig, out_dir / "figures" / f"{name}.png") for name, fig in figs.items()}
     for name, frame in a.tables().items():
         frame.to_csv(out_dir / "tables" / f"{name}.csv", index=False)
-    md = document(a, {k: p.relative_to(out_dir).as_posix() for k, p in paths.items()}, title)
+    md = document(a, {k: p.relative_to(out_dir).as_posix() for k, p in paths.items()}, title, pages)
     (out_dir / "index.md").write_text(md)
     (out_dir / "index.html").write_text(R.html(md, out_dir, title))
     return paths
@@ -171,17 +175,22 @@ def generate(tracking_uri: str, experiment: str = "ctxbench", study: str | None 
              divergence: str = "outcome") -> Report | None:
     """Load, analyse, write the report; None when there are no FINISHED trials."""
     from analysis.analyse import analyse
+    from analysis.diff_report import caching, write_pages
+    from analysis.mismatch import mlflow_event_fetcher
 
     t0 = time.perf_counter()
     runs = runs or load_runs(tracking_uri, experiment, study)
     if runs.empty:
         return None
-    a = analyse(runs, reference=reference, reference_arm=reference_arm, divergence=divergence)
+    t = runs.trials
+    fetch = caching(mlflow_event_fetcher(runs.tracking_uri, dict(zip(t["run_id"], t["artifact_uri"], strict=True))))
+    a = analyse(runs, reference=reference, reference_arm=reference_arm, divergence=divergence, fetch=fetch)
     out_dir = Path(out_dir)
     names = sorted(runs.trials["study"].unique())
     label = study or (names[0] if len(names) == 1 else None)
     title = f"ctxbench report — study {label}" if label else f"ctxbench report — {len(names)} studies"
-    paths = write(a, out_dir, title)
+    pages = write_pages(a, out_dir, fetch, log_mlflow=log_mlflow)
+    paths = write(a, out_dir, title, pages)
     logged = None
     parents = runs.studies[runs.studies["study"] == label] if label else runs.studies.iloc[0:0]
     if log_mlflow and not parents.empty:
@@ -191,7 +200,7 @@ def generate(tracking_uri: str, experiment: str = "ctxbench", study: str | None 
         except Exception as exc:  # the files on disk are the report; MLflow is a mirror
             print(f"analysis.report: could not log to parent run {logged}: {exc}", file=sys.stderr)
             logged = None
-    return Report(a, out_dir, paths, logged, time.perf_counter() - t0)
+    return Report(a, out_dir, paths, logged, time.perf_counter() - t0, pages)
 
 
 def _no_runs_message(uri: str, experiment: str, study: str | None, runs: Runs | None, reason: str = "") -> str:
@@ -226,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     assert rep is not None
     t = rep.analysis.runs.trials
     print(f"analysis.report: {len(t)} trials ({t['strategy'].nunique()} strategies × {t['arm'].nunique()} arms), "
-          f"{len(rep.analysis.runs.excluded)} excluded -> {rep.out_dir / 'index.html'} "
+          f"{len(rep.analysis.runs.excluded)} excluded, "
+          f"{len(rep.pages.mismatch) + len(rep.pages.reps) if rep.pages else 0} diff pages "
+          f"-> {rep.out_dir / 'index.html'} "
           f"in {rep.seconds:.1f}s" + (f"; logged to parent run {rep.logged_to}" if rep.logged_to else
                                       "; not logged to MLflow (no single study parent run; pass study=NAME)"
                                       if t["study"].nunique() > 1 or rep.analysis.runs.studies.empty else ""))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import stats
+from analysis import pilot, stats
 from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
 
 CONTINUOUS = {"tokens_input_total": "input tokens", "cost_usd": "cost (USD)", "latency_s": "latency (s)"}
@@ -45,41 +45,53 @@ def success_table(trials: pd.DataFrame, excluded: pd.DataFrame | None = None) ->
     return sort_cells(out)
 
 
-def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int = 0) -> pd.DataFrame:
-    """Paired success difference vs ``reference`` per arm: exact McNemar, task-bootstrap CI, MDE."""
+def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int = 0,
+                         alpha: float = 0.05) -> pd.DataFrame:
+    """Paired success difference vs ``reference`` per arm: exact McNemar, task-bootstrap CI,
+    and the power the study as run had (``analysis.pilot``): at Holm's first step
+    alpha/K over the K comparisons, with the comparison's own discordance and its pairs
+    discounted for within-seed correlation (n_eff), the power to detect a difference of
+    ``pilot.EFFECT`` and the MDE at ``pilot.TARGET`` power."""
     p = _paired(trials, reference, "success")
+    groups = list(p.groupby(["arm", "strategy"], sort=True))
     rows = []
-    for (arm, strategy), g in p.groupby(["arm", "strategy"], sort=True):
-        b = int(((g["success"] == 1) & (g["success_ref"] == 0)).sum())
-        c = int(((g["success"] == 0) & (g["success_ref"] == 1)).sum())
+    for (arm, strategy), g in groups:
+        d = pilot.binary(g["success"], g["success_ref"], _task_ids(g))
         lo, hi = stats.paired_bootstrap_ci(g["success"], g["success_ref"], clusters=_task_ids(g), seed=seed)
         n = len(g)
         rows.append({"arm": arm, "strategy": strategy, "reference": reference, "n_pairs": n,
                      "rate_ref": g["success_ref"].mean(), "rate": g["success"].mean(),
-                     "diff": (b - c) / n, "ci_lo": lo, "ci_hi": hi, "b": b, "c": c,
-                     "p": stats.mcnemar_exact(b, c),
-                     "mde": stats.mde_proportion(n, g["success_ref"].mean())})
+                     "diff": (d.b - d.c) / n, "ci_lo": lo, "ci_hi": hi, "b": d.b, "c": d.c,
+                     "p": stats.mcnemar_exact(d.b, d.c), "n_seeds": d.pairs.seeds, "psi": d.psi,
+                     "icc": d.pairs.icc, "icc_note": d.pairs.icc_note, "n_eff": d.pairs.n_eff,
+                     "comparisons": len(groups), **pilot.binary_power(d, alpha, len(groups))})
     out = sort_cells(pd.DataFrame(rows), ("arm", "strategy"))
     if not out.empty:
         out["p_holm"] = stats.holm(out["p"])
+        out.attrs.update(effect=pilot.EFFECT, target=pilot.TARGET, alpha=alpha)
     return out
 
 
 def continuous_vs_reference(trials: pd.DataFrame, reference: str = "raw", measures=tuple(CONTINUOUS),
-                            seed: int = 0) -> pd.DataFrame:
-    """Paired mean difference (task-bootstrap CI) and Wilcoxon signed-rank p per measure and arm."""
+                            seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+    """Paired mean difference (task-bootstrap CI) and Wilcoxon signed-rank p per measure and arm,
+    with the MDE at ``pilot.TARGET`` power (signed-rank via its ARE bound, alpha/K, n_eff)."""
     rows: list[dict] = []
     for measure in measures:
         p = _paired(trials, reference, measure).dropna(subset=[measure, f"{measure}_ref"])
         start = len(rows)
-        for (arm, strategy), g in p.groupby(["arm", "strategy"], sort=True):
+        groups = list(p.groupby(["arm", "strategy"], sort=True))
+        for (arm, strategy), g in groups:
             d = g[measure] - g[f"{measure}_ref"]
+            c = pilot.continuous(d, _task_ids(g))
             lo, hi = stats.paired_bootstrap_ci(g[measure], g[f"{measure}_ref"], clusters=_task_ids(g), seed=seed)
             w, pval = stats.wilcoxon_paired(g[measure], g[f"{measure}_ref"])
             rows.append({"measure": measure, "arm": arm, "strategy": strategy, "reference": reference,
                          "n_pairs": len(g), "mean_ref": g[f"{measure}_ref"].mean(), "mean": g[measure].mean(),
                          "diff": d.mean(), "ci_lo": lo, "ci_hi": hi, "median_diff": d.median(),
-                         "wilcoxon_w": w, "p": pval, "mde": stats.mde_paired_mean(len(g), d.std(ddof=1))})
+                         "wilcoxon_w": w, "p": pval, "sd_diff": c.sd, "n_seeds": c.pairs.seeds,
+                         "icc": c.pairs.icc, "n_eff": c.pairs.n_eff,
+                         "mde": pilot.continuous_mde(c, alpha, len(groups))})
         block = pd.DataFrame(rows[start:])
         if not block.empty:
             for i, adj in zip(range(start, len(rows)), stats.holm(block["p"]), strict=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from analysis import power as P
 from analysis import report
 
 REPO = Path(report.__file__).resolve().parent.parent
@@ -64,6 +66,32 @@ def test_success_csv_matches_trials(rep):
     t = rep.analysis.runs.trials
     assert s["n"].sum() == len(t) and s["successes"].sum() == t["success"].sum()
     assert ((s["ci_lo"] <= s["rate"]) & (s["rate"] <= s["ci_hi"])).all()
+
+
+def test_power_as_run_beside_every_comparison(rep):
+    """Each paired comparison states its power for a 10-point difference and its MDE at 80%,
+    at Holm's first step over the family, from its own discordance and effective pairs."""
+    v = rep.analysis.vs_reference
+    alpha = 0.05 / len(v)
+    for r in v.itertuples():
+        n_eff = math.floor(r.n_eff)
+        assert r.n_eff <= r.n_pairs and r.n_seeds == rep.analysis.runs.trials["task_seed"].nunique()
+        assert r.power == pytest.approx(P.mcnemar_power(n_eff, *P.split(r.psi, 0.10), alpha))
+        assert r.mde == pytest.approx(P.mcnemar_mde(n_eff, r.psi, alpha))
+    md = (rep.out_dir / "index.md").read_text()
+    section = md.split("### Paired vs")[1].split("### Strategy")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "(n=" in line]
+    assert len(rows) == len(v)
+    for line in rows:  # power and MDE cells each carry the n they rest on
+        cells = line.strip("|").split("|")
+        assert re.fullmatch(r" \d\.\d\d \(n_eff=\d+\) ", cells[-2]) and "(n_eff=" in cells[-1], line
+    assert f"α/K = 0.05/{len(v)}" in section
+    c = rep.analysis.continuous
+    too_few = c["n_eff"] * P.ARE_MIN < 2  # the t test behind the rule needs two pairs
+    assert c.loc[too_few, "mde"].isna().all() and (c.loc[~too_few, "mde"] > 0).all() and (~too_few).any()
+    assert "MDE at 80% power" in md.split("## 2.")[1]
+    m = report.headline_metrics(rep.analysis)
+    assert any(k.startswith("report.success_power.") for k in m) and all(math.isfinite(x) for x in m.values())
 
 
 def test_logged_back_to_the_parent_run(rep, study):

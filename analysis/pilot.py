@@ -1,0 +1,124 @@
+"""What one comparison's pairs say about power: the report's "power the study as run
+had", and the rates a finished study hands to ``python -m analysis.power --pilot``.
+
+A comparison is a strategy against the reference on matched pairs (same study, model,
+task seed and rep, same arm); the cluster is the task seed, whose reps share the task.
+The arithmetic is in ``analysis.power``; this module only estimates its inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from analysis import power as P
+from analysis.stats import wilson
+
+EFFECT = 0.10  # the report's reference effect: a 10-point difference in success rate
+TARGET = 0.80  # the power at which a minimal detectable effect is quoted
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """n pairs over ``seeds`` task seeds; ``per_seed`` is Kish's sum(m_i^2) / n, the
+    cluster size that enters the design effect (the reps per seed when balanced)."""
+
+    n: int
+    seeds: int
+    per_seed: float
+    icc: float
+    icc_note: str
+
+    @property
+    def design_effect(self) -> float:
+        return P.design_effect(self.per_seed, self.icc) if self.n else math.nan
+
+    @property
+    def n_eff(self) -> float:
+        return self.n / self.design_effect if self.n else 0.0
+
+
+def _pairs(values: np.ndarray, clusters: ArrayLike) -> Pairs:
+    _, codes = np.unique(np.asarray(clusters).astype(str), return_inverse=True)
+    sizes = np.bincount(codes) if values.size else np.zeros(0, int)
+    n = int(values.size)
+    per_seed = float((sizes.astype(float) ** 2).sum() / n) if n else 1.0
+    if per_seed <= 1:
+        return Pairs(n, int(sizes.size), 1.0, 0.0, "one pair per seed")
+    icc = P.icc_oneway(values, clusters)
+    if math.isnan(icc):
+        # Too few seeds (or no variation) to estimate: count seeds, not pairs -- the
+        # conservative end, since the inference is about the population of seeds.
+        return Pairs(n, int(sizes.size), per_seed, 1.0, "assumed 1 (not estimable)")
+    return Pairs(n, int(sizes.size), per_seed, icc, "estimated")
+
+
+@dataclass(frozen=True)
+class Binary:
+    """Discordance of a paired success comparison: b = strategy won, c = reference won."""
+
+    pairs: Pairs
+    b: int
+    c: int
+
+    @property
+    def p10(self) -> float:
+        return self.b / self.pairs.n if self.pairs.n else math.nan
+
+    @property
+    def p01(self) -> float:
+        return self.c / self.pairs.n if self.pairs.n else math.nan
+
+    @property
+    def psi(self) -> float:
+        return (self.b + self.c) / self.pairs.n if self.pairs.n else math.nan
+
+    def psi_ci(self) -> tuple[float, float]:
+        return wilson(self.b + self.c, self.pairs.n)
+
+
+def binary(x: ArrayLike, y: ArrayLike, clusters: ArrayLike) -> Binary:
+    """x, y: 0/1 outcomes of the strategy and the reference on the same pairs."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    z = x - y  # +1 strategy won, -1 reference won, 0 concordant
+    return Binary(_pairs(z, clusters), int((z > 0).sum()), int((z < 0).sum()))
+
+
+def binary_power(d: Binary, alpha: float, k: int, effect: float = EFFECT, target: float = TARGET) -> dict:
+    """Power to detect ``effect`` and the MDE at ``target`` power, at Holm's first step
+    alpha/k with the comparison's own discordance and effective number of pairs.
+
+    The discordance under the alternative is the observed one, raised to the effect
+    when smaller (``power.split``); with no pairs both are NaN.
+    """
+    if not d.pairs.n:
+        return {"power": math.nan, "mde": math.nan}
+    a, n_eff = P.holm_alpha(alpha, k), math.floor(d.pairs.n_eff)
+    return {"power": P.mcnemar_power(n_eff, *P.split(d.psi, effect), a),
+            "mde": P.mcnemar_mde(n_eff, d.psi, a, target)}
+
+
+@dataclass(frozen=True)
+class Continuous:
+    """Paired differences (strategy - reference) of one measure."""
+
+    pairs: Pairs
+    mean: float
+    sd: float
+
+
+def continuous(diff: ArrayLike, clusters: ArrayLike) -> Continuous:
+    d = np.asarray(diff, float)
+    sd = float(d.std(ddof=1)) if d.size > 1 else math.nan
+    return Continuous(_pairs(d, clusters), float(d.mean()) if d.size else math.nan, sd)
+
+
+def continuous_mde(c: Continuous, alpha: float, k: int, target: float = TARGET,
+                   are: float = P.ARE_MIN) -> float:
+    """Smallest mean shift the signed-rank test detects at alpha/k with ``target`` power."""
+    if not c.pairs.n or not c.sd > 0:
+        return math.nan
+    return P.paired_mde(c.pairs.n_eff, c.sd, P.holm_alpha(alpha, k), target, are)

@@ -1,0 +1,224 @@
+"""One trial's trajectory, read from its ``events.jsonl`` alone, and two of them compared.
+
+``analysis`` never imports the harness, so the little of the log format a diff needs is
+read here: records grouped by turn, the model-visible context of a turn rebuilt from its
+``context`` record (the shas of ``message`` records, each logged once), and the facts
+that context holds -- standing constraints (``[inv:ID] text`` lines) and file versions
+(``<file path=".." sha="..">`` blocks whose body still matches its sha).
+
+Two trajectories compare (``compare``) by the first turn whose tool calls differ and its
+trigger -- analysis/mismatch.py's rule, so the diff page and the report agree -- the facts
+one context held at that turn and the other did not, and the first step head at which the
+two repositories differ.
+
+Reading is tolerant: other engineers add event kinds and fields while this code stands
+still, and a killed trial may end on a half-written line. Unknown kinds are kept as
+they are, missing fields read as None, and an unreadable line is counted, not fatal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis import mismatch
+from analysis.mismatch import read_events
+
+# The harness's render markers (bench/core/render.py), re-stated: analysis must not import it.
+_INV_RE = re.compile(r"^\[inv:(?P<id>[A-Za-z0-9_.-]+)\] (?P<text>.+)$", re.M)
+_FILE_RE = re.compile(r'<file path="(?P<path>[^"]+)" sha="(?P<sha>[0-9a-f]+)">\n(?P<body>.*?)</file>', re.S)
+
+
+def turn_of(event: dict) -> int | None:
+    t = event.get("turn")
+    return t if isinstance(t, int) else None
+
+
+@dataclass
+class Trajectory:
+    """A trial's records and what the diff reads from them. ``meta`` holds the trial's
+    identity (strategy, arm, task_family, task_seed, rep, study, model, run_id) from MLflow
+    tags or the trial directory's config, falling back to the log's ``trial_start``."""
+
+    label: str
+    events: list[dict]
+    meta: dict[str, Any] = field(default_factory=dict)
+    unreadable: int = 0
+    turns: dict[int, list[dict]] = field(init=False)
+    messages: dict[str, dict] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.turns, self.messages = {}, {}
+        for e in self.events:
+            if e.get("kind") == "message" and isinstance(e.get("sha"), str):
+                self.messages[e["sha"]] = e.get("message") if isinstance(e.get("message"), dict) else {}
+            t = turn_of(e)
+            if t is not None:
+                self.turns.setdefault(t, []).append(e)
+        start = self.first("trial_start")
+        task = str(start.get("task_id") or "")
+        family, _, seed = task.partition("/")
+        for key, value in (("strategy", start.get("strategy")), ("arm", start.get("arm")),
+                           ("rep", start.get("rep")), ("model", start.get("model")),
+                           ("task_family", family or None), ("task_seed", seed or None)):
+            if self.meta.get(key) in (None, "") and value not in (None, ""):
+                self.meta[key] = value
+
+    @classmethod
+    def from_text(cls, text: str, label: str, meta: dict | None = None) -> Trajectory:
+        events, bad = read_events(text)
+        return cls(label, events, dict(meta or {}), bad)
+
+    @classmethod
+    def from_path(cls, path: Path, label: str | None = None, meta: dict | None = None) -> Trajectory:
+        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), label or str(path), meta)
+
+    def first(self, kind: str) -> dict:
+        return next((e for e in self.events if e.get("kind") == kind), {})
+
+    def last(self, kind: str) -> dict:
+        return next((e for e in reversed(self.events) if e.get("kind") == kind), {})
+
+    def of_kind(self, *kinds: str) -> list[dict]:
+        return [e for e in self.events if e.get("kind") in kinds]
+
+    # -- outcome ------------------------------------------------------------------------
+    @property
+    def outcome(self) -> dict[str, Any]:
+        """status, success, failure_reason, steps_passed, final tree: trial_end first, then tags."""
+        end, m = self.last("trial_end"), self.meta
+        status = end.get("status") or m.get("status") or ("unfinished" if not end else "unknown")
+        success = end.get("success") if isinstance(end.get("success"), bool) else (
+            str(m.get("success", "")).strip() in ("1", "1.0", "True", "true") if "success" in m else None)
+        return {"status": status, "success": success,
+                "failure_reason": end.get("failure_reason") or m.get("failure_reason") or "",
+                "steps_passed": end.get("steps_passed", m.get("steps_passed")),
+                "turns": end.get("turn") if end else (max(self.turns) + 1 if self.turns else 0),
+                "final_tree_sha": end.get("final_tree_sha") or m.get("final_tree_sha") or "",
+                "error": (self.last("error").get("detail") or "")}
+
+    # -- contexts -----------------------------------------------------------------------
+    def context_tokens(self) -> dict[int, int]:
+        """Tokens of the model-visible context of each turn (the turn's own call, not a summariser's)."""
+        out: dict[int, int] = {}
+        for e in self.of_kind("context"):
+            t, tokens = turn_of(e), e.get("tokens")
+            if t is not None and isinstance(tokens, int | float) and e.get("purpose", "turn") == "turn":
+                out[t] = int(tokens)
+        return out
+
+    def context_at(self, turn: int) -> list[dict] | None:
+        """The messages the model saw when it acted at ``turn`` (its last turn context at or
+        before that turn); None when the log has no such context or lacks a message."""
+        found = None
+        for e in self.of_kind("context"):
+            t = turn_of(e)
+            if t is not None and t <= turn and e.get("purpose", "turn") == "turn":
+                found = e
+        if found is None or not isinstance(found.get("messages"), list):
+            return None
+        shas = found["messages"]
+        if any(s not in self.messages for s in shas):
+            return None
+        return [self.messages[s] for s in shas]
+
+    # -- the repository ------------------------------------------------------------------
+    def step_heads(self) -> list[dict]:
+        """step_start records in order: step, turn, commit, and the step's files by path -> sha."""
+        out = []
+        for e in self.of_kind("step_start"):
+            files = {}
+            for item in e.get("files") or []:
+                if isinstance(item, list | tuple) and len(item) == 2:
+                    files[str(item[0])] = content_sha(str(item[1]))
+            out.append({"step": e.get("step"), "turn": turn_of(e), "commit": e.get("repo_commit") or "",
+                        "files": files, "seq": e.get("seq")})
+        return out
+
+
+def content_sha(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()[:12]
+
+
+def visible_text(message: dict) -> str:
+    """What a model reads in a message: its content and its tool calls' string arguments
+    (a model sees its own earlier hand-off notes and invariants)."""
+    parts = [str(message.get("content") or "")]
+    for call in message.get("tool_calls") or []:
+        args = call.get("args") if isinstance(call, dict) else None
+        for v in (args or {}).values():
+            if isinstance(v, str):
+                parts.append(v)
+            elif isinstance(v, list):
+                parts.extend(x for x in v if isinstance(x, str))
+    return "\n".join(parts)
+
+
+def facts(messages: list[dict]) -> dict[str, str]:
+    """The facts a context holds: ``inv:ID`` -> its text, ``file:PATH@SHA`` -> PATH.
+
+    A file block whose body no longer matches its sha (cut by a summariser or by the log's
+    output cap) is not a version the model could edit against, so it is not counted.
+    """
+    out: dict[str, str] = {}
+    for m in messages:
+        text = visible_text(m)
+        for inv in _INV_RE.finditer(text):
+            out.setdefault(f"inv:{inv.group('id')}", inv.group("text").strip())
+        for f in _FILE_RE.finditer(text):
+            body = f.group("body")
+            if f.group("sha") in (content_sha(body), content_sha(body[:-1]) if body.endswith("\n") else None):
+                out[f"file:{f.group('path')}@{f.group('sha')}"] = f.group("path")
+    return out
+
+
+# -- two trajectories ---------------------------------------------------------------------
+@dataclass
+class Diff:
+    a: Trajectory
+    b: Trajectory
+    mode: str  # baseline | rep | explicit
+    diverged_at: int | None
+    attribution: dict[str, Any]
+    trigger_seqs: dict[str, set[int]] = field(default_factory=dict)  # side -> seqs of the trigger events
+    only_in: dict[str, dict[str, str]] | None = None  # side -> facts in its context, absent from the other's
+    tree: dict[str, Any] | None = None  # first step head whose commit differs
+
+
+def compare(a: Trajectory, b: Trajectory, mode: str = "explicit") -> Diff:
+    res = mismatch.compare_logs(a.events, b.events)
+    turn = res.pop("diverged_at")
+    d = Diff(a, b, mode, turn, res)
+    kinds = set(str(res.get("trigger") or "").split("+")) & set(mismatch.TRIGGER_KINDS)
+    sides = {"a": ["a"], "b": ["b"], "both": ["a", "b"]}.get(res.get("trigger_in") or "", [])
+    for side in sides:
+        traj = a if side == "a" else b
+        found = [e for e in traj.turns.get(res["trigger_turn"], []) if e.get("kind") in kinds]
+        if found:  # the nearest: the last of its turn (mismatch.attribute orders by seq too)
+            d.trigger_seqs[side] = {max(found, key=lambda e: e.get("seq", 0)).get("seq", -1)}
+    if turn is not None:
+        ca, cb = a.context_at(turn), b.context_at(turn)
+        if ca is not None and cb is not None:
+            fa, fb = facts(ca), facts(cb)
+            d.only_in = {"a": {k: v for k, v in fa.items() if k not in fb},
+                         "b": {k: v for k, v in fb.items() if k not in fa}}
+    d.tree = first_tree_difference(a, b)
+    return d
+
+
+def first_tree_difference(a: Trajectory, b: Trajectory) -> dict[str, Any] | None:
+    """The first step head at which the two repositories differ (commits are made with
+    fixed dates, so equal trees and histories give equal shas), and the step's files that differ."""
+    ha, hb = a.step_heads(), b.step_heads()
+    for i, (x, y) in enumerate(zip(ha, hb, strict=False)):
+        if x["commit"] != y["commit"] or x["step"] != y["step"]:
+            paths = sorted(p for p in set(x["files"]) | set(y["files"]) if x["files"].get(p) != y["files"].get(p))
+            return {"index": i, "step_a": x["step"], "step_b": y["step"], "turn_a": x["turn"], "turn_b": y["turn"],
+                    "commit_a": x["commit"], "commit_b": y["commit"], "files": paths}
+    ta, tb = a.outcome["final_tree_sha"], b.outcome["final_tree_sha"]
+    if ta and tb and ta != tb:
+        return {"index": min(len(ha), len(hb)), "final": True, "commit_a": ta, "commit_b": tb, "files": []}
+    return None

@@ -1,0 +1,109 @@
+"""python -m analysis.power: explicit rates, a pilot study, and one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import io
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis import power as P
+from analysis import power_cli, tables
+
+REPO = Path(P.__file__).resolve().parent.parent
+
+
+def run(args, capsys):
+    out = io.StringIO()
+    rc = power_cli.main(args, out=out)
+    return rc, out.getvalue(), capsys.readouterr().err
+
+
+def test_explicit_binary_sizing_and_plan(capsys):
+    rc, out, err = run(["--p10", "0.25", "--p01", "0.10", "-K", "3", "--reps", "3", "--icc", "0.2",
+                        "--seeds", "40"], capsys)
+    assert rc == 0 and not err
+    alpha = 0.05 / 3
+    n = P.mcnemar_n(0.25, 0.10, alpha)
+    assert f"alpha/K = {alpha:.4g}" in out
+    assert f"power: {n} exact" in out
+    seeds = math.ceil(n * 1.4 / 3)
+    assert f"{seeds} seeds x 3 = {3 * seeds} pairs" in out
+    n_eff = 40 * 3 / 1.4
+    assert f"n_eff = {n_eff:.1f} pairs, power {P.mcnemar_power(math.floor(n_eff), 0.25, 0.10, alpha):.3f}" in out
+
+
+def test_psi_delta_is_the_same_question(capsys):
+    _, a, _ = run(["--p10", "0.25", "--p01", "0.10"], capsys)
+    _, b, _ = run(["--psi", "0.35", "--delta", "0.15"], capsys)
+    assert a == b
+
+
+def test_explicit_continuous(capsys):
+    rc, out, _ = run(["--sd-diff", "4000", "--diff", "1500", "-K", "12", "--seeds", "20"], capsys)
+    assert rc == 0
+    n = P.paired_n(1500, 4000, 0.05 / 12)
+    assert f"independent pairs for 80% power: {n};" in out
+    assert f"MDE at 80% power {P.paired_mde(20, 4000, 0.05 / 12):.4g}" in out
+
+
+@pytest.mark.parametrize("args, says", [
+    ([], "nothing to size"),
+    (["--p10", "0.3"], "--p10 and --p01"),
+    (["--p10", "0.7", "--p01", "0.6"], "p10 + p01 <= 1"),
+    (["--p10", "0.2", "--p01", "0.2"], "no difference"),
+    (["--psi", "0.1", "--delta", "0.3"], "|delta| <= psi"),
+    (["--psi", "0.3", "--delta", "0.1", "--reps", "3"], "needs --icc"),
+    (["--psi", "0.3", "--delta", "0.1", "--alpha", "1.5"], "--alpha"),
+    (["--psi", "0.3", "--delta", "0.1", "--icc", "2"], "--icc"),
+    (["--psi", "0.3", "--delta", "0.1", "-K", "0"], "--comparisons"),
+    (["--sd-diff", "10"], "both --sd-diff and --diff"),
+    (["--sd-diff", "-1", "--diff", "2"], "--sd-diff"),
+    (["--p10", "abc", "--p01", "0.1"], "invalid float"),
+    (["--psi", "0.3", "--delta", "0.1", "tracking.uri=x"], "only apply with --pilot"),
+    (["--bogus"], "unrecognized"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, says, capsys):
+    rc, out, err = run(args, capsys)
+    assert rc == 2 and not out
+    assert err.count("\n") == 1 and err.startswith("analysis.power: ") and says in err, err
+
+
+def test_pilot_reads_the_study_as_the_report_does(study, runs, capsys):
+    rc, out, err = run(["--pilot", study.study, f"tracking.uri={study.uri}", "--reps", "2", "--seeds", "30"], capsys)
+    assert rc == 0, err
+    vs = tables.success_vs_reference(runs.trials)
+    assert f"Holm over K={len(vs)}" in out and "continuous (Wilcoxon" in out and "tokens_input_total" in out
+    args = power_cli.parser().parse_args(["--pilot", study.study, "--reps", "2", "--seeds", "30"])
+    binary, cont = power_cli.pilot_tables(runs.trials, args)
+    assert binary[["arm", "strategy"]].equals(vs[["arm", "strategy"]])
+    alpha = 0.05 / len(vs)
+    for r, row in zip(vs.itertuples(), binary.to_dict("records"), strict=True):
+        n = P.mcnemar_n(*P.split(r.psi, 0.10), alpha)
+        assert row["seeds x2 for ±0.1"] == math.ceil(n * P.design_effect(2, r.icc) / 2 - 1e-9)
+        n_eff = math.floor(P.effective_pairs(30, 2, r.icc))
+        assert row["plan 30x2: power"] == f"{P.mcnemar_power(n_eff, *P.split(r.psi, 0.10), alpha):.2f}"
+        assert f"{r.n_pairs} ({r.n_seeds})" == row["pilot pairs (seeds)"]
+    assert len(cont) == 3 * len(vs)  # tokens, cost, latency
+
+
+def test_pilot_without_trials_or_reference(study, capsys):
+    rc, _, err = run(["--pilot", "no-such-study", f"tracking.uri={study.uri}"], capsys)
+    assert rc == 2 and "no finished trials" in err
+    rc, _, err = run(["--pilot", study.study, f"tracking.uri={study.uri}", "--reference", "nope"], capsys)
+    assert rc == 2 and "reference strategy 'nope'" in err
+    rc, _, err = run(["--pilot", study.study, "colour=blue"], capsys)
+    assert rc == 2 and "unknown argument 'colour=blue'" in err
+
+
+def test_module_entry_point(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "analysis.power", "--psi", "0.3", "--delta", "0.1"],
+                         cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert f"{P.mcnemar_n(0.2, 0.1)} exact" in res.stdout
+    res = subprocess.run([sys.executable, "-m", "analysis.power", "--psi", "2", "--delta", "0.1"],
+                         cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, timeout=120)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
