@@ -25,7 +25,7 @@ KINDS = frozenset({
     "trial_start", "message", "context", "model_call", "tool_call", "tool_result", "check", "step_start",
     "head_refresh",
     "step_status", "compaction", "context_truncation", "context_overflow", "output_truncation", "drift",
-    "policy_violation", "invariant", "error", "trial_end",
+    "policy_violation", "invariant", "error", "trial_end", "tidy_up",
 })
 
 

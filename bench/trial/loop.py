@@ -17,6 +17,7 @@ from bench.providers.base import Provider
 from bench.sandbox.base import Sandbox
 from bench.tracking import tracing
 from bench.trial import steps as S
+from bench.trial import tidy_ups
 from bench.trial.tools import Tools
 from bench.trial.toolspecs import TOOLS
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
@@ -119,7 +120,7 @@ class TrialLoop:
             if not reply.tool_calls:
                 self.transcript.append(Message(role="user", content=NUDGE))
                 continue
-            passed = False
+            passed, results, tried = False, [], attempt
             for call in reply.tool_calls:
                 self.log.append("tool_call", self.turn - 1, call_id=call.id, name=call.name, args=call.args)
                 with tracing.tool_span(self.turn - 1, call.name, call.args, call_id=call.id) as span:
@@ -139,6 +140,9 @@ class TrialLoop:
                 self.log.append("tool_result", self.turn - 1, call_id=call.id, name=call.name, ok=ok,
                                 output=text[-4000:])
                 self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
+                results.append((call.name, call.args, text, ok))
+            for chance in tidy_ups.chances(self.task, self.task.steps[index].id, built.messages, results):
+                self.log.append("tidy_up", self.turn - 1, step=self.task.steps[index].id, attempt=tried, **chance)
             if passed:
                 return True
         return False

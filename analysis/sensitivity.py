@@ -1,0 +1,134 @@
+"""Which conclusions survive the sim's assumptions: a sensitivity study's verdict table.
+
+    python -m bench -m experiment=sensitivity          # conf/experiment/sensitivity.yaml
+    python -m analysis.sensitivity sensitivity         # this table, for the study of that name
+
+A sensitivity study runs the same cells at several points of the sim's parameter space
+(`+sensitivity=POINT`, conf/sensitivity/). At each point every pairwise strategy comparison
+is made as the report makes it -- paired on (arm, task, seed, rep), exact McNemar on success
+and Wilcoxon signed-rank on prompt tokens, Holm over the comparisons of the point -- and the
+table shows its sign and significance point by point. A conclusion *survives* when its sign is
+the same at every point; it survives *as significant* when it is also significant at every
+point. A comparison significant at the base point that flips or fades elsewhere rests on an
+assumption of the sim, not on a property of the strategies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import STRATEGY_ORDER, load_runs
+from analysis.stats import holm, mcnemar_exact, wilcoxon_paired
+
+POINT = "param.sensitivity.point"
+PAIR = ["arm", "task_family", "task_seed", "rep"]
+MEASURES = {"success": "success", "tokens": "tokens_input_total"}
+
+
+def comparisons(trials: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """One row per (point, measure, comparison): diff (first minus second), n pairs, Holm p."""
+    rows = []
+    order = {s: i for i, s in enumerate(STRATEGY_ORDER)}
+    for point, g in trials.groupby(POINT):
+        strategies = sorted(g["strategy"].unique(), key=lambda s: (order.get(s, 99), s))
+        for measure, col in MEASURES.items():
+            found = []
+            for a, b in combinations(strategies, 2):
+                m = g[g.strategy == a].merge(g[g.strategy == b], on=PAIR, suffixes=("_a", "_b"))
+                x, y = m[f"{col}_a"].astype(float), m[f"{col}_b"].astype(float)
+                if measure == "success":
+                    p = mcnemar_exact(int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum()))
+                else:
+                    p = wilcoxon_paired(x, y)[1]
+                found.append({"point": point, "measure": measure, "comparison": f"{a} vs {b}", "pairs": len(m),
+                              "diff": float((x - y).mean()) if len(m) else np.nan, "p": p})
+            adj = holm([r["p"] for r in found])
+            for r, q in zip(found, adj, strict=True):
+                rows.append({**r, "p_holm": q, "significant": bool(q < alpha)})
+    return pd.DataFrame(rows)
+
+
+def _cell(r: pd.Series, measure: str) -> str:
+    if pd.isna(r["diff"]):
+        return "–"
+    sign = "+" if r["diff"] > 0 else "−" if r["diff"] < 0 else "0"
+    value = f"{r['diff']:+.2f}" if measure == "success" else f"{r['diff']:+,.0f}"
+    return f"{sign} {value.lstrip('+-')}{' *' if r['significant'] else ''} (p={r['p_holm']:.2g})"
+
+
+def verdict(rows: pd.DataFrame) -> str:
+    signs = np.sign(rows.set_index("point")["diff"].dropna())
+    if signs.empty or (signs == 0).all():
+        return "no difference anywhere"
+    ref = signs["base"] if "base" in signs.index else signs.mode().iloc[0]
+    off = sorted(signs.index[signs != ref])
+    if off:
+        return "no: the sign differs at " + ", ".join(off)
+    if rows["significant"].all():
+        return "yes, significant at every point"
+    return f"sign yes; significant at {int(rows['significant'].sum())} of {len(rows)} points"
+
+
+def table(comp: pd.DataFrame, measure: str, points: list[str]) -> str:
+    sub = comp[comp["measure"] == measure]
+    head = ["comparison", *points, "survives?"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for name, rows in sub.groupby("comparison", sort=False):
+        by = {r["point"]: _cell(r, measure) for _, r in rows.iterrows()}
+        lines.append("| " + " | ".join([str(name), *(by.get(p, "–") for p in points), verdict(rows)]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def section(trials: pd.DataFrame) -> str:
+    """The report's "which conclusions survive" section ("" when the study is no sensitivity study)."""
+    if POINT not in trials or trials[POINT].isna().all():
+        return ""
+    comp = comparisons(trials.dropna(subset=[POINT]))
+    found = list(comp["point"].unique())
+    points = ["base", *sorted(p for p in found if p != "base")] if "base" in found else sorted(found)
+    varies = trials.groupby(POINT)["param.sensitivity.varies"].first() if "param.sensitivity.varies" in trials else {}
+    n = trials.groupby(POINT).size()
+    lines = ["## Which conclusions survive", "",
+             "Each strategy comparison at each point of the sensitivity sweep (conf/sensitivity/): the sign and "
+             "size of the paired difference (first strategy minus second), its Holm-adjusted p over the "
+             "comparisons of that point, `*` where p < 0.05. Points: "
+             + "; ".join(f"`{p}` ({varies.get(p, '?')}, {int(n.get(p, 0))} trials)" for p in points) + ".", "",
+             "### Success (exact McNemar over paired tasks)", "", table(comp, "success", points),
+             "### Prompt tokens (Wilcoxon signed-rank)", "", table(comp, "tokens", points)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m analysis.sensitivity", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("study", help="the sensitivity study's name (study.name)")
+    ap.add_argument("--tracking-uri", default=None)
+    ap.add_argument("--experiment", default="ctxbench")
+    ap.add_argument("-o", "--out", type=Path, default=None, help="write the section here (markdown)")
+    args = ap.parse_args(argv)
+    uri = args.tracking_uri
+    if uri is None:
+        from analysis.report import defaults
+
+        uri = str(defaults()["tracking.uri"])
+    runs = load_runs(uri, args.experiment, args.study, curves=False)
+    text = section(runs.trials) if not runs.empty else ""
+    if not text:
+        print(f"analysis.sensitivity: no trials with a sensitivity point in study {args.study!r} at {uri}",
+              file=sys.stderr)
+        return 1
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
