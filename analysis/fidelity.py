@@ -55,7 +55,8 @@ def plan(real: pd.DataFrame, model: str, study: str, extra: list[str], rep_shift
         lists = {k: ",".join(str(v) for v in sorted(g[c].unique(), key=str))
                  for k, c in (("strategy", "strategy"), ("arm", "arm"), ("task.seed", "task_seed"), ("rep", "rep"))}
         cmd = [sys.executable, "-m", "bench", "-m", f"model={model}", f"task={family}",
-               *(f"{k}={v}" for k, v in lists.items()), f"study.name={study}"]
+               *(f"{k}={v}" for k, v in lists.items()), f"study.name={study}", "hydra/launcher=ctxbench_joblib",
+               "hydra/callbacks=study"]
         if pd.notna(steps):
             cmd.append(f"task.size.steps={int(steps)}")
         out.append(cmd + extra)
