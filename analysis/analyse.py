@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis import mismatch, tables
+from analysis import accounting, appendix, mismatch, tables
 from analysis.load import Runs
 
 
@@ -30,6 +30,8 @@ class Analysis:
     failures: pd.DataFrame
     divergence: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
+    planned: pd.DataFrame = field(default_factory=pd.DataFrame)  # every planned trial's state (accounting)
+    instrument: dict = field(default_factory=dict)  # analysis/appendix.py: tables by name, and seed_share
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every table of the report by CSV name (the trials themselves included)."""
@@ -41,7 +43,9 @@ class Analysis:
             "mismatch_within_cell": self.within, "mismatch_vs_baseline_pairs": self.across,
             "mismatch_attribution": self.attribution, "cache_vs_consistency": self.cache,
             "cost_per_success": self.cost, "excluded": self.excluded, "failure_reasons": self.failures,
+            "planned_trials": self.planned,
             **({"trajectory_divergence": self.divergence} if not self.divergence.empty else {}),
+            **{f"appendix_{k}": v for k, v in self.instrument.items() if isinstance(v, pd.DataFrame) and not v.empty},
         }
 
 
@@ -50,7 +54,8 @@ def analyse(runs: Runs, reference: str = "raw", reference_arm: str = "baseline",
     """All comparisons for ``runs``. ``fetch`` returns a run's parsed events.jsonl
     (default: download from MLflow, only for the pairs ``divergence`` selects)."""
     t = runs.trials
-    notes = list(runs.notes)
+    planned = accounting.planned_trials(runs)
+    notes = list(runs.notes) + accounting.notes(planned)
     if reference not in set(t["strategy"]):
         notes.append(f"reference strategy {reference!r} has no trials: paired comparisons are empty")
     if reference_arm not in set(t["arm"]):
@@ -64,14 +69,17 @@ def analyse(runs: Runs, reference: str = "raw", reference_arm: str = "baseline",
     inter_table, inter_result = tables.interaction(t, reference, reference_arm, seed=seed)
     return Analysis(
         runs=runs, reference=reference, reference_arm=reference_arm,
-        success=tables.success_table(t, runs.excluded),
-        vs_reference=tables.success_vs_reference(t, reference, seed=seed),
+        success=tables.success_table(t, planned),
+        vs_reference=tables.success_vs_reference(t, reference, seed=seed, planned=planned),
         continuous=tables.continuous_vs_reference(t, reference, seed=seed),
         variance=tables.token_variance(t, reference),
         interaction=inter_table, interaction_result=inter_result,
         within=within, across=across, attribution=mismatch.attribution_summary(across),
         cache=tables.cache_vs_consistency(t, within, across),
         cost=tables.cost_per_success(t), excluded=tables.excluded_summary(runs.excluded),
-        failures=tables.failure_reasons(t), notes=notes,
+        failures=tables.failure_reasons(t), notes=notes, planned=planned,
         divergence=mismatch.divergence_summary(across) if divergence == "all" else pd.DataFrame(),
+        instrument={"recovery": appendix.recovery(t), "expected": appendix.expected_vs_observed(t),
+                    "seed_share": appendix.seed_share(t), "ablations": appendix.ablations(t),
+                    "invariants_from": appendix.invariants_from(t)},
     )

@@ -7,30 +7,66 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis import pilot
+from analysis import appendix, pilot
 from analysis import render as R
 from analysis.analyse import Analysis
-from analysis.load import ARM_ORDER, STRATEGY_ORDER, sort_cells
-from analysis.plots import ordered
+from analysis.load import sort_cells
 from analysis.stats import wilson
 
 if TYPE_CHECKING:
     from analysis.diff_report import Pages
 
 
-def _success_grid(a: Analysis) -> pd.DataFrame:
-    s = a.success.assign(text=[R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in a.success.itertuples()])
-    grid = s.pivot(index="strategy", columns="arm", values="text")
-    grid = grid.reindex(index=ordered(grid.index, STRATEGY_ORDER), columns=ordered(grid.columns, ARM_ORDER))
-    return grid.fillna("– (n=0)").reset_index().rename_axis(columns=None)
+def _headline(a: Analysis) -> pd.DataFrame:
+    """Every planned trial of each cell accounted for, and success counted two ways."""
+    s = a.success
+    out = pd.DataFrame({"strategy": s["strategy"], "arm": s["arm"]})
+    if "planned" not in s:  # nothing to account against: the finished trials only
+        out["success per protocol [95% CI]"] = [R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
+        return out
+    out["planned"] = s["planned"]
+    if s["unplanned"].any():
+        out["unplanned"] = s["unplanned"]
+    out["finished"] = s["finished"]
+    out["excluded (why)"] = [f"{n} ({why})" if n else "0" for n, why in zip(s["excluded"], s["excluded_by_reason"],
+                                                                            strict=True)]
+    out["missing"] = s["missing"]
+    out["success per protocol [95% CI]"] = [R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
+    out["success, intention to treat [95% CI]"] = [R.rate_ci(r.itt_rate, r.itt_ci_lo, r.itt_ci_hi, r.itt_n)
+                                                   for r in s.itertuples()]
+    return out
+
+
+def _plan_sentence(a: Analysis) -> str:
+    s = a.success
+    if "planned" not in s:
+        return ""
+    tot = {k: int(s[k].sum()) for k in ("planned", "unplanned", "finished", "excluded", "missing")}
+    return (f"Of **{tot['planned']} planned trials**" + (f" (+{tot['unplanned']} unplanned)" if tot["unplanned"] else "")
+            + f": {tot['finished']} finished, {tot['excluded']} excluded, {tot['missing']} missing (§1).")
+
+
+def _dropped(v: pd.DataFrame) -> list[str]:
+    return [f"{e} / {m} (of {n})" for e, m, n in zip(v["pairs_dropped_excluded"], v["pairs_dropped_missing"],
+                                                     v["n_pairs_planned"], strict=True)]
+
+
+def _no_pairs(a: Analysis) -> str:
+    v = a.vs_reference
+    gone = v[v["n_pairs"] == 0] if "n_pairs_planned" in v else v.iloc[0:0]
+    return "".join(f"No pair left for `{r.strategy}` in `{r.arm}`: {r.n_pairs_planned} planned, "
+                   f"{r.pairs_dropped_excluded} dropped (excluded), {r.pairs_dropped_missing} dropped (missing). "
+                   for r in gone.itertuples())
 
 
 def _vs_ref(a: Analysis) -> pd.DataFrame:
     v = a.vs_reference
+    v = v[v["n_pairs"] > 0] if not v.empty else v  # comparisons without a pair: _no_pairs
     if v.empty:
         return v
     return pd.DataFrame({
         "arm": v["arm"], "strategy": v["strategy"], "n pairs": v["n_pairs"],
+        **({"pairs dropped: excluded / missing": _dropped(v)} if "n_pairs_planned" in v else {}),
         f"success {a.reference} → strategy": [f"{R.num(x)} → {R.num(y)}" for x, y in zip(v["rate_ref"], v["rate"],
                                                                                           strict=True)],
         "difference [95% CI]": [R.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
@@ -222,15 +258,23 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
            f"{_count(t['arm'].nunique(), 'arm')}, "
            f"{_count(t.groupby(['task_family', 'task_seed']).ngroups, 'task')}, {_span(reps)} rep(s) per "
            f"task and cell, model(s): {', '.join(map(str, sorted(t['model'].dropna().unique())))}); "
-           f"**{len(runs.excluded)} excluded** (see §7).", "",
+           f"**{len(runs.excluded)} excluded** (see §7). " + _plan_sentence(a), "",
            f"Comparisons are paired on (task seed, rep) against strategy `{a.reference}` within each arm; "
            "intervals are 95%, bootstrap intervals resample whole tasks, and Holm's correction runs over each "
            "family = one measure across all its (arm, strategy) comparisons.", ""]
     out += [f"> note: {n}" for n in a.notes] + ([""] if a.notes else [])
-    out += ["## 1. Success", "", "Success rate [Wilson 95% CI] (n trials):", "", R.table(_success_grid(a)),
+    out += ["## 1. Success", "",
+            "Every planned trial, per cell: **finished** (a verdict: success or agent failure), **excluded** (it ran "
+            "but has no verdict: infrastructure failure, interrupted, still running, superseded; why in brackets) or "
+            "**missing** (it never ran). Success **per protocol** counts finished trials; by **intention to treat**, "
+            "every planned trial, an excluded or missing one counting as a failure. [Wilson 95% CI] (n).", "",
+            R.table(_headline(a)),
             f"![success]({figs['success']})", "",
             f"### Paired vs `{a.reference}` (exact McNemar; b = strategy succeeded where the reference failed)", "",
-            R.table(_vs_ref(a)),
+            "A pair is a trial and its reference twin (same task seed, rep and arm); a pair is analysed when both "
+            "finished, else dropped: because one side was excluded, else because one side is missing. The same "
+            "pairs carry the paired tests of §2.", "",
+            R.table(_vs_ref(a)), *([_no_pairs(a), ""] if _no_pairs(a) else []),
             _power_text(a), "",
             "### Strategy × arm interaction", "",
             f"Sign-flip permutation test over {inter.get('n_tasks')} tasks of the {inter.get('n_contrasts')} "
@@ -273,5 +317,6 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
             "## 7. Excluded trials", "",
             "Not analysed: trials that did not finish (FAILED = harness error, KILLED = interrupted) and older "
             "duplicates of a re-run trial.", "", R.table(a.excluded),
+            *appendix.markdown(a.instrument, R.num, R.table),
             "## Files", "", "Every table above (and the tidy trial table) is in `tables/*.csv`; figures in `figures/`.", ""]
     return "\n".join(out)

@@ -8,6 +8,7 @@ second instead of thousands of per-run round trips.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ import pandas as pd
 
 TRIAL_TAGS = (
     "study", "strategy", "arm", "task_family", "task_seed", "rep", "model", "status",
-    "failure_reason", "config_hash", "git_sha", "final_tree_sha",
+    "failure_reason", "outcome_class", "config_hash", "git_sha", "final_tree_sha",
 )
 FINAL_METRICS = (
     "success", "steps_passed", "first_failed_step", "turns", "tokens_input_total",
@@ -25,6 +26,9 @@ FINAL_METRICS = (
     "cache_hit_ratio", "cost_usd", "latency_s", "wall_s", "compactions",
     "context_truncations", "output_truncations", "drift_events", "invariant_violations",
     "policy_violations",
+    # what recovery cost and what the context held (bench/eventlog/measures.py; docs/instrument.md)
+    "first_attempt_passes", "first_attempt_pass_rate", "recovered_failures", "turns_to_recover",
+    "stale_edits", "invariant_recall", "expected_success", "tidy_ups", "tidy_up_chances",
 )
 CURVE_METRICS = (
     "prompt_tokens", "cached_tokens", "output_tokens", "context_tokens", "cumulative_tokens",
@@ -52,7 +56,9 @@ class Runs:
     trials   -- one row per FINISHED trial (tags, final metrics, ``param.*`` config)
     curves   -- one row per (trial, turn) with the per-turn metrics as columns
     excluded -- trials not analysed and why (MLflow status, failure reason, duplicate)
-    studies  -- the study parent runs found (study, run_id, status)
+    studies  -- the study parent runs found (study, run_id, status, has_plan)
+    plan     -- every trial the studies planned (their parent runs' plan.json: study,
+                config_hash and the trial's identity); analysis.accounting counts them
     """
 
     trials: pd.DataFrame
@@ -64,6 +70,7 @@ class Runs:
     experiment_id: str | None = None
     study: str | None = None
     notes: list[str] = field(default_factory=list)
+    plan: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def empty(self) -> bool:
@@ -110,6 +117,46 @@ def _search(client, experiment_id: str, filter_string: str) -> list[Any]:
 
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "\\'") + "'"
+
+
+PLAN_ARTIFACT = "plan.json"  # written by the study callback into the study's parent run
+PLAN_COLUMNS = ("study", "config_hash", "strategy", "arm", "model", "task_family", "task_seed", "rep")
+
+
+def _plan(client, run_id: str) -> dict[str, Any] | None:
+    """A parent run's plan.json; None when it has none (a study begun before plans existed)."""
+    import tempfile
+
+    if PLAN_ARTIFACT not in {a.path for a in client.list_artifacts(run_id)}:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        return json.loads(Path(client.download_artifacts(run_id, PLAN_ARTIFACT, tmp)).read_text())
+
+
+def _plans(client, parents: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, bool], list[str]]:
+    """The planned trials of every study parent run, whether each study has a plan, and notes."""
+    rows: list[dict[str, Any]] = []
+    has_plan: dict[str, bool] = {}
+    notes: list[str] = []
+    for run in parents:
+        study = run.data.tags.get("study")
+        try:
+            plan = _plan(client, run.info.run_id)
+        except Exception as exc:  # an unreachable artifact store: report what ran, and say why
+            plan = None
+            notes.append(f"study {study!r}: its plan could not be read ({type(exc).__name__}: {exc})")
+        has_plan[study] = plan is not None
+        if plan is None:
+            continue
+        rows += [{"study": study, **{k: t.get(k) for k in PLAN_COLUMNS[1:]}} for t in plan.get("trials", [])]
+        invocations, invalid = plan.get("invocations", []), plan.get("invalid", [])
+        if len({json.dumps(sorted(i.get("overrides") or [])) for i in invocations}) > 1:
+            notes.append(f"study {study!r}: the plan is the union of {len(invocations)} invocations with "
+                         "different sweeps (each is listed in its parent run's plan.json)")
+        if invalid:
+            notes.append(f"study {study!r}: {len(invalid)} planned job(s) had an invalid config and could not "
+                         f"run (first: {' '.join(invalid[0].get('overrides') or [])}: {invalid[0].get('error')})")
+    return pd.DataFrame(rows, columns=list(PLAN_COLUMNS)), has_plan, notes
 
 
 def _trial_row(run) -> dict[str, Any]:
@@ -204,15 +251,18 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
     scope = f" AND tags.study = {_quote(study)}" if study else ""
     found = _search(client, exp.experiment_id, "tags.`ctxbench.kind` = 'trial'" + scope)
     parents = _search(client, exp.experiment_id, "tags.`ctxbench.kind` = 'study'" + scope)
+    plan, has_plan, plan_notes = _plans(client, parents)
     studies = pd.DataFrame(
         [{"study": r.data.tags.get("study"), "run_id": r.info.run_id, "status": r.info.status,
-          "start_time": r.info.start_time} for r in parents],
-        columns=["study", "run_id", "status", "start_time"])
+          "start_time": r.info.start_time, "has_plan": has_plan.get(r.data.tags.get("study"), False)}
+         for r in parents],
+        columns=["study", "run_id", "status", "start_time", "has_plan"])
 
     frame = pd.DataFrame([_trial_row(r) for r in found])
     if frame.empty:
-        return Runs(frame, empty, empty, studies, tracking_uri, experiment, exp.experiment_id,
-                    study, [f"no trials in experiment {experiment!r}" + (f", study {study!r}" if study else "")])
+        return Runs(frame, empty, empty, studies, tracking_uri, experiment, exp.experiment_id, study,
+                    [f"no trials in experiment {experiment!r}" + (f", study {study!r}" if study else "")],
+                    plan=plan)
     for key in TRIAL_TAGS:
         if key not in frame:
             frame[key] = None
@@ -234,7 +284,8 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
     trials = sort_cells(kept.loc[~dup].sort_values(list(PAIR_KEY)))
     trials["success"] = trials["success"].fillna(0).astype(int)
 
-    notes = []
+    plan["task_seed"], plan["rep"] = _as_int(plan["task_seed"]), _as_int(plan["rep"])
+    notes = plan_notes
     unpaired = trials["task_seed"].isna() | trials["rep"].isna()
     if unpaired.any():
         notes.append(f"{int(unpaired.sum())} trial(s) without task_seed/rep tags cannot be paired")
@@ -242,4 +293,4 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
         notes.append(f"{int(dup.sum())} duplicate trial(s) superseded by a newer run of the same identity")
     return Runs(trials=trials, curves=_curves(client, trials) if curves else empty,
                 excluded=excluded.reset_index(drop=True), studies=studies, tracking_uri=tracking_uri,
-                experiment=experiment, experiment_id=exp.experiment_id, study=study, notes=notes)
+                experiment=experiment, experiment_id=exp.experiment_id, study=study, notes=notes, plan=plan)

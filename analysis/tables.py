@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import pilot, stats
+from analysis import accounting, pilot, stats
 from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
 
 CONTINUOUS = {"tokens_input_total": "input tokens", "cost_usd": "cost (USD)", "latency_s": "latency (s)"}
@@ -31,27 +31,38 @@ def _paired(trials: pd.DataFrame, reference: str, col: str) -> pd.DataFrame:
     return other.merge(base, on=["arm", *PAIR_KEY], suffixes=("", "_ref"))
 
 
-def success_table(trials: pd.DataFrame, excluded: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Success rate per cell with a Wilson 95% CI; n_excluded counts non-FINISHED trials."""
+def _wilson_cols(out: pd.DataFrame, k: str, n: str, prefix: str = "") -> None:
+    out[f"{prefix}rate"] = out[k] / out[n].where(out[n] > 0)
+    ci = [stats.wilson(int(a), int(b)) for a, b in zip(out[k], out[n], strict=True)]
+    out[f"{prefix}ci_lo"], out[f"{prefix}ci_hi"] = [c[0] for c in ci], [c[1] for c in ci]
+
+
+def success_table(trials: pd.DataFrame, planned: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The headline table, per cell: the plan's accounting (analysis.accounting: planned,
+    finished, excluded and why, missing) and success per protocol (n = finished trials) and by
+    intention to treat (itt_n = every planned trial; excluded or missing count as failures),
+    each with a Wilson 95% CI."""
     keys = list(CELL)
     out = trials.groupby(keys).agg(n=("success", "size"), successes=("success", "sum")).reset_index()
-    out["rate"] = out["successes"] / out["n"]
-    ci = [stats.wilson(k, n) for k, n in zip(out["successes"], out["n"], strict=True)]
-    out["ci_lo"], out["ci_hi"] = [c[0] for c in ci], [c[1] for c in ci]
-    if excluded is not None and not excluded.empty:
-        ex = excluded.groupby(keys).size().rename("n_excluded")
-        out = out.merge(ex, left_on=keys, right_index=True, how="left")
-    out["n_excluded"] = out.get("n_excluded", pd.Series(0, index=out.index)).fillna(0).astype(int)
+    if planned is not None and not planned.empty:
+        out = accounting.cell_counts(planned).merge(out, on=keys, how="left")
+        out[["n", "successes"]] = out[["n", "successes"]].fillna(0).astype(int)
+        out["n_excluded"] = out["excluded"]
+        _wilson_cols(out, "itt_successes", "itt_n", "itt_")
+    else:
+        out["n_excluded"] = 0
+    _wilson_cols(out, "successes", "n")
     return sort_cells(out)
 
 
 def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int = 0,
-                         alpha: float = 0.05) -> pd.DataFrame:
+                         alpha: float = 0.05, planned: pd.DataFrame | None = None) -> pd.DataFrame:
     """Paired success difference vs ``reference`` per arm: exact McNemar, task-bootstrap CI,
     and the power the study as run had (``analysis.pilot``): at Holm's first step
     alpha/K over the K comparisons, with the comparison's own discordance and its pairs
     discounted for within-seed correlation (n_eff), the power to detect a difference of
-    ``pilot.EFFECT`` and the MDE at ``pilot.TARGET`` power."""
+    ``pilot.EFFECT`` and the MDE at ``pilot.TARGET`` power. With ``planned``
+    (analysis.accounting): the planned pairs, and how many were dropped and why."""
     p = _paired(trials, reference, "success")
     groups = list(p.groupby(["arm", "strategy"], sort=True))
     rows = []
@@ -65,7 +76,12 @@ def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int
                      "p": stats.mcnemar_exact(d.b, d.c), "n_seeds": d.pairs.seeds, "psi": d.psi,
                      "icc": d.pairs.icc, "icc_note": d.pairs.icc_note, "n_eff": d.pairs.n_eff,
                      "comparisons": len(groups), **pilot.binary_power(d, alpha, len(groups))})
-    out = sort_cells(pd.DataFrame(rows), ("arm", "strategy"))
+    out = pd.DataFrame(rows) if rows else pd.DataFrame(columns=["arm", "strategy", "reference", "n_pairs", "p"])
+    if planned is not None and not planned.empty:  # a pair whose both sides were dropped still counts
+        out = accounting.dropped_pairs(planned, reference).merge(out, on=["arm", "strategy"], how="outer")
+        out["n_pairs"] = out["n_pairs"].fillna(0).astype(int)
+        out["reference"], out["comparisons"] = reference, len(groups)
+    out = sort_cells(out, ("arm", "strategy"))
     if not out.empty:
         out["p_holm"] = stats.holm(out["p"])
         out.attrs.update(effect=pilot.EFFECT, target=pilot.TARGET, alpha=alpha)

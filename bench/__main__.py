@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import signal
+from typing import TYPE_CHECKING
 
 import hydra
 from omegaconf import DictConfig
 
 from bench.config import CONF_DIR
+
+if TYPE_CHECKING:
+    from bench.trial.runner import TrialResult
 
 
 def _terminate(signum, frame):  # a SIGTERM (e.g. from a scheduler) ends the trial as KILLED
@@ -15,17 +19,19 @@ def _terminate(signum, frame):  # a SIGTERM (e.g. from a scheduler) ends the tri
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> float:
+def main(cfg: DictConfig) -> TrialResult:
+    """The TrialResult is the job's return value: in a multirun, Hydra hands it to the study
+    callback's on_job_end (in the worker that ran the trial), which records the outcome."""
     from bench.trial.runner import run
 
     signal.signal(signal.SIGTERM, _terminate)
     result = run(cfg)
     if result.skipped:
         print(f"skipped: already finished as run {result.run_id} ({result.status}); resume=false reruns it")
-        return float(result.success)
+        return result
     print(f"{result.status}{' (' + result.failure_reason + ')' if result.failure_reason else ''}: "
           f"{result.turns} turns, run {result.run_id}, events {result.events_path}")
-    return float(result.success)
+    return result
 
 
 if __name__ == "__main__":

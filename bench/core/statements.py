@@ -19,7 +19,8 @@ occurs in it as a whole word, case-insensitively.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 KEEP_CUE = re.compile(r"\b(keeps?|kept|stays?|until|never|must not|do not|don't|read-only|only at)\b", re.I)
 _FILE_BLOCK = re.compile(r'<file path="[^"]*" sha="[0-9a-f]+">\n.*?</file>', re.S)
@@ -30,6 +31,16 @@ _MARKED = re.compile(r"^\[inv:[A-Za-z0-9_.-]+\] ")
 def prose(text: str) -> str:
     """The text with file bodies blanked out (same length, so offsets still index `text`)."""
     return _FILE_BLOCK.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def words(content: str, calls: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> str:
+    """The words of a message, not its code: its content, then the notes and invariants of its
+    submit_step calls (a hand-off); edit and write arguments are code, read as files."""
+    parts = [content]
+    for name, args in calls:
+        if name == "submit_step":
+            parts += [v for v in (args.get("notes"), *(args.get("invariants") or ())) if isinstance(v, str)]
+    return "\n".join(parts)
 
 
 def statements(text: str) -> list[tuple[int, str]]:

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bench.core.render import content_sha, parse_file_blocks
-from bench.core.statements import covers, statements
+from bench.core.statements import covers, statements, words
 
 EDITS = ("edit_file", "write_file")
 
@@ -93,12 +93,8 @@ def _decisions(records: Iterable[Record]) -> dict[tuple, Record] | None:
 
 def _prose(message: Record) -> str:
     """The words of a logged message (content and submit_step hand-offs), not its code."""
-    parts = [str(message.get("content") or "")]
-    for call in message.get("tool_calls") or ():
-        if call.get("name") == "submit_step":
-            args = call.get("args") or {}
-            parts += [v for v in (args.get("notes"), *(args.get("invariants") or ())) if isinstance(v, str)]
-    return "\n".join(parts)
+    return words(str(message.get("content") or ""),
+                 ((str(c.get("name")), c.get("args") or {}) for c in message.get("tool_calls") or ()))
 
 
 def _invariant_recall(records: list[Record]) -> list[tuple[int, float]]:

@@ -11,6 +11,7 @@ Every trial, MLflow store and Hydra dir it makes lives in a temp dir, removed af
 | context_build_ms_p50/_p95 | ledger strategy build(), largest default task | p50 <= 10 |
 | mlflow_log_s_per_trial | resume check + run creation + params + metrics/tags + artifacts | <= 0.5 |
 | task_generate_ms | per family, default size, warm | < 50 |
+| plan_s | hashing the 480-job grid's plan at multirun start (bench.study.plan) | <= 60 |
 
 Where a trial's time goes is measured by wrapping the harness's own functions (self time,
 nested phases subtracted): `phases` in bench.json. That instrumentation is bench.perf.phases;
@@ -44,6 +45,7 @@ from bench.perf.phases import instrumented_trial
 TARGETS = {  # metric: (comparison, target)
     "exec_overhead_ratio": ("<=", 1.15), "trial_overhead_ratio": ("<=", 1.5), "grid_minutes": ("<=", 10.0),
     "context_build_ms_p50": ("<=", 10.0), "mlflow_log_s_per_trial": ("<=", 0.5), "task_generate_ms": ("<", 50.0),
+    "plan_s": ("<=", 60.0),
 }
 GRID_TRIALS = 4 * 4 * 10  # strategies x arms x seeds, one family
 SLICE = ["task.seed=0"]  # every strategy x arm cell once: 16 of the 160 trials
@@ -76,6 +78,17 @@ def task_generate_ms() -> dict[str, Any]:
                        "files": len(spec.files), "bytes": sum(len(v) for v in dict(spec.files).values()),
                        "steps": len(spec.steps)}
     return out
+
+
+def plan_s() -> dict[str, Any]:
+    from bench.study.plan import plan_trials, sweep_config
+    from bench.study.progress import planned_jobs
+
+    with sweep_config(["experiment=grid"]) as master:
+        jobs = planned_jobs(master) or []
+        t0 = time.perf_counter()
+        plan_trials(master, jobs)
+        return {"jobs": len(jobs), "s": round(time.perf_counter() - t0, 2)}
 
 
 def exec_overhead(family: str, n: int) -> dict[str, Any]:
@@ -214,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         report["task_generate"] = gen
         largest = max(gen, key=lambda f: gen[f]["bytes"])
         report["largest_default_task"] = largest
+        print("the grid's plan ...", flush=True)
+        report["plan"] = plan_s()
         print("process start ...", flush=True)
         report["process_start_s"] = process_start_s()
         print("sandbox exec vs docker exec ...", flush=True)
@@ -243,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         "context_build_ms_p50": round(pct(builds, 0.5), 3),
         "context_build_ms_p95": round(pct(builds, 0.95), 3),
         "mlflow_log_s_per_trial": default["mlflow_log_s"],
-        **{f"task_generate_ms[{f}]": g["warm_ms_p50"] for f, g in gen.items()},
+        **{f"task_generate_ms[{f}]": g["warm_ms_p50"] for f, g in gen.items()}, "plan_s": report["plan"]["s"],
     }
     report["metrics"] = metrics
     report["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -269,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
              f"open store {default['mlflow_store_open_s']} s (new db: {default['mlflow_store_init_s']} s)"),
         *[_row(f"task_generate_ms[{f}]", v["warm_ms_p50"], f"cold {v['cold_ms']} ms, {v['files']} files, "
                f"{v['bytes']} bytes") for f, v in gen.items()],
+        _row("plan_s", metrics["plan_s"], f"{report['plan']['jobs']} jobs hashed (experiment=grid)"),
     ]
     text = table(rows)
     phases = default["phases_s"]

@@ -57,9 +57,9 @@ START = Pos(-1, 0, 0.0)
 
 @dataclass(frozen=True)
 class Seen:
-    """One visible occurrence of a fact (invariant, plan line, task fact)."""
+    """One visible occurrence of a plan line (what a summary keeps of the plan)."""
 
-    key: str  # "inv:<id>", "step:<id>", "fact:<id>"
+    key: str  # "step:<id>"
     text: str
     pos: Pos
     in_task: bool  # inside the task message (stated prominently, not in passing)
@@ -120,7 +120,7 @@ class Beliefs:
     instructions: tuple[int, int, int] = (-1, 0, 0)  # (message, start, end) of its instruction line
     files: dict[str, list[FileSeen]] = field(default_factory=dict)  # every version, oldest first
     deleted: dict[str, Pos] = field(default_factory=dict)  # newest `deleted PATH` result
-    facts: list[Seen] = field(default_factory=list)  # plan lines (and invariant lines, by id)
+    facts: list[Seen] = field(default_factory=list)  # plan lines
     said: list[Said] = field(default_factory=list)
     checks: list[CheckSeen] = field(default_factory=list)
     calls: list[CallSeen] = field(default_factory=list)
@@ -157,18 +157,6 @@ class Beliefs:
         return None
 
 
-def prose(m: Message) -> str:
-    """The words of a message, not its code: the content, and the notes and invariants of its
-    submit_step calls (edit and write arguments are code, read as files)."""
-    parts = [m.content]
-    for c in m.tool_calls:
-        if c.name == "submit_step":
-            for v in (c.args.get("notes"), *(c.args.get("invariants") or ())):
-                if isinstance(v, str):
-                    parts.append(v)
-    return "\n".join(parts)
-
-
 @lru_cache(maxsize=8192)
 def _said(text: str) -> tuple[tuple[int, str], ...]:
     return tuple(said.statements(text))
@@ -192,7 +180,6 @@ class _Parsed:
     task_id: str | None
     step: str | None
     step_offset: int
-    invariants: tuple[tuple[int, str, str], ...]  # (offset, id, text)
     plan: tuple[tuple[int, str, str], ...]
     files: tuple[tuple[int, str, str, str], ...]  # (offset, path, sha, content)
     checks: tuple[tuple[int, str, bool, int | None, str], ...]
@@ -210,10 +197,6 @@ def _parse(text: str) -> _Parsed:
     for path, sha, content in render.parse_file_blocks(text):
         off = _locate(text, f'<file path="{path}" sha="{sha}">', off)
         files.append((off, path, sha, content))
-    invs, off = [], 0
-    for iid, itext in render.parse_invariants(text):
-        off = _locate(text, f"[inv:{iid}] {itext}", off)
-        invs.append((off, iid, itext))
     checks, off = [], 0
     found = render.parse_check_results(text)
     for i, (sid, passed, code) in enumerate(found):
@@ -231,7 +214,7 @@ def _parse(text: str) -> _Parsed:
     if cue:
         paths = tuple(dict.fromkeys(_PATH_RE.findall(bare)))
         drift = (_locate(text, cue.group(0), 0), paths)
-    return _Parsed(render.parse_task_id(text), step, step_off, tuple(invs), plan, tuple(files),
+    return _Parsed(render.parse_task_id(text), step, step_off, plan, tuple(files),
                    tuple(checks), drift)
 
 
@@ -264,14 +247,12 @@ def perceive(messages: tuple[Message, ...] | list[Message]) -> Beliefs:
             b.instructions = (i, first, end if end >= 0 else len(text))
             touched = _TOUCHES_RE.search(block)
             b.touches = tuple(x.strip() for x in touched.group("paths").split(",")) if touched else ()
-        words = prose(m)
+        words = said.words(m.content, ((c.name, c.args) for c in m.tool_calls))
         summary = SUMMARY_MARK in m.content
         for off, sentence in _said(words):
             at = off if off < len(m.content) else max(text.find(sentence), 0)
             b.said.append(Said(sentence, said.normal(sentence), b.position(i, at), said.marked(sentence),
                                m.role, i == task_msg, summary))
-        for off, iid, itext in p.invariants:
-            b.facts.append(Seen(f"inv:{iid}", itext, b.position(i, off), i == task_msg))
         for off, sid, title in p.plan:
             b.facts.append(Seen(f"step:{sid}", title, b.position(i, off), i == task_msg))
         for off, path, sha, content in p.files:

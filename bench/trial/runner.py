@@ -23,8 +23,6 @@ log = logging.getLogger("ctxbench")
 # analysis, rerun on resume), never FINISHED with a verdict it did not earn.
 INFRA_FAILURES = {"sandbox_lost", "provider_error", "harness_error", "timeout"}
 
-last_result: TrialResult | None = None  # the latest run() outcome in this process (for study progress)
-
 
 @dataclass(frozen=True)
 class TrialResult:
@@ -38,12 +36,6 @@ class TrialResult:
 
 
 def run(cfg: DictConfig | TrialConfig) -> TrialResult:
-    global last_result
-    last_result = _run(cfg)
-    return last_result
-
-
-def _run(cfg: DictConfig | TrialConfig) -> TrialResult:
     tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
     from bench.providers import make_provider
     from bench.sandbox import create as create_sandbox

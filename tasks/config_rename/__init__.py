@@ -30,7 +30,7 @@ from tasks.config_rename.oracle import DOCS, Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
 FAMILY = "config_rename"
-KNOBS = {"steps": (7, 16), "callers": (3, 64), "filler": (0, 10)}
+KNOBS = {"steps": (6, 16), "callers": (1, 64), "filler": (0, 10)}
 DEFAULTS = {"steps": 12, "filler": 5}
 TOOL = "python3 -B tools/check_keys.py"
 EXAMPLE = "examples/deploy.json"

@@ -31,7 +31,7 @@ from tasks.signature_migration.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
 FAMILY = "signature_migration"
-KNOBS = {"steps": (7, 16), "callers": (2, 64), "filler": (0, 10)}
+KNOBS = {"steps": (6, 16), "callers": (1, 64), "filler": (0, 10)}
 DEFAULTS = {"steps": 12, "filler": 5}
 TOOL = "python3 -B tools/check_api.py"
 JOBS = ("nightly", "hourly", "backfill", "warmup", "digest", "reindex", "purge", "rollover")
@@ -57,6 +57,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
              "tests/test_routes.py": repo.routes_test(n, routes), "tests/test_transport.py": repo.transport_test(n),
              "tools/check_api.py": checktools.sig_tool(n), docpath: repo.doc(n, routes)}
     host_pkg = rng.randrange(max(1, batches // 2))  # the shared-constants trap: an early package
+    shared = batches > 1 or counts[0] > 1  # a module to import the constants from elsewhere exists
     modules: list[list[str]] = []
     consts: tuple[str, str] | None = None
     for i, (pkg, count) in enumerate(zip(pkgs, counts, strict=True)):
@@ -65,17 +66,17 @@ def generate(seed: int, **size: int) -> TaskSpec:
         for k, mod in enumerate(mods):
             sib = rng.choice(helpers) if helpers and rng.random() < 0.5 else None
             text, mod_tests, names, named = repo.caller_module(rng, n, pkg, mod, rng.randint(1, 2), filler, sib,
-                                                               consts=i == host_pkg and k == 0)
+                                                               consts=shared and i == host_pkg and k == 0)
             files[f"{pkg}/{mod}.py"], tests = text, tests + mod_tests
             helpers += [(mod, name) for name in names]
             consts = named or consts
         files[f"tests/test_{pkg}.py"] = repo.package_test(pkg, mods, tests)
         modules.append([f"{pkg}/{m}.py" for m in mods])
-    assert consts is not None
     host = modules[host_pkg][0]
-    j = rng.randrange(host_pkg + 1, batches)
-    importer = rng.choice(modules[j])
-    _plant_constant_user(rng, n, files, host, consts[0], importer, f"tests/test_{pkgs[j]}.py")
+    j = rng.randrange(host_pkg + 1, batches) if batches > 1 else 0
+    importer = rng.choice([m for m in modules[j] if m != host] or [host])
+    if consts:
+        _plant_constant_user(rng, n, files, host, consts[0], importer, f"tests/test_{pkgs[j]}.py")
 
     last, tidy, docs = c.sid(steps), c.sid(steps - 2), c.sid(steps - 1)
     inv_policy = Invariant("policy-order", f"{n.P} keeps its fields in the order ({n.t}, {n.r}): the "
@@ -123,11 +124,12 @@ def generate(seed: int, **size: int) -> TaskSpec:
     drift, planted = drifts.schedule(rng, n, files, pkgs, modules, routes, {host, importer}, JOBS, steps)
     caught = {m: c.sid(3 + i) for i, mods in enumerate(modules) for m in mods}
     traps = [Trap("inline-send", client, "send-helper", f"_send looks inlinable into {n.fn}, its one visible "
-                  "caller, but tests/test_transport.py imports it", last, f"inline-send:{client}"),
-             Trap("shared-constants", host, "shared-constants", f"{consts[0]} and {consts[1]} look foldable into "
-                  f"one {n.P}, but {importer} imports {consts[0]}", caught[importer],
-                  f"fold-constants:{host}:{consts[0][:-len(n.t) - 1]}"),
-             Trap("routed-legacy", client, "compat-form", f"the legacy branch of {n.fn} looks dead once every "
+                  "caller, but tests/test_transport.py imports it", last, f"inline-send:{client}")]
+    if consts:
+        traps.append(Trap("shared-constants", host, "shared-constants", f"{consts[0]} and {consts[1]} look "
+                          f"foldable into one {n.P}, but {importer} imports {consts[0]}", caught[importer],
+                          f"fold-constants:{host}:{consts[0][:-len(n.t) - 1]}"))
+    traps += [Trap("routed-legacy", client, "compat-form", f"the legacy branch of {n.fn} looks dead once every "
                   f"package is migrated, but {router} still calls {n.fn} by name with ({n.t}, {n.r}) until {last}",
                   docs, f"legacy-form:{client}:{n.fn}")]
     if planted:
@@ -153,10 +155,10 @@ def generate(seed: int, **size: int) -> TaskSpec:
                     Invariant("send-helper", f"{client}'s _send stays a module-level function taking (url, {n.t}, "
                               f"{n.r}): tests/test_transport.py imports it, so never inline it into {n.fn}.",
                               f"{TOOL} send", anchors=("_send",)),
-                    Invariant("shared-constants", f"{host}'s {consts[0]} and {consts[1]} stay module-level "
-                              f"constants: {importer} imports {consts[0]}, so never fold them into a {n.P}.",
-                              f"python3 -B -c 'from {host[:-3].replace('/', '.')} import {', '.join(consts)}'",
-                              anchors=(consts[0],))),
+                    *([Invariant("shared-constants", f"{host}'s {consts[0]} and {consts[1]} stay module-level "
+                                 f"constants: {importer} imports {consts[0]}, so never fold them into a {n.P}.",
+                                 f"python3 -B -c 'from {host[:-3].replace('/', '.')} import {', '.join(consts)}'",
+                                 anchors=(consts[0],))] if consts else [])),
         steps=tuple(plan), final_check=f"{c.SUITE} && {TOOL} final && {TOOL} policy && {TOOL} send",
         protected=c.PROTECTED, traps=tuple(traps), drift=drift, test_command=c.SUITE, oracle=Oracle(n, meta))
 

@@ -51,12 +51,16 @@ def test_every_figure_is_referenced_and_inlined(rep):
 def test_headline_table_carries_n(rep, study):
     md = (rep.out_dir / "index.md").read_text()
     section = md.split("## 1. Success")[1].split("![success]")[0]
+    header = next(line for line in section.splitlines() if line.startswith("| strategy"))
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "strategy", "arm", "planned", "finished", "excluded (why)", "missing", "success per protocol [95% CI]",
+        "success, intention to treat [95% CI]"]
     rows = [line for line in section.splitlines() if line.startswith("| raw")]
-    assert rows, section
-    cells = rows[0].strip("|").split("|")[1:]
-    assert len(cells) == 4
-    for cell in cells:
-        assert re.fullmatch(r" \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \(n=\d+\) ", cell), cell
+    assert len(rows) == 4, section  # one per arm
+    for row in rows:
+        cells = row.strip("|").split("|")
+        for cell in cells[-2:]:
+            assert re.fullmatch(r" \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \(n=\d+\) ", cell), cell
     assert f"**{study.finished} finished trials**" in md and f"**{study.excluded} excluded**" in md
     assert "triggered by drift" in md
 

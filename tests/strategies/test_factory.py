@@ -11,6 +11,7 @@ from strategies import STRATEGIES, make_strategy
 from strategies._common import DEFAULT_COMPACTION_PROMPT
 from strategies.compaction import CompactionStrategy
 from strategies.ledger import LedgerStrategy
+from strategies.masking import MaskingStrategy
 from strategies.raw import RawStrategy
 from strategies.subagent import SubagentStrategy
 
@@ -26,7 +27,7 @@ def load(name: str, **overrides: object):
 def test_every_strategy_has_a_config_file_and_builds_from_it():
     assert sorted(p.stem for p in CONF.glob("*.yaml")) == sorted(STRATEGIES)
     classes = {"raw": RawStrategy, "compaction": CompactionStrategy, "ledger": LedgerStrategy,
-               "subagent": SubagentStrategy}
+               "subagent": SubagentStrategy, "masking": MaskingStrategy}
     for name, cls in classes.items():
         s = make_strategy(load(name))
         assert isinstance(s, cls) and s.name == name
@@ -61,6 +62,14 @@ def test_ledger_and_subagent_options():
     assert isinstance(sub, SubagentStrategy) and sub.config.notes_cap_chars == 60
 
 
+@pytest.mark.parametrize("name", ["ledger", "subagent"])
+def test_invariants_from_is_harness_by_default_and_model_on_request(name):
+    assert make_strategy(load(name)).invariants_from == "harness"  # type: ignore[attr-defined]
+    assert make_strategy(load(name, invariants_from="model")).invariants_from == "model"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=rf"invariants_from.*conf/strategy/{name}\.yaml|conf/strategy/{name}\.yaml"):
+        make_strategy(load(name, invariants_from="summary"))
+
+
 def test_unknown_strategy_lists_the_four():
     with pytest.raises(ValueError) as e:
         make_strategy({"name": "memory"})
@@ -88,6 +97,8 @@ def test_unknown_key_names_key_and_file():
     ("ledger", "threshold", 2.0),
     ("ledger", "keep_recent_turns", -1),
     ("subagent", "notes_cap_chars", 0),
+    ("subagent", "invariants_from", "both"),
+    ("masking", "keep_recent_turns", -2),
 ])
 def test_bad_values_are_rejected_naming_the_file(name, key, value):
     with pytest.raises(ValueError, match=rf"conf/strategy/{name}\.yaml"):

@@ -86,10 +86,10 @@ def test_task_id_round_trips(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("size, message", [
-    ({"steps": 40}, "task.size.steps must be 7..16, got 40"),
-    ({"steps": 6}, "task.size.steps must be 7..16, got 6"),
+    ({"steps": 40}, "task.size.steps must be 6..16, got 40"),
+    ({"steps": 5}, "task.size.steps must be 6..16, got 5"),
     ({"filler": -1}, "task.size.filler must be 0..10, got -1"),
-    ({"steps": "12"}, "task.size.steps must be 7..16, got '12'"),
+    ({"steps": "12"}, "task.size.steps must be 6..16, got '12'"),
     ({"callers": 3, "steps": 16}, "task.size.callers must be >= "),
     ({"colour": 1}, "unknown task.size knob(s)"),
 ])
@@ -100,7 +100,7 @@ def test_bad_knobs_are_clear_errors(family, size, message):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("size", [{}, {"steps": 7}, {"steps": 16, "callers": 40, "filler": 0}])
+@pytest.mark.parametrize("size", [{}, {"steps": 6}, {"steps": 16, "callers": 40, "filler": 0}])
 def test_plan_structure(family, size):
     for seed in range(10):
         spec = generate(family, seed, **size)

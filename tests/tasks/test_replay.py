@@ -63,7 +63,7 @@ def test_oracle_replay(family, drift, tmp_path):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("size", [{"steps": 7}, {"steps": 16, "callers": 30, "filler": 0}, {"callers": 40}])
+@pytest.mark.parametrize("size", [{"steps": 6}, {"steps": 16, "callers": 30, "filler": 0}, {"callers": 40}])
 def test_oracle_replay_other_sizes(family, size, tmp_path):
     for drift in (False, True):
         _replay_ok(family, 7, drift, tmp_path / str(drift), **size)

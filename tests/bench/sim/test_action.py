@@ -130,8 +130,9 @@ def memory_context(task, fresh_read: bool) -> list[Message]:
     return msgs + (read_turn(API, API_V2, "r9") if fresh_read else [])
 
 
-def damage_rate(task, msgs: list[Message], model: str = "sim", **override: float) -> float:
-    sim, bad = provider(model, task, **override), 0
+def damage_rate(task, msgs: list[Message], model: str = "sim", mechanisms: dict | None = None,
+                **override: float) -> float:
+    sim, bad = provider(model, task, mechanisms, **override), 0
     for seed in SEEDS:
         world = World({API: API_V2})
         c = first_edit(sim, msgs, seed)

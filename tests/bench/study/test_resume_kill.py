@@ -1,13 +1,17 @@
 """Kill a running study with SIGKILL (its whole process group: the multirun and its joblib
 workers), rerun it, and count: every trial FINISHED exactly once, the interrupted ones KILLED,
-the finished ones never rerun, no container left behind (DESIGN §8.4).
+the finished ones never rerun, every planned trial finished, no container left behind
+(docs/design.md, docs/studies.md).
 
-A tiny study: 2 strategies x 2 arms of one 6-step task, 2 workers."""
+A tiny study: 2 strategies x 2 arms of one 6-step task; once as the grid experiment with 2
+workers, once as a plain multirun (no experiment=, no study.name: the basic launcher, trials
+one after another in the launching process, a study named adhoc-<hash> by the callback)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -27,8 +31,19 @@ SWEEP = ["strategy=raw,ledger", "arm=baseline,drift", "task=signature_migration"
          "++task.size.steps=6", "hydra.launcher.n_jobs=2"]
 
 
-def study_cmd(study: str) -> list[str]:
-    return [sys.executable, "-m", "bench", "-m", "experiment=grid", *SWEEP, f"study.name={study}"]
+def study_cmd(variant: str, tag: str) -> list[str]:
+    if variant == "grid":
+        return [sys.executable, "-m", "bench", "-m", "experiment=grid", *SWEEP, f"study.name=kill-{tag}"]
+    # Its own MLflow experiment makes the derived study name (and so the container labels)
+    # this test's own, whoever else runs the same sweep on this Docker engine.
+    return [sys.executable, "-m", "bench", "-m", *SWEEP[:-1], f"tracking.experiment=kill-{tag}"]
+
+
+def study_name(variant: str, tag: str, log: Path) -> str | None:
+    if variant == "grid":
+        return f"kill-{tag}"
+    found = re.search(r"\[study (adhoc-[0-9a-f]{8})\]", log.read_text())
+    return found.group(1) if found else None
 
 
 def trial_statuses(db: Path, study: str) -> list[tuple[str, str, str]]:
@@ -59,21 +74,29 @@ def alive(pid: int) -> bool:
     return _alive(pid)
 
 
-def test_sigkill_midway_then_rerun_counts_every_trial_once(tmp_path, docker_ready):
-    study = f"kill-{uuid.uuid4().hex[:8]}"
+@pytest.mark.parametrize("variant", ["grid", "plain"])
+def test_sigkill_midway_then_rerun_counts_every_trial_once(variant, tmp_path, docker_ready):
+    tag = uuid.uuid4().hex[:8]
+    experiment = "ctxbench" if variant == "grid" else f"kill-{tag}"
     env = {**os.environ, "CTXBENCH_RESULTS": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    env.pop("CTXBENCH_STUDY", None)
     db = tmp_path / "mlflow.db"
     log1 = open(tmp_path / "first.log", "w")
     t0 = time.monotonic()
-    first = subprocess.Popen(study_cmd(study), cwd=ROOT, env=env, stdout=log1, stderr=subprocess.STDOUT,
+    first = subprocess.Popen(study_cmd(variant, tag), cwd=ROOT, env=env, stdout=log1, stderr=subprocess.STDOUT,
                              start_new_session=True)  # its own process group, workers included
     try:
         # Midway: at least one trial finished while another is running inside its container.
         deadline = time.monotonic() + 240
+        study = None
         while True:
             assert first.poll() is None, "the study ended before it could be killed:\n" + \
                 (tmp_path / "first.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "no trial finished in time"
+            study = study or study_name(variant, tag, tmp_path / "first.log")
+            if study is None:
+                time.sleep(0.2)
+                continue
             rows = trial_statuses(db, study)
             by = Counter(s for _, s, _ in rows)
             if by["FINISHED"] >= 1 and by["RUNNING"] >= 1 and containers(study):
@@ -95,7 +118,8 @@ def test_sigkill_midway_then_rerun_counts_every_trial_once(tmp_path, docker_read
     assert leaked, "a SIGKILLed trial leaves its container (the rerun's sweep must remove it)"
     assert not any(alive(int(pid)) for _, pid in leaked), "the whole process group died"
 
-    second = subprocess.run(study_cmd(study), cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+    second = subprocess.run(study_cmd(variant, tag), cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=400)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     out = second.stdout + second.stderr
     assert "removed" in out and "dead harness processes" in out  # the study-start sweep
@@ -104,7 +128,7 @@ def test_sigkill_midway_then_rerun_counts_every_trial_once(tmp_path, docker_read
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(f"sqlite:///{db}")
-    exp = client.get_experiment_by_name("ctxbench")
+    exp = client.get_experiment_by_name(experiment)
     runs = client.search_runs([exp.experiment_id], filter_string=f"tags.study = '{study}'")
     trials = [r for r in runs if r.data.tags.get("ctxbench.kind") == "trial"]
     finished = Counter(r.data.tags["config_hash"] for r in trials if r.info.status == "FINISHED")
@@ -121,15 +145,23 @@ def test_sigkill_midway_then_rerun_counts_every_trial_once(tmp_path, docker_read
     assert parent.info.status == "FINISHED" and parent.data.tags["git_sha"]
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in trials)
     arts = {a.path for a in client.list_artifacts(parent.info.run_id)}
-    assert "study_config.yaml" in arts
+    assert "study_config.yaml" in arts and "plan.json" in arts
     assert len(client.list_artifacts(parent.info.run_id, "invocations")) >= 2  # one record per invocation
     assert parent.data.metrics["trials_skipped"] == len(finished_before)
+    from bench.tracking.study_records import status
+
+    s = status(study, f"sqlite:///{db}", experiment)  # `python -m bench.study status NAME`
+    assert s["plan"] == {"planned": 4, "finished": 4, "excluded": 0, "missing": 0, "unplanned_finished": 0,
+                         "invalid_jobs": 0, "invocations": 2}
+    assert s["finished_hashes"] == 4 and s["double_counted"] == []
 
     # Progress was written by the workers (callbacks run where the trial runs), per job.
     sweeps = sorted((tmp_path / "hydra" / "multirun" / study).iterdir())
     records = [json.loads(line) for line in (sweeps[-1] / "progress.jsonl").read_text().splitlines()]
     assert Counter(r["outcome"] for r in records)["skipped"] == len(finished_before)
-    assert len(records) == 4 and all(r["pid"] != r["launcher_pid"] for r in records)  # joblib workers
+    assert len(records) == 4
+    if variant == "grid":
+        assert all(r["pid"] != r["launcher_pid"] for r in records)  # joblib workers
     assert "[study " + study + "] 4/4 (100%)" in out
-    print(f"\nkill after {t_kill:.1f}s, total {t_total:.1f}s; finished before kill {len(finished_before)}, "
-          f"killed {len(killed)}, leaked then swept {len(leaked)}")
+    print(f"\n{variant} study {study}: kill after {t_kill:.1f}s, total {t_total:.1f}s; finished before kill "
+          f"{len(finished_before)}, killed {len(killed)}, leaked then swept {len(leaked)}; status {s}")

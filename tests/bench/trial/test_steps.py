@@ -76,3 +76,15 @@ def test_drift_is_committed_by_its_outside_author_and_noted_at_the_next_head(box
 
 def test_scrub_removes_wall_clock_figures_only():
     assert S.scrub("3 passed in 0.41s\nwait 5s") == "3 passed in <elapsed>\nwait 5s"
+
+
+def test_learn_carries_the_harness_invariants_or_only_the_models():
+    inv = Invariant("compat-form", "fetch keeps its legacy form until s12.", stated="s02")
+    step = Step("s02", "t", "i", ("a.py",), "true", (inv,))
+    earlier = (Invariant("n-s01-1", "an earlier note", stated="s01"),)
+    said = ["Keep accepting the legacy form until s12.", "  ", "x" * 300]
+    harness = S.learn(step, said, earlier)
+    assert [i.id for i in harness] == ["n-s01-1", "compat-form", "n-s02-1", "n-s02-3"]
+    model = S.learn(step, said, earlier, "model")
+    assert [i.id for i in model] == ["n-s01-1", "n-s02-1", "n-s02-3"]  # the step's own invariant is not carried
+    assert len(model[-1].text) == 240 and S.learn(step, [], (), "model") == ()
