@@ -25,9 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.calibrate.reading import Context, content_sha, covers, file_blocks, normal, perceive
+from analysis.calibrate.reading import Context, Said, content_sha, covers, file_blocks, normal, perceive
 
 EDITS = ("edit_file", "write_file")
+HANDOFF_TAIL = "For later steps: "
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,8 @@ def _handoffs(ctx: Context, calls: list[dict[str, Any]], seed, trial: str, turn:
     if submit is None or ctx.step is None:
         return []
     args = submit.get("args") or {}
-    invariants = normal(" ".join(str(x) for x in args.get("invariants") or ()))
-    notes = normal(str(args.get("notes") or ""))
+    invariants = [str(x) for x in args.get("invariants") or ()]
+    notes = str(args.get("notes") or "")
     msg, lo, hi = ctx.instructions
     own = [st for st in ctx.said if st.msg == msg and lo <= st.offset < hi]
     own_norms = {st.norm for st in own}
@@ -92,13 +93,67 @@ def _handoffs(ctx: Context, calls: list[dict[str, Any]], seed, trial: str, turn:
              and (st.marked or st.role == "assistant" or st.in_summary)]
     out, seen = [], set()
     attempt = ctx.attempt()
-    for group, said_in in ((own, invariants), (older, notes)):
-        for st in group:
-            if st.norm in seen:
-                continue
-            seen.add(st.norm)
-            out.append(Obs("handoff", st.norm in said_in, _occurrences(ctx, st.norm), ctx.total, ctx.fresh_from,
-                           (seed, ctx.step, attempt, "said:" + st.norm), trial, turn))
+    found = {normal(x) for x in invariants} | restated(older, notes)
+    for st in own + older:
+        if st.norm in seen:
+            continue
+        seen.add(st.norm)
+        out.append(Obs("handoff", st.norm in found, _occurrences(ctx, st.norm), ctx.total, ctx.fresh_from,
+                       (seed, ctx.step, attempt, "said:" + st.norm), trial, turn))
+    return out
+
+
+def restated(candidates: list[Said], notes: str) -> set[str]:
+    """The contents of `candidates` the notes restate. The sim writes `"{what it did} For later steps: "`
+    and then each recalled statement in the order the context first shows it, a full stop added,
+    joined by spaces (bench/sim/action.py `_submit`): such notes are read exactly, by splitting that
+    tail into candidates in that order; where two splits fit, what they share. Other notes (a real
+    model's) count a candidate restated when its content is found in them, unless every place it is
+    found lies inside a longer candidate also found there."""
+    first: dict[str, str] = {}
+    for st in candidates:
+        first.setdefault(st.norm, st.text)
+    written = [(text if text.endswith((".", "!", "?")) else text + ".", norm) for norm, text in first.items()]
+    if HANDOFF_TAIL in notes:
+        splits = _splits(notes.split(HANDOFF_TAIL, 1)[1], written)
+        if splits:
+            return set.intersection(*splits)
+    flat = normal(notes)
+    spans = {n: [(i, i + len(n)) for i in _find_all(flat, n)] for n in first if n}
+    spans = {n: v for n, v in spans.items() if v}
+    out = set()
+    for n, where in spans.items():
+        longer = [sp for m, v in spans.items() if len(m) > len(n) for sp in v]
+        if any(not any(a <= i and j <= b for a, b in longer) for i, j in where):
+            out.add(n)
+    return out
+
+
+def _find_all(text: str, needle: str) -> list[int]:
+    out, i = [], text.find(needle)
+    while i >= 0:
+        out.append(i)
+        i = text.find(needle, i + 1)
+    return out
+
+
+def _splits(tail: str, written: list[tuple[str, str]], limit: int = 16) -> list[set[str]]:
+    """Every way (up to `limit`) `tail` is the written sentences, in their order, joined by spaces."""
+    out: list[set[str]] = []
+
+    def walk(at: int, after: int, taken: list[str]) -> None:
+        if len(out) >= limit:
+            return
+        if at >= len(tail):
+            out.append(set(taken))
+            return
+        for k in range(after, len(written)):
+            text, norm = written[k]
+            end = at + len(text)
+            if tail.startswith(text, at) and (end == len(tail) or tail[end] == " "):
+                walk(end + 1, k + 1, [*taken, norm])
+
+    walk(0, 0, [])
     return out
 
 

@@ -16,14 +16,7 @@ from analysis.calibrate import Calibration
 from analysis.calibrate.likelihood import Design, best, probability
 from analysis.calibrate.summaries import KINDS as RETENTION
 from analysis.calibrate.write import GROUPS, comment
-
-
-def wilson(x: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = x / n
-    mid, half = (p + z * z / (2 * n)), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
+from analysis.stats import wilson
 
 
 def _binned(ax, x: np.ndarray, y: np.ndarray, fits: dict[str, np.ndarray], bins: int, xlabel: str) -> None:
@@ -39,7 +32,7 @@ def _binned(ax, x: np.ndarray, y: np.ndarray, fits: dict[str, np.ndarray], bins:
         if not sel.any():
             continue
         n, k = int(sel.sum()), float(y[sel].sum())
-        lo, hi = wilson(k, n)
+        lo, hi = wilson(int(k), n)
         mids.append(float(np.mean(x[sel])))
         obs.append(k / n)
         lows.append(k / n - lo)
@@ -86,7 +79,7 @@ def figure(c: Calibration, path: Path) -> None:
     rates = [(k, [x.y for x in c.kept if x.kind == k]) for k in RETENTION]
     for i, (k, ys) in enumerate(rates):
         if ys:
-            lo, hi = wilson(sum(ys), len(ys))
+            lo, hi = wilson(int(sum(ys)), len(ys))
             ax.errorbar([i], [np.mean(ys)], yerr=[[np.mean(ys) - lo], [hi - np.mean(ys)]], fmt="o", color="black")
         ax.plot([i], [prior[k]], "x", color="tab:orange")
     ax.set_xticks(range(len(rates)), [f"{k.replace('retain_', '')}\nn={len(ys)}" for k, ys in rates], fontsize=8)
@@ -113,7 +106,7 @@ def figure(c: Calibration, path: Path) -> None:
         labels.append(f"{kind.replace('stale_', '')}\nn={len(sub)}")
         if sub:
             d = Design.of(sub)
-            lo, hi = wilson(float(d.y.sum()), d.n)
+            lo, hi = wilson(int(d.y.sum()), d.n)
             ax.errorbar([i], [d.y.mean()], yerr=[[d.y.mean() - lo], [hi - d.y.mean()]], fmt="o", color="black")
             ax.plot([i], [probability(fitted, d).mean()], "s", color="tab:blue")
             ax.plot([i], [probability(prior, d).mean()], "x", color="tab:orange")

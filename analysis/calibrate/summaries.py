@@ -13,9 +13,9 @@ bench/sim/summary.py:
   p_verbatim             of the kept `[inv:ID]` lines, the share copied with their marker
 
 A sentence counts as kept when a summary sentence has the same content (marker dropped,
-whitespace and case ignored), or, for an `[inv:ID]` line, when the summary names `[inv:ID]`.
-`match="words"` also accepts a summary sentence that shares 80 % of its words: for real
-summarisers, which reword (docs/calibration.md). The compaction request's own sentences are not
+whitespace and case ignored). `match="words"`, for real summarisers, which reword
+(docs/calibration.md), also accepts a summary sentence sharing 80 % of its words, and counts an
+`[inv:ID]` line as copied verbatim when the summary has a line headed `[inv:ID]`. The compaction request's own sentences are not
 candidates. Draws are keyed like the sim's (seed, content, passed checks in view), so a fact
 compacted twice at the same stage counts once.
 """
@@ -66,7 +66,7 @@ def _one(context: list[dict[str, Any]], summary: str, seed, match: str) -> list[
     said = [(normal(s), s) for _, s in statements(summary)]
     norms = {n for n, _ in said}
     marked_norms = {n for n, s in said if _INV_ID.match(s)}
-    ids = set(re.findall(r"\[inv:([A-Za-z0-9_.-]+)\]", summary))
+    ids = {m.group(1) for _, s in said if (m := _INV_ID.match(s))}  # ids of the summary's own [inv:ID] lines
     out: list[Kept] = []
     first: dict[str, Any] = {}
     for st in ctx.said:
@@ -75,7 +75,7 @@ def _one(context: list[dict[str, Any]], summary: str, seed, match: str) -> list[
     for norm, st in first.items():
         kind = "retain_task_invariant" if st.in_task else "retain_invariant" if st.marked else "retain_fact"
         inv = _INV_ID.match(st.text)
-        verbatim = norm in marked_norms or bool(inv and inv.group(1) in ids)
+        verbatim = norm in marked_norms or bool(match == "words" and inv and inv.group(1) in ids)
         kept = verbatim or norm in norms or (match == "words" and _similar(norm, said))
         out.append(Kept(kind, kept, (seed, "said:" + norm, passed)))
         if kept and st.marked:

@@ -7,7 +7,8 @@ Restated from bench/sim/usage.py:
 and the prefix cache counts whole `cache_block_tokens` blocks, nothing below `cache_min_tokens`.
 
 The latencies are two ordinary least-squares regressions with t intervals (ttft on the prompt's
-uncached and cached tokens; the decoding time on output tokens, through the origin). A real
+uncached and cached tokens; the decoding time on output tokens, through the origin), widened by
+what the log's rounding of timings to 0.1 ms can do to them. A real
 provider's timings are noisier and heteroscedastic; the intervals then say how well the mean
 is known, not how much one call varies. The cache's block is the greatest common divisor of
 the cached token counts; its minimum is bracketed by the largest prompt that cached nothing
@@ -50,19 +51,20 @@ def calls(records: list[dict[str, Any]]) -> list[Call]:
 
 
 def _ols(x: np.ndarray, y: np.ndarray, names: list[str], level: float, what: str,
-         floor: float) -> dict[str, Estimate]:
-    """`floor`: the least residual variance the data can have -- the log keeps timings to 0.1 ms,
-    so a simulated model's exact line still has its rounding error (variance step^2 / 12 each)."""
+         rounding: float) -> dict[str, Estimate]:
+    """Least squares with t intervals, each widened by the most that `rounding` (the largest error
+    the log's rounding puts into one y) can shift its coefficient: h * sum_i |(X'X)^-1 X'|_ji.
+    For a simulated model, whose timings lie on the line but for rounding, that term is the interval."""
     n, k = x.shape
     if n <= k or np.linalg.matrix_rank(x) < k:
         return {}
     beta, *_ = np.linalg.lstsq(x, y, rcond=None)
     resid = y - x @ beta
-    s2 = max(float(resid @ resid) / (n - k), floor)
+    s2 = float(resid @ resid) / (n - k)
     se = np.sqrt(np.diag(s2 * np.linalg.inv(x.T @ x)))
-    t = stats.t.ppf(0.5 + level / 2, n - k)
-    return {name: Estimate(float(b), float(b - t * e), float(b + t * e), n, f"fitted ({what})")
-            for name, b, e in zip(names, beta, se, strict=True)}
+    half = stats.t.ppf(0.5 + level / 2, n - k) * se + rounding * np.abs(np.linalg.pinv(x)).sum(axis=1)
+    return {name: Estimate(float(b), float(b - h), float(b + h), n, f"fitted ({what})")
+            for name, b, h in zip(names, beta, half, strict=True)}
 
 
 def fit_latency(cs: list[Call], level: float = 0.95) -> dict[str, Estimate]:
@@ -72,11 +74,11 @@ def fit_latency(cs: list[Call], level: float = 0.95) -> dict[str, Estimate]:
     x = np.array([[1.0, c.input + c.cache_write, c.cache_read] for c in timed])
     out = _ols(x, np.array([c.ttft for c in timed], dtype=float),
                ["latency_base_s", "latency_s_per_uncached_token", "latency_s_per_cached_token"], level,
-               "ttft regression", ROUNDING**2 / 12)
+               "ttft regression", ROUNDING / 2)
     decoding = [c for c in timed if c.output > 0]
     out.update(_ols(np.array([[float(c.output)] for c in decoding]),
                     np.array([c.latency - c.ttft for c in decoding], dtype=float),  # type: ignore[operator]
-                    ["decode_s_per_token"], level, "decoding time per output token", 2 * ROUNDING**2 / 12))
+                    ["decode_s_per_token"], level, "decoding time per output token", ROUNDING))
     return out
 
 

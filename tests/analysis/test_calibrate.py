@@ -148,3 +148,26 @@ def test_recovery_splits_are_disjoint_and_need_one_truth(sim_trials):
         truth([*trials, other])
     with pytest.raises(SystemExit, match="no finished trials"):
         calibrate([], "x")
+
+
+def _said(text: str, i: int):
+    from analysis.calibrate.reading import Said, normal
+
+    return Said(text, normal(text), float(i), i, 0, False, "assistant", False, False)
+
+
+def test_a_sim_hand_off_is_read_exactly_and_a_real_one_by_content():
+    from analysis.calibrate.observe import restated
+
+    s1, s2 = _said("Keep pull accepting the legacy form", 0), _said("never inline _send", 1)
+    longer = _said("For later steps: Keep pull accepting the legacy form.", 2)
+    # The sim's notes: its template, then what it recalls, in context order, full stops added.
+    assert restated([s1, s2, longer], "s03: edited a.py. For later steps: Keep pull accepting the legacy form.") \
+        == {s1.norm}
+    assert restated([s1, s2, longer], "s03: edited a.py. For later steps: For later steps: Keep pull accepting "
+                                      "the legacy form.") == {longer.norm}
+    assert restated([s1, s2, longer], "s03: edited a.py. No further constraints for later steps.") == set()
+    # A real model's words: found by content, not inside a longer statement found there too.
+    assert restated([s1, s2], "Remember: keep pull accepting the legacy form; never inline _send!") \
+        == {s1.norm, s2.norm}
+    assert restated([s1, longer], "as noted, for later steps: keep pull accepting the legacy form.") == {longer.norm}
