@@ -51,11 +51,15 @@ def chances(task: TaskSpec, step_id: str, context: Sequence[Message],
     `results`: (tool name, args, result text, ok) of the reply's calls, in order."""
     if not any(name in EDIT_TOOLS for name, _, _, _ in results):
         return []
-    before = perceived(context)
     try:
-        plan = task.oracle.edits_for(step_id, before)
-    except KeyError:
+        return _chances(task, step_id, perceived(context), results)
+    except Exception:  # a measurement never ends a trial: code the oracle cannot read offers nothing
         return []
+
+
+def _chances(task: TaskSpec, step_id: str, before: dict[str, str],
+             results: Sequence[tuple[str, dict[str, Any], str, bool]]) -> list[dict[str, Any]]:
+    plan = task.oracle.edits_for(step_id, before)
     paths = tuple(sorted({e.path for e in plan.edits if e.kind != "delete"}))
     if not paths:
         return []

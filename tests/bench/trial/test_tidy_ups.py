@@ -3,6 +3,8 @@ taken only when the reply's own successful edits removed the code."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bench.core import render
 from bench.core.types import Message
 from bench.trial.tidy_ups import chances, perceived
@@ -49,3 +51,19 @@ def test_perceived_is_the_newest_block_and_a_deleted_file_is_gone():
             Message("tool", render.file_block(API, "new\n"), tool_call_id="b", name="read_file")]
     assert perceived(msgs) == {API: "new\n"}
     assert perceived([*msgs, Message("tool", f"deleted {API}", tool_call_id="c", name="delete_file")]) == {}
+
+
+def test_an_oracle_that_chokes_on_what_the_model_wrote_offers_nothing_and_ends_nothing():
+    """The adversary writes what no oracle expects; the measurement must not end the trial."""
+    task = make_task()
+
+    class Choking:
+        def edits_for(self, step_id, perceived):
+            raise ValueError("cannot parse what the model wrote")
+
+        def cleanups(self, perceived, paths):
+            raise AssertionError("never reached")
+
+    broken = replace(task, oracle=Choking())
+    assert chances(broken, "s01", _context(task), [_edit(TIDIED)]) == []
+    assert chances(task, "s99", _context(task), [_edit(TIDIED)]) == []  # a step the oracle does not know
