@@ -27,7 +27,7 @@ import pandas as pd
 from analysis.calibrate.sources import Trial, load
 from analysis.load import sort_cells
 from analysis.render import table
-from analysis.stats import wilson
+from analysis.stats import mcnemar_exact, wilson
 
 PAIR = ("strategy", "arm", "task_family", "task_seed", "rep")
 
@@ -72,9 +72,11 @@ def cells(p: pd.DataFrame) -> pd.DataFrame:
     for (s, a), g in p.groupby(["strategy", "arm"]):
         n, kr, ks = len(g), int(g["success_real"].sum()), int(g["success_sim"].sum())
         lo, hi = wilson(kr, n)
+        pooled = (kr + ks) / (2 * n)
         rows.append({"strategy": s, "arm": a, "pairs": n, "success_real": kr / n, "success_sim": ks / n,
                      "sim_in_real_ci": lo - 1e-12 <= ks / n <= hi + 1e-12,
                      "verdicts_agree": float((g["success_real"] == g["success_sim"]).mean()),
+                     "agree_if_same": pooled**2 + (1 - pooled) ** 2,
                      "turns_real": g["turns_real"].mean(), "turns_sim": g["turns_sim"].mean(),
                      "tokens_ratio": float((g["prompt_tokens_sim"] / g["prompt_tokens_real"].where(
                          g["prompt_tokens_real"] > 0)).median())})
@@ -90,10 +92,12 @@ def comparisons(p: pd.DataFrame) -> pd.DataFrame:
             m = g[g.strategy == a].merge(g[g.strategy == b], on=key, suffixes=("_a", "_b"))
             if m.empty:
                 continue
-            real = float((m["success_real_a"] - m["success_real_b"]).mean())
+            ra, rb = m["success_real_a"], m["success_real_b"]
+            real = float((ra - rb).mean())
             sim = float((m["success_sim_a"] - m["success_sim_b"]).mean())
-            rows.append({"arm": arm, "comparison": f"{a} - {b}", "pairs": len(m), "real": real, "sim": sim,
-                         "same_sign": (real > 0) == (sim > 0) and (real < 0) == (sim < 0)})
+            rows.append({"arm": arm, "comparison": f"{a} - {b}", "pairs": len(m), "real": real,
+                         "p_real": mcnemar_exact(int(((ra == 1) & (rb == 0)).sum()), int(((ra == 0) & (rb == 1)).sum())),
+                         "sim": sim, "same_sign": (real > 0) == (sim > 0) and (real < 0) == (sim < 0)})
     return pd.DataFrame(rows)
 
 
@@ -111,11 +115,17 @@ def report(real: pd.DataFrame, sim: pd.DataFrame, rep_shift: int = 0) -> str:
                   table(k), ""]
     ratio = float((p["prompt_tokens_sim"] / p["prompt_tokens_real"].where(p["prompt_tokens_real"] > 0)).median())
     turns = float((p["turns_sim"] - p["turns_real"]).abs().mean())
+    same = float((c["agree_if_same"] * c["pairs"]).sum() / c["pairs"].sum())
     lines += ["## How far the sim's conclusions carry", "",
-              f"- verdicts agree in {agree:.0%} of {len(p)} paired trials; the sim's success rate lies inside the "
-              f"real runs' 95% Wilson interval in {int(c['sim_in_real_ci'].sum())} of {len(c)} cells",
+              f"- verdicts agree in {agree:.0%} of {len(p)} paired trials; {same:.0%} would be expected if the sim "
+              "were the real model with luck of its own (the cells' pooled success rates, `agree_if_same`): a "
+              "trial's verdict is a draw, so only rates can agree more closely than that",
+              f"- the sim's success rate lies inside the real runs' 95% Wilson interval in "
+              f"{int(c['sim_in_real_ci'].sum())} of {len(c)} cells",
               f"- turns differ by {turns:.1f} on average; prompt tokens sim/real: median {ratio:.2f}",
-              (f"- strategy comparisons keep their sign in {int(k['same_sign'].sum())} of {len(k)}"
+              (f"- strategy comparisons keep their sign in {int(k['same_sign'].sum())} of {len(k)}; of those "
+               f"significant in the real runs (exact McNemar p < 0.05, uncorrected), "
+               f"{int(k.loc[k['p_real'] < 0.05, 'same_sign'].sum())} of {int((k['p_real'] < 0.05).sum())}"
                if not k.empty else "- no strategy comparison (one strategy per arm)"),
               "- Read a study run on this sim as evidence about the real model only where these agree: a "
               "cell or comparison that disagrees here is a property of the sim. With few pairs, agreement "

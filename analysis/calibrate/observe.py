@@ -47,7 +47,7 @@ def observations(records: list[dict[str, Any]], trial: str) -> list[Obs]:
     start = next((r for r in records if r["kind"] == "trial_start"), {})
     seed = start.get("seed", trial)
     messages: dict[str, dict[str, Any]] = {}
-    contexts: dict[int, Context] = {}
+    last: tuple[int, Context] | None = None  # a reply's tidy_up events follow its model_call
     actual = _Actual()
     results = {(int(r["turn"]), r["call_id"]): r for r in records if r["kind"] == "tool_result"}
     out: list[Obs] = []
@@ -61,13 +61,13 @@ def observations(records: list[dict[str, Any]], trial: str) -> list[Obs]:
             pending = r["messages"]
         elif kind == "model_call" and r.get("purpose", "turn") == "turn" and pending is not None:
             ctx = perceive([messages[s] for s in pending])
-            contexts[int(r["turn"])] = ctx
+            last = (int(r["turn"]), ctx)
             pending = None
             calls = r.get("tool_calls") or []
             out += _handoffs(ctx, calls, seed, trial, int(r["turn"]))
             out += _edits(ctx, calls, results, actual, seed, trial, int(r["turn"]))
-        elif kind == "tidy_up" and int(r["turn"]) in contexts:
-            ctx = contexts[int(r["turn"])]
+        elif kind == "tidy_up" and last is not None and last[0] == int(r["turn"]):
+            ctx = last[1]
             occ = tuple((st.token, st.in_summary and not st.marked) for st in ctx.said
                         if covers(st.text, list(r.get("anchors") or ())))
             out.append(Obs("tidy", bool(r["taken"]), occ, ctx.total, ctx.fresh_from,

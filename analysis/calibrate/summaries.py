@@ -14,8 +14,9 @@ bench/sim/summary.py:
 
 A sentence counts as kept when a summary sentence has the same content (marker dropped,
 whitespace and case ignored). `match="words"`, for real summarisers, which reword
-(docs/calibration.md), also accepts a summary sentence sharing 80 % of its words, and counts an
-`[inv:ID]` line as copied verbatim when the summary has a line headed `[inv:ID]`. The compaction request's own sentences are not
+(docs/calibration.md), also pairs each remaining summary sentence with at most one fact it shares
+most of its words with (`_pairs`), and counts an `[inv:ID]` line as copied verbatim when the
+summary has a line headed `[inv:ID]`. The compaction request's own sentences are not
 candidates. Draws are keyed like the sim's (seed, content, passed checks in view), so a fact
 compacted twice at the same stage counts once.
 """
@@ -31,6 +32,7 @@ from analysis.calibrate.reading import check_lines, normal, perceive, statements
 KINDS = ("retain_plan", "retain_task_invariant", "retain_invariant", "retain_fact", "retain_check", "p_verbatim")
 _PLAN_RE = re.compile(r"^\[step:(?P<id>[A-Za-z0-9_.-]+)\] (?P<title>.+)$", re.M)
 _INV_ID = re.compile(r"^\[inv:([A-Za-z0-9_.-]+)\] ")
+WORDS = 0.7  # --match words: the least word overlap (Jaccard) of a reworded fact and its summary sentence
 
 
 @dataclass(frozen=True)
@@ -72,11 +74,12 @@ def _one(context: list[dict[str, Any]], summary: str, seed, match: str) -> list[
     for st in ctx.said:
         if st.role != "system":
             first.setdefault(st.norm, st)
+    reworded = _pairs(first, said) if match == "words" else set()
     for norm, st in first.items():
         kind = "retain_task_invariant" if st.in_task else "retain_invariant" if st.marked else "retain_fact"
         inv = _INV_ID.match(st.text)
         verbatim = norm in marked_norms or bool(match == "words" and inv and inv.group(1) in ids)
-        kept = verbatim or norm in norms or (match == "words" and _similar(norm, said))
+        kept = verbatim or norm in norms or norm in reworded
         out.append(Kept(kind, kept, (seed, "said:" + norm, passed)))
         if kept and st.marked:
             out.append(Kept("p_verbatim", verbatim, (seed, "verbatim:" + norm, passed)))
@@ -96,6 +99,27 @@ def _one(context: list[dict[str, Any]], summary: str, seed, match: str) -> list[
     return out
 
 
-def _similar(norm: str, said: list[tuple[str, str]]) -> bool:
-    mine = _words(norm)
-    return bool(mine) and any(len(mine & _words(n)) >= 0.8 * len(mine) for n, _ in said)
+def _pairs(facts: dict[str, Any], said: list[tuple[str, str]]) -> set[str]:
+    """Facts a summary keeps in other words: each summary sentence kept at most one fact, the one
+    it shares most words with (Jaccard >= WORDS), best pairs first; a sentence copied word for word
+    already stands for its own fact. Greedy one-to-one, so a fact and its near-twin restatement do
+    not both count as kept because one of them was."""
+    exact = {n for n, _ in said}
+    free = [(n, _words(n)) for n, _ in said]
+    pairs = []
+    for norm in facts:
+        if norm in exact:
+            continue
+        mine = _words(norm)
+        for i, (other, theirs) in enumerate(free):
+            if other in facts or not mine:
+                continue
+            j = len(mine & theirs) / len(mine | theirs)
+            if j >= WORDS:
+                pairs.append((j, norm, i))
+    kept, used = set(), set()
+    for _, norm, i in sorted(pairs, reverse=True):
+        if norm not in kept and i not in used:
+            kept.add(norm)
+            used.add(i)
+    return kept

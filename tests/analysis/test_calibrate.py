@@ -148,6 +148,10 @@ def test_recovery_splits_are_disjoint_and_need_one_truth(sim_trials):
         truth([*trials, other])
     with pytest.raises(SystemExit, match="no finished trials"):
         calibrate([], "x")
+    claude = parse(json.dumps({"kind": "trial_end", "status": "success"}), "y",
+                   yaml.safe_dump({"model": {"name": "anthropic", "model_id": "claude-x"}}))
+    with pytest.raises(SystemExit, match="played by 2 models"):
+        calibrate([*trials, claude], "x")
 
 
 def _said(text: str, i: int):
