@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.load import STRATEGY_ORDER, load_runs
+from analysis.load import IDENTITY, STRATEGY_ORDER, load_runs
 from analysis.stats import holm, mcnemar_exact, wilcoxon_paired
 
 POINT = "param.sensitivity.point"
@@ -57,19 +57,23 @@ def comparisons(trials: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
 def _cell(r: pd.Series, measure: str) -> str:
     if pd.isna(r["diff"]):
         return "–"
-    sign = "+" if r["diff"] > 0 else "−" if r["diff"] < 0 else "0"
+    if r["diff"] == 0:
+        return f"0 (p={r['p_holm']:.2g})"
     value = f"{r['diff']:+.2f}" if measure == "success" else f"{r['diff']:+,.0f}"
-    return f"{sign} {value.lstrip('+-')}{' *' if r['significant'] else ''} (p={r['p_holm']:.2g})"
+    return f"{value}{' *' if r['significant'] else ''} (p={r['p_holm']:.2g})"
 
 
 def verdict(rows: pd.DataFrame) -> str:
     signs = np.sign(rows.set_index("point")["diff"].dropna())
     if signs.empty or (signs == 0).all():
         return "no difference anywhere"
-    ref = signs["base"] if "base" in signs.index else signs.mode().iloc[0]
-    off = sorted(signs.index[signs != ref])
-    if off:
-        return "no: the sign differs at " + ", ".join(off)
+    nonzero = signs[signs != 0]
+    ref = signs["base"] if "base" in signs.index and signs["base"] != 0 else nonzero.mode().iloc[0]
+    reverses, vanishes = sorted(signs.index[signs == -ref]), sorted(signs.index[signs == 0])
+    if reverses or vanishes:
+        return "no: " + "; ".join(part for part in (
+            "reverses at " + ", ".join(reverses) if reverses else "",
+            "vanishes at " + ", ".join(vanishes) if vanishes else "") if part)
     if rows["significant"].all():
         return "yes, significant at every point"
     return f"sign yes; significant at {int(rows['significant'].sum())} of {len(rows)} points"
@@ -85,11 +89,28 @@ def table(comp: pd.DataFrame, measure: str, points: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def section(trials: pd.DataFrame) -> str:
+def by_point(trials: pd.DataFrame, excluded: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every finished trial of every point. `analysis.load` keeps one trial per identity (strategy,
+    arm, task, seed, rep) and counts the rest as older duplicates; here the point is part of the
+    identity, so those come back, the newest per (identity, point) kept."""
+    frames = [trials]
+    if excluded is not None and not excluded.empty and "excluded_because" in excluded:
+        frames.append(excluded[excluded["excluded_because"].astype(str).str.startswith("duplicate")])
+    out = pd.concat(frames, ignore_index=True)
+    if POINT not in out:
+        return out.iloc[0:0]
+    out = out.dropna(subset=[POINT]).sort_values("start_time") if "start_time" in out else out.dropna(subset=[POINT])
+    out = out.drop_duplicates([*IDENTITY, POINT], keep="last")
+    out["success"] = pd.to_numeric(out["success"], errors="coerce").fillna(0).astype(int)
+    return out
+
+
+def section(trials: pd.DataFrame, excluded: pd.DataFrame | None = None) -> str:
     """The report's "which conclusions survive" section ("" when the study is no sensitivity study)."""
-    if POINT not in trials or trials[POINT].isna().all():
+    trials = by_point(trials, excluded)
+    if trials.empty:
         return ""
-    comp = comparisons(trials.dropna(subset=[POINT]))
+    comp = comparisons(trials)
     found = list(comp["point"].unique())
     points = ["base", *sorted(p for p in found if p != "base")] if "base" in found else sorted(found)
     varies = trials.groupby(POINT)["param.sensitivity.varies"].first() if "param.sensitivity.varies" in trials else {}
@@ -118,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
         uri = str(defaults()["tracking.uri"])
     runs = load_runs(uri, args.experiment, args.study, curves=False)
-    text = section(runs.trials) if not runs.empty else ""
+    text = section(runs.trials, runs.excluded) if not runs.empty else ""
     if not text:
         print(f"analysis.sensitivity: no trials with a sensitivity point in study {args.study!r} at {uri}",
               file=sys.stderr)

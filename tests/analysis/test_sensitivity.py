@@ -15,7 +15,7 @@ def trials(points: dict[str, dict[str, list[int]]]) -> pd.DataFrame:
             for i, ok in enumerate(wins):
                 rows.append({POINT: point, "param.sensitivity.varies": "x", "strategy": strategy,
                              "arm": ("compaction", "drift_compaction")[i % 2], "task_family": "f", "task_seed": i // 2,
-                             "rep": 0, "success": ok, "tokens_input_total": 1000 * (2 if strategy == "raw" else 1) + i})
+                             "rep": 0, "study": "sensitivity", "model": "sim", "success": ok, "tokens_input_total": 1000 * (2 if strategy == "raw" else 1) + i})
     return pd.DataFrame(rows)
 
 
@@ -32,8 +32,23 @@ def test_sign_and_significance_per_point():
     assert success.loc["tempt_high", "diff"] > 0
     tokens = comp[comp["measure"] == "tokens"].set_index("point")
     assert (tokens["diff"] > 0).all()  # raw reads twice the tokens of ledger at every point
-    assert verdict(comp[comp["measure"] == "success"]) == "no: the sign differs at tempt_high"
+    assert verdict(comp[comp["measure"] == "success"]) == "no: reverses at tempt_high"
     assert verdict(comp[comp["measure"] == "tokens"]).startswith(("yes", "sign yes"))
+
+
+def test_a_difference_that_vanishes_is_not_called_a_reversal():
+    study = trials({"base": {"raw": NONE, "ledger": ALL}, "tempt_low": {"raw": ALL, "ledger": ALL}})
+    comp = comparisons(study)
+    assert verdict(comp[comp["measure"] == "success"]) == "no: vanishes at tempt_low"
+
+
+def test_every_point_counts_though_the_loader_keeps_one_trial_per_identity():
+    """analysis.load calls all but the newest trial of an identity a duplicate; the point is part
+    of a sensitivity trial's identity, so they come back."""
+    base = STUDY[STUDY[POINT] == "base"].assign(start_time=1)
+    others = STUDY[STUDY[POINT] != "base"].assign(start_time=2, excluded_because="duplicate (older run)")
+    assert "`tempt_high` (x, 24 trials)" in section(base, others)
+    assert "`tempt_high`" not in section(base)
 
 
 def test_the_section_names_its_points_and_is_empty_for_other_studies():
