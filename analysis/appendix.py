@@ -8,10 +8,12 @@ params (`param.model.mechanisms.<name>`, `param.arm.drift_kinds`, `param.ablatio
 
 Expected success in closed form. The simulated model logs every temptation decision with the
 protection q it computed from the context and its p_tempt; every tidy-up the task families
-invite is a trap, so a trial's success chance under the sim's own model is
-prod(1 - p_tempt * (1 - q)) over its decisions (the `expected_success` metric). Its mean per
-cell is the sim's expected success; other channels (a step's turn budget, a clobber caught
-only by the final acceptance) make the observed rate lower, never higher, than that mean.
+invite is a trap. A trial's `trap_hazard` metric sums p_tempt * (1 - q) over its decisions
+while it was still at risk (up to the first tidy-up done), so 1 - its mean over a cell is
+the sim's own expected success there (the compensator of the first-failure process: unbiased
+although a trial that springs a trap stops before its later decisions). Other channels (a
+step's turn budget, a clobber caught only by the final acceptance) make the observed rate
+lower, never higher.
 """
 
 from __future__ import annotations
@@ -62,13 +64,13 @@ def recovery(t: pd.DataFrame) -> pd.DataFrame:
 
 def expected_vs_observed(t: pd.DataFrame) -> pd.DataFrame:
     """Per cell: the sim's closed-form expected success next to the observed rate (Wilson CI)."""
-    if "expected_success" not in t or t["expected_success"].isna().all():
+    if "trap_hazard" not in t or t["trap_hazard"].isna().all():
         return pd.DataFrame()
     rows = []
     for (strategy, arm), g in t.assign(variant=variant(t)).groupby(["variant", "arm"]):
         k, n = int(g["success"].sum()), len(g)
         lo, hi = stats.wilson(k, n)
-        exp = g["expected_success"].mean()
+        exp = 1.0 - g["trap_hazard"].mean()
         rows.append({"strategy": strategy, "arm": arm, "n": n, "expected": exp, "observed": k / n,
                      "ci_lo": lo, "ci_hi": hi, "within_ci": "yes" if lo <= exp <= hi else "no",
                      "tidy_ups_per_trial": _col(g, "tidy_ups", 0).mean()})
@@ -78,7 +80,8 @@ def expected_vs_observed(t: pd.DataFrame) -> pd.DataFrame:
 def seed_share(t: pd.DataFrame) -> dict:
     """How much of the outcome variance the task (family, seed) explains, and the cell
     (strategy x arm): one-way eta squared each. Plus tasks that succeed or fail in every cell,
-    and those that do so by construction (no temptation anywhere: expected success 1 or 0)."""
+    and those no cell can fail by construction (no risky decision anywhere: hazard 0 in every
+    trial; with p_tempt < 1 no decision is certain to fail a trial)."""
     y = t["success"].astype(float)
     total = float(((y - y.mean()) ** 2).sum())
     task = t["task_family"].astype(str) + "#" + t["task_seed"].astype(str)
@@ -90,12 +93,11 @@ def seed_share(t: pd.DataFrame) -> dict:
 
     per_task = t.assign(task=task).groupby("task")
     rate = per_task["success"].mean()
-    exp = per_task["expected_success"].agg(["min", "max"]) if "expected_success" in t else None
+    risk = per_task["trap_hazard"].max() if "trap_hazard" in t else None
     return {"n_trials": len(t), "n_tasks": int(task.nunique()), "n_cells": int(cell.nunique()),
             "task_eta2": eta(task), "cell_eta2": eta(cell),
             "tasks_always_succeed": int((rate == 1).sum()), "tasks_always_fail": int((rate == 0).sum()),
-            "tasks_certain_by_construction": int(((exp["min"] == 1) | (exp["max"] == 0)).sum())
-            if exp is not None else None}
+            "tasks_certain_by_construction": int((risk == 0).sum()) if risk is not None else None}
 
 
 def ablations(t: pd.DataFrame) -> pd.DataFrame:
@@ -106,7 +108,7 @@ def ablations(t: pd.DataFrame) -> pd.DataFrame:
     if label.nunique() < 2 or "none" not in set(label):
         return pd.DataFrame()
     key = [*CELL, "task_family", "task_seed", "rep", "model"]
-    cols = ["success", *[m for m in ("tidy_ups", "stale_edits", "first_attempt_pass_rate", "expected_success",
+    cols = ["success", *[m for m in ("tidy_ups", "trap_hazard", "stale_edits", "first_attempt_pass_rate",
                                      "invariant_recall") if m in t]]
     base = t.loc[label == "none", key + cols]
     rows = []
@@ -150,9 +152,10 @@ def markdown(a: dict, num, table) -> list[str]:
            "### Recovery and context, per cell (means)", "", table(a.get("recovery"))]
     exp = a.get("expected")
     out += ["### The sim's expected success in closed form against the observed rate", "",
-            "expected = mean over trials of prod(1 - p_tempt (1 - q)) over the trial's temptation decisions "
-            "(q: the protection the context gave); observed with a Wilson 95% CI. Other failure channels "
-            "(turn budgets, a clobber only the final acceptance catches) can only pull observed below expected.",
+            "expected = 1 - mean trap hazard, the hazard of a trial being the sum of p_tempt (1 - q) over its "
+            "temptation decisions while still at risk (q: the protection its context gave; docs/instrument.md); "
+            "observed with a Wilson 95% CI. Other failure channels (turn budgets, a clobber only the final "
+            "acceptance catches) can only pull observed below expected.",
             "", table(exp) if exp is not None and not exp.empty else "_(no simulated-model decisions logged)_", ""]
     if share:
         out += ["### How much the task explains", "",

@@ -28,7 +28,7 @@ FINAL_METRICS = (
     "policy_violations",
     # what recovery cost and what the context held (bench/eventlog/measures.py; docs/instrument.md)
     "first_attempt_passes", "first_attempt_pass_rate", "recovered_failures", "turns_to_recover",
-    "stale_edits", "invariant_recall", "expected_success", "tidy_ups", "tidy_up_chances",
+    "stale_edits", "invariant_recall", "trap_hazard", "tidy_ups", "tidy_up_chances",
 )
 CURVE_METRICS = (
     "prompt_tokens", "cached_tokens", "output_tokens", "context_tokens", "cumulative_tokens",

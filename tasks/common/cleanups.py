@@ -92,9 +92,8 @@ def plant_legacy(rng: random.Random, files: Mapping[str, str], host: str, import
                  importer_test: str) -> Legacy:
     """A `legacy_<res>_rows` helper appended to `host`, an exporter in `importer` that calls it,
     and a test of the exporter appended to `importer_test`. Texts are built from `files`."""
-    taken = set(top_defs(files[host])) | set(top_defs(files[importer]))
-    taken |= {m for text in files.values() for m in re.findall(rf"\b{LEGACY_PREFIX}\w+", text)}
-    res = rng.choice([r for r in c.RESOURCES if f"{LEGACY_PREFIX}{r}_rows" not in taken])
+    blob = "\n".join(files.values())  # a name no file uses yet, anywhere
+    res = rng.choice([r for r in c.RESOURCES if f"{LEGACY_PREFIX}{r}_rows" not in blob])
     name, field = f"{LEGACY_PREFIX}{res}_rows", rng.choice(_FIELDS)
     helper = (f'def {name}(rows):\n    """{res.capitalize()} rows in the old export layout: id first, then '
               f'{field}."""\n    return [(row.get("id"), row.get("{field}", 0)) for row in rows]\n')

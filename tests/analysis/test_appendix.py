@@ -19,7 +19,7 @@ def trials(outcome, **extra) -> pd.DataFrame:
                      "model": "sim", "study": "s", "success": outcome(strategy, arm, seed),
                      "first_attempt_pass_rate": 0.5 if arm == "drift" else 1.0, "stale_edits": float(arm == "drift"),
                      "invariant_recall": 1.0, "tidy_ups": 0.0, "recovered_failures": 0.0, "turns_to_recover": 0.0,
-                     "expected_success": 0.5, **extra})
+                     "trap_hazard": 0.5, **extra})
     return pd.DataFrame(rows)
 
 
@@ -33,7 +33,7 @@ def test_recovery_means_per_cell():
 def test_expected_against_observed_with_a_wilson_interval():
     e = appendix.expected_vs_observed(trials(lambda s, a, k: int(k < 2)))
     assert set(e.observed) == {0.5} and set(e.expected) == {0.5} and set(e.within_ci) == {"yes"}
-    assert appendix.expected_vs_observed(trials(lambda s, a, k: 1).drop(columns="expected_success")).empty
+    assert appendix.expected_vs_observed(trials(lambda s, a, k: 1).drop(columns="trap_hazard")).empty
 
 
 def test_seed_share_separates_task_from_cell():
@@ -43,7 +43,7 @@ def test_seed_share_separates_task_from_cell():
     by_cell = appendix.seed_share(trials(lambda s, a, k: int(s == "ledger")))
     assert by_cell["task_eta2"] == pytest.approx(0.0) and by_cell["cell_eta2"] == pytest.approx(1.0)
     assert by_cell["tasks_always_succeed"] == 0 and by_cell["tasks_certain_by_construction"] == 0
-    certain = appendix.seed_share(trials(lambda s, a, k: 1, expected_success=1.0))
+    certain = appendix.seed_share(trials(lambda s, a, k: 1, trap_hazard=0.0))
     assert certain["tasks_certain_by_construction"] == 4
 
 

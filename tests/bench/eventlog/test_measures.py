@@ -57,7 +57,7 @@ def test_first_attempt_recovery_and_turns_to_recover():
     m = trial_measures(log.records)
     assert m["first_attempt_passes"] == 1 and m["first_attempt_pass_rate"] == 1 / 3
     assert m["recovered_failures"] == 1 and m["turns_to_recover"] == 4
-    assert "expected_success" not in m  # no model logged its decisions
+    assert "trap_hazard" not in m  # no model logged its decisions
 
 
 def test_a_timed_out_check_is_no_pass():
@@ -140,13 +140,32 @@ def test_a_restatement_in_the_models_own_hand_off_counts():
     assert trial_measures(log.records)["invariant_recall"] == 1.0
 
 
-def test_expected_success_is_the_product_over_distinct_decisions():
+def test_trap_hazard_sums_the_chances_while_at_risk():
     log = Log()
     d1 = {"step": "s02", "attempt": 0, "key": "k1", "q": 0.5, "p_tempt": 0.5, "done": False}
     d2 = {"step": "s05", "attempt": 0, "key": "k2", "q": 0.0, "p_tempt": 0.5, "done": True}
+    d3 = {"step": "s06", "attempt": 0, "key": "k3", "q": 0.0, "p_tempt": 0.5, "done": False}  # after the trap sprang
     log.add("model_call", decisions=[d1])
     log.add("model_call", decisions=[d1, d2])  # a redo of the same decision counts once
     log.add("model_call", decisions=[])
+    log.add("model_call", decisions=[d3])
     m = trial_measures(log.records)
-    assert abs(m["expected_success"] - 0.75 * 0.5) < 1e-12
-    assert m["tidy_ups"] == 1 and m["tidy_up_chances"] == 2
+    assert abs(m["trap_hazard"] - (0.25 + 0.5)) < 1e-12
+    assert m["tidy_ups"] == 1 and m["tidy_up_chances"] == 3
+
+
+def test_one_minus_the_mean_hazard_is_unbiased_where_the_product_is_not():
+    """Two decisions at p = 1/2 each: success 1/4. A trial that springs the first trap stops
+    there, so the mean of per-trial products says 3/8; 1 - mean hazard says 1/4."""
+    import itertools
+
+    trials = []
+    for first, second in itertools.product((True, False), repeat=2):  # equally likely draws
+        log = Log()
+        log.add("model_call", decisions=[{"step": "s1", "attempt": 0, "key": "a", "q": 0.0, "p_tempt": 0.5,
+                                          "done": first}])
+        if not first:
+            log.add("model_call", decisions=[{"step": "s2", "attempt": 0, "key": "b", "q": 0.0, "p_tempt": 0.5,
+                                              "done": second}])
+        trials.append(trial_measures(log.records)["trap_hazard"])
+    assert 1 - sum(trials) / len(trials) == 0.25
