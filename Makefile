@@ -3,6 +3,7 @@
 #   make test    setup, lint, then the whole test suite with Docker tests required
 #   make demo    a small study end to end, then the report
 #   make bench   sandbox/harness micro-benchmarks, and the diff page of a 300-turn trial pair
+#   make tracking-server / tracking-server-stop   a shared MLflow server on PostgreSQL
 
 SHELL := /bin/bash
 # Prefer python3.11 (the version pinned by CI); any python3 >= 3.11 works.
@@ -13,7 +14,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.ctxbench-installed
 
 .DEFAULT_GOAL := setup
-.PHONY: venv docker setup lint test test-slow demo bench
+.PHONY: venv docker setup lint test test-slow demo bench tracking-server tracking-server-stop
 
 venv: $(STAMP)
 
@@ -26,7 +27,9 @@ $(STAMP): pyproject.toml
 	  else echo "make venv: $(PYTHON) has no venv support; install python3-venv" >&2; exit 1; fi; \
 	fi
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@# The cluster and server extras too: `make test` runs the Ray, submitit and tracking-server
+	@# tests (hydra-ray-launcher's cloudpickle<3 pin is within mlflow's cloudpickle<4).
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray,slurm,server]'
 	@touch $@
 
 docker:
@@ -40,6 +43,8 @@ lint: venv
 	$(BIN)/mypy bench strategies
 
 test: setup lint
+	@# The tracking-server test needs PostgreSQL's server binaries (installed here, as root, if absent).
+	scripts/tracking_server.sh install
 	CTXBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q -m "not slow"
 
 # The long sweeps (e.g. the oracle over 3 families x 50 seeds x 4 arms through Docker).
@@ -52,6 +57,14 @@ demo: setup
 	@echo
 	@echo "Browse the runs:  $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/results/mlflow.db"
 	@echo "Read the report:  $(CURDIR)/results/report/index.md  (or index.html in a browser)"
+
+# A shared MLflow tracking server: PostgreSQL backend, artifacts served over HTTP (docs/scaling.md).
+# Runs in the background; PORT=5000 HOST=127.0.0.1 PG_PORT=5433 TRACKING_DIR=results/tracking-server.
+tracking-server: venv
+	@scripts/tracking_server.sh start
+
+tracking-server-stop:
+	@scripts/tracking_server.sh stop
 
 bench: setup
 	$(BIN)/python -m bench.perf

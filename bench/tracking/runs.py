@@ -37,9 +37,11 @@ def code_version() -> str:
 
 
 def _client(uri: str):
-    from mlflow.tracking import MlflowClient
+    """The MLflow client every harness write goes through: it retries while a shared SQLite
+    store is locked by another worker (bench.tracking.retry)."""
+    from bench.tracking.retry import client
 
-    return MlflowClient(tracking_uri=uri)
+    return client(uri)
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:

@@ -154,8 +154,10 @@ def _span(name: str, span_type: str, attributes: Mapping[str, Any], inputs: Any 
 
 def trial_trace(name: str, attrs: Mapping[str, Any] | None = None, *, run_id: str | None = None
                 ) -> Any:
-    """The root span of one trial (its trace is linked to the MLflow run `run_id`)."""
-    return _span(name, "AGENT", {f"ctxbench.{k}": v for k, v in (attrs or {}).items()}, run_id=run_id)
+    """The root span of one trial (its trace is linked to the MLflow run `run_id`). The trial's
+    identity is also its inputs: the UI's trace list shows them as the request."""
+    attrs = dict(attrs or {})
+    return _span(name, "AGENT", {f"ctxbench.{k}": v for k, v in attrs.items()}, attrs or None, run_id=run_id)
 
 
 def _turn_messages(messages: Sequence[Message]) -> list[Message]:

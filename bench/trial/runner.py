@@ -53,6 +53,7 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
     provider = make_provider(tcfg.model)  # a missing API key fails here, before any run exists
 
     from bench.tracking.runs import TrialRun, previous_runs, trial_claim
+    from bench.tracking.task_input import log_task_input
     from bench.trial.watchdog import trial_watchdog
 
     with trial_claim(tcfg.results_dir):  # check-then-create is atomic across this host's processes
@@ -75,6 +76,7 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
                          r.data.tags.get("host"), r.info.run_id)
                 return TrialResult(r.info.run_id, "running", False, "", 0, Path(""), skipped=True)
         run = TrialRun(tcfg, {"task_id": task.task_id})
+        log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column
 
     nonce = uuid.uuid4().hex[:8]
     out_dir = tcfg.results_dir / "trials" / f"{tcfg.config_hash}-{nonce}"

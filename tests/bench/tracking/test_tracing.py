@@ -72,6 +72,7 @@ def test_a_trial_trace_has_a_span_per_model_call_and_tool_call(store):
     assert all(s.parent_id == root_span.span_id for s in spans[1:])
     assert [s.span_type for s in spans] == ["AGENT", "CHAT_MODEL", "TOOL", "CHAT_MODEL", "TOOL"]
     assert root_span.attributes["ctxbench.strategy"] == "raw" and root_span.outputs == {"success": True}
+    assert root_span.inputs == {"strategy": "raw", "arm": "baseline"}  # the trace list's Request column
     assert spans[1].inputs["messages"] == [m.to_dict() for m in CONVERSATION[3:5]]  # two tool results
     model = spans[3]
     # inputs: what is new since the last reply, so the trace reads turn by turn

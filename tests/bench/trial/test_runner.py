@@ -50,6 +50,8 @@ def test_oracle_trial_succeeds_logs_curves_and_verifies(trial_cfg, tmp_path):
     assert sorted(m.step for m in history) == list(range(result.turns))
     tags = mrun.data.tags
     assert tags["strategy"] == "ledger" and tags["arm"] == "compaction" and tags["git_sha"]
+    (task_input,) = client.get_run(mrun.info.run_id).inputs.dataset_inputs  # the UI's Dataset column
+    assert task_input.dataset.name == tags["task_id"] and len(task_input.dataset.digest) == 16
     assert {a.path for a in client.list_artifacts(mrun.info.run_id)} >= \
         {"events.jsonl", "config.yaml", "final.diff", "RUN.md"}
     assert _containers(mrun.info.run_id) == []

@@ -1,0 +1,74 @@
+"""MLflow calls that survive a busy SQLite store.
+
+SQLite has one writer at a time. MLflow waits for the lock (busy_timeout) but a transaction
+that read first and then wants to write can be refused at once ("database is locked": waiting
+could deadlock), and a writer held up past the timeout is refused too. MLflow rolls the
+transaction back and raises MlflowException, so the call had no effect and is safe to repeat.
+Without this, N workers sharing one store could lose a trial's run (never created, or never
+closed) to a neighbour's write. Other errors pass through at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+log = logging.getLogger("ctxbench.tracking")
+
+T = TypeVar("T")
+# What SQLite says, through sqlite3.OperationalError or MLflow's MlflowException wrapping it.
+LOCKED = ("database is locked", "database table is locked", "database schema is locked")
+BUDGET_S = 180.0  # a trial's whole start or finish may wait this long for the store
+MAX_DELAY_S = 5.0
+
+
+def is_locked(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(s in text for s in LOCKED)
+
+
+def with_retry(fn: Callable[[], T], what: str, *, budget_s: float = BUDGET_S,
+               sleep: Callable[[float], None] = time.sleep) -> T:
+    """`fn()`, repeated with exponential backoff and jitter while the store is locked, for at
+    most `budget_s`; then the last error is raised."""
+    deadline = time.monotonic() + budget_s
+    delay, attempt = 0.05, 0
+    while True:
+        try:
+            return fn()
+        except Exception as exc:
+            attempt += 1
+            wait = delay * random.uniform(0.5, 1.5)  # jitter: N workers do not retry in lockstep
+            if not is_locked(exc) or time.monotonic() + wait > deadline:
+                raise
+            log.warning("mlflow %s: database is locked (attempt %d), retrying in %.2fs", what, attempt, wait)
+            sleep(wait)
+            delay = min(delay * 2, MAX_DELAY_S)
+
+
+class RetryingClient:
+    """An MlflowClient whose every method call goes through `with_retry`."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        @functools.wraps(attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return with_retry(lambda: attr(*args, **kwargs), name)
+
+        return call
+
+
+def client(uri: str) -> RetryingClient:
+    from mlflow.tracking import MlflowClient
+
+    return RetryingClient(with_retry(lambda: MlflowClient(tracking_uri=uri), "client"))
