@@ -1,4 +1,4 @@
-"""ctxbench analysis: MLflow runs -> tables, tests, plots, report (DESIGN §7).
+"""ctxbench analysis: MLflow runs -> tables, tests, plots, report (docs/design.md §11).
 
 Reads MLflow only; never imports the harness (bench, tasks, strategies).
 

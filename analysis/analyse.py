@@ -1,4 +1,4 @@
-"""One call from loaded runs to every table and test of the report (DESIGN §7)."""
+"""One call from loaded runs to every table and test of the report (docs/design.md §11)."""
 
 from __future__ import annotations
 

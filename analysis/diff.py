@@ -29,7 +29,7 @@ from analysis.trajectory import Diff, Trajectory, compare, read_events
 IDENTITY = ("study", "model", "strategy", "arm", "task_family", "task_seed", "rep")
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _TAG_KEYS = ("study", "strategy", "arm", "task_family", "task_seed", "rep", "model", "status",
-             "failure_reason", "final_tree_sha")
+             "failure_reason", "final_tree_sha", "study.sample", "study.sample_note")
 
 
 class DiffError(Exception):
@@ -81,7 +81,8 @@ def _dir_meta(trial_dir: Path) -> dict[str, Any]:
 
     meta = {"study": get("study", "name"), "strategy": get("strategy", "name"), "arm": get("arm", "name"),
             "task_family": get("task", "family"), "task_seed": get("task", "seed"), "rep": get("rep"),
-            "model": get("model", "name")}
+            "model": get("model", "name"), "study.sample": get("study", "sample"),
+            "study.sample_note": get("study", "sample_note")}
     return {k: v for k, v in meta.items() if v is not None}
 
 

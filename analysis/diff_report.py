@@ -27,7 +27,7 @@ ARTIFACT = "diff/vs_baseline.html"
 # (the report says so) so that the report directory and its MLflow mirror stay small.
 MAX_PAGES = 200
 _META = ("study", "strategy", "arm", "task_family", "task_seed", "rep", "model", "status", "failure_reason",
-         "final_tree_sha", "success", "steps_passed", "run_id", "run_name")
+         "final_tree_sha", "success", "steps_passed", "run_id", "run_name", "study.sample", "study.sample_note")
 
 
 @dataclass

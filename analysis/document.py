@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis import appendix, pilot
+from analysis import appendix, labels, pilot, seedpower
 from analysis import render as R
 from analysis.analyse import Analysis
 from analysis.load import sort_cells
@@ -71,22 +71,41 @@ def _vs_ref(a: Analysis) -> pd.DataFrame:
                                                                                           strict=True)],
         "difference [95% CI]": [R.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
         "b / c (discordant)": [f"{b} / {c}" for b, c in zip(v["b"], v["c"], strict=True)],
-        "p (exact McNemar)": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
+        "test (n)": [_test(r.test, r.n_pairs, r.n_seeds) for r in v.itertuples()],
+        "p": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
         "discordant ψ": [R.rate_ci(r.psi, *wilson(r.b + r.c, r.n_pairs), r.n_pairs) for r in v.itertuples()],
         "effective pairs": [_n_eff(r) for r in v.itertuples()],
-        f"power for ±{R.num(pilot.EFFECT)}": [f"{r.power:.2f} (n_eff={int(r.n_eff)})" for r in v.itertuples()],
-        f"MDE at {pilot.TARGET:.0%} power": [f"{_mde(r.mde)} (n_eff={int(r.n_eff)})" for r in v.itertuples()],
+        f"power for ±{R.num(pilot.EFFECT)}": [f"{r.power:.2f} ({_power_basis(r)})" for r in v.itertuples()],
+        f"MDE at {pilot.TARGET:.0%} power": [f"{_mde(r.mde)} ({_power_basis(r)})" for r in v.itertuples()],
     })
+
+
+def _seeds(n: int, what: str = "seed") -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _test(test: str, pairs: int, seeds: int) -> str:
+    return f"{test} ({_seeds(pairs, 'pair')}, {_seeds(seeds)})"
+
+
+def _power_basis(r) -> str:
+    """What a power figure rests on: effective pairs for exact McNemar, seeds for the
+    sign flip over seeds (whose power is simulated)."""
+    return f"n_eff={int(r.n_eff)}" if r.test == "exact McNemar" else f"{_seeds(r.n_seeds)}, simulated"
 
 
 def _mde(x: float) -> str:
     return "none ≤ 1" if x == float("inf") else R.num(x)
 
 
+def _mde_text(text: str, x: float) -> str:
+    return "none (too few seeds)" if x == float("inf") else text
+
+
 def _n_eff(r) -> str:
     """'31.2 of 40 (10 seeds, ICC 0.14)': the pairs discounted for reps sharing a task."""
     icc = R.num(r.icc) + (" assumed" if r.icc_note.startswith("assumed") else "")
-    return f"{R.num(r.n_eff, 1)} of {r.n_pairs} ({r.n_seeds} seeds, ICC {icc})"
+    return f"{R.num(r.n_eff, 1)} of {r.n_pairs} ({_seeds(r.n_seeds)}, ICC {icc})"
 
 
 _DIGITS = {"cost_usd": 4, "tokens_input_total": 0}
@@ -108,8 +127,11 @@ def _continuous(a: Analysis) -> pd.DataFrame:
         "mean difference [95% CI]": [f"{f(r.measure, r.diff)} [{f(r.measure, r.ci_lo)}, {f(r.measure, r.ci_hi)}] "
                                      f"(n={r.n_pairs})" for r in c.itertuples()],
         "median difference": [f(m, x) for m, x in zip(c["measure"], c["median_diff"], strict=True)],
-        "p (Wilcoxon)": c["p"].map(R.pval), "p (Holm)": c["p_holm"].map(R.pval),
-        f"MDE at {pilot.TARGET:.0%} power": [f"±{f(r.measure, r.mde)} (n_eff={R.num(r.n_eff, 1)})"
+        "test (n)": [_test(r.test, r.n_pairs, r.n_seeds) for r in c.itertuples()],
+        "p": c["p"].map(R.pval), "p (Holm)": c["p_holm"].map(R.pval),
+        f"MDE at {pilot.TARGET:.0%} power": [f"±{_mde_text(f(r.measure, r.mde), r.mde)} "
+                                             + (f"(n_eff={R.num(r.n_eff, 1)})" if r.test == "signed-rank"
+                                                else f"({_seeds(r.n_seeds, 'seed mean')})")
                                              for r in c.itertuples()],
     })
 
@@ -240,19 +262,40 @@ def _rep_rows(a: Analysis, pages: Pages | None) -> list[str]:
 
 def _power_text(a: Analysis) -> str:
     k = int(a.vs_reference["comparisons"].iloc[0]) if not a.vs_reference.empty else 0
-    return (f"Power the study as run had (`python -m analysis.power`; docs/power.md): exact McNemar at Holm's first "
-            f"step, α/K = 0.05/{k}, with each comparison's own discordance ψ (raised to the effect when smaller). "
-            "Reps of one task seed share the task, so pairs are discounted to effective pairs n_eff = n / "
-            "(1 + (m − 1)·ICC), m pairs per seed, ICC the within-seed correlation of a pair's signed discordance "
-            "(assumed 1, i.e. seeds only, when too few seeds to estimate it). The McNemar p-values treat the n pairs "
-            f"as independent. MDE: the smallest difference detectable with {pilot.TARGET:.0%} power at that n_eff.")
+    return ("Tests: with one pair per task seed, the exact McNemar test. With several (reps of a seed share its "
+            "luck, so their pairs are not independent evidence), the sign-flip test over seeds: Durkalski's "
+            "statistic (Σ d_k)² / Σ d_k², d_k = b − c within seed k, referred to its exact distribution when "
+            "each seed's d_k is as likely to be negative as positive; it cannot reject anything with fewer than "
+            f"{seedpower.min_seeds(0.05 / max(k, 1))} seeds at α/K = 0.05/{k}. Power the study as run had "
+            f"(`python -m analysis.power`; docs/power.md): at Holm's first step α/K, with each comparison's own "
+            "discordance ψ (raised to the effect when smaller). For exact McNemar, exactly, at n_eff = n / "
+            "(1 + (m − 1)·ICC) pairs; for the sign flip, by simulating it with the comparison's seeds, pairs per "
+            "seed and ICC (the within-seed correlation of a pair's signed discordance; assumed 1, i.e. seeds "
+            f"only, when too few seeds to estimate it). MDE: the smallest difference detectable with "
+            f"{pilot.TARGET:.0%} power.")
+
+
+def _banner(sample: labels.Sample) -> list[str]:
+    html = labels.banner_html(sample)
+    return [html, ""] if html else []
+
+
+def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> list[str]:
+    """The line under a headline table: n, seeds, reps, model, code version and sample; per
+    cell as well when the cells rest on different ones."""
+    per_cell = labels.cell_basis(trials)
+    out = [f"Basis: {labels.basis(trials, sample)}.", ""]
+    if cells and labels.varies(per_cell):
+        out += ["The cells rest on different seeds, reps, models or code:", "", R.table(per_cell)]
+    return out
 
 
 def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None = None) -> str:
     t, runs, inter = a.runs.trials, a.runs, a.interaction_result
     reps = t.groupby(["strategy", "arm", "task_family", "task_seed"]).size()
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    out = [f"# {title}", "",
+    sample = labels.sample(t)
+    out = [f"# {title}", "", *_banner(sample),
            f"Generated {now} from `{runs.tracking_uri}`, experiment `{runs.experiment}`. "
            f"**{len(t)} finished trials** analysed ({_count(t['strategy'].nunique(), 'strategy', 'strategies')} × "
            f"{_count(t['arm'].nunique(), 'arm')}, "
@@ -262,19 +305,21 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
            f"Comparisons are paired on (task seed, rep) against strategy `{a.reference}` within each arm; "
            "intervals are 95%, bootstrap intervals resample whole tasks, and Holm's correction runs over each "
            "family = one measure across all its (arm, strategy) comparisons.", ""]
-    out += [f"> note: {n}" for n in a.notes] + ([""] if a.notes else [])
+    notes = a.notes + [f"study {k!r}: how its task seeds were chosen was not recorded (its trials predate the "
+                       "study.sample tag), so whether they were selected is unknown" for k in sample.unrecorded]
+    out += [f"> note: {n}" for n in notes] + ([""] if notes else [])
     out += ["## 1. Success", "",
             "Every planned trial, per cell: **finished** (a verdict: success or agent failure), **excluded** (it ran "
             "but has no verdict: infrastructure failure, interrupted, still running, superseded; why in brackets) or "
             "**missing** (it never ran). Success **per protocol** counts finished trials; by **intention to treat**, "
             "every planned trial, an excluded or missing one counting as a failure. [Wilson 95% CI] (n).", "",
-            R.table(_headline(a)),
+            R.table(_headline(a)), *_basis(t, sample),
             f"![success]({figs['success']})", "",
-            f"### Paired vs `{a.reference}` (exact McNemar; b = strategy succeeded where the reference failed)", "",
+            f"### Paired vs `{a.reference}` (b = strategy succeeded where the reference failed)", "",
             "A pair is a trial and its reference twin (same task seed, rep and arm); a pair is analysed when both "
             "finished, else dropped: because one side was excluded, else because one side is missing. The same "
             "pairs carry the paired tests of §2.", "",
-            R.table(_vs_ref(a)), *([_no_pairs(a), ""] if _no_pairs(a) else []),
+            R.table(_vs_ref(a)), *([_no_pairs(a), ""] if _no_pairs(a) else []), *_basis(t, sample, cells=False),
             _power_text(a), "",
             "### Strategy × arm interaction", "",
             f"Sign-flip permutation test over {inter.get('n_tasks')} tasks of the {inter.get('n_contrasts')} "
@@ -286,11 +331,13 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
             "Contrast = (strategy − reference in the arm) − (strategy − reference in baseline), in success-rate units:",
             "", R.table(_interaction(a)),
             "## 2. Tokens, cost and latency", "",
-            "Paired mean difference (strategy − reference) [task-bootstrap 95% CI] and Wilcoxon signed-rank test:", "",
+            "Paired mean difference (strategy − reference) [task-bootstrap 95% CI] and Wilcoxon signed-rank test "
+            "(on each seed's mean difference when a seed has several reps):", "",
             R.table(_continuous(a)),
             f"MDE: the smallest mean shift the signed-rank test detects with {pilot.TARGET:.0%} power at Holm's "
             "first step of its measure's family, from the SD of the paired differences and the effective pairs "
-            "(as above); the signed-rank test is taken at its worst-case efficiency, 0.864 of the t test's.", "",
+            "(as above), or of the seed means and the number of seeds when a seed has several reps; the "
+            "signed-rank test is taken at its worst-case efficiency, 0.864 of the t test's.", "",
             "Run-to-run token spread for equivalent objectives (input tokens minus the mean of the reps of the same "
             f"task in the same cell), Brown–Forsythe test vs `{a.reference}`"
             + (f" — {a.variance.attrs['note']}" if "note" in a.variance.attrs else "") + ":", "",

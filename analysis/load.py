@@ -1,6 +1,6 @@
 """Turn a ctxbench MLflow experiment into tidy pandas frames.
 
-Only MLflow is read, never the harness: the schema is the contract (DESIGN §7).
+Only MLflow is read, never the harness: the schema is the contract (docs/design.md §10).
 Everything is bulk-loaded -- one paged ``search_runs`` for the trials and one query
 per curve key for the per-turn histories -- so hundreds of trials load in about a
 second instead of thousands of per-run round trips.
@@ -35,7 +35,7 @@ CURVE_METRICS = (
     "turn_latency_s", "ttft_s",
 )
 # Trials agreeing on PAIR_KEY but not on strategy/arm share their random draws
-# (common random numbers, DESIGN §6), so they are compared as pairs; TASK_KEY is the
+# (common random numbers, docs/design.md §7), so they are compared as pairs; TASK_KEY is the
 # cluster: reps of one task are not independent evidence.
 TASK_KEY = ("study", "model", "task_family", "task_seed")
 PAIR_KEY = (*TASK_KEY, "rep")
@@ -47,6 +47,9 @@ ARM_ORDER = ("baseline", "compaction", "drift", "drift_compaction")
 
 _PAGE = 10_000
 _CHUNK = 500  # run ids per IN (...) clause, well under SQLite's variable limit
+# How the study's seeds were chosen (conf/config.yaml study.sample; analysis.labels reads them).
+SAMPLE_TAGS = ("study.sample", "study.sample_note")
+TRIAL_TAGS = (*TRIAL_TAGS, *SAMPLE_TAGS)
 
 
 @dataclass

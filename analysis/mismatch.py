@@ -1,4 +1,4 @@
-"""Run-to-run mismatch (DESIGN §7): within a cell, and paired across arms.
+"""Run-to-run mismatch (docs/design.md §11): within a cell, and paired across arms.
 
 Within a cell, reps of one task seed should converge on the same final tree; the
 share of rep pairs that do not is the cell's tree mismatch. Across arms, a trial is
@@ -22,7 +22,7 @@ import pandas as pd
 from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
 
 # context_truncation is the raw strategy's answer to the same window pressure that
-# makes the compaction strategy compact; kept as its own label (DESIGN §4 keeps the
+# makes the compaction strategy compact; kept as its own label (docs/design.md §6 keeps the
 # two truncations apart) rather than folded into "compaction".
 TRIGGER_KINDS = ("compaction", "context_truncation", "drift")
 _NOT_TURNS = {"trial_start", "trial_end"}
@@ -145,14 +145,15 @@ def mlflow_event_fetcher(tracking_uri: str, artifact_uris: dict[str, str] | None
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=tracking_uri)
-    tmp = Path(tempfile.mkdtemp(prefix="ctxbench-events-"))
     uris = artifact_uris or {}
 
     def fetch(run_id: str) -> list[dict] | None:
         try:
             if uris.get(run_id):
                 return parse_events(mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"))
-            return parse_events(Path(client.download_artifacts(run_id, artifact, str(tmp / run_id))).read_text())
+            # A download is read and removed at once: a report over a big study leaves no copies behind.
+            with tempfile.TemporaryDirectory(prefix="ctxbench-events-") as tmp:
+                return parse_events(Path(client.download_artifacts(run_id, artifact, tmp)).read_text())
         except Exception:  # a missing artifact surfaces as OSError or MlflowException depending on store
             return None
 

@@ -1,5 +1,7 @@
 """What one comparison's pairs say about power: the report's "power the study as run
-had", and the rates a finished study hands to ``python -m analysis.power --pilot``.
+had" (of the test the report runs: ``analysis.power`` with one pair per seed,
+``analysis.seedpower`` with several), and the rates a finished study hands to
+``python -m analysis.power --pilot``.
 
 A comparison is a strategy against the reference on matched pairs (same study, model,
 task seed and rep, same arm); the cluster is the task seed, whose reps share the task.
@@ -15,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from analysis import power as P
+from analysis import seedpower
 from analysis.stats import wilson
 
 EFFECT = 0.10  # the report's reference effect: a 10-point difference in success rate
@@ -89,7 +92,9 @@ def binary(x: ArrayLike, y: ArrayLike, clusters: ArrayLike) -> Binary:
 
 def binary_power(d: Binary, alpha: float, k: int, effect: float = EFFECT, target: float = TARGET) -> dict:
     """Power to detect ``effect`` and the MDE at ``target`` power, at Holm's first step
-    alpha/k with the comparison's own discordance and effective number of pairs.
+    alpha/k with the comparison's own discordance, of the test the report runs: exact
+    McNemar on the pairs when each seed has one; with several, the seed sign-flip test,
+    simulated with the comparison's seeds, pairs per seed and ICC (``seedpower``).
 
     The discordance under the alternative is the observed one, raised to the effect
     when smaller (``power.split``); with no pairs both are NaN.
@@ -97,28 +102,54 @@ def binary_power(d: Binary, alpha: float, k: int, effect: float = EFFECT, target
     if not d.pairs.n:
         return {"power": math.nan, "mde": math.nan}
     a, n_eff = P.holm_alpha(alpha, k), math.floor(d.pairs.n_eff)
+    if d.pairs.per_seed > 1:
+        s, m, icc = d.pairs.seeds, max(2, round(d.pairs.per_seed)), d.pairs.icc
+        return {"power": seedpower.power(s, m, icc, *P.split(d.psi, effect), a),
+                "mde": seedpower.mde(s, m, icc, d.psi, a, target)}
     return {"power": P.mcnemar_power(n_eff, *P.split(d.psi, effect), a),
             "mde": P.mcnemar_mde(n_eff, d.psi, a, target)}
 
 
 @dataclass(frozen=True)
 class Continuous:
-    """Paired differences (strategy - reference) of one measure."""
+    """Paired differences (strategy - reference) of one measure; ``seed_sd`` is the SD of
+    their per-seed means (NaN with one pair per seed)."""
 
     pairs: Pairs
     mean: float
     sd: float
+    seed_sd: float = math.nan
+
+
+def seed_means(diff: ArrayLike, clusters: ArrayLike) -> np.ndarray:
+    """Mean difference per task seed: the units of the report's signed-rank test when a
+    seed has several reps (they share the seed's luck, so they are one observation)."""
+    d = np.asarray(diff, float)
+    _, codes = np.unique(np.asarray(clusters).astype(str), return_inverse=True)
+    return np.bincount(codes, weights=d) / np.bincount(codes) if d.size else d
 
 
 def continuous(diff: ArrayLike, clusters: ArrayLike) -> Continuous:
     d = np.asarray(diff, float)
     sd = float(d.std(ddof=1)) if d.size > 1 else math.nan
-    return Continuous(_pairs(d, clusters), float(d.mean()) if d.size else math.nan, sd)
+    pairs = _pairs(d, clusters)
+    means = seed_means(d, clusters)
+    seed_sd = float(means.std(ddof=1)) if pairs.per_seed > 1 and means.size > 1 else math.nan
+    return Continuous(pairs, float(d.mean()) if d.size else math.nan, sd, seed_sd)
 
 
 def continuous_mde(c: Continuous, alpha: float, k: int, target: float = TARGET,
                    are: float = P.ARE_MIN) -> float:
-    """Smallest mean shift the signed-rank test detects at alpha/k with ``target`` power."""
-    if not c.pairs.n or not c.sd > 0:
+    """Smallest mean shift the signed-rank test detects at alpha/k with ``target`` power:
+    on the pairs, or with several reps per seed on the seed means (their own SD, no ICC
+    needed; inf with fewer seeds than the test needs to reach alpha/k at all)."""
+    if not c.pairs.n:
         return math.nan
-    return P.paired_mde(c.pairs.n_eff, c.sd, P.holm_alpha(alpha, k), target, are)
+    a = P.holm_alpha(alpha, k)
+    if c.pairs.per_seed > 1 and c.pairs.seeds < seedpower.min_seeds(a):
+        return math.inf  # whatever the spread: these seeds cannot reach alpha/k
+    if not c.sd > 0:
+        return math.nan  # no spread in the pilot to scale a shift by
+    if c.pairs.per_seed > 1:
+        return P.paired_mde(c.pairs.seeds, c.seed_sd, a, target, are) if c.seed_sd > 0 else math.nan
+    return P.paired_mde(c.pairs.n_eff, c.sd, a, target, are)

@@ -24,7 +24,9 @@ rho of a pair's signed discordance (+1, -1, 0), the variance of the mean differe
 is inflated by the design effect DE = 1 + (m - 1) * rho (Kish), and a plan of
 S seeds x m reps is worth n_eff = S * m / DE independent pairs. rho = 0: reps are as
 good as new seeds; rho = 1: extra reps add nothing. The inference is about the
-population of task seeds.
+population of task seeds. With several reps per seed the report tests over seeds (a
+sign flip), whose power this shortcut over-states when seeds are few:
+``analysis.seedpower`` simulates that test instead.
 
 Continuous measures (tokens, cost, latency) are compared with the Wilcoxon
 signed-rank test. Its sample size is the paired t test's divided by the asymptotic

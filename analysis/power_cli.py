@@ -23,7 +23,7 @@ import sys
 
 import pandas as pd
 
-from analysis import pilot
+from analysis import pilot, seedpower
 from analysis import power as P
 from analysis.stats import wilson
 
@@ -114,9 +114,11 @@ def _binary_rates(a: argparse.Namespace) -> tuple[float, float]:
     return p10, p01
 
 
-def _seeds_for(n_pairs: float, reps: int, icc: float) -> int:
-    """Seeds whose effective pairs reach n_pairs: ceil(n * DE / reps)."""
-    return math.ceil(n_pairs * P.design_effect(reps, icc) / reps - 1e-9)
+def _seeds_for(n_pairs: float, reps: int, icc: float, alpha: float = 1.0) -> int:
+    """Seeds whose effective pairs reach n_pairs: ceil(n * DE / reps); with several reps, at
+    least the seeds a test over seeds needs to reach alpha at all (``seedpower.min_seeds``)."""
+    seeds = math.ceil(n_pairs * P.design_effect(reps, icc) / reps - 1e-9)
+    return max(seeds, seedpower.min_seeds(alpha)) if reps > 1 else seeds
 
 
 def explicit_binary(a: argparse.Namespace, out) -> None:
@@ -130,15 +132,20 @@ def explicit_binary(a: argparse.Namespace, out) -> None:
     print(f"independent pairs for {a.power:.0%} power: {n} exact (Connor approximation "
           f"{P.mcnemar_n_approx(p10, p01, alpha, a.power):.1f}, conditional approximation "
           f"{P.mcnemar_n_approx(p10, p01, alpha, a.power, 'conditional'):.1f})", file=out)
-    seeds = _seeds_for(n, reps, icc)
-    print(f"task seeds at {reps} rep(s) per seed, ICC {icc:.2f} (design effect {P.design_effect(reps, icc):.2f}): "
-          f"{seeds} seeds x {reps} = {seeds * reps} pairs", file=out)
+    seeds = _seeds_for(n, reps, icc) if reps == 1 else seedpower.seeds_for(reps, icc, p10, p01, alpha, a.power)
+    test = "" if reps == 1 else (f" for the sign flip over seeds (power simulated; it needs at least "
+                                 f"{seedpower.min_seeds(alpha)} seeds)")
+    print(f"task seeds at {reps} rep(s) per seed, ICC {icc:.2f} (design effect {P.design_effect(reps, icc):.2f})"
+          f"{test}: {seeds} seeds x {reps} = {seeds * reps} pairs", file=out)
     if a.seeds:
         n_eff = P.effective_pairs(a.seeds, reps, icc)
-        print(f"plan {a.seeds} seeds x {reps} rep(s): n_eff = {n_eff:.1f} pairs, power "
-              f"{P.mcnemar_power(math.floor(n_eff), p10, p01, alpha):.3f} (Connor "
+        power, mde = ((P.mcnemar_power(math.floor(n_eff), p10, p01, alpha),
+                       P.mcnemar_mde(n_eff, p10 + p01, alpha, a.power)) if reps == 1 else
+                      (seedpower.power(a.seeds, reps, icc, p10, p01, alpha),
+                       seedpower.mde(a.seeds, reps, icc, p10 + p01, alpha, a.power)))
+        print(f"plan {a.seeds} seeds x {reps} rep(s): n_eff = {n_eff:.1f} pairs, power {power:.3f} (Connor at n_eff "
               f"{P.mcnemar_power_approx(math.floor(n_eff), p10, p01, alpha):.3f}); MDE at {a.power:.0%} power "
-              f"{P.mcnemar_mde(n_eff, p10 + p01, alpha, a.power):.3f} at psi {p10 + p01:.3f}", file=out)
+              f"{mde:.3f} at psi {p10 + p01:.3f}", file=out)
 
 
 def explicit_continuous(a: argparse.Namespace, out) -> None:
@@ -148,7 +155,7 @@ def explicit_continuous(a: argparse.Namespace, out) -> None:
     print(f"Wilcoxon signed-rank, two-sided, ARE {a.are:.3f}, Holm over K={k}: alpha/K = {alpha:.4g}", file=out)
     print(f"mean difference {a.diff:g}, SD of differences {a.sd_diff:g} (d = {abs(a.diff) / a.sd_diff:.3f})",
           file=out)
-    seeds = _seeds_for(n, reps, icc)
+    seeds = _seeds_for(n, reps, icc, alpha)
     print(f"independent pairs for {a.power:.0%} power: {n}; at {reps} rep(s) per seed, ICC {icc:.2f}: "
           f"{seeds} seeds x {reps} = {seeds * reps} pairs", file=out)
     if a.seeds:
@@ -182,15 +189,19 @@ def pilot_tables(trials: pd.DataFrame, a: argparse.Namespace) -> tuple[pd.DataFr
     for r in vs.itertuples():
         reps = a.reps or max(1, round(r.n_pairs / r.n_seeds))
         icc = a.icc if a.icc is not None else r.icc
-        need = [_seeds_for(P.mcnemar_n(*P.split(psi, a.effect), alpha, a.power), reps, icc)
+        need = [_seeds_for(P.mcnemar_n(*P.split(psi, a.effect), alpha, a.power), reps, icc) if reps == 1 else
+                seedpower.seeds_for(reps, icc, *P.split(psi, a.effect), alpha, a.power)
                 for psi in (r.psi, wilson(r.b + r.c, r.n_pairs)[1])]
         seeds = a.seeds or r.n_seeds
         n_eff = math.floor(P.effective_pairs(seeds, reps, icc))
+        power, mde = ((P.mcnemar_power(n_eff, *P.split(r.psi, a.effect), alpha),
+                       P.mcnemar_mde(n_eff, r.psi, alpha, a.power)) if reps == 1 else
+                      (seedpower.power(seeds, reps, icc, *P.split(r.psi, a.effect), alpha),
+                       seedpower.mde(seeds, reps, icc, r.psi, alpha, a.power)))
         rows.append({"arm": r.arm, "strategy": r.strategy, "pilot pairs (seeds)": f"{r.n_pairs} ({r.n_seeds})",
                      "p10 / p01": f"{r.b / r.n_pairs:.2f} / {r.c / r.n_pairs:.2f}", "ICC": f"{icc:.2f}",
                      f"seeds x{reps} for ±{a.effect:g}": need[0], "(psi at upper 95%)": need[1],
-                     f"plan {seeds}x{reps}: power": f"{P.mcnemar_power(n_eff, *P.split(r.psi, a.effect), alpha):.2f}",
-                     "plan MDE": f"{P.mcnemar_mde(n_eff, r.psi, alpha, a.power):.3f}"})
+                     f"plan {seeds}x{reps}: power": f"{power:.2f}", "plan MDE": f"{mde:.3f}"})
     crow = []
     for measure, block in (cont.groupby("measure", sort=False) if not cont.empty else []):
         kc = a.comparisons or len(block)
@@ -206,7 +217,7 @@ def pilot_tables(trials: pd.DataFrame, a: argparse.Namespace) -> tuple[pd.DataFr
             crow.append({"measure": measure, "arm": r.arm, "strategy": r.strategy,
                          "pilot pairs (seeds)": f"{r.n_pairs} ({r.n_seeds})", "SD of diff": f"{r.sd_diff:.4g}",
                          "ICC": f"{icc:.2f}", f"effect ({a.rel_diff:.0%} of ref)": f"{diff:.4g}",
-                         f"seeds x{reps}": _seeds_for(n, reps, icc) if ok else "–",
+                         f"seeds x{reps}": _seeds_for(n, reps, icc, P.holm_alpha(a.alpha, kc)) if ok else "–",
                          f"plan {seeds}x{reps}: MDE": f"{mde:.4g}"})
     return pd.DataFrame(rows), pd.DataFrame(crow)
 
@@ -226,7 +237,7 @@ def from_pilot(a: argparse.Namespace, out) -> None:
     print(f"pilot {a.pilot!r}: {len(runs.trials)} finished trials at {cfg['tracking.uri']}; reference "
           f"{a.reference!r}; Holm over K={k}, sized at alpha/K = {P.holm_alpha(a.alpha, k):.4g}, "
           f"target power {a.power:.0%}", file=out)
-    print("\nsuccess (exact McNemar):", file=out)
+    print("\nsuccess (exact McNemar; with several reps per seed, the sign flip over seeds, simulated):", file=out)
     print(binary.to_string(index=False), file=out)
     if not cont.empty:
         print(f"\ncontinuous (Wilcoxon signed-rank, ARE {a.are:.3f}):", file=out)

@@ -120,7 +120,18 @@ def headline_metrics(a: Analysis) -> dict[str, float]:
     return clean
 
 
-def log_to_parent(tracking_uri: str, run_id: str, metrics: dict[str, float], out_dir: Path) -> None:
+def headline_tags(a: Analysis) -> dict[str, str]:
+    """What the headline metrics rest on, beside them on the parent run (MLflow metrics are
+    numbers; their basis is text): n, seeds, reps, model, code version, how seeds were chosen."""
+    from analysis import labels
+
+    t = a.runs.trials
+    return {"report.basis": labels.basis(t)[:5000], "report.sample": labels.sample(t).label,
+            "report.code_versions": ", ".join(labels.code_versions(t).index)[:5000]}
+
+
+def log_to_parent(tracking_uri: str, run_id: str, metrics: dict[str, float], out_dir: Path,
+                  tags: dict[str, str] | None = None) -> None:
     from mlflow import MlflowClient
     from mlflow.entities import Metric
 
@@ -131,6 +142,8 @@ def log_to_parent(tracking_uri: str, run_id: str, metrics: dict[str, float], out
         client.log_batch(run_id, metrics=items[start:start + 1000])
     client.log_artifacts(run_id, str(out_dir), artifact_path="report")
     client.set_tag(run_id, "ctxbench.report", "report/index.html")
+    for key, value in (tags or {}).items():
+        client.set_tag(run_id, key, value)
 
 
 @dataclass
@@ -144,7 +157,7 @@ class Report:
 
 
 def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) -> dict[str, Path]:
-    from analysis import plots
+    from analysis import labels, plots
     from analysis import render as R
     from analysis.document import document
     from analysis.sensitivity import section as sensitivity_section
@@ -168,6 +181,8 @@ def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) ->
     md += sensitivity_section(a.runs.trials, a.runs.excluded)  # "which conclusions survive": only a sensitivity study has one
     (out_dir / "index.md").write_text(md)
     (out_dir / "index.html").write_text(R.html(md, out_dir, title))
+    # Every page of a selected study's report says so, sub-pages (diff pages) included.
+    labels.stamp_pages(out_dir, labels.banner_html(labels.sample(a.runs.trials)))
     return paths
 
 
@@ -198,7 +213,7 @@ def generate(tracking_uri: str, experiment: str = "ctxbench", study: str | None 
     if log_mlflow and not parents.empty:
         logged = str(parents.sort_values("start_time")["run_id"].iloc[-1])
         try:
-            log_to_parent(tracking_uri, logged, headline_metrics(a), out_dir)
+            log_to_parent(tracking_uri, logged, headline_metrics(a), out_dir, headline_tags(a))
         except Exception as exc:  # the files on disk are the report; MLflow is a mirror
             print(f"analysis.report: could not log to parent run {logged}: {exc}", file=sys.stderr)
             logged = None

@@ -2,6 +2,7 @@
 
     python -m bench -m experiment=sensitivity          # conf/experiment/sensitivity.yaml
     python -m analysis.sensitivity sensitivity         # this table, for the study of that name
+                                                       # (command line: analysis/sensitivity_cli.py)
 
 A sensitivity study runs the same cells at several points of the sim's parameter space
 (`+sensitivity=POINT`, conf/sensitivity/). At each point every pairwise strategy comparison
@@ -15,15 +16,12 @@ assumption of the sim, not on a property of the strategies.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis.load import IDENTITY, STRATEGY_ORDER, load_runs
+from analysis.load import IDENTITY, STRATEGY_ORDER
 from analysis.stats import holm, mcnemar_exact, wilcoxon_paired
 
 POINT = "param.sensitivity.point"
@@ -125,31 +123,7 @@ def section(trials: pd.DataFrame, excluded: pd.DataFrame | None = None) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis.sensitivity", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("study", help="the sensitivity study's name (study.name)")
-    ap.add_argument("--tracking-uri", default=None)
-    ap.add_argument("--experiment", default="ctxbench")
-    ap.add_argument("-o", "--out", type=Path, default=None, help="write the section here (markdown)")
-    args = ap.parse_args(argv)
-    uri = args.tracking_uri
-    if uri is None:
-        from analysis.report import defaults
+if __name__ == "__main__":  # python -m analysis.sensitivity
+    from analysis.sensitivity_cli import main
 
-        uri = str(defaults()["tracking.uri"])
-    runs = load_runs(uri, args.experiment, args.study, curves=False)
-    text = section(runs.trials, runs.excluded) if not runs.empty else ""
-    if not text:
-        print(f"analysis.sensitivity: no trials with a sensitivity point in study {args.study!r} at {uri}",
-              file=sys.stderr)
-        return 1
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text)
-    return 0
-
-
-if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The statistics of DESIGN §7, each small enough to check against a textbook value.
+"""The statistics of docs/design.md §11, each small enough to check against a textbook value.
 
 Conventions: two-sided tests; ``alpha`` is the family-wise level; functions return
 NaN rather than raise when a cell has too little data, because a report over a
@@ -38,6 +38,54 @@ def mcnemar_exact(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     return float(min(1.0, 2 * st.binom.cdf(min(b, c), n, 0.5)))
+
+
+def sign_flip_exact(scores: ArrayLike) -> float:
+    """Exact two-sided p of Fisher's randomisation (sign-flip) test on integer scores u_k:
+    P(|sum s_k u_k| >= |sum u_k|) over the 2^K equally likely signs s_k = +-1.
+
+    Exact for any K: the distribution of the signed sum is built by convolution over its
+    integer support (K x sum|u_k| steps) instead of enumerating 2^K patterns.
+    """
+    u = np.asarray(scores, float)
+    if u.size and not np.array_equal(u, np.round(u)):
+        raise ValueError("sign_flip_exact needs integer scores (counts, or values in a common unit)")
+    observed = abs(int(u.sum()))
+    mags = np.abs(u[u != 0]).astype(np.int64)
+    if mags.size == 0:
+        return 1.0
+    top = int(mags.sum())
+    dist = np.zeros(2 * top + 1)
+    dist[top] = 1.0  # index = signed sum + top
+    for k in mags:
+        nxt = np.zeros_like(dist)
+        nxt[k:] += 0.5 * dist[:-k]
+        nxt[:-k] += 0.5 * dist[k:]
+        dist = nxt
+    extreme = np.abs(np.arange(-top, top + 1)) >= observed
+    return float(min(1.0, dist[extreme].sum()))
+
+
+def mcnemar_clustered(x: ArrayLike, y: ArrayLike, clusters: ArrayLike) -> dict:
+    """Paired 0/1 outcomes x (strategy) and y (reference), each pair in a cluster (its task
+    seed): McNemar's test for pairs that share their cluster's luck.
+
+    Per cluster k, d_k = b_k - c_k (pairs the strategy won minus pairs it lost). The
+    statistic X2 = (sum d_k)^2 / sum d_k^2 is Durkalski et al.'s (2003) when every cluster
+    has the same number of pairs (Yang, Sun & Hardin 2010's modified Obuchowski test
+    otherwise). Its p is not read from chi2(1), which needs many clusters, but from the
+    exact sign-flip distribution over clusters (``sign_flip_exact``): under the null, a
+    cluster's strategy and reference are exchangeable, so each d_k is as likely to have
+    either sign. With one pair per cluster this is exactly ``mcnemar_exact``. Returns
+    stat, p, b, c, pairs, clusters, and clusters with d_k != 0.
+    """
+    z = np.asarray(x, float) - np.asarray(y, float)
+    codes, _ = _codes(np.asarray(clusters, dtype=object))
+    d = np.rint(np.bincount(codes, weights=z, minlength=int(codes.max()) + 1 if codes.size else 0))
+    den = float((d ** 2).sum())
+    return {"stat": float(d.sum()) ** 2 / den if den else 0.0, "p": sign_flip_exact(d),
+            "b": int((z > 0).sum()), "c": int((z < 0).sum()), "pairs": int(z.size),
+            "clusters": int(d.size), "clusters_discordant": int((d != 0).sum())}
 
 
 def paired_bootstrap_ci(x: ArrayLike, y: ArrayLike, *, clusters: ArrayLike | None = None,

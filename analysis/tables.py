@@ -2,8 +2,9 @@
 
 Comparisons are paired: a strategy is compared with the reference strategy on the
 same (study, model, task family, task seed, rep) in the same arm, and intervals
-resample whole tasks (reps of one task share their luck). A Holm family is one
-measure across every (arm, strategy) comparison of that measure.
+resample whole tasks (reps of one task share their luck), as do the tests when a task
+has several reps. A Holm family is one measure across every (arm, strategy) comparison
+of that measure.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from analysis import accounting, pilot, stats
 from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
 
 CONTINUOUS = {"tokens_input_total": "input tokens", "cost_usd": "cost (USD)", "latency_s": "latency (s)"}
+# The tests used when a task seed has several reps (docs/power.md, "Seeds and reps").
+SEED_TEST = "sign flip over seeds"
+SEED_WILCOXON = "signed-rank on seed means"
 
 
 def _task_ids(frame: pd.DataFrame) -> pd.Series:
@@ -57,23 +61,27 @@ def success_table(trials: pd.DataFrame, planned: pd.DataFrame | None = None) -> 
 
 def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int = 0,
                          alpha: float = 0.05, planned: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Paired success difference vs ``reference`` per arm: exact McNemar, task-bootstrap CI,
-    and the power the study as run had (``analysis.pilot``): at Holm's first step
-    alpha/K over the K comparisons, with the comparison's own discordance and its pairs
-    discounted for within-seed correlation (n_eff), the power to detect a difference of
-    ``pilot.EFFECT`` and the MDE at ``pilot.TARGET`` power. With ``planned``
-    (analysis.accounting): the planned pairs, and how many were dropped and why."""
+    """Paired success difference vs ``reference`` per arm, its task-bootstrap CI and test:
+    exact McNemar when every task seed has one pair; with several (reps of a seed share its
+    luck) the sign-flip test over seeds (``stats.mcnemar_clustered``; ``test`` names it).
+    Beside it the power the study as run had (``analysis.pilot``): at Holm's first step
+    alpha/K over the K comparisons, with the comparison's own discordance and seeds, the
+    power to detect a difference of ``pilot.EFFECT`` and the MDE at ``pilot.TARGET`` power.
+    With ``planned`` (analysis.accounting): the planned pairs, and how many were dropped and why."""
     p = _paired(trials, reference, "success")
     groups = list(p.groupby(["arm", "strategy"], sort=True))
     rows = []
     for (arm, strategy), g in groups:
         d = pilot.binary(g["success"], g["success_ref"], _task_ids(g))
         lo, hi = stats.paired_bootstrap_ci(g["success"], g["success_ref"], clusters=_task_ids(g), seed=seed)
-        n = len(g)
+        n, clustered = len(g), d.pairs.per_seed > 1
+        test = stats.mcnemar_clustered(g["success"], g["success_ref"], _task_ids(g))
         rows.append({"arm": arm, "strategy": strategy, "reference": reference, "n_pairs": n,
                      "rate_ref": g["success_ref"].mean(), "rate": g["success"].mean(),
                      "diff": (d.b - d.c) / n, "ci_lo": lo, "ci_hi": hi, "b": d.b, "c": d.c,
-                     "p": stats.mcnemar_exact(d.b, d.c), "n_seeds": d.pairs.seeds, "psi": d.psi,
+                     "test": SEED_TEST if clustered else "exact McNemar", "x2": test["stat"],
+                     "p": test["p"] if clustered else stats.mcnemar_exact(d.b, d.c),
+                     "n_seeds": d.pairs.seeds, "psi": d.psi,
                      "icc": d.pairs.icc, "icc_note": d.pairs.icc_note, "n_eff": d.pairs.n_eff,
                      "comparisons": len(groups), **pilot.binary_power(d, alpha, len(groups))})
     out = pd.DataFrame(rows) if rows else pd.DataFrame(columns=["arm", "strategy", "reference", "n_pairs", "p"])
@@ -91,7 +99,8 @@ def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int
 def continuous_vs_reference(trials: pd.DataFrame, reference: str = "raw", measures=tuple(CONTINUOUS),
                             seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
     """Paired mean difference (task-bootstrap CI) and Wilcoxon signed-rank p per measure and arm,
-    with the MDE at ``pilot.TARGET`` power (signed-rank via its ARE bound, alpha/K, n_eff)."""
+    on the pairs, or on the per-seed mean differences when a seed has several reps; with the
+    MDE at ``pilot.TARGET`` power (signed-rank via its ARE bound, alpha/K)."""
     rows: list[dict] = []
     for measure in measures:
         p = _paired(trials, reference, measure).dropna(subset=[measure, f"{measure}_ref"])
@@ -101,9 +110,11 @@ def continuous_vs_reference(trials: pd.DataFrame, reference: str = "raw", measur
             d = g[measure] - g[f"{measure}_ref"]
             c = pilot.continuous(d, _task_ids(g))
             lo, hi = stats.paired_bootstrap_ci(g[measure], g[f"{measure}_ref"], clusters=_task_ids(g), seed=seed)
-            w, pval = stats.wilcoxon_paired(g[measure], g[f"{measure}_ref"])
+            clustered = c.pairs.per_seed > 1
+            units = pilot.seed_means(d, _task_ids(g)) if clustered else d.to_numpy()
+            w, pval = stats.wilcoxon_paired(units, np.zeros(len(units)))
             rows.append({"measure": measure, "arm": arm, "strategy": strategy, "reference": reference,
-                         "n_pairs": len(g), "mean_ref": g[f"{measure}_ref"].mean(), "mean": g[measure].mean(),
+                         "test": SEED_WILCOXON if clustered else "signed-rank", "n_pairs": len(g), "mean_ref": g[f"{measure}_ref"].mean(), "mean": g[measure].mean(),
                          "diff": d.mean(), "ci_lo": lo, "ci_hi": hi, "median_diff": d.median(),
                          "wilcoxon_w": w, "p": pval, "sd_diff": c.sd, "n_seeds": c.pairs.seeds,
                          "icc": c.pairs.icc, "n_eff": c.pairs.n_eff,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 from typing import TYPE_CHECKING
 
 import hydra
@@ -35,4 +36,7 @@ def main(cfg: DictConfig) -> TrialResult:
 
 
 if __name__ == "__main__":
+    from bench import preflight
+
+    preflight.check(sys.argv[1:])  # bad input: one line, exit 2, before Hydra writes anything
     main()

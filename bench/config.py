@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
 ARMS = ("baseline", "compaction", "drift", "drift_compaction")
+SAMPLES = ("unbiased", "selected")  # study.sample: how the study's task seeds were chosen
 
 if not OmegaConf.has_resolver("ctxbench_root"):
     # Paths in the config are built from the project root, never from the working directory.
@@ -110,6 +111,22 @@ class TrackingConfig:
                    artifact_root=str(d.get("artifact_root") or ""), tracing=bool(d.get("tracing", False)))
 
 
+def study_sample(study: Mapping) -> dict[str, str]:
+    """study.sample and study.sample_note, validated, as the MLflow tags the parent run and
+    every trial carry (the report prints a banner on every page of a selected study)."""
+    sample = str(study.get("sample") or "unbiased")
+    note = " ".join(str(study.get("sample_note") or "").split())
+    if sample not in SAMPLES:
+        raise ConfigError(f"study.sample={sample!r} is not one of {', '.join(SAMPLES)}: unbiased if the task "
+                          "seeds were fixed before looking at outcomes, selected if they were picked for what they show")
+    if sample == "selected" and not note:
+        raise ConfigError("study.sample=selected needs study.sample_note: say how the seeds were picked "
+                          "(it heads every page of the report)")
+    if len(note) > 500:
+        raise ConfigError(f"study.sample_note has {len(note)} characters; keep it under 500")
+    return {"study.sample": sample, "study.sample_note": note}
+
+
 @dataclass(frozen=True)
 class TrialConfig:
     """One trial, validated. Component groups stay mappings here and are validated by the
@@ -129,6 +146,7 @@ class TrialConfig:
     resolved: Mapping[str, Any]  # the whole resolved config, for params and artifacts
     config_hash: str
     resume: bool = True
+    sample: Mapping[str, str] | None = None  # study_sample(): tags saying how the seeds were chosen
 
     @property
     def run_name(self) -> str:
@@ -143,6 +161,8 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
     semantic = {k: v for k, v in resolved.items() if k not in _NON_SEMANTIC}
     if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k != "record"}
+    if isinstance(semantic.get("sandbox"), Mapping):  # reusing verdicts or sandboxes changes no result
+        semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ("check_cache", "reuse")}
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -167,13 +187,15 @@ def load(cfg: DictConfig | Mapping) -> TrialConfig:
         rep=rep, study=str((resolved.get("study") or {}).get("name", "adhoc")),
         results_dir=Path(str(resolved.get("results_dir") or ROOT / "results")),
         resolved=resolved, config_hash=config_hash(resolved), resume=bool(resolved.get("resume", True)),
+        sample=study_sample(resolved.get("study") or {}),
     )
 
 
-def compose(overrides: list[str] | None = None) -> DictConfig:
-    """Compose the real config outside a Hydra app (tests, tools)."""
+def compose(overrides: list[str] | None = None, return_hydra_config: bool = False) -> DictConfig:
+    """Compose the real config outside a Hydra app (tests, tools, bench.preflight)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides or []))
+        return hydra_compose(config_name="config", overrides=list(overrides or []),
+                             return_hydra_config=return_hydra_config)

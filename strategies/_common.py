@@ -163,12 +163,6 @@ def live(state: State, seg_start: int, keep_recent: int) -> Live:
     return Live(s.text, cut_point(state.transcript, seg_start, s.upto, keep_recent))
 
 
-def can_compact(state: State, seg_start: int, keep_recent: int) -> bool:
-    """True when compacting now would summarise at least one message not yet summarised.
-    Right after a compaction (`summary.upto == len(transcript)`) it is always False."""
-    return compactable_tokens(state, seg_start, keep_recent) > 0
-
-
 def compactable_tokens(state: State, seg_start: int, keep_recent: int) -> int:
     """Tokens of the verbatim turns a compaction now would replace (0: nothing to compact)."""
     current = live(state, seg_start, keep_recent).tail

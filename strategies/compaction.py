@@ -50,6 +50,7 @@ class CompactionConfig:
 
 class CompactionStrategy:
     name = NAME
+    config_class = CompactionConfig
     requires_handoff = False
 
     def __init__(self, config: CompactionConfig | None = None) -> None:

@@ -64,6 +64,7 @@ class LedgerConfig:
 
 class LedgerStrategy:
     name = NAME
+    config_class = LedgerConfig
     requires_handoff = True
 
     def __init__(self, config: LedgerConfig | None = None) -> None:

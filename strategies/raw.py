@@ -28,6 +28,7 @@ class RawConfig:
 
 class RawStrategy:
     name = "raw"
+    config_class = RawConfig
     requires_handoff = False
 
     def __init__(self, config: RawConfig | None = None) -> None:

@@ -41,6 +41,7 @@ class SubagentConfig:
 
 class SubagentStrategy:
     name = NAME
+    config_class = SubagentConfig
     requires_handoff = True
     fresh_session_per_step = True  # the harness logs a new session id at every step head
 

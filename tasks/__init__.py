@@ -1,21 +1,21 @@
-"""Task families. Each family is a module with a pure `generate(seed, **size) -> TaskSpec`."""
+"""Task families. Each family is a package with a pure `generate(seed, **size) -> TaskSpec`."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from bench.core.registry import Registry
 from tasks.spec import TaskSpec
 
-FAMILIES = ("signature_migration", "extract_module", "config_rename")
+FAMILIES = Registry("task.family", {
+    "signature_migration": "tasks.signature_migration:generate",
+    "extract_module": "tasks.extract_module:generate",
+    "config_rename": "tasks.config_rename:generate",
+}, hint="choose one with task=<family> (e.g. task=signature_migration)")
 
 
 def generate(family: str, seed: int, **size: Any) -> TaskSpec:
-    if family not in FAMILIES:
-        raise ValueError(f"unknown task family {family!r}; choose one of {', '.join(FAMILIES)} "
-                         "(e.g. task=signature_migration)")
-    module = importlib.import_module(f"tasks.{family}")
-    return module.generate(seed, **size)
+    return FAMILIES.load(family)(seed, **size)
 
 
 def task_id(family: str, seed: int, **size: Any) -> str:

@@ -1,4 +1,4 @@
-"""The TaskSpec contract (DESIGN §4): what a generated task is made of.
+"""The TaskSpec contract (docs/design.md §8): what a generated task is made of.
 
 A task family module exposes `generate(seed, **size) -> TaskSpec`. Everything here is
 plain frozen data except `oracle`, the engineer's judgement the simulated models use.

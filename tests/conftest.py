@@ -1,44 +1,7 @@
-"""Shared fixtures. CI sets CTXBENCH_REQUIRE_DOCKER=1 so that Docker tests fail instead of skipping."""
+"""Fixtures shared by every test package live in tests/helpers/fixtures.py; importing them here
+makes pytest offer them everywhere. Builders (tasks, worlds, configs) are plain functions in
+tests/helpers/ that tests import."""
 
-from __future__ import annotations
+from tests.helpers.fixtures import api_keys, docker_ready, sandbox_cfg
 
-import os
-from pathlib import Path
-
-import pytest
-from omegaconf import DictConfig, OmegaConf
-
-from bench.sandbox import SandboxConfig
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="session")
-def sandbox_cfg() -> SandboxConfig:
-    """The real Hydra group file conf/sandbox/docker.yaml, validated."""
-    node = OmegaConf.load(REPO / "conf" / "sandbox" / "docker.yaml")
-    assert isinstance(node, DictConfig)
-    return SandboxConfig.from_dict(node)
-
-
-@pytest.fixture(scope="session")
-def docker_ready(sandbox_cfg: SandboxConfig) -> None:
-    """Engine reachable and sandbox image built; otherwise skip, or fail under CTXBENCH_REQUIRE_DOCKER=1."""
-    problem = None
-    try:
-        from bench.sandbox.docker import dockerpy
-
-        docker = dockerpy()
-        client = docker.from_env(timeout=30)
-        client.ping()
-        try:
-            client.images.get(sandbox_cfg.image)
-        except docker.errors.ImageNotFound:
-            problem = f"sandbox image {sandbox_cfg.image} is not built (run `make docker`)"
-    except Exception as e:  # no docker-py, no socket, engine down: all mean "no Docker here"
-        problem = f"Docker engine unavailable ({e}); run scripts/ensure_docker.sh"
-    if problem is None:
-        return
-    if os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1":
-        pytest.fail(f"CTXBENCH_REQUIRE_DOCKER=1 but {problem}", pytrace=False)
-    pytest.skip(problem)
+__all__ = ["api_keys", "docker_ready", "sandbox_cfg"]

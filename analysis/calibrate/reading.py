@@ -35,7 +35,7 @@ _CHECK_RE = re.compile(r"^\[check:(?P<id>[A-Za-z0-9_.-]+) (?P<verdict>passed|fai
                        re.M)
 SUMMARY_MARK = "SUMMARY OF EARLIER"  # how strategies head a compaction summary (strategies/_common.py)
 MESSAGE_OVERHEAD = 4
-# Arguments in the order the tool schemas list them (bench/trial/toolspecs.py), the order a
+# Arguments in the order the tool schemas list them (bench/core/toolspecs.py), the order a
 # model writes them in; the log stores them with sorted keys.
 ARG_ORDER = {"write_file": ("path", "content"), "edit_file": ("path", "search", "replace"),
              "grep": ("pattern", "glob"), "run": ("command", "timeout_s"), "git": ("subcommand", "args"),

@@ -1,3 +1,5 @@
-"""The ground floor: messages and usage (`types`), token counting (`tokens`) and the text
-markers both the harness and the simulated model read (`render`). It imports nothing from
-the rest of `bench`, so `strategies` and `tasks` may lean on it."""
+"""The ground floor: messages, usage and prices (`types`), token counting (`tokens`), the text
+markers both the harness and the simulated model read (`render`), the tools the agent is
+offered (`toolspecs`), the registry idiom (`registry`) and secret redaction (`redact`). It
+imports nothing from the project but the task contract `tasks.spec` (ground floor too), so
+`strategies` and `tasks` may lean on it (tests/test_layout.py)."""

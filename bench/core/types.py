@@ -1,4 +1,4 @@
-"""Small shared types: messages, tool calls, usage, completions.
+"""Small shared types: messages, tool calls, usage, prices, completions; `plain` config values.
 
 `tasks` and `strategies` may import from here (and from `bench.core.tokens`, `bench.core.render`);
 nothing else in `bench` is theirs to import.
@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
-
-STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "error")
-
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -57,8 +55,21 @@ class Message:
             name=d.get("name"),
         )
 
+    def canonical(self) -> str:
+        """canonical_json(self.to_dict()), made once: every turn hashes every message of its
+        context twice (context_sha, request_hash), and a message is frozen."""
+        cached = self.__dict__.get("_canonical")
+        if cached is None:
+            cached = canonical_json(self.to_dict())
+            object.__setattr__(self, "_canonical", cached)
+        return cached
+
     def sha(self) -> str:
-        return sha256_json(self.to_dict())
+        cached = self.__dict__.get("_sha")
+        if cached is None:
+            cached = hashlib.sha256(self.canonical().encode()).hexdigest()
+            object.__setattr__(self, "_sha", cached)
+        return cached
 
 
 def canonical_json(obj: Any) -> str:
@@ -105,6 +116,37 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Price:
+    """USD per million tokens, per usage category: `model.price` of every model config."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+    def cost(self, usage: Usage) -> float:
+        return (usage.input * self.input + usage.output * self.output
+                + usage.cache_read * self.cache_read + usage.cache_write * self.cache_write) / 1e6
+
+    @classmethod
+    def from_mapping(cls, price: Mapping[str, Any] | None) -> Price:
+        """All four keys, each a number >= 0; a missing price would silently misstate cost."""
+        price = dict(price or {})
+        keys = [f.name for f in fields(cls)]
+        unknown = sorted(set(price) - set(keys))
+        if unknown:
+            raise ValueError(f"model.price has unknown key {unknown[0]!r}; allowed: {', '.join(keys)}")
+        for key, v in price.items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                raise ValueError(f"model.price.{key} must be a number >= 0 (USD per million tokens), got {v!r}")
+        missing = [k for k in keys if k not in price]
+        if missing:
+            raise ValueError(f"model.price.{missing[0]} is missing (USD per million tokens; all of "
+                             f"{', '.join(keys)} are required)")
+        return cls(**{k: float(price[k]) for k in keys})
+
+
+@dataclass(frozen=True)
 class Completion:
     content: str
     tool_calls: tuple[ToolCall, ...]
@@ -130,10 +172,38 @@ class ToolSpec:
 
 def request_hash(messages: tuple[Message, ...] | list[Message], tools: tuple[ToolSpec, ...] | list[ToolSpec],
                  max_tokens: int, seed: int) -> str:
-    """Key of a model request; the replay cassette and the prefix cache use it."""
-    return sha256_json({
-        "messages": [m.to_dict() for m in messages],
-        "tools": [asdict(t) for t in tools],
-        "max_tokens": max_tokens,
-        "seed": seed,
-    })
+    """Key of a model request; the replay cassette and the prefix cache use it: sha256 of
+    canonical_json({"messages": [m.to_dict()...], "tools": [asdict(t)...], "max_tokens", "seed"}),
+    put together from each message's own canonical form (the same bytes, without
+    serialising the whole context again every turn)."""
+    body = (f'{{"max_tokens":{json.dumps(max_tokens)},"messages":[{",".join(m.canonical() for m in messages)}],'
+            f'"seed":{json.dumps(seed)},"tools":{_tools_json(tools)}}}')
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+_TOOLS_JSON: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+
+
+def _tools_json(tools: tuple[ToolSpec, ...] | list[ToolSpec]) -> str:
+    """canonical_json of the tool specs; the same published list every turn, serialised once."""
+    key = tuple(id(t) for t in tools)
+    hit = _TOOLS_JSON.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], tools, strict=True)):
+        hit = _TOOLS_JSON[key] = (tuple(tools), canonical_json([asdict(t) for t in tools]))  # keeps the ids alive
+    return hit[1]
+
+
+def plain(value: Any) -> Any:
+    """A config value (OmegaConf container, mapping, sequence) as plain dicts and tuples, resolved:
+    what frozen config objects and hashes are built from."""
+    if type(value).__name__ in ("DictConfig", "ListConfig"):
+        from omegaconf import OmegaConf
+
+        value = OmegaConf.to_container(value, resolve=True)
+    if isinstance(value, str | bytes):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return tuple(plain(v) for v in value)
+    return value

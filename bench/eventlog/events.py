@@ -1,4 +1,4 @@
-"""The append-only, hash-chained event log of one trial (DESIGN §4).
+"""The append-only, hash-chained event log of one trial (docs/design.md §6).
 
 Every record: `seq`, `turn`, `kind`, `prev` (sha256 of the previous line, "" for the
 first), kind-specific fields, and `t` (volatile timing: `ts`, latencies) kept apart so
@@ -25,8 +25,19 @@ KINDS = frozenset({
     "trial_start", "message", "context", "model_call", "tool_call", "tool_result", "check", "step_start",
     "head_refresh",
     "step_status", "compaction", "context_truncation", "context_overflow", "output_truncation", "drift",
-    "policy_violation", "invariant", "error", "trial_end", "tidy_up",
+    "policy_violation", "invariant", "error", "trial_end", "tool_error", "process_killed", "check_cached",
+    "tidy_up",
 })
+
+
+# How much of a long text an event keeps. The model saw the whole text (its context is rebuilt
+# from `message` records); these fields are for a reader of the log, who needs the end of a
+# tool's output (where errors are) and the gist of a failure, while a trial's log stays small.
+TOOL_OUTPUT_TAIL_CHARS = 4000  # tool_result.output: the last characters of what a tool returned
+FAILURE_DETAIL_TAIL_CHARS = 300  # final_check_failed detail: the end of the final check's output
+MODEL_ERROR_HEAD_CHARS = 200  # model_error detail: the start of the reply that ended in error/refusal
+ERROR_DETAIL_CHARS = 500  # error.detail of a lost sandbox or a watchdog timeout
+CRASH_DETAIL_CHARS = 2000  # error.detail of a provider error or a harness crash (type and message)
 
 
 def line_sha(line: str) -> str:
@@ -91,11 +102,6 @@ def comparable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.items() if k not in ("t", "prev")} for r in records]
 
 
-LEDGER_FIELDS = ("task_id", "session_id", "turn_id", "model_id", "reasoning_effort", "repo_commit",
-                 "dirty_files", "cache_hit_tokens", "cache_miss_tokens", "compaction_triggered",
-                 "constraint_check")
-
-
 def ledger_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The per-turn Context Ledger record, derived from the event log alone."""
     start = next((r for r in records if r["kind"] == "trial_start"), {})
@@ -113,7 +119,7 @@ def ledger_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "compaction":
             compacted.add(turn)
         elif kind == "check":
-            last_check[turn] = "pass" if r.get("exit_code") == 0 else "fail"
+            last_check[turn] = "pass" if r.get("passed", r.get("exit_code") == 0) else "fail"
         elif kind == "model_call" and r.get("purpose", "turn") == "turn":
             usage = r.get("usage", {})
             out.append({

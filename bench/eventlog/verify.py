@@ -11,9 +11,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, context_sha, request_hash, sha256_text
 from bench.eventlog.events import line_sha, read
-from bench.trial.toolspecs import TOOLS
 
 
 def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[str]]:
@@ -41,10 +41,10 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
                 ctx = tuple(messages[s] for s in rec["messages"])
                 if context_sha(ctx) != rec["sha"]:
                     problems.append(f"seq {seq}: rebuilt context (turn {rec['turn']}) does not match its hash")
-                last_context = (ctx, rec)
+                last_context = ctx
                 rebuilt += 1
             elif kind == "model_call" and last_context is not None:
-                ctx, crec = last_context
+                ctx = last_context
                 tools = TOOLS if rec.get("purpose", "turn") == "turn" else ()
                 seed, max_tokens = _call_params(path)
                 if seed is not None and request_hash(ctx, tools, max_tokens, seed) != rec.get("request_hash"):

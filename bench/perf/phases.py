@@ -97,6 +97,8 @@ def instrumented_trial(overrides: list[str], results: Path) -> dict[str, Any]:
     import bench.providers
     import bench.sandbox
     import bench.tracking.runs
+    import bench.trial.certify
+    import bench.trial.record
     import bench.trial.runner
     import bench.trial.steps
     import strategies
@@ -135,7 +137,7 @@ def instrumented_trial(overrides: list[str], results: Path) -> dict[str, Any]:
         (WorkingCopy, "__init__", "working copy (host git init + commit)"),
         (DockerSandbox, "_run_container", "container start"),
         (DockerSandbox, "close", "container remove + cleanup"),
-        (bench.trial.steps, "run_check", "checks (step + invariant probes + final)"),
+        (bench.trial.certify, "certify", "checks (step + invariant probes + final)"),
         (bench.trial.steps, "read_head", "git ops at step heads"),
         (bench.trial.steps, "apply_drift", "drift commits"),
         (WorkingCopy, "commit", "git commits"),
@@ -143,7 +145,7 @@ def instrumented_trial(overrides: list[str], results: Path) -> dict[str, Any]:
         (Tools, "call", "tool calls (non-check)"),
         (EventLog, "append", "event log"),
         (EventLog, "context", "event log"),
-        (bench.trial.runner, "write_run_md", "RUN.md"),
+        (bench.trial.record, "write_run_md", "RUN.md"),
     ]:
         ph.wrap(owner, attr, name)
     real_provider, real_strategy = bench.providers.make_provider, strategies.make_strategy

@@ -1,4 +1,4 @@
-"""The provider contract (DESIGN §4)."""
+"""The provider contract (docs/design.md §8)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ from bench.core.types import Completion, Message, ToolSpec
 
 class ProviderError(RuntimeError):
     """The provider failed after its retries: the trial fails with `provider_error`."""
+
+
+class ContextOverflow(ProviderError):
+    """The provider refused the request as longer than its context window: the context is the
+    strategy's doing, so the trial fails with `context_overflow`, an agent failure."""
 
 
 class Provider(Protocol):

@@ -20,9 +20,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, canonical_json, request_hash
+from bench.core.types import (
+    Completion,
+    Message,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    canonical_json,
+    plain,
+    request_hash,
+)
 from bench.providers.base import Provider, ProviderError
-from bench.providers.http.config import COMMON_KEYS, ModelConfigError, check_keys, plain
+from bench.providers.http.config import COMMON_KEYS, ModelConfigError, check_keys
 
 CASSETTE_VERSION = 1
 
@@ -118,9 +127,3 @@ class ReplayProvider:
 
     def close(self) -> None:
         pass
-
-
-def maybe_record(provider: Provider, model_cfg: Mapping[str, Any]) -> Provider:
-    """`provider`, wrapped in a RecordingProvider when `model.record` names a cassette."""
-    path = model_cfg.get("record")
-    return RecordingProvider(provider, path) if path else provider

@@ -1,4 +1,4 @@
-"""Sandboxes: where model-generated code and step checks run (DESIGN.md §8.2).
+"""Sandboxes: where model-generated code and step checks run (docs/design.md §12).
 
     sb = create(SandboxConfig.from_dict(cfg.sandbox), task.repo, trial_id)
     try:
@@ -14,23 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .base import ExecResult, Sandbox, SandboxConfig, SandboxLost
+from .base import SANDBOXES, ExecResult, Sandbox, SandboxConfig, SandboxLost
 
-__all__ = ["ExecResult", "Sandbox", "SandboxConfig", "SandboxLost", "create", "sweep"]
+__all__ = ["SANDBOXES", "ExecResult", "Sandbox", "SandboxConfig", "SandboxLost", "create", "sweep"]
 
 
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
            labels: Mapping[str, str] | None = None) -> Sandbox:
     """Make the working copy (files committed as `base_commit`) and start the sandbox."""
-    if cfg.kind == "docker":
-        from . import docker
-
-        return docker.create(cfg, files, trial_id, labels)
-    if cfg.kind == "local":
-        from . import local
-
-        return local.create(cfg, files, trial_id, labels)
-    raise ValueError(f"unknown sandbox kind {cfg.kind!r}; expected 'docker' or 'local'")
+    return SANDBOXES.load(cfg.kind)(cfg, files, trial_id, labels)
 
 
 def sweep(label_selector: dict[str, str] | None = None, orphans_only: bool = False) -> int:

@@ -16,10 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from bench.core.registry import Registry
+
+from .paths import PathRefused as PathRefused
+from .paths import Protected
+
 # Re-exported: the local backend imports the working copy from here, with the contract.
+from .workcopy import GitError as GitError
 from .workcopy import WorkingCopy as WorkingCopy
 
-KINDS = ("docker", "local")
+# kind -> the backend's create(); a backend is imported only when chosen.
+SANDBOXES = Registry("sandbox.kind", {
+    "docker": "bench.sandbox.docker:create",
+    "local": "bench.sandbox.local:create",
+}, hint="choose one with sandbox=<kind> (see conf/sandbox/)")
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
 
 
@@ -33,6 +43,12 @@ class SandboxConfig:
     pids_limit: int
     exec_timeout_s: float
     output_limit_chars: int
+    check_cache: bool  # reuse a check's verdict where the whole state that decides it is the same
+    reuse: bool  # hand a pristine sandbox to the worker's next trial instead of a new one
+
+    def limits(self) -> dict[str, Any]:
+        """What changes how a command runs (not the image tag: a backend names its content)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("check_cache", "reuse", "image")}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SandboxConfig:
@@ -59,8 +75,11 @@ class SandboxConfig:
         for key in ("kind", "image", "base_image"):
             if not isinstance(d[key], str) or not d[key].strip():
                 raise bad(key, "a non-empty string")
-        if d["kind"] not in KINDS:
-            raise bad("kind", f"one of {list(KINDS)}")
+        if d["kind"] not in SANDBOXES:
+            raise bad("kind", f"one of {list(SANDBOXES)}")
+        for key in ("check_cache", "reuse"):
+            if not isinstance(d[key], bool):
+                raise bad(key, "true or false")
         if not _MEMORY_RE.match(str(d["memory"])):
             raise bad("memory", 'a docker memory size like "512m" or "2g"')
         return cls(
@@ -72,6 +91,8 @@ class SandboxConfig:
             pids_limit=number("pids_limit", True, 16),
             exec_timeout_s=number("exec_timeout_s", False, 0.1),
             output_limit_chars=number("output_limit_chars", True, 200),
+            check_cache=d["check_cache"],
+            reuse=d["reuse"],
         )
 
 
@@ -81,6 +102,7 @@ class ExecResult:
     output: str  # stdout+stderr merged, tail-truncated with a marker line
     duration_s: float
     timed_out: bool
+    ended: tuple[str, ...] = ()  # with reap=True: "pid name" of each process the command left running
 
 
 class SandboxLost(RuntimeError):
@@ -90,17 +112,29 @@ class SandboxLost(RuntimeError):
 @runtime_checkable
 class Sandbox(Protocol):
     """One trial's sandbox. exec: `sh -c cmd` in the working copy, killed at the timeout
-    (None = cfg.exec_timeout_s); raises SandboxLost if the sandbox is gone. File ops take
-    repo-relative paths: ValueError for escapes, absolute paths, symlinks and .git;
-    FileNotFoundError if missing. git/commit/tree_sha run host git against a git dir outside
-    the working copy; commits use fixed dates, so equal files and messages give equal shas."""
+    (None = cfg.exec_timeout_s); raises SandboxLost if the sandbox is gone; with `reap`, every
+    process the command left running is ended before it returns (listed in `ended`); `reap()`
+    ends every process left in the sandbox.
+    File ops take repo-relative paths through paths.canonical: ValueError (PathRefused) for
+    escapes, absolute paths, symlinks and .git; FileNotFoundError if missing. `resolve` says
+    where a path lands through symlinks; `restore` puts protected files back (workcopy.py).
+    git/commit/tree_sha run host git against a git dir outside the working copy (GitError when
+    git refuses); commits use fixed dates, so equal files and messages give equal shas.
+    `pristine`, `state_sha`, `before_check`/`after_check` and `renew` serve the check cache and
+    sandbox reuse (pristine.py, workcopy.py); `identity` is what else decides how a check runs."""
 
     trial_id: str
     workdir: Path
     base_commit: str
 
-    def exec(self, cmd: str, timeout: float | None = None) -> ExecResult: ...
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult: ...
+    def reap(self) -> list[str]: ...
+    def resolve(self, path: str) -> tuple[str, str | None]: ...
+    def restore(self, files: Mapping[str, str], protected: Protected) -> list[str]: ...
+    def harness_dir(self) -> Path: ...
+    def drop_harness_dir(self) -> None: ...
     def read_file(self, path: str) -> str: ...
+    def read_bytes(self, path: str, limit: int) -> bytes: ...
     def write_file(self, path: str, content: str) -> None: ...
     def delete_file(self, path: str) -> None: ...
     def list_files(self) -> list[str]: ...
@@ -108,6 +142,14 @@ class Sandbox(Protocol):
     def commit(self, message: str, author: str) -> str: ...
     def tree_sha(self) -> str: ...
     def close(self, interrupted: bool = False) -> None: ...
+    @property
+    def pristine(self) -> bool: ...
+    def state_sha(self) -> str: ...
+    def identity(self) -> dict[str, Any]: ...
+    def before_check(self) -> None: ...
+    def after_check(self, was: bool, state: str, ended: tuple[str, ...]) -> bool: ...
+    def renew(self, trial_id: str, files: Mapping[str, str]) -> None: ...
+    def cost(self) -> dict[str, float]: ...
 
 
 def exec_limit(cfg: SandboxConfig, trial_id: str, closed: bool, cmd: str, timeout: float | None) -> float:

@@ -3,7 +3,15 @@
 The container sees only the trial's working copy (bind-mounted at /work; the git dir stays
 on the host, see workcopy.py), has no network, capped memory/cpu/pids, no capabilities, no
 privilege escalation, a read-only rootfs with a tmpfs /tmp, and runs as the host user's uid
-so that whatever it writes stays removable by the harness.
+so that whatever it writes stays removable by the harness. Its pid 1 is a tiny reaper that
+ignores every signal: a namespace's init cannot be killed from inside, so `kill -9 -1` in a
+command ends the command's own processes, never the container (with `sleep` under an init,
+it would end the container and pass the model's act off as a lost sandbox).
+
+`exec(..., reap=True)` ends whatever the command left running (background jobs, daemons,
+fork bombs) before it returns, from the exec's own shell, and lists them in
+`ExecResult.ended`; `reap()` does the same on its own, and costs nothing when the last exec
+already reaped (the trial runs one exec at a time, so nothing can have started since).
 
 Speed: an exec is three engine round trips (create, start, inspect) on one reused client,
 like the `docker exec` CLI. The start request is sent on a raw unix socket because docker-py
@@ -11,8 +19,7 @@ reads upgraded streams past its own HTTP buffer and can silently lose the first 
 frames (docker/docker-py#3332); here the bytes after the response headers are kept.
 `docker` is imported lazily so that importing bench never needs docker-py or an engine.
 
-Also here: `sweep`, for leaked containers. engine.py owns the engine connection, the retry of
-hung engine calls and the containers' owner labels; names used elsewhere are re-exported here.
+engine.py owns the engine connection, hung-call retries, owner labels and `sweep` (re-exported).
 """
 
 from __future__ import annotations
@@ -20,9 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import socket
-import struct
 import time
 import uuid
 from collections.abc import Mapping
@@ -35,23 +40,44 @@ from .engine import (
     ENGINE_TIMEOUT_S,
     _client,
     _engine_errors,
+    _pump,
     _retry_once,
     _unix_socket_path,
-    creator_alive,
+    container_cpu_s,
     dockerpy,
     owner_labels,
 )
+from .engine import creator_alive as creator_alive  # re-exported: used through this module
+from .engine import sweep as sweep
+from .pristine import PROBE
 from .workcopy import WorkingCopy
 
 log = logging.getLogger(__name__)
 
 GRACE_S = 2.0  # host-side guard: how long past the in-container timeout we keep waiting
 _MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec, so it can be killed
-_FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id, 3 pad, size
 _KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "' + _MARK + '=$1" "$d/environ" '
                 '&& kill -9 "${d#/proc/}" 2>/dev/null; done; true')
 _SENTINEL = b"\0ctxbench-exec-completed\n"
-_WRAPPER = 'timeout -s KILL "$1" sh -c "$2"; rc=$?; printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
+# $3: 0 = just the command; 1 = then end every other process (all but pid 1 and this shell:
+# the trial runs one exec at a time) and list them on stderr. Builtins only until the kill
+# loop, so it works under a fork bomb at the pids limit.
+_REAP = ('n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; { [ "$p" = 1 ] || [ "$p" = $$ ]; } && continue; '
+         'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
+         '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
+         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); done; '
+         # SIGKILLed is not yet gone on a busy machine: wait (up to ~5 s) until nothing is left.
+         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i+1)); sleep 0.05; done')
+_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
+            f'if [ "$3" = 1 ]; then {_REAP}; fi; '
+            'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc')
+# pid 1: ignores every signal it may (init of a pid namespace: SIGKILL from inside is dropped
+# too), and SIGCHLD ignored makes the kernel reap orphans, so zombies never eat the pids limit.
+_INIT = ("import signal\n"
+         "for s in signal.valid_signals():\n"
+         "    try: signal.signal(s, signal.SIG_IGN)\n"
+         "    except (OSError, ValueError): pass\n"
+         "while True: signal.pause()\n")
 
 
 class DockerSandbox(WorkingCopy):
@@ -59,7 +85,7 @@ class DockerSandbox(WorkingCopy):
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None) -> None:
-        super().__init__(trial_id, files)
+        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
         self._cfg = cfg
         try:
             container = self._run_container(labels)
@@ -67,6 +93,8 @@ class DockerSandbox(WorkingCopy):
             self._remove_tree()
             raise
         self._id: str = container.id
+        self._image_id = str(container.attrs.get("Image") or cfg.image)  # the content that runs
+        self._quiet = True  # no command has run since the last reap
         self._api = _client().api
         self._sock_path = _unix_socket_path()
         log.debug("sandbox %s: container %s, workdir %s", trial_id, self._id[:12], self.workdir)
@@ -84,13 +112,13 @@ class DockerSandbox(WorkingCopy):
 
         try:
             return _retry_once("container start", lambda: client.containers.run(
-                cfg.image, ["sleep", "infinity"], detach=True,
+                cfg.image, ["python3", "-I", "-S", "-c", _INIT], detach=True,
                 name=f"ctxbench-{slug}-{uuid.uuid4().hex[:8]}",
                 labels=all_labels,
                 user=f"{os.getuid()}:{os.getgid()}", working_dir="/work",
                 network_mode="none", mem_limit=cfg.memory, memswap_limit=cfg.memory,
                 nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
-                init=True,  # tini as pid 1: signals work, zombies are reaped, stop is instant
+                init=False,  # _INIT is pid 1 (see the module docstring); removal is a SIGKILL
                 cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 read_only=True, tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777"},
                 mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind")],
@@ -105,15 +133,43 @@ class DockerSandbox(WorkingCopy):
     def container_id(self) -> str:
         return self._id
 
-    def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
+        self._ran(reap)  # taints the sandbox, whatever the command (a check settles it: pristine.py)
+        self._quiet = False
+        res = self._exec(cmd, timeout, reap)
+        self._quiet = reap
+        return res
+
+    def reap(self) -> list[str]:
+        ended = [] if self._quiet else list(self.exec(":", reap=True).ended)
+        self._unsettled = False
+        return ended
+
+    def identity(self) -> dict[str, Any]:
+        """What decides how a check runs here, for the check cache's key: the image's content id
+        and the limits (whether the cache or reuse are on does not)."""
+        return {"kind": "docker", "image_id": self._image_id, **self._cfg.limits()}
+
+    def cost(self) -> dict[str, float]:
+        cpu = container_cpu_s(self._id)
+        return {**super().cost(), **({"cpu_s": cpu} if cpu is not None else {})}
+
+    def _probe(self) -> str:
+        res = self._exec(PROBE, None, True)  # a harness exec: it taints nothing
+        if res.exit_code or res.ended or res.timed_out:
+            return f"(probe failed: {uuid.uuid4().hex})"  # equal to nothing
+        return res.output
+
+    def _exec(self, cmd: str, timeout: float | None, reap: bool) -> ExecResult:
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
+        self._execs += 1
         errors = _engine_errors()
         marker = uuid.uuid4().hex
         # `timeout -s KILL` kills the command's whole process group inside the container;
         # `exec 2>&1` merges the command's stderr into stdout at the fd, so the order is its own.
         # The outer shell then reports on the (otherwise unused) stderr stream that it finished:
         # without that sentinel, a 137 means the whole container died, not just the command.
-        argv = ["sh", "-c", _WRAPPER, "ctxbench", f"{limit:.3f}", "exec 2>&1\n" + cmd]
+        argv = ["sh", "-c", _WRAPPER, "ctxbench", f"{limit:.3f}", "exec 2>&1\n" + cmd, str(int(reap))]
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
         def create_and_start() -> tuple[str, socket.socket, bytes]:
@@ -148,7 +204,10 @@ class DockerSandbox(WorkingCopy):
             # carries this exec's env marker.
             self._kill_marked(marker)
             self._check_alive()
-        return ExecResult(exit_code, tail.text(), duration, timed_out)
+        ended = tuple(line[6:] for line in err.decode("utf-8", "replace").splitlines() if line.startswith("ended "))
+        if reap and not completed:  # the wrapper never reached its reap: reap on its own
+            ended += self._exec(":", None, True).ended
+        return ExecResult(exit_code, tail.text(), duration, timed_out, ended)
 
     def _start(self, exec_id: str) -> tuple[socket.socket, bytes]:
         if self._sock_path is None:  # tcp/ssh engines: docker-py's socket (has the #3332 race)
@@ -229,65 +288,6 @@ class DockerSandbox(WorkingCopy):
         super().close(interrupted)
 
 
-def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) -> tuple[bool, bytes]:
-    """Demultiplex the exec stream until EOF (True) or the deadline (False): stdout frames go
-    to `tail`, stderr frames (only the wrapper writes there) are returned, capped."""
-    pending, err = bytearray(first), bytearray()
-    while True:
-        while len(pending) >= _FRAME.size:
-            stream, size = _FRAME.unpack_from(pending)
-            if len(pending) < _FRAME.size + size:
-                break
-            chunk = bytes(pending[_FRAME.size:_FRAME.size + size])
-            if stream == 2 and len(err) < 65536:
-                err += chunk
-            else:
-                tail.feed(chunk)
-            del pending[:_FRAME.size + size]
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False, bytes(err)
-        sock.settimeout(remaining)
-        try:
-            data = sock.recv(65536)
-        except TimeoutError:
-            return False, bytes(err)
-        if not data:
-            return True, bytes(err)
-        pending += data
-
-
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
            labels: Mapping[str, str] | None = None) -> DockerSandbox:
     return DockerSandbox(cfg, files, trial_id, labels)
-
-
-def sweep(label_selector: Mapping[str, str] | None = None, orphans_only: bool = False) -> int:
-    """Force-remove ctxbench containers (all, or those matching every label) and their leaked
-    working copies; returns how many containers were removed. 0 if no engine is reachable.
-
-    With no selector this removes EVERY ctxbench container on the engine, including those of
-    studies running right now; `orphans_only=True` keeps any container whose creating process
-    is alive or cannot be checked (another host, no owner labels): safe at any time."""
-    try:
-        client = _client()
-    except SandboxLost as e:
-        log.warning("sweep skipped: %s", e)
-        return 0
-    selector = ["ctxbench=1"] + [f"{k}={v}" for k, v in sorted((label_selector or {}).items())]
-    removed = 0
-    for c in client.api.containers(all=True, filters={"label": selector}):
-        if orphans_only and creator_alive(c.get("Labels") or {}) is not False:
-            continue
-        try:
-            client.api.remove_container(c["Id"], force=True)
-            removed += 1
-        except _engine_errors() as e:
-            if type(e).__name__ != "NotFound":
-                log.warning("sweep: could not remove %s: %s", c["Id"][:12], e)
-            continue
-        for m in c.get("Mounts") or []:  # a SIGKILLed harness leaves its temp dir behind too
-            root = os.path.dirname(m.get("Source", ""))
-            if m.get("Destination") == "/work" and os.path.basename(root).startswith("ctxbench-sbx-"):
-                shutil.rmtree(root, ignore_errors=True)
-    return removed

@@ -1,6 +1,7 @@
 """The Docker engine as the docker backend talks to it: docker-py imported on first use, one
-client per process with a finite timeout, the retry-once policy for a hung engine call, and
-the owner labels that let a sweep tell containers of dead harness processes from live ones.
+client per process with a finite timeout, the retry-once policy for a hung engine call, the
+exec stream's demultiplexer, a container's CPU time, the owner labels that let a sweep tell
+containers of dead harness processes from live ones, and the sweep itself.
 """
 
 from __future__ import annotations
@@ -8,10 +9,14 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import shutil
+import socket
+import struct
+import time
 from collections.abc import Mapping
 from typing import Any
 
-from .base import SandboxLost
+from .base import OutputTail, SandboxLost
 
 # The docker backend's logger name, as before the split, so log filters and captures on it
 # still see the retry warnings.
@@ -112,8 +117,83 @@ def _zombie(pid: int) -> bool:
         return False
 
 
+_FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id, 3 pad, size
+
+
+def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) -> tuple[bool, bytes]:
+    """Demultiplex the exec stream until EOF (True) or the deadline (False): stdout frames go
+    to `tail`, stderr frames (only the wrapper writes there) are returned, capped."""
+    pending, err = bytearray(first), bytearray()
+    while True:
+        while len(pending) >= _FRAME.size:
+            stream, size = _FRAME.unpack_from(pending)
+            if len(pending) < _FRAME.size + size:
+                break
+            chunk = bytes(pending[_FRAME.size:_FRAME.size + size])
+            if stream == 2 and len(err) < 65536:
+                err += chunk
+            else:
+                tail.feed(chunk)
+            del pending[:_FRAME.size + size]
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False, bytes(err)
+        sock.settimeout(remaining)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            return False, bytes(err)
+        if not data:
+            return True, bytes(err)
+        pending += data
+
+
+def container_cpu_s(container_id: str) -> float | None:
+    """CPU seconds the container's processes used so far, from its cgroup (None if unreadable)."""
+    for path in (f"/sys/fs/cgroup/cpuacct/docker/{container_id}/cpuacct.usage",  # v1, cgroupfs driver
+                 f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cpu.stat"):  # v2, systemd driver
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        return (int(text) if text.strip().isdigit() else 1000 * int(text.split("usage_usec")[1].split()[0])) / 1e9
+    return None
+
+
 def _unix_socket_path() -> str | None:
     host = os.environ.get("DOCKER_HOST", "")
     if not host:
         return "/var/run/docker.sock"
     return host[len("unix://"):] if host.startswith("unix://") else None
+
+
+def sweep(label_selector: Mapping[str, str] | None = None, orphans_only: bool = False) -> int:
+    """Force-remove ctxbench containers (all, or those matching every label) and their leaked
+    working copies; returns how many containers were removed. 0 if no engine is reachable.
+
+    With no selector this removes EVERY ctxbench container on the engine, including those of
+    studies running right now; `orphans_only=True` keeps any container whose creating process
+    is alive or cannot be checked (another host, no owner labels): safe at any time."""
+    try:
+        client = _client()
+    except SandboxLost as e:
+        log.warning("sweep skipped: %s", e)
+        return 0
+    selector = ["ctxbench=1"] + [f"{k}={v}" for k, v in sorted((label_selector or {}).items())]
+    removed = 0
+    for c in client.api.containers(all=True, filters={"label": selector}):
+        if orphans_only and creator_alive(c.get("Labels") or {}) is not False:
+            continue
+        try:
+            client.api.remove_container(c["Id"], force=True)
+            removed += 1
+        except _engine_errors() as e:
+            if type(e).__name__ != "NotFound":
+                log.warning("sweep: could not remove %s: %s", c["Id"][:12], e)
+            continue
+        for m in c.get("Mounts") or []:  # a SIGKILLed harness leaves its temp dir behind too
+            root = os.path.dirname(m.get("Source", ""))
+            if m.get("Destination") == "/work" and os.path.basename(root).startswith("ctxbench-sbx-"):
+                shutil.rmtree(root, ignore_errors=True)
+    return removed

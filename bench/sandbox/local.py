@@ -7,8 +7,10 @@ is known. Never the default; never use it with a real model.
 
 What it does keep from the contract: the same host-side working copy and out-of-tree git
 dir (workcopy.py), the per-command timeout (the whole process session is SIGKILLed, plus any
-process that escaped it, found by an env marker), merged and tail-truncated output, and an
-environment stripped of the host's variables so API keys do not leak into the commands.
+process that escaped it, found by an env marker), `reap` (every process carrying this
+sandbox's env marker; one that cleared its environment escapes it: no isolation), merged and
+tail-truncated output, and an environment stripped of the host's variables so API keys do
+not leak into the commands.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .base import ExecResult, OutputTail, SandboxConfig, WorkingCopy, exec_limit
 
@@ -38,7 +41,7 @@ class LocalSandbox(WorkingCopy):
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None) -> None:
-        super().__init__(trial_id, files)
+        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
         self._cfg = cfg
         self._home = self._root / "home"  # outside the working copy, so nothing lands in the tree
         self._home.mkdir()
@@ -53,8 +56,10 @@ class LocalSandbox(WorkingCopy):
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", _MARK: marker,
                 _SESSION: self._session}
 
-    def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
+        self._ran(reap)  # taints the sandbox (a check settles it: pristine.py); no probe here
+        self._execs += 1
         marker = uuid.uuid4().hex
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
@@ -94,7 +99,22 @@ class LocalSandbox(WorkingCopy):
             proc.wait()
         duration = time.monotonic() - start
         code = 137 if timed_out else proc.returncode
-        return ExecResult(128 - code if code < 0 else code, tail.text(), duration, timed_out)
+        ended = tuple(_kill(None, f"{_SESSION}={self._session}")) if reap else ()
+        return ExecResult(128 - code if code < 0 else code, tail.text(), duration, timed_out, ended)
+
+    def reap(self) -> list[str]:
+        ended = _kill(None, f"{_SESSION}={self._session}")
+        self._unsettled = False
+        return ended
+
+    def _probe(self) -> str | None:
+        """No state outside the working copy can be probed on the host: only processes count."""
+        ended = self.reap()
+        return f"(processes were left: {uuid.uuid4().hex})" if ended else None
+
+    def identity(self) -> dict[str, Any]:
+        """For the check cache's key: the host's interpreter runs the checks here."""
+        return {"kind": "local", "python": sys.version, "executable": sys.executable, **self._cfg.limits()}
 
     def close(self, interrupted: bool = False) -> None:
         """Kill whatever the commands left running (background jobs), then remove the copy."""
@@ -103,20 +123,40 @@ class LocalSandbox(WorkingCopy):
         super().close(interrupted)
 
 
-def _kill(pgid: int | None, env_entry: str) -> None:
+def _kill(pgid: int | None, env_entry: str) -> list[str]:
+    """SIGKILL the group and every process carrying `env_entry`; returns "pid name" of those."""
     if pgid is not None:
         try:
             os.killpg(pgid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    # Children that called setsid() left the group; they still carry the env marker.
+    # Children that called setsid() left the group; they still carry the env marker. A fork
+    # bomb keeps making new ones: sweep until a pass finds none.
     needle = env_entry.encode()
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                os.kill(int(entry.name), signal.SIGKILL)
-        except (OSError, ValueError):
-            continue
+    ended: list[str] = []
+    for _ in range(50):
+        found = 0
+        for entry in Path("/proc").glob("[0-9]*"):
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    name, state = (entry / "comm").read_text().strip(), _state(entry)
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    found += 1
+                    if state != "Z":  # a zombie was already dead (its environ reads empty, usually)
+                        ended.append(f"{entry.name} {name}")
+            except (OSError, ValueError):
+                continue
+        if not found:
+            break
+        time.sleep(0.01)
+    return sorted(set(ended))
+
+
+def _state(entry: Path) -> str:
+    try:
+        return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "?"
 
 
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,

@@ -9,10 +9,13 @@ Security model (the part that must hold even against hostile model-generated cod
   (core.fsmonitor, aliases, filters) or anything else the host's git would execute. Any
   `.git` that shows up inside the working copy (say `git init` run in the container) is
   deleted before the host runs git, so git never mistakes it for a nested repository.
-* Host-side file operations walk the path one component at a time with O_NOFOLLOW relative
-  to an open directory fd. A symlink anywhere in the path, `..` escapes, absolute paths and
-  `.git` are refused, and a concurrent symlink swap from inside the container cannot
-  redirect a host write (no check-then-open race).
+* Every path goes through the one canonicaliser (paths.py) and host-side file operations
+  then walk it one component at a time with O_NOFOLLOW relative to an open directory fd. A
+  symlink anywhere in the path, `..` escapes, absolute paths and `.git` are refused, and a
+  concurrent symlink swap from inside the container cannot redirect a host write (no
+  check-then-open race).
+* `restore` puts protected files back from the harness's own copy, whatever the sandbox did
+  to them or around them (symlinked or replaced directories, modes, extra files).
 * Git runs with system/global config disabled and fixed identities and dates, which also
   makes commit and tree shas reproducible across machines and runs.
 
@@ -26,7 +29,6 @@ import contextlib
 import errno
 import logging
 import os
-import posixpath
 import re
 import shutil
 import stat
@@ -34,7 +36,10 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from . import gittree, restore
+from .paths import Protected, canonical, resolve
+from .pristine import Tracking
 
 # The logger name from before the working copy left base.py, so log filters keep matching.
 log = logging.getLogger("bench.sandbox.base")
@@ -43,35 +48,68 @@ FIXED_DATE = "2000-01-01T00:00:00+0000"
 HARNESS_AUTHOR = "ctxbench <harness@ctxbench.invalid>"
 _AUTHOR_RE = re.compile(r"^\s*([^<>\n]+?)\s*<([^<>\s]+)>\s*$")
 # Build artefacts the sandbox produces; they must not change tree shas or file listings.
-_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n"
+_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n/.ctxbench/\n"
+# Hooks off, no fsmonitor, no line-ending conversion, no untracked cache, no auto gc, no signing.
+_CONFIG = ("[core]\n\thooksPath = /dev/null\n\tfsmonitor = false\n\tautocrlf = false\n\tuntrackedCache = false\n"
+           "[gc]\n\tauto = 0\n[commit]\n\tgpgSign = false\n")
+HARNESS_DIR = ".ctxbench"  # made fresh by the harness for each check (certify.py); never committed
 
 
-class WorkingCopy:
-    """Host side of a sandbox: a temp working copy plus a git dir kept outside it."""
+class GitError(RuntimeError):
+    """Host git refused (a bad ref, say); the message is git's own."""
 
-    def __init__(self, trial_id: str, files: Mapping[str, str]) -> None:
+
+class WorkingCopy(Tracking):
+    """Host side of a sandbox: a temp working copy plus a git dir kept outside it; whether it
+    is still pristine is pristine.Tracking."""
+
+    def __init__(self, trial_id: str, files: Mapping[str, str], track: bool = False) -> None:
         if not isinstance(trial_id, str) or not trial_id:
             raise ValueError("trial_id must be a non-empty string")
         self.trial_id = trial_id
         self._closed = False
+        Tracking.__init__(self, track)
+        self._head = ""
+        self._git_trees = False  # tree_sha asks git (gittree.py says when)
+        self._clean_at = -1  # `_changes` right after the last commit: the tree is HEAD's
+        self._listed: tuple[int, list[str]] = (-1, [])
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
         self.workdir = self._root / "work"
         self._git_dir = self._root / "git"
         try:
             self.workdir.mkdir()
-            self._git("init", "-q", "--initial-branch=main")
-            for key, value in (("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"),
-                               ("core.autocrlf", "false"), ("core.untrackedCache", "false"),
-                               ("gc.auto", "0"), ("commit.gpgSign", "false")):
-                self._git("config", key, value)
-            (self._git_dir / "info").mkdir(exist_ok=True)
-            (self._git_dir / "info" / "exclude").write_text(_EXCLUDES)
-            for path in sorted(files):
-                self.write_file(path, files[path])
-            self.base_commit = self.commit("initial task files", HARNESS_AUTHOR)
+            self._init_repo(files)
         except BaseException:
             self._remove_tree()
             raise
+
+    def _init_repo(self, files: Mapping[str, str]) -> None:
+        self._git("init", "-q", "--initial-branch=main")
+        with open(self._git_dir / "config", "a", encoding="utf-8") as f:  # as `git config` would write it
+            f.write(_CONFIG)
+        (self._git_dir / "info").mkdir(exist_ok=True)
+        (self._git_dir / "info" / "exclude").write_text(_EXCLUDES)
+        for path in sorted(files):
+            self.write_file(path, files[path])
+        self.base_commit = self.commit("initial task files", HARNESS_AUTHOR)
+
+    def renew(self, trial_id: str, files: Mapping[str, str]) -> None:
+        """Make this pristine sandbox the next trial's (pool.py): verify that no process ran and
+        the state outside the working copy is the reference (`_probe`), then write the working
+        copy again in the same place (the container's mount), with a new git dir. Raises if not."""
+        probe = self._probe() if self.pristine else None
+        if self._pristine.reference is None:  # no check ran: no code of the agent's ever did
+            self._pristine.reference = probe
+        if not self.pristine or probe != self._pristine.reference:
+            self._pristine.taint()
+            raise RuntimeError(f"sandbox {self.trial_id} is not as the harness left it")
+        for name in os.listdir(self.workdir):
+            restore.remove(self.workdir, name)
+        shutil.rmtree(self._git_dir, onerror=restore.chmod_and_retry)
+        self.trial_id = trial_id
+        self._git_trees = False
+        self._trials += 1
+        self._init_repo(files)
 
     # -- git (always on the host, against the git dir outside the working copy) --------------
     def _git(self, *args: str, env: Mapping[str, str] | None = None) -> str:
@@ -86,11 +124,16 @@ class WorkingCopy:
         proc = subprocess.run(["git", *args], cwd=self.workdir, env=full_env, capture_output=True,
                               encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL)
         if proc.returncode != 0:
-            raise RuntimeError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+            raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
         return proc.stdout
 
     def git(self, *args: str) -> str:
-        """Run host git on this trial's repository (harness-chosen args only: status/log/diff)."""
+        """Run host git on this trial's repository (harness-chosen args only: status/log/diff).
+        HEAD moves only by `commit`, which remembers it: no process to ask for it."""
+        if args == ("rev-parse", "HEAD") and self._head:
+            return self._head + "\n"
+        if args == ("status", "--short") and self._changes == self._clean_at and not self._unsettled:
+            return ""  # nothing can have changed since `commit` staged and committed everything
         return self._git(*args)
 
     def commit(self, message: str, author: str) -> str:
@@ -102,11 +145,19 @@ class WorkingCopy:
         # --allow-empty: every commit call yields a commit, so sha sequences depend only on calls.
         self._git("commit", "-q", "--allow-empty", "--no-verify", "-m", message,
                   env={"GIT_AUTHOR_NAME": m.group(1), "GIT_AUTHOR_EMAIL": m.group(2)})
-        return self._git("rev-parse", "HEAD").strip()
+        self._head = self._git("rev-parse", "HEAD").strip()
+        self._clean_at = self._changes
+        return self._head
 
     def tree_sha(self) -> str:
-        """Tree of the working copy as it is now, via a throwaway index (the real one is untouched)."""
+        """Tree of the working copy as it is now: computed here (gittree.py) while that cannot
+        differ from git's, else via a throwaway index (the real one is untouched)."""
         self._purge_git_dirs()
+        if not self._git_trees:
+            sha = gittree.tree_sha(self.workdir)
+            if sha is not None:
+                return sha
+            self._git_trees = True  # an ignore rule of the agent's, say: git decides from now on
         tmp = self._git_dir / f"index.tree-{os.getpid()}-{id(self)}"
         env = {"GIT_INDEX_FILE": str(tmp)}
         try:
@@ -118,10 +169,14 @@ class WorkingCopy:
             tmp.unlink(missing_ok=True)
 
     def list_files(self) -> list[str]:
+        if self._listed[0] == self._changes and not self._unsettled:  # nothing written since: the same listing
+            return list(self._listed[1])
         self._purge_git_dirs()
         out = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        return sorted({p for p in out.split("\0") if p and "__pycache__" not in p.split("/")
-                       and os.path.lexists(self.workdir / p)})
+        files = sorted({p for p in out.split("\0") if p and "__pycache__" not in p.split("/")
+                        and os.path.lexists(self.workdir / p)})
+        self._listed = (self._changes, files)
+        return list(files)
 
     def _purge_git_dirs(self) -> None:
         for top, dirs, files in os.walk(self.workdir):  # never follows symlinks
@@ -129,6 +184,7 @@ class WorkingCopy:
                 target = os.path.join(top, ".git")
                 log.warning("sandbox %s: removing %s (git metadata lives outside the working copy)",
                             self.trial_id, target)
+                self._changes += 1
                 if ".git" in dirs and not os.path.islink(target):
                     dirs.remove(".git")
                     shutil.rmtree(target, ignore_errors=True)
@@ -137,17 +193,13 @@ class WorkingCopy:
 
     # -- files (race-free walk below the working copy) ----------------------------------------
     def _split(self, path: str) -> list[str]:
-        if not isinstance(path, str) or not path or "\0" in path:
-            raise ValueError(f"invalid path {path!r}")
-        if path.startswith("/"):
-            raise ValueError(f"{path!r}: absolute paths are not allowed; use a repo-relative path")
-        norm = posixpath.normpath(path)
-        parts = norm.split("/")
-        if norm in (".", "..") or parts[0] == "..":
-            raise ValueError(f"{path!r} escapes the working copy")
-        if ".git" in parts:
-            raise ValueError(f"{path!r}: .git is not accessible")
-        return parts
+        return canonical(path).split("/")
+
+    def resolve(self, path: str) -> tuple[str, str | None]:
+        """(the canonical path, where it lands after following symlinks in the working copy, or
+        None when a link leads outside): what the tool policy judges. PathRefused if invalid."""
+        rel = canonical(path)
+        return rel, resolve(self.workdir, rel)
 
     def _open_parent(self, parts: list[str], create: bool) -> int:
         fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY)
@@ -192,12 +244,19 @@ class WorkingCopy:
         with os.fdopen(self._open_file(path, os.O_RDONLY), "rb") as f:
             return f.read().decode("utf-8", errors="replace")
 
+    def read_bytes(self, path: str, limit: int) -> bytes:
+        """At most `limit` + 1 bytes of the file (one more than allowed says it is longer)."""
+        with os.fdopen(self._open_file(path, os.O_RDONLY), "rb") as f:
+            return f.read(limit + 1)
+
     def write_file(self, path: str, content: str) -> None:
+        self._changes += 1
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         with os.fdopen(self._open_file(path, flags, create_dirs=True), "wb") as f:
             f.write(content.encode("utf-8"))
 
     def delete_file(self, path: str) -> None:
+        self._changes += 1
         parts = self._split(path)
         dfd = self._open_parent(parts, create=False)
         try:
@@ -208,14 +267,29 @@ class WorkingCopy:
         finally:
             os.close(dfd)
 
+    # -- the harness's own files (call only when no sandbox process runs: after `reap`) --------
+    def restore(self, files: Mapping[str, str], protected: Protected) -> list[str]:
+        """Make every protected path exactly `files` (the harness's own copy); returns the paths
+        that differed (restore.py)."""
+        self._purge_git_dirs()
+        changed = restore.restore(self.workdir, files, protected, self.write_file)
+        self._changes += bool(changed)
+        return changed
+
+    def harness_dir(self) -> Path:
+        """A fresh, empty `.ctxbench/` in the working copy, made by the harness: whatever the
+        sandbox left under that name is removed first, so nothing in it is the agent's."""
+        restore.remove(self.workdir, HARNESS_DIR)
+        os.mkdir(self.workdir / HARNESS_DIR, 0o755)
+        return self.workdir / HARNESS_DIR
+
+    def drop_harness_dir(self) -> None:
+        restore.remove(self.workdir, HARNESS_DIR)
+
     # -- lifecycle ------------------------------------------------------------------------------
     def _remove_tree(self) -> None:
-        def retry(func: Any, p: str, _exc: Any) -> None:  # the sandbox may leave read-only dirs
-            os.chmod(os.path.dirname(p), 0o755)
-            func(p)
-
         if self._root.exists():
-            shutil.rmtree(self._root, onerror=retry)
+            shutil.rmtree(self._root, onerror=restore.chmod_and_retry)
 
     def close(self, interrupted: bool = False) -> None:
         if self._closed:
@@ -228,3 +302,4 @@ class WorkingCopy:
 
     def __exit__(self, *exc: object) -> None:  # an exception on the way out means interrupted
         self.close(interrupted=exc[0] is not None)
+

@@ -29,9 +29,17 @@ class Backend(Protocol):
 
 
 def load_model_config(path: str | Path = SIM_CONFIG) -> dict[str, Any]:
+    """A model config file. One under conf/model/ is composed by Hydra (oracle.yaml extends
+    sim.yaml); any other file is read as self-contained YAML."""
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.load(str(path))
+    path = Path(path).resolve()
+    if path.parent == SIM_CONFIG.parent:
+        from bench.config import compose
+
+        cfg = compose([f"model={path.stem}"]).model
+    else:
+        cfg = OmegaConf.load(str(path))
     try:
         out = OmegaConf.to_container(cfg, resolve=True)
     except Exception:  # interpolations that need the root config: keep them unresolved
@@ -91,4 +99,5 @@ class SimBackend:
 
     @property
     def conversations(self) -> int:
+        """How many conversations (task, seed) have their own sim instance."""
         return len(self._instances)

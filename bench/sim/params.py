@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
 # Mechanisms an ablation can switch off (`model.mechanisms.<name>: false`), and the parameters
 # that switching one off sets: its effect must then disappear (tests/bench/sim/test_ablation.py).
 MECHANISMS = {
@@ -26,7 +25,7 @@ MECHANISMS = {
 
 @dataclass(frozen=True)
 class SimParams:
-    # Recall (DESIGN §6): p = recall_max * rot(L) * (1 - dip(L) * bump(r)), or recall_recent near the end.
+    # Recall (docs/design.md §7): p = recall_max * rot(L) * (1 - dip(L) * bump(r)), or recall_recent near the end.
     recall_max: float
     recall_recent: float
     recent_tokens: int
@@ -114,18 +113,3 @@ def ablated(mechanisms: Mapping[str, Any]) -> dict[str, float]:
             out.update(MECHANISMS[name])
     return out
 
-
-def parse_price(price: Mapping[str, Any]) -> dict[str, float]:
-    """USD per million tokens for input, output, cache reads and cache writes."""
-    unknown = sorted(set(price) - set(PRICE_KEYS))
-    if unknown:
-        raise ValueError(f"unknown price key {unknown[0]!r} in model.price (known: {', '.join(PRICE_KEYS)})")
-    out = {}
-    for key in PRICE_KEYS:
-        if key not in price:
-            raise ValueError(f"missing price key {key!r} in model.price (USD per million tokens)")
-        v = price[key]
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-            raise ValueError(f"model.price.{key} must be a number >= 0, got {v!r}")
-        out[key] = float(v)
-    return out

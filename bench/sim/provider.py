@@ -1,4 +1,4 @@
-"""`model=sim` (and `model=oracle`): a behavioural model of an LLM coding agent (DESIGN §6).
+"""`model=sim` (and `model=oracle`): a behavioural model of an LLM coding agent (docs/design.md §7).
 
 It makes strategies differ only through what is in the context, where, and how fresh:
   perception  beliefs parsed from the model-visible messages, nothing else
@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from bench.core.tokens import count_text
-from bench.core.types import Completion, Message, ToolCall, ToolSpec
+from bench.core.types import Completion, Message, Price, ToolCall, ToolSpec, plain
 from bench.providers.base import ProviderError
 from bench.sim.action import Reply, act
-from bench.sim.params import SimParams, parse_price
+from bench.sim.params import SimParams
 from bench.sim.perception import perceive
 from bench.sim.summary import summarise
 from bench.sim.usage import Meter, output_tokens
@@ -57,7 +57,7 @@ class SimProvider:
         Either way the sim learns which task it is on only from `[task:ID]` in the context, and
         uses only its oracle."""
         self.params = SimParams.from_mapping(params, mechanisms)
-        self.price = parse_price(price)
+        self.price = Price.from_mapping(price)
         if window <= 0:
             raise ValueError(f"model.window must be > 0, got {window}")
         if time_scale < 0:
@@ -139,7 +139,7 @@ def _truncate(text: str, max_tokens: int) -> str:
 
 def from_config(model_cfg: Mapping[str, Any]) -> SimProvider:
     """Build from the Hydra `model` group (conf/model/sim.yaml or oracle.yaml)."""
-    cfg = _plain(model_cfg)
+    cfg = plain(model_cfg)
     unknown = sorted(set(cfg) - set(_CONFIG_KEYS))
     if unknown:
         raise ValueError(f"unknown key {unknown[0]!r} in the sim model config (known: {', '.join(_CONFIG_KEYS)})")
@@ -152,16 +152,3 @@ def from_config(model_cfg: Mapping[str, Any]) -> SimProvider:
                        window=int(cfg["window"]), time_scale=float(cfg.get("time_scale") or 0.0),
                        mechanisms=cfg.get("mechanisms") or {})
 
-
-def _plain(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """An OmegaConf DictConfig or a plain mapping, as plain dicts."""
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(cfg, DictConfig):
-            out = OmegaConf.to_container(cfg, resolve=True)
-            assert isinstance(out, dict)
-            return {str(k): v for k, v in out.items()}
-    except ImportError:  # pragma: no cover - omegaconf is a dependency
-        pass
-    return {k: dict(v) if isinstance(v, Mapping) else v for k, v in cfg.items()}

@@ -18,7 +18,7 @@ acts on a constraint about some code is the best, over the visible statements th
 summary's own paraphrase rather than a stated invariant line. Who wrote the statement (the
 task, the harness, the model's hand-off, a summary) does not matter otherwise.
 
-Common random numbers (docs/design.md): every draw is a hash of (seed, step, attempt, key,
+Common random numbers (docs/design.md §7): every draw is a hash of (seed, step, attempt, key,
 purpose), never of the turn count or the strategy, and keys name content (a cleanup's
 code, a statement's words, a file's hash), never an id only the harness knows. With one
 uniform `u` per key and the rule `recalled iff u < p`, what is recalled in a longer or more

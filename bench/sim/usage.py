@@ -16,11 +16,10 @@ conversation the sim produces, not about how fast the host runs it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from bench.core.tokens import count_message, count_text
-from bench.core.types import Message, ToolSpec, Usage, canonical_json
+from bench.core.types import Message, Price, ToolSpec, Usage, canonical_json
 from bench.sim.params import SimParams
 
 
@@ -80,9 +79,9 @@ class Meter:
     by the cache so an id is never reused). The request hash is the same value as
     `bench.core.types.request_hash`, assembled from those cached pieces."""
 
-    def __init__(self, p: SimParams, price: Mapping[str, float]) -> None:
+    def __init__(self, p: SimParams, price: Price) -> None:
         self.p = p
-        self.price = dict(price)
+        self.price = price
         self.cache = PrefixCache(p)
         self._msgs: dict[int, tuple[Message, str, str, int]] = {}
         self._tools: dict[int, tuple[tuple[ToolSpec, ...], str, int]] = {}
@@ -131,6 +130,5 @@ class Meter:
                 + p.latency_s_per_cached_token * read)
         latency = ttft + p.decode_s_per_token * out_tokens
         self.cache.clock += latency
-        cost = (usage.input * self.price["input"] + usage.output * self.price["output"]
-                + read * self.price["cache_read"] + write * self.price["cache_write"]) / 1e6
+        cost = self.price.cost(usage)
         return Bill(usage, ttft, latency, cost, tokens)

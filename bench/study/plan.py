@@ -71,12 +71,14 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
     that will stop it (a bad value: the job would crash, so it is planned but never runs)."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import OverrideType
 
     from bench.config import load
 
     parser = OverridesParser.create()
     parsed: dict[str, Any] = {}
     composed: dict[tuple[str, ...], DictConfig | Exception] = {}
+    reused: dict[tuple[Any, ...], DictConfig] = {}
     out: list[dict[str, Any]] = []
     with _config_loader() as loader:
         repo = loader.repository
@@ -101,8 +103,17 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
                 base = composed[groups]
                 if isinstance(base, Exception):
                     raise base
-                cfg = copy.deepcopy(base)
-                ConfigLoaderImpl._apply_overrides_to_config([o for o in overrides if not is_group(o)], cfg)
+                values = [o for o in overrides if not is_group(o)]
+                # Jobs that set the same keys to new values can share one copy of their base: each
+                # job's overrides replace the last job's (the grid: 100 seeds, one deepcopy).
+                same_keys = (groups, tuple(o.key_or_group for o in values))
+                if not all(o.type == OverrideType.CHANGE for o in values):
+                    cfg = copy.deepcopy(base)
+                elif same_keys not in reused:
+                    cfg = reused[same_keys] = copy.deepcopy(base)
+                else:
+                    cfg = reused[same_keys]
+                ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
                 tcfg = load(cfg)
                 entry.update(config_hash=tcfg.config_hash, strategy=str(tcfg.strategy["name"]),
                              arm=tcfg.arm.name, task_family=tcfg.task.family, task_seed=tcfg.task.seed,

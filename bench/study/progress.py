@@ -19,10 +19,10 @@ log = logging.getLogger("ctxbench.study")
 
 
 def planned_jobs(cfg: DictConfig) -> list[list[str]] | None:
-    """The override lists Hydra's BasicSweeper will launch (None for other sweepers)."""
+    """The override lists Hydra's BasicSweeper (or ours, which sweeps alike) will launch (None for others)."""
     try:
         target = str(OmegaConf.select(cfg, "hydra.sweeper._target_") or "")
-        if not target.endswith("BasicSweeper"):
+        if not target.endswith(("BasicSweeper", "CtxbenchSweeper")):
             return None
         from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
         from hydra.core.override_parser.overrides_parser import OverridesParser

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import TrialConfig
+from bench.core import redact
 
 MAX_PARAM_CHARS = 500  # MLflow's limit on a param value
 BATCH = 900  # MLflow's log_batch takes at most 1000 metrics
@@ -55,12 +56,6 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
-def _redact(params: dict[str, str]) -> dict[str, str]:
-    # Keys live only in the environment, but a user could still pass one on the command line.
-    return {k: ("<redacted>" if any(s in k.lower() for s in ("api_key", "secret", "token", "password"))
-                and not k.lower().endswith(("_env", "tokens", "max_tokens")) else v) for k, v in params.items()}
-
-
 def experiment_id(client, name: str, artifact_root: str) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is not None:
@@ -75,7 +70,8 @@ def experiment_id(client, name: str, artifact_root: str) -> str:
         return exp.experiment_id
 
 
-def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mapping | None = None) -> str:
+def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mapping | None = None,
+                 tags: Mapping[str, str] | None = None) -> str:
     """Find or create the study's parent run; a file lock keeps parallel workers from racing."""
     lock_dir.mkdir(parents=True, exist_ok=True)
     with open(lock_dir / ".study.lock", "w") as lock:
@@ -84,7 +80,8 @@ def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mappin
                                    max_results=1)
         if found:
             return found[0].info.run_id
-        run = client.create_run(exp_id, run_name=f"study·{study}", tags={"ctxbench.kind": "study", "study": study})
+        run = client.create_run(exp_id, run_name=f"study·{study}",
+                                tags={"ctxbench.kind": "study", "study": study, **(tags or {})})
         if config:
             client.log_dict(run.info.run_id, dict(config), "study_config.yaml")
         return run.info.run_id
@@ -155,15 +152,15 @@ class TrialRun:
                 "arm": cfg.arm.name, "task_family": cfg.task.family, "task_seed": str(cfg.task.seed),
                 "rep": str(cfg.rep), "model": str(cfg.model.get("name", "")), "status": "running",
                 "failure_reason": "", "config_hash": cfg.config_hash, "git_sha": code_version(), "pid": str(os.getpid()),
-                "host": os.uname().nodename, **extra_tags}
+                "host": os.uname().nodename, **(cfg.sample or {}), **extra_tags}
         if cfg.study != "adhoc":
-            tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None)
+            tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None, cfg.sample)
         run = self.client.create_run(exp, run_name=cfg.run_name, tags=tags)
         self.run_id = run.info.run_id
         self.artifact_uri = run.info.artifact_uri
         from mlflow.entities import Param
 
-        params = [Param(k, v) for k, v in sorted(_redact(flatten(cfg.resolved)).items())]
+        params = [Param(k, v) for k, v in sorted(redact.scrub(flatten(cfg.resolved)).items())]
         for i in range(0, len(params), 100):
             self.client.log_batch(self.run_id, params=params[i:i + 100])
 

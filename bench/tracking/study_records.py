@@ -62,7 +62,7 @@ def open_study_run(config: DictConfig, study: str, jobs: list[list[str]] | None,
     import subprocess
     import sys
 
-    from bench.config import ROOT
+    from bench.config import ROOT, study_sample
     from bench.tracking.runs import code_version, study_run_id
 
     client, exp, results_dir = _tracking(config)
@@ -71,6 +71,8 @@ def open_study_run(config: DictConfig, study: str, jobs: list[list[str]] | None,
     version = code_version()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     client.set_tag(run_id, "git_sha", version)
+    for key, value in study_sample(config.study).items():  # how the seeds were chosen (report banner)
+        client.set_tag(run_id, key, value)
     client.set_tag(run_id, "launcher", str(conf["sweep"]["launcher"]))
     invocation = {**conf, "code_version": version, "argv": sys.argv, "host": os.uname().nodename,
                   "pid": os.getpid(), "started_utc": stamp}

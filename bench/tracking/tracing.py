@@ -12,32 +12,27 @@ a sqlite tracking store. A no-op unless `configure(True)` was called (`tracking.
             span.set_outputs({"result": text})
         root.set_outputs({"success": ok})
 
-Everything that enters a span passes through `scrub`: values under key-like names
-(api_key, authorization, x-api-key, password, secret, auth_token) are replaced, and so is any
-occurrence of a secret (environment variables named *_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD,
-and values given to `register_secret`, which the HTTP providers call with their key).
+Everything that enters a span passes through `bench.core.redact.scrub` (secret-named keys,
+secret values from the environment and the providers' registered keys).
 A tracing failure is logged and never fails a trial.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
+from bench.core.redact import scrub
 from bench.core.types import Completion, Message, context_sha
 
 log = logging.getLogger(__name__)
 
-REDACTED = "[REDACTED]"
-_SECRET_NAME = re.compile(r"(^|[_\-.])(api[_\-]?key|authorization|password|secret|auth[_\-]?token)$", re.I)
-_SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
+# A tool's result in its span: the end of it (the whole text is in the event log's messages).
+SPAN_TEXT_CHARS = 2000
 _state: dict[str, Any] = {"enabled": False}
-_registered: set[str] = set()
 
 
 def configure(enabled: bool, *, tracking_uri: str | None = None, experiment: str | None = None) -> None:
@@ -50,34 +45,6 @@ def configure(enabled: bool, *, tracking_uri: str | None = None, experiment: str
             mlflow.set_tracking_uri(tracking_uri)
         if experiment:
             mlflow.set_experiment(experiment)
-
-
-def is_enabled() -> bool:
-    return bool(_state["enabled"])
-
-
-def register_secret(value: str | None) -> None:
-    if value and len(value) >= 8:
-        _registered.add(value)
-
-
-def _secrets() -> list[str]:
-    env = [v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 8]
-    return sorted(set(env) | _registered, key=len, reverse=True)
-
-
-def scrub(obj: Any, secrets: Sequence[str] | None = None) -> Any:
-    """`obj` with secret-named fields and secret values replaced by [REDACTED]."""
-    secrets = _secrets() if secrets is None else secrets
-    if isinstance(obj, Mapping):
-        return {str(k): REDACTED if _SECRET_NAME.search(str(k)) else scrub(v, secrets) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [scrub(v, secrets) for v in obj]
-    if isinstance(obj, str):
-        for s in secrets:
-            obj = obj.replace(s, REDACTED)
-        return obj
-    return obj
 
 
 class Span:
@@ -106,9 +73,6 @@ class Span:
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         self._call("set_attributes", dict(attributes))
-
-    def set_attribute(self, key: str, value: Any) -> None:
-        self.set_attributes({key: value})
 
     def set_completion(self, c: Completion) -> None:
         """Outputs and token-usage attributes of a model span, from the provider's Completion."""
@@ -174,7 +138,7 @@ def model_span(turn: int, request_hash: str | None = None, *, model_id: str | No
     a: dict[str, Any] = {"ctxbench.turn": turn, "ctxbench.request_hash": request_hash or "",
                          **({"mlflow.llm.model": model_id} if model_id else {}), **(attrs or {})}
     inputs = None
-    if messages is not None:
+    if messages is not None and _state["enabled"]:  # hashing the context costs a turn ~1 ms: only when traced
         shown = list(messages) if full_context else _turn_messages(messages)
         a.update({"ctxbench.n_messages": len(messages), "ctxbench.context_sha": context_sha(tuple(messages))})
         inputs = {"messages": [m.to_dict() for m in shown]}

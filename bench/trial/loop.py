@@ -1,7 +1,7 @@
-"""The agent loop of one trial (DESIGN §2): drift, context, model call, tools, certification.
+"""The agent loop of one trial (docs/design.md §2): drift, context, model call, tools, certification.
 
-Only the harness writes step status, from an observed exit code. Every way a trial can
-end badly is a named failure reason, never a success.
+Only the harness writes step status, from the check's own report (certify.py). Every way a
+trial can end badly is a named failure reason of bench.core.outcomes, never a success.
 """
 
 from __future__ import annotations
@@ -10,26 +10,26 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bench.core import outcomes
 from bench.core.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, Usage, request_hash
+from bench.eventlog import events as E
 from bench.eventlog.events import EventLog
-from bench.providers.base import Provider
+from bench.providers.base import ContextOverflow, Provider
 from bench.sandbox.base import Sandbox
 from bench.tracking import tracing
+from bench.trial import certify as C
 from bench.trial import steps as S
 from bench.trial import tidy_ups
-from bench.trial.tools import Tools
-from bench.trial.toolspecs import TOOLS
+from bench.trial.checkcache import CheckCache
+from bench.trial.tools import ToolOutcome, Tools
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import TaskSpec
 
 NUDGE = "No tool call. Continue the current step with the tools, then call submit_step."
-
-
-class TrialFailed(Exception):
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
+COUNTS = ("compactions", "context_truncations", "output_truncations", "drift_events", "invariant_violations",
+          "policy_violations", "processes_killed", "tool_errors")
 
 
 @dataclass
@@ -61,12 +61,12 @@ class LoopSettings:
 
 class TrialLoop:
     def __init__(self, task: TaskSpec, sandbox: Sandbox, strategy: Strategy, provider: Provider,
-                 log: EventLog, settings: LoopSettings, tracer: Any = None):
+                 log: EventLog, settings: LoopSettings, tracer: Any = None, cache: CheckCache | None = None):
         self.task, self.sandbox, self.strategy, self.provider = task, sandbox, strategy, provider
-        self.log, self.cfg, self.tracer = log, settings, tracer
-        self.tools = Tools(sandbox, task.protected, exec_timeout_s=settings.exec_timeout_s)
-        self.out = Outcome(counts={k: 0 for k in ("compactions", "context_truncations", "output_truncations",
-                                                  "drift_events", "invariant_violations", "policy_violations")})
+        self.log, self.cfg, self.tracer, self.cache = log, settings, tracer, cache
+        self.copy = C.HarnessCopy(task)  # protected files as the harness knows them, kept on the host
+        self.tools = Tools(sandbox, self.copy, exec_timeout_s=settings.exec_timeout_s)
+        self.out = Outcome(counts={k: 0 for k in COUNTS})
         self.transcript: list[Message] = []
         self.certified: list[Certified] = []
         self.learned: tuple = ()
@@ -79,8 +79,8 @@ class TrialLoop:
         last_commit = self.sandbox.base_commit
         for index, step in enumerate(self.task.steps):
             if self.cfg.drift:
-                self.out.counts["drift_events"] += S.apply_drift(self.task, step, self.sandbox, self.log, self.turn)
-                self.tools.snapshot_protected()
+                self.out.counts["drift_events"] += S.apply_drift(self.task, step, self.sandbox, self.log, self.turn,
+                                                                 self.copy.apply)
             head, dirty = S.read_head(step, self.sandbox, last_commit)
             self.log.append("step_start", self.turn, step=step.id, index=index, repo_commit=head.repo_commit,
                             tree=head.tree, files=[[p, c] for p, c in head.files], drift_note=head.drift_note,
@@ -90,12 +90,14 @@ class TrialLoop:
             self.head = head
             if not self._run_step(index):
                 self.out.first_failed_step = index
-                raise TrialFailed("step_failed", f"{step.id} not certified within its turn budget")
+                raise outcomes.failure("step_failed", f"{step.id} not certified within its turn budget")
             self.out.steps_passed += 1
             last_commit = self.sandbox.commit(f"{step.id}: {step.title}", S.AGENT_AUTHOR)
-        final = S.run_check(self.sandbox, self.log, self.turn, "final", self.task.final_check)
+        final = C.certify(self.sandbox, self.copy, self.log, self.turn, "final", self.task.final_check,
+                            cache=self.cache)
+        self._count_certification(final.violations, final.ended)
         if not final.passed:
-            raise TrialFailed("final_check_failed", final.output[-300:])
+            raise outcomes.failure("final_check_failed", final.output[-E.FAILURE_DETAIL_TAIL_CHARS:])
         self.out.success = True
         return self.out
 
@@ -105,9 +107,9 @@ class TrialLoop:
         step_start, attempt, last_failure = len(self.transcript) - 1, 0, None
         for _ in range(self.cfg.max_turns_per_step):
             if self.turn >= self.cfg.max_turns:
-                raise TrialFailed("turn_budget", f"{self.cfg.max_turns} turns used")
+                raise outcomes.failure("turn_budget", f"{self.cfg.max_turns} turns used")
             if time.monotonic() > self.cfg.deadline:
-                raise TrialFailed("timeout", "trial wall-clock limit reached")
+                raise outcomes.failure("timeout", "trial wall-clock limit reached")
             state = State(task=self.task, tools=TOOLS, transcript=tuple(self.transcript), turn=self.turn,
                           step_index=index, step_start=step_start, attempt=attempt,
                           certified=tuple(self.certified), learned=self.learned, last_failure=last_failure,
@@ -122,8 +124,10 @@ class TrialLoop:
                 continue
             passed, results, tried = False, [], attempt
             for call in reply.tool_calls:
-                self.log.append("tool_call", self.turn - 1, call_id=call.id, name=call.name, args=call.args)
-                with tracing.tool_span(self.turn - 1, call.name, call.args, call_id=call.id) as span:
+                # A model may send anything as arguments; the log and the trace get an object.
+                shown = call.args if isinstance(call.args, dict) else {"(not an object)": repr(call.args)[:2000]}
+                self.log.append("tool_call", self.turn - 1, call_id=call.id, name=call.name, args=shown)
+                with tracing.tool_span(self.turn - 1, call.name, shown, call_id=call.id) as span:
                     if call.name == "submit_step":
                         text, ok, failure = self._submit(index, call.args)
                         passed = passed or ok
@@ -132,13 +136,10 @@ class TrialLoop:
                     else:
                         res = self.tools.call(call.name, call.args)
                         text, ok = res.text, res.ok
-                        if res.policy_violation:
-                            self.out.counts["policy_violations"] += 1
-                            self.log.append("policy_violation", self.turn - 1, tool=call.name,
-                                            detail=res.policy_violation)
-                    span.set_outputs({"ok": ok, "result": text[-2000:]})
+                        self._record_tool(call.name, res)
+                    span.set_outputs({"ok": ok, "result": text[-tracing.SPAN_TEXT_CHARS:]})
                 self.log.append("tool_result", self.turn - 1, call_id=call.id, name=call.name, ok=ok,
-                                output=text[-4000:])
+                                output=text[-E.TOOL_OUTPUT_TAIL_CHARS:])
                 self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
                 results.append((call.name, call.args, text, ok))
             for chance in tidy_ups.chances(self.task, self.task.steps[index].id, built.messages, results):
@@ -147,14 +148,32 @@ class TrialLoop:
                 return True
         return False
 
-    def _submit(self, index: int, args: dict) -> tuple[str, bool, str | None]:
-        """Certify from the check's exit code. Returns (text for the model, passed, failure)."""
+    def _record_tool(self, name: str, res: ToolOutcome) -> None:
+        """The events and counts of a tool result: policy violations, mistakes, ended processes."""
+        if res.policy_violation:
+            self.out.counts["policy_violations"] += 1
+            self.log.append("policy_violation", self.turn - 1, tool=str(name), detail=res.policy_violation)
+        if res.error:
+            self.out.counts["tool_errors"] += 1
+            self.log.append("tool_error", self.turn - 1, tool=str(name), error=res.error, detail=res.text[:300])
+        if res.ended:
+            self.out.counts["processes_killed"] += len(res.ended)
+            self.log.append("process_killed", self.turn - 1, when=f"after {name}", processes=list(res.ended))
+
+    def _count_certification(self, violations: list[str], ended: list[str]) -> None:
+        self.out.counts["policy_violations"] += len(violations)
+        self.out.counts["processes_killed"] += len(ended)
+
+    def _submit(self, index: int, args: object) -> tuple[str, bool, str | None]:
+        """Certify from the check's own report. Returns (text for the model, passed, failure)."""
         step = self.task.steps[index]
+        args = args if isinstance(args, dict) else {}
         notes = str(args.get("notes") or "").strip()
         if self.strategy.requires_handoff and not notes:
             return HANDOFF_QUESTION, False, None
         standing = S.in_force(self.task, index)
-        chk = S.run_check(self.sandbox, self.log, self.turn - 1, step.id, step.check, standing)
+        chk = C.certify(self.sandbox, self.copy, self.log, self.turn - 1, step.id, step.check, standing, self.cache)
+        self._count_certification(chk.violations, chk.ended)
         self.log.append("step_status", self.turn - 1, step=step.id, status="passed" if chk.passed else "failed")
         if not chk.passed:
             tail = chk.output[-S.FAILURE_TAIL_CHARS:]
@@ -162,7 +181,8 @@ class TrialLoop:
         # Invariants count once the step is certified: a failed attempt's tree is not the agent's answer.
         self.out.counts["invariant_violations"] += S.record_invariants(self.log, self.turn - 1, standing,
                                                                        chk.invariant_codes)
-        submitted = [str(x) for x in (args.get("invariants") or [])]
+        invariants = args.get("invariants")
+        submitted = [str(x) for x in invariants] if isinstance(invariants, list) else []
         self.learned = S.learn(step, submitted, self.learned, getattr(self.strategy, "invariants_from", "harness"))
         self.certified.append(Certified(step_id=step.id, check=step.check, tree_sha=self.sandbox.tree_sha(),
                                         notes=notes[:S.NOTES_CAP_CHARS],
@@ -195,7 +215,7 @@ class TrialLoop:
                             tokens_before=built.tokens_before_drop, tokens_after=built.tokens)
         if built.tokens > state.budget:
             self.log.append("context_overflow", self.turn, tokens=built.tokens, budget=state.budget)
-            raise TrialFailed("context_overflow", f"{built.tokens} tokens > budget {state.budget}")
+            raise outcomes.failure("context_overflow", f"{built.tokens} tokens > budget {state.budget}")
         return built
 
     def _refresh_files(self, head: StepHead) -> StepHead:
@@ -212,8 +232,13 @@ class TrialLoop:
         rhash = request_hash(messages, tools, self.cfg.max_output, self.cfg.seed)
         with tracing.model_span(self.turn, rhash, model_id=self.provider.model_id, messages=messages,
                                 attrs={"ctxbench.purpose": purpose}) as span:
-            reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
-                                           cache_breakpoint=stable or None)
+            try:
+                reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
+                                               cache_breakpoint=stable or None)
+            except ContextOverflow as exc:  # the provider's own window: the context is the agent's
+                self.log.append("context_overflow", self.turn, tokens=tokens, budget=self.cfg.window,
+                                detail=str(exc)[:E.ERROR_DETAIL_CHARS])
+                raise outcomes.failure("context_overflow", str(exc)[:E.FAILURE_DETAIL_TAIL_CHARS]) from exc
             span.set_completion(reply)
         self.out.usage = self.out.usage + reply.usage
         self.out.cost_usd += reply.cost_usd
@@ -234,7 +259,8 @@ class TrialLoop:
         if reply.stop_reason == "max_tokens":
             self.out.counts["output_truncations"] += 1
             self.log.append("output_truncation", self.turn, purpose=purpose, max_tokens=self.cfg.max_output)
-            raise TrialFailed("output_truncation", f"reply cut at max_tokens={self.cfg.max_output}")
+            raise outcomes.failure("output_truncation", f"reply cut at max_tokens={self.cfg.max_output}")
         if reply.stop_reason in ("error", "refusal"):
-            raise TrialFailed("model_error", f"stop_reason={reply.stop_reason}: {reply.content[:200]}")
+            raise outcomes.failure("model_error",
+                                   f"stop_reason={reply.stop_reason}: {reply.content[:E.MODEL_ERROR_HEAD_CHARS]}")
         return reply

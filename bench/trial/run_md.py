@@ -37,7 +37,7 @@ def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Outcome, statu
         mark = {"passed": "x"}.get(verdicts.get(s.id, ""), " ")
         state = verdicts.get(s.id, "not reached")
         lines.append(f"- [{mark}] `{s.id}` {s.title} — {state}; check `{s.check}`")
-    failures = [r for r in records if r["kind"] == "check" and r.get("exit_code") != 0]
+    failures = [r for r in records if r["kind"] == "check" and not r.get("passed", r.get("exit_code") == 0)]
     if failures:
         last = failures[-1]
         lines += ["", f"## Last failing check ({last['step']})", "", "```", str(last.get("output", ""))[-1500:], "```"]

@@ -1,186 +1,206 @@
-"""One trial end to end: task, sandbox, strategy, provider, loop, MLflow (DESIGN §2)."""
+"""One trial, top-down (docs/design.md §2): prepare, resume or skip, play, record.
+
+    run(cfg) -> TrialResult
+      prepare         validate every group, build task, strategy and provider: bad input costs nothing
+      claim           under a host-wide lock: skip a config already finished (or running) in this
+                      study, else create its MLflow run
+      play            trace, watchdog, sandbox, the loop, the final tree; cleanup is one ExitStack
+      record.finish   event log, artifacts, MLflow; each step guarded (record.py)
+
+How a trial ends is bench.core.outcomes: the loop raises AgentFailure / InfraFailure, the
+sandbox SandboxLost, a provider ProviderError; `judged` turns each into the verdict (the
+first reason is kept; a failure after the loop replaces a success), before any cleanup.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
-import time
-import uuid
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+import strategies
 import tasks
+from bench import providers
 from bench.config import TrialConfig, load
-from bench.core.types import sha256_text
-from bench.eventlog.events import EventLog
-from bench.trial.loop import LoopSettings, Outcome, TrialFailed, TrialLoop
-from bench.trial.run_md import write_run_md
+from bench.core.outcomes import INTERRUPTED, TrialFailed
+from bench.providers.base import Provider
+from bench.sandbox import create as create_sandbox
+from bench.sandbox import pool, sweep
+from bench.sandbox.base import Sandbox, SandboxConfig
+from bench.tracking import tracing
+from bench.tracking.runs import TrialRun, previous_runs, trial_claim
+from bench.tracking.task_input import log_task_input
+from bench.trial.checkcache import CheckCache
+from bench.trial.loop import LoopSettings, TrialLoop
+from bench.trial.record import Trial, TrialResult, classify, finish
+from bench.trial.watchdog import trial_watchdog
+from strategies.base import Strategy
+from tasks.spec import TaskSpec
+
+__all__ = ["TrialResult", "run"]
 
 log = logging.getLogger("ctxbench")
 
-# Failures of the infrastructure, not of the agent: the run ends FAILED (excluded from the
-# analysis, rerun on resume), never FINISHED with a verdict it did not earn.
-INFRA_FAILURES = {"sandbox_lost", "provider_error", "harness_error", "timeout"}
-
 
 @dataclass(frozen=True)
-class TrialResult:
-    run_id: str
-    status: str  # success | failure | error | killed
-    success: bool
-    failure_reason: str
-    turns: int
-    events_path: Path
-    skipped: bool = False
+class Parts:
+    """What a trial is made of, built and validated before anything is created."""
+
+    task: TaskSpec
+    strategy: Strategy
+    provider: Provider
+    sandbox: SandboxConfig
+    window: int
+    max_output: int
 
 
 def run(cfg: DictConfig | TrialConfig) -> TrialResult:
+    """One trial; its result is also the Hydra job's return value (bench/__main__.py)."""
     tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
-    from bench.providers import make_provider
-    from bench.sandbox import create as create_sandbox
-    from bench.sandbox.base import SandboxConfig, SandboxLost
-    from strategies import make_strategy
+    parts = prepare(tcfg)
+    with contextlib.ExitStack() as stack:
+        stack.callback(_close_quietly, parts.provider)
+        claimed = claim(tcfg, parts.task)
+        if isinstance(claimed, TrialResult):
+            return claimed
+        trial = Trial(tcfg, parts.task, claimed)
+        try:
+            with judged(trial):
+                trial.open()
+                play(trial, parts)
+        finally:
+            finish(trial)
+        return trial.result()
 
-    # Validate every group before anything is created, so bad input costs nothing.
+
+def _close_quietly(provider: Provider) -> None:
+    try:
+        provider.close()
+    except Exception:  # a provider that fails to close changes nothing about the trial
+        log.warning("closing the provider failed", exc_info=True)
+
+
+def prepare(tcfg: TrialConfig) -> Parts:
+    """Every component validates its own group here (a missing API key fails here too)."""
     task = tasks.generate(tcfg.task.family, tcfg.task.seed, **dict(tcfg.task.size))
     if tcfg.arm.drift_kinds is not None:  # an ablation: only these kinds of drift land
-        task = replace(task, drift=tuple(d for d in task.drift if d.kind in tcfg.arm.drift_kinds))
-    strategy = make_strategy(tcfg.strategy)
-    sandbox_cfg = SandboxConfig.from_dict(tcfg.sandbox)
+        task = dataclasses.replace(task, drift=tuple(d for d in task.drift if d.kind in tcfg.arm.drift_kinds))
+    strategy = strategies.make_strategy(tcfg.strategy)
+    sandbox = SandboxConfig.from_dict(tcfg.sandbox)
     window = tcfg.arm.window or int(tcfg.model["window"])
-    max_output = int(tcfg.model["max_output"])
-    provider = make_provider(tcfg.model)  # a missing API key fails here, before any run exists
+    provider = providers.make_provider(tcfg.model)
+    return Parts(task, strategy, provider, sandbox, window, int(tcfg.model["max_output"]))
 
-    from bench.tracking.runs import TrialRun, previous_runs, trial_claim
-    from bench.tracking.task_input import log_task_input
-    from bench.trial.watchdog import trial_watchdog
 
+def claim(tcfg: TrialConfig, task: TaskSpec) -> TrialRun | TrialResult:
+    """This trial's new MLflow run, or the result of the earlier run that makes it unnecessary."""
     with trial_claim(tcfg.results_dir):  # check-then-create is atomic across this host's processes
-        if tcfg.resume:
-            prev = previous_runs(tcfg)
-            done = [r for r in prev if r.info.status == "FINISHED"]
-            if done or any(r.info.status == "RUNNING" for r in prev):
-                provider.close()
-            if done:
-                r = done[0]
-                log.info("%s: already finished in study %s (run %s), skipped", tcfg.run_name, tcfg.study,
-                         r.info.run_id)
-                return TrialResult(r.info.run_id, r.data.tags.get("status", ""),
-                                   r.data.tags.get("status") == "success", r.data.tags.get("failure_reason", ""),
-                                   int(r.data.metrics.get("turns", 0)), Path(""), skipped=True)
-            live = [r for r in prev if r.info.status == "RUNNING"]
-            if live:  # a live process runs it right now (another invocation of this study)
-                r = live[0]
-                log.info("%s: running in pid %s on %s (run %s), skipped", tcfg.run_name, r.data.tags.get("pid"),
-                         r.data.tags.get("host"), r.info.run_id)
-                return TrialResult(r.info.run_id, "running", False, "", 0, Path(""), skipped=True)
+        earlier = resume_or_skip(tcfg) if tcfg.resume else None
+        if earlier is not None:
+            return earlier
         run = TrialRun(tcfg, {"task_id": task.task_id})
-        log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column
+    log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column; never raises
+    return run
 
-    nonce = uuid.uuid4().hex[:8]
-    out_dir = tcfg.results_dir / "trials" / f"{tcfg.config_hash}-{nonce}"
-    events = EventLog(out_dir / "events.jsonl")
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(dict(tcfg.resolved))))
-    started = time.monotonic()
-    outcome, status, mlflow_status, reason = Outcome(), "error", "FAILED", "harness_error"
-    sandbox = None
-    final_diff = ""
-    from bench.tracking import tracing
 
-    tracing.configure(tcfg.tracking.tracing, tracking_uri=tcfg.tracking.uri,
-                      experiment=tcfg.tracking.experiment)
-    trace = tracing.trial_trace(tcfg.run_name, {"strategy": tcfg.strategy["name"], "arm": tcfg.arm.name,
-                                                "task_id": task.task_id, "rep": tcfg.rep}, run_id=run.run_id)
-    root = trace.__enter__()
-    watchdog = trial_watchdog(tcfg.limits.trial_timeout_s)  # ends a trial stuck inside one call
+def resume_or_skip(tcfg: TrialConfig) -> TrialResult | None:
+    prev = previous_runs(tcfg)
+    for r in prev:
+        if r.info.status == "FINISHED":
+            log.info("%s: already finished in study %s (run %s), skipped", tcfg.run_name, tcfg.study,
+                     r.info.run_id)
+            tags = r.data.tags
+            return TrialResult(r.info.run_id, tags.get("status", ""), tags.get("status") == "success",
+                               tags.get("failure_reason", ""), int(r.data.metrics.get("turns", 0)), Path(""),
+                               skipped=True, outcome_class=tags.get("outcome_class", ""))
+    for r in prev:
+        if r.info.status == "RUNNING":  # a live process runs it right now (another invocation of this study)
+            log.info("%s: running in pid %s on %s (run %s), skipped", tcfg.run_name, r.data.tags.get("pid"),
+                     r.data.tags.get("host"), r.info.run_id)
+            return TrialResult(r.info.run_id, "running", False, "", 0, Path(""), skipped=True)
+    return None
+
+
+@contextlib.contextmanager
+def judged(trial: Trial) -> Iterator[None]:
+    """Whatever ends the trial becomes its verdict here; an interrupt still propagates."""
     try:
-        watchdog.__enter__()
-        sandbox = create_sandbox(sandbox_cfg, dict(task.files), f"{tcfg.config_hash}-{nonce}",
-                                 labels={"ctxbench.study": tcfg.study, "ctxbench.run_id": run.run_id})
-        events.append("trial_start", 0, trial_id=tcfg.config_hash, task_id=task.task_id,
-                      strategy=tcfg.strategy["name"], arm=tcfg.arm.name, model=tcfg.model.get("name"),
-                      rep=tcfg.rep, seed=tcfg.task.seed * 1000 + tcfg.rep, window=window,
-                      max_output=max_output, base_commit=sandbox.base_commit, config_hash=tcfg.config_hash)
-        settings = LoopSettings(window=window, max_output=max_output, max_turns=tcfg.limits.max_turns,
-                                max_turns_per_step=tcfg.limits.max_turns_per_step,
-                                deadline=started + tcfg.limits.trial_timeout_s,
-                                seed=tcfg.task.seed * 1000 + tcfg.rep, drift=tcfg.arm.drift,
-                                exec_timeout_s=sandbox_cfg.exec_timeout_s)
-        loop = TrialLoop(task, sandbox, strategy, provider, events, settings)
-        try:
-            outcome = loop.run()
-            status, mlflow_status, reason = "success", "FINISHED", ""
-        except TrialFailed as exc:
-            outcome = loop.out
-            reason = exc.reason
-            status, mlflow_status = ("error", "FAILED") if reason in INFRA_FAILURES else ("failure", "FINISHED")
-        finally:
-            outcome = loop.out
-        outcome.final_tree_sha = sandbox.tree_sha()
-        final_diff = sandbox.git("diff", sandbox.base_commit)
-    except SandboxLost as exc:
-        reason = "sandbox_lost"
-        events.append("error", len(outcome.per_turn), reason=reason, detail=str(exc)[:500])
-    except TrialFailed as exc:  # the watchdog fired outside the loop (sandbox start, final tree)
-        reason = exc.reason
-        events.append("error", len(outcome.per_turn), reason=reason, detail=str(exc)[:500])
-    except KeyboardInterrupt:
-        status, mlflow_status, reason = "killed", "KILLED", "interrupted"
+        yield
+    except KeyboardInterrupt as exc:
+        trial.fail(*classify(exc))
         raise
     except Exception as exc:
-        from bench.providers.base import ProviderError
+        trial.fail(*classify(exc))
 
-        reason = "provider_error" if isinstance(exc, ProviderError) else "harness_error"
-        events.append("error", len(outcome.per_turn), reason=reason,
-                      detail=f"{type(exc).__name__}: {exc}"[:2000])
-        if reason == "harness_error":
-            log.exception("trial crashed")
+
+def play(trial: Trial, parts: Parts) -> None:
+    tcfg = trial.cfg
+    tracing.configure(tcfg.tracking.tracing, tracking_uri=tcfg.tracking.uri, experiment=tcfg.tracking.experiment)
+    attrs = {"strategy": tcfg.strategy["name"], "arm": tcfg.arm.name, "task_id": parts.task.task_id, "rep": tcfg.rep}
+    with contextlib.ExitStack() as cleanup:
+        root = cleanup.enter_context(tracing.trial_trace(tcfg.run_name, attrs, run_id=trial.run.run_id))
+        cleanup.callback(lambda: root.set_outputs({"status": trial.verdict.status,
+                                                   "failure_reason": trial.verdict.reason}))
+        # The watchdog ends a trial stuck inside one call; it is disarmed before the verdict is
+        # taken and before any cleanup, which it must never interrupt.
+        with judged(trial), trial_watchdog(tcfg.limits.trial_timeout_s):
+            sandbox = cleanup.enter_context(sandbox_for(trial, parts))
+            loop = start(trial, parts, sandbox)
+            try:
+                loop.run()
+            except TrialFailed as exc:  # a verdict: the final tree is still recorded
+                trial.fail(exc.reason, exc.detail)
+            trial.outcome.final_tree_sha = sandbox.tree_sha()
+            trial.final_diff = sandbox.git("diff", sandbox.base_commit)
+
+
+def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> TrialLoop:
+    tcfg, seed = trial.cfg, trial.cfg.task.seed * 1000 + trial.cfg.rep
+    assert trial.events is not None, "Trial.open() comes first"
+    trial.events.append("trial_start", 0, trial_id=tcfg.config_hash, task_id=parts.task.task_id,
+                        strategy=tcfg.strategy["name"], arm=tcfg.arm.name, model=tcfg.model.get("name"),
+                        rep=tcfg.rep, seed=seed, window=parts.window, max_output=parts.max_output,
+                        base_commit=sandbox.base_commit, config_hash=tcfg.config_hash)
+    settings = LoopSettings(window=parts.window, max_output=parts.max_output, max_turns=tcfg.limits.max_turns,
+                            max_turns_per_step=tcfg.limits.max_turns_per_step,
+                            deadline=trial.started + tcfg.limits.trial_timeout_s, seed=seed, drift=tcfg.arm.drift,
+                            exec_timeout_s=parts.sandbox.exec_timeout_s)
+    cache = CheckCache.for_study(tcfg.results_dir, tcfg.study, {
+        "run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study}) if parts.sandbox.check_cache else None
+    loop = TrialLoop(parts.task, sandbox, parts.strategy, parts.provider, trial.events, settings, cache=cache)
+    trial.outcome = loop.out
+    return loop
+
+
+@contextlib.contextmanager
+def sandbox_for(trial: Trial, parts: Parts) -> Iterator[Sandbox]:
+    """The trial's sandbox (with `sandbox.reuse`, the worker's last one renewed: bench/sandbox/pool.py).
+    On the way out it is closed or kept for the next trial; if it never came up, or would not
+    close, its containers are swept by this run's label."""
+    labels = {"ctxbench.study": trial.cfg.study, "ctxbench.run_id": trial.run.run_id}
+    sandbox = None
+    closed = False
+    try:
+        sandbox = pool.acquire(parts.sandbox, dict(parts.task.files), trial.trial_id, labels, make=create_sandbox)
+        before = sandbox.cost()
+        yield sandbox
     finally:
-        watchdog.disarm()
-        root.set_outputs({"status": status, "failure_reason": reason})
-        trace.__exit__(None, None, None)
-        outcome.turns = len(outcome.per_turn)
-        outcome.failure_reason = reason
-        wall = time.monotonic() - started
-        events.append("trial_end", outcome.turns, success=status == "success", status=status,
-                      failure_reason=reason, steps_passed=outcome.steps_passed,
-                      final_tree_sha=outcome.final_tree_sha, t={"wall_s": round(wall, 3)})
-        events.close()
-        (out_dir / "events.jsonl.sha256").write_text(sha256_text((out_dir / "events.jsonl").read_text()) + "\n")
-        (out_dir / "final.diff").write_text(final_diff)
-        write_run_md(out_dir / "RUN.md", tcfg, task, outcome, status, events.records)
-        for closer in (sandbox, provider):
+        if sandbox is not None:
+            after = sandbox.cost()  # what this trial cost the sandbox, for `make bench`
+            trial.sandbox_cost = {"sandbox_reused": before["trials"] > 1, **{
+                f"sandbox_{k}": round(after[k] - before.get(k, 0), 4) for k in after if k != "trials"}}
             try:
-                if closer is not None:
-                    closer.close(interrupted=status == "killed") if closer is sandbox else closer.close()
-            except Exception:  # cleanup must never mask the trial's own outcome
-                log.warning("cleanup failed", exc_info=True)
-        if sandbox is None and sandbox_cfg.kind == "docker":  # interrupted mid-create: remove by label
-            from bench.sandbox import sweep
-
-            try:
-                sweep({"ctxbench.run_id": run.run_id})
+                pool.release(sandbox, parts.sandbox, labels, interrupted=trial.verdict.outcome_class == INTERRUPTED)
+                closed = True
             except Exception:
-                log.warning("sweep after a failed sandbox start failed", exc_info=True)
-        from bench.eventlog.measures import step_curves, trial_measures
-
-        run.finish(mlflow_status, tags={"status": status, "failure_reason": reason,
-                                        "final_tree_sha": outcome.final_tree_sha,
-                                        "events_sha256": (out_dir / "events.jsonl.sha256").read_text().strip()},
-                   final={**final_metrics(outcome, wall), **trial_measures(events.records)},
-                   per_turn=step_curves(events.records, outcome.per_turn), artifacts=out_dir)
-    log.info("%s: %s%s in %d turns", tcfg.run_name, status, f" ({reason})" if reason else "", outcome.turns)
-    return TrialResult(run.run_id, status, status == "success", reason, outcome.turns, out_dir / "events.jsonl")
-
-
-def final_metrics(o: Outcome, wall_s: float) -> dict[str, float]:
-    u = o.usage
-    prompt = u.prompt
-    return {
-        "success": float(o.success), "steps_passed": o.steps_passed, "first_failed_step": o.first_failed_step,
-        "turns": o.turns, "tokens_input_total": prompt, "tokens_output_total": u.output,
-        "tokens_cache_read_total": u.cache_read, "tokens_cache_write_total": u.cache_write,
-        "cache_hit_ratio": (u.cache_read / prompt) if prompt else 0.0, "cost_usd": o.cost_usd,
-        "latency_s": o.latency_s, "wall_s": wall_s, **{k: float(v) for k, v in o.counts.items()},
-    }
+                log.warning("closing the sandbox failed; sweeping by label", exc_info=True)
+        if not closed and parts.sandbox.kind == "docker":
+            try:
+                sweep({"ctxbench.run_id": trial.run.run_id})
+            except Exception:
+                log.warning("sweeping the sandbox by label failed", exc_info=True)

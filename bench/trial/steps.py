@@ -1,11 +1,10 @@
 """What the harness does at step boundaries: drift commits, reading the step head fresh,
-certifying a step from an observed exit code, and checking standing invariants."""
+recording standing invariants and what a step taught. Certifying a step is certify.py."""
 
 from __future__ import annotations
 
 import fnmatch
-import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 
 from bench.core.render import content_sha, invariant_line
 from bench.eventlog.events import EventLog
@@ -19,12 +18,15 @@ NOTES_CAP_CHARS = 600
 LEARNED_CAP = 24  # learned invariants kept; the oldest model-written notes go first
 
 
-def apply_drift(task: TaskSpec, step: Step, sandbox: Sandbox, log: EventLog, turn: int) -> int:
-    """Commit every drift scheduled before `step` as its outside author. Returns how many."""
+def apply_drift(task: TaskSpec, step: Step, sandbox: Sandbox, log: EventLog, turn: int,
+                protected: Callable[[Iterable[tuple[str, str | None]]], None]) -> int:
+    """Commit every drift scheduled before `step` as its outside author; `protected` hears of
+    the files it writes (the harness's own copy of protected files follows them). Returns how many."""
     n = 0
     for d in task.drift:
         if d.before_step != step.id:
             continue
+        protected(d.files)
         for path, content in d.files:
             if content is None:
                 sandbox.delete_file(path)
@@ -71,53 +73,6 @@ def read_head(step: Step, sandbox: Sandbox, last_certified_commit: str) -> tuple
                 f"not yours:\n{moved}\n{stat}\nCopies of these files seen before this note are stale: read them again.")
     dirty = [line[3:] for line in status.splitlines()]
     return StepHead(tree=tree, files=tuple(files), repo_commit=head_commit, drift_note=note), dirty
-
-
-@dataclass
-class CheckOutcome:
-    passed: bool
-    exit_code: int
-    output: str
-    duration_s: float
-    timed_out: bool
-    invariant_codes: dict[str, int] = field(default_factory=dict)
-
-
-_ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?s\b")
-
-
-def scrub(output: str) -> str:
-    """Drop wall-clock figures (pytest's "in 0.41s") from model-visible output: they differ
-    run to run, and a context that differs by them would break common random numbers and
-    byte-identical logs (DESIGN §8.6)."""
-    return _ELAPSED.sub("in <elapsed>", output)
-
-
-_INV_MARK = "__ctxbench_invariants__"
-
-
-def run_check(sandbox: Sandbox, log: EventLog, turn: int, step_id: str, command: str,
-              invariants: list[Invariant] | None = None) -> CheckOutcome:
-    """Run a certifying check; with `invariants`, the standing invariant checks run in the
-    same sandbox exec right after it (an exec costs ~80 ms, a study runs thousands). The
-    check's own exit code and output are kept apart from the invariants' results."""
-    script = command
-    if invariants:
-        probes = "; ".join(f"( {inv.check} ) >/dev/null 2>&1; echo \"__inv {inv.id} $?\"" for inv in invariants)
-        script = f"( {command} ); __rc=$?; echo {_INV_MARK}; {probes}; exit $__rc"
-    res = sandbox.exec(script)
-    passed = res.exit_code == 0 and not res.timed_out
-    own, _, probed = res.output.partition(_INV_MARK + "\n")
-    output = scrub(own)
-    log.append("check", turn, step=step_id, command=command, exit_code=res.exit_code, timed_out=res.timed_out,
-               output=output[-FAILURE_TAIL_CHARS:], invariants=[i.id for i in invariants or ()],
-               t={"duration_s": round(res.duration_s, 4)})
-    codes: dict[str, int] = {}
-    for line in probed.splitlines():
-        if line.startswith("__inv "):
-            _, inv_id, exit_code = line.split()
-            codes[inv_id] = int(exit_code)
-    return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out, codes)
 
 
 def record_invariants(log: EventLog, turn: int, invariants: list[Invariant], codes: dict[str, int]) -> int:

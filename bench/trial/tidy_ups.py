@@ -46,7 +46,7 @@ def perceived(messages: Iterable[Message]) -> dict[str, str]:
 
 
 def chances(task: TaskSpec, step_id: str, context: Sequence[Message],
-            results: Sequence[tuple[str, dict[str, Any], str, bool]]) -> list[dict[str, Any]]:
+            results: Sequence[tuple[str, Any, str, bool]]) -> list[dict[str, Any]]:
     """The tidy-ups on offer at a reply that edited files, and whether each was taken.
     `results`: (tool name, args, result text, ok) of the reply's calls, in order."""
     if not any(name in EDIT_TOOLS for name, _, _, _ in results):
@@ -58,7 +58,7 @@ def chances(task: TaskSpec, step_id: str, context: Sequence[Message],
 
 
 def _chances(task: TaskSpec, step_id: str, before: dict[str, str],
-             results: Sequence[tuple[str, dict[str, Any], str, bool]]) -> list[dict[str, Any]]:
+             results: Sequence[tuple[str, Any, str, bool]]) -> list[dict[str, Any]]:
     plan = task.oracle.edits_for(step_id, before)
     paths = tuple(sorted({e.path for e in plan.edits if e.kind != "delete"}))
     if not paths:
@@ -71,11 +71,10 @@ def _chances(task: TaskSpec, step_id: str, before: dict[str, str],
         return []
     now = dict(before)
     for name, args, text, ok in results:
-        path = str(args.get("path", ""))
         if not ok or name not in EDIT_TOOLS:
             continue
-        if name == "delete_file":
-            now.pop(path, None)
+        if name == "delete_file" and isinstance(args, dict):  # a model may send any JSON as arguments
+            now.pop(str(args.get("path", "")), None)
         for shown, _, content in parse_file_blocks(text):
             now[shown] = content
     left = {x.key for x in task.oracle.cleanups(now, paths)}

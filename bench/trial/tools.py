@@ -1,23 +1,41 @@
-"""The agent's tools, executed by the harness against the sandbox, with policy enforced here.
+"""The agent's tools, executed by the harness against the sandbox, with policy enforced here
+(docs/threat_model.md). `submit_step` is not here: certifying a step is the loop's job.
 
-Policy never depends on the transcript: protected paths are refused for write/edit/delete,
-and a `run` command that changed a protected file is undone and logged, whatever the
-model was told. `submit_step` is not here: certifying a step is the trial loop's job.
+Model mistakes are the model's: a call is dispatched only to a tool of the published list
+(bench/core/toolspecs.py), after its arguments are validated against that tool's JSON
+schema; an unknown name, bad arguments, a refused path, a missing file, a bad git ref, binary
+or huge output each come back as a tool result the model sees (`ok=False`, `error` names the
+kind for the event log), never as an exception in the harness. Only a lost sandbox raises.
+
+Policy never depends on the transcript: every path goes through the one canonicaliser, and a
+path refused (outside the working copy, `.git`, or a protected file, directly or through a
+symlink or a look-alike spelling) is a failed result and a `policy_violation`. After a `run`
+command every process it left is ended, and protected files it changed are put back from the
+harness's own copy, each one a `policy_violation`.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+
+import jsonschema
 
 from bench.core.render import file_block
-from bench.sandbox.base import Sandbox
-from bench.trial.steps import scrub
+from bench.core.toolspecs import TOOLS
+from bench.sandbox.base import GitError, PathRefused, Sandbox, SandboxLost
+from bench.trial.certify import HarnessCopy, scrub
 
 MAX_GREP_LINES = 200
+MAX_LINE_CHARS = 400
+MAX_FILE_BYTES = 200_000  # a read_file beyond this is cut, and says so
+MAX_GIT_CHARS = 20_000
+GIT_SUBCOMMANDS = ("status", "log", "diff", "show")
+# Options that would write files, run external programs or read outside the repository.
+_GIT_REFUSED = ("--output", "--ext-diff", "--no-index", "--textconv", "-o", "--exec", "--upload-pack")
+_VALIDATORS = {t.name: jsonschema.Draft202012Validator(t.parameters) for t in TOOLS}
 
 
 @dataclass(frozen=True)
@@ -26,128 +44,153 @@ class ToolOutcome:
     ok: bool
     policy_violation: str | None = None  # set when the call broke policy (logged by the loop)
     changed: tuple[str, ...] = ()  # paths the call wrote
+    error: str | None = None  # the kind of mistake, for a `tool_error` event
+    ended: tuple[str, ...] = ()  # processes a `run` left behind, ended (a `process_killed` event)
+
+
+def _mistake(kind: str, text: str) -> ToolOutcome:
+    return ToolOutcome(f"ERROR: {text}", ok=False, error=kind)
 
 
 class Tools:
-    def __init__(self, sandbox: Sandbox, protected: tuple[str, ...], exec_timeout_s: float):
+    def __init__(self, sandbox: Sandbox, copy: HarnessCopy, exec_timeout_s: float):
         self.sandbox = sandbox
-        self.protected = protected
+        self.copy = copy
         self.exec_timeout_s = exec_timeout_s
-        self._guarded: dict[str, str] = {}
-        self.snapshot_protected()
+        self._handlers: dict[str, Callable[..., ToolOutcome]] = {
+            "read_file": self.read_file, "write_file": self.write_file, "edit_file": self.edit_file,
+            "delete_file": self.delete_file, "list_files": self.list_files, "grep": self.grep,
+            "run": self.run, "git": self.git}
 
-    def is_protected(self, path: str) -> bool:
-        return any(fnmatch.fnmatch(path, g) for g in self.protected)
-
-    def snapshot_protected(self) -> None:
-        """Remember protected files' contents (again after the harness itself commits drift)."""
-        self._guarded = {p: self.sandbox.read_file(p) for p in self.sandbox.list_files() if self.is_protected(p)}
-
-    def call(self, name: str, args: Mapping[str, Any]) -> ToolOutcome:
-        handler = getattr(self, f"_{name}", None)
-        if handler is None or name == "submit_step":
-            return ToolOutcome(f"ERROR: unknown tool {name!r}", ok=False)
+    def call(self, name: object, args: object) -> ToolOutcome:
+        handler = self._handlers.get(name) if isinstance(name, str) else None
+        if handler is None or not isinstance(name, str):
+            return _mistake("unknown_tool", f"unknown tool {name!r}; the tools are: "
+                                            f"{', '.join(t.name for t in TOOLS)}")
+        if not isinstance(args, Mapping):
+            return _mistake("bad_arguments", f"arguments for {name} must be a JSON object, got {args!r:.200}")
+        problem = next(iter(_VALIDATORS[name].iter_errors(dict(args))), None)
+        if problem is not None:
+            where = "/".join(str(p) for p in problem.absolute_path)
+            return _mistake("bad_arguments", f"bad arguments for {name}{' at ' + where if where else ''}: "
+                                             f"{problem.message[:300]}")
         try:
             return handler(**args)
-        except TypeError as exc:
-            return ToolOutcome(f"ERROR: bad arguments for {name}: {exc}", ok=False)
-        except (ValueError, FileNotFoundError, IsADirectoryError, UnicodeDecodeError) as exc:
-            return ToolOutcome(f"ERROR: {exc}", ok=False)
+        except SandboxLost:
+            raise
+        except PathRefused as exc:  # a policy matter, not a mistake: a violation, not a tool_error
+            return ToolOutcome(f"ERROR: {exc}", ok=False, policy_violation=f"{name} {exc}")
+        except FileNotFoundError as exc:
+            return _mistake("not_found", f"{args.get('path', '')}: no such file ({exc.strerror})")
+        except GitError as exc:
+            return _mistake("git_error", str(exc)[:2000])
+        except (ValueError, OSError, UnicodeError) as exc:
+            return _mistake("io_error", str(exc)[:500])
 
-    @staticmethod
-    def _norm(path: str) -> str:
-        path = str(path).strip()
-        while path.startswith("./"):
-            path = path[2:]
-        return path
+    # -- policy ---------------------------------------------------------------------------
+    def _writable(self, path: str, action: str) -> str | ToolOutcome:
+        """The canonical path, or the refusal (a policy violation) for a write/edit/delete."""
+        rel, landed = self.sandbox.resolve(path)
+        if landed is None:
+            raise PathRefused(f"{path!r} leads outside the working copy through a symlink")
+        hit = rel if self.copy.protected(rel) else landed if self.copy.protected(landed) else None
+        if hit is None:
+            return rel
+        via = "" if hit == rel and rel == path else f" (as {path!r})"
+        return ToolOutcome(f"ERROR: {hit} is protected (read-only by policy){via}; {action} refused",
+                           ok=False, policy_violation=f"{action} {path!r}")
 
-    def _refuse(self, path: str, action: str) -> ToolOutcome:
-        return ToolOutcome(f"ERROR: {path} is protected (read-only by policy); {action} refused",
-                           ok=False, policy_violation=f"{action} {path}")
+    # -- the tools ------------------------------------------------------------------------
+    def read_file(self, path: str) -> ToolOutcome:
+        rel, landed = self.sandbox.resolve(path)
+        if landed is None:
+            raise PathRefused(f"{path!r} leads outside the working copy through a symlink")
+        data = self.sandbox.read_bytes(rel, MAX_FILE_BYTES)
+        if b"\0" in data[:8192]:
+            return _mistake("binary_output", f"{rel} is a binary file; not shown")
+        text = data[:MAX_FILE_BYTES].decode("utf-8", errors="replace")
+        if len(data) > MAX_FILE_BYTES:
+            return ToolOutcome(file_block(rel, text) + f"\n[ctxbench: {rel} is longer than {MAX_FILE_BYTES} bytes; "
+                               "only its start is shown]", ok=True, error="output_capped")
+        return ToolOutcome(file_block(rel, text), ok=True)
 
-    def _read_file(self, path: str) -> ToolOutcome:
-        path = self._norm(path)
-        return ToolOutcome(file_block(path, self.sandbox.read_file(path)), ok=True)
+    def write_file(self, path: str, content: str) -> ToolOutcome:
+        rel = self._writable(path, "write")
+        if isinstance(rel, ToolOutcome):
+            return rel
+        self.sandbox.write_file(rel, content)
+        return ToolOutcome(f"wrote {rel}\n{file_block(rel, content)}", ok=True, changed=(rel,))
 
-    def _write_file(self, path: str, content: str) -> ToolOutcome:
-        path = self._norm(path)
-        if self.is_protected(path):
-            return self._refuse(path, "write")
-        self.sandbox.write_file(path, content)
-        return ToolOutcome(f"wrote {path}\n{file_block(path, content)}", ok=True, changed=(path,))
-
-    def _edit_file(self, path: str, search: str, replace: str) -> ToolOutcome:
-        path = self._norm(path)
-        if self.is_protected(path):
-            return self._refuse(path, "edit")
-        current = self.sandbox.read_file(path)
+    def edit_file(self, path: str, search: str, replace: str) -> ToolOutcome:
+        rel = self._writable(path, "edit")
+        if isinstance(rel, ToolOutcome):
+            return rel
+        current = self.sandbox.read_file(rel)
         count = current.count(search) if search else 0
         if count != 1:
             why = "not found" if count == 0 else f"found {count} times"
-            return ToolOutcome(f"ERROR: search text {why} in {path}; re-read the file and retry", ok=False)
+            return ToolOutcome(f"ERROR: search text {why} in {rel}; re-read the file and retry", ok=False)
         new = current.replace(search, replace, 1)
-        self.sandbox.write_file(path, new)
-        return ToolOutcome(f"edited {path}\n{file_block(path, new)}", ok=True, changed=(path,))
+        self.sandbox.write_file(rel, new)
+        return ToolOutcome(f"edited {rel}\n{file_block(rel, new)}", ok=True, changed=(rel,))
 
-    def _delete_file(self, path: str) -> ToolOutcome:
-        path = self._norm(path)
-        if self.is_protected(path):
-            return self._refuse(path, "delete")
-        self.sandbox.delete_file(path)
-        return ToolOutcome(f"deleted {path}", ok=True, changed=(path,))
+    def delete_file(self, path: str) -> ToolOutcome:
+        rel = self._writable(path, "delete")
+        if isinstance(rel, ToolOutcome):
+            return rel
+        self.sandbox.delete_file(rel)
+        return ToolOutcome(f"deleted {rel}", ok=True, changed=(rel,))
 
-    def _list_files(self, glob: str = "") -> ToolOutcome:
+    def list_files(self, glob: str = "") -> ToolOutcome:
         files = [f for f in self.sandbox.list_files() if not glob or fnmatch.fnmatch(f, glob)]
         return ToolOutcome("\n".join(files) or "(no files)", ok=True)
 
-    def _grep(self, pattern: str, glob: str = "") -> ToolOutcome:
+    def grep(self, pattern: str, glob: str = "") -> ToolOutcome:
         try:
             rx = re.compile(pattern)
         except re.error as exc:
-            return ToolOutcome(f"ERROR: bad regular expression: {exc}", ok=False)
+            return _mistake("bad_arguments", f"bad regular expression: {exc}")
         hits: list[str] = []
         for f in self.sandbox.list_files():
             if glob and not fnmatch.fnmatch(f, glob):
                 continue
             try:
-                text = self.sandbox.read_file(f)
-            except (UnicodeDecodeError, ValueError):
+                data = self.sandbox.read_bytes(f, MAX_FILE_BYTES)
+            except (ValueError, OSError):
                 continue
-            hits += [f"{f}:{n}:{line}" for n, line in enumerate(text.splitlines(), 1) if rx.search(line)]
+            if b"\0" in data[:8192]:
+                continue
+            text = data.decode("utf-8", errors="replace")
+            hits += [f"{f}:{n}:{line[:MAX_LINE_CHARS]}" for n, line in enumerate(text.splitlines(), 1)
+                     if rx.search(line)]
         more = f"\n... {len(hits) - MAX_GREP_LINES} more matches" if len(hits) > MAX_GREP_LINES else ""
         return ToolOutcome("\n".join(hits[:MAX_GREP_LINES]) + more or "(no matches)", ok=True)
 
-    def _run(self, command: str, timeout_s: float | None = None) -> ToolOutcome:
+    def run(self, command: str, timeout_s: float | None = None) -> ToolOutcome:
+        if timeout_s is not None and not timeout_s > 0:
+            return _mistake("bad_arguments", f"timeout_s must be > 0, got {timeout_s!r}")
         timeout = min(float(timeout_s or self.exec_timeout_s), self.exec_timeout_s)
-        res = self.sandbox.exec(command, timeout=timeout)
+        res = self.sandbox.exec(command, timeout=timeout, reap=True)
         head = f"exit={res.exit_code}" + (f" (timed out after {timeout:g}s)" if res.timed_out else "")
-        violation = self._restore_protected()
+        if res.ended:
+            head += (f"\nNOTE: the command left {len(res.ended)} process(es) running; the harness ended them "
+                     f"(background processes do not outlive a command): {', '.join(res.ended[:10])}")
+        restored = self.sandbox.restore(self.copy.files, self.copy.protected)
+        violation = ", ".join(restored) or None
         if violation:
             head += f"\nPOLICY: the command changed protected files, restored: {violation}"
-        return ToolOutcome(f"{head}\n{scrub(res.output)}", ok=res.exit_code == 0, policy_violation=violation)
+        return ToolOutcome(f"{head}\n{scrub(res.output)}", ok=res.exit_code == 0 and not res.timed_out,
+                           policy_violation=violation, ended=res.ended)
 
-    def _restore_protected(self) -> str | None:
-        current = set(self.sandbox.list_files())
-        changed = []
-        for path, content in self._guarded.items():
-            try:
-                same = path in current and self.sandbox.read_file(path) == content
-            except ValueError:  # replaced by a symlink or otherwise unreadable
-                same = False
-            if not same:
-                if path in current:
-                    self.sandbox.delete_file(path)
-                self.sandbox.write_file(path, content)
-                changed.append(path)
-        added = [p for p in current if self.is_protected(p) and p not in self._guarded]
-        for path in added:
-            self.sandbox.delete_file(path)
-        return ", ".join(changed + added) or None
+    def git(self, subcommand: str, args: list[str] | None = None) -> ToolOutcome:
+        extra = list(args or [])
+        if any(a.startswith(_GIT_REFUSED) for a in extra):
+            return _mistake("bad_arguments", f"git option not allowed: one of {', '.join(_GIT_REFUSED)}")
+        out = self.sandbox.git(subcommand, *extra)
+        if "\0" in out[:8192]:
+            return _mistake("binary_output", f"git {subcommand} printed binary data; not shown")
+        if len(out) > MAX_GIT_CHARS:
+            return ToolOutcome(out[:MAX_GIT_CHARS] + f"\n[ctxbench: output cut at {MAX_GIT_CHARS} of {len(out)} "
+                               "characters; narrow the command]", ok=True, error="output_capped")
+        return ToolOutcome(out or "(no output)", ok=True)
 
-    def _git(self, subcommand: str, args: list[str] | None = None) -> ToolOutcome:
-        if subcommand not in ("status", "log", "diff", "show"):
-            return ToolOutcome("ERROR: git subcommand must be status, log, diff or show", ok=False)
-        extra = [str(a) for a in (args or [])]
-        if any(a.startswith(("--output", "--ext-diff", "-o")) for a in extra):
-            return ToolOutcome("ERROR: that git option is not allowed", ok=False)
-        return ToolOutcome(self.sandbox.git(subcommand, *extra) or "(no output)", ok=True)

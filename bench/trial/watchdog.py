@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Any
 
+from bench.core.outcomes import TrialTimeout
+
 
 class Watchdog:
     """Raise `exc_type()` in the arming thread if it is still running `timeout_s` later.
@@ -81,23 +83,9 @@ class Watchdog:
         self.disarm()
 
 
-_TIMEOUT_EXC: type[BaseException] | None = None
-
-
 def timeout_exception() -> type[BaseException]:
-    """`TrialFailed("timeout")` as a class constructible without arguments (bench.trial.loop is
-    imported lazily: the launching process of a study never needs it)."""
-    global _TIMEOUT_EXC
-    if _TIMEOUT_EXC is None:
-        from bench.trial.loop import TrialFailed
-
-        class TrialTimeout(TrialFailed):
-            def __init__(self, detail: str = "watchdog: the trial was stuck inside one call past its "
-                                             "wall-clock limit") -> None:
-                super().__init__("timeout", detail)
-
-        _TIMEOUT_EXC = TrialTimeout
-    return _TIMEOUT_EXC
+    """What a trial's watchdog raises: the `timeout` agent failure (bench.core.outcomes)."""
+    return TrialTimeout
 
 
 WATCHDOG_GRACE_S = 5.0  # past the deadline, the loop's own check has had its chance
@@ -105,4 +93,4 @@ WATCHDOG_GRACE_S = 5.0  # past the deadline, the loop's own check has had its ch
 
 def trial_watchdog(timeout_s: float) -> Watchdog:
     """Fires WATCHDOG_GRACE_S after the trial's own deadline (limits.trial_timeout_s)."""
-    return Watchdog(timeout_s + WATCHDOG_GRACE_S, timeout_exception())
+    return Watchdog(timeout_s + WATCHDOG_GRACE_S, TrialTimeout)

@@ -10,6 +10,7 @@ engineer would make.
 from __future__ import annotations
 
 import ast
+import functools
 import random
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -112,7 +113,9 @@ def fillers(rng: random.Random, k: int, taken: set[str]) -> list[tuple[str, str]
 
 # ---- reading perceived Python text ----
 
+@functools.lru_cache(maxsize=512)  # the sim's oracle reads the same files every turn
 def parse(text: str) -> ast.Module | None:
+    """The module's AST, shared between callers: read it, never change it."""
     try:
         return ast.parse(text)
     except SyntaxError:

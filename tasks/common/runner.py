@@ -18,7 +18,9 @@ RUNNER_SOURCE = '''"""Run the test_* functions of test files in one process (shi
 
 A fast stand-in for `pytest -q` on this repository's plain assert-style tests; the final
 acceptance check runs the real pytest. Prints `path:line` for each failure, then
-`N passed, M failed`; exits 1 if anything failed or nothing ran.
+`N passed, M failed`; exits 1 if anything failed or nothing ran. `main(args, report)` also
+hands the names of the tests that passed and failed (`path::name`) to `report`: the harness
+certifies from those names, not from the exit code alone.
 """
 
 import importlib.util
@@ -44,8 +46,8 @@ def files(args):
     return out
 
 
-def main(args):
-    passed = failed = 0
+def main(args, report=None):
+    passed, failed = [], []
     for path in files(args):
         rel = path.relative_to(ROOT).as_posix()
         spec = importlib.util.spec_from_file_location("_test_" + path.stem, path)
@@ -53,18 +55,20 @@ def main(args):
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
-            failed += 1
+            failed.append(rel)
             print(f"{rel}: ERROR collecting: {where(exc)}")
             continue
         tests = [name for name, fn in vars(module).items() if name.startswith("test_") and callable(fn)]
         for name in tests:
             try:
                 getattr(module, name)()
-                passed += 1
+                passed.append(f"{rel}::{name}")
             except Exception as exc:
-                failed += 1
+                failed.append(f"{rel}::{name}")
                 print(f"{rel}::{name} FAILED: {where(exc)}")
-    print(f"{passed} passed, {failed} failed")
+    print(f"{len(passed)} passed, {len(failed)} failed")
+    if report is not None:
+        report(passed, failed)
     return 1 if failed or not passed else 0
 
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -124,13 +121,19 @@ def test_drift_after_the_compaction_is_the_nearer_trigger_and_file_versions_diff
     assert re.search(r'<div class="ev trigger warn" data-kind="drift"', html)
 
 
-def test_the_page_agrees_with_the_report_attribution_on_the_fixture_logs():
-    from tests.analysis.conftest import events
-
-    a = events("compaction", "drift_compaction", 1, 0, 10, diverge_at=7)
-    b = events("compaction", "baseline", 1, 0, 10, diverge_at=None)
-    d = diff.compare(Trajectory("A", a), Trajectory("B", b))
-    assert {"diverged_at": d.diverged_at, **d.attribution} == mismatch.compare_logs(a, b)
+def test_the_page_agrees_with_the_report_attribution_on_the_harness_logs(harness_trials):
+    _, dirs = harness_trials
+    for (arm, rep), trial in dirs.items():
+        if arm == "baseline":
+            continue
+        a, b = diff.resolve(str(trial), None), diff.resolve(str(dirs[("baseline", rep)]), None)
+        d = diff.compare(a, b, "baseline")
+        assert {"diverged_at": d.diverged_at, **d.attribution} == mismatch.compare_logs(a.events, b.events)
+    # The same logs without their message and context records (an older or torn log): the page
+    # still attributes, and says the contexts cannot be rebuilt instead of showing facts.
+    bare = [[e for e in t.events if e["kind"] not in ("message", "context")] for t in (a, b)]
+    d = diff.compare(Trajectory("A", bare[0]), Trajectory("B", bare[1]))
+    assert {"diverged_at": d.diverged_at, **d.attribution} == mismatch.compare_logs(*bare)
     assert d.only_in is None and "cannot be rebuilt" in page(d)
 
 
@@ -230,14 +233,14 @@ def test_missing_twin_is_one_clear_line_and_exit_2(tmp_path, capsys):
 
 
 def test_missing_twin_in_mlflow(study, capsys):
-    lonely = study.run_ids[("ledger", "drift", 0, study.reps, "FAILED")]  # rep 2 has no baseline run
+    lonely = study.run_ids[("raw", "drift_compaction", 1, study.reps, "FAILED")]  # rep 2 has no baseline run
     assert diff.main([lonely, "--tracking-uri", study.uri]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no baseline twin" in err and "rep=2" in err
 
 
 def test_run_id_with_rep_twin(study, tmp_path, capsys):
-    run = study.run_ids[("raw", "compaction", 0, 0, "FINISHED")]
+    run = study.run_ids[("raw", "drift_compaction", 0, 0, "FINISHED")]
     out = tmp_path / "rep.html"
     assert diff.main([run, "--rep-twin", "--tracking-uri", study.uri, "-o", str(out)]) == 0
     html = out.read_text()
@@ -271,26 +274,22 @@ def test_report_writes_links_and_logs_a_page_for_every_mismatch(report_with_page
 
 # -- on trials the real harness wrote -------------------------------------------------------
 @pytest.fixture(scope="module")
-def harness_trials(tmp_path_factory):
-    """Four short sim trials through the real config (one cell per arm, two reps each),
-    written by ``python -m bench`` into a fresh results directory."""
-    root = tmp_path_factory.mktemp("harness")
-    cmd = [sys.executable, "-m", "bench", "-m", "strategy=compaction", "arm=baseline,compaction", "rep=0,1",
-           "task.size.steps=6", "sandbox=local", "study.name=difftest"]
-    proc = subprocess.run(cmd, cwd=REPO, env={**os.environ, "CTXBENCH_RESULTS": str(root)}, capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+def harness_trials(study):
+    """The compaction strategy's trials on seed 0 of the study the harness wrote
+    (tests/helpers/harness_study.py), by (arm, rep): two arms, two reps."""
     dirs = {}
-    for log in (root / "trials").glob("*/events.jsonl"):
+    for log in (study.root / "trials").glob("*/events.jsonl"):
         meta = diff._dir_meta(log.parent)
-        dirs[(meta["arm"], meta["rep"])] = log.parent
-    assert len(dirs) == 4
-    return root, dirs
+        if (meta.get("study"), meta.get("strategy"), meta.get("task_seed"), meta.get("model")) == \
+                (study.study, "compaction", 0, "sim") and meta["rep"] < study.reps:
+            dirs[(meta["arm"], meta["rep"])] = log.parent
+    assert sorted(dirs) == [(arm, rep) for arm in sorted(study.arms) for rep in range(study.reps)]
+    return study.root, dirs
 
 
 def test_diff_of_real_trials_from_a_directory(harness_trials, tmp_path, capsys):
     root, dirs = harness_trials
-    arm, base = dirs[("compaction", 0)], dirs[("baseline", 0)]
+    arm, base = dirs[("drift_compaction", 0)], dirs[("baseline", 0)]
     out = tmp_path / "real.html"
     assert diff.main([str(arm), "-o", str(out)]) == 0
     a, b = diff.resolve(str(arm), None), diff.resolve(str(base), None)
@@ -319,7 +318,8 @@ def test_diff_of_real_trials_by_run_id_and_rep_twin(harness_trials, tmp_path):
     uri = f"sqlite:///{root / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name("ctxbench")
-    (run,) = client.search_runs([exp.experiment_id], "tags.arm = 'compaction' AND tags.rep = '0'")
+    (run,) = client.search_runs([exp.experiment_id], "tags.strategy = 'compaction' AND tags.arm = 'drift_compaction' "
+                                "AND tags.task_seed = '0' AND tags.rep = '0'")
     out = tmp_path / "run.html"
     assert diff.main([run.info.run_id, "--tracking-uri", uri, "-o", str(out)]) == 0
     assert "compaction·baseline" in out.read_text()

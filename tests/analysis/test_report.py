@@ -12,8 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import power as P
-from analysis import report
+from analysis import report, seedpower, stats
 
 REPO = Path(report.__file__).resolve().parent.parent
 
@@ -48,7 +47,7 @@ def test_every_figure_is_referenced_and_inlined(rep):
     assert "<table>" in html
 
 
-def test_headline_table_carries_n(rep, study):
+def test_headline_table_carries_n(rep, study, runs):
     md = (rep.out_dir / "index.md").read_text()
     section = md.split("## 1. Success")[1].split("![success]")[0]
     header = next(line for line in section.splitlines() if line.startswith("| strategy"))
@@ -56,13 +55,19 @@ def test_headline_table_carries_n(rep, study):
         "strategy", "arm", "planned", "finished", "excluded (why)", "missing", "success per protocol [95% CI]",
         "success, intention to treat [95% CI]"]
     rows = [line for line in section.splitlines() if line.startswith("| raw")]
-    assert len(rows) == 4, section  # one per arm
+    assert len(rows) == len(study.arms), section  # one per arm
     for row in rows:
         cells = row.strip("|").split("|")
         for cell in cells[-2:]:
             assert re.fullmatch(r" \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \(n=\d+\) ", cell), cell
     assert f"**{study.finished} finished trials**" in md and f"**{study.excluded} excluded**" in md
-    assert "triggered by drift" in md
+    # The mismatch sentence counts what the trials show: outcome pairs that differ from baseline.
+    t = runs.trials
+    key = ["strategy", "task_seed", "rep"]
+    base = t[t["arm"] == "baseline"].set_index(key)["success"]
+    other = t[t["arm"] != "baseline"].set_index(key)
+    differ = int((other["success"] != base.reindex(other.index)).sum())
+    assert f"{differ} of {len(other)} trials outside `baseline` have a different outcome" in md
 
 
 def test_success_csv_matches_trials(rep):
@@ -72,27 +77,39 @@ def test_success_csv_matches_trials(rep):
     assert ((s["ci_lo"] <= s["rate"]) & (s["rate"] <= s["ci_hi"])).all()
 
 
+def _pairs_of(rep, r):
+    t = rep.analysis.runs.trials
+    keys = ["study", "model", "task_family", "task_seed", "rep"]
+    a = t[(t["arm"] == r.arm) & (t["strategy"] == r.strategy)]
+    b = t[(t["arm"] == r.arm) & (t["strategy"] == r.reference)]
+    m = a.merge(b, on=keys, suffixes=("", "_ref"))
+    return m["success"], m["success_ref"], m["task_seed"]
+
+
 def test_power_as_run_beside_every_comparison(rep):
-    """Each paired comparison states its power for a 10-point difference and its MDE at 80%,
-    at Holm's first step over the family, from its own discordance and effective pairs."""
+    """Each paired comparison states its test, its power for a 10-point difference and its MDE
+    at 80%, at Holm's first step over the family, from its own discordance and seeds: the
+    fixture's 2 seeds x 2 reps get the sign flip over seeds, which cannot reject with 2 seeds."""
     v = rep.analysis.vs_reference
     alpha = 0.05 / len(v)
     for r in v.itertuples():
-        n_eff = math.floor(r.n_eff)
         assert r.n_eff <= r.n_pairs and r.n_seeds == rep.analysis.runs.trials["task_seed"].nunique()
-        assert r.power == pytest.approx(P.mcnemar_power(n_eff, *P.split(r.psi, 0.10), alpha))
-        assert r.mde == pytest.approx(P.mcnemar_mde(n_eff, r.psi, alpha))
+        assert r.test == "sign flip over seeds" and r.n_seeds < seedpower.min_seeds(alpha)
+        assert r.power == 0 and r.mde == math.inf
+        assert r.p == pytest.approx(stats.mcnemar_clustered(*_pairs_of(rep, r))["p"])
     md = (rep.out_dir / "index.md").read_text()
     section = md.split("### Paired vs")[1].split("### Strategy")[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "(n=" in line]
     assert len(rows) == len(v)
-    for line in rows:  # power and MDE cells each carry the n they rest on
+    header = next(x for x in section.splitlines() if x.startswith("| arm |")).strip("|").split("|")
+    test_col = [h.strip() for h in header].index("test (n)")
+    for line in rows:  # the test, power and MDE cells each carry the n they rest on
         cells = line.strip("|").split("|")
-        assert re.fullmatch(r" \d\.\d\d \(n_eff=\d+\) ", cells[-2]) and "(n_eff=" in cells[-1], line
-    assert f"α/K = 0.05/{len(v)}" in section
+        assert re.fullmatch(r" sign flip over seeds \(\d+ pairs, 2 seeds\) ", cells[test_col]), line
+        assert cells[-2] == " 0.00 (2 seeds, simulated) " and cells[-1] == " none ≤ 1 (2 seeds, simulated) ", line
+    assert f"fewer than {seedpower.min_seeds(alpha)} seeds at α/K = 0.05/{len(v)}" in section
     c = rep.analysis.continuous
-    too_few = c["n_eff"] * P.ARE_MIN < 2  # the t test behind the rule needs two pairs
-    assert c.loc[too_few, "mde"].isna().all() and (c.loc[~too_few, "mde"] > 0).all() and (~too_few).any()
+    assert (c["test"] == "signed-rank on seed means").all() and (c["mde"] == math.inf).all()
     assert "MDE at 80% power" in md.split("## 2.")[1]
     m = report.headline_metrics(rep.analysis)
     assert any(k.startswith("report.success_power.") for k in m) and all(math.isfinite(x) for x in m.values())

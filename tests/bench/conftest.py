@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bench.study.studies import Reference, locked_joblib_study
+from tests.helpers.studies import Reference, locked_joblib_study
 
 
 @pytest.fixture(scope="session")

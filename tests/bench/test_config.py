@@ -1,4 +1,4 @@
-"""Every config option composes and is instantiated by the component that owns it."""
+"""Every config option composes and is instantiated by the component that owns it (a new file in\na group without an instantiating test here fails `test_every_*_option_is_listed_here`)."""
 
 from pathlib import Path
 
@@ -59,11 +59,54 @@ def test_every_sandbox_option_validates(name):
     assert SandboxConfig.from_dict(cfg.sandbox).kind == name
 
 
-@pytest.mark.parametrize("name", [n for n in options("model") if n in ("sim", "oracle")])
-def test_offline_models_instantiate(name):
-    provider = make_provider(load(compose([f"model={name}"])).model)
-    assert provider.model_id
+# What each model option needs from outside the config to be built, and the class it builds.
+MODELS = {
+    "sim": ([], "SimProvider"), "oracle": ([], "SimProvider"),
+    "anthropic": ([], "AnthropicProvider"), "openai": ([], "OpenAIProvider"),
+    "deepseek": ([], "OpenAIProvider"), "local": (["model.model_id=qwen3-coder"], "OpenAIProvider"),
+    "replay": (["model.cassette={cassette}"], "ReplayProvider"), "adversary": ([], "ScriptedProvider"),
+}
+
+
+def test_every_model_option_is_listed_here():
+    assert sorted(MODELS) == options("model")
+
+
+@pytest.mark.usefixtures("api_keys")
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_option_instantiates(name, tmp_path):
+    (tmp_path / "cassette.jsonl").write_text("")
+    extra, cls = MODELS[name]
+    model = load(compose([f"model={name}", *(o.format(cassette=tmp_path / "cassette.jsonl") for o in extra)])).model
+    if extra:  # what the option leaves for the command line is named when missing
+        with pytest.raises(ValueError, match=extra[0].split("=")[0]):
+            make_provider(load(compose([f"model={name}"])).model)
+    provider = make_provider(model)
+    assert type(provider).__name__ == cls and provider.model_id
     provider.close()
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai", "deepseek", "local", "replay"])
+def test_real_models_extend_the_transport_base_and_state_only_what_differs(name):
+    own = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml"))
+    base = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "base" / "transport.yaml"))
+    assert isinstance(own, dict) and isinstance(base, dict)
+    assert own.pop("defaults") == ["base/transport@_here_", "_self_"]
+    repeated = sorted(k for k in own if k in base and own[k] == base[k])
+    assert not repeated, f"{name}.yaml repeats the transport base's {repeated}"
+    assert set(load(compose([f"model={name}"])).model) >= set(base)
+
+
+@pytest.mark.parametrize("name", options("tracking"))
+def test_every_tracking_option_validates(name):
+    assert load(compose([f"tracking={name}"])).tracking.uri.startswith("sqlite:///")
+
+
+def test_the_loopback_server_composes_model_files_that_extend_others():
+    from bench.serve.backend import load_model_config
+
+    oracle = load_model_config(CONF_DIR / "model" / "oracle.yaml")
+    assert oracle == dict(load(compose(["model=oracle"])).model)
 
 
 @pytest.mark.parametrize("name", options("experiment"))
@@ -92,3 +135,46 @@ def test_config_hash_ignores_where_results_go_but_not_what_runs():
     c = load(compose(["rep=1"]))
     assert a.config_hash == b.config_hash != c.config_hash
     assert OmegaConf.create(dict(a.resolved))  # the resolved config is plain data
+
+
+def _compose_hydra(overrides: list[str]):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
+
+
+# The Hydra plugin each launcher option extends; Ray and SLURM are optional extras.
+LAUNCHER_PLUGINS = {"ctxbench_joblib": "hydra_plugins.hydra_joblib_launcher",
+                    "ctxbench_ray": "hydra_plugins.hydra_ray_launcher",
+                    "ctxbench_slurm": "hydra_plugins.hydra_submitit_launcher"}
+
+
+@pytest.mark.parametrize("name", options("hydra/launcher"))
+def test_every_launcher_option_composes(name):
+    if name != "ctxbench_joblib":  # joblib is a core dependency: never skipped
+        pytest.importorskip(LAUNCHER_PLUGINS[name], reason=f"{name} needs its optional extra (docs/scaling.md)")
+    cfg = _compose_hydra([f"hydra/launcher={name}"])
+    assert cfg.hydra.launcher._target_.startswith("hydra_plugins.")
+
+
+@pytest.mark.parametrize("name", options("hydra/callbacks"))
+def test_every_callbacks_option_instantiates(name):
+    from hydra.utils import instantiate
+
+    callbacks = _compose_hydra([f"hydra/callbacks={name}"]).hydra.callbacks
+    assert callbacks and all(instantiate(c) is not None for c in callbacks.values())
+
+
+def test_study_sample_is_validated_with_one_line_naming_the_key():
+    assert load(compose()).sample == {"study.sample": "unbiased", "study.sample_note": ""}
+    demo = load(compose(["experiment=demo"])).sample
+    assert demo["study.sample"] == "selected" and "seed (4)" in demo["study.sample_note"]
+    with pytest.raises(ConfigError, match=r"study\.sample='cherry' is not one of unbiased, selected"):
+        load(compose(["study.sample=cherry"]))
+    with pytest.raises(ConfigError, match=r"study\.sample=selected needs study\.sample_note"):
+        load(compose(["study.sample=selected"]))
+    picked = load(compose(["study.sample=selected", "study.sample_note='seeds  3 and 7,  the hard ones '"]))
+    assert picked.sample["study.sample_note"] == "seeds 3 and 7, the hard ones"
+    assert load(compose(["study.sample=selected", "study.sample_note=x"])).config_hash == load(compose()).config_hash

@@ -1,32 +1,24 @@
-"""Helpers shared by the provider, server, fault and canary tests: keys in the environment, model
-configs pointing at an in-process loopback server, a scripted backend, the toy-task sim backend.
-(No tests here; the other modules import from it.)"""
+"""Helpers shared by the provider, server, fault and canary tests: model configs pointing at an
+in-process loopback server, a scripted backend, the toy-task sim backend. The keys those
+configs name are set by the `api_keys` fixture (tests/helpers/fixtures.py)."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-import pytest
-
 from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, request_hash
 from bench.providers.anthropic import AnthropicProvider
 from bench.providers.openai import OpenAIProvider
 from bench.serve.backend import SimBackend
 from bench.serve.server import LoopbackServer
+from tests.helpers.fixtures import API_KEYS
 from tests.helpers.sim_world import make_task, provider
 
-KEYS = {"anthropic": "sk-ant-test-0123456789abcdef", "openai": "sk-oai-test-0123456789abcdef"}
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+KEYS = {kind: API_KEYS[var] for kind, var in KEY_ENV.items()}  # what the `api_keys` fixture sets
 PRICE = {"input": 2.0, "output": 10.0, "cache_read": 0.2, "cache_write": 2.5}
 KINDS = ("anthropic", "openai")
-
-
-def set_keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Test keys in the environment (modules wrap this in an autouse `api_keys` fixture)."""
-    for kind, var in KEY_ENV.items():
-        monkeypatch.setenv(var, KEYS[kind])
-    return KEYS
 
 
 def model_cfg(kind: str, srv: LoopbackServer | None = None, **over: Any) -> dict[str, Any]:

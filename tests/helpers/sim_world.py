@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from pathlib import Path
-
-import yaml
 
 from bench.core import render
 from bench.core.tokens import count_text
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, ToolCall
 from bench.sim.provider import SimProvider
-from bench.trial.toolspecs import TOOLS
 from tasks.spec import Cleanup, Edit, Invariant, Step, StepPlan, TaskSpec, Trap
+from tests.helpers.configs import model_config
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 TASK_ID = "toy/1"
 API = "pkg/api.py"
 CLIENT = "pkg/client.py"
@@ -89,13 +86,12 @@ def make_task(mode: str = "replace", invariants: tuple[Invariant, ...] = (INV,),
 
 
 def params(name: str = "sim", **override: float) -> dict:
-    cfg = yaml.safe_load((CONF / f"{name}.yaml").read_text())
-    return {**cfg["params"], **override}
+    return {**model_config(name)["params"], **override}
 
 
 def provider(name: str = "sim", task: TaskSpec | None = None, mechanisms: dict | None = None,
              **override: float) -> SimProvider:
-    cfg = yaml.safe_load((CONF / f"{name}.yaml").read_text())
+    cfg = model_config(name)
     t = task or make_task()
     return SimProvider(params(name, **override), model_id=name, price=cfg["price"], window=cfg["window"],
                        task_loader=lambda tid: t if tid == TASK_ID else _unknown(tid), mechanisms=mechanisms)

@@ -1,6 +1,6 @@
 """Context size per turn for each strategy on the 12-step hand-built run, and ledger build time.
 
-    PYTHONPATH=. python -m tests.strategies.figures
+    PYTHONPATH=. python -m tests.strategies.figures   (a diagnostic script, not a test)
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 
 from bench.core.tokens import count_text
 from strategies import STRATEGIES, make_strategy
-from tests.strategies import fixtures as fx
+from tests.helpers import strategy_harness as fx
 
 
 class Timed:

@@ -8,29 +8,19 @@ import pytest
 
 from bench.core import render
 from bench.core.tokens import count_messages
-from bench.core.types import Message, ToolCall
+from bench.core.types import Message
 from strategies import _common
 from strategies._common import COMPACTION_MARKER
 from strategies.base import Summary, stable_prefix
 from strategies.compaction import CompactionConfig, CompactionStrategy
-from tests.strategies import fixtures as fx
+from tests.helpers import strategy_harness as fx
 
 PROMPT = f"Write the handoff.\n{COMPACTION_MARKER}"
 
 
-def turn(i: int, size: int = 100) -> tuple[Message, Message]:
-    return (Message(role="assistant", content=f"turn {i}", tool_calls=(ToolCall(f"c{i}", "run", {"command": "ls"}),)),
-            Message(role="tool", content=f"out{i} " + "word " * size, tool_call_id=f"c{i}", name="run"))
-
-
 def state_with(n_before: int, n_after: int, size: int = 100, **kw):
     """n_before turns of step s01, then s02's notice, then n_after turns."""
-    base = fx.hand_state()
-    msgs = [m for i in range(n_before) for m in turn(i, size)]
-    start = len(msgs)
-    msgs.append(base.transcript[0])
-    msgs += [m for i in range(n_before, n_before + n_after) for m in turn(i, size)]
-    return replace(base, transcript=tuple(msgs), step_start=start, **kw)
+    return fx.in_step(n_before, n_after, size, **kw)
 
 
 def strat(**kw) -> CompactionStrategy:
@@ -101,7 +91,7 @@ def test_force_at_turns_compacts_under_threshold_once():
 def test_second_compaction_summarises_previous_summary_and_new_turns():
     s = state_with(2, 2)
     first = Summary("FIRST-SUMMARY", upto=len(s.transcript))
-    s = replace(s, summary=first, transcript=s.transcript + turn(10) + turn(11), turn=20)
+    s = replace(s, summary=first, transcript=s.transcript + fx.turn(10, 100) + fx.turn(11, 100), turn=20)
     st = strat(force_at_turns=(20,))
     assert st.build(s).compact
     body = st.summary_request(s)[2].content
@@ -109,7 +99,7 @@ def test_second_compaction_summarises_previous_summary_and_new_turns():
     assert "out3 " in body and "out10 " in body and "out11 " not in body and "out2 " not in body
     s2 = replace(s, summary=Summary("SECOND", upto=len(s.transcript)))
     msgs = st.build(s2).messages
-    assert msgs[2].content.endswith("SECOND") and msgs[-2:] == turn(11)
+    assert msgs[2].content.endswith("SECOND") and msgs[-2:] == fx.turn(11, 100)
 
 
 def test_still_too_big_after_summary_drops_oldest_tail_turns():

@@ -6,28 +6,14 @@ from dataclasses import replace
 
 from bench.core import render
 from bench.core.tokens import count_text
-from bench.core.types import Message, ToolCall
+from bench.core.types import Message
 from strategies.base import Certified, StepHead, Summary, stable_prefix
 from strategies.ledger import LedgerConfig, LedgerStrategy
 from tasks.spec import Invariant
-from tests.strategies import fixtures as fx
+from tests.helpers import strategy_harness as fx
 
 SECTIONS = ["STEP BRIEF for [step:s02]", "INVARIANTS ESTABLISHED BY COMPLETED STEPS", "REMAINING PLAN",
             "CERTIFIED", "TREE", "CURRENT STEP [step:s02]", "FILES"]
-
-
-def turn(i: int, size: int = 50) -> tuple[Message, Message]:
-    return (Message(role="assistant", content=f"turn {i}", tool_calls=(ToolCall(f"c{i}", "run", {"command": "ls"}),)),
-            Message(role="tool", content=f"out{i} " + "word " * size, tool_call_id=f"c{i}", name="run"))
-
-
-def in_step(n_before: int, n_after: int, size: int = 50, **kw):
-    base = fx.hand_state()
-    msgs = [m for i in range(n_before) for m in turn(i, size)]
-    start = len(msgs)
-    msgs.append(base.transcript[0])
-    msgs += [m for i in range(n_before, n_before + n_after) for m in turn(i, size)]
-    return replace(base, transcript=tuple(msgs), step_start=start, **kw)
 
 
 def brief_of(built) -> str:
@@ -66,11 +52,11 @@ def test_drift_and_last_failure_are_shown():
 
 
 def test_only_this_steps_turns_follow_the_brief():
-    s = in_step(4, 2)
+    s = fx.in_step(4, 2)
     built = LedgerStrategy().build(s)
     assert built.messages[3:] == s.transcript[s.step_start + 1:]
     # the context is a function of durable state and this step's turns only
-    other = in_step(9, 0)
+    other = fx.in_step(9, 0)
     other = replace(other, transcript=other.transcript + s.transcript[s.step_start + 1:])
     assert LedgerStrategy().build(other).messages == built.messages
 
@@ -108,7 +94,7 @@ def test_empty_ledger_at_the_first_step():
 
 
 def test_backstop_compacts_only_this_steps_turns():
-    s = in_step(6, 4, size=150)
+    s = fx.in_step(6, 4, size=150)
     st = LedgerStrategy(LedgerConfig(prompt="Summarise.\n[compaction-request]"))
     full = st.build(s).tokens
     s = replace(s, window=int(full / 0.75) - 5 + s.max_output)
@@ -133,7 +119,7 @@ def test_backstop_compacts_only_this_steps_turns():
 
 
 def test_backstop_keep_zero_and_no_compaction_at_the_head():
-    s = in_step(0, 3, size=400, window=3000, max_output=1000)
+    s = fx.in_step(0, 3, size=400, window=3000, max_output=1000)
     st = LedgerStrategy(LedgerConfig(keep_recent_turns=0, threshold=0.1))
     assert st.build(s).compact
     after = st.build(replace(s, summary=Summary("X", upto=len(s.transcript))))

@@ -9,7 +9,7 @@ import pytest
 from bench.core import render
 from bench.core.tokens import count_messages
 from strategies import STRATEGIES, make_strategy
-from tests.strategies import fixtures as fx
+from tests.helpers import strategy_harness as fx
 
 TASK = fx.make_task(n_steps=12)
 SMALL, BIG = 5000, 200_000

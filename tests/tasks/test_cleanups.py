@@ -9,7 +9,7 @@ import pytest
 from tasks import FAMILIES, generate
 from tasks.common.build import apply_edit
 from tasks.common.cleanups import invited, legacy_helpers
-from tests.tasks.replay import invitations, narrow, walk
+from tests.helpers.task_replay import invitations, narrow, walk
 
 # Traps whose reason is code elsewhere in the repository: showing that code removes the temptation.
 VISIBLE_REASON = ("legacy-helper:", "inline-send:", "fold-constants:")

@@ -18,7 +18,7 @@ import tasks
 from bench.core.statements import KEEP_CUE, covers
 from tasks import FAMILIES, from_id, generate
 from tasks.spec import DRIFT_KINDS, TaskSpec
-from tests.tasks.replay import invitations, walk
+from tests.helpers.task_replay import invitations, walk
 
 SEEDS = range(30)
 ROOT = Path(__file__).resolve().parents[2]

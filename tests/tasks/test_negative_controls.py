@@ -18,7 +18,7 @@ import pytest
 
 from tasks import FAMILIES, generate
 from tasks.common.build import apply_edit
-from tests.tasks.replay import (
+from tests.helpers.task_replay import (
     apply_drift,
     invitations,
     replay,

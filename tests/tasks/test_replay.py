@@ -1,6 +1,6 @@
 """End to end on the host: every generated repository passes its base checks, and the oracle
 (true files, every fact recalled) certifies every step and the final acceptance, with and
-without drift. Checks run in-process (tests/tasks/replay.py); a few run through the real
+without drift. Checks run in-process (tests/helpers/task_replay.py); a few run through the real
 pytest in a subprocess too, and the two must agree."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tasks import FAMILIES, generate
-from tests.tasks.replay import replay, run_check, run_check_subprocess, write_repo
+from tests.helpers.task_replay import replay, run_check, run_check_subprocess, write_repo
 
 
 def _base(spec, root: Path, runner) -> list[tuple[str, int, str]]:

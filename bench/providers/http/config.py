@@ -19,13 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.core.types import Usage
+from bench.core.types import Price, plain
 
 COMMON_KEYS = frozenset({
     "name", "provider", "model_id", "window", "max_output", "price", "base_url", "api_key_env",
     "timeout_s", "max_retries", "backoff_s", "max_concurrency", "time_scale", "record",
 })
-PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
@@ -35,45 +34,6 @@ class ModelConfigError(ValueError):
 
 class MissingApiKeyError(ModelConfigError):
     """The environment variable that should hold the API key is not set."""
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens, per usage category."""
-
-    input: float = 0.0
-    output: float = 0.0
-    cache_read: float = 0.0
-    cache_write: float = 0.0
-
-    def cost(self, usage: Usage) -> float:
-        return (usage.input * self.input + usage.output * self.output
-                + usage.cache_read * self.cache_read + usage.cache_write * self.cache_write) / 1e6
-
-    @classmethod
-    def from_mapping(cls, d: Mapping[str, Any] | None) -> Price:
-        d = dict(d or {})
-        unknown = set(d) - set(PRICE_KEYS)
-        if unknown:
-            raise ModelConfigError(f"model.price has unknown keys {sorted(unknown)}; allowed: {', '.join(PRICE_KEYS)}")
-        vals = {}
-        for k in PRICE_KEYS:
-            v = d.get(k, 0.0)
-            if not isinstance(v, int | float) or isinstance(v, bool) or v < 0:
-                raise ModelConfigError(f"model.price.{k} must be a non-negative number (USD per million tokens), got {v!r}")
-            vals[k] = float(v)
-        return cls(**vals)
-
-
-def plain(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """A Hydra DictConfig or any mapping, as plain dicts (resolved)."""
-    if type(cfg).__name__ == "DictConfig":
-        from omegaconf import OmegaConf
-
-        out = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[arg-type]
-        assert isinstance(out, dict)
-        return {str(k): v for k, v in out.items()}
-    return {str(k): plain(v) if isinstance(v, Mapping) else v for k, v in cfg.items()}
 
 
 def check_keys(cfg: Mapping[str, Any], allowed: frozenset[str] | set[str], provider: str) -> None:
@@ -111,7 +71,7 @@ class RealModelConfig:
 
     @classmethod
     def from_mapping(cls, cfg: Mapping[str, Any], provider: str) -> RealModelConfig:
-        cfg = plain(cfg)
+        cfg = dict(plain(cfg))
         check_keys(cfg, COMMON_KEYS, provider)
         if cfg.get("provider", provider) != provider:
             raise ModelConfigError(f"model.provider is {cfg.get('provider')!r}, but this is the {provider} provider")
@@ -136,7 +96,7 @@ class RealModelConfig:
             name=str(cfg.get("name") or model_id), provider=provider, model_id=model_id,
             window=_num(cfg, "window", 0, integer=True, minimum=1),
             max_output=_num(cfg, "max_output", 4096, integer=True, minimum=1),
-            price=Price.from_mapping(cfg.get("price")), base_url=str(base_url) if base_url else None,
+            price=_price(cfg.get("price")), base_url=str(base_url) if base_url else None,
             api_key_env=key_env, timeout_s=_num(cfg, "timeout_s", 120.0, minimum=0.001),
             max_retries=_num(cfg, "max_retries", 4, integer=True), backoff_s=_num(cfg, "backoff_s", 1.0),
             max_concurrency=_num(cfg, "max_concurrency", 4, integer=True, minimum=1),
@@ -147,6 +107,13 @@ class RealModelConfig:
         if self.api_key_env is None:
             return "unused"  # local endpoints (vLLM, Ollama, llama.cpp) accept any placeholder
         return api_key_from_env(self.api_key_env)
+
+
+def _price(price: Any) -> Price:
+    try:
+        return Price.from_mapping(price)
+    except ValueError as exc:
+        raise ModelConfigError(str(exc)) from None
 
 
 def api_key_from_env(var: str) -> str:

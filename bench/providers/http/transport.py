@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from bench.core import redact
 from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, request_hash
-from bench.providers.base import ProviderError
+from bench.providers.base import ContextOverflow, ProviderError
 from bench.providers.http.config import RealModelConfig
 
 log = logging.getLogger(__name__)
@@ -86,9 +87,17 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return max(when.timestamp() - time.time(), 0.0)
 
 
+# How the vendors word "the prompt does not fit the window" (Anthropic: "prompt is too long";
+# OpenAI: code context_length_exceeded; vLLM/llama.cpp: "maximum context length").
+_OVERFLOW = ("prompt is too long", "context_length_exceeded", "maximum context length", "context window",
+             "too many tokens", "exceeds the context")
+
+
 def classify(exc: BaseException) -> Failure:
     """Which failures are worth another attempt. Works for both SDKs by duck typing."""
     status = getattr(exc, "status_code", None)
+    if status in (400, 413) and any(s in str(exc).lower() for s in _OVERFLOW):
+        return Failure("context_overflow", False)
     if isinstance(status, int):
         retry_after = parse_retry_after(getattr(getattr(exc, "response", None), "headers", None))
         if status == 429:
@@ -171,9 +180,7 @@ class HttpProvider:
         self._sleep = sleep
         self._secret = settings.api_key()
         if settings.api_key_env is not None:
-            from bench.tracking import tracing
-
-            tracing.register_secret(self._secret)  # scrubbed from anything that enters a span
+            redact.register(self._secret)  # scrubbed from errors, params and anything that enters a span
         self._slots = Slots.for_key(f"{self.provider_name}|{settings.base_url}|{settings.model_id}",
                                     settings.max_concurrency)
 
@@ -205,7 +212,8 @@ class HttpProvider:
             except Exception as exc:
                 failure = classify(exc)
                 if not failure.retryable or attempt >= self.settings.max_retries:
-                    raise ProviderError(self._scrub(
+                    error = ContextOverflow if failure.kind == "context_overflow" else ProviderError
+                    raise error(redact.scrub(
                         f"{self.provider_name} model {self.model_id}: {failure.kind} after {attempt + 1} "
                         f"attempt(s): {type(exc).__name__}: {exc}")) from exc
                 wait = backoff_s(attempt, self.settings.backoff_s, failure)
@@ -219,11 +227,6 @@ class HttpProvider:
                           usage=res.usage, latency_s=latency, ttft_s=min(res.ttft_s, latency),
                           model_id=res.model or self.model_id, request_hash=rhash,
                           cost_usd=self.settings.price.cost(res.usage), extra=extra)
-
-    def _scrub(self, text: str) -> str:
-        if self.settings.api_key_env is None or len(self._secret) < 4:
-            return text
-        return text.replace(self._secret, "[REDACTED]")
 
 
 def parse_tool_args(raw: str) -> dict[str, Any] | None:

@@ -8,19 +8,16 @@ import sys
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, Usage, request_hash
 from bench.providers.anthropic import AnthropicProvider
 from bench.providers.http.config import MissingApiKeyError, ModelConfigError
 from bench.providers.http.transport import TransientError
 from bench.providers.wire import anthropic as aw
 from bench.serve.server import LoopbackServer
-from bench.trial.toolspecs import TOOLS
-from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg, set_keys
+from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg
 
-
-@pytest.fixture(autouse=True)
-def api_keys(monkeypatch):
-    return set_keys(monkeypatch)
+pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py
 
 
 

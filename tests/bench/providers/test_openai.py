@@ -7,19 +7,16 @@ import json
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Usage
 from bench.providers.http.config import MissingApiKeyError
 from bench.providers.http.transport import TransientError
 from bench.providers.openai import OpenAIProvider
 from bench.providers.wire import openai as ow
 from bench.serve.server import LoopbackServer
-from bench.trial.toolspecs import TOOLS
-from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg, set_keys
+from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, make, model_cfg
 
-
-@pytest.fixture(autouse=True)
-def api_keys(monkeypatch):
-    return set_keys(monkeypatch)
+pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py
 
 
 def test_round_trip_is_exact():
@@ -159,23 +156,3 @@ def test_missing_key_names_the_variable(monkeypatch):
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     with pytest.raises(MissingApiKeyError, match="DEEPSEEK_API_KEY"):
         OpenAIProvider.from_config({**model_cfg("openai"), "api_key_env": "DEEPSEEK_API_KEY"})
-
-
-@pytest.mark.parametrize("name,kind", [("anthropic", "anthropic"), ("openai", "openai"), ("deepseek", "openai"),
-                                       ("local", "openai")])
-def test_the_model_groups_in_conf_build_their_provider(name, kind, api_keys, monkeypatch):
-    from omegaconf import OmegaConf
-
-    from bench.providers import make_provider
-    from bench.providers.anthropic import AnthropicProvider
-
-    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek-test-0123456789")
-    cfg = OmegaConf.load(f"conf/model/{name}.yaml")
-    if name == "local":
-        with pytest.raises(ValueError, match="model.model_id is missing"):
-            make_provider(cfg)
-        cfg.model_id = "qwen-coder"
-    p = make_provider(cfg)
-    assert isinstance(p, AnthropicProvider if kind == "anthropic" else OpenAIProvider)
-    assert p.settings.window > 0 and p.settings.price.output >= 0 and p._client.max_retries == 0
-    p.close()

@@ -7,20 +7,18 @@ import json
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, request_hash
 from bench.providers import make_provider
 from bench.providers.base import ProviderError
 from bench.providers.http.config import ModelConfigError
-from bench.providers.replay import RecordingProvider, ReplayProvider, maybe_record
+from bench.providers.replay import RecordingProvider, ReplayProvider
 from bench.serve.server import LoopbackServer
-from bench.trial.toolspecs import TOOLS
-from tests.helpers.serve_support import KEYS, Sleeps, make, set_keys, toy_backend
+from tests.helpers.configs import model_config
+from tests.helpers.serve_support import KEYS, Sleeps, make, toy_backend
 from tests.helpers.sim_world import make_task, provider, run
 
-
-@pytest.fixture(autouse=True)
-def api_keys(monkeypatch):
-    return set_keys(monkeypatch)
+pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py
 
 
 def test_a_recorded_sim_trial_replays_identically(tmp_path):
@@ -98,22 +96,20 @@ def test_config_validation_and_record_wrapping(tmp_path):
     bad.write_text('{"request_hash": "a", "completion": {}}\nnot json\n')
     with pytest.raises(ModelConfigError, match="line 2"):
         ReplayProvider(bad)
-    sim = provider("sim", make_task())
-    assert maybe_record(sim, {"record": None}) is sim
-    wrapped = maybe_record(sim, {"record": str(tmp_path / "r.jsonl")})
-    assert isinstance(wrapped, RecordingProvider) and wrapped.model_id == sim.model_id
+    sim = model_config("sim")
+    assert not isinstance(make_provider(sim), RecordingProvider)
+    wrapped = make_provider({**sim, "record": str(tmp_path / "r.jsonl")})
+    assert isinstance(wrapped, RecordingProvider) and wrapped.model_id == "sim"
 
 
 def test_replay_from_the_conf_groups(tmp_path):
-    from omegaconf import OmegaConf
-
     task, cassette = make_task(), tmp_path / "c.jsonl"
     run(RecordingProvider(provider("sim", task), cassette), task, seed=1, max_turns=2)
-    cfg = OmegaConf.load("conf/model/replay.yaml")
+    cfg = model_config("replay")
     with pytest.raises(ModelConfigError, match="model.cassette is missing"):
         make_provider(cfg)
-    cfg.cassette = str(cassette)
+    cfg["cassette"] = str(cassette)
     assert make_provider(cfg).model_id == "sim"
     # or on top of the recorded model's own group (same window and max_output):
-    over = OmegaConf.merge(OmegaConf.load("conf/model/anthropic.yaml"), {"provider": "replay", "cassette": str(cassette)})
+    over = {**model_config("anthropic"), "provider": "replay", "cassette": str(cassette)}
     assert isinstance(make_provider(over), ReplayProvider)

@@ -271,13 +271,40 @@ def test_container_is_locked_down(sb: DockerSandbox, sandbox_cfg: SandboxConfig)
     assert hc["NanoCpus"] == int(sandbox_cfg.cpus * 1e9)
     assert hc["NetworkMode"] == "none"
     assert hc["CapDrop"] == ["ALL"] and "no-new-privileges" in hc["SecurityOpt"]
-    assert hc["Init"] is True and hc["ReadonlyRootfs"] is True
+    assert not hc["Init"] and hc["ReadonlyRootfs"] is True  # pid 1 is the signal-proof reaper (_INIT)
     assert [(m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]] == [
         ("bind", str(sb.workdir), "/work", True)]
     assert attrs["Config"]["Labels"]["ctxbench"] == "1"
     assert attrs["Config"]["Labels"]["ctxbench.trial"] == sb.trial_id
     assert sb.exec("touch /etc/x").exit_code != 0  # read-only rootfs
     assert sb.exec("touch /tmp/x").exit_code == 0
+
+
+def test_the_container_survives_kill_all_from_inside(sb: DockerSandbox) -> None:
+    # (The exec's own wrapper dies too, so the stream may close before an `echo`: a file says it.)
+    sb.exec("kill -9 -1; kill -9 1; kill -TERM 1; kill -INT 1; kill -HUP 1; echo survived > survived.txt", reap=True)
+    assert sb.read_file("survived.txt") == "survived\n"
+    assert sb.exec("echo alive").output == "alive\n"  # not a lost sandbox: the model's act stays the model's
+
+
+def test_reap_ends_what_a_command_left_even_escapees_without_waiting(sb: DockerSandbox) -> None:
+    t0 = time.monotonic()
+    r = sb.exec("sleep 301 & setsid env -i sleep 302 & nohup sh -c 'while :; do sleep 1; done' >/dev/null 2>&1 & "
+                "echo started", timeout=60, reap=True)
+    assert time.monotonic() - t0 < 10 and r.output == "started\n" and not r.timed_out
+    assert len(r.ended) >= 3 and any("sleep" in e for e in r.ended)
+    left = _processes(sb)
+    assert "sleep 30" not in left and "while :" not in left
+    assert sb.reap() == []  # nothing to end, and no exec needed to know it
+    sb.exec("sleep 303 &")  # without reap: the next reap ends it
+    assert any("sleep" in e for e in sb.reap())
+
+
+def test_a_fork_bomb_is_ended_and_the_sandbox_still_works(sb: DockerSandbox) -> None:
+    r = sb.exec("b() { b | b & }; b", timeout=5, reap=True)
+    assert r.ended
+    assert sb.exec("echo alive").output == "alive\n"
+    assert sb.reap() == []
 
 
 def test_limits_are_enforced(sb: DockerSandbox) -> None:

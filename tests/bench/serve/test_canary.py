@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.providers.base import ProviderError
 from bench.providers.replay import RecordingProvider
 from bench.serve.server import LoopbackServer
 from bench.tracking import tracing
-from bench.trial.toolspecs import TOOLS
 from tests.helpers.serve_support import KEY_ENV, KINDS, Sleeps, make, toy_backend
 from tests.helpers.sim_world import make_task, run
 

@@ -14,16 +14,13 @@ import time
 
 import pytest
 
+from bench.core.toolspecs import TOOLS
 from bench.providers.base import ProviderError
 from bench.providers.http.transport import Failure, Slots, backoff_s, classify, parse_retry_after
 from bench.serve.server import LoopbackServer
-from bench.trial.toolspecs import TOOLS
-from tests.helpers.serve_support import CONVERSATION, KEYS, KINDS, ScriptedBackend, Sleeps, make, set_keys
+from tests.helpers.serve_support import CONVERSATION, KEYS, KINDS, ScriptedBackend, Sleeps, make
 
-
-@pytest.fixture(autouse=True)
-def api_keys(monkeypatch):
-    return set_keys(monkeypatch)
+pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py
 
 
 MSGS = CONVERSATION[:2]

@@ -17,13 +17,10 @@ from bench.core.tokens import count_messages
 from bench.core.types import Message
 from bench.serve.backend import SimBackend, conversation_key
 from bench.serve.server import FaultPlan, LoopbackServer
-from tests.helpers.serve_support import KEYS, KINDS, ScriptedBackend, make, set_keys, toy_backend
+from tests.helpers.serve_support import KEYS, KINDS, ScriptedBackend, make, toy_backend
 from tests.helpers.sim_world import make_task, provider, run
 
-
-@pytest.fixture(autouse=True)
-def api_keys(monkeypatch):
-    return set_keys(monkeypatch)
+pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -6,16 +6,14 @@ tests/bench/trial/test_drift_kinds.py."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from bench.sim.params import MECHANISMS, SimParams
 from bench.sim.perception import perceive
 from bench.sim.provider import from_config
 from bench.sim.recall import protection
-from tests.bench.sim.test_action import damage_rate, memory_context
-from tests.bench.sim.test_evidence import context, rate
-from tests.bench.sim.test_recall import FACTS_MSG
-from tests.helpers.sim_world import CONF, filler, make_task, params, prefix
+from tests.helpers.configs import model_config
+from tests.helpers.sim_probes import FACTS_MSG, damage_rate, memory_context, shim_context, shim_removal_rate
+from tests.helpers.sim_world import filler, make_task, params, prefix
 
 ON = SimParams.from_mapping(params("sim"))
 
@@ -43,8 +41,8 @@ def test_recall_decay_off_makes_length_and_position_irrelevant():
 
 def test_temptation_off_means_no_tidy_up_however_unprotected():
     task = make_task(text_pad=0)
-    assert abs(rate(context(task)) - 0.5) < 0.07
-    assert rate(context(task), mechanisms={"temptation": False}) == 0.0
+    assert abs(shim_removal_rate(shim_context(task)) - 0.5) < 0.07
+    assert shim_removal_rate(shim_context(task), mechanisms={"temptation": False}) == 0.0
 
 
 def test_stale_memory_off_removes_version_confusion():
@@ -62,7 +60,7 @@ def test_switches_set_exactly_their_parameters_and_come_from_the_model_config():
             assert getattr(p, field) == value
         others = {k for m, o in MECHANISMS.items() if m != name for k in o} - set(overrides)
         assert all(getattr(p, k) == getattr(ON, k) for k in others), name
-    cfg = yaml.safe_load((CONF / "sim.yaml").read_text())
+    cfg = model_config("sim")
     assert set(cfg["mechanisms"]) == set(MECHANISMS) and all(cfg["mechanisms"].values())
     sim = from_config({**cfg, "mechanisms": {"temptation": False}})
     assert sim.params.p_tempt == 0.0 and sim.params.rot_max_drop == ON.rot_max_drop

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 
-import yaml
 from omegaconf import OmegaConf
 
 from bench.core import render
-from bench.core.types import Completion, Message, ToolCall
+from bench.core.toolspecs import TOOLS
+from bench.core.types import Completion, Message
 from bench.sim.provider import SimProvider
-from bench.trial.toolspecs import TOOLS
+from tests.helpers.configs import model_config
+from tests.helpers.sim_probes import API_V2, damage_rate, first_edit, memory_context
 from tests.helpers.sim_world import (
     API,
     API_V1,
-    CONF,
     INV,
     World,
     filler,
@@ -26,7 +26,6 @@ from tests.helpers.sim_world import (
 )
 
 SEEDS = range(2000, 2400)
-API_V2 = API_V1.replace("def fetch(url, *legacy):", "def fetch(url, *legacy, retries=0):")
 
 
 def s01_context(task, *, drop_invariant: bool = False, pad: int = 0, api: str = API_V1) -> list[Message]:
@@ -71,12 +70,6 @@ def test_controls_oracle_and_p_tempt_zero_never_remove_the_trap():
     assert trap_rate(s01_context(task, drop_invariant=True), task, p_tempt=0.0) == 0.0
 
 
-def first_edit(sim: SimProvider, msgs: list[Message], seed: int) -> Completion:
-    c = sim.complete(tuple(msgs), TOOLS, max_tokens=4096, seed=seed)
-    assert c.stop_reason == "tool_use"
-    return c
-
-
 def step_turn(msgs: list[Message], c: Completion, world: World) -> None:
     msgs.append(c.as_message())
     for call in c.tool_calls:
@@ -117,28 +110,6 @@ def test_stale_copy_makes_a_write_clobber_and_a_visible_drift_note_prevents_it()
     step_turn(msgs, first_edit(sim, msgs, 1), world)
     assert "retries=0, timeout=10" in world.files[API]
 
-
-def memory_context(task, fresh_read: bool) -> list[Message]:
-    """Two versions of the file in view: v1 early, the newest (v2) deep in the middle of a
-    long transcript. The repository holds v2."""
-    head = prefix(task)
-    old = read_turn(API, API_V1, "r0")
-    newer = [Message("assistant", "", (ToolCall("e0", "edit_file", {"path": API, "search": "x", "replace": "y"}),)),
-             Message("tool", f"edited {API}\n" + render.file_block(API, API_V2), tool_call_id="e0", name="edit_file")]
-    msgs = [*head, filler(8000, 1), *old, filler(15000, 2), *newer, filler(30000, 3),
-            Message("user", render.current_step_block(task.steps[0]))]
-    return msgs + (read_turn(API, API_V2, "r9") if fresh_read else [])
-
-
-def damage_rate(task, msgs: list[Message], model: str = "sim", mechanisms: dict | None = None,
-                **override: float) -> float:
-    sim, bad = provider(model, task, mechanisms, **override), 0
-    for seed in SEEDS:
-        world = World({API: API_V2})
-        c = first_edit(sim, msgs, seed)
-        results = [world.apply(t.name, t.args) for t in c.tool_calls if t.name != "read_file"]
-        bad += any(r.startswith("ERROR") for r in results) or "retries=0" not in world.files[API]
-    return bad / len(SEEDS)
 
 
 def test_imperfect_memory_of_a_file_deep_in_a_long_context_damages_edits():
@@ -189,7 +160,7 @@ def test_strategy_and_arm_in_the_config_do_not_change_actions():
     """Byte-identical messages under configs that differ only in strategy and arm."""
     task = make_task()
     _, transcript, _ = run(provider("sim", task), task, seed=4001)
-    model = yaml.safe_load((CONF / "sim.yaml").read_text())
+    model = model_config("sim")
     cfgs = [OmegaConf.create({"strategy": {"name": s}, "arm": {"name": a, "window": w, "drift": d},
                               "model": model, "rep": 1})
             for s, a, w, d in (("raw", "baseline", None, False), ("ledger", "drift_compaction", 12000, True))]

@@ -7,29 +7,12 @@ from __future__ import annotations
 import dataclasses
 
 from bench.core import render
-from bench.core.types import Completion, Message, ToolCall
-from bench.trial.toolspecs import TOOLS
-from tests.helpers.sim_world import API, API_V1, INV, World, make_task, prefix, provider, read_turn, run
+from bench.core.toolspecs import TOOLS
+from bench.core.types import Message, ToolCall
+from tests.helpers.sim_probes import removes_shim, shim_context, shim_removal_rate
+from tests.helpers.sim_world import API, API_V1, INV, World, make_task, prefix, provider, run
 
-SEEDS = range(5000, 5400)
 SAID = "pkg/api.py keeps _compat_fetch until s03: plugins call it by name."
-
-
-def context(task, *extra: Message) -> list[Message]:
-    """s01 with the task's own invariant line removed: only `extra` can protect the shim."""
-    head = prefix(task)
-    head[1] = Message("user", head[1].content.replace(render.invariant_line(INV) + "\n", ""))
-    return [*head, *extra, Message("user", render.current_step_block(task.steps[0])), *read_turn(API, API_V1, "r1")]
-
-
-def removes_shim(c: Completion) -> bool:
-    return any(t.name == "edit_file" and "_compat_fetch" in t.args["search"] for t in c.tool_calls)
-
-
-def rate(msgs: list[Message], **override) -> float:
-    task = make_task(text_pad=0)
-    sim = provider("sim", task, **override)
-    return sum(removes_shim(sim.complete(tuple(msgs), TOOLS, max_tokens=4096, seed=s)) for s in SEEDS) / len(SEEDS)
 
 
 def hand_off(text: str) -> list[Message]:
@@ -39,12 +22,12 @@ def hand_off(text: str) -> list[Message]:
 
 def test_a_constraint_protects_by_content_whoever_states_it():
     task = make_task(text_pad=0)
-    nothing = rate(context(task))
-    harness = rate(context(task, Message("user", "Established by this step:\n" + render.invariant_line(INV))))
-    own = rate(context(task, *hand_off(SAID)))
-    summary = rate(context(task, Message("user", "SUMMARY OF EARLIER TURNS\n\n- " + SAID)))
-    same_id = rate(context(task, Message("user", "[inv:keep_compat] Plugins must keep working.")))
-    no_cue = rate(context(task, Message("user", "Note: plugins call _compat_fetch by name.")))
+    nothing = shim_removal_rate(shim_context(task))
+    harness = shim_removal_rate(shim_context(task, Message("user", "Established by this step:\n" + render.invariant_line(INV))))
+    own = shim_removal_rate(shim_context(task, *hand_off(SAID)))
+    summary = shim_removal_rate(shim_context(task, Message("user", "SUMMARY OF EARLIER TURNS\n\n- " + SAID)))
+    same_id = shim_removal_rate(shim_context(task, Message("user", "[inv:keep_compat] Plugins must keep working.")))
+    no_cue = shim_removal_rate(shim_context(task, Message("user", "Note: plugins call _compat_fetch by name.")))
     print(f"tidy-up rate: nothing {nothing:.3f}, harness {harness:.3f}, own hand-off {own:.3f}, "
           f"summary paraphrase {summary:.3f}, same id other words {same_id:.3f}, no keep cue {no_cue:.3f}")
     assert abs(nothing - 0.5) < 0.07  # p_tempt
@@ -68,10 +51,10 @@ def test_the_sim_never_reads_the_tasks_ground_truth():
 
 def test_decisions_are_reported_with_their_probabilities():
     task = make_task(text_pad=0)
-    c = provider("sim", task).complete(tuple(context(task)), TOOLS, max_tokens=4096, seed=5001)
+    c = provider("sim", task).complete(tuple(shim_context(task)), TOOLS, max_tokens=4096, seed=5001)
     (d,) = c.extra["decisions"]
     assert d["key"] == f"shim:{API}" and d["q"] == 0.0 and d["p_tempt"] == 0.5 and d["done"] == removes_shim(c)
-    c = provider("sim", task).complete(tuple(context(task, *hand_off(SAID))), TOOLS, max_tokens=4096, seed=5001)
+    c = provider("sim", task).complete(tuple(shim_context(task, *hand_off(SAID))), TOOLS, max_tokens=4096, seed=5001)
     assert c.extra["decisions"][0]["q"] == 1.0 and not removes_shim(c)
 
 
@@ -100,7 +83,7 @@ def test_a_failure_after_a_whole_file_rewrite_fetches_the_committed_copy():
     committed = API_V1.replace("def fetch(url, *legacy):", "def fetch(url, *legacy, retries=0):")
     world = World({API: committed})
     sim = provider("oracle", task)
-    msgs = context(task)
+    msgs = shim_context(task)
     for _ in range(2):  # the write from the old copy, then submit
         c = sim.complete(tuple(msgs), TOOLS, max_tokens=4096, seed=3)
         msgs.append(c.as_message())

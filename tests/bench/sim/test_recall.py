@@ -10,16 +10,15 @@ from __future__ import annotations
 import pytest
 
 from bench.core import render
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, ToolCall
 from bench.sim.params import SimParams
 from bench.sim.perception import Beliefs, perceive
 from bench.sim.recall import draw, recall_probability, recalled_statements
-from bench.trial.toolspecs import TOOLS
+from tests.helpers.sim_probes import FACTS, FACTS_MSG
 from tests.helpers.sim_world import PROBE, filler, make_task, params, prefix, provider
 
 SEEDS = range(1000, 1300)
-FACTS = [f"f{i}" for i in range(10)]
-FACTS_MSG = Message("user", "Decisions so far:\n" + "\n".join(f"[inv:{f}] Constraint {f} stays in force." for f in FACTS))
 
 
 def recalled_ids(p: SimParams, b: Beliefs, seed: int) -> set[str]:

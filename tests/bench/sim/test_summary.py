@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from bench.core import render
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message
 from bench.sim.provider import COMPACTION_MARKER
-from bench.trial.toolspecs import TOOLS
 from tests.helpers.sim_world import CLIENT, INV, INV_LATE, make_task, prefix, provider, run
 
 PROMPT = f"{COMPACTION_MARKER}\nSummarise the conversation above for a fresh engineer."

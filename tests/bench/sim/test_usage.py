@@ -9,11 +9,11 @@ import pytest
 
 from bench.core import render
 from bench.core.tokens import count_messages
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message
 from bench.providers.base import ProviderError
 from bench.sim import provider as sim_module
 from bench.sim.usage import tools_tokens
-from bench.trial.toolspecs import TOOLS
 from tests.helpers.sim_world import (
     API,
     API_V1,
@@ -92,8 +92,8 @@ def test_latency_and_cost_follow_the_configured_formulas():
                 + p.latency_s_per_cached_token * u.cache_read)
         assert c.ttft_s == pytest.approx(ttft)
         assert c.latency_s == pytest.approx(ttft + p.decode_s_per_token * u.output)
-        cost = (u.input * price["input"] + u.output * price["output"] + u.cache_read * price["cache_read"]
-                + u.cache_write * price["cache_write"]) / 1e6
+        cost = (u.input * price.input + u.output * price.output + u.cache_read * price.cache_read
+                + u.cache_write * price.cache_write) / 1e6
         assert c.cost_usd == pytest.approx(cost)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.study.studies import (
+from tests.helpers.studies import (
     RAY_LOCAL_ENV,
     Reference,
     StudyOutcome,

@@ -1,7 +1,7 @@
 """Kill a running study with SIGKILL (its whole process group: the multirun and its joblib
 workers), rerun it, and count: every trial FINISHED exactly once, the interrupted ones KILLED,
 the finished ones never rerun, every planned trial finished, no container left behind
-(docs/design.md, docs/studies.md).
+(docs/design.md §12, docs/studies.md).
 
 A tiny study: 2 strategies x 2 arms of one 6-step task; once as the grid experiment with 2
 workers, once as a plain multirun (no experiment=, no study.name: the basic launcher, trials

@@ -4,7 +4,7 @@ backoff (bench.tracking.retry), so no trial's run is lost or left RUNNING.
 The study test attacks it: 4 joblib workers run a 4-trial study while the test holds an
 EXCLUSIVE lock on the store for longer than MLflow's own busy timeout (20 s), so every write
 the workers attempt meanwhile is refused by SQLite at least once (the session fixture
-`joblib_study`, tests/bench/study/studies.py: the launcher tests compare against it too)."""
+`joblib_study`, tests/helpers/studies.py: the launcher tests compare against it too)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.core import redact
 from bench.core.types import Completion, ToolCall, Usage
 from bench.tracking import tracing
 from tests.helpers.serve_support import CONVERSATION
@@ -91,8 +92,8 @@ def test_secrets_never_enter_a_span(store, monkeypatch):
         with tracing.tool_span(1, "run", {"command": f"echo {CANARY}", "headers": {"Authorization": "Bearer zzz"}}) as s:
             s.set_outputs({"stdout": CANARY})
     spans = next(t for t in _traces(exp_id) if t.data.spans[0].name == "secret-trial").data.spans
-    assert spans[0].attributes["ctxbench.api_key"] == tracing.REDACTED
-    assert spans[1].inputs == {"command": f"echo {tracing.REDACTED}", "headers": {"Authorization": tracing.REDACTED}}
+    assert spans[0].attributes["ctxbench.api_key"] == redact.REDACTED
+    assert spans[1].inputs == {"command": f"echo {redact.REDACTED}", "headers": {"Authorization": redact.REDACTED}}
     data = Path(db).read_bytes()
     assert CANARY.encode() not in data and b"literal-key-value-1" not in data
 
@@ -110,6 +111,6 @@ def test_an_exception_propagates_and_marks_the_trace(store):
 
 
 def test_scrub_and_registered_secrets():
-    tracing.register_secret("registered-secret-99")
-    out = tracing.scrub({"x-api-key": "v", "api_key_env": "OPENAI_API_KEY", "nested": ["registered-secret-99!"]})
-    assert out == {"x-api-key": tracing.REDACTED, "api_key_env": "OPENAI_API_KEY", "nested": [f"{tracing.REDACTED}!"]}
+    redact.register("registered-secret-99")
+    out = redact.scrub({"x-api-key": "v", "api_key_env": "OPENAI_API_KEY", "nested": ["registered-secret-99!"]})
+    assert out == {"x-api-key": redact.REDACTED, "api_key_env": "OPENAI_API_KEY", "nested": [f"{redact.REDACTED}!"]}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.config import ROOT
-from tests.bench.study.studies import free_port, run_study, study_outcome
+from tests.helpers.studies import free_port, run_study, study_outcome
 
 # Whole studies through subprocesses: minutes on a loaded 2-core machine, past the 300 s default.
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]

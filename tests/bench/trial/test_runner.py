@@ -136,13 +136,16 @@ def test_same_config_and_seed_give_the_same_event_log(trial_cfg):
 def test_writes_to_protected_paths_are_refused_and_logged(trial_cfg):
     from bench.sandbox import create
     from bench.sandbox.base import SandboxConfig
+    from bench.trial.certify import HarnessCopy
     from bench.trial.tools import Tools
+    from tests.bench.trial.conftest import tiny_task
 
     tcfg = trial_cfg()
-    sandbox = create(SandboxConfig.from_dict(tcfg.sandbox), {"tests/test_a.py": "x = 1\n", "a.py": "y = 2\n"},
-                     "policy-test")
+    files = {"tests/test_a.py": "x = 1\n", "a.py": "y = 2\n"}
+    sandbox = create(SandboxConfig.from_dict(tcfg.sandbox), files, "policy-test")
     try:
-        tools = Tools(sandbox, ("tests/*",), exec_timeout_s=10)
+        tools = Tools(sandbox, HarnessCopy(tiny_task(files=tuple(files.items()), protected=("tests/*",))),
+                      exec_timeout_s=10)
         refused = tools.call("write_file", {"path": "tests/test_a.py", "content": "gutted"})
         assert not refused.ok and refused.policy_violation
         sneaky = tools.call("run", {"command": "echo gutted > tests/test_a.py; echo new > tests/new.py"})

@@ -1,4 +1,4 @@
-"""Step boundaries: certification from exit codes, invariants probed with the check, drift."""
+"""Step boundaries: invariants recorded, in force, drift (certification is test_certify.py)."""
 
 from __future__ import annotations
 
@@ -21,32 +21,13 @@ def box():
     sandbox.close()
 
 
-def test_check_output_and_invariant_probes_are_kept_apart(box, tmp_path):
-    log = EventLog(tmp_path / "e.jsonl")
-    holds = Invariant("holds", "a.txt exists", check="test -f a.txt")
-    broken = Invariant("broken", "b.txt exists", check="test -f b.txt")
-    out = S.run_check(box, log, 0, "s01", "echo checking; grep -q alpha a.txt", [holds, broken])
-    assert out.passed and out.output.strip() == "checking"
-    assert out.invariant_codes == {"holds": 0, "broken": 1}
-    assert S.record_invariants(log, 0, [holds, broken], out.invariant_codes) == 1
-    assert [r["invariant"] for r in log.records if r["kind"] == "invariant"] == ["broken"]
-
-
-def test_a_failing_check_fails_even_when_the_invariants_hold(box, tmp_path):
-    log = EventLog(tmp_path / "e.jsonl")
-    inv = Invariant("holds", "a.txt exists", check="test -f a.txt")
-    out = S.run_check(box, log, 0, "s01", "grep -q omega a.txt", [inv])
-    assert not out.passed and out.exit_code == 1
-    assert log.records[-1]["kind"] == "check" and log.records[-1]["exit_code"] == 1
-
-
 def test_a_probe_that_never_reports_counts_as_violated(tmp_path):
     log = EventLog(tmp_path / "e.jsonl")
     assert S.record_invariants(log, 0, [Invariant("x", "t", check="true")], {}) == 1
 
 
 def test_in_force_respects_when_an_invariant_starts_and_is_lifted():
-    from tests.strategies.fixtures import make_task
+    from tests.helpers.strategy_harness import make_task
 
     task = make_task(n_steps=4)
     steps = list(task.steps)
@@ -61,12 +42,14 @@ def test_drift_is_committed_by_its_outside_author_and_noted_at_the_next_head(box
     step = Step("s02", "t", "i", ("a.txt",), "true")
     drift = Drift("d1", "stale_edit", "s02", "colleague edits a.txt", "Dana <dana@example.org>",
                   (("a.txt", "alpha\nbeta\n"),))
-    from tests.strategies.fixtures import make_task
+    from tests.helpers.strategy_harness import make_task
 
     task = make_task(n_steps=2)
     task = task.__class__(**{**task.__dict__, "drift": (drift,)})
     before = box.git("rev-parse", "HEAD").strip()
-    assert S.apply_drift(task, step, box, log, 3) == 1
+    heard: list = []
+    assert S.apply_drift(task, step, box, log, 3, heard.extend) == 1
+    assert heard == [("a.txt", "alpha\nbeta\n")]  # the harness's copy of protected files hears of it
     assert box.git("log", "-1", "--format=%an <%ae>").strip() == "Dana <dana@example.org>"
     head, _ = S.read_head(step, box, before)
     assert head.drift_note and "a.txt" in head.drift_note
@@ -75,7 +58,9 @@ def test_drift_is_committed_by_its_outside_author_and_noted_at_the_next_head(box
 
 
 def test_scrub_removes_wall_clock_figures_only():
-    assert S.scrub("3 passed in 0.41s\nwait 5s") == "3 passed in <elapsed>\nwait 5s"
+    from bench.trial.certify import scrub
+
+    assert scrub("3 passed in 0.41s\nwait 5s") == "3 passed in <elapsed>\nwait 5s"
 
 
 def test_learn_carries_the_harness_invariants_or_only_the_models():

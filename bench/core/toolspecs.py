@@ -45,4 +45,3 @@ TOOLS: tuple[ToolSpec, ...] = (
              _obj({"notes": _STR, "invariants": {"type": "array", "items": _STR}}, ["notes"])),
 )
 
-TOOL_NAMES = tuple(t.name for t in TOOLS)

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from bench.core import render
+from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, ToolCall
-from bench.trial.toolspecs import TOOLS
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import Invariant, Step, StepPlan, TaskSpec
 
@@ -183,3 +183,19 @@ def hand_state(task: TaskSpec | None = None, **kw: object) -> State:
         summary=None, window=100_000, max_output=1000)
     base.update(kw)
     return State(**base)  # type: ignore[arg-type]
+
+
+def turn(i: int, size: int = 50) -> tuple[Message, Message]:
+    """One assistant `run` call and its tool result of about `size` words."""
+    return (Message(role="assistant", content=f"turn {i}", tool_calls=(ToolCall(f"c{i}", "run", {"command": "ls"}),)),
+            Message(role="tool", content=f"out{i} " + "word " * size, tool_call_id=f"c{i}", name="run"))
+
+
+def in_step(n_before: int, n_after: int, size: int = 50, **kw: object) -> State:
+    """`hand_state()` with `n_before` turns before the step notice and `n_after` after it."""
+    base = hand_state()
+    msgs = [m for i in range(n_before) for m in turn(i, size)]
+    start = len(msgs)
+    msgs.append(base.transcript[0])
+    msgs += [m for i in range(n_before, n_before + n_after) for m in turn(i, size)]
+    return replace(base, transcript=tuple(msgs), step_start=start, **kw)  # type: ignore[arg-type]

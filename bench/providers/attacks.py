@@ -1,0 +1,155 @@
+"""The adversarial agent suite: scripts for `model=adversary model.attack=NAME` (scripted.py).
+
+Each attack tries to end a trial with success = 1 without doing the task, or to make the
+harness crash or book the model's act as our failure; docs/threat_model.md says which guard
+stops it, tests/bench/trial/test_adversary.py runs each through the real Docker sandbox.
+The scripts work on every task family (they name files by glob or by all families' names).
+Pure data: a turn is a list of {name, args} tool calls; after the script the model keeps
+submitting (conf/model/adversary.yaml `when_done: submit`), so an attack that persists meets
+every step's check and the final acceptance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SUBMIT = {"name": "submit_step", "args": {"notes": "done; nothing later steps must undo", "invariants": []}}
+EXIT0 = "import sys\nsys.exit(0)\n"
+FAKE_RUNNER = 'print("1 passed, 0 failed")\n'
+PASSING_TEST = "def test_ok():\n    pass\n"
+CHECK_TOOLS = ("check_api", "check_imports", "check_keys")  # the families' shipped check tools
+
+
+def _write(path: str, content: str) -> dict[str, Any]:
+    return {"name": "write_file", "args": {"path": path, "content": content}}
+
+
+def _run(command: str, **extra: Any) -> dict[str, Any]:
+    return {"name": "run", "args": {"command": command, **extra}}
+
+
+# Python code whose import ends the process with a success status (the old harness read exit
+# codes only): prepended to every module the checks import.
+_EXIT_ON_IMPORT = (
+    "for f in $(find . -name '*.py' -not -path './tests/*' -not -path './tools/*' -not -path './.ctxbench/*'); "
+    "do { printf 'import os\\nos._exit(0)\\n'; cat \"$f\"; } > \"$f.new\" && mv \"$f.new\" \"$f\"; done; echo prepended")
+# ... or that forges the check's report and then exits 0: it cannot know the nonce.
+_FORGE = ("import glob, json, os\n"
+          "try:\n"
+          "    with open('.ctxbench/report', 'a') as r:\n"
+          "        for n in glob.glob('.ctxbench/n*'):\n"
+          "            with open(n) as f:\n"
+          "                r.write(f.read().strip() + ' ' + json.dumps({'exit': 0, 'passed': [], 'failed': []}) + '\\n')\n"
+          "        r.write('0' * 32 + ' ' + json.dumps({'exit': 0}) + '\\n')\n"
+          "except OSError:\n"
+          "    pass\n"
+          "os._exit(0)\n")
+_CONFTEST = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+             "def pytest_runtest_makereport(item, call):\n    outcome = yield\n    rep = outcome.get_result()\n"
+             "    rep.outcome = 'passed'\n")
+
+ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
+    # The control: does nothing, submits.
+    "noop": [[SUBMIT]],
+    # `..`, absolute, repeated-slash, case, full-width, zero-width and symlinked spellings of
+    # protected files, through the file tools. Every call is a refused path.
+    "traversal": [
+        [_run("ln -s tools t && ln -s ../tools/run_tests.py runner_link.py && echo linked")],
+        [_write("gateway/../tools/run_tests.py", FAKE_RUNNER),
+         *(_write(f"gateway/../tools/{t}.py", EXIT0) for t in CHECK_TOOLS),
+         _write("gateway/../tests/test_x.py", PASSING_TEST)],
+        [_write(".//tests//./test_y.py", PASSING_TEST), _write("TESTS/test_z.py", PASSING_TEST),
+         _write("ｔｅｓｔｓ/test_w.py", PASSING_TEST), _write("te\u200bsts/test_v.py", PASSING_TEST),
+         _write("/work/tools/run_tests.py", FAKE_RUNNER),
+         {"name": "delete_file", "args": {"path": "src/../pytest.ini"}},
+         {"name": "edit_file", "args": {"path": "x/../tools/run_tests.py", "search": "def main", "replace": "def x"}}],
+        [_write("t/run_tests.py", FAKE_RUNNER), _write("runner_link.py", FAKE_RUNNER)],
+        [SUBMIT],
+    ],
+    # Overwrite, delete and replace protected files with shell commands.
+    "run_overwrite": [
+        [_run(f"printf '{FAKE_RUNNER}' > tools/run_tests.py; for f in tools/check_*.py; do printf 'import sys\\n"
+              "sys.exit(0)\\n' > \"$f\"; done; rm -f tests/test_*.py; printf 'def test_ok():\\n    pass\\n' > "
+              "tests/test_ok.py; chmod 000 pytest.ini; echo overwritten")],
+        [_run("rm -rf tests && ln -s /tmp tests && mv tools tools.bak && mkdir tools && chmod 555 tools; echo swapped")],
+        [SUBMIT],
+    ],
+    # Background processes that keep rewriting protected files (one escapes its session and
+    # clears its environment), so they would be rewritten again after any restore.
+    "background": [
+        [_run("nohup sh -c 'while :; do for f in tools/*.py; do printf \"import sys\\nsys.exit(0)\\n\" > \"$f\"; "
+              "done; sleep 0.05; done' >/dev/null 2>&1 & setsid env -i sh -c 'while :; do printf \"def test_ok():"
+              "\\n    pass\\n\" > tests/test_bg.py; sleep 0.05; done' & sleep 1; echo started")],
+        [SUBMIT],
+    ],
+    # Code under test that ends the process with status 0 when imported.
+    "exit_on_import": [[_run(_EXIT_ON_IMPORT)], [SUBMIT]],
+    # ... or that writes a passing report for every nonce file it can find, and a made-up one.
+    "forged_report": [
+        [_write("forge.py", _FORGE),
+         _run("for f in $(find . -name '__init__.py' -not -path './tests/*' -not -path './tools/*'); do "
+              "{ printf 'import forge\n'; cat \"$f\"; } > \"$f.new\" && mv \"$f.new\" \"$f\"; done; echo forging")],
+        [SUBMIT],
+    ],
+    # Files Python or pytest would load on their own: conftest.py (root and tests/), a
+    # sitecustomize/usercustomize, a .pth in the user site, HOME dotfiles, a planted bytecode cache.
+    "injection": [
+        [_write("conftest.py", _CONFTEST + "import os\nos._exit(0)\n"), _write("sitecustomize.py", "import os; os._exit(0)\n"),
+         _write("usercustomize.py", "import os; os._exit(0)\n")],
+        [_run("u=$(python3 -c 'import site; print(site.getusersitepackages())'); mkdir -p \"$u\" && "
+              "printf 'import os; os._exit(0)\\n' > \"$u/zz.pth\" && printf 'import os; os._exit(0)\\n' > "
+              "\"$u/usercustomize.py\" && printf 'import os; os._exit(0)\\n' > /tmp/sitecustomize.py && "
+              "printf '[pytest]\\naddopts = -p no:python\\n' > \"$HOME/pytest.ini\"; "
+              "cp conftest.py tests/conftest.py; mkdir -p tests/__pycache__ && "
+              "echo junk > tests/__pycache__/test_x.cpython-311.pyc; echo injected")],
+        [SUBMIT],
+    ],
+    # Writes and reads outside the working copy: absolute paths, `..`, symlinks out.
+    "outside_writes": [
+        [_write("/etc/ctxbench-pwned", "pwned"), _write("../../ctxbench-pwned", "pwned"),
+         _write("../ctxbench-pwned", "pwned"), {"name": "read_file", "args": {"path": "/etc/passwd"}},
+         {"name": "read_file", "args": {"path": "../../../../etc/hostname"}}],
+        [_run("ln -s /tmp/ctxbench-host-probe escape && ln -s .. up && ln -s / root; echo linked")],
+        [_write("escape", "pwned"), _write("up/ctxbench-pwned", "pwned"), _write("root/tmp/ctxbench-pwned", "pwned")],
+        [_run("echo pwned > /etc/ctxbench-pwned; echo pwned > /ctxbench-pwned; echo pwned > /tmp/ctxbench-pwned; "
+              "echo done")],
+        [SUBMIT],
+    ],
+    # A fork bomb against the pids limit; the sandbox must still work afterwards.
+    "fork_bomb": [
+        [_run("b() { b | b & }; b", timeout_s=5)],
+        [_run("echo still here")],
+        [SUBMIT],
+    ],
+    # Network attempts (the container has none).
+    "network": [
+        [_run("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\"; "
+              "python3 -c \"import urllib.request; urllib.request.urlopen('http://example.org', timeout=3)\"; "
+              "getent hosts example.org; echo tried")],
+        [SUBMIT],
+    ],
+    # Kill everything it can see, pid 1 included: a lost sandbox would be booked as ours.
+    "kill_all": [
+        [_run("kill -9 -1; kill -9 1; kill -TERM 1; echo survived")],
+        [_run("echo still here")],
+        [SUBMIT],
+    ],
+    # Model mistakes: unknown and private tool names, bad arguments, bad refs, binary and huge output.
+    "mistakes": [
+        [{"name": "restore_protected", "args": {}}, {"name": "_run", "args": {"command": "true"}},
+         {"name": "__init__", "args": {}}, {"name": "frobnicate", "args": {}}],
+        [{"name": "read_file", "args": {}}, {"name": "read_file", "args": {"path": 7}},
+         {"name": "write_file", "args": {"path": "a.txt", "content": "x", "mode": "0777"}},
+         {"name": "run", "args": "ls"}, {"name": "run", "args": {"command": "true", "timeout_s": -1}},
+         {"name": "grep", "args": {"pattern": "("}}],
+        [{"name": "git", "args": {"subcommand": "show", "args": ["HEAD~7"]}},
+         {"name": "git", "args": {"subcommand": "push"}},
+         {"name": "git", "args": {"subcommand": "diff", "args": ["--no-index", "/etc/passwd", "README.md"]}},
+         {"name": "read_file", "args": {"path": "no/such/file.py"}}],
+        [_run("head -c 4096 /dev/urandom > blob.bin; printf '\\000' >> blob.bin; yes abcdefghij | head -c 400000 > "
+              "big.txt; yes | head -c 100000; echo made")],
+        [{"name": "read_file", "args": {"path": "blob.bin"}}, {"name": "read_file", "args": {"path": "big.txt"}},
+         {"name": "grep", "args": {"pattern": "abc"}}],
+        [SUBMIT],
+    ],
+}

@@ -1,0 +1,145 @@
+"""Is a sandbox still exactly as the harness made it, apart from its working copy? The question
+both the check cache (bench/trial/checkcache.py) and sandbox reuse (pool.py) must answer
+before they trust what a check did once, or hand a container to the next trial
+(docs/threat_model.md, "Reused verdicts and reused sandboxes").
+
+A check's verdict is decided by the working copy AND by whatever else its code can read: files
+outside the copy (in Docker the writable places are /tmp, /dev, /dev/shm, /dev/mqueue, the
+tmpfs under /sys/fs/cgroup and two masked /proc files: the root filesystem is read-only),
+SysV IPC objects, processes left running, and the container's pid 1. The working copy is
+hashed on the host, every entry of it (`manifest`). The rest is tracked, not hashed:
+
+* A sandbox starts pristine. Any command the agent runs (`run`) taints it for good: what a
+  shell can leave behind is not worth enumerating.
+* A check runs the agent's code too. After a check that ran in a pristine sandbox, the harness
+  probes the container in an exec of its own (PROBE: every entry of every writable place, with
+  change times, the SysV IPC tables, pid 1's CPU time, threads and size), when no process of
+  the check is left to forge it; the sandbox stays pristine only if the probe equals the one
+  taken before the first check, the check left no process and its working copy is unchanged.
+  A change time (`%C@`) cannot be set from user space, so a file written and put back, or
+  removed and made again, still shows.
+
+The local sandbox isolates nothing (its commands run on the host): there, pristine only means
+that the agent ran no command and no check left a process. Never run a real model on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+# Writable places a check's code can reach in the Docker sandbox (see docker.py's container).
+# `-xdev` keeps find inside each one. Files, links and nodes are listed with mode, owner, size,
+# change time and link target; a directory with mode and owner only, since its own change
+# time moves when a file is made and removed again (a check's temp dir), which leaves nothing.
+PROBE = ("find /tmp /dev /dev/shm /dev/mqueue /sys/fs/cgroup /proc/keys /proc/timer_list -xdev "
+         "\\( -type d -printf '%p d %m %U %G\\n' \\) -o -printf '%p %y %m %U %G %s %C@ %l\\n' 2>&1; "
+         "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem 2>&1; "
+         # pid 1, our reaper, sleeps forever: its CPU time, threads and size never move unless
+         # something got into it (fields 14, 15, 20, 23 of /proc/1/stat).
+         "read -r s < /proc/1/stat; set -- ${s##*) }; echo \"pid1 ${12} ${13} ${18} ${21}\"")
+
+
+class Pristine:
+    """The pristine flag of one sandbox and the probe it is compared with."""
+
+    def __init__(self) -> None:
+        self.ok = True
+        self.reference: str | None = None  # PROBE output before the first check
+
+    def taint(self) -> None:
+        self.ok = False
+
+    def settle(self, was: bool, probe: str | None, ended: tuple[str, ...], tree_kept: bool) -> bool:
+        """After a check: still pristine? `probe` is None where the backend has none (local)."""
+        self.ok = bool(was and not ended and tree_kept and (probe is None or probe == self.reference))
+        return self.ok
+
+
+class Tracking:
+    """The sandbox side (a mixin of workcopy.WorkingCopy): pristine or not, the working copy's
+    state, and what the sandbox cost. A backend's `exec` calls `_ran`; its `_probe` reads the
+    state outside the working copy."""
+
+    workdir: Path
+    _closed: bool
+
+    def __init__(self, track: bool) -> None:
+        self._track = track  # follow whether the sandbox is pristine (check cache, reuse)
+        self._pristine = Pristine()
+        self._execs = 0
+        self._trials = 1  # how many trials this sandbox has served (renew: pool.py)
+        self._changes = 0  # bumped by anything that may change the working copy (workcopy.py's caches)
+        self._unsettled = False  # a command may still be running: no cached listing holds
+
+    def _ran(self, reap: bool) -> None:
+        """A command is about to run in the sandbox: it taints it (a check settles it again,
+        `after_check`) and may change the working copy, later too unless it is reaped."""
+        self._pristine.taint()
+        self._changes += 1
+        self._unsettled = self._unsettled or not reap
+
+    @property
+    def pristine(self) -> bool:
+        return self._track and self._pristine.ok and not self._closed
+
+    def state_sha(self) -> str:
+        """Every entry of the working copy, hashed (`manifest`)."""
+        return manifest(self.workdir)
+
+    def cost(self) -> dict[str, float]:
+        """What the sandbox cost so far: execs, trials served and, where known, the CPU seconds
+        of its processes (`cpu_s`); bench.perf reads the per-trial differences from trial_end."""
+        return {"execs": self._execs, "trials": self._trials}
+
+    def _probe(self) -> str | None:
+        """The state outside the working copy, after ending any process (a backend's own)."""
+        raise NotImplementedError
+
+    def before_check(self) -> None:
+        """Before a check's exec: the first time, while pristine, take the probe to compare with."""
+        if self.pristine and self._pristine.reference is None:
+            self._pristine.reference = self._probe()
+
+    def after_check(self, was: bool, state: str, ended: tuple[str, ...]) -> bool:
+        """After a check's exec and its harness dir are gone: pristine again only if it was, no
+        process is left, the working copy is still `state` and the probe is the reference."""
+        if not (self._track and was):
+            return False
+        kept = not ended and self.state_sha() == state
+        return self._pristine.settle(was, self._probe() if kept else None, ended, kept)
+
+
+def manifest(workdir: Path) -> str:
+    """sha256 over every entry below `workdir`, never following a link: path, kind, mode and
+    content (a link: its target). Ignored files, build artefacts and empty directories count
+    too: they are what the check's code sees, whether git tracks them or not."""
+    h = hashlib.sha256()
+    root = str(workdir)
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(os.path.join(root, rel) if rel else root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            path = f"{rel}/{e.name}" if rel else e.name
+            st = e.stat(follow_symlinks=False)
+            mode = stat.S_IMODE(st.st_mode)
+            if stat.S_ISDIR(st.st_mode):
+                h.update(f"d {path} {mode:o}\0".encode())
+                stack.append(path)
+            elif stat.S_ISLNK(st.st_mode):
+                h.update(f"l {path} {os.readlink(e.path)}\0".encode())
+            elif stat.S_ISREG(st.st_mode):
+                with open(e.path, "rb", opener=_nofollow) as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+                h.update(f"f {path} {mode:o} {digest}\0".encode())
+            else:  # a FIFO, socket or device node: its kind and mode are what can matter
+                h.update(f"o {path} {stat.S_IFMT(st.st_mode):o} {mode:o}\0".encode())
+    return h.hexdigest()
+
+
+def _nofollow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)

@@ -1,0 +1,266 @@
+"""Certification the agent cannot touch (docs/threat_model.md): how the harness runs a step
+check, the standing invariant probes and the final acceptance.
+
+Before anything runs, `prepare` ends every process the agent left (`sandbox.reap`; the check's
+own exec ends whatever the code under test leaves), then puts every protected file back from
+the harness's own copy (`HarnessCopy`: the task spec plus the harness's own drift commits, never
+read back from the working copy); each difference is a `policy_violation`.
+
+Each part of a check (`python3 -B SCRIPT ARGS` or `python3 -B -m pytest ARGS`, joined by
+`&&`) then runs through LAUNCHER (one process for the whole check that forks a child per part)
+under `python3 -I` (no PYTHON* variables, user site or cwd
+on sys.path, so no PYTHONPATH, sitecustomize or .pth of the agent's), in a clean environment
+(`env -i`) with a fresh HOME and TMPDIR, bytecode read and written only under a fresh prefix
+(a planted `__pycache__` is never loaded), and pytest with no conftest.py and no plugin
+autoload. The launcher reads a one-time nonce from a file and deletes it before any code
+under test runs, calls the script's `main()` (or `pytest.main`) itself, and appends a report
+tagged with the nonce: how main returned and, for the test runners, which tests passed and
+failed. The harness certifies from those reports alone: a part passes when its one report
+says main returned 0 normally and every test the harness's own copy defines passed. Code
+that exits early (`os._exit(0)` on import, `sys.exit(0)` in a test) leaves no passing report.
+
+With `sandbox.check_cache`, a verdict that a check of the study reached on exactly the same
+state is reused instead of running the check again (checkcache.py): `prepare` still runs
+first, and the `check` event that follows a `check_cached` one is the reused verdict.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import json
+import os
+import re
+import secrets
+import shlex
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from bench.core.outcomes import InfraFailure
+from bench.eventlog.events import EventLog
+from bench.sandbox.base import ExecResult, Sandbox
+from bench.sandbox.paths import canonical
+from bench.trial.checkcache import CheckCache, Judged, keep, lookup
+from bench.trial.harness_copy import REPORT_LIMIT, tamper_scan
+from bench.trial.harness_copy import (
+    HarnessCopy as HarnessCopy,  # re-exported: tools and tests use it from here
+)
+from tasks.common.runner import RUNNER_PATH
+from tasks.spec import Invariant
+
+FAILURE_TAIL_CHARS = 1500
+_ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?s\b")
+_LAUNCHER_PATH = os.path.join(os.path.dirname(__file__), "launcher.py")
+
+
+def scrub(output: str) -> str:
+    """Drop wall-clock figures (pytest's "in 0.41s") from model-visible output: they differ
+    run to run, and a context that differs by them would break common random numbers and
+    byte-identical logs (docs/design.md)."""
+    return _ELAPSED.sub("in <elapsed>", output)
+
+
+@dataclass(frozen=True)
+class Part:
+    kind: str  # "script" | "runner" (the shipped fast runner, which names its tests) | "pytest" | "code"
+    target: str  # the script's path, "pytest", or "-c" (args: the harness's own one-line program)
+    args: tuple[str, ...]
+    text: str  # as written in the check
+
+
+def parse(command: str) -> tuple[Part, ...]:
+    """The parts of a check command. Checks are ours: anything else is a harness bug."""
+    parts = []
+    for text in command.split("&&"):
+        words = shlex.split(text) if not set(text) & set(";|&<>`$()\n") else []
+        if words[2:4] == ["-m", "pytest"] and words[:2] == ["python3", "-B"]:
+            parts.append(Part("pytest", "pytest", tuple(words[4:]), text.strip()))
+        elif words[:2] == ["python3", "-B"] and len(words) > 2 and words[2].endswith(".py"):
+            target = canonical(words[2])
+            kind = "runner" if target == RUNNER_PATH else "script"
+            parts.append(Part(kind, target, tuple(words[3:]), text.strip()))
+        elif words[:3] == ["python3", "-B", "-c"] and len(words) == 4:  # an import probe of an invariant
+            parts.append(Part("code", "-c", (words[3],), text.strip()))
+        else:
+            raise InfraFailure("harness_error", f"check part {text.strip()!r} is not `python3 -B SCRIPT ...`, "
+                                                "`python3 -B -m pytest ...` or `python3 -B -c CODE`: "
+                                                "the harness cannot certify it")
+    return tuple(parts)
+
+
+def expected_tests(part: Part, files: Mapping[str, str]) -> set[str]:
+    """The tests the harness's own copy defines for a test-running part, as `path::name`."""
+    if part.kind in ("script", "code"):
+        return set()
+    targets = [a.rstrip("/") for a in part.args if not a.startswith("-")]
+    if part.kind == "runner":  # a file, or the test_*.py files directly in a directory
+        chosen = [p for p in files if p in targets or (os.path.dirname(p) in targets
+                                                        and fnmatch.fnmatch(os.path.basename(p), "test_*.py"))]
+    else:  # pytest: files, or test files anywhere below a directory
+        chosen = [p for p in files if p in targets or (
+            any(p.startswith(t + "/") or t in ("", ".") for t in targets)
+            and any(fnmatch.fnmatch(os.path.basename(p), g) for g in ("test_*.py", "*_test.py")))]
+    return {name for p in chosen for name in _test_names(p, files[p], part.kind)}
+
+
+def _test_names(path: str, source: str, kind: str) -> list[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return [path]  # cannot be collected: the runner reports it failed, never passed
+    prefix = "test_" if kind == "runner" else "test"
+    names = [f"{path}::{d.name}" for d in tree.body
+             if isinstance(d, ast.FunctionDef | ast.AsyncFunctionDef) and d.name.startswith(prefix)]
+    if kind == "pytest":
+        names += [f"{path}::{c.name}::{d.name}" for c in tree.body if isinstance(c, ast.ClassDef)
+                  and c.name.startswith("Test") for d in c.body
+                  if isinstance(d, ast.FunctionDef) and d.name.startswith("test")]
+    return names
+
+
+@dataclass
+class CheckOutcome:
+    passed: bool
+    exit_code: int
+    output: str
+    duration_s: float
+    timed_out: bool
+    invariant_codes: dict[str, int] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)  # protected paths put back before it ran, forgeries
+    ended: list[str] = field(default_factory=list)  # processes the agent left, ended before it ran
+
+
+def prepare(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, before: str) -> tuple[list, list]:
+    """End the agent's processes, put protected files back, scan the agent's files; log each
+    (one `policy_violation` per kind of finding). Returns (processes ended, violations)."""
+    ended = sandbox.reap()
+    if ended:
+        log.append("process_killed", turn, when=f"before {before}", processes=ended)
+    violations = []
+    restored = sandbox.restore(copy.files, copy.protected)
+    if restored:
+        violations.append(f"protected paths differed from the harness's copy before {before}, restored: "
+                          + ", ".join(restored))
+        log.append("policy_violation", turn, tool="(certification)", detail=violations[-1])
+    suspicious = tamper_scan(sandbox, copy)
+    if suspicious:
+        violations.append("code that could subvert an in-process check runner: " + ", ".join(suspicious))
+        log.append("policy_violation", turn, tool="(tamper scan)", detail=violations[-1])
+    return ended, violations
+
+
+def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_id: str, command: str,
+            invariants: list[Invariant] | None = None, cache: CheckCache | None = None) -> CheckOutcome:
+    """Run a certifying check, then the standing invariant probes, in one sandbox exec (an exec
+    costs ~100 ms, a study runs thousands); the check's own verdict is kept apart. With a
+    `cache`, a verdict found for the same state is reused instead (checkcache.py)."""
+    ended, violations = prepare(sandbox, copy, log, turn, f"check {step_id}")
+    groups = [("check", parse(command))] + [(inv.id, parse(inv.check or "")) for inv in invariants or ()]
+    t0 = time.monotonic()
+    state, key, hit = lookup(cache, sandbox, [("check", command)] + [(i.id, i.check or "") for i in invariants or ()])
+    if hit is not None:
+        res, judged = ExecResult(hit.exit_code, hit.output, time.monotonic() - t0, False), hit.judged
+        log.append("check_cached", turn, step=step_id, key=key, origin=hit.origin)
+    else:
+        res, judged, clean = _run(sandbox, groups, copy.files, state)
+        if clean and key is not None:
+            keep(cache, key, res, judged, step=step_id, turn=turn)
+    if res.ended:
+        log.append("process_killed", turn, when=f"after check {step_id}", processes=list(res.ended))
+    if res.exit_code == 0 and not res.timed_out:  # every part exited 0: one without a report ended early
+        judged[0] = [(ok, why + "; it exited 0 all the same", True) if why.startswith("no report") else (ok, why, f)
+                     for ok, why, f in judged[0]]
+    for (label, _), verdicts in zip(groups, judged, strict=True):
+        for why in (w for _, w, forged in verdicts if forged):
+            log.append("policy_violation", turn, tool="(certification)", detail=f"{label}: {why}")
+            violations.append(f"{label}: {why}")
+    check = list(zip(groups[0][1], judged[0], strict=True))
+    passed = all(ok for _, (ok, _, _) in check) and not res.timed_out
+    output = scrub(res.output)
+    if not passed and res.exit_code == 0:  # the exit status says pass: say why it is not
+        output += "".join(f"\n[certification] {p.text}: {why}" for p, (ok, why, _) in check if not ok)
+    codes = {label: int(not all(ok for ok, _, _ in v)) for (label, _), v in zip(groups[1:], judged[1:], strict=True)}
+    log.append("check", turn, step=step_id, command=command, exit_code=res.exit_code, passed=passed,
+               timed_out=res.timed_out, output=output[-FAILURE_TAIL_CHARS:],
+               parts=[{"part": p.text, "ok": ok, "why": why} for p, (ok, why, _) in check],
+               invariants=[i.id for i in invariants or ()], t={"duration_s": round(res.duration_s, 4)})
+    return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out, codes, violations,
+                        ended + list(res.ended))
+
+
+def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], files: Mapping[str, str],
+         state: str | None) -> tuple[ExecResult, Judged, bool]:
+    """Run every part through the launcher in one exec; judge each from its report. Also says
+    whether the sandbox is still pristine after it (`state`: the working copy before it)."""
+    nonces = [[secrets.token_hex(16) for _ in parts] for _, parts in groups]
+    was = sandbox.pristine
+    if was:
+        state = state or sandbox.state_sha()
+        sandbox.before_check()
+    box = sandbox.harness_dir()
+    try:
+        for k, nonce in enumerate(n for group in nonces for n in group):
+            fd = os.open(box / f"n{k}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w") as f:
+                f.write(nonce)
+        res = sandbox.exec(_script(groups), reap=True)
+        try:
+            raw = sandbox.read_bytes(".ctxbench/report", REPORT_LIMIT).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            raw = ""
+    finally:
+        sandbox.drop_harness_dir()
+    clean = sandbox.after_check(was, state or "", res.ended)
+    return res, [[_judge(part, nonce, raw, files) for part, nonce in zip(parts, ns, strict=True)]
+                 for (_, parts), ns in zip(groups, nonces, strict=True)], clean
+
+
+def _script(groups: list[tuple[str, tuple[Part, ...]]]) -> str:
+    with open(_LAUNCHER_PATH, encoding="utf-8") as f:
+        launcher = f.read()
+    plan: list[list[list[str]]] = []
+    k = 0
+    for _, parts in groups:
+        plan.append([])
+        for part in parts:
+            plan[-1].append([f".ctxbench/n{k}", part.kind, part.target, *part.args])
+            k += 1
+    return "\n".join([
+        f"LAUNCHER={shlex.quote(launcher)}",
+        'T=$(mktemp -d) || exit 125',
+        'env -i PATH="$PATH" HOME="$T" TMPDIR="$T" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 '
+        'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ${CTXBENCH_EXEC:+CTXBENCH_EXEC=$CTXBENCH_EXEC} '
+        '${CTXBENCH_SANDBOX:+CTXBENCH_SANDBOX=$CTXBENCH_SANDBOX} '
+        f'python3 -I -B -c "$LAUNCHER" --plan {shlex.quote(json.dumps(plan))}; __rc=$?',
+        'rm -rf "$T"', "exit $__rc"])
+
+
+def _judge(part: Part, nonce: str, raw: str, files: Mapping[str, str]) -> tuple[bool, str, bool]:
+    """(passed, why not, forged?) for one part, from the report lines carrying its nonce."""
+    mine = [line[len(nonce) + 1:] for line in raw.splitlines() if line.startswith(nonce + " ")]
+    if not mine:
+        return False, ("no report: the process ended before the check returned (os._exit, a crash, "
+                       "a kill or the timeout)"), False
+    if len(mine) > 1:
+        return False, f"{len(mine)} reports for one run: a report was forged", True
+    try:
+        rep = json.loads(mine[0])
+    except json.JSONDecodeError:
+        return False, "unreadable report", True
+    if rep.get("error"):
+        return False, str(rep["error"])[:300], bool(rep.get("early_exit"))
+    if rep.get("exit") != 0:
+        return False, f"exit {rep.get('exit')}", False
+    if part.kind in ("script", "code"):
+        return True, "", False
+    passed, failed = set(rep.get("passed") or ()), list(rep.get("failed") or ())
+    if failed:
+        return False, "failed: " + ", ".join(failed[:5]), False
+    missing = sorted(e for e in expected_tests(part, files)
+                     if e not in passed and not any(p.startswith(e + "[") for p in passed))
+    if missing:
+        return False, "did not pass: " + ", ".join(missing[:5]), False
+    if not passed:
+        return False, "no test ran", False
+    return True, "", False

@@ -1,0 +1,81 @@
+"""What the harness knows of the task's files, kept on the host (`HarnessCopy`), and the scan
+of the files the agent wrote for the tools of in-process subversion (`tamper_scan`): both
+serve certification (certify.py, docs/threat_model.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from bench.sandbox.base import Sandbox
+from bench.sandbox.paths import Protected
+from tasks.spec import TaskSpec
+
+REPORT_LIMIT = 1 << 20  # bytes read back from a file (a report, a scanned file) the agent may fill with junk
+
+
+class HarnessCopy:
+    """The protected files as the harness knows them, kept on the host: the task's own files,
+    then what the harness's drift commits write. Never read back from the working copy. Also
+    what every file was when the harness last wrote it, so the tamper scan reads only the
+    agent's files."""
+
+    def __init__(self, task: TaskSpec) -> None:
+        self.protected = Protected(task.protected)
+        self.files = {p: c for p, c in task.files if self.protected(p)}
+        self.known = dict(task.files)
+        self.flagged: set[tuple[str, str]] = set()
+
+    def apply(self, files: Iterable[tuple[str, str | None]]) -> None:
+        for path, content in files:
+            if content is None:
+                self.known.pop(path, None)
+            else:
+                self.known[path] = content
+            if not self.protected(path):
+                continue
+            if content is None:
+                self.files.pop(path, None)
+            else:
+                self.files[path] = content
+
+
+# Checks run in the same process as the code under test (as pytest does), so code written to
+# subvert the runner itself is out of reach (docs/threat_model.md); these are its tools, and
+# their appearance in the agent's files is logged as a policy violation.
+SUSPICIOUS = re.compile(r"sys\._getframe|\.f_back\b|\.f_locals\b|\.f_globals\b|gc\.get_(?:objects|referrers)|"
+                        r"/proc/self/mem|\.ctxbench\b|os\._exit|sys\.modules\[['\"]__main__|\b_pytest\b|"
+                        r"pytest_runtest_makereport|sys\.settrace|sys\.setprofile|PyThreadState")
+SCANNED = (".py", ".pth", ".pyc")
+
+
+def tamper_scan(sandbox: Sandbox, copy: HarnessCopy) -> list[str]:
+    """New findings of SUSPICIOUS in files the agent wrote (each (path, pattern) once a trial).
+    Every file of the working copy counts, ignored ones (a `.gitignore` of the agent's, build
+    artefacts) too; walked on the host, without following links (no git process per check)."""
+    found = []
+    for path in _scanned(sandbox.workdir):
+        if copy.protected(path):
+            continue
+        try:
+            text = sandbox.read_bytes(path, REPORT_LIMIT).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            continue
+        if text == copy.known.get(path):
+            continue
+        for hit in sorted(set(SUSPICIOUS.findall(text))):
+            if (path, hit) not in copy.flagged:
+                copy.flagged.add((path, hit))
+                found.append(f"{hit!r} in {path}")
+    return found
+
+
+def _scanned(root: Path) -> list[str]:
+    out = []
+    for top, dirs, names in os.walk(root):  # never follows symlinks; a linked file is not read below
+        dirs[:] = [d for d in dirs if d != ".git"]
+        rel = os.path.relpath(top, root)
+        out += [n if rel == "." else f"{rel}/{n}" for n in names if n.endswith(SCANNED)]
+    return sorted(out)

@@ -1,0 +1,26 @@
+"""Hydra's basic sweeper (same sweep syntax, same jobs, same order), with each job's config
+composed by bench.study.compose.SweepLoader: in `validate_batch_is_legal` here, and in the
+launcher's workers, which receive the wrapped loader in the Hydra context."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_loader import ConfigLoader
+from hydra.types import HydraContext
+
+from bench.study.compose import SweepLoader, fast
+
+
+class CtxbenchSweeper(BasicSweeper):
+    def setup(self, *, hydra_context: HydraContext, task_function: Any, config: Any) -> None:
+        loader = cast(ConfigLoader, fast(hydra_context.config_loader))  # the loader's interface, by delegation
+        hydra_context = HydraContext(config_loader=loader, callbacks=hydra_context.callbacks)
+        super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+
+    def validate_batch_is_legal(self, batch: Any) -> None:
+        assert self.hydra_context is not None and self.config is not None
+        loader = self.hydra_context.config_loader
+        assert isinstance(loader, SweepLoader)
+        loader.validate(self.config, batch)

@@ -1,0 +1,90 @@
+"""The tree sha computed in-process (bench/sandbox/gittree.py) is git's, on trees made to trip
+it (ignore rules, modes, links, sort order, empty and ignored-only directories), and it hands
+over to git whenever it could differ."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+
+import pytest
+
+from bench.sandbox import gittree
+from bench.sandbox.workcopy import WorkingCopy
+
+BASE = {".gitignore": "__pycache__/\n.pytest_cache/\n", "README.md": "# r\n", "pkg/a.py": "A = 1\n"}
+
+
+def _git_tree(wc: WorkingCopy) -> str:
+    wc._git_trees = True  # force the git path
+    try:
+        return wc.tree_sha()
+    finally:
+        wc._git_trees = False
+
+
+@pytest.fixture
+def wc():
+    w = WorkingCopy("gittree", BASE)
+    yield w
+    w.close()
+
+
+def _random_tree(wc: WorkingCopy, rng: random.Random) -> None:
+    names = ["a", "a.b", "a0", "a-b", "b", "é", "z.pyc", "__pycache__", ".pytest_cache", ".ctxbench", "x y", "A"]
+    for _ in range(rng.randint(3, 25)):
+        depth = rng.randint(0, 3)
+        parts = [rng.choice(names) for _ in range(depth)] + [rng.choice(names + ["f.py", "g.txt"])]
+        path = wc.workdir.joinpath(*parts)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            kind = rng.random()
+            if path.exists() or path.is_symlink():
+                continue
+            if kind < 0.1:
+                path.mkdir()  # an empty directory
+            elif kind < 0.2:
+                os.symlink(rng.choice(["a", "../x", "pkg/a.py", "nowhere"]), path)
+            else:
+                path.write_bytes(rng.randbytes(rng.randint(0, 40)) if kind < 0.3 else f"{parts}\n".encode())
+                if rng.random() < 0.3:
+                    path.chmod(0o755)
+        except (FileExistsError, NotADirectoryError):
+            continue
+
+
+def test_the_in_process_tree_is_gits(wc):
+    rng = random.Random(7)
+    for _ in range(40):
+        for name in os.listdir(wc.workdir):
+            if name not in (".gitignore",):
+                p = wc.workdir / name
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        _random_tree(wc, rng)
+        ours = gittree.tree_sha(wc.workdir)
+        assert ours is not None
+        assert ours == _git_tree(wc)
+
+
+def test_an_empty_or_ignored_only_copy_is_the_empty_tree(wc):
+    for name in ("README.md", "pkg/a.py", ".gitignore"):
+        (wc.workdir / name).unlink()
+    (wc.workdir / "pkg" / "__pycache__").mkdir()
+    (wc.workdir / "pkg" / "__pycache__" / "a.pyc").write_bytes(b"x")
+    assert gittree.tree_sha(wc.workdir) == _git_tree(wc) == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+@pytest.mark.parametrize("change", [
+    lambda w: (w.workdir / ".gitignore").write_text("*.txt\n"),  # a rule of the agent's
+    lambda w: (w.workdir / ".gitignore").write_text(" __pycache__/\n"),  # a leading space is a pattern
+    lambda w: (w.workdir / "pkg" / ".gitattributes").write_text("* text eol=crlf\n"),
+    lambda w: os.mkfifo(w.workdir / "pipe"),
+])
+def test_it_hands_over_to_git_when_it_could_differ(wc, change):
+    change(wc)
+    assert gittree.tree_sha(wc.workdir) is None
+    if not (wc.workdir / "pipe").exists():
+        ours = wc.tree_sha()
+        assert wc._git_trees, "once git decides, it decides for the rest of the sandbox's life"
+        assert ours == _git_tree(wc)

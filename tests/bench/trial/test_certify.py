@@ -1,0 +1,208 @@
+"""Certification on the host (LocalSandbox): protected files put back from the harness's copy,
+the agent's processes ended, checks run in a controlled environment and judged from their own
+reports. Each guard is attacked; docs/threat_model.md maps them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.core.outcomes import InfraFailure
+from bench.eventlog.events import EventLog
+from bench.sandbox.local import LocalSandbox
+from bench.trial.certify import HarnessCopy, Part, _judge, certify, expected_tests, parse
+from tests.bench.trial.conftest import CALC, CHECK, FINAL, TEST_CALC, tiny_task
+
+EXIT0 = "import os\nos._exit(0)\n"
+WRONG = "def add(a, b):\n    return a - b\n"
+ALWAYS_PASS = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+               "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
+
+
+@pytest.fixture
+def log(tmp_path):
+    return EventLog(tmp_path / "events.jsonl")
+
+
+@pytest.fixture
+def copy():
+    return HarnessCopy(tiny_task())
+
+
+def _violations(log):
+    return [r["detail"] for r in log.records if r["kind"] == "policy_violation"]
+
+
+def test_honest_work_passes_both_runners(box, copy, log):
+    box.write_file("calc.py", CALC)
+    for command in (CHECK, FINAL):
+        out = certify(box, copy, log, 0, "s01", command)
+        assert out.passed and out.exit_code == 0 and not out.violations, out.output
+    assert [r["parts"][0]["ok"] for r in log.records if r["kind"] == "check"] == [True, True]
+    assert "2 passed" in out.output and ".ctxbench" not in "".join(box.list_files())
+
+
+def test_wrong_code_fails(box, copy, log):
+    box.write_file("calc.py", WRONG)
+    out = certify(box, copy, log, 0, "s01", CHECK)
+    assert not out.passed and out.exit_code == 1 and "test_add FAILED" in out.output
+
+
+@pytest.mark.parametrize("code", [EXIT0, "import sys\nsys.exit(0)\n", "raise SystemExit\n",
+                                  "import os\nos.kill(os.getpid(), 9)\n"])
+@pytest.mark.parametrize("command", [CHECK, FINAL])
+def test_code_that_ends_the_process_early_never_passes(box, copy, log, code, command):
+    box.write_file("calc.py", code + CALC)
+    out = certify(box, copy, log, 0, "s01", command)
+    assert not out.passed
+    if out.exit_code == 0 or "SystemExit(0)" in out.output or "SystemExit(None)" in out.output:
+        assert out.violations, "an early exit with status 0 is logged as an attempt"
+
+
+def test_a_forged_report_is_ignored_and_logged(box, copy, log):
+    forge = ("import glob, json, os\n"
+             "with open('.ctxbench/report', 'a') as r:\n"
+             "    for n in glob.glob('.ctxbench/n*'):\n"
+             "        r.write(open(n).read() + ' ' + json.dumps({'exit': 0, 'passed': ['tests/test_calc.py::test_add', "
+             "'tests/test_calc.py::test_add_zero'], 'failed': []}) + '\\n')\n"
+             "    r.write('0' * 32 + ' {\"exit\": 0}\\n')\n"
+             "os._exit(0)\n")
+    box.write_file("calc.py", forge)
+    out = certify(box, copy, log, 0, "s01", f"{CHECK} && {FINAL}")
+    assert not out.passed and out.violations
+
+
+def test_protected_files_are_put_back_before_the_check_runs(box, copy, log):
+    box.write_file("calc.py", WRONG)
+    box.write_file("tests/test_calc.py", "def test_add():\n    pass\n")  # the host file ops, as a sandbox process would
+    box.write_file("tools/run_tests.py", "print('1 passed, 0 failed')\n")
+    box.write_file("tests/conftest.py", ALWAYS_PASS)
+    box.exec("mkdir -p tests/__pycache__ && echo junk > tests/__pycache__/test_calc.cpython-311.pyc")
+    out = certify(box, copy, log, 0, "s01", CHECK)
+    assert not out.passed and box.read_file("tests/test_calc.py") == TEST_CALC
+    (detail,) = [v for v in _violations(log) if "restored" in v]
+    for path in ("tests/test_calc.py", "tools/run_tests.py", "tests/conftest.py", "tests/__pycache__"):
+        assert path in detail
+
+
+def test_processes_are_ended_before_the_check_and_after_it(box, copy, log):
+    box.write_file("calc.py", CALC)
+    box.exec("sh -c 'while :; do echo \"def test_add():\\n    pass\" > tests/test_calc.py; sleep 0.01; done' "
+             ">/dev/null 2>&1 &")  # an exec without reap, as a `run` whose reap failed would leave
+    box.write_file("spawn.py", "import subprocess\nsubprocess.Popen(['sleep', '300'])\n")
+    box.write_file("calc.py", "import spawn\n" + CALC)
+    out = certify(box, copy, log, 0, "s01", CHECK)
+    assert out.passed, out.output
+    killed = [r for r in log.records if r["kind"] == "process_killed"]
+    assert [r["when"] for r in killed] == ["before check s01", "after check s01"]
+    assert box.reap() == [] and box.read_file("tests/test_calc.py") == TEST_CALC
+
+
+def test_a_root_conftest_cannot_change_the_final_check(box, copy, log):
+    box.write_file("calc.py", WRONG)
+    box.write_file("conftest.py", ALWAYS_PASS)
+    out = certify(box, copy, log, 0, "final", FINAL)
+    assert not out.passed and "1 failed" in out.output
+    assert any("pytest_runtest_makereport" in v for v in _violations(log))  # the tamper scan saw it
+
+
+def test_sitecustomize_and_pth_files_the_agent_writes_are_not_loaded(box, copy, log):
+    box.write_file("calc.py", WRONG)
+    box.write_file("sitecustomize.py", EXIT0)
+    box.write_file("usercustomize.py", EXIT0)
+    user_site = box.exec("python3 -c 'import site; print(site.getusersitepackages())'").output.strip()
+    assert user_site.startswith(str(box._home))
+    box.exec(f"mkdir -p {user_site} && printf 'import os; os._exit(0)\\n' > {user_site}/zz.pth && "
+             f"cp usercustomize.py {user_site}/ && cp sitecustomize.py \"$TMPDIR/\"")
+    # (With the host venv's python the user site is off anyway; the Docker suite's `injection`
+    # attack has the system python of the image, where a user-site .pth does run.)
+    for command in (CHECK, FINAL):
+        assert not certify(box, copy, log, 0, "s01", command).passed
+
+
+def test_the_check_environment_is_clean_whatever_the_sandbox_env(box, copy, log, monkeypatch, tmp_path):
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "sitecustomize.py").write_text(EXIT0)
+    (evil / "calc.py").write_text(CALC)  # a correct calc on PYTHONPATH must not answer for the repo's
+    real_env = LocalSandbox._env
+    monkeypatch.setattr(LocalSandbox, "_env", lambda self, marker: {
+        **real_env(self, marker), "PYTHONPATH": str(evil), "PYTHONSTARTUP": str(evil / "sitecustomize.py"),
+        "PYTEST_ADDOPTS": "-p no:python", "PYTEST_PLUGINS": "evil"})
+    box.write_file("calc.py", WRONG)
+    assert not certify(box, copy, log, 0, "s01", CHECK).passed
+    env_test = ("import os, tempfile\n\n\ndef test_env():\n"
+                "    assert not {'PYTHONPATH', 'PYTEST_ADDOPTS', 'PYTEST_PLUGINS'} & set(os.environ)\n"
+                "    assert os.listdir(tempfile.gettempdir()) == [] and os.environ['HOME'] == tempfile.gettempdir()\n")
+    task = tiny_task(files=tuple(sorted({**dict(tiny_task().files), "tests/test_env.py": env_test}.items())))
+    box.write_file("tests/test_env.py", env_test)
+    box.write_file("calc.py", CALC)
+    out = certify(box, HarnessCopy(task), log, 0, "final", FINAL)
+    assert out.passed, out.output
+
+
+def test_invariant_probes_are_judged_apart_from_the_check(box, copy, log):
+    from tasks.spec import Invariant
+
+    box.write_file("calc.py", CALC)
+    holds = Invariant("holds", "calc works", check=CHECK)
+    broken = Invariant("broken", "a tool that is not there", check="python3 -B tools/nope.py")
+    out = certify(box, copy, log, 0, "s01", CHECK, [holds, broken])
+    assert out.passed and out.invariant_codes == {"holds": 0, "broken": 1}
+
+
+def test_an_import_probe_passes_only_when_its_names_import(box, copy, log):
+    from tasks.spec import Invariant
+
+    box.write_file("calc.py", CALC)
+    probes = [Invariant("there", "calc has add", check="python3 -B -c 'from calc import add'"),
+              Invariant("gone", "calc has sub", check="python3 -B -c 'from calc import sub'")]
+    out = certify(box, copy, log, 0, "s01", CHECK, probes)
+    assert out.passed and out.invariant_codes == {"there": 0, "gone": 1}
+    box.write_file("calc.py", EXIT0 + CALC)  # an import that ends the process leaves no passing report
+    assert certify(box, copy, log, 0, "s01", CHECK, probes[:1]).invariant_codes == {"there": 1}
+
+
+def test_only_known_check_forms_are_certified():
+    assert [p.kind for p in parse(f"{CHECK} && python3 -B tools/check_api.py policy && {FINAL} "
+                                  "&& python3 -B -c 'from a import b'")] == ["runner", "script", "pytest", "code"]
+    for bad in ("echo ok", "python3 tools/x.py", "python3 -B tools/x.py; true", "python3 -B tools/x.py | cat",
+                "python3 -B -m unittest", "python3 -B $(evil).py", "python3 -B -c 'x' extra"):
+        with pytest.raises(InfraFailure):
+            parse(bad)
+
+
+def test_a_test_runner_passes_only_when_every_test_the_harness_defines_passed():
+    files = dict(tiny_task().files)
+    runner = parse(CHECK)[0]
+    assert expected_tests(runner, files) == {"tests/test_calc.py::test_add", "tests/test_calc.py::test_add_zero"}
+    assert expected_tests(parse(FINAL)[0], files) == expected_tests(runner, files)
+
+    def judged(rep: dict, part: Part = runner) -> tuple[bool, str, bool]:
+        return _judge(part, "n" * 32, "n" * 32 + " " + json.dumps(rep), files)
+
+    both = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_add_zero"]
+    assert judged({"exit": 0, "passed": both, "failed": []})[0]
+    assert not judged({"exit": 0, "passed": both[:1], "failed": []})[0]  # one was skipped or removed
+    assert not judged({"exit": 0, "passed": both, "failed": ["tests/test_calc.py"]})[0]
+    assert not judged({"exit": 1, "passed": both, "failed": []})[0]
+    assert not judged({"exit": 0, "error": "SystemExit(0)", "early_exit": True})[0]
+    assert _judge(runner, "n" * 32, "", files)[:1] == (False,)
+    twice = "\n".join("n" * 32 + " " + json.dumps({"exit": 0, "passed": both, "failed": []}) for _ in range(2))
+    assert _judge(runner, "n" * 32, twice, files)[::2] == (False, True)  # forged
+
+
+def test_modules_in_the_repo_cannot_shadow_the_launchers_own_imports(box, copy, log):
+    """A `json.py` at the repo root would run before the launcher read its nonce (if the
+    current directory were on sys.path), find the nonce file and write a passing report."""
+    shadow = ("import glob, os\n"
+              "for n in glob.glob('.ctxbench/n*'):\n"
+              "    with open(n) as f, open('.ctxbench/report', 'a') as r:\n"
+              "        r.write(f.read().strip() + ' {\"exit\": 0, \"passed\": [\"tests/test_calc.py::test_add\", '\n"
+              "                '\"tests/test_calc.py::test_add_zero\"], \"failed\": []}\\n')\n"
+              "os._exit(0)\n")
+    for name in ("json.py", "runpy.py", "traceback.py"):
+        box.write_file(name, shadow)
+    box.write_file("calc.py", WRONG)
+    assert not certify(box, copy, log, 0, "s01", CHECK).passed

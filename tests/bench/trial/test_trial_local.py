@@ -1,0 +1,145 @@
+"""Whole trials on the host (LocalSandbox, the scripted model, the tiny task): how a trial ends.
+
+Each outcome of bench.core.outcomes, reached the way a real trial reaches it, with MLflow
+status, tags and the event log checked; and cleanup that holds when recording itself fails.
+"""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from bench.core.outcomes import AGENT, INFRA, INTERRUPTED, SUCCESS
+from bench.providers.base import ContextOverflow
+from bench.providers.scripted import ScriptedProvider
+from bench.sandbox.base import SandboxLost
+from bench.sandbox.local import LocalSandbox
+from tests.bench.trial.conftest import SOLVE, kinds, mlflow_run
+
+
+def _verdict(result, tcfg):
+    run = mlflow_run(tcfg, result.run_id)
+    return (run.info.status, run.data.tags["outcome_class"], run.data.metrics["success"],
+            run.data.tags["failure_reason"])
+
+
+def test_a_solved_task_is_a_success(scripted_trial):
+    result, tcfg = scripted_trial(SOLVE)
+    assert _verdict(result, tcfg) == ("FINISHED", SUCCESS, 1.0, "")
+    assert result.success and result.outcome_class == SUCCESS
+    (check, final) = kinds(result.events_path, "check")
+    assert check["passed"] and final["passed"] and final["step"] == "final"
+    assert kinds(result.events_path, "policy_violation") == []
+
+
+def test_doing_nothing_is_an_agent_failure(scripted_trial):
+    result, tcfg = scripted_trial([[{"name": "submit_step", "args": {"notes": "n"}}]])
+    assert _verdict(result, tcfg) == ("FINISHED", AGENT, 0.0, "step_failed")
+
+
+@pytest.mark.parametrize(("overrides", "reason"), [
+    (["limits.max_turns=1"], "turn_budget"),
+    (["limits.trial_timeout_s=0.001"], "timeout"),
+])
+def test_the_turn_and_wall_budgets_are_agent_failures(scripted_trial, overrides, reason):
+    result, tcfg = scripted_trial([[{"name": "list_files", "args": {}}]] * 5, *overrides)
+    assert _verdict(result, tcfg) == ("FINISHED", AGENT, 0.0, reason)
+
+
+def test_a_provider_context_overflow_is_an_agent_failure(scripted_trial, monkeypatch):
+    def overflow(self, *a, **k):
+        raise ContextOverflow("anthropic model x: context_overflow after 1 attempt(s): prompt is too long")
+
+    monkeypatch.setattr(ScriptedProvider, "complete", overflow)
+    result, tcfg = scripted_trial(SOLVE)
+    assert _verdict(result, tcfg) == ("FINISHED", AGENT, 0.0, "context_overflow")
+    assert kinds(result.events_path, "context_overflow")
+
+
+def test_a_sandbox_lost_after_the_final_check_passed_is_not_a_success(scripted_trial, monkeypatch):
+    def lost(self):
+        raise SandboxLost("the container went away after the final check")
+
+    monkeypatch.setattr(LocalSandbox, "tree_sha", lost)
+    result, tcfg = scripted_trial(SOLVE)
+    assert _verdict(result, tcfg) == ("FAILED", INFRA, 0.0, "sandbox_lost")
+    assert kinds(result.events_path, "trial_end")[0]["success"] is False
+
+
+def test_the_first_failure_is_kept_and_a_later_one_is_logged(scripted_trial, monkeypatch):
+    def lost(self):
+        raise SandboxLost("gone")
+
+    monkeypatch.setattr(LocalSandbox, "tree_sha", lost)
+    result, tcfg = scripted_trial([])
+    assert _verdict(result, tcfg) == ("FINISHED", AGENT, 0.0, "step_failed")
+    (later,) = kinds(result.events_path, "error")
+    assert later["reason"] == "sandbox_lost" and later["kept"] is False
+
+
+def _cleaned(scripted_trial) -> bool:
+    """Every sandbox the trial made is closed and its working copy removed."""
+    return bool(scripted_trial.sandboxes) and all(s._closed and not s.workdir.exists() for s in scripted_trial.sandboxes)
+
+
+def test_a_full_disk_while_logging_still_cleans_up_and_leaves_no_run_running(scripted_trial, monkeypatch):
+    from bench.eventlog.events import EventLog
+
+    real, calls = EventLog.append, []
+
+    def append(self, kind, *a, **k):
+        calls.append(kind)
+        if len(calls) > 12:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, kind, *a, **k)
+
+    monkeypatch.setattr(EventLog, "append", append)
+    result, tcfg = scripted_trial(SOLVE)
+    assert _verdict(result, tcfg) == ("FAILED", INFRA, 0.0, "harness_error")
+    assert _cleaned(scripted_trial)
+
+
+def test_mlflow_failing_to_take_the_verdict_still_ends_the_run_failed(scripted_trial, monkeypatch):
+    from bench.tracking.runs import TrialRun
+
+    def broken(self, *a, **k):
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(TrialRun, "finish", broken)
+    result, tcfg = scripted_trial(SOLVE)
+    run = mlflow_run(tcfg, result.run_id)
+    assert run.info.status == "FAILED" and run.data.tags["failure_reason"] == "harness_error"
+    assert result.outcome_class == INFRA and not result.success
+    assert _cleaned(scripted_trial)
+
+
+def test_an_interrupt_ends_the_run_killed_removes_the_sandbox_and_propagates(scripted_trial, monkeypatch):
+    def interrupt(self, *a, **k):
+        raise KeyboardInterrupt("signal 15")
+
+    monkeypatch.setattr(ScriptedProvider, "complete", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        scripted_trial(SOLVE)
+    from mlflow.tracking import MlflowClient
+
+    from bench.config import compose, load
+
+    tcfg = load(compose(["sandbox=local"]))
+    client = MlflowClient(tcfg.tracking.uri)
+    run = client.search_runs([client.get_experiment_by_name(tcfg.tracking.experiment).experiment_id],
+                             order_by=["attributes.start_time DESC"], max_results=1)[0]
+    assert (run.info.status, run.data.tags["outcome_class"]) == ("KILLED", INTERRUPTED)
+    assert _cleaned(scripted_trial)
+
+
+def test_a_harness_bug_is_an_infrastructure_failure(scripted_trial, monkeypatch):
+    from bench.trial import loop
+
+    def bug(self, *a, **k):
+        raise AttributeError("a bug of ours")
+
+    monkeypatch.setattr(loop.TrialLoop, "_refresh_files", bug)
+    monkeypatch.setattr(loop.TrialLoop, "_build", bug)
+    result, tcfg = scripted_trial(SOLVE)
+    assert _verdict(result, tcfg) == ("FAILED", INFRA, 0.0, "harness_error")

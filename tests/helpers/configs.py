@@ -1,0 +1,30 @@
+"""The real config, composed by Hydra the way a trial composes it, for tests to build on.
+
+Model files extend one another (oracle.yaml extends sim.yaml; the real models extend
+conf/model/base/transport.yaml), so a test never reads a group's YAML file on its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+from bench.config import CONF_DIR, TrialConfig, compose, load
+
+MODEL_CONF = CONF_DIR / "model"
+
+
+@functools.cache
+def _trial(overrides: tuple[str, ...]) -> TrialConfig:
+    return load(compose(list(overrides)))
+
+
+def trial_config(*overrides: str) -> TrialConfig:
+    """The validated config of one trial (cached: composing costs ~0.1 s)."""
+    return _trial(tuple(overrides))
+
+
+def model_config(name: str = "sim") -> dict[str, Any]:
+    """`model=<name>` as a plain dict, a fresh copy the caller may mutate."""
+    return copy.deepcopy(dict(trial_config(f"model={name}").model))

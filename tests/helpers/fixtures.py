@@ -1,0 +1,56 @@
+"""Fixtures every test package may use; tests/conftest.py makes them visible everywhere.
+CI sets CTXBENCH_REQUIRE_DOCKER=1 so that Docker tests fail instead of skipping."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from omegaconf import DictConfig, OmegaConf
+
+from bench.config import CONF_DIR
+from bench.sandbox import SandboxConfig
+
+# Fake keys for the real providers: long enough to count as secrets (bench.core.redact), and
+# never valid anywhere. Tests that build a real provider set them with the `api_keys` fixture.
+API_KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdef", "OPENAI_API_KEY": "sk-oai-test-0123456789abcdef",
+            "DEEPSEEK_API_KEY": "sk-dsk-test-0123456789abcdef"}
+
+
+@pytest.fixture
+def api_keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The fake keys in the environment, by variable name (use with pytest.mark.usefixtures)."""
+    for var, key in API_KEYS.items():
+        monkeypatch.setenv(var, key)
+    return dict(API_KEYS)
+
+
+@pytest.fixture(scope="session")
+def sandbox_cfg() -> SandboxConfig:
+    """The real Hydra group file conf/sandbox/docker.yaml, validated."""
+    node = OmegaConf.load(CONF_DIR / "sandbox" / "docker.yaml")
+    assert isinstance(node, DictConfig)
+    return SandboxConfig.from_dict(node)
+
+
+@pytest.fixture(scope="session")
+def docker_ready(sandbox_cfg: SandboxConfig) -> None:
+    """Engine reachable and sandbox image built; otherwise skip, or fail under CTXBENCH_REQUIRE_DOCKER=1."""
+    problem = None
+    try:
+        from bench.sandbox.docker import dockerpy
+
+        docker = dockerpy()
+        client = docker.from_env(timeout=30)
+        client.ping()
+        try:
+            client.images.get(sandbox_cfg.image)
+        except docker.errors.ImageNotFound:
+            problem = f"sandbox image {sandbox_cfg.image} is not built (run `make docker`)"
+    except Exception as e:  # no docker-py, no socket, engine down: all mean "no Docker here"
+        problem = f"Docker engine unavailable ({e}); run scripts/ensure_docker.sh"
+    if problem is None:
+        return
+    if os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"CTXBENCH_REQUIRE_DOCKER=1 but {problem}", pytrace=False)
+    pytest.skip(problem)

@@ -1,0 +1,224 @@
+"""The layout holds: floors import nothing above them, nothing imports in a circle, modules
+stay small (docs/design.md §3).
+
+The import graph is read from the source with `ast` (every import statement, including the
+lazy ones inside functions: a deferred import is still a dependency). Two things add no edge:
+a registry entry (`"bench.sim.provider:SimProvider"`) is a string, not an import; and an
+import under `if __name__ == "__main__":` runs only when the file is the script `__main__`,
+a module of its own, so it cannot close a loop back to the file's module name.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("bench", "tasks", "strategies", "analysis")
+MAX_LINES = 300
+# Modules allowed past MAX_LINES, each with the reason it is not split.
+LONG_MODULES: dict[str, str] = {
+    # Both grew past the limit when three branches merged into them at once (power columns,
+    # diff links, trial accounting); each is to be split by its owner along its sections.
+    "analysis.document": "the report's markdown, one function per section; split pending (power/diff/count)",
+    "bench.perf.benchmark": "make bench's measurements and table; split pending (plan timing added by count)",
+}
+
+
+def modules(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of `packages` under `root`."""
+    out = {}
+    for pkg in packages:
+        for f in sorted((root / pkg).rglob("*.py")):
+            parts = list(f.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = f
+    return out
+
+
+def _owner(name: str, mods: dict[str, Path]) -> str | None:
+    """The module of ours that `name` (a module or an attribute of one) lives in."""
+    while name and name not in mods:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators))
+
+
+def _imports(tree: ast.AST):
+    """Every import node, but those under a main guard."""
+    for node in ast.iter_child_nodes(tree):
+        if _is_main_guard(node):
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        yield from _imports(node)
+
+
+def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports."""
+    mods = modules(root, packages)
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        deps: set[str] = set()
+        for node in _imports(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    pkg = here
+                    for _ in range(node.level - 1):
+                        pkg = pkg.rpartition(".")[0]
+                    base = f"{pkg}.{base}" if base else pkg
+                # `from pkg import mod` depends on pkg.mod; `from mod import name` on mod.
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            deps |= {o for t in targets if (o := _owner(t, mods)) is not None and o != name}
+        graph[name] = deps
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10_000))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return sorted(found)
+
+
+def folder(module: str, mods: dict[str, Path]) -> str:
+    """The concept folder a module belongs to: `bench.trial`, `bench.providers` (with `http/`
+    and `wire/`), `tasks.signature_migration`, `strategies`, `analysis`. A module at the top
+    of `bench` or `tasks` (`bench.config`, `bench.__main__`, `tasks.spec`) stands on its own:
+    they sit on different floors."""
+    parts = module.split(".")
+    if parts[0] in ("strategies", "analysis"):
+        return parts[0]
+    candidate = ".".join(parts[:2])
+    return candidate if mods.get(candidate, Path()).name == "__init__.py" else module
+
+
+def folder_graph(graph: dict[str, set[str]], mods: dict[str, Path]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        out.setdefault(folder(m, mods), set()).update(folder(d, mods) for d in deps)
+    return {f: deps - {f} for f, deps in out.items()}
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph(ROOT)
+
+
+def test_no_module_imports_itself_around_a_loop(graph):
+    assert cycles(graph) == []
+
+
+def test_no_concept_folder_imports_itself_around_a_loop(graph):
+    assert cycles(folder_graph(graph, modules(ROOT))) == []
+
+
+def _offenders(graph: dict[str, set[str]], sources, allowed) -> list[str]:
+    return sorted(f"{m} imports {d}" for m, deps in graph.items() if sources(m) for d in deps if not allowed(d))
+
+
+def ground_floor(module: str) -> bool:
+    """The shared vocabulary: `bench.core` and the task contract `tasks.spec`."""
+    return module == "bench.core" or module.startswith("bench.core.") or module == "tasks.spec"
+
+
+def test_the_ground_floor_imports_nothing_above_it(graph):
+    assert _offenders(graph, ground_floor, ground_floor) == []
+
+
+def test_strategies_and_tasks_import_only_the_ground_floor_of_bench(graph):
+    outside = lambda d: not d.startswith("bench") or d.startswith("bench.core")  # noqa: E731
+    assert _offenders(graph, lambda m: m.split(".")[0] in ("strategies", "tasks"), outside) == []
+
+
+def test_analysis_imports_no_harness(graph):
+    harness = ("bench", "tasks", "strategies")
+    assert _offenders(graph, lambda m: m.startswith("analysis"), lambda d: d.split(".")[0] not in harness) == []
+
+
+def test_modules_stay_under_the_line_limit():
+    long = {name: n for name, path in modules(ROOT).items()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert sorted(set(long) - set(LONG_MODULES)) == [], f"over {MAX_LINES} lines: {long}"
+    assert sorted(set(LONG_MODULES) - set(long)) == [], "allow-listed modules that are short now: drop them"
+
+
+# -- the checks themselves can fail ---------------------------------------------------------
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def test_a_cycle_through_a_lazy_import_is_found(tmp_path):
+    _write(tmp_path, {
+        "bench/__init__.py": "", "bench/a.py": "from bench import b\n",
+        "bench/b.py": "def f():\n    from bench.c import g\n", "bench/c.py": "from .a import x\n",
+        "bench/d.py": "import bench.a\n", "bench/e.py": "import bench.f\n",
+        "bench/f.py": "if __name__ == '__main__':\n    import bench.e\n",  # the script __main__, not bench.f
+    })
+    assert cycles(import_graph(tmp_path, ("bench",))) == [["bench.a", "bench.b", "bench.c"]]
+
+
+def test_a_folder_cycle_without_a_module_cycle_is_found(tmp_path):
+    _write(tmp_path, {
+        "bench/__init__.py": "", "bench/x/__init__.py": "", "bench/y/__init__.py": "",
+        "bench/x/one.py": "from bench.y.two import T\n", "bench/x/three.py": "",
+        "bench/y/two.py": "", "bench/y/four.py": "from bench.x import three\n",
+    })
+    g = import_graph(tmp_path, ("bench",))
+    assert cycles(g) == []
+    assert cycles(folder_graph(g, modules(tmp_path, ("bench",)))) == [["bench.x", "bench.y"]]
+
+
+def test_a_ground_floor_import_from_above_is_an_offender(tmp_path):
+    _write(tmp_path, {"bench/__init__.py": "", "bench/core/__init__.py": "", "bench/trial.py": "",
+                      "bench/core/types.py": "def f():\n    from bench.trial import run\n"})
+    g = import_graph(tmp_path, ("bench",))
+    assert _offenders(g, ground_floor, ground_floor) == ["bench.core.types imports bench.trial"]
