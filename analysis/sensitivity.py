@@ -21,10 +21,9 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from analysis.load import IDENTITY, STRATEGY_ORDER
+from analysis.load import POINT, STRATEGY_ORDER
 from analysis.stats import holm, mcnemar_exact, wilcoxon_paired
 
-POINT = "param.sensitivity.point"
 PAIR = ["arm", "task_family", "task_seed", "rep"]
 MEASURES = {"success": "success", "tokens": "tokens_input_total"}
 
@@ -87,25 +86,18 @@ def table(comp: pd.DataFrame, measure: str, points: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def by_point(trials: pd.DataFrame, excluded: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Every finished trial of every point. `analysis.load` keeps one trial per identity (strategy,
-    arm, task, seed, rep) and counts the rest as older duplicates; here the point is part of the
-    identity, so those come back, the newest per (identity, point) kept."""
-    frames = [trials]
-    if excluded is not None and not excluded.empty and "excluded_because" in excluded:
-        frames.append(excluded[excluded["excluded_because"].astype(str).str.startswith("duplicate")])
-    out = pd.concat(frames, ignore_index=True)
-    if POINT not in out:
-        return out.iloc[0:0]
-    out = out.dropna(subset=[POINT]).sort_values("start_time") if "start_time" in out else out.dropna(subset=[POINT])
-    out = out.drop_duplicates([*IDENTITY, POINT], keep="last")
+def by_point(trials: pd.DataFrame) -> pd.DataFrame:
+    """The trials that ran at a sensitivity point (analysis.load keeps one per identity and point)."""
+    if POINT not in trials:
+        return trials.iloc[0:0]
+    out = trials[trials[POINT].fillna("").astype(str) != ""].copy()
     out["success"] = pd.to_numeric(out["success"], errors="coerce").fillna(0).astype(int)
     return out
 
 
-def section(trials: pd.DataFrame, excluded: pd.DataFrame | None = None) -> str:
+def section(trials: pd.DataFrame) -> str:
     """The report's "which conclusions survive" section ("" when the study is no sensitivity study)."""
-    trials = by_point(trials, excluded)
+    trials = by_point(trials)
     if trials.empty:
         return ""
     comp = comparisons(trials)

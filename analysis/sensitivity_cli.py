@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 
         uri = str(defaults()["tracking.uri"])
     runs = load_runs(uri, args.experiment, args.study, curves=False)
-    text = section(runs.trials, runs.excluded) if not runs.empty else ""
+    text = section(runs.trials) if not runs.empty else ""
     if not text:
         print(f"analysis.sensitivity: no trials with a sensitivity point in study {args.study!r} at {uri}",
               file=sys.stderr)

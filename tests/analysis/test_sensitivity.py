@@ -42,13 +42,13 @@ def test_a_difference_that_vanishes_is_not_called_a_reversal():
     assert verdict(comp[comp["measure"] == "success"]) == "no: vanishes at tempt_low"
 
 
-def test_every_point_counts_though_the_loader_keeps_one_trial_per_identity():
-    """analysis.load calls all but the newest trial of an identity a duplicate; the point is part
-    of a sensitivity trial's identity, so they come back."""
-    base = STUDY[STUDY[POINT] == "base"].assign(start_time=1)
-    others = STUDY[STUDY[POINT] != "base"].assign(start_time=2, excluded_because="duplicate (older run)")
-    assert "`tempt_high` (x, 24 trials)" in section(base, others)
-    assert "`tempt_high`" not in section(base)
+def test_trials_outside_the_sweep_are_left_out():
+    """A study may also hold trials run without a point ("" from the loader): they belong to no
+    point, so they neither count as one nor join a point's pairs."""
+    stray = STUDY[STUDY[POINT] == "base"].assign(**{POINT: ""})
+    text = section(pd.concat([STUDY, stray], ignore_index=True))
+    assert "`base` (x, 24 trials)" in text and "`` (" not in text
+    assert section(stray) == ""
 
 
 def test_the_section_names_its_points_and_is_empty_for_other_studies():
