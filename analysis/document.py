@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis import appendix, labels, pilot, seedpower
+from analysis import appendix, labels, pilot
+from analysis import comparisons as C
 from analysis import render as R
 from analysis.analyse import Analysis
 from analysis.load import sort_cells
-from analysis.stats import wilson
 
 if TYPE_CHECKING:
     from analysis.diff_report import Pages
@@ -46,126 +46,12 @@ def _plan_sentence(a: Analysis) -> str:
             + f": {tot['finished']} finished, {tot['excluded']} excluded, {tot['missing']} missing (§1).")
 
 
-def _dropped(v: pd.DataFrame) -> list[str]:
-    return [f"{e} / {m} (of {n})" for e, m, n in zip(v["pairs_dropped_excluded"], v["pairs_dropped_missing"],
-                                                     v["n_pairs_planned"], strict=True)]
-
-
 def _no_pairs(a: Analysis) -> str:
     v = a.vs_reference
     gone = v[v["n_pairs"] == 0] if "n_pairs_planned" in v else v.iloc[0:0]
     return "".join(f"No pair left for `{r.strategy}` in `{r.arm}`: {r.n_pairs_planned} planned, "
                    f"{r.pairs_dropped_excluded} dropped (excluded), {r.pairs_dropped_missing} dropped (missing). "
                    for r in gone.itertuples())
-
-
-def _vs_ref(a: Analysis) -> pd.DataFrame:
-    v = a.vs_reference
-    v = v[v["n_pairs"] > 0] if not v.empty else v  # comparisons without a pair: _no_pairs
-    if v.empty:
-        return v
-    return pd.DataFrame({
-        "arm": v["arm"], "strategy": v["strategy"], "n pairs": v["n_pairs"],
-        **({"pairs dropped: excluded / missing": _dropped(v)} if "n_pairs_planned" in v else {}),
-        f"success {a.reference} → strategy": [f"{R.num(x)} → {R.num(y)}" for x, y in zip(v["rate_ref"], v["rate"],
-                                                                                          strict=True)],
-        "difference [95% CI]": [R.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
-        "b / c (discordant)": [f"{b} / {c}" for b, c in zip(v["b"], v["c"], strict=True)],
-        "test (n)": [_test(r.test, r.n_pairs, r.n_seeds) for r in v.itertuples()],
-        "p": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
-        "discordant ψ": [R.rate_ci(r.psi, *wilson(r.b + r.c, r.n_pairs), r.n_pairs) for r in v.itertuples()],
-        "effective pairs": [_n_eff(r) for r in v.itertuples()],
-        f"power for ±{R.num(pilot.EFFECT)}": [f"{r.power:.2f} ({_power_basis(r)})" for r in v.itertuples()],
-        f"MDE at {pilot.TARGET:.0%} power": [f"{_mde(r.mde)} ({_power_basis(r)})" for r in v.itertuples()],
-    })
-
-
-def _seeds(n: int, what: str = "seed") -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
-
-
-def _test(test: str, pairs: int, seeds: int) -> str:
-    return f"{test} ({_seeds(pairs, 'pair')}, {_seeds(seeds)})"
-
-
-def _power_basis(r) -> str:
-    """What a power figure rests on: effective pairs for exact McNemar, seeds for the
-    sign flip over seeds (whose power is simulated)."""
-    return f"n_eff={int(r.n_eff)}" if r.test == "exact McNemar" else f"{_seeds(r.n_seeds)}, simulated"
-
-
-def _mde(x: float) -> str:
-    return "none ≤ 1" if x == float("inf") else R.num(x)
-
-
-def _mde_text(text: str, x: float) -> str:
-    return "none (too few seeds)" if x == float("inf") else text
-
-
-def _n_eff(r) -> str:
-    """'31.2 of 40 (10 seeds, ICC 0.14)': the pairs discounted for reps sharing a task."""
-    icc = R.num(r.icc) + (" assumed" if r.icc_note.startswith("assumed") else "")
-    return f"{R.num(r.n_eff, 1)} of {r.n_pairs} ({_seeds(r.n_seeds)}, ICC {icc})"
-
-
-_DIGITS = {"cost_usd": 4, "tokens_input_total": 0}
-
-
-def _continuous(a: Analysis) -> pd.DataFrame:
-    c = a.continuous
-    if c.empty:
-        return c
-
-    def f(measure, x):
-        d = _DIGITS.get(measure, 2)
-        return "–" if pd.isna(x) else (f"{x:,.0f}" if d == 0 else R.num(x, d))
-
-    return pd.DataFrame({
-        "measure": c["measure"], "arm": c["arm"], "strategy": c["strategy"], "n pairs": c["n_pairs"],
-        f"mean {a.reference}": [f(m, x) for m, x in zip(c["measure"], c["mean_ref"], strict=True)],
-        "mean": [f(m, x) for m, x in zip(c["measure"], c["mean"], strict=True)],
-        "mean difference [95% CI]": [f"{f(r.measure, r.diff)} [{f(r.measure, r.ci_lo)}, {f(r.measure, r.ci_hi)}] "
-                                     f"(n={r.n_pairs})" for r in c.itertuples()],
-        "median difference": [f(m, x) for m, x in zip(c["measure"], c["median_diff"], strict=True)],
-        "test (n)": [_test(r.test, r.n_pairs, r.n_seeds) for r in c.itertuples()],
-        "p": c["p"].map(R.pval), "p (Holm)": c["p_holm"].map(R.pval),
-        f"MDE at {pilot.TARGET:.0%} power": [f"±{_mde_text(f(r.measure, r.mde), r.mde)} "
-                                             + (f"(n_eff={R.num(r.n_eff, 1)})" if r.test == "signed-rank"
-                                                else f"({_seeds(r.n_seeds, 'seed mean')})")
-                                             for r in c.itertuples()],
-    })
-
-
-def _interaction(a: Analysis) -> pd.DataFrame:
-    i = a.interaction
-    if i.empty:
-        return i
-    return pd.DataFrame({
-        "strategy": i["strategy"], "arm": i["arm"],
-        "difference-in-differences [95% CI]": [R.est_ci(r.did, r.ci_lo, r.ci_hi, r.n_pairs) for r in i.itertuples()],
-    })
-
-
-def _cost(a: Analysis) -> pd.DataFrame:
-    c = a.cost
-    return pd.DataFrame({
-        "strategy": c["strategy"], "arm": c["arm"], "n trials": c["n"], "successes": c["successes"],
-        "total cost (USD)": c["cost_total"].map(lambda x: R.num(x, 4)),
-        "mean cost per trial (USD)": c["cost_mean"].map(lambda x: R.num(x, 4)),
-        "cost per success (USD)": c["cost_per_success"].map(lambda x: "no success" if pd.isna(x) else R.num(x, 4)),
-    })
-
-
-def _variance(a: Analysis) -> pd.DataFrame:
-    v = a.variance
-    if v.empty:
-        return v
-    return pd.DataFrame({
-        "arm": v["arm"], "strategy": v["strategy"], "n (strategy / ref)": [f"{x} / {y}" for x, y in
-                                                                           zip(v["n"], v["n_ref"], strict=True)],
-        f"SD {a.reference}": v["sd_ref"].map(R.num), "SD": v["sd"].map(R.num), "SD ratio": v["sd_ratio"].map(R.num),
-        "F (Brown–Forsythe)": v["bf_f"].map(R.num), "p": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
-    })
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
@@ -260,21 +146,6 @@ def _rep_rows(a: Analysis, pages: Pages | None) -> list[str]:
             R.table(rows)]
 
 
-def _power_text(a: Analysis) -> str:
-    k = int(a.vs_reference["comparisons"].iloc[0]) if not a.vs_reference.empty else 0
-    return ("Tests: with one pair per task seed, the exact McNemar test. With several (reps of a seed share its "
-            "luck, so their pairs are not independent evidence), the sign-flip test over seeds: Durkalski's "
-            "statistic (Σ d_k)² / Σ d_k², d_k = b − c within seed k, referred to its exact distribution when "
-            "each seed's d_k is as likely to be negative as positive; it cannot reject anything with fewer than "
-            f"{seedpower.min_seeds(0.05 / max(k, 1))} seeds at α/K = 0.05/{k}. Power the study as run had "
-            f"(`python -m analysis.power`; docs/power.md): at Holm's first step α/K, with each comparison's own "
-            "discordance ψ (raised to the effect when smaller). For exact McNemar, exactly, at n_eff = n / "
-            "(1 + (m − 1)·ICC) pairs; for the sign flip, by simulating it with the comparison's seeds, pairs per "
-            "seed and ICC (the within-seed correlation of a pair's signed discordance; assumed 1, i.e. seeds "
-            f"only, when too few seeds to estimate it). MDE: the smallest difference detectable with "
-            f"{pilot.TARGET:.0%} power.")
-
-
 def _banner(sample: labels.Sample) -> list[str]:
     html = labels.banner_html(sample)
     return [html, ""] if html else []
@@ -319,8 +190,8 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
             "A pair is a trial and its reference twin (same task seed, rep and arm); a pair is analysed when both "
             "finished, else dropped: because one side was excluded, else because one side is missing. The same "
             "pairs carry the paired tests of §2.", "",
-            R.table(_vs_ref(a)), *([_no_pairs(a), ""] if _no_pairs(a) else []), *_basis(t, sample, cells=False),
-            _power_text(a), "",
+            R.table(C.vs_reference(a)), *([_no_pairs(a), ""] if _no_pairs(a) else []), *_basis(t, sample, cells=False),
+            C.power_text(a), "",
             "### Strategy × arm interaction", "",
             f"Sign-flip permutation test over {inter.get('n_tasks')} tasks of the {inter.get('n_contrasts')} "
             f"difference-in-differences contrasts: **p = {R.pval(inter.get('perm_p'))}**. "
@@ -329,11 +200,11 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
                f"{inter.get('glm_clusters')} clusters)." if not inter.get("glm_note") else
                f"Logistic GLM not reported: {inter.get('glm_note')}."), "",
             "Contrast = (strategy − reference in the arm) − (strategy − reference in baseline), in success-rate units:",
-            "", R.table(_interaction(a)),
+            "", R.table(C.interaction(a)),
             "## 2. Tokens, cost and latency", "",
             "Paired mean difference (strategy − reference) [task-bootstrap 95% CI] and Wilcoxon signed-rank test "
             "(on each seed's mean difference when a seed has several reps):", "",
-            R.table(_continuous(a)),
+            R.table(C.continuous(a)),
             f"MDE: the smallest mean shift the signed-rank test detects with {pilot.TARGET:.0%} power at Holm's "
             "first step of its measure's family, from the SD of the paired differences and the effective pairs "
             "(as above), or of the seed means and the number of seeds when a seed has several reps; the "
@@ -341,7 +212,7 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
             "Run-to-run token spread for equivalent objectives (input tokens minus the mean of the reps of the same "
             f"task in the same cell), Brown–Forsythe test vs `{a.reference}`"
             + (f" — {a.variance.attrs['note']}" if "note" in a.variance.attrs else "") + ":", "",
-            R.table(_variance(a)),
+            R.table(C.variance(a)),
             f"![tokens]({figs['tokens_per_turn']})", "", f"![latency]({figs['latency_per_turn']})", "",
             "## 3. Mismatch", "", "### Within a cell (rep pairs on the same task seed)", "", R.table(_mismatch(a)),
             *_rep_rows(a, pages),
@@ -358,7 +229,7 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
             R.table(_cache(a)), f"![cache vs consistency]({figs['cache_vs_consistency']})", "",
             f"![cache hit per turn]({figs['cache_hit_per_turn']})", "",
             "## 5. Cost per success", "",
-            R.table(_cost(a)),
+            R.table(C.cost(a)),
             f"![cost per success]({figs['cost_per_success']})", "",
             "## 6. How finished trials failed", "", R.table(a.failures),
             "## 7. Excluded trials", "",

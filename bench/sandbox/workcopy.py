@@ -16,11 +16,8 @@ Security model (the part that must hold even against hostile model-generated cod
   check-then-open race).
 * `restore` puts protected files back from the harness's own copy, whatever the sandbox did
   to them or around them (symlinked or replaced directories, modes, extra files).
-* Git runs with system/global config disabled and fixed identities and dates, which also
-  makes commit and tree shas reproducible across machines and runs.
-
-The backends subclass `WorkingCopy` and add the place commands run; the contract they share
-is bench.sandbox.base (which re-exports `WorkingCopy`).
+* Git runs with system/global config disabled and fixed identities and dates (so commit and
+  tree shas are the same on every machine). Backends subclass this and add where commands run.
 """
 
 from __future__ import annotations
@@ -41,8 +38,7 @@ from . import gittree, restore
 from .paths import Protected, canonical, resolve
 from .pristine import Tracking
 
-# The logger name from before the working copy left base.py, so log filters keep matching.
-log = logging.getLogger("bench.sandbox.base")
+log = logging.getLogger("bench.sandbox.base")  # its name before it left base.py: log filters keep matching
 
 FIXED_DATE = "2000-01-01T00:00:00+0000"
 HARNESS_AUTHOR = "ctxbench <harness@ctxbench.invalid>"
@@ -286,7 +282,6 @@ class WorkingCopy(Tracking):
     def drop_harness_dir(self) -> None:
         restore.remove(self.workdir, HARNESS_DIR)
 
-    # -- lifecycle ------------------------------------------------------------------------------
     def _remove_tree(self) -> None:
         if self._root.exists():
             shutil.rmtree(self._root, onerror=restore.chmod_and_retry)
