@@ -38,8 +38,9 @@ CURVE_METRICS = (
 # Trials agreeing on PAIR_KEY but not on strategy/arm share their random draws
 # (common random numbers, docs/design.md §7), so they are compared as pairs; TASK_KEY is the
 # cluster: reps of one task are not independent evidence.
-# A sensitivity study's point (conf/sensitivity/; "" elsewhere): trials at two points ran
-# different sims, so they are neither one trial twice nor a pair; still one task (cluster).
+# A sensitivity study's point (conf/sensitivity/) or an ablation study's switch
+# (conf/ablation/, as "ablation=<name>"); "" elsewhere: trials at two points ran different
+# sims, so they are neither one trial twice nor a pair; still one task (cluster).
 POINT = "sensitivity_point"
 TASK_KEY = ("study", "model", "task_family", "task_seed")
 PAIR_KEY = (*TASK_KEY, POINT, "rep")
@@ -47,6 +48,14 @@ CELL = ("strategy", "arm")
 IDENTITY = (*CELL, *PAIR_KEY)
 
 STRATEGY_ORDER = ("raw", "compaction", "ledger", "subagent")
+
+
+def _point(frame: pd.DataFrame) -> pd.Series:
+    """POINT per trial, as bench/study/plan.py records it in the plan."""
+    blank = pd.Series("", index=frame.index)
+    point = frame.get("param.sensitivity.point", blank).fillna("").astype(str)
+    ablation = frame.get("param.ablation", blank).fillna("").astype(str)
+    return point.where(point != "", ablation.map(lambda a: f"ablation={a}" if a else ""))
 ARM_ORDER = ("baseline", "compaction", "drift", "drift_compaction")
 
 _PAGE = 10_000
@@ -242,7 +251,7 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
     # pandas drops NaN keys when grouping: a missing label must not make trials vanish.
     for key in ("strategy", "arm", "model", "task_family"):
         frame[key] = frame[key].fillna("unknown")
-    frame[POINT] = frame.get("param.sensitivity.point", pd.Series("", index=frame.index)).fillna("").astype(str)
+    frame[POINT] = _point(frame)
     frame["task_seed"] = _as_int(frame["task_seed"])
     frame["rep"] = _as_int(frame["rep"])
     for key in FINAL_METRICS:

@@ -126,10 +126,13 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
 
 
 def _point(resolved: Mapping[str, Any]) -> str:
-    """The trial's sensitivity point (conf/sensitivity/), "" outside a sensitivity study: trials
-    at two points share every identity tag but are different trials (analysis/load.py)."""
+    """The trial's sensitivity point (conf/sensitivity/) or ablation switch (conf/ablation/,
+    "ablation=<name>"), "" elsewhere: trials at two points share every identity tag but are
+    different trials (analysis/load.py POINT)."""
     node = resolved.get("sensitivity")
-    return str(node.get("point", "")) if isinstance(node, Mapping) else ""
+    if isinstance(node, Mapping) and node.get("point"):
+        return str(node["point"])
+    return f"ablation={resolved['ablation']}" if resolved.get("ablation") else ""
 
 
 def _task_config(cfg: DictConfig) -> DictConfig:

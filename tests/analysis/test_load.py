@@ -134,3 +134,12 @@ def test_trials_at_two_sensitivity_points_are_two_trials_not_a_duplicate(tmp_pat
     acc = accounting.planned_trials(runs)
     assert acc["state"].eq("finished").all() and sorted(acc[load.POINT]) == sorted(p for _, p in cells)
     assert accounting.dropped_pairs(acc, "raw")["n_pairs_planned"].tolist() == [2]
+
+
+def test_an_ablation_switch_is_a_point_too():
+    """experiment=ablation runs each cell once per switch: like sensitivity points, the switches
+    must neither collapse into one trial nor pair with each other."""
+    frame = pd.DataFrame({"param.ablation": ["none", "temptation", None, None],
+                          "param.sensitivity.point": [None, None, "tempt_low", None]})
+    assert load._point(frame).tolist() == ["ablation=none", "ablation=temptation", "tempt_low", ""]
+    assert load._point(pd.DataFrame(index=range(2))).tolist() == ["", ""]  # neither param logged

@@ -195,3 +195,13 @@ def test_a_sensitivity_sweep_plans_each_point_as_its_own_trial():
     plan, _ = merge(None, "sens", {"argv": [], "overrides": []}, entries)
     assert sorted(t["sensitivity_point"] for t in plan["trials"]) == sorted(points)
     assert {e["sensitivity_point"] for e in plain} == {""}
+
+
+def test_an_ablation_sweep_plans_each_switch_as_its_own_trial():
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        master = _multirun_config(["experiment=ablation", "strategy=raw", "arm=baseline",
+                                   "task=signature_migration", "task.seed=0"])
+        entries = plan_trials(master, planned_jobs(master) or [])
+    points = sorted(e["sensitivity_point"] for e in entries)
+    assert points == sorted(f"ablation={a}" for a in ("none", "recall_decay", "temptation", "stale_memory",
+                                                        "summariser_loss", "drift_kinds"))
