@@ -104,7 +104,8 @@ def test_a_renewed_sandbox_has_exactly_the_new_tasks_files_and_a_fresh_history(c
 
 def test_a_sandbox_the_agent_ran_a_command_in_is_removed_not_handed_on(cfg, labels, make):
     a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
-    a.exec("true", reap=True)  # the `run` tool: whatever it was, it taints for good
+    checked(a)
+    a.exec("true", reap=True)  # the `run` tool: whatever it was, even what no probe sees, taints for good
     checked(a, clean=False)  # and no clean check after it makes it pristine again
     pool.release(a, cfg, labels)
     assert pool.idle() == 0 and not container_exists(a.container_id)
@@ -132,6 +133,18 @@ def test_renew_refuses_what_was_left_outside_the_working_copy_and_the_container_
     b = pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
     assert b is not a and len(make.made) == 2 and b.pristine
     assert not container_exists(a.container_id) and not a.workdir.exists()
+
+
+@pytest.mark.parametrize("after_a_check", [False, True])
+def test_renew_itself_refuses_a_sandbox_the_agent_ran_a_command_in(cfg, make, after_a_check):
+    """Whatever the pool decides: the sandbox checks its own flag, with or without a reference."""
+    a = make(cfg, FILES_A, "trial-a")
+    if after_a_check:
+        checked(a)
+    a.exec("true", reap=True)
+    with pytest.raises(RuntimeError, match="not as the harness left it"):
+        a.renew("trial-b", FILES_B)
+    assert a.trial_id == "trial-a" and a.list_files() == sorted(FILES_A)
 
 
 def test_a_sandbox_whose_container_died_is_replaced(cfg, labels, make):
