@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.load import CELL, PAIR_KEY, Runs, _as_int
+from analysis.load import CELL, PAIR_KEY, POINT, Runs, _as_int
 
 # Outcome classes (docs/design.md §9): a verdict (success, agent failure) or none (the rest).
 CLASSES = ("success", "agent_failure", "infrastructure_failure", "interrupted", "running")
 STATES = ("finished", "excluded", "missing")
-_IDENTITY = (*CELL, "model", "task_family", "task_seed", "rep")
+_IDENTITY = (*CELL, "model", "task_family", "task_seed", POINT, "rep")
 
 
 def outcome_class(runs: pd.DataFrame) -> pd.Series:

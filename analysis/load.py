@@ -8,13 +8,14 @@ second instead of thousands of per-run round trips.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from analysis import plans
 
 TRIAL_TAGS = (
     "study", "strategy", "arm", "task_family", "task_seed", "rep", "model", "status",
@@ -37,12 +38,24 @@ CURVE_METRICS = (
 # Trials agreeing on PAIR_KEY but not on strategy/arm share their random draws
 # (common random numbers, docs/design.md §7), so they are compared as pairs; TASK_KEY is the
 # cluster: reps of one task are not independent evidence.
+# A sensitivity study's point (conf/sensitivity/) or an ablation study's switch
+# (conf/ablation/, as "ablation=<name>"); "" elsewhere: trials at two points ran different
+# sims, so they are neither one trial twice nor a pair; still one task (cluster).
+POINT = "sensitivity_point"
 TASK_KEY = ("study", "model", "task_family", "task_seed")
-PAIR_KEY = (*TASK_KEY, "rep")
+PAIR_KEY = (*TASK_KEY, POINT, "rep")
 CELL = ("strategy", "arm")
 IDENTITY = (*CELL, *PAIR_KEY)
 
 STRATEGY_ORDER = ("raw", "compaction", "ledger", "subagent")
+
+
+def _point(frame: pd.DataFrame) -> pd.Series:
+    """POINT per trial, as bench/study/plan.py records it in the plan."""
+    blank = pd.Series("", index=frame.index)
+    point = frame.get("param.sensitivity.point", blank).fillna("").astype(str)
+    ablation = frame.get("param.ablation", blank).fillna("").astype(str)
+    return point.where(point != "", ablation.map(lambda a: f"ablation={a}" if a else ""))
 ARM_ORDER = ("baseline", "compaction", "drift", "drift_compaction")
 
 _PAGE = 10_000
@@ -122,44 +135,8 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "\\'") + "'"
 
 
-PLAN_ARTIFACT = "plan.json"  # written by the study callback into the study's parent run
-PLAN_COLUMNS = ("study", "config_hash", "strategy", "arm", "model", "task_family", "task_seed", "rep")
-
-
-def _plan(client, run_id: str) -> dict[str, Any] | None:
-    """A parent run's plan.json; None when it has none (a study begun before plans existed)."""
-    import tempfile
-
-    if PLAN_ARTIFACT not in {a.path for a in client.list_artifacts(run_id)}:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        return json.loads(Path(client.download_artifacts(run_id, PLAN_ARTIFACT, tmp)).read_text())
-
-
-def _plans(client, parents: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, bool], list[str]]:
-    """The planned trials of every study parent run, whether each study has a plan, and notes."""
-    rows: list[dict[str, Any]] = []
-    has_plan: dict[str, bool] = {}
-    notes: list[str] = []
-    for run in parents:
-        study = run.data.tags.get("study")
-        try:
-            plan = _plan(client, run.info.run_id)
-        except Exception as exc:  # an unreachable artifact store: report what ran, and say why
-            plan = None
-            notes.append(f"study {study!r}: its plan could not be read ({type(exc).__name__}: {exc})")
-        has_plan[study] = plan is not None
-        if plan is None:
-            continue
-        rows += [{"study": study, **{k: t.get(k) for k in PLAN_COLUMNS[1:]}} for t in plan.get("trials", [])]
-        invocations, invalid = plan.get("invocations", []), plan.get("invalid", [])
-        if len({json.dumps(sorted(i.get("overrides") or [])) for i in invocations}) > 1:
-            notes.append(f"study {study!r}: the plan is the union of {len(invocations)} invocations with "
-                         "different sweeps (each is listed in its parent run's plan.json)")
-        if invalid:
-            notes.append(f"study {study!r}: {len(invalid)} planned job(s) had an invalid config and could not "
-                         f"run (first: {' '.join(invalid[0].get('overrides') or [])}: {invalid[0].get('error')})")
-    return pd.DataFrame(rows, columns=list(PLAN_COLUMNS)), has_plan, notes
+# The identity columns of a study plan's trials (plan.json; analysis/plans.py reads it).
+PLAN_COLUMNS = ("study", "config_hash", "strategy", "arm", "model", "task_family", "task_seed", POINT, "rep")
 
 
 def _trial_row(run) -> dict[str, Any]:
@@ -254,7 +231,7 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
     scope = f" AND tags.study = {_quote(study)}" if study else ""
     found = _search(client, exp.experiment_id, "tags.`ctxbench.kind` = 'trial'" + scope)
     parents = _search(client, exp.experiment_id, "tags.`ctxbench.kind` = 'study'" + scope)
-    plan, has_plan, plan_notes = _plans(client, parents)
+    plan, has_plan, plan_notes = plans.read(client, parents, PLAN_COLUMNS)
     studies = pd.DataFrame(
         [{"study": r.data.tags.get("study"), "run_id": r.info.run_id, "status": r.info.status,
           "start_time": r.info.start_time, "has_plan": has_plan.get(r.data.tags.get("study"), False)}
@@ -274,6 +251,7 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
     # pandas drops NaN keys when grouping: a missing label must not make trials vanish.
     for key in ("strategy", "arm", "model", "task_family"):
         frame[key] = frame[key].fillna("unknown")
+    frame[POINT] = _point(frame)
     frame["task_seed"] = _as_int(frame["task_seed"])
     frame["rep"] = _as_int(frame["rep"])
     for key in FINAL_METRICS:
@@ -288,6 +266,7 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
     trials["success"] = trials["success"].fillna(0).astype(int)
 
     plan["task_seed"], plan["rep"] = _as_int(plan["task_seed"]), _as_int(plan["rep"])
+    plan[POINT] = plan[POINT].fillna("").astype(str)  # a plan written before points were recorded
     notes = plan_notes
     unpaired = trials["task_seed"].isna() | trials["rep"].isna()
     if unpaired.any():

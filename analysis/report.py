@@ -160,6 +160,7 @@ def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) ->
     from analysis import labels, plots
     from analysis import render as R
     from analysis.document import document
+    from analysis.sensitivity import section as sensitivity_section
 
     for sub in ("figures", "tables"):
         shutil.rmtree(out_dir / sub, ignore_errors=True)
@@ -177,6 +178,7 @@ def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) ->
     for name, frame in a.tables().items():
         frame.to_csv(out_dir / "tables" / f"{name}.csv", index=False)
     md = document(a, {k: p.relative_to(out_dir).as_posix() for k, p in paths.items()}, title, pages)
+    md += sensitivity_section(a.runs.trials)  # "which conclusions survive": only a sensitivity study has one
     (out_dir / "index.md").write_text(md)
     (out_dir / "index.html").write_text(R.html(md, out_dir, title))
     # Every page of a selected study's report says so, sub-pages (diff pages) included.

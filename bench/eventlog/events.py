@@ -26,6 +26,7 @@ KINDS = frozenset({
     "head_refresh",
     "step_status", "compaction", "context_truncation", "context_overflow", "output_truncation", "drift",
     "policy_violation", "invariant", "error", "trial_end", "tool_error", "process_killed", "check_cached",
+    "tidy_up",
 })
 
 

@@ -17,7 +17,7 @@ import contextlib
 import copy
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from omegaconf import DictConfig, open_dict, read_write
@@ -117,11 +117,22 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
                 tcfg = load(cfg)
                 entry.update(config_hash=tcfg.config_hash, strategy=str(tcfg.strategy["name"]),
                              arm=tcfg.arm.name, task_family=tcfg.task.family, task_seed=tcfg.task.seed,
-                             rep=tcfg.rep, model=str(tcfg.model.get("name", "")))
+                             rep=tcfg.rep, model=str(tcfg.model.get("name", "")),
+                             sensitivity_point=_point(tcfg.resolved))
             except Exception as exc:
                 entry.update(config_hash=None, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
             out.append(entry)
     return out
+
+
+def _point(resolved: Mapping[str, Any]) -> str:
+    """The trial's sensitivity point (conf/sensitivity/) or ablation switch (conf/ablation/,
+    "ablation=<name>"), "" elsewhere: trials at two points share every identity tag but are
+    different trials (analysis/load.py POINT)."""
+    node = resolved.get("sensitivity")
+    if isinstance(node, Mapping) and node.get("point"):
+        return str(node["point"])
+    return f"ablation={resolved['ablation']}" if resolved.get("ablation") else ""
 
 
 def _task_config(cfg: DictConfig) -> DictConfig:

@@ -149,8 +149,9 @@ def merge(plan: dict[str, Any] | None, study: str, invocation: dict[str, Any],
             by_hash[h]["invocations"].append(index)
         else:
             new += 1
-            trial = {"config_hash": h, **{k: e[k] for k in IDENTITY}, "overrides": e["overrides"],
-                     "invocations": [index]}
+            trial = {"config_hash": h, **{k: e[k] for k in IDENTITY},
+                     "sensitivity_point": e.get("sensitivity_point", ""),  # analysis/load.py POINT
+                     "overrides": e["overrides"], "invocations": [index]}
             by_hash[h] = trial
             plan["trials"].append(trial)
     numbers = {"jobs": len(entries), "trials": len(mine), "new": new, "already_planned": len(mine) - new,

@@ -21,6 +21,7 @@ from bench.sandbox.base import Sandbox
 from bench.tracking import tracing
 from bench.trial import certify as C
 from bench.trial import steps as S
+from bench.trial import tidy_ups
 from bench.trial.checkcache import CheckCache
 from bench.trial.tools import ToolOutcome, Tools
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
@@ -121,7 +122,7 @@ class TrialLoop:
             if not reply.tool_calls:
                 self.transcript.append(Message(role="user", content=NUDGE))
                 continue
-            passed = False
+            passed, results, tried = False, [], attempt
             for call in reply.tool_calls:
                 # A model may send anything as arguments; the log and the trace get an object.
                 shown = call.args if isinstance(call.args, dict) else {"(not an object)": repr(call.args)[:2000]}
@@ -140,6 +141,9 @@ class TrialLoop:
                 self.log.append("tool_result", self.turn - 1, call_id=call.id, name=call.name, ok=ok,
                                 output=text[-E.TOOL_OUTPUT_TAIL_CHARS:])
                 self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
+                results.append((call.name, call.args, text, ok))
+            for chance in tidy_ups.chances(self.task, self.task.steps[index].id, built.messages, results):
+                self.log.append("tidy_up", self.turn - 1, step=self.task.steps[index].id, attempt=tried, **chance)
             if passed:
                 return True
         return False

@@ -269,7 +269,29 @@ def test_report_writes_links_and_logs_a_page_for_every_mismatch(report_with_page
         assert client.get_run(run_id).data.tags["ctxbench.diff"] == "diff/vs_baseline.html"
     other = next(iter(set(across["run_id"]) - mism))
     assert client.list_artifacts(other, "diff") == []
-    assert rep.pages.reps and all((rep.out_dir / p).is_file() for p in rep.pages.reps.values())
+    # Reps of a cell get a page where their final trees differ, and only there.
+    from analysis.diff_report import rep_pairs
+
+    assert set(rep.pages.reps) == set(rep_pairs(rep.analysis.runs.trials))
+    assert all((rep.out_dir / p).is_file() for p in rep.pages.reps.values())
+
+
+def test_a_page_for_two_reps_whose_final_trees_differ(report_with_pages, tmp_path):
+    import dataclasses
+
+    from analysis.diff_report import write_pages
+    from analysis.mismatch import mlflow_event_fetcher
+
+    a = report_with_pages.analysis
+    t = a.runs.trials.copy()
+    cell = t.query("strategy == 'raw' and arm == 'baseline' and task_seed == 0").sort_values("rep")
+    t.loc[cell.index[0], "final_tree_sha"] = "0" * 40  # rep 0 now ends on another tree than rep 1
+    changed = dataclasses.replace(a, runs=dataclasses.replace(a.runs, trials=t))
+    fetch = mlflow_event_fetcher(a.runs.tracking_uri, dict(zip(t["run_id"], t["artifact_uri"], strict=True)))
+    pages = write_pages(changed, tmp_path, fetch)
+    pair = (cell["run_id"].iloc[0], cell["run_id"].iloc[1])
+    assert pair in pages.reps and (tmp_path / pages.reps[pair]).is_file()
+    assert "another rep of the same cell" in (tmp_path / pages.reps[pair]).read_text()
 
 
 # -- on trials the real harness wrote -------------------------------------------------------

@@ -19,7 +19,8 @@ def _trials(seeds: int, reps: int, rng) -> pd.DataFrame:
         ledger_seed = rng.random() < 0.7
         for rep in range(reps):
             for strategy, ok in (("raw", rng.random() < 0.5), ("ledger", ledger_seed)):
-                rows.append({"study": "s", "model": "sim", "task_family": "f", "task_seed": seed, "rep": rep,
+                rows.append({"study": "s", "model": "sim", "task_family": "f", "task_seed": seed,
+                             "sensitivity_point": "", "rep": rep,
                              "strategy": strategy, "arm": "baseline", "success": int(ok),
                              "tokens_input_total": 1000.0 + 300 * ledger_seed * (strategy == "ledger")
                              + rng.normal(0, 50)})

@@ -1,4 +1,4 @@
-"""Properties every strategy must have, on scripted 12-step runs (tests/strategies/fixtures.py)."""
+"""Properties every strategy must have, on scripted 12-step runs (tests/helpers/strategy_harness.py)."""
 
 from __future__ import annotations
 

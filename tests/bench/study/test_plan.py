@@ -179,3 +179,29 @@ def test_each_job_outcome_comes_from_the_return_value_of_its_trial(tmp_path, mon
     recs = [json.loads(x) for x in Path(cb.progress_path).read_text().splitlines()]  # type: ignore[arg-type]
     assert [(r["outcome"], r["run_id"], r["reason"]) for r in recs] == [
         ("failure", "r1", "step_failed"), ("skipped", "r0", ""), ("error", "r2", "provider_error")]
+
+
+def test_a_sensitivity_sweep_plans_each_point_as_its_own_trial():
+    """The points share every identity tag; the plan records the point so that the analysis can
+    tell them apart (analysis/load.py POINT), and a plain sweep plans no point."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        master = _multirun_config(["experiment=sensitivity", "strategy=raw", "arm=compaction", "task.seed=0"])
+        entries = plan_trials(master, planned_jobs(master) or [])
+        sweep = _multirun_config(["strategy=raw,ledger"])
+        plain = plan_trials(sweep, planned_jobs(sweep) or [])
+    points = [e["sensitivity_point"] for e in entries]
+    assert len(points) == 9 and len(set(points)) == 9 and "base" in points
+    assert len({e["config_hash"] for e in entries}) == 9
+    plan, _ = merge(None, "sens", {"argv": [], "overrides": []}, entries)
+    assert sorted(t["sensitivity_point"] for t in plan["trials"]) == sorted(points)
+    assert {e["sensitivity_point"] for e in plain} == {""}
+
+
+def test_an_ablation_sweep_plans_each_switch_as_its_own_trial():
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        master = _multirun_config(["experiment=ablation", "strategy=raw", "arm=baseline",
+                                   "task=signature_migration", "task.seed=0"])
+        entries = plan_trials(master, planned_jobs(master) or [])
+    points = sorted(e["sensitivity_point"] for e in entries)
+    assert points == sorted(f"ablation={a}" for a in ("none", "recall_decay", "temptation", "stale_memory",
+                                                        "summariser_loss", "drift_kinds"))
