@@ -44,9 +44,11 @@ def acquire(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
         try:
             sandbox.renew(trial_id, files)
             return sandbox
-        except Exception as exc:  # not clean, or the engine failed: a new one, as without reuse
+        except BaseException as exc:  # not clean, or the engine failed: a new one, as without reuse
+            _close_quietly(sandbox)  # an interrupt too: no trial and no idle slot holds it any more
+            if not isinstance(exc, Exception):
+                raise
             log.info("sandbox not reused (%s): starting a new one", exc)
-            _close_quietly(sandbox)
     return make(cfg, files, trial_id, labels=labels)
 
 

@@ -1,0 +1,192 @@
+"""Sandbox reuse attacked through the real Docker sandbox (bench/sandbox/pool.py, `renew` in
+workcopy.py, pristine.py): a worker hands its last sandbox to its next trial only when no command
+of the agent's ran in it and nothing was left outside the working copy; the next trial then sees
+exactly its own task's files and history, as in a new sandbox. Anything else removes the
+container, as without reuse. `behind_the_harness` plays whatever the tracking could have missed."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bench.sandbox import SandboxConfig, create, pool
+from bench.sandbox.docker import DockerSandbox
+from bench.sandbox.workcopy import GitError
+from tests.helpers.pristine import behind_the_harness, container_exists, kill_container, tracked
+
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_ready")]
+
+FILES_A = {"README.md": "# a\n", "pkg/__init__.py": "", "pkg/core.py": "def add(a, b):\n    return a + b\n"}
+FILES_B = {"README.md": "# b\n", "lib/util.py": "X = 1\n", "tests/test_util.py": "def test_x():\n    pass\n"}
+
+
+@pytest.fixture
+def cfg(sandbox_cfg: SandboxConfig) -> SandboxConfig:
+    return tracked(sandbox_cfg)
+
+
+@pytest.fixture
+def labels() -> dict[str, str]:
+    return {"ctxbench.study": f"reuse-{uuid.uuid4().hex[:8]}"}
+
+
+class Maker:
+    """`make` for pool.acquire: the real create, counted (the `make` fixture closes them all)."""
+
+    def __init__(self) -> None:
+        self.made: list[DockerSandbox] = []
+
+    def __call__(self, *a: Any, **k: Any) -> DockerSandbox:
+        box = create(*a, **k)
+        assert isinstance(box, DockerSandbox)
+        self.made.append(box)
+        return box
+
+
+@pytest.fixture
+def make() -> Iterator[Maker]:
+    maker = Maker()
+    yield maker
+    pool.close_all()
+    for box in maker.made:
+        box.close()
+
+
+def checked(box: DockerSandbox, clean: bool = True) -> None:
+    """A check that leaves nothing, as certify runs one: the probe before the first check is the
+    reference; after it, the sandbox is pristine again if it was."""
+    was, state = box.pristine, box.state_sha()
+    box.before_check()
+    res = box.exec("python3 -c 'print(1)'", reap=True)
+    assert box.after_check(was, state, res.ended) is clean and box.pristine is clean
+
+
+def entries(box: DockerSandbox) -> set[str]:
+    """Every file, link and directory below the working copy, on the host."""
+    out = set()
+    for top, dirs, files in os.walk(box.workdir):
+        rel = os.path.relpath(top, box.workdir)
+        out |= {n if rel == "." else f"{rel}/{n}" for n in dirs + files}
+    return out
+
+
+def test_a_renewed_sandbox_has_exactly_the_new_tasks_files_and_a_fresh_history(cfg, labels, make):
+    a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
+    checked(a)
+    a.write_file("pkg/core.py", "def add(a, b):\n    return b + a\n")  # the agent's work, committed
+    old = a.commit("agent work", "Agent <agent@example.com>")
+    for junk in ("pkg/__pycache__", "build/empty"):  # what a build leaves, ignored by git or empty
+        os.makedirs(a.workdir / junk)
+    (a.workdir / "pkg/__pycache__/core.cpython-311.pyc").write_bytes(b"\x00")
+    os.symlink("pkg/core.py", a.workdir / "link.py")
+    assert a.pristine
+    pool.release(a, cfg, labels)
+    assert pool.idle() == 1 and container_exists(a.container_id)
+    b = pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
+    assert b is a and len(make.made) == 1 and b.trial_id == "trial-b"
+    fresh = create(cfg, FILES_B, "trial-fresh")
+    try:
+        assert entries(b) == entries(fresh) == set(FILES_B) | {"lib", "tests"}
+        assert (b.base_commit, b.tree_sha()) == (fresh.base_commit, fresh.tree_sha())
+        assert b.git("log", "--format=%s").splitlines() == ["initial task files"]
+        with pytest.raises(GitError):
+            b.git("cat-file", "-e", old)
+        assert b.cost()["trials"] == 2 and b.pristine
+        seen = b.exec("find /work -mindepth 1 | sort").output.split()  # the container's mount, too
+        assert seen == sorted(f"/work/{p}" for p in entries(fresh))
+    finally:
+        fresh.close()
+
+
+def test_a_sandbox_the_agent_ran_a_command_in_is_removed_not_handed_on(cfg, labels, make):
+    a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
+    checked(a)
+    a.exec("true", reap=True)  # the `run` tool: whatever it was, even what no probe sees, taints for good
+    checked(a, clean=False)  # and no clean check after it makes it pristine again
+    pool.release(a, cfg, labels)
+    assert pool.idle() == 0 and not container_exists(a.container_id)
+    b = pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
+    assert b is not a and len(make.made) == 2 and b.pristine
+
+
+LEFT = {
+    "a file in /tmp": "touch /tmp/left",
+    "a file in /dev/shm": "touch /dev/shm/left",
+    "a file in /tmp written again": "touch /tmp/there",  # there at the first probe: its change time moved
+    "a running process": "setsid sleep 60 >/dev/null 2>&1 &",
+}
+
+
+@pytest.mark.parametrize("left", list(LEFT))
+def test_renew_refuses_what_was_left_outside_the_working_copy_and_the_container_goes(cfg, labels, make, left):
+    a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
+    behind_the_harness(a, "touch /tmp/there")
+    checked(a)
+    behind_the_harness(a, LEFT[left])
+    assert a.pristine, "the tracking missed it: renew's own probe must find it"
+    pool.release(a, cfg, labels)
+    assert pool.idle() == 1
+    b = pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
+    assert b is not a and len(make.made) == 2 and b.pristine
+    assert not container_exists(a.container_id) and not a.workdir.exists()
+
+
+@pytest.mark.parametrize("after_a_check", [False, True])
+def test_renew_itself_refuses_a_sandbox_the_agent_ran_a_command_in(cfg, make, after_a_check):
+    """Whatever the pool decides: the sandbox checks its own flag, with or without a reference."""
+    a = make(cfg, FILES_A, "trial-a")
+    if after_a_check:
+        checked(a)
+    a.exec("true", reap=True)
+    with pytest.raises(RuntimeError, match="not as the harness left it"):
+        a.renew("trial-b", FILES_B)
+    assert a.trial_id == "trial-a" and a.list_files() == sorted(FILES_A)
+
+
+def test_a_sandbox_whose_container_died_is_replaced(cfg, labels, make):
+    a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
+    pool.release(a, cfg, labels)
+    kill_container(a.container_id)
+    b = pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
+    assert b is not a and not container_exists(a.container_id) and b.list_files() == sorted(FILES_B)
+
+
+def test_an_interrupted_trials_sandbox_is_removed_even_when_pristine(cfg, labels, make):
+    a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
+    assert a.pristine
+    pool.release(a, cfg, labels, interrupted=True)
+    assert pool.idle() == 0 and not container_exists(a.container_id)
+
+
+def test_a_sandbox_goes_only_to_the_same_study_and_config_and_never_leaks(cfg, labels, make):
+    a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
+    pool.release(a, cfg, labels)
+    other_study = pool.acquire(cfg, FILES_B, "trial-b", {"ctxbench.study": "another"}, make=make)
+    other_cfg = pool.acquire(tracked(cfg, memory="256m"), FILES_B, "trial-c", labels, make=make)
+    assert len(make.made) == 3 and a not in (other_study, other_cfg) and pool.idle() == 1
+    pool.release(other_cfg, tracked(cfg, memory="256m"), labels)
+    pool.release(other_study, cfg, labels)  # the slot's idle sandbox is replaced, and removed
+    assert pool.idle() == 2 and not container_exists(a.container_id)
+    off = tracked(cfg, reuse=False)
+    c = pool.acquire(off, FILES_A, "trial-d", labels, make=make)
+    pool.release(c, off, labels)
+    assert not container_exists(c.container_id), "reuse off: every sandbox is removed"
+    pool.close_all()
+    assert pool.idle() == 0 and not any(container_exists(b.container_id) for b in make.made)
+
+
+def test_an_interrupt_while_renewing_removes_the_sandbox(cfg, labels, make, monkeypatch):
+    a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
+    pool.release(a, cfg, labels)
+
+    def interrupted(files: object) -> None:  # the signal lands after the working copy was emptied
+        raise KeyboardInterrupt("signal 15")
+
+    monkeypatch.setattr(a, "_init_repo", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
+    assert pool.idle() == 0 and not container_exists(a.container_id) and not a.workdir.exists()

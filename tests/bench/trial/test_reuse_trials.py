@@ -1,0 +1,94 @@
+"""The check cache and sandbox reuse through the real runner (bench.trial.runner.run): scripted
+trials of the tiny task, one after another in this process as a worker runs them, in one study,
+with `sandbox.check_cache=true sandbox.reuse=true` and the Docker sandbox.
+
+The agent's code is right only while /tmp/flip is absent, a file outside the working copy: a
+trial that makes it with `run` and then submits the same code as an earlier, passing trial has
+the same working copy, so only the taint keeps the earlier pass from standing for its check."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from omegaconf import OmegaConf
+
+from bench.config import compose, load
+from bench.providers.scripted import ScriptedProvider
+from bench.sandbox import pool
+from bench.sandbox.docker import DockerSandbox
+from tests.bench.trial.conftest import kinds, tiny_task
+from tests.helpers.pristine import container_exists
+
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_ready")]
+
+FLIP = "import os\n\n\ndef add(a, b):\n    return a - b if os.path.exists('/tmp/flip') else a + b\n"
+WRITE = [{"name": "write_file", "args": {"path": "calc.py", "content": FLIP}}]
+SUBMIT = [{"name": "submit_step", "args": {"notes": "add() stays", "invariants": []}}]
+HONEST = [WRITE, SUBMIT]
+FLIPPED = [WRITE, [{"name": "run", "args": {"command": "touch /tmp/flip"}}], SUBMIT]
+
+
+@pytest.fixture
+def trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSandbox]]]:
+    """Run scripted trials of one study in this process; returns (result, the trial's sandbox)."""
+    import bench.trial.runner as runner
+
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
+    monkeypatch.setattr(runner.tasks, "generate", lambda *a, **k: tiny_task())
+    study = f"reuse-{uuid.uuid4().hex[:8]}"
+    made: list[DockerSandbox] = []
+    real_acquire = pool.acquire
+
+    def acquire(*a: Any, **k: Any) -> Any:
+        box = real_acquire(*a, **k)
+        made.append(box)
+        return box
+
+    monkeypatch.setattr(runner.pool, "acquire", acquire)
+
+    def play(script: list) -> tuple[Any, DockerSandbox]:
+        cfg = compose(["model=adversary", "sandbox.check_cache=true", "sandbox.reuse=true", "resume=false",
+                       "limits.max_turns_per_step=4", f"study.name={study}"])
+        OmegaConf.update(cfg, "model.script", script)
+        return runner.run(load(cfg)), made[-1]
+
+    yield play
+    pool.close_all()
+    for box in made:
+        box.close()
+
+
+def _end(result: Any) -> dict:
+    (end,) = kinds(result.events_path, "trial_end")
+    return end
+
+
+def test_a_worker_shares_its_sandbox_and_verdicts_only_until_the_agent_runs_a_command(trials):
+    first, box = trials(HONEST)
+    assert first.success and not _end(first)["t"]["sandbox_reused"] and pool.idle() == 1
+    second, again = trials(HONEST)
+    assert again is box and _end(second)["t"]["sandbox_reused"]
+    assert second.success and len(kinds(second.events_path, "check_cached")) == 2  # the step and the final check
+    flipped, tainted = trials(FLIPPED)
+    assert tainted is box and _end(flipped)["t"]["sandbox_reused"]
+    assert not flipped.success and flipped.failure_reason == "step_failed", "an earlier pass stood for this check"
+    assert kinds(flipped.events_path, "check_cached") == []
+    assert pool.idle() == 0 and not container_exists(box.container_id), "a tainted sandbox is removed"
+    fourth, new = trials(HONEST)
+    assert new is not box and not _end(fourth)["t"]["sandbox_reused"] and fourth.success
+
+
+def test_an_interrupted_trial_removes_the_sandbox_it_was_handed(trials, monkeypatch):
+    first, box = trials(HONEST)
+    assert first.success and pool.idle() == 1
+
+    def interrupt(self, *a, **k):
+        raise KeyboardInterrupt("signal 15")
+
+    monkeypatch.setattr(ScriptedProvider, "complete", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        trials(HONEST)
+    assert pool.idle() == 0 and not container_exists(box.container_id) and not box.workdir.exists()
