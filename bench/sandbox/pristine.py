@@ -113,11 +113,15 @@ class Tracking:
 
 
 def manifest(workdir: Path) -> str:
-    """sha256 over every entry below `workdir`, never following a link: path, kind, mode and
-    content (a link: its target). Ignored files, build artefacts and empty directories count
-    too: they are what the check's code sees, whether git tracks them or not."""
+    """sha256 over `workdir` itself and every entry below it, never following a link: path,
+    kind, mode, owner, extended attributes (ACLs among them) and content (a link: its target).
+    Ignored files, build artefacts and empty directories count too: they are what the check's
+    code sees, whether git tracks them or not. The root's own mode, owner and attributes count
+    because a check's code can set them and a renewed sandbox keeps the directory."""
     h = hashlib.sha256()
     root = str(workdir)
+    st = os.stat(root, follow_symlinks=False)
+    h.update(f"r {stat.S_IMODE(st.st_mode):o} {st.st_uid} {st.st_gid} {_xattrs(root)}\0".encode())
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -127,18 +131,34 @@ def manifest(workdir: Path) -> str:
             path = f"{rel}/{e.name}" if rel else e.name
             st = e.stat(follow_symlinks=False)
             mode = stat.S_IMODE(st.st_mode)
+            meta = f"{st.st_uid} {st.st_gid} {_xattrs(e.path)}"
             if stat.S_ISDIR(st.st_mode):
-                h.update(f"d {path} {mode:o}\0".encode())
+                h.update(f"d {path}\0{mode:o} {meta}\0".encode())
                 stack.append(path)
-            elif stat.S_ISLNK(st.st_mode):
-                h.update(f"l {path} {os.readlink(e.path)}\0".encode())
+            elif stat.S_ISLNK(st.st_mode):  # the path and the target each end in NUL: no two pairs collide
+                h.update(f"l {path}\0{os.readlink(e.path)}\0{meta}\0".encode())
             elif stat.S_ISREG(st.st_mode):
                 with open(e.path, "rb", opener=_nofollow) as f:
                     digest = hashlib.sha256(f.read()).hexdigest()
-                h.update(f"f {path} {mode:o} {digest}\0".encode())
+                h.update(f"f {path}\0{mode:o} {digest} {meta}\0".encode())
             else:  # a FIFO, socket or device node: its kind and mode are what can matter
-                h.update(f"o {path} {stat.S_IFMT(st.st_mode):o} {mode:o}\0".encode())
+                h.update(f"o {path}\0{stat.S_IFMT(st.st_mode):o} {mode:o} {meta}\0".encode())
     return h.hexdigest()
+
+
+def _xattrs(path: str) -> str:
+    """The entry's extended attributes, names and values (a filesystem without them: none)."""
+    try:
+        names = sorted(os.listxattr(path, follow_symlinks=False))
+    except OSError:
+        return ""
+    out = []
+    for n in names:
+        try:
+            out.append(f"{n}={os.getxattr(path, n, follow_symlinks=False).hex()}")
+        except OSError as exc:  # unreadable: its name still counts
+            out.append(f"{n}?{exc.errno}")
+    return " ".join(out)
 
 
 def _nofollow(path: str, flags: int) -> int:

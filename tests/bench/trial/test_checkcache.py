@@ -117,6 +117,9 @@ LEFTOVERS = {
     "SysV shared memory": "import ctypes\nassert ctypes.CDLL(None).shmget(0, 4096, 0o1600) >= 0",
     "process": "import subprocess\nsubprocess.Popen(['sleep', '60'], start_new_session=True)",
     "file in the working copy": "open('left.txt', 'w').close()",
+    # The working copy's root outlives a renew: a mark on it is a message to the next trial.
+    "xattr on the working copy's root": "import os\nos.setxattr('/work', 'user.k', b'answer')",
+    "mode of the working copy's root": "import os\nos.chmod('/work', 0o750)",
 }
 
 

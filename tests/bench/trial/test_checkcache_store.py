@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.eventlog.events import EventLog
-from bench.sandbox import SandboxConfig, create
+from bench.sandbox import SandboxConfig, create, pristine
 from bench.sandbox.local import LocalSandbox
 from bench.trial import checkcache
 from bench.trial.certify import HarnessCopy, certify
@@ -39,6 +40,8 @@ JUDGES = {
     "sandbox/workcopy.py": "read_bytes: the report read back",
     "sandbox/docker.py": "the exec wrapper and its reap",
     "sandbox/local.py": "the host backend's exec",
+    "sandbox/pristine.py": "the working copy's hash and the probe: what makes a sandbox pristine",
+    "sandbox/restore.py": "puts the protected files back before the state is hashed",
 }
 
 
@@ -81,6 +84,7 @@ def test_the_key_changes_with_everything_that_decides_a_verdict(boxes, cache, mo
             "invariant order": key(box, cache, [CHECKS[0], CHECKS[2], CHECKS[1]]),
             "limits": key(boxes(memory="256m"), cache)}
     w = box.workdir
+    root_mode = stat.S_IMODE(w.stat().st_mode)
     edits: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
         "a .pyc in __pycache__": (lambda: ((w / "__pycache__").mkdir(), (w / "__pycache__/calc.cpython-311.pyc")
                                            .write_bytes(b"\x00junk")), lambda: shutil.rmtree(w / "__pycache__")),
@@ -92,6 +96,11 @@ def test_the_key_changes_with_everything_that_decides_a_verdict(boxes, cache, mo
         "a symlink": (lambda: os.symlink("calc.py", w / "link.py"), lambda: (w / "link.py").unlink()),
         "one byte": (lambda: (w / "calc.py").write_text(CALC + " "), lambda: (w / "calc.py").write_text(CALC)),
         "a file moved": (lambda: (w / "README.md").rename(w / "README"), lambda: (w / "README").rename(w / "README.md")),
+        # A check's code can mark the working copy's root itself, which a renewed sandbox keeps.
+        "the root's mode": (lambda: os.chmod(w, root_mode ^ 0o005), lambda: os.chmod(w, root_mode)),
+        "an xattr on the root": (lambda: os.setxattr(w, "user.k", b"42"), lambda: os.removexattr(w, "user.k")),
+        "an xattr on a file": (lambda: os.setxattr(w / "calc.py", "user.k", b"42"),
+                               lambda: os.removexattr(w / "calc.py", "user.k")),
     }
     for name, (make, undo) in edits.items():
         make()
@@ -175,3 +184,12 @@ def test_a_timed_out_check_is_never_stored(boxes, cache, tmp_path):
     assert out.timed_out and not out.passed
     assert box.pristine, "nothing was left: only the timeout keeps the verdict out"
     assert cache.stores == 0 and not list(cache.root.rglob("*.json"))
+
+
+def test_two_links_whose_path_and_target_share_their_words_hash_apart(tmp_path):
+    """`a b` -> `c` and `a` -> `b c` once wrote the same bytes into the working copy's hash."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir(), two.mkdir()
+    os.symlink("c", one / "a b")
+    os.symlink("b c", two / "a")
+    assert pristine.manifest(one) != pristine.manifest(two)
