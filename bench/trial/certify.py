@@ -10,9 +10,10 @@ Each part of a check (`python3 -B SCRIPT ARGS` or `python3 -B -m pytest ARGS`, j
 `&&`) then runs through LAUNCHER (one process for the whole check that forks a child per part)
 under `python3 -I` (no PYTHON* variables, user site or cwd
 on sys.path, so no PYTHONPATH, sitecustomize or .pth of the agent's), in a clean environment
-(`env -i`) with a fresh HOME and TMPDIR, bytecode read and written only under a fresh prefix
-(a planted `__pycache__` is never loaded), and pytest with no conftest.py and no plugin
-autoload. The launcher reads a one-time nonce from a file and deletes it before any code
+(`env -i`) with a fresh HOME and TMPDIR, no bytecode written, code under test imported from
+its `.py` source only (the launcher never reads a `.pyc` outside the interpreter's own
+directories: a planted `__pycache__` entry or a source-less `helper.pyc` is never run), and
+pytest with no conftest.py and no plugin autoload. The launcher reads a one-time nonce from a file and deletes it before any code
 under test runs, calls the script's `main()` (or `pytest.main`) itself, and appends a report
 tagged with the nonce: how main returned and, for the test runners, which tests passed and
 failed. The harness certifies from those reports alone: a part passes when its one report

@@ -74,6 +74,37 @@ def _print_traceback(exc):
                      + "".join(traceback.format_exception_only(type(exc), exc)))
 
 
+class _SourceOnly:
+    """Where code under test comes from: a directory of the interpreter's own (sys.path as
+    `python3 -I` starts, before any code under test) is imported as usual; any other (the
+    working copy, /tmp) from `.py` source only, compiled afresh. Python would otherwise run a
+    `.pyc` the agent left in place of the source: a `__pycache__` entry whose recorded size and
+    mtime match wrong source put back after compiling right code, or a `helper.pyc` with no
+    source, which git ignores, so the tree never holds the code the check ran."""
+
+    def __init__(self, trusted):
+        import importlib.machinery as machinery
+
+        class FromSource(machinery.SourceFileLoader):
+            def path_stats(self, path):
+                raise OSError("bytecode of the working copy is never read")  # so: compile the source
+
+        self.trusted = tuple(os.path.join(p, "") for p in trusted)
+        self.default = next(h for h in sys.path_hooks if "FileFinder" in getattr(h, "__qualname__", ""))
+        self.source_only = machinery.FileFinder.path_hook((FromSource, machinery.SOURCE_SUFFIXES))
+
+    def __call__(self, path):
+        full = os.path.join(os.path.abspath(path or "."), "")
+        return (self.default if full.startswith(self.trusted) else self.source_only)(path)
+
+    @classmethod
+    def install(cls):
+        hook = cls([p for p in sys.path if p and os.path.isabs(p)])
+        sys.path_hooks[:] = [hook if h is hook.default else h for h in sys.path_hooks]
+        for path in [p for p in sys.path_importer_cache if not os.path.join(p, "").startswith(hook.trusted)]:
+            del sys.path_importer_cache[path]  # a finder made before the hook was in place
+
+
 def launch(argv):
     nonce_file, kind, target, args = argv[0], argv[1], argv[2], argv[3:]
     with open(nonce_file) as f:
@@ -134,6 +165,7 @@ def _child(argv, quiet):
 
 
 if __name__ == "__main__":
+    _SourceOnly.install()
     if sys.argv[1:2] == ["--plan"]:
         run_plan(json.loads(sys.argv[2]))
     else:

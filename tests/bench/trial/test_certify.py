@@ -5,6 +5,7 @@ reports. Each guard is attacked; docs/threat_model.md maps them."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -84,6 +85,35 @@ def test_protected_files_are_put_back_before_the_check_runs(box, copy, log):
     (detail,) = [v for v in _violations(log) if "restored" in v]
     for path in ("tests/test_calc.py", "tools/run_tests.py", "tests/conftest.py", "tests/__pycache__"):
         assert path in detail
+
+
+@pytest.mark.parametrize("command", [CHECK, FINAL])
+def test_stale_bytecode_of_the_agents_is_never_loaded(box, copy, log, command):
+    """The agent compiles right code, then puts wrong source of the same size and mtime in its
+    place: Python would trust the `__pycache__` entry and the check would pass on code that
+    is not there. Checks read and write bytecode only under their own fresh prefix."""
+    box.write_file("calc.py", CALC)
+    made = box.exec("python3 -c 'import py_compile; print(py_compile.compile(\"calc.py\", doraise=True))'")
+    assert made.exit_code == 0 and "__pycache__" in made.output, made.output  # the sandbox's own python3
+    st = os.stat(box.workdir / "calc.py")
+    assert len(WRONG) == len(CALC)
+    box.write_file("calc.py", WRONG)
+    os.utime(box.workdir / "calc.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+    out = certify(box, copy, log, 0, "s01", command)
+    assert not out.passed, out.output
+
+
+@pytest.mark.parametrize("command", [CHECK, FINAL])
+def test_a_module_that_exists_only_as_bytecode_is_not_imported(box, copy, log, command):
+    """`helper.pyc` with no `helper.py`: git ignores it, so the tree never holds the code the
+    check would run. Checks import modules from source only."""
+    box.write_file("h.py", CALC)
+    made = box.exec("python3 -c 'import py_compile; py_compile.compile(\"h.py\", cfile=\"helper.pyc\", doraise=True)'"
+                    " && rm h.py")
+    assert made.exit_code == 0 and "helper.pyc" in os.listdir(box.workdir), made.output
+    box.write_file("calc.py", "from helper import add  # noqa: F401\n")
+    out = certify(box, copy, log, 0, "s01", command)
+    assert not out.passed, out.output
 
 
 def test_processes_are_ended_before_the_check_and_after_it(box, copy, log):
