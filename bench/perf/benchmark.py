@@ -267,6 +267,11 @@ def main(argv: list[str] | None = None) -> int:
              f"{default['steps']} steps):\n")
     text += "\n".join(f"  {k:<40} {v:8.3f} s  {100 * v / total:5.1f}%  ({default['phase_calls'].get(k, 0)} calls)"
                       for k, v in phases.items())
+    if g is not None and g.get("cpu_s_per_trial"):
+        cpu = g["cpu_s_per_trial"]
+        text += (f"\n\nwhere the grid's time goes: CPU s per trial (cores busy {g['cores_busy']}; a 30-minute grid "
+                 f"on {os.cpu_count()} cores allows {round(30 * 60 * (os.cpu_count() or 1) / GRID_TRIALS, 2)} s):\n")
+        text += "\n".join(f"  {k:<40} {v if v is not None else 'unreadable'}" for k, v in cpu.items())
     text += (f"\n  per-process start (interpreter + imports): {report['process_start_s']} s, paid once per worker"
              f"\n  in the container: python start {ex['in_container_python_start_ms_p50']} ms, pytest start "
              f"{ex['in_container_pytest_start_ms_p50']} ms (per check)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,15 +30,61 @@ GRID_TRIALS = 4 * 4 * 3 * GRID_SEEDS  # strategies x arms x families x seeds
 SLICE_SEEDS = 7  # 3 families x 7 seeds x 16 cells = 336 trials
 
 
+def _machine_cpu_s() -> dict[str, float | None]:
+    """Cumulative CPU seconds: the whole machine busy (/proc/stat), every container (the
+    engine's cgroup, v1 or v2 with the cgroupfs driver) and the engine's daemons (dockerd,
+    containerd and its shims; a shim that ended is not counted). None where unreadable."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float | None] = {"busy": None, "containers": None, "engine": None}
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:8]]
+        out["busy"] = (sum(fields) - fields[3] - fields[4]) / tick  # all but idle and iowait
+    except (OSError, ValueError):
+        pass
+    for path in ("/sys/fs/cgroup/cpuacct/docker/cpuacct.usage", "/sys/fs/cgroup/docker/cpu.stat"):
+        try:
+            text = Path(path).read_text()
+        except OSError:
+            continue
+        out["containers"] = (int(text) if text.strip().isdigit() else 1000 * int(text.split("usage_usec")[1].split()[0])) / 1e9
+        break
+    engine = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            head, rest = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        if head.split("(", 1)[1] in ("dockerd", "containerd") or head.split("(", 1)[1].startswith("containerd-shim"):
+            engine += (int(rest.split()[11]) + int(rest.split()[12])) / tick
+    out["engine"] = engine
+    return out
+
+
+def cpu_split(before: dict[str, float | None], after: dict[str, float | None], harness_s: float,
+              trials: int) -> dict[str, float | None]:
+    """CPU seconds per trial: the harness (the study's own processes and their git children),
+    the containers, the engine, and the rest of the machine's busy time."""
+    d = {k: (after[k] - before[k]) if after[k] is not None and before[k] is not None else None  # type: ignore[operator]
+         for k in before}
+    split: dict[str, float | None] = {"harness": harness_s, "containers": d["containers"], "engine": d["engine"]}
+    known = sum(v for v in split.values() if v is not None)
+    split["other"] = max(0.0, d["busy"] - known) if d["busy"] is not None else None
+    return {k: (round(v / trials, 3) if v is not None else None) for k, v in split.items()}
+
+
 def grid_run(results: Path, full: bool, n_jobs: int) -> dict[str, Any]:
     study = f"bench-grid-{uuid.uuid4().hex[:6]}"
     seeds = GRID_SEEDS if full else SLICE_SEEDS
     cmd = [sys.executable, "-m", "bench", "-m", "experiment=grid", f"task.seed=range(0,{seeds})",
            f"study.name={study}", f"hydra.launcher.n_jobs={n_jobs}"]
     env = {**os.environ, "CTXBENCH_RESULTS": str(results)}
+    cpu0, kids0 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, t0_epoch = time.perf_counter(), time.time()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    cpu1, kids1 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    harness = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
     if proc.returncode != 0:
         raise RuntimeError(f"grid run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     (sweep_dir,) = (results / "hydra" / "multirun" / study).iterdir()
@@ -50,4 +97,8 @@ def grid_run(results: Path, full: bool, n_jobs: int) -> dict[str, Any]:
             "outcomes": {o: sum(1 for r in recs if r["outcome"] == o) for o in {r["outcome"] for r in recs}},
             "startup_s": round(startup, 1),  # process start, imports, sweep validation, workers
             "grid_minutes": round((startup + (wall - startup) * GRID_TRIALS / n) / 60, 2),
-            "extrapolated": n != GRID_TRIALS}
+            "extrapolated": n != GRID_TRIALS,
+            # Where the time goes: CPU seconds per trial, and how busy the machine's cores were.
+            "cpu_s_per_trial": cpu_split(cpu0, cpu1, harness, n),
+            "cores_busy": (round((cpu1["busy"] - cpu0["busy"]) / wall / (os.cpu_count() or 1), 2)
+                           if cpu0["busy"] is not None and cpu1["busy"] is not None else None)}

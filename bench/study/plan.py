@@ -74,6 +74,7 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
     from hydra.core.override_parser.types import OverrideType
 
     from bench.config import load
+    from bench.study import compose
 
     parser = OverridesParser.create()
     parsed: dict[str, Any] = {}
@@ -97,7 +98,9 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
                 groups = tuple(o.input_line for o in overrides if is_group(o))
                 if groups not in composed:
                     try:
-                        composed[groups] = _task_config(loader.load_sweep_config(master, list(groups)))
+                        # Copied from the process's cache, which the sweep's validation and its
+                        # workers share (compose.py).
+                        composed[groups] = _task_config(copy.deepcopy(compose.composed(loader, master, groups)))
                     except Exception as exc:  # every job of this group choice fails the same way
                         composed[groups] = exc
                 base = composed[groups]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -105,11 +106,12 @@ def expected_tests(part: Part, files: Mapping[str, str]) -> set[str]:
     return {name for p in chosen for name in _test_names(p, files[p], part.kind)}
 
 
-def _test_names(path: str, source: str, kind: str) -> list[str]:
+@functools.lru_cache(maxsize=1024)  # the harness's own test files: the same few, judged every check
+def _test_names(path: str, source: str, kind: str) -> tuple[str, ...]:
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return [path]  # cannot be collected: the runner reports it failed, never passed
+        return (path,)  # cannot be collected: the runner reports it failed, never passed
     prefix = "test_" if kind == "runner" else "test"
     names = [f"{path}::{d.name}" for d in tree.body
              if isinstance(d, ast.FunctionDef | ast.AsyncFunctionDef) and d.name.startswith(prefix)]
@@ -117,7 +119,7 @@ def _test_names(path: str, source: str, kind: str) -> list[str]:
         names += [f"{path}::{c.name}::{d.name}" for c in tree.body if isinstance(c, ast.ClassDef)
                   and c.name.startswith("Test") for d in c.body
                   if isinstance(d, ast.FunctionDef) and d.name.startswith("test")]
-    return names
+    return tuple(names)
 
 
 @dataclass

@@ -4,6 +4,7 @@ launcher's workers, which receive the wrapped loader in the Hydra context."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, cast
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -24,3 +25,5 @@ class CtxbenchSweeper(BasicSweeper):
         loader = self.hydra_context.config_loader
         assert isinstance(loader, SweepLoader)
         loader.validate(self.config, batch)
+        # The workers read these bases instead of composing them again (bench/study/compose.py).
+        loader.share(Path(str(self.config.hydra.sweep.dir)) / ".composed_bases.pkl")

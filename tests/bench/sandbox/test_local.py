@@ -181,6 +181,7 @@ def test_file_ops_listing_commit_and_tree(local_cfg: SandboxConfig) -> None:
         b.write_file("src/new.py", "X = 1\n")
         assert a.tree_sha() == b.tree_sha()
         assert a.commit("add new", "Agent <a@x.org>") == b.commit("add new", "Agent <a@x.org>")
+        assert a.commit("read from the git dir", "Agent <a@x.org>") == a._git("rev-parse", "HEAD").strip()
         a.delete_file("src/new.py")
         assert "src/new.py" not in a.list_files() and a.tree_sha() == t0
         assert "D  src/new.py" not in a.git("status", "--porcelain")  # nothing staged by tree_sha
