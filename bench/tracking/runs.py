@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -21,8 +22,11 @@ MAX_PARAM_CHARS = 500  # MLflow's limit on a param value
 BATCH = 900  # MLflow's log_batch takes at most 1000 metrics
 
 
+@functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """The harness's git commit, with `-dirty` when the working tree differs from it."""
+    """The harness's git commit, with `-dirty` when the working tree differs from it: asked once
+    per process, as the code a process runs is the code it imported (two git processes, ~15 ms,
+    were paid per trial)."""
     import subprocess
 
     from bench.config import ROOT
@@ -128,6 +132,7 @@ def previous_runs(cfg: TrialConfig) -> list:
         "and tags.`ctxbench.kind` = 'trial'"))
     host = os.uname().nodename
     stale_ms = (time.time() - cfg.limits.trial_timeout_s - STALE_GRACE_S) * 1000
+    marked = False
     for r in runs:
         tags = r.data.tags
         dead = (tags.get("host") == host and not _alive(int(tags.get("pid", "0") or 0))) \
@@ -136,6 +141,9 @@ def previous_runs(cfg: TrialConfig) -> list:
             client.set_tag(r.info.run_id, "status", "killed")
             client.set_tag(r.info.run_id, "failure_reason", "interrupted")
             client.set_terminated(r.info.run_id, status="KILLED")
+            marked = True
+    if not marked:
+        return runs
     return client.search_runs([exp.experiment_id], filter_string=(
         f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
         "and tags.`ctxbench.kind` = 'trial'"))
