@@ -44,3 +44,16 @@ def test_exec_overhead_compares_the_same_command_in_the_same_container(docker_re
     out = exec_overhead("signature_migration", n=4)
     assert out["true"]["n"] == 4 and out["true"]["ratio"] > 0
     assert out["container_start_s_p50"] > 0 and out["in_container_pytest_start_ms_p50"] > 0
+
+
+def test_the_grids_cpu_split_is_per_trial_and_the_rest_is_what_no_part_explains():
+    from bench.perf.grid import _machine_cpu_s, cpu_split
+
+    before = {"busy": 100.0, "containers": 10.0, "engine": 1.0}
+    after = {"busy": 160.0, "containers": 30.0, "engine": 3.0}
+    assert cpu_split(before, after, harness_s=30.0, trials=10) == {
+        "harness": 3.0, "containers": 2.0, "engine": 0.2, "other": 0.8}
+    unknown = cpu_split({**before, "containers": None}, after, harness_s=30.0, trials=10)
+    assert unknown["containers"] is None and unknown["other"] == 2.8  # never a made-up figure
+    now = _machine_cpu_s()
+    assert now["busy"] is not None and now["busy"] > 0 and now["engine"] is not None  # /proc is readable here
