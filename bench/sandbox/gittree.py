@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -79,3 +80,16 @@ def tree_sha(workdir: Path) -> str | None:
     if sha is None:
         return None
     return (sha or _obj(b"tree", b"")).hex()
+
+
+def head_commit(git_dir: Path) -> str:
+    """HEAD's commit read from the git dir, with no git process: only the harness writes there,
+    and with auto gc off its branch stays a loose ref. "" when it is not one (ask git then)."""
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="ascii").strip()
+        if head.startswith("ref: refs/heads/"):
+            sha = (git_dir / head[5:]).read_text(encoding="ascii").strip()
+            return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else ""
+    except (OSError, UnicodeDecodeError):
+        pass
+    return ""

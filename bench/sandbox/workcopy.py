@@ -141,21 +141,9 @@ class WorkingCopy(Tracking):
         # --allow-empty: every commit call yields a commit, so sha sequences depend only on calls.
         self._git("commit", "-q", "--allow-empty", "--no-verify", "-m", message,
                   env={"GIT_AUTHOR_NAME": m.group(1), "GIT_AUTHOR_EMAIL": m.group(2)})
-        self._head = self._ref() or self._git("rev-parse", "HEAD").strip()
+        self._head = gittree.head_commit(self._git_dir) or self._git("rev-parse", "HEAD").strip()
         self._clean_at = self._changes
         return self._head
-
-    def _ref(self) -> str:
-        """HEAD's commit, read from the git dir (no process): only the harness writes there, and
-        with auto gc off the branch stays a loose ref. "" if it is not one."""
-        try:
-            head = (self._git_dir / "HEAD").read_text(encoding="ascii").strip()
-            if head.startswith("ref: refs/heads/"):
-                sha = (self._git_dir / head[5:]).read_text(encoding="ascii").strip()
-                return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else ""
-        except (OSError, UnicodeDecodeError):
-            pass
-        return ""
 
     def tree_sha(self) -> str:
         """Tree of the working copy as it is now: computed here (gittree.py) while that cannot

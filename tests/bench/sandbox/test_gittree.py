@@ -88,3 +88,11 @@ def test_it_hands_over_to_git_when_it_could_differ(wc, change):
         ours = wc.tree_sha()
         assert wc._git_trees, "once git decides, it decides for the rest of the sandbox's life"
         assert ours == _git_tree(wc)
+
+
+def test_a_commits_sha_is_read_from_the_git_dir_and_asked_of_git_when_the_ref_is_packed(wc):
+    sha = wc.commit("loose ref", "Agent <a@x.org>")
+    assert sha == gittree.head_commit(wc._git_dir) == wc._git("rev-parse", "HEAD").strip()
+    wc._git("pack-refs", "--all")  # no loose ref file any more: the reader says so, git answers
+    assert gittree.head_commit(wc._git_dir) == ""
+    assert wc.commit("packed ref", "Agent <a@x.org>") == wc._git("rev-parse", "HEAD").strip() != sha
