@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT
+from bench.sandbox.engine import cgroup_cpu_s
 
 GRID_SEEDS = 100
 GRID_TRIALS = 4 * 4 * 3 * GRID_SEEDS  # strategies x arms x families x seeds
@@ -47,7 +48,7 @@ def _machine_cpu_s() -> dict[str, float | None]:
             text = Path(path).read_text()
         except OSError:
             continue
-        out["containers"] = (int(text) if text.strip().isdigit() else 1000 * int(text.split("usage_usec")[1].split()[0])) / 1e9
+        out["containers"] = cgroup_cpu_s(text)
         break
     engine = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):

@@ -157,8 +157,13 @@ def container_cpu_s(container_id: str) -> float | None:
                 text = f.read()
         except OSError:
             continue
-        return (int(text) if text.strip().isdigit() else 1000 * int(text.split("usage_usec")[1].split()[0])) / 1e9
+        return cgroup_cpu_s(text)
     return None
+
+
+def cgroup_cpu_s(text: str) -> float:
+    """CPU seconds in a cgroup's accounting file: v1 `cpuacct.usage` (ns) or v2 `cpu.stat` (usage_usec)."""
+    return (int(text) if text.strip().isdigit() else 1000 * int(text.split("usage_usec")[1].split()[0])) / 1e9
 
 
 def _unix_socket_path() -> str | None:

@@ -13,8 +13,8 @@ on sys.path, so no PYTHONPATH, sitecustomize or .pth of the agent's), in a clean
 (`env -i`) with a fresh HOME and TMPDIR, no bytecode written, code under test imported from
 its `.py` source only (the launcher never reads a `.pyc` outside the interpreter's own
 directories: a planted `__pycache__` entry or a source-less `helper.pyc` is never run), and
-pytest with no conftest.py and no plugin autoload. The launcher reads a one-time nonce from a file and deletes it before any code
-under test runs, calls the script's `main()` (or `pytest.main`) itself, and appends a report
+pytest with no conftest.py and no plugin autoload. The launcher reads a one-time nonce from a
+file and deletes it before any code under test runs, calls the script's `main()` (or `pytest.main`) itself, and appends a report
 tagged with the nonce: how main returned and, for the test runners, which tests passed and
 failed. The harness certifies from those reports alone: a part passes when its one report
 says main returned 0 normally and every test the harness's own copy defines passed. Code
