@@ -21,8 +21,6 @@ import pandas as pd
 
 from analysis.load import CELL, PAIR_KEY, POINT, Runs, _as_int
 
-# Outcome classes (docs/design.md §9): a verdict (success, agent failure) or none (the rest).
-CLASSES = ("success", "agent_failure", "infrastructure_failure", "interrupted", "running")
 STATES = ("finished", "excluded", "missing")
 _IDENTITY = (*CELL, "model", "task_family", "task_seed", POINT, "rep")
 

@@ -30,10 +30,6 @@ from bench.config import ConfigError, TrialConfig, compose, load
 from bench.trial.runner import prepare
 
 EXIT_BAD_INPUT = 2
-# Flags of Hydra's own (help, config printing, completion...): Hydra handles those lines.
-_HYDRA_FLAGS = ("-h", "--help", "--hydra-help", "--version", "-c", "--cfg", "--resolve", "-p", "--package",
-                "-i", "--info", "-cp", "--config-path", "-cn", "--config-name", "-cd", "--config-dir",
-                "--experimental-rerun", "-sc", "--shell-completion", "--run")
 
 
 class BadInput(ValueError):
@@ -43,7 +39,7 @@ class BadInput(ValueError):
 def check(argv: list[str]) -> None:
     """Exit 2 with one line on stderr if the command line cannot run; return if it can."""
     args = [a for a in argv if a not in ("-m", "--multirun")]
-    if any(a.startswith("-") for a in args):
+    if any(a.startswith("-") for a in args):  # Hydra's own flags (--help, --cfg, ...): Hydra's to handle
         return
     try:
         jobs = plan(args, multirun=len(args) != len(argv))

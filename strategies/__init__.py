@@ -21,7 +21,7 @@ STRATEGIES = Registry("strategy.name", {
     "ledger": "strategies.ledger:LedgerStrategy",
     "subagent": "strategies.subagent:SubagentStrategy",
     "masking": "strategies.masking:MaskingStrategy",
-}, hint="choose one with strategy=<name> (see conf/strategy/)")
+}, hint="choose one with strategy=<name> (see conf/strategy/)", group="ctxbench.strategies")
 
 
 def make_strategy(cfg: Mapping[str, Any]) -> Strategy:

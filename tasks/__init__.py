@@ -11,7 +11,7 @@ FAMILIES = Registry("task.family", {
     "signature_migration": "tasks.signature_migration:generate",
     "extract_module": "tasks.extract_module:generate",
     "config_rename": "tasks.config_rename:generate",
-}, hint="choose one with task=<family> (e.g. task=signature_migration)")
+}, hint="choose one with task=<family> (e.g. task=signature_migration)", group="ctxbench.task_families")
 
 
 def generate(family: str, seed: int, **size: Any) -> TaskSpec:

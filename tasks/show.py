@@ -75,7 +75,7 @@ def sizes(spec: TaskSpec) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tasks.show", description=__doc__.splitlines()[0])
-    parser.add_argument("family", choices=FAMILIES)
+    parser.add_argument("family", help=f"one of {', '.join(FAMILIES)}, or a plug-in's")
     parser.add_argument("seed", type=int)
     parser.add_argument("size", nargs="*", help="size knobs, e.g. steps=8 callers=10")
     parser.add_argument("--files", action="store_true", help="also print every file of the repository")

@@ -13,7 +13,7 @@ PROVIDERS = Registry("model.provider", {
     "openai": "bench.providers.openai:OpenAIProvider",
     "replay": "bench.providers.replay:ReplayProvider",
     "scripted": "bench.providers.scripted:ScriptedProvider",
-}, hint="pick a model with model=<name> (see conf/model/)")
+}, hint="pick a model with model=<name> (see conf/model/)", group="ctxbench.providers")
 
 
 def make_provider(model_cfg: Mapping) -> Provider:

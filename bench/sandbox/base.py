@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from bench.core.registry import Registry
+from bench.core.registry import Registry, UnknownChoice
 
 from .paths import PathRefused as PathRefused
 from .paths import Protected
@@ -29,7 +29,7 @@ from .workcopy import WorkingCopy as WorkingCopy
 SANDBOXES = Registry("sandbox.kind", {
     "docker": "bench.sandbox.docker:create",
     "local": "bench.sandbox.local:create",
-}, hint="choose one with sandbox=<kind> (see conf/sandbox/)")
+}, hint="choose one with sandbox=<kind> (see conf/sandbox/)", group="ctxbench.sandboxes")
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
 
 
@@ -75,8 +75,10 @@ class SandboxConfig:
         for key in ("kind", "image", "base_image"):
             if not isinstance(d[key], str) or not d[key].strip():
                 raise bad(key, "a non-empty string")
-        if d["kind"] not in SANDBOXES:
-            raise bad("kind", f"one of {list(SANDBOXES)}")
+        try:
+            SANDBOXES.check(d["kind"])
+        except UnknownChoice as exc:
+            raise ValueError(f"sandbox config: {exc}") from None
         for key in ("check_cache", "reuse"):
             if not isinstance(d[key], bool):
                 raise bad(key, "true or false")

@@ -57,9 +57,14 @@ def test_good_input_passes_and_creates_nothing(results, capsys):
     assert capsys.readouterr().err == "" and list(results.iterdir()) == []
 
 
-def test_hydras_own_flags_are_left_to_hydra(results):
-    preflight.check(["--help"])
-    preflight.check(["--cfg", "job", "task.seed=-1"])
+def test_hydras_own_flags_are_left_to_hydra(results, capsys):
+    # With a flag of Hydra's, even a bad value is Hydra's to report (it prints the config asked
+    # for, or its help): preflight neither exits nor says anything nor creates anything.
+    assert preflight.check(["--help"]) is None
+    assert preflight.check(["--cfg", "job", "task.seed=-1"]) is None
+    assert capsys.readouterr().err == "" and list(results.iterdir()) == []
+    with pytest.raises(SystemExit):  # the same bad value without the flag is refused
+        preflight.check(["task.seed=-1", LOCAL])
 
 
 def test_sweeps_are_checked_value_by_value():
