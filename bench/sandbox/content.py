@@ -154,8 +154,8 @@ def remove_tree(path: str) -> None:
                 if pending:
                     continue
                 stack.pop()
+                os.close(fd)
                 if stack:
-                    os.close(fd)
                     os.rmdir(name, dir_fd=stack[-1][0])
                 continue
             child = pending.pop()

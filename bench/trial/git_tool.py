@@ -37,7 +37,8 @@ _LOG_VALUES = (r"-n[0-9]{1,6}", r"-[0-9]{1,6}", r"--max-count=[0-9]{1,6}", r"--s
                r"--date=(?:relative|local|iso|iso-strict|rfc|short|raw|default|unix)")
 _STATUS = {"--short", "-s", "--branch", "-b", "--porcelain", "--long", "--ignored", "--no-renames", "-uno",
            "-unormal", "-uall", "--untracked-files=no", "--untracked-files=normal", "--untracked-files=all"}
-FLAGS = {"status": _STATUS, "diff": _DIFF, "log": _LOG, "show": _LOG | _DIFF}
+FLAGS = {"status": _STATUS, "diff": _DIFF, "log": _LOG,
+         "show": _LOG | _DIFF - {"--cached", "--staged", "--exit-code", "--quiet", "--check"}}
 VALUES = {sub: re.compile("|".join(f"(?:{p})" for p in pats)) for sub, pats in
           {"status": (), "diff": _DIFF_VALUES, "log": _LOG_VALUES + _DIFF_VALUES,
            "show": _LOG_VALUES + _DIFF_VALUES}.items() if pats}
