@@ -26,6 +26,8 @@ REASONS: dict[str, str] = {
     "context_overflow": AGENT,     # the built context exceeds the window, or the provider says so
     "output_truncation": AGENT,    # a reply cut at max_tokens
     "model_error": AGENT,          # the model stopped with stop_reason error / refusal
+    "content_error": AGENT,        # what the agent put in its working copy defeated a host-side
+                                   # operation (bench/sandbox/content.py: too deep, git refused it)
     # Infrastructure failures: nothing the model did explains them.
     "sandbox_lost": INFRA,         # the container or the engine went away
     "provider_error": INFRA,       # the provider failed after its retries

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
@@ -72,9 +73,17 @@ class Message:
         return cached
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def canonical_json(obj: Any) -> str:
     # One serialisation everywhere, so hashes of the same content never differ by formatting.
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if text.isascii():
+        return text
+    # A lone surrogate (an undecodable file name read as str, a model's "\udc80") has no UTF-8
+    # form: JSON's own escape for it reads back as the same string, and writes as ASCII.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def sha256_json(obj: Any) -> str:

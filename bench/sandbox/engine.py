@@ -6,10 +6,10 @@ containers of dead harness processes from live ones, and the sweep itself.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
-import shutil
 import socket
 import struct
 import time
@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import OutputTail, SandboxLost
+from .content import remove_tree
 
 # The docker backend's logger name, as before the split, so log filters and captures on it
 # still see the retry warnings.
@@ -200,5 +201,6 @@ def sweep(label_selector: Mapping[str, str] | None = None, orphans_only: bool = 
         for m in c.get("Mounts") or []:  # a SIGKILLed harness leaves its temp dir behind too
             root = os.path.dirname(m.get("Source", ""))
             if m.get("Destination") == "/work" and os.path.basename(root).startswith("ctxbench-sbx-"):
-                shutil.rmtree(root, ignore_errors=True)
+                with contextlib.suppress(OSError):  # however deep or unreadable (content.py)
+                    remove_tree(root)
     return removed

@@ -2,7 +2,7 @@
 write-tree` prints (WorkingCopy.tree_sha), without two git processes per certified step.
 
 Only where the answer cannot differ from git's: the ignore rules in force must be the
-harness's own (workcopy._EXCLUDES) plus `.gitignore` files that say nothing else (the task
+harness's own (hostgit.EXCLUDES) plus `.gitignore` files that say nothing else (the task
 repositories ship `__pycache__/` and `.pytest_cache/`), with no `.gitattributes` and nothing
 but files, directories and symlinks. Otherwise `tree_sha` returns None and the caller asks
 git, for good (an index that once held an ignored file would keep it; tests/bench/sandbox/
@@ -23,6 +23,8 @@ import re
 import stat
 from pathlib import Path
 
+from .content import MAX_READ_BYTES, walk
+
 # The patterns git would apply that this module knows: everywhere (a basename), or at the root.
 SIMPLE_LINES = frozenset({b"__pycache__/", b".pytest_cache/", b"*.pyc", b""})
 _IGNORED_DIRS = ("__pycache__", ".pytest_cache")
@@ -38,45 +40,52 @@ def _simple_gitignore(path: str) -> bool:
         return all(line in SIMPLE_LINES or line.startswith(b"#") for line in f.read().split(b"\n"))
 
 
-def _tree(root: str, rel: str) -> bytes | None:
-    """The tree's sha, b"" for a tree git would leave out (empty), None if git must decide."""
-    entries: list[tuple[bytes, bytes, bytes]] = []  # (sort key, mode, sha)
-    with os.scandir(os.path.join(root, rel) if rel else root) as it:
-        for e in it:
-            name = e.name
-            st = e.stat(follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                if name in _IGNORED_DIRS or (not rel and name == ".ctxbench") or fnmatch.fnmatch(name, "*.pyc"):
-                    continue
-                sub = _tree(root, f"{rel}/{name}" if rel else name)
-                if sub is None:
-                    return None
-                if sub:
-                    entries.append((os.fsencode(name) + b"/", b"40000", sub))
-                continue
-            if name == ".gitattributes" or (name == ".gitignore" and not (
-                    stat.S_ISREG(st.st_mode) and _simple_gitignore(e.path))):
-                return None
-            if fnmatch.fnmatch(name, "*.pyc"):
-                continue
-            if stat.S_ISLNK(st.st_mode):
-                entries.append((os.fsencode(name), b"120000", _obj(b"blob", os.fsencode(os.readlink(e.path)))))
-            elif stat.S_ISREG(st.st_mode):
-                with open(e.path, "rb") as f:
-                    blob = _obj(b"blob", f.read())
-                entries.append((os.fsencode(name), b"100755" if st.st_mode & stat.S_IXUSR else b"100644", blob))
-            else:  # a FIFO, socket or device: git's own business
-                return None
-    if not entries:
-        return b""
-    entries.sort(key=lambda x: x[0])
-    body = b"".join(mode + b" " + key.rstrip(b"/") + b"\0" + sha for key, mode, sha in entries)
-    return _obj(b"tree", body)
+def _ignored(rel: str, name: str, st: os.stat_result) -> bool:
+    """What git leaves out whatever the rules say: build artefacts, the harness's own dir."""
+    if stat.S_ISDIR(st.st_mode):
+        return name in _IGNORED_DIRS or (not rel and name == ".ctxbench") or fnmatch.fnmatch(name, "*.pyc")
+    return fnmatch.fnmatch(name, "*.pyc")
+
+
+def _tree(root: str) -> bytes | None:
+    """The root tree's sha, b"" for an empty tree, None if git must decide. Iterative (content.walk,
+    bounded); a tree's entries are hashed once all of its subtrees are."""
+    entries: dict[str, list[tuple[bytes, bytes, bytes]]] = {"": []}  # dir -> (sort key, mode, sha)
+    for path, st in walk(root, skip=_ignored):
+        parent, _, name = path.rpartition("/")
+        full = os.path.join(root, path)
+        if stat.S_ISDIR(st.st_mode):
+            entries[path] = []
+            continue
+        if name == ".gitattributes" or (name == ".gitignore" and not (
+                stat.S_ISREG(st.st_mode) and st.st_size < 65536 and _simple_gitignore(full))):
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            blob = _obj(b"blob", os.fsencode(os.readlink(full)))
+            entries[parent].append((os.fsencode(name), b"120000", blob))
+        elif stat.S_ISREG(st.st_mode) and st.st_size <= MAX_READ_BYTES:
+            with open(full, "rb") as f:
+                blob = _obj(b"blob", f.read(MAX_READ_BYTES + 1))
+            entries[parent].append((os.fsencode(name), b"100755" if st.st_mode & stat.S_IXUSR else b"100644", blob))
+        else:  # a file too large to read here, a FIFO, socket or device: git's own business
+            return None
+    shas: dict[str, bytes] = {}
+    for path in sorted(entries, key=lambda p: -p.count("/") - bool(p)):  # deepest first, the root last
+        own = entries[path]
+        if not own:
+            shas[path] = b""
+            continue
+        own.sort(key=lambda x: x[0])
+        shas[path] = _obj(b"tree", b"".join(mode + b" " + key.rstrip(b"/") + b"\0" + sha for key, mode, sha in own))
+        if path:
+            parent, _, name = path.rpartition("/")
+            entries[parent].append((os.fsencode(name) + b"/", b"40000", shas[path]))
+    return shas[""]
 
 
 def tree_sha(workdir: Path) -> str | None:
     """The tree `git add -A && git write-tree` would make of `workdir`, or None (ask git)."""
-    sha = _tree(str(workdir), "")
+    sha = _tree(str(workdir))
     if sha is None:
         return None
     return (sha or _obj(b"tree", b"")).hex()

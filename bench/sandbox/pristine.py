@@ -28,7 +28,10 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import uuid
 from pathlib import Path
+
+from .content import ContentError, read_capped, readable, walk
 
 # Writable places a check's code can reach in the Docker sandbox (see docker.py's container).
 # `-xdev` keeps find inside each one. Files, links and nodes are listed with mode, owner, size,
@@ -86,8 +89,14 @@ class Tracking:
         return self._track and self._pristine.ok and not self._closed
 
     def state_sha(self) -> str:
-        """Every entry of the working copy, hashed (`manifest`)."""
-        return manifest(self.workdir)
+        """Every entry of the working copy, hashed (`manifest`). A working copy past the
+        walk's or the read's bounds cannot be tracked: the sandbox is tainted and the answer
+        equals no other, so no verdict is stored or reused for it."""
+        try:
+            return manifest(self.workdir)
+        except ContentError:
+            self._pristine.taint()
+            return f"untracked {uuid.uuid4().hex}"
 
     def cost(self) -> dict[str, float]:
         """What the sandbox cost so far: execs, trials served and, where known, the CPU seconds
@@ -120,29 +129,22 @@ def manifest(workdir: Path) -> str:
     because a check's code can set them and a renewed sandbox keeps the directory."""
     h = hashlib.sha256()
     root = str(workdir)
+    readable(root, os.lstat(root))
     st = os.stat(root, follow_symlinks=False)
     h.update(f"r {stat.S_IMODE(st.st_mode):o} {st.st_uid} {st.st_gid} {_xattrs(root)}\0".encode())
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        with os.scandir(os.path.join(root, rel) if rel else root) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        for e in entries:
-            path = f"{rel}/{e.name}" if rel else e.name
-            st = e.stat(follow_symlinks=False)
-            mode = stat.S_IMODE(st.st_mode)
-            meta = f"{st.st_uid} {st.st_gid} {_xattrs(e.path)}"
-            if stat.S_ISDIR(st.st_mode):
-                h.update(f"d {path}\0{mode:o} {meta}\0".encode())
-                stack.append(path)
-            elif stat.S_ISLNK(st.st_mode):  # the path and the target each end in NUL: no two pairs collide
-                h.update(f"l {path}\0{os.readlink(e.path)}\0{meta}\0".encode())
-            elif stat.S_ISREG(st.st_mode):
-                with open(e.path, "rb", opener=_nofollow) as f:
-                    digest = hashlib.sha256(f.read()).hexdigest()
-                h.update(f"f {path}\0{mode:o} {digest} {meta}\0".encode())
-            else:  # a FIFO, socket or device node: its kind and mode are what can matter
-                h.update(f"o {path}\0{stat.S_IFMT(st.st_mode):o} {mode:o} {meta}\0".encode())
+    for path, st in walk(root):  # bounded (content.py): ContentError past its limits
+        full = os.path.join(root, path)
+        mode = stat.S_IMODE(st.st_mode)
+        meta = f"{st.st_uid} {st.st_gid} {_xattrs(full)}"
+        if stat.S_ISDIR(st.st_mode):
+            h.update(f"d {path}\0{mode:o} {meta}\0".encode("utf-8", "surrogateescape"))
+        elif stat.S_ISLNK(st.st_mode):  # the path and the target each end in NUL: no two pairs collide
+            h.update(f"l {path}\0{os.readlink(full)}\0{meta}\0".encode("utf-8", "surrogateescape"))
+        elif stat.S_ISREG(st.st_mode):
+            digest = hashlib.sha256(read_capped(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)))
+            h.update(f"f {path}\0{mode:o} {digest.hexdigest()} {meta}\0".encode("utf-8", "surrogateescape"))
+        else:  # a FIFO, socket or device node: its kind and mode are what can matter
+            h.update(f"o {path}\0{stat.S_IFMT(st.st_mode):o} {mode:o} {meta}\0".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
 
@@ -160,6 +162,3 @@ def _xattrs(path: str) -> str:
             out.append(f"{n}?{exc.errno}")
     return " ".join(out)
 
-
-def _nofollow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)

@@ -3,19 +3,19 @@ under a protected glob (a `tests/conftest.py`, a planted `__pycache__`) removed,
 replaced directories made real again, modes reset, changed content rewritten.
 
 The working copy calls this only when no sandbox process runs (after `reap`), so nothing
-races it; the writes still go through the working copy's symlink-refusing `write_file`.
+races it; the writes still go through the working copy's symlink-refusing `write_file`. The
+walk and the removals are content.py's: iterative, bounded, blind to no mode.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
+from .content import MAX_READ_BYTES, remove_tree, walk
 from .paths import Protected
 
 FILE_MODE = 0o644
@@ -26,15 +26,10 @@ def restore(workdir: Path, files: Mapping[str, str], protected: Protected,
     """Make every protected path under `workdir` exactly `files`; returns the paths that differed."""
     keep_dirs = {"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)}
     changed = set()
-    for top, dirs, names in os.walk(workdir):  # never follows symlinks
-        rel_top = os.path.relpath(top, workdir)
-        for name in sorted(dirs + names):
-            rel = name if rel_top == "." else f"{rel_top}/{name}"
-            if protected(rel) and rel not in files and rel not in keep_dirs:
-                remove(workdir, rel)
-                changed.add(rel)
-                if name in dirs:
-                    dirs.remove(name)
+    for rel, _ in walk(str(workdir)):  # an entry removed here is not descended into
+        if protected(rel) and rel not in files and rel not in keep_dirs:
+            remove(workdir, rel)
+            changed.add(rel)
     for path in sorted(files):
         if _force_file(workdir, path, files[path], write_file):
             changed.add(path)
@@ -42,12 +37,8 @@ def restore(workdir: Path, files: Mapping[str, str], protected: Protected,
 
 
 def remove(workdir: Path, rel: str) -> None:
-    """Remove a file, a symlink or a whole directory (read-only ones too)."""
-    full = workdir / rel
-    if os.path.isdir(full) and not os.path.islink(full):
-        shutil.rmtree(full, onerror=chmod_and_retry)
-    elif os.path.lexists(full):
-        chmod_and_retry(os.unlink, str(full), None)
+    """Remove a file, a symlink or a whole directory (read-only, unreadable or deep ones too)."""
+    remove_tree(str(workdir / rel))
 
 
 def _force_file(workdir: Path, path: str, content: str, write_file: Callable[[str, str], None]) -> bool:
@@ -65,7 +56,8 @@ def _force_file(workdir: Path, path: str, content: str, write_file: Callable[[st
     full = workdir / path
     st = _lstat(full)
     data = content.encode("utf-8")
-    if st is not None and stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == FILE_MODE:
+    if st is not None and stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == FILE_MODE \
+            and st.st_size == len(data) <= MAX_READ_BYTES:
         with contextlib.suppress(OSError), open(full, "rb") as f:  # a regular file, no link: checked above
             if f.read(len(data) + 1) == data:
                 return changed
@@ -74,15 +66,6 @@ def _force_file(workdir: Path, path: str, content: str, write_file: Callable[[st
     write_file(path, content)
     os.chmod(full, FILE_MODE, follow_symlinks=False)
     return True
-
-
-def chmod_and_retry(func: Any, path: str, _exc: Any) -> None:
-    """rmtree's error hook, and a guarded unlink: the sandbox may leave read-only directories."""
-    try:
-        func(path)
-    except PermissionError:
-        os.chmod(os.path.dirname(path), 0o755)
-        func(path)
 
 
 def _lstat(path: Path) -> os.stat_result | None:

@@ -4,20 +4,21 @@ Security model (the part that must hold even against hostile model-generated cod
 
 * The task's working copy is a host temp dir; it is the ONLY host path a container sees
   (bind-mounted at /work).
-* Its git dir lives NEXT to it, outside the mount, and the host runs git with explicit
-  GIT_DIR/GIT_WORK_TREE. Code in the container therefore cannot plant hooks, config
-  (core.fsmonitor, aliases, filters) or anything else the host's git would execute. Any
-  `.git` that shows up inside the working copy (say `git init` run in the container) is
-  deleted before the host runs git, so git never mistakes it for a nested repository.
+* Its git dir lives NEXT to it, outside the mount (GIT_DIR/GIT_WORK_TREE): code in the
+  container cannot plant hooks, config or anything else host git would execute. A `.git`
+  in the working copy (`git init` in the container) is deleted before host git runs.
 * Every path goes through the one canonicaliser (paths.py) and host-side file operations
   then walk it one component at a time with O_NOFOLLOW relative to an open directory fd. A
   symlink anywhere in the path, `..` escapes, absolute paths and `.git` are refused, and a
   concurrent symlink swap from inside the container cannot redirect a host write (no
   check-then-open race).
-* `restore` puts protected files back from the harness's own copy, whatever the sandbox did
-  to them or around them (symlinked or replaced directories, modes, extra files).
-* Git runs with system/global config disabled and fixed identities and dates (so commit and
-  tree shas are the same on every machine). Backends subclass this and add where commands run.
+* `restore` puts protected files back from the harness's own copy (restore.py).
+* Git runs with a minimal fixed configuration, a timeout on every call, fixed identities
+  and dates (hostgit.py: commit and tree shas are the same on every machine).
+* Every operation on what the agent put here is bounded (content.py: iterative walks with
+  depth and entry limits, capped reads, FIFOs, sockets and devices removed before git looks)
+  and is the agent's failure if it still fails (`agent_content`). Backends subclass this and
+  add where commands run.
 """
 
 from __future__ import annotations
@@ -27,32 +28,23 @@ import errno
 import logging
 import os
 import re
-import shutil
 import stat
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import gittree, restore
+from . import gittree, hostgit, restore
+from .content import MAX_FILE_BYTES, ContentError, agent_content, read_capped, remove_tree, walk
+from .hostgit import FIXED_DATE as FIXED_DATE
+from .hostgit import GitError as GitError
 from .paths import Protected, canonical, resolve
 from .pristine import Tracking
 
 log = logging.getLogger("bench.sandbox.base")  # its name before it left base.py: log filters keep matching
 
-FIXED_DATE = "2000-01-01T00:00:00+0000"
 HARNESS_AUTHOR = "ctxbench <harness@ctxbench.invalid>"
 _AUTHOR_RE = re.compile(r"^\s*([^<>\n]+?)\s*<([^<>\s]+)>\s*$")
-# Build artefacts the sandbox produces; they must not change tree shas or file listings.
-_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n/.ctxbench/\n"
-# Hooks off, no fsmonitor, no line-ending conversion, no untracked cache, no auto gc, no signing.
-_CONFIG = ("[core]\n\thooksPath = /dev/null\n\tfsmonitor = false\n\tautocrlf = false\n\tuntrackedCache = false\n"
-           "[gc]\n\tauto = 0\n[commit]\n\tgpgSign = false\n")
 HARNESS_DIR = ".ctxbench"  # made fresh by the harness for each check (certify.py); never committed
-
-
-class GitError(RuntimeError):
-    """Host git refused (a bad ref, say); the message is git's own."""
 
 
 class WorkingCopy(Tracking):
@@ -62,13 +54,13 @@ class WorkingCopy(Tracking):
     def __init__(self, trial_id: str, files: Mapping[str, str], track: bool = False) -> None:
         if not isinstance(trial_id, str) or not trial_id:
             raise ValueError("trial_id must be a non-empty string")
-        self.trial_id = trial_id
-        self._closed = False
+        self.trial_id, self._closed = trial_id, False
         Tracking.__init__(self, track)
         self._head = ""
         self._git_trees = False  # tree_sha asks git (gittree.py says when)
         self._clean_at = -1  # `_changes` right after the last commit: the tree is HEAD's
         self._listed: tuple[int, list[str]] = (-1, [])
+        self._settled_at = -1  # `_changes` when `_settle` last ran
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
         self.workdir = self._root / "work"
         self._git_dir = self._root / "git"
@@ -81,10 +73,7 @@ class WorkingCopy(Tracking):
 
     def _init_repo(self, files: Mapping[str, str]) -> None:
         self._git("init", "-q", "--initial-branch=main")
-        with open(self._git_dir / "config", "a", encoding="utf-8") as f:  # as `git config` would write it
-            f.write(_CONFIG)
-        (self._git_dir / "info").mkdir(exist_ok=True)
-        (self._git_dir / "info" / "exclude").write_text(_EXCLUDES)
+        hostgit.setup(self._git_dir)
         for path in sorted(files):
             self.write_file(path, files[path])
         self.base_commit = self.commit("initial task files", HARNESS_AUTHOR)
@@ -101,7 +90,7 @@ class WorkingCopy(Tracking):
             raise RuntimeError(f"sandbox {self.trial_id} is not as the harness left it")
         for name in os.listdir(self.workdir):
             restore.remove(self.workdir, name)
-        shutil.rmtree(self._git_dir, onerror=restore.chmod_and_retry)
+        remove_tree(str(self._git_dir))
         self.trial_id = trial_id
         self._git_trees = False
         self._trials += 1
@@ -109,34 +98,26 @@ class WorkingCopy(Tracking):
 
     # -- git (always on the host, against the git dir outside the working copy) --------------
     def _git(self, *args: str, env: Mapping[str, str] | None = None) -> str:
-        full_env = {
-            "PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C", "HOME": str(self._root),
-            "GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.workdir),
-            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
-            "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE,
-            "GIT_COMMITTER_NAME": "ctxbench", "GIT_COMMITTER_EMAIL": "harness@ctxbench.invalid",
-            **(env or {}),
-        }
-        proc = subprocess.run(["git", *args], cwd=self.workdir, env=full_env, capture_output=True,
-                              encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
-        return proc.stdout
+        return hostgit.run(self._git_dir, self.workdir, self._root, args, env)
 
+    @agent_content
     def git(self, *args: str) -> str:
-        """Run host git on this trial's repository (harness-chosen args only: status/log/diff).
-        HEAD moves only by `commit`, which remembers it: no process to ask for it."""
+        """Run host git on this trial's repository (harness-chosen args, or the git tool's
+        allow-listed ones: bench/trial/git_tool.py). HEAD moves only by `commit`, which
+        remembers it: no process to ask for it."""
         if args == ("rev-parse", "HEAD") and self._head:
             return self._head + "\n"
         if args == ("status", "--short") and self._changes == self._clean_at and not self._unsettled:
             return ""  # nothing can have changed since `commit` staged and committed everything
+        self._settle()
         return self._git(*args)
 
+    @agent_content
     def commit(self, message: str, author: str) -> str:
         m = _AUTHOR_RE.match(author)
         if not m:
             raise ValueError(f"author must look like 'Name <email>', got {author!r}")
-        self._purge_git_dirs()
+        self._settle()
         self._git("add", "-A")
         # --allow-empty: every commit call yields a commit, so sha sequences depend only on calls.
         self._git("commit", "-q", "--allow-empty", "--no-verify", "-m", message,
@@ -145,10 +126,11 @@ class WorkingCopy(Tracking):
         self._clean_at = self._changes
         return self._head
 
+    @agent_content
     def tree_sha(self) -> str:
         """Tree of the working copy as it is now: computed here (gittree.py) while that cannot
         differ from git's, else via a throwaway index (the real one is untouched)."""
-        self._purge_git_dirs()
+        self._settle()
         if not self._git_trees:
             sha = gittree.tree_sha(self.workdir)
             if sha is not None:
@@ -158,39 +140,46 @@ class WorkingCopy(Tracking):
         env = {"GIT_INDEX_FILE": str(tmp)}
         try:
             if (self._git_dir / "index").exists():  # its stat cache spares rehashing every file
-                shutil.copyfile(self._git_dir / "index", tmp)
+                tmp.write_bytes((self._git_dir / "index").read_bytes())
             self._git("add", "-A", env=env)
             return self._git("write-tree", env=env).strip()
         finally:
             tmp.unlink(missing_ok=True)
 
+    @agent_content
     def list_files(self) -> list[str]:
         if self._listed[0] == self._changes and not self._unsettled:  # nothing written since: the same listing
             return list(self._listed[1])
-        self._purge_git_dirs()
+        self._settle()
         out = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         files = sorted({p for p in out.split("\0") if p and "__pycache__" not in p.split("/")
                         and os.path.lexists(self.workdir / p)})
         self._listed = (self._changes, files)
         return list(files)
 
-    def _purge_git_dirs(self) -> None:
-        for top, dirs, files in os.walk(self.workdir):  # never follows symlinks
-            if ".git" in dirs or ".git" in files:
-                target = os.path.join(top, ".git")
-                log.warning("sandbox %s: removing %s (git metadata lives outside the working copy)",
-                            self.trial_id, target)
+    def _settle(self) -> None:
+        """Before host git or a restore looks at the working copy: walk it (content.walk: bounded,
+        modes made readable), removing any `.git` (git would take it for a nested repository)
+        and anything that is not a file, a directory or a link (a FIFO where git reads
+        `.gitignore` would block it); a file too large for git is the agent's ContentError.
+        Once per change of the working copy."""
+        if self._settled_at == self._changes and not self._unsettled:
+            return
+        for rel, st in walk(str(self.workdir)):
+            kind = stat.S_IFMT(st.st_mode)
+            if kind == stat.S_IFREG and st.st_size > MAX_FILE_BYTES:
+                raise ContentError(f"{rel[:200]} is larger than {MAX_FILE_BYTES} bytes: host git will not read it")
+            if os.path.basename(rel) == ".git" or kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK):
+                log.warning("sandbox %s: removing %s (a .git, or not a file, directory or link)", self.trial_id, rel)
+                remove_tree(str(self.workdir / rel))
                 self._changes += 1
-                if ".git" in dirs and not os.path.islink(target):
-                    dirs.remove(".git")
-                    shutil.rmtree(target, ignore_errors=True)
-                else:
-                    os.unlink(target)
+        self._settled_at = self._changes
 
-    # -- files (race-free walk below the working copy) ----------------------------------------
+    # -- files (race-free walk below the working copy) -----------------------------------------
     def _split(self, path: str) -> list[str]:
         return canonical(path).split("/")
 
+    @agent_content
     def resolve(self, path: str) -> tuple[str, str | None]:
         """(the canonical path, where it lands after following symlinks in the working copy, or
         None when a link leads outside): what the tool policy judges. PathRefused if invalid."""
@@ -236,21 +225,25 @@ class WorkingCopy(Tracking):
             raise ValueError(f"{path}: not a regular file")
         return fd
 
+    @agent_content
     def read_file(self, path: str) -> str:
-        with os.fdopen(self._open_file(path, os.O_RDONLY), "rb") as f:
-            return f.read().decode("utf-8", errors="replace")
+        """The whole file, up to content.MAX_READ_BYTES (longer: ContentError)."""
+        return read_capped(self._open_file(path, os.O_RDONLY)).decode("utf-8", errors="replace")
 
+    @agent_content
     def read_bytes(self, path: str, limit: int) -> bytes:
         """At most `limit` + 1 bytes of the file (one more than allowed says it is longer)."""
         with os.fdopen(self._open_file(path, os.O_RDONLY), "rb") as f:
             return f.read(limit + 1)
 
+    @agent_content
     def write_file(self, path: str, content: str) -> None:
         self._changes += 1
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         with os.fdopen(self._open_file(path, flags, create_dirs=True), "wb") as f:
             f.write(content.encode("utf-8"))
 
+    @agent_content
     def delete_file(self, path: str) -> None:
         self._changes += 1
         parts = self._split(path)
@@ -264,14 +257,16 @@ class WorkingCopy(Tracking):
             os.close(dfd)
 
     # -- the harness's own files (call only when no sandbox process runs: after `reap`) --------
+    @agent_content
     def restore(self, files: Mapping[str, str], protected: Protected) -> list[str]:
         """Make every protected path exactly `files` (the harness's own copy); returns the paths
         that differed (restore.py)."""
-        self._purge_git_dirs()
+        self._settle()
         changed = restore.restore(self.workdir, files, protected, self.write_file)
         self._changes += bool(changed)
         return changed
 
+    @agent_content
     def harness_dir(self) -> Path:
         """A fresh, empty `.ctxbench/` in the working copy, made by the harness: whatever the
         sandbox left under that name is removed first, so nothing in it is the agent's."""
@@ -279,12 +274,17 @@ class WorkingCopy(Tracking):
         os.mkdir(self.workdir / HARNESS_DIR, 0o755)
         return self.workdir / HARNESS_DIR
 
+    @agent_content
     def drop_harness_dir(self) -> None:
         restore.remove(self.workdir, HARNESS_DIR)
 
     def _remove_tree(self) -> None:
-        if self._root.exists():
-            shutil.rmtree(self._root, onerror=restore.chmod_and_retry)
+        """The scratch dir goes whatever the agent left in it (content.remove_tree), retried once."""
+        try:
+            remove_tree(str(self._root))
+        except OSError:
+            log.warning("sandbox %s: removing %s failed; retrying", self.trial_id, self._root, exc_info=True)
+            remove_tree(str(self._root))
 
     def close(self, interrupted: bool = False) -> None:
         if self._closed:

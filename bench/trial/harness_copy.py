@@ -4,12 +4,13 @@ serve certification (certify.py, docs/threat_model.md)."""
 
 from __future__ import annotations
 
-import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from bench.sandbox.base import Sandbox
+from bench.sandbox.content import agent_content, walk
 from bench.sandbox.paths import Protected
 from tasks.spec import TaskSpec
 
@@ -51,6 +52,7 @@ SUSPICIOUS = re.compile(r"sys\._getframe|\.f_back\b|\.f_locals\b|\.f_globals\b|g
 SCANNED = (".py", ".pth", ".pyc")
 
 
+@agent_content  # a working copy past the walk's bounds ends the trial as the agent's
 def tamper_scan(sandbox: Sandbox, copy: HarnessCopy) -> list[str]:
     """New findings of SUSPICIOUS in files the agent wrote (each (path, pattern) once a trial).
     Every file of the working copy counts, ignored ones (a `.gitignore` of the agent's, build
@@ -73,9 +75,5 @@ def tamper_scan(sandbox: Sandbox, copy: HarnessCopy) -> list[str]:
 
 
 def _scanned(root: Path) -> list[str]:
-    out = []
-    for top, dirs, names in os.walk(root):  # never follows symlinks; a linked file is not read below
-        dirs[:] = [d for d in dirs if d != ".git"]
-        rel = os.path.relpath(top, root)
-        out += [n if rel == "." else f"{rel}/{n}" for n in names if n.endswith(SCANNED)]
-    return sorted(out)
+    """Iterative and bounded (content.walk): never follows a link; a linked file is not read."""
+    return sorted(rel for rel, st in walk(str(root)) if not stat.S_ISDIR(st.st_mode) and rel.endswith(SCANNED))

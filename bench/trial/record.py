@@ -26,6 +26,7 @@ from bench.eventlog.events import CRASH_DETAIL_CHARS, EventLog
 from bench.eventlog.measures import step_curves, trial_measures
 from bench.providers.base import ContextOverflow, ProviderError
 from bench.sandbox.base import SandboxLost
+from bench.sandbox.content import ContentError
 from bench.tracking.runs import TrialRun
 from bench.trial.loop import COUNTS, Outcome
 from bench.trial.run_md import write_run_md
@@ -54,6 +55,8 @@ def classify(exc: BaseException) -> tuple[str, str]:
         return "interrupted", f"interrupted ({exc or 'Ctrl-C'})"
     if isinstance(exc, SandboxLost):
         return "sandbox_lost", str(exc)
+    if isinstance(exc, ContentError):  # raised at the one boundary around the agent's files
+        return "content_error", f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ContextOverflow):
         return "context_overflow", str(exc)
     if isinstance(exc, ProviderError):

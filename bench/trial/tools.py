@@ -5,7 +5,10 @@ Model mistakes are the model's: a call is dispatched only to a tool of the publi
 (bench/core/toolspecs.py), after its arguments are validated against that tool's JSON
 schema; an unknown name, bad arguments, a refused path, a missing file, a bad git ref, binary
 or huge output each come back as a tool result the model sees (`ok=False`, `error` names the
-kind for the event log), never as an exception in the harness. Only a lost sandbox raises.
+kind for the event log), never as an exception in the harness. By construction: whatever a
+handler raises is the call's failure, a tool result (`Tools.call`); only a lost sandbox and
+the trial's own end (the watchdog) go through. The git tool passes host git only what
+bench/trial/git_tool.py allows.
 
 Policy never depends on the transcript: every path goes through the one canonicaliser, and a
 path refused (outside the working copy, `.git`, or a protected file, directly or through a
@@ -23,18 +26,17 @@ from dataclasses import dataclass
 
 import jsonschema
 
+from bench.core.outcomes import TrialFailed
 from bench.core.render import file_block
 from bench.core.toolspecs import TOOLS
 from bench.sandbox.base import GitError, PathRefused, Sandbox, SandboxLost
+from bench.trial import git_tool
 from bench.trial.certify import HarnessCopy, scrub
 
 MAX_GREP_LINES = 200
 MAX_LINE_CHARS = 400
 MAX_FILE_BYTES = 200_000  # a read_file beyond this is cut, and says so
 MAX_GIT_CHARS = 20_000
-GIT_SUBCOMMANDS = ("status", "log", "diff", "show")
-# Options that would write files, run external programs or read outside the repository.
-_GIT_REFUSED = ("--output", "--ext-diff", "--no-index", "--textconv", "-o", "--exec", "--upload-pack")
 _VALIDATORS = {t.name: jsonschema.Draft202012Validator(t.parameters) for t in TOOLS}
 
 
@@ -76,7 +78,7 @@ class Tools:
                                              f"{problem.message[:300]}")
         try:
             return handler(**args)
-        except SandboxLost:
+        except (SandboxLost, TrialFailed):  # ours, or the trial's end: not this call's
             raise
         except PathRefused as exc:  # a policy matter, not a mistake: a violation, not a tool_error
             return ToolOutcome(f"ERROR: {exc}", ok=False, policy_violation=f"{name} {exc}")
@@ -84,8 +86,8 @@ class Tools:
             return _mistake("not_found", f"{args.get('path', '')}: no such file ({exc.strerror})")
         except GitError as exc:
             return _mistake("git_error", str(exc)[:2000])
-        except (ValueError, OSError, UnicodeError) as exc:
-            return _mistake("io_error", str(exc)[:500])
+        except Exception as exc:  # the boundary: anything else a call on the agent's files raises
+            return _mistake("io_error", f"{type(exc).__name__}: {exc}"[:500])
 
     # -- policy ---------------------------------------------------------------------------
     def _writable(self, path: str, action: str) -> str | ToolOutcome:
@@ -184,8 +186,9 @@ class Tools:
 
     def git(self, subcommand: str, args: list[str] | None = None) -> ToolOutcome:
         extra = list(args or [])
-        if any(a.startswith(_GIT_REFUSED) for a in extra):
-            return _mistake("bad_arguments", f"git option not allowed: one of {', '.join(_GIT_REFUSED)}")
+        refused = git_tool.refusal(subcommand, extra)
+        if refused is not None:
+            return _mistake("bad_arguments", refused)
         out = self.sandbox.git(subcommand, *extra)
         if "\0" in out[:8192]:
             return _mistake("binary_output", f"git {subcommand} printed binary data; not shown")
