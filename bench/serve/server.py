@@ -15,8 +15,8 @@ Faults (`--fault KIND[:count]`, repeatable, consumed in order; no count = every 
 request's `x-ctxbench-fault: KIND` header): 429 (with retry-after), 500, slow (answer after
 --slow-s, past a client's timeout), truncate (a reply cut at max_tokens), malformed (200 with
 broken JSON), cut (a stream that stops before its end), bad_tool_json (the model's tool-call
-arguments are not JSON). Failing faults never reach the sim, so a retried request meets the
-sim in the same state as an unfaulted one.
+arguments are not JSON), error:VENDOR:CASE (a vendor's own error reply: bench/serve/errors.py).
+Failing faults never reach the sim, so a retried request meets the sim in the same state.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from bench.core.types import Completion
 from bench.providers.wire import anthropic as aw
 from bench.providers.wire import openai as ow
+from bench.serve import errors as vendor_errors
 from bench.serve.backend import Backend, SimBackend, load_model_config
 
 log = logging.getLogger("bench.serve.server")
@@ -49,11 +50,17 @@ class FaultPlan:
         self._lock = threading.Lock()
         self._queue: list[list[Any]] = []
         for spec in specs:
+            if spec.startswith("error:"):  # error:VENDOR:CASE[:count], a vendor's own error reply
+                parts = spec.split(":")
+                self.add(":".join(parts[:3]), int(parts[3]) if len(parts) > 3 else None)
+                continue
             kind, _, count = spec.partition(":")
             self.add(kind, int(count) if count else None)
 
     def add(self, kind: str, count: int | None = None) -> None:
-        if kind not in FAULTS:
+        if kind.startswith("error:"):
+            vendor_errors.reply(kind)  # raises on an unknown vendor or case
+        elif kind not in FAULTS:
             raise ValueError(f"unknown fault {kind!r}; choose one of {', '.join(FAULTS)}")
         with self._lock:
             self._queue.append([kind, count])
@@ -213,6 +220,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(proto, 429, "rate_limit_error", "rate limited (injected)", {"retry-after": ra})
         if fault == "500":
             return self._error(proto, 500, "api_error", "internal error (injected)")
+        if fault and fault.startswith("error:"):
+            return self._json(*vendor_errors.reply(fault))
         if fault == "slow":
             self.app.stopping.wait(self.app.slow_s)
             return self._error(proto, 500, "api_error", "too slow (injected)")

@@ -3,6 +3,12 @@ engine call) at its wall-clock limit; the loop's own between-turn check covers t
 
 `Watchdog` raises an exception in the thread that armed it; `timeout_exception` is the one a
 trial gets; `trial_watchdog` arms it `WATCHDOG_GRACE_S` past the trial's own deadline.
+
+It fires again every `repeat_s` until it is disarmed: code under it may catch the first
+exception (an SDK wraps whatever its socket read raised into a connection error, a retry loop
+catches that), so one firing cannot be trusted to end the trial; the next one lands in the
+retry, the backoff sleep or the next read. The HTTP transport also refuses to retry it
+(bench/providers/http/transport.py), but the watchdog does not depend on that.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ class Watchdog:
     runs Python bytecode (a call blocked in C for good is then bounded by that call's own
     timeout: ENGINE_TIMEOUT_S for the engine, the HTTP timeout for providers)."""
 
-    def __init__(self, timeout_s: float, exc_type: type[BaseException]) -> None:
+    def __init__(self, timeout_s: float, exc_type: type[BaseException], repeat_s: float = 1.0) -> None:
         self.timeout_s = max(0.001, float(timeout_s))
+        self.repeat_s = max(0.001, float(repeat_s))
         self.exc_type = exc_type
-        self.fired = False
+        self.fired = 0  # how many times it raised (truthy once it has)
         self._armed = False
         self._prev_handler: Any = None
         self._prev_timer: tuple[float, float] = (0.0, 0.0)
@@ -38,29 +45,31 @@ class Watchdog:
         self._main = threading.current_thread() is threading.main_thread()
 
     def _on_alarm(self, signum: int, frame: Any) -> None:
-        if self._armed:  # a disarmed watchdog never interrupts cleanup
-            self._armed = False
-            self.fired = True
+        if self._armed:  # a disarmed watchdog never interrupts cleanup; the itimer repeats by itself
+            self.fired += 1
             raise self.exc_type()
 
     def _async_raise(self, ident: int) -> None:
         if not self._armed:
             return
-        self._armed = False
-        self.fired = True
+        self.fired += 1
         # Only a class can be injected; it is instantiated without arguments.
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(self.exc_type))
+        self._schedule(self.repeat_s, ident)
+
+    def _schedule(self, after_s: float, ident: int) -> None:
+        self._timer = threading.Timer(after_s, self._async_raise, args=(ident,))
+        self._timer.daemon = True
+        self._timer.start()
 
     def __enter__(self) -> Watchdog:
         self._armed = True
         self._armed_at = time.monotonic()
         if self._main:
             self._prev_handler = signal.signal(signal.SIGALRM, self._on_alarm)
-            self._prev_timer = signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+            self._prev_timer = signal.setitimer(signal.ITIMER_REAL, self.timeout_s, self.repeat_s)
         else:
-            self._timer = threading.Timer(self.timeout_s, self._async_raise, args=(threading.get_ident(),))
-            self._timer.daemon = True
-            self._timer.start()
+            self._schedule(self.timeout_s, threading.get_ident())
         return self
 
     def disarm(self) -> None:
@@ -75,9 +84,9 @@ class Watchdog:
             if remaining > 0:  # give the earlier timer back what it had left
                 left = remaining - (time.monotonic() - self._armed_at)
                 signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
     def __exit__(self, *exc: object) -> None:
         self.disarm()
@@ -92,5 +101,6 @@ WATCHDOG_GRACE_S = 5.0  # past the deadline, the loop's own check has had its ch
 
 
 def trial_watchdog(timeout_s: float) -> Watchdog:
-    """Fires WATCHDOG_GRACE_S after the trial's own deadline (limits.trial_timeout_s)."""
-    return Watchdog(timeout_s + WATCHDOG_GRACE_S, TrialTimeout)
+    """Fires WATCHDOG_GRACE_S after the trial's own deadline (limits.trial_timeout_s), then
+    every WATCHDOG_GRACE_S again until the trial is out of the watched code."""
+    return Watchdog(timeout_s + WATCHDOG_GRACE_S, TrialTimeout, repeat_s=WATCHDOG_GRACE_S)

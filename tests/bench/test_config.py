@@ -65,6 +65,7 @@ MODELS = {
     "anthropic": ([], "AnthropicProvider"), "openai": ([], "OpenAIProvider"),
     "deepseek": ([], "OpenAIProvider"), "local": (["model.model_id=qwen3-coder"], "OpenAIProvider"),
     "replay": (["model.cassette={cassette}"], "ReplayProvider"), "adversary": ([], "ScriptedProvider"),
+    "smollm2": ([], "OpenAIProvider"),
 }
 
 
@@ -100,6 +101,24 @@ def test_real_models_extend_the_transport_base_and_state_only_what_differs(name)
 @pytest.mark.parametrize("name", options("tracking"))
 def test_every_tracking_option_validates(name):
     assert load(compose([f"tracking={name}"])).tracking.uri.startswith("sqlite:///")
+
+
+@pytest.mark.parametrize("over,match", [
+    ("model.tool_calls=json", "model.tool_calls='json' is not one of native, grammar"),
+    ("model.stream=maybe", "model.stream must be true or false"),
+])
+def test_the_small_model_options_are_validated(over, match):
+    with pytest.raises(ValueError, match=match):
+        make_provider(load(compose(["model=smollm2", over])).model)
+
+
+def test_the_small_model_options_reach_the_provider_and_the_config_hash():
+    plain = load(compose(["model=smollm2"]))
+    assert make_provider(plain.model).settings.tool_calls == "grammar"  # type: ignore[attr-defined]
+    native = load(compose(["model=smollm2", "model.tool_calls=native", "model.stream=false"]))
+    provider = make_provider(native.model)
+    assert (provider.settings.tool_calls, provider.settings.stream) == ("native", False)  # type: ignore[attr-defined]
+    assert native.config_hash != plain.config_hash  # a different way of calling is a different trial
 
 
 def test_the_loopback_server_composes_model_files_that_extend_others():

@@ -6,7 +6,10 @@ Keys (one yaml per model under conf/model/):
   base_url (null = the SDK's default endpoint), api_key_env (the variable holding the key),
   timeout_s, max_retries, backoff_s, max_concurrency, time_scale (unused by real models,
   kept for uniformity), record (null or a cassette path: wrap with RecordingProvider),
-  cassette (replay only).
+  cassette (replay only), and two for OpenAI-compatible servers that small local models need:
+  tool_calls (native: the server's own tool calling; grammar: the reply is constrained to one
+  call of a published tool by a JSON schema, bench/providers/wire/constrained.py) and stream
+  (false for servers that cannot stream tool calls).
 
 API keys are read from the environment only, never from the config: the config names the
 variable, so what MLflow logs as params is the variable's name, not its value.
@@ -23,8 +26,9 @@ from bench.core.types import Price, plain
 
 COMMON_KEYS = frozenset({
     "name", "provider", "model_id", "window", "max_output", "price", "base_url", "api_key_env",
-    "timeout_s", "max_retries", "backoff_s", "max_concurrency", "time_scale", "record",
+    "timeout_s", "max_retries", "backoff_s", "max_concurrency", "time_scale", "record", "tool_calls", "stream",
 })
+TOOL_CALLS = ("native", "grammar")
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
@@ -68,6 +72,8 @@ class RealModelConfig:
     max_retries: int
     backoff_s: float
     max_concurrency: int
+    tool_calls: str = "native"
+    stream: bool = True
 
     @classmethod
     def from_mapping(cls, cfg: Mapping[str, Any], provider: str) -> RealModelConfig:
@@ -89,6 +95,16 @@ class RealModelConfig:
             key_env = str(cfg.get("api_key_env") or DEFAULT_KEY_ENV.get(provider, ""))
             if not key_env:
                 raise ModelConfigError("model.api_key_env is missing: name the environment variable holding the key")
+        tool_calls = cfg.get("tool_calls") or "native"
+        if tool_calls not in TOOL_CALLS:
+            raise ModelConfigError(f"model.tool_calls={tool_calls!r} is not one of {', '.join(TOOL_CALLS)}; "
+                                   "grammar constrains replies to the published tools (OpenAI-compatible servers)")
+        if tool_calls != "native" and provider != "openai":
+            raise ModelConfigError(f"model.tool_calls={tool_calls!r} is for OpenAI-compatible servers, not {provider}; "
+                                   "use model.tool_calls=native")
+        stream = cfg.get("stream", True)
+        if not isinstance(stream, bool):
+            raise ModelConfigError(f"model.stream must be true or false, got {stream!r}")
         if cfg.get("window") is None:
             raise ModelConfigError("model.window is missing: set the context window in tokens in conf/model/ "
                                    "or on the command line (model.window=...)")
@@ -100,6 +116,7 @@ class RealModelConfig:
             api_key_env=key_env, timeout_s=_num(cfg, "timeout_s", 120.0, minimum=0.001),
             max_retries=_num(cfg, "max_retries", 4, integer=True), backoff_s=_num(cfg, "backoff_s", 1.0),
             max_concurrency=_num(cfg, "max_concurrency", 4, integer=True, minimum=1),
+            tool_calls=str(tool_calls), stream=stream,
         )
 
     def api_key(self) -> str:

@@ -5,7 +5,9 @@
   `model.max_retries` times with exponential backoff (`model.backoff_s` · 2^attempt, jittered,
   capped) or exactly the server's `retry-after`/`retry-after-ms` (capped at MAX_RETRY_AFTER_S).
   Other errors (400, 401, 403, 404, 422) are not retried. Either way the caller gets one
-  `ProviderError`, and the trial fails with `provider_error`.
+  `ProviderError`, and the trial fails with `provider_error`; a context overflow, in any
+  vendor's wording, is `ContextOverflow` (the table: errors.py). The trial's own timeout
+  (the watchdog's, possibly wrapped by an SDK) is re-raised as it is, never retried.
 - Concurrency: at most `model.max_concurrency` calls in flight per (provider, base_url,
   model_id) on this machine. Inside a process a semaphore holds threads back; across
   processes (Hydra's joblib launcher runs trials in loky worker *processes*) slot files in
@@ -31,8 +33,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.core import redact
+from bench.core.outcomes import TrialFailed
 from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, request_hash
 from bench.providers.base import ContextOverflow, ProviderError
+from bench.providers.http import errors
 from bench.providers.http.config import RealModelConfig
 
 log = logging.getLogger(__name__)
@@ -87,25 +91,33 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return max(when.timestamp() - time.time(), 0.0)
 
 
-# How the vendors word "the prompt does not fit the window" (Anthropic: "prompt is too long";
-# OpenAI: code context_length_exceeded; vLLM/llama.cpp: "maximum context length").
-_OVERFLOW = ("prompt is too long", "context_length_exceeded", "maximum context length", "context window",
-             "too many tokens", "exceeds the context")
+def trial_failure(exc: BaseException) -> TrialFailed | None:
+    """The trial's own verdict (the watchdog's timeout) inside `exc`, which an SDK may have wrapped
+    (openai wraps whatever its request raised into APIConnectionError): never a provider failure."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, TrialFailed):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 def classify(exc: BaseException) -> Failure:
     """Which failures are worth another attempt. Works for both SDKs by duck typing."""
+    if trial_failure(exc) is not None:  # e.g. TrialTimeout: "Timeout" in its name is not the network's
+        return Failure("trial_failed", False)
     status = getattr(exc, "status_code", None)
-    if status in (400, 413) and any(s in str(exc).lower() for s in _OVERFLOW):
-        return Failure("context_overflow", False)
     if isinstance(status, int):
-        retry_after = parse_retry_after(getattr(getattr(exc, "response", None), "headers", None))
-        if status == 429:
-            return Failure("rate_limit", True, retry_after)
-        if status in (408, 409) or status >= 500:
-            return Failure(f"http_{status}", True, retry_after)
         if 200 <= status < 300:  # e.g. a response the SDK could not validate
             return Failure("malformed_response", True)
+        # str(exc) holds the body: the SDKs put the server's message (and its code) into it.
+        found = errors.kind_of(status, f"{exc} {getattr(exc, 'body', '') or ''}")
+        if found is not None:
+            retry_after = parse_retry_after(getattr(getattr(exc, "response", None), "headers", None))
+            label = found.kind if found.kind in ("rate_limit", "context_overflow") else f"{found.kind} http_{status}"
+            return Failure(label, found.retryable, retry_after if found.retryable else None)
         return Failure(f"http_{status}", False)
     if isinstance(exc, TransientError | json.JSONDecodeError):
         return Failure("malformed_response", True)
@@ -210,6 +222,9 @@ class HttpProvider:
                     latency = time.monotonic() - start
                 break
             except Exception as exc:
+                ours = trial_failure(exc)
+                if ours is not None:  # the trial's wall budget: end the trial, do not retry the call
+                    raise ours from None
                 failure = classify(exc)
                 if not failure.retryable or attempt >= self.settings.max_retries:
                     error = ContextOverflow if failure.kind == "context_overflow" else ProviderError

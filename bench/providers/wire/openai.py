@@ -132,6 +132,17 @@ def sse_chunks(c: Completion, model: str, cid: str, created: int, include_usage:
 
 # -- streamed replies (provider side)
 
+def as_chunk(completion: Any) -> dict[str, Any]:
+    """A whole (non-streamed) chat.completion as the one chunk that carries all of it."""
+    d = completion if isinstance(completion, dict) else completion.to_dict()
+    choices = []
+    for choice in d.get("choices") or ():
+        delta = dict(choice.get("message") or {})
+        delta["tool_calls"] = [{**tc, "index": i} for i, tc in enumerate(delta.get("tool_calls") or ())]
+        choices.append({"index": choice.get("index", 0), "delta": delta, "finish_reason": choice.get("finish_reason")})
+    return {"model": d.get("model"), "usage": d.get("usage"), "choices": choices}
+
+
 class ChunkAccumulator:
     """Folds chat.completion.chunk objects (SDK models or dicts) into a StreamResult."""
 
