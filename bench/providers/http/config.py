@@ -4,7 +4,8 @@ Keys (one yaml per model under conf/model/):
   name, provider (anthropic|openai|replay|sim), model_id, window, max_output,
   price {input, output, cache_read, cache_write} in USD per million tokens,
   base_url (null = the SDK's default endpoint), api_key_env (the variable holding the key),
-  timeout_s, max_retries, backoff_s, max_concurrency, time_scale (unused by real models,
+  timeout_s, max_retries, backoff_s, max_concurrency, rate_limit {rpm, input_tpm, output_tpm,
+  count_cache_reads} (bench/providers/http/ratelimit.py), time_scale (unused by real models,
   kept for uniformity), record (null or a cassette path: wrap with RecordingProvider),
   cassette (replay only).
 
@@ -20,10 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.core.types import Price, plain
+from bench.providers.http.ratelimit import RateLimit, RateLimitError
 
 COMMON_KEYS = frozenset({
     "name", "provider", "model_id", "window", "max_output", "price", "base_url", "api_key_env",
-    "timeout_s", "max_retries", "backoff_s", "max_concurrency", "time_scale", "record",
+    "timeout_s", "max_retries", "backoff_s", "max_concurrency", "rate_limit", "time_scale", "record",
 })
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
@@ -68,6 +70,7 @@ class RealModelConfig:
     max_retries: int
     backoff_s: float
     max_concurrency: int
+    rate_limit: RateLimit = RateLimit()
 
     @classmethod
     def from_mapping(cls, cfg: Mapping[str, Any], provider: str) -> RealModelConfig:
@@ -100,6 +103,7 @@ class RealModelConfig:
             api_key_env=key_env, timeout_s=_num(cfg, "timeout_s", 120.0, minimum=0.001),
             max_retries=_num(cfg, "max_retries", 4, integer=True), backoff_s=_num(cfg, "backoff_s", 1.0),
             max_concurrency=_num(cfg, "max_concurrency", 4, integer=True, minimum=1),
+            rate_limit=_rate_limit(cfg.get("rate_limit")),
         )
 
     def api_key(self) -> str:
@@ -107,6 +111,13 @@ class RealModelConfig:
         if self.api_key_env is None:
             return "unused"  # local endpoints (vLLM, Ollama, llama.cpp) accept any placeholder
         return api_key_from_env(self.api_key_env)
+
+
+def _rate_limit(cfg: Any) -> RateLimit:
+    try:
+        return RateLimit.from_mapping(cfg)
+    except RateLimitError as exc:
+        raise ModelConfigError(str(exc)) from None
 
 
 def _price(price: Any) -> Price:
