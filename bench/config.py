@@ -160,7 +160,8 @@ _NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment", "res
 def config_hash(resolved: Mapping[str, Any]) -> str:
     semantic = {k: v for k, v in resolved.items() if k not in _NON_SEMANTIC}
     if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
-        semantic["model"] = {k: v for k, v in semantic["model"].items() if k != "record"}
+        # nor does the rate limit: it changes when calls are sent, not what they answer
+        semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
     if isinstance(semantic.get("sandbox"), Mapping):  # reusing verdicts or sandboxes changes no result
         semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ("check_cache", "reuse")}
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -38,6 +38,7 @@ from bench.core.types import Completion
 from bench.providers.wire import anthropic as aw
 from bench.providers.wire import openai as ow
 from bench.serve import errors as vendor_errors
+from bench.serve import limits as L
 from bench.serve.backend import Backend, SimBackend, load_model_config
 
 log = logging.getLogger("bench.serve.server")
@@ -80,13 +81,14 @@ class LoopbackServer:
 
     def __init__(self, backend: Backend | None = None, *, host: str = "127.0.0.1", port: int = 0,
                  faults: list[str] | tuple[str, ...] = (), retry_after_s: float = 1.0, slow_s: float = 5.0,
-                 key_env: str | None = None, time_scale: float = 0.0) -> None:
+                 key_env: str | None = None, time_scale: float = 0.0, limits: L.ProviderLimits | None = None) -> None:
         if host not in LOOPBACK:
             raise ValueError(f"--host {host!r}: this server accepts any key and serves loopback only")
         self.backend: Backend = backend if backend is not None else SimBackend()
         self.faults = FaultPlan(faults)
         self.retry_after_s, self.slow_s, self.key_env = retry_after_s, slow_s, key_env
         self.time_scale = time_scale  # > 0: pace streams by the reply's own ttft_s / latency_s
+        self.limits = limits  # a provider's RPM/TPM limits, emulated (bench/serve/limits.py)
         self.stopping = threading.Event()
         self.calls: list[tuple[str, str | None]] = []  # (path, fault) per model request, for tests
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
@@ -222,6 +224,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(proto, 500, "api_error", "internal error (injected)")
         if fault and fault.startswith("error:"):
             return self._json(*vendor_errors.reply(fault))
+        if self.app.limits is not None and (wait := self.app.limits.admit(proto, body)) is not None:
+            return self._error(proto, 429, "rate_limit_error", "rate limit exceeded (emulated)", L.retry_after_header(wait))
         if fault == "slow":
             self.app.stopping.wait(self.app.slow_s)
             return self._error(proto, 500, "api_error", "too slow (injected)")
@@ -246,6 +250,8 @@ class _Handler(BaseHTTPRequestHandler):
             max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 4096)
         c = self.app.backend.complete(tuple(messages), tools, max_tokens=max_tokens, seed=seed,
                                       cache_breakpoint=breakpoint_)
+        if self.app.limits is not None:
+            self.app.limits.charge_output(c.usage.output)
         c = _cut_at_max_tokens(c, max_tokens) if fault == "truncate" else _break_tool_json(c) if fault == "bad_tool_json" else c
         model, created = str(body.get("model") or "sim"), int(time.time())
         if proto == "anthropic":
@@ -281,11 +287,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--key-env", default=None, help="require the key to equal this environment variable's value")
     p.add_argument("--time-scale", type=float, default=0.0,
                    help="pace streams: first token after ttft_s x this, end after latency_s x this (0 = at once)")
+    L.add_arguments(p)
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     backend = SimBackend(load_model_config(a.sim_config) if a.sim_config else None)
     srv = LoopbackServer(backend, host=a.host, port=a.port, faults=a.fault, retry_after_s=a.retry_after,
-                         slow_s=a.slow_s, key_env=a.key_env, time_scale=a.time_scale)
+                         slow_s=a.slow_s, key_env=a.key_env, time_scale=a.time_scale,
+                         limits=L.from_args(a))
     print(f"ctxbench loopback server on {srv.url}  (anthropic base_url={srv.url}, openai base_url={srv.url}/v1)",
           flush=True)
     try:

@@ -29,7 +29,8 @@ from tasks.spec import TaskSpec
 
 NUDGE = "No tool call. Continue the current step with the tools, then call submit_step."
 COUNTS = ("compactions", "context_truncations", "output_truncations", "drift_events", "invariant_violations",
-          "policy_violations", "processes_killed", "tool_errors")
+          "policy_violations", "processes_killed", "tool_errors",
+          "queue_ms", "provider_retries")  # waiting for the rate limiter or a slot; retried attempts (429s ...)
 
 
 @dataclass
@@ -243,13 +244,16 @@ class TrialLoop:
         self.out.usage = self.out.usage + reply.usage
         self.out.cost_usd += reply.cost_usd
         self.out.latency_s += reply.latency_s
+        self.out.counts["queue_ms"] += round(1000 * float(reply.extra.get("queue_s", 0.0)))
+        self.out.counts["provider_retries"] += int(reply.extra.get("attempts", 1)) - 1
         self.log.append("model_call", self.turn, purpose=purpose, model_id=reply.model_id,
                         request_hash=rhash,
                         provider_request_hash=reply.request_hash, stop_reason=reply.stop_reason,
                         usage=reply.usage.__dict__, cost_usd=round(reply.cost_usd, 8),
                         content=reply.content, tool_calls=[c.__dict__ for c in reply.tool_calls],
                         **({"decisions": reply.extra["decisions"]} if "decisions" in reply.extra else {}),
-                        t={"latency_s": round(reply.latency_s, 4), "ttft_s": round(reply.ttft_s, 4)})
+                        t={"latency_s": round(reply.latency_s, 4), "ttft_s": round(reply.ttft_s, 4),
+                           "queue_s": float(reply.extra.get("queue_s", 0.0))})
         if purpose == "turn":
             cum = (self.out.per_turn[-1]["cumulative_tokens"] if self.out.per_turn else 0) + reply.usage.prompt
             self.out.per_turn.append({

@@ -4,7 +4,8 @@ Keys (one yaml per model under conf/model/):
   name, provider (anthropic|openai|replay|sim), model_id, window, max_output,
   price {input, output, cache_read, cache_write} in USD per million tokens,
   base_url (null = the SDK's default endpoint), api_key_env (the variable holding the key),
-  timeout_s, max_retries, backoff_s, max_concurrency, time_scale (unused by real models,
+  timeout_s, max_retries, backoff_s, max_concurrency, rate_limit {rpm, input_tpm, output_tpm,
+  count_cache_reads} (bench/providers/http/ratelimit.py), time_scale (unused by real models,
   kept for uniformity), record (null or a cassette path: wrap with RecordingProvider),
   cassette (replay only), and two for OpenAI-compatible servers that small local models need:
   tool_calls (native: the server's own tool calling; grammar: the reply is constrained to one
@@ -23,10 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.core.types import Price, plain
+from bench.providers.http.ratelimit import RateLimit, RateLimitError
 
 COMMON_KEYS = frozenset({
     "name", "provider", "model_id", "window", "max_output", "price", "base_url", "api_key_env",
-    "timeout_s", "max_retries", "backoff_s", "max_concurrency", "time_scale", "record", "tool_calls", "stream",
+    "timeout_s", "max_retries", "backoff_s", "max_concurrency", "rate_limit", "time_scale", "record",
+    "tool_calls", "stream",
 })
 TOOL_CALLS = ("native", "grammar")
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -74,6 +77,7 @@ class RealModelConfig:
     max_concurrency: int
     tool_calls: str = "native"
     stream: bool = True
+    rate_limit: RateLimit = RateLimit()
 
     @classmethod
     def from_mapping(cls, cfg: Mapping[str, Any], provider: str) -> RealModelConfig:
@@ -117,6 +121,7 @@ class RealModelConfig:
             max_retries=_num(cfg, "max_retries", 4, integer=True), backoff_s=_num(cfg, "backoff_s", 1.0),
             max_concurrency=_num(cfg, "max_concurrency", 4, integer=True, minimum=1),
             tool_calls=str(tool_calls), stream=stream,
+            rate_limit=_rate_limit(cfg.get("rate_limit")),
         )
 
     def api_key(self) -> str:
@@ -124,6 +129,13 @@ class RealModelConfig:
         if self.api_key_env is None:
             return "unused"  # local endpoints (vLLM, Ollama, llama.cpp) accept any placeholder
         return api_key_from_env(self.api_key_env)
+
+
+def _rate_limit(cfg: Any) -> RateLimit:
+    try:
+        return RateLimit.from_mapping(cfg)
+    except RateLimitError as exc:
+        raise ModelConfigError(str(exc)) from None
 
 
 def _price(price: Any) -> Price:

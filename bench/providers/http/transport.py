@@ -34,10 +34,12 @@ from typing import Any, ClassVar
 
 from bench.core import redact
 from bench.core.outcomes import TrialFailed
+from bench.core.tokens import count_messages
 from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, request_hash
 from bench.providers.base import ContextOverflow, ProviderError
 from bench.providers.http import errors
 from bench.providers.http.config import RealModelConfig
+from bench.providers.http.ratelimit import SharedLimiter
 
 log = logging.getLogger(__name__)
 
@@ -193,8 +195,9 @@ class HttpProvider:
         self._secret = settings.api_key()
         if settings.api_key_env is not None:
             redact.register(self._secret)  # scrubbed from errors, params and anything that enters a span
-        self._slots = Slots.for_key(f"{self.provider_name}|{settings.base_url}|{settings.model_id}",
-                                    settings.max_concurrency)
+        key = f"{self.provider_name}|{settings.base_url}|{settings.model_id}"
+        self._slots = Slots.for_key(key, settings.max_concurrency)
+        self._limiter = SharedLimiter.for_key(key, settings.rate_limit)  # the account's RPM/TPM, machine-wide
 
     # -- subclass hooks
     def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], max_tokens: int, seed: int,
@@ -213,10 +216,13 @@ class HttpProvider:
         messages, tools = tuple(messages), tuple(tools)
         rhash = request_hash(messages, tools, max_tokens, seed)
         body = self._build(messages, tools, max_tokens, seed, cache_breakpoint)
-        attempt, waited = 0, 0.0
+        attempt, waited, queued, estimate = 0, 0.0, 0.0, count_messages(messages)
         while True:
+            queued += self._limiter.acquire(estimate)
+            asked = time.monotonic()
             try:
                 with self._slots.hold():
+                    queued += time.monotonic() - asked  # waiting for a slot is queueing, not the provider
                     start = time.monotonic()
                     res = self._stream(body, start, messages)
                     latency = time.monotonic() - start
@@ -226,6 +232,7 @@ class HttpProvider:
                 if ours is not None:  # the trial's wall budget: end the trial, do not retry the call
                     raise ours from None
                 failure = classify(exc)
+                self._limiter.throttled(failure.kind, failure.retry_after)
                 if not failure.retryable or attempt >= self.settings.max_retries:
                     error = ContextOverflow if failure.kind == "context_overflow" else ProviderError
                     raise error(redact.scrub(
@@ -237,7 +244,8 @@ class HttpProvider:
                 self._sleep(wait)
                 waited += wait
                 attempt += 1
-        extra = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3), **res.extra}
+        self._limiter.settle(estimate, res.usage)
+        extra = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3), "queue_s": round(queued, 3), **res.extra}
         return Completion(content=res.content, tool_calls=res.tool_calls, stop_reason=res.stop_reason,
                           usage=res.usage, latency_s=latency, ttft_s=min(res.ttft_s, latency),
                           model_id=res.model or self.model_id, request_hash=rhash,

@@ -1,0 +1,32 @@
+"""Time a call spent queueing (the shared rate limiter, a concurrency slot) and its retried
+attempts reach the trial's record: per call in the event log's timings, per trial as metrics,
+and never inside the latency the provider is measured by."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from bench.providers.scripted import ScriptedProvider
+from tests.bench.trial.conftest import SOLVE, kinds, mlflow_run
+
+
+def test_queue_time_and_retries_per_call_and_per_trial(scripted_trial, monkeypatch):
+    real = ScriptedProvider.complete
+
+    def queued(self, *a, **k):  # as bench/providers/http/transport.py reports them
+        c = real(self, *a, **k)
+        return dataclasses.replace(c, extra={**c.extra, "queue_s": 0.25, "attempts": 3})
+
+    monkeypatch.setattr(ScriptedProvider, "complete", queued)
+    result, tcfg = scripted_trial(SOLVE)
+    calls = kinds(result.events_path, "model_call")
+    assert len(calls) >= 2 and all(c["t"]["queue_s"] == 0.25 for c in calls)
+    metrics = mlflow_run(tcfg, result.run_id).data.metrics
+    assert metrics["queue_ms"] == 250 * len(calls) and metrics["provider_retries"] == 2 * len(calls)
+    assert metrics["latency_s"] < 0.25 * len(calls)  # provider time only
+
+
+def test_a_provider_that_reports_nothing_queued_counts_zero(scripted_trial):
+    result, tcfg = scripted_trial(SOLVE)
+    metrics = mlflow_run(tcfg, result.run_id).data.metrics
+    assert metrics["queue_ms"] == 0 and metrics["provider_retries"] == 0
