@@ -26,7 +26,10 @@ PROTECTED = Protected(["tests/**"])
 def wc():
     w = WorkingCopy("content", FILES)
     yield w
-    w.close()
+    try:
+        w.close()
+    finally:  # GNU rm goes any depth: a broken remove_tree must not leave trees that break pytest's cleanup
+        subprocess.run(["rm", "-rf", str(w._root)], check=False)
 
 
 def _chain(top: str, depth: int, name: str = "d") -> None:
@@ -73,11 +76,14 @@ def test_a_deep_tree_within_the_bounds_hashes_like_git(wc):
 def test_remove_tree_goes_past_path_max_and_mode_000_with_few_fds(tmp_path):
     top = tmp_path / "top"
     top.mkdir()
-    _chain(str(top), 300, name="n" * 100)  # 30,000 characters of path: beyond PATH_MAX
+    _chain(str(top), 1100, name="n" * 100)  # 110,000 characters of path: beyond PATH_MAX
     os.chmod(top / ("n" * 100), 0o000)
     fds = len(os.listdir("/proc/self/fd"))
-    remove_tree(str(top))
-    assert not top.exists() and len(os.listdir("/proc/self/fd")) == fds
+    try:
+        remove_tree(str(top))
+        assert not top.exists() and len(os.listdir("/proc/self/fd")) == fds
+    finally:
+        subprocess.run(["rm", "-rf", str(top)], check=False)
 
 
 def test_walk_bounds_entries(tmp_path, monkeypatch):

@@ -1,22 +1,37 @@
 """The adversarial agent suite through the real Docker sandbox: `model=adversary model.attack=X`
 on a short real task. Every attack must end as an agent failure with success 0 and its
-policy violations logged, never crash the harness, leave no container and touch nothing on the
-host. The attacks are bench/providers/attacks.py; docs/threat_model.md maps each to its guard."""
+policy violations logged, never crash the harness, leave no container and no scratch
+directory, and touch nothing on the host. The attacks are bench/providers/attacks.py;
+docs/threat_model.md maps each to its guard.
+
+The suite runs twice when the tests run as root: in this process (the harness as root), and
+as a non-root user in a process of its own (`adversary_run.py` under `setpriv`, with the
+Docker socket's group): the guarantees must not depend on who runs the harness."""
 
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import shutil
 import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bench.config import compose, load
 from bench.core.outcomes import AGENT
 from bench.providers.attacks import ATTACKS
-from bench.trial.runner import run
+from bench.sandbox.content import remove_tree
+from tests.bench.trial.adversary_run import play
 
 pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parents[3]
+NON_ROOT = "ctxbench-nonroot"
 
 # attack -> (policy violations: exact int, or a (min, None) range), extra metric minimums
 EXPECT: dict[str, tuple[int | tuple[int, None], dict[str, int]]] = {
@@ -33,9 +48,40 @@ EXPECT: dict[str, tuple[int | tuple[int, None], dict[str, int]]] = {
     "kill_all": (0, {}),
     "mistakes": (0, {"tool_errors": 12}),
 }
+# -- issue 20: the harness's handling of the agent's content (bench/sandbox/content.py) -------
+EXPECT.update({
+    "deep_tree": (0, {"tool_errors": 1}),  # the walk after the `run` refuses it; the check cannot run
+    "bad_names": ((1, None), {}),  # tests/planted\xff.py, removed
+    "huge_file": (0, {"tool_errors": 2}),  # edit_file and the walk after the `run` refuse it
+    "gitattributes": (0, {}),
+    "fifo": (0, {}),
+    "git_options": (0, {"tool_errors": 24}),  # each refused before host git runs
+    "perm_blind": ((1, None), {}),  # the restore after the `run`: both planted files, through mode 000
+})
+REASON = {"deep_tree": "content_error", "huge_file": "content_error"}  # the others: the task not done
+SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
-               Path("/tmp/ctxbench-host-probe"), Path("/tmp/sitecustomize.py"),
+               Path("/tmp/ctxbench-host-probe"), Path("/tmp/sitecustomize.py"), Path("/tmp/ctxbench-git-out"),
                Path.home() / ".local/lib/python3.11/site-packages/zz.pth"]
+
+
+def check(attack: str, obs: dict[str, Any]) -> None:
+    """What every attack must leave, root or not."""
+    assert "crash" not in obs, obs
+    assert (obs["mlflow_status"], obs["outcome_class"], obs["success"]) == ("FINISHED", AGENT, 0.0), obs
+    assert obs["failure_reason"] in ([REASON[attack]] if attack in REASON else ["step_failed", "final_check_failed"])
+    assert obs["errors"] == [], "the harness never fails on an attack"
+    want, minimums = EXPECT[attack]
+    assert obs["policy_violations"] == obs["violation_events"]
+    if isinstance(want, int):
+        assert obs["violation_events"] == want, obs["violations"]
+    else:
+        assert obs["violation_events"] >= want[0], obs["violations"]
+    for what in SEEN.get(attack, ()):  # found and removed, whoever runs the harness
+        assert any(what in v for v in obs["violations"]), (what, obs["violations"])
+    for key, least in minimums.items():
+        assert obs["metrics"][key] >= least, (key, obs["metrics"])
+    assert obs["containers_left"] == [] and obs["scratch_left"] == [], obs
 
 
 @pytest.fixture(scope="module")
@@ -48,30 +94,67 @@ def test_every_attack_has_an_expectation():
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
-def test_attack_fails_as_the_agents_own_failure(attack, results, monkeypatch, docker_ready):
+def test_attack_fails_as_the_agents_own_failure(attack, results, monkeypatch, tmp_path, docker_ready):
     present = [p for p in HOST_PROBES if p.exists()]
     monkeypatch.setenv("CTXBENCH_RESULTS", str(results))
-    tcfg = load(compose(["model=adversary", f"model.attack={attack}", "task.size.steps=6",
-                         f"limits.max_turns_per_step={len(ATTACKS[attack]) + 1}", f"study.name=adv-{attack}",
-                         "resume=false"]))
-    result = run(tcfg)
-    from mlflow.tracking import MlflowClient
-
-    mrun = MlflowClient(tcfg.tracking.uri).get_run(result.run_id)
-    m, tags = mrun.data.metrics, mrun.data.tags
-    assert (mrun.info.status, tags["outcome_class"], m["success"]) == ("FINISHED", AGENT, 0.0), tags
-    records = [json.loads(line) for line in result.events_path.read_text().splitlines()]
-    assert not [r for r in records if r["kind"] == "error"], "the harness never fails on an attack"
-    want, minimums = EXPECT[attack]
-    violations = [r for r in records if r["kind"] == "policy_violation"]
-    assert m["policy_violations"] == len(violations)
-    if isinstance(want, int):
-        assert len(violations) == want, [v["detail"] for v in violations]
-    else:
-        assert len(violations) >= want[0], [v["detail"] for v in violations]
-    for key, least in minimums.items():
-        assert m[key] >= least, (key, m[key])
-    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={result.run_id}"],
-                          capture_output=True, text=True, check=True).stdout
-    assert left.strip() == ""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # this trial's scratch dirs, and only those
+    check(attack, play(attack, results))
     assert [p for p in HOST_PROBES if p.exists()] == present  # the host is untouched
+
+
+# -- the same suite with the harness not running as root -------------------------------------
+def _interpreter(env: dict[str, str]) -> list[str]:
+    """An interpreter the non-root user can run with this venv's packages: the venv's own, or
+    (its base under an unreadable /root, say) the system's python of the same minor version."""
+    site = [p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix)]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *site])
+    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for exe in (sys.executable, shutil.which(minor, path="/usr/local/bin:/usr/bin") or ""):
+        if exe and subprocess.run([*_as_user(), exe, "-c", "import bench, mlflow, docker"], env=env,
+                                  capture_output=True, cwd=ROOT).returncode == 0:
+            return [exe]
+    pytest.fail(f"no python the user {NON_ROOT} can run with this venv's packages ({sys.executable})")
+
+
+def _as_user() -> list[str]:
+    pw = pwd.getpwnam(NON_ROOT)
+    sock = os.stat("/var/run/docker.sock").st_gid  # the Docker socket's group, whatever its name
+    return ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", f"--groups={sock}", "--inh-caps=-all"]
+
+
+@pytest.fixture(scope="module")
+def non_root(docker_ready) -> Iterator[dict[str, dict[str, Any]]]:
+    if os.getuid() != 0:
+        pytest.skip("the tests run as a non-root user already: the in-process suite is the non-root one")
+    try:
+        pwd.getpwnam(NON_ROOT)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", NON_ROOT],
+                       check=True)
+    pw = pwd.getpwnam(NON_ROOT)
+    home = Path(tempfile.mkdtemp(prefix="ctxbench-nonroot-"))  # pytest's own tmp is root's only
+    os.chmod(home, 0o755)
+    for sub in ("tmp", "results"):
+        (home / sub).mkdir()
+    for path in (home, home / "tmp", home / "results"):
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home), "USER": NON_ROOT,
+           "TMPDIR": str(home / "tmp"), "LANG": "C.UTF-8"}
+    cmd = [*_as_user(), *_interpreter(env), "-m", "tests.bench.trial.adversary_run", str(home / "results"),
+           *ATTACKS]
+    present = [p for p in HOST_PROBES if p.exists()]
+    try:
+        proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        assert [p for p in HOST_PROBES if p.exists()] == present  # the host is untouched
+        out = {o["attack"]: o for o in map(json.loads, proc.stdout.splitlines())}
+        assert set(out) == set(ATTACKS), proc.stderr[-3000:]
+        yield out
+    finally:
+        remove_tree(str(home))
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_attack_fails_as_the_agents_own_failure_with_the_harness_not_root(attack, non_root):
+    obs = non_root[attack]
+    assert obs["uid"] != 0
+    check(attack, obs)
