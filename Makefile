@@ -1,6 +1,9 @@
 # ctxbench entry points. CI runs `make test` through .ci/run.
 #   make setup   venv + Docker engine + sandbox image (idempotent, fast when done)
-#   make test    setup, lint, then the whole test suite with Docker tests required
+#   make test    setup, lint, the local model, then the whole test suite with Docker and the
+#                real local model required (the model's first build: ~14 min on 2 cores, once per machine)
+#   make local-model  llama-server + SmolLM2-135M-Instruct into $${CTXBENCH_CACHE:-~/.cache/ctxbench}
+#   make real-pilot   a small study on the real local model, its report, calibration and fidelity
 #   make demo    a small study end to end, then the report
 #   make bench   sandbox/harness micro-benchmarks, and the diff page of a 300-turn trial pair
 #   make tracking-server / tracking-server-stop   a shared MLflow server on PostgreSQL
@@ -14,7 +17,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.ctxbench-installed
 
 .DEFAULT_GOAL := setup
-.PHONY: venv docker setup lint test test-slow demo bench tracking-server tracking-server-stop
+.PHONY: venv docker setup lint test test-slow demo bench tracking-server tracking-server-stop local-model real-pilot
 
 venv: $(STAMP)
 
@@ -38,14 +41,23 @@ docker:
 
 setup: venv docker
 
+# Built once per machine into a cache outside the repository (keyed by version); then a stamp check.
+local-model:
+	nice -n 10 scripts/ensure_local_model.sh
+
 lint: venv
 	$(BIN)/ruff check bench tasks strategies analysis tests
 	$(BIN)/mypy bench strategies
 
-test: setup lint
+test: setup lint local-model
 	@# The tracking-server test needs PostgreSQL's server binaries (installed here, as root, if absent).
 	scripts/tracking_server.sh install
-	CTXBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q -m "not slow"
+	CTXBENCH_REQUIRE_DOCKER=1 CTXBENCH_REQUIRE_LOCAL_MODEL=1 $(BIN)/pytest -q -m "not slow"
+
+# A small study on the real local model (SmolLM2-135M under llama-server), then its report, the
+# sim calibrated on it (conf/model/sim_smollm2_pilot.yaml) and that sim's fidelity, per cell.
+real-pilot: setup local-model
+	scripts/real_pilot.sh
 
 # The long sweeps (e.g. the oracle over 3 families x 50 seeds x 4 arms through Docker).
 test-slow: setup

@@ -133,6 +133,8 @@ def markdown(c: Calibration, conf: Path, command: str) -> str:
         + (" (one per random draw: the trials were played by the sim, which shares draws across cells)"
            if c.deduped else ""),
         f"- fitted: {len(fitted)} of {len(c.estimates)} parameters; the others keep their prior ({c.base}.yaml)",
+        f"- at a bound of the sim's valid range (the logs wanted a value it refuses): "
+        f"{', '.join(k for k, e in c.estimates.items() if 'at the lower bound' in e.source) or 'none'}",
         f"- config: `{conf}` (use it as `model=sim_{c.name}`)", "",
         "![observed vs fitted](fit.png)", "",
         "| parameter | value | interval, observations / why prior |", "|---|---|---|",

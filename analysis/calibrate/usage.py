@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from analysis.calibrate.fit import Estimate
 
@@ -52,19 +52,30 @@ def calls(records: list[dict[str, Any]]) -> list[Call]:
 
 def _ols(x: np.ndarray, y: np.ndarray, names: list[str], level: float, what: str,
          rounding: float) -> dict[str, Estimate]:
-    """Least squares with t intervals, each widened by the most that `rounding` (the largest error
-    the log's rounding puts into one y) can shift its coefficient: h * sum_i |(X'X)^-1 X'|_ji.
-    For a simulated model, whose timings lie on the line but for rounding, that term is the interval."""
+    """Least squares over the coefficients' valid range (every latency coefficient of the sim is
+    >= 0: bench/sim/params.py refuses a negative one), with t intervals clipped to that range, each
+    widened by the most that `rounding` (the largest error the log's rounding puts into one y) can
+    shift its coefficient: h * sum_i |(X'X)^-1 X'|_ji. For a simulated model, whose timings lie on
+    the line but for rounding, that term is the interval. A coefficient the data push below 0 is
+    fitted at the bound, and its source says so with the unconstrained value (a real server's
+    prompt cache can make cached tokens look like they save time, the fit then wants < 0)."""
     n, k = x.shape
     if n <= k or np.linalg.matrix_rank(x) < k:
         return {}
-    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    free, *_ = np.linalg.lstsq(x, y, rcond=None)
+    fit = optimize.lsq_linear(x, y, bounds=(0.0, np.inf), method="bvls")
+    beta = np.where(fit.active_mask < 0, 0.0, fit.x)  # exactly at the bound where it is active
     resid = y - x @ beta
     s2 = float(resid @ resid) / (n - k)
     se = np.sqrt(np.diag(s2 * np.linalg.inv(x.T @ x)))
     half = stats.t.ppf(0.5 + level / 2, n - k) * se + rounding * np.abs(np.linalg.pinv(x)).sum(axis=1)
-    return {name: Estimate(float(b), float(b - h), float(b + h), n, f"fitted ({what})")
-            for name, b, h in zip(names, beta, half, strict=True)}
+    out = {}
+    for name, b, h, f, active in zip(names, beta, half, free, fit.active_mask, strict=True):
+        at_bound = bool(active < 0)
+        source = (f"fitted at the lower bound 0 ({what}; unconstrained {f:.4g})" if at_bound
+                  else f"fitted ({what})")
+        out[name] = Estimate(float(b), max(float(b - h), 0.0), max(float(b + h), 0.0), n, source)
+    return out
 
 
 def fit_latency(cs: list[Call], level: float = 0.95) -> dict[str, Estimate]:

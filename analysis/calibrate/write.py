@@ -45,6 +45,8 @@ def comment(key: str, c: Calibration) -> str:
         return e.source
     what = e.source.split("(", 1)[1].rstrip(")") if "(" in e.source else "observations"
     kind = e.source.split(" ", 1)[0] if e.source.startswith(("bracketed", "exact")) else "95%"
+    if "at the lower bound" in e.source:  # the data wanted a value the simulator refuses
+        kind = "AT THE LOWER BOUND 0; 95%"
     return f"{kind} [{_num(key, e.low)}, {_num(key, e.high)}], n={e.n} ({what}); prior {_num(key, float(c.prior[key]))}"
 
 

@@ -30,6 +30,11 @@ class PathRefused(ValueError):
     """The path cannot name a file of the working copy (absolute, escaping, .git, malformed)."""
 
 
+class AbsolutePath(PathRefused):
+    """An absolute path: refused like any other, but a weak model's mistake (it wrote `/tmp`),
+    not an attempt on the harness, so the tools count it as a tool error (issue 21)."""
+
+
 @functools.lru_cache(maxsize=65536)  # every certification folds every path of the working copy
 def fold(text: str) -> str:
     """The comparison key: NFKC, case-folded, without invisible format characters (U+200B...),
@@ -45,7 +50,7 @@ def canonical(path: object) -> str:
     if "\0" in path:
         raise PathRefused(f"invalid path {path!r}: it contains a NUL byte")
     if path.startswith("/"):
-        raise PathRefused(f"{path!r}: absolute paths are not allowed; use a repo-relative path")
+        raise AbsolutePath(f"{path!r}: absolute paths are not allowed; use a repo-relative path")
     parts: list[str] = []
     for name in path.split("/"):
         if name in ("", "."):

@@ -6,12 +6,14 @@ trial can end badly is a named failure reason of bench.core.outcomes, never a su
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.core import outcomes
 from bench.core.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
+from bench.core.tokens import count_text
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, Usage, request_hash
 from bench.eventlog import events as E
@@ -19,9 +21,9 @@ from bench.eventlog.events import EventLog
 from bench.providers.base import ContextOverflow, Provider
 from bench.sandbox.base import Sandbox
 from bench.tracking import tracing
+from bench.trial import budget, tidy_ups
 from bench.trial import certify as C
 from bench.trial import steps as S
-from bench.trial import tidy_ups
 from bench.trial.checkcache import CheckCache
 from bench.trial.tools import ToolOutcome, Tools
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
@@ -74,6 +76,10 @@ class TrialLoop:
         self.summary: Summary | None = None
         self.turn = 0
         self.head: StepHead | None = None  # the current step head; FILES re-read after a compaction
+        # What a request holds besides its messages, by the harness's own count (the tool schemas),
+        # and the provider's counts of the turns' requests next to the harness's (bench/trial/budget.py).
+        self.overhead = count_text(json.dumps([t.__dict__ for t in TOOLS], sort_keys=True))
+        self.counts: list[tuple[int, int]] = []
 
     # -- the whole trial ------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -114,7 +120,7 @@ class TrialLoop:
             state = State(task=self.task, tools=TOOLS, transcript=tuple(self.transcript), turn=self.turn,
                           step_index=index, step_start=step_start, attempt=attempt,
                           certified=tuple(self.certified), learned=self.learned, last_failure=last_failure,
-                          head=self.head, summary=self.summary, window=self.cfg.window,
+                          head=self.head, summary=self.summary, window=self.window(),
                           max_output=self.cfg.max_output)
             built = self._build(state)
             reply = self._call(built.messages, TOOLS, built.stable, built.tokens, purpose="turn")
@@ -148,6 +154,10 @@ class TrialLoop:
             if passed:
                 return True
         return False
+
+    def window(self) -> int:
+        """The window the strategy may fill, in the harness's tokens (bench/trial/budget.py)."""
+        return budget.window(self.cfg.window, self.cfg.max_output, self.overhead, self.counts)
 
     def _record_tool(self, name: str, res: ToolOutcome) -> None:
         """The events and counts of a tool result: policy violations, mistakes, ended processes."""
@@ -215,7 +225,8 @@ class TrialLoop:
             self.log.append("context_truncation", self.turn, dropped_messages=built.dropped,
                             tokens_before=built.tokens_before_drop, tokens_after=built.tokens)
         if built.tokens > state.budget:
-            self.log.append("context_overflow", self.turn, tokens=built.tokens, budget=state.budget)
+            self.log.append("context_overflow", self.turn, tokens=built.tokens, budget=state.budget,
+                            window=self.cfg.window, provider_counts=len(self.counts))
             raise outcomes.failure("context_overflow", f"{built.tokens} tokens > budget {state.budget}")
         return built
 
@@ -246,8 +257,12 @@ class TrialLoop:
         self.out.latency_s += reply.latency_s
         self.out.counts["queue_ms"] += round(1000 * float(reply.extra.get("queue_s", 0.0)))
         self.out.counts["provider_retries"] += int(reply.extra.get("attempts", 1)) - 1
+        harness = tokens + (self.overhead if tools else 0)  # the whole request, by the harness's count
+        estimated = bool(reply.extra.get("usage_estimated"))
+        if purpose == "turn" and tokens > 0 and not estimated and reply.usage.prompt > 0:
+            self.counts.append((tokens, reply.usage.prompt))
         self.log.append("model_call", self.turn, purpose=purpose, model_id=reply.model_id,
-                        request_hash=rhash,
+                        request_hash=rhash, tokens_harness=harness, usage_estimated=estimated,
                         provider_request_hash=reply.request_hash, stop_reason=reply.stop_reason,
                         usage=reply.usage.__dict__, cost_usd=round(reply.cost_usd, 8),
                         content=reply.content, tool_calls=[c.__dict__ for c in reply.tool_calls],

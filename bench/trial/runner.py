@@ -92,9 +92,19 @@ def prepare(tcfg: TrialConfig) -> Parts:
         task = dataclasses.replace(task, drift=tuple(d for d in task.drift if d.kind in tcfg.arm.drift_kinds))
     strategy = strategies.make_strategy(tcfg.strategy)
     sandbox = SandboxConfig.from_dict(tcfg.sandbox)
-    window = tcfg.arm.window or int(tcfg.model["window"])
+    window = arm_window(tcfg)
     provider = providers.make_provider(tcfg.model)
     return Parts(task, strategy, provider, sandbox, window, int(tcfg.model["max_output"]))
+
+
+def arm_window(tcfg: TrialConfig) -> int:
+    """The trial's window: the arm's, but never more than the model's (an arm=compaction window of
+    12,000 tokens for a model served with 8,192 would overflow the server, not test compaction)."""
+    model = int(tcfg.model["window"])
+    if tcfg.arm.window and tcfg.arm.window > model:
+        log.warning("arm=%s asks for a %d-token window; model %s has %d: the trial uses %d", tcfg.arm.name,
+                    tcfg.arm.window, tcfg.model.get("name"), model, model)
+    return min(tcfg.arm.window, model) if tcfg.arm.window else model
 
 
 def claim(tcfg: TrialConfig, task: TaskSpec) -> TrialRun | TrialResult:

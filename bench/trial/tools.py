@@ -31,6 +31,7 @@ from bench.core.render import file_block
 from bench.core.toolspecs import TOOLS
 from bench.sandbox.base import GitError, PathRefused, Sandbox, SandboxLost
 from bench.trial import git_tool
+from bench.sandbox.paths import AbsolutePath
 from bench.trial.certify import HarnessCopy, scrub
 
 MAX_GREP_LINES = 200
@@ -80,6 +81,8 @@ class Tools:
             return handler(**args)
         except (SandboxLost, TrialFailed):  # ours, or the trial's end: not this call's
             raise
+        except AbsolutePath as exc:  # refused, but a weak model's slip (`/tmp`), not an attack: a tool_error
+            return _mistake("absolute_path", str(exc))
         except PathRefused as exc:  # a policy matter, not a mistake: a violation, not a tool_error
             return ToolOutcome(f"ERROR: {exc}", ok=False, policy_violation=f"{name} {exc}")
         except FileNotFoundError as exc:

@@ -58,12 +58,15 @@ def to_wire(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict
         if m.role == "assistant" and m.tool_calls:
             content = "\n".join(json.dumps({"name": c.name, "arguments": c.args}, ensure_ascii=False)
                                 for c in m.tool_calls)
-        if m.role == "system" and note:
+        role = m.role
+        if role == "system" and out:  # a later harness note: many chat templates allow one system turn
+            role = "user"
+        if role == "system" and note:
             content, note = f"{content}\n\n{note}", ""
-        if out and out[-1]["role"] == m.role == "user":
+        if out and out[-1]["role"] == role == "user":
             out[-1]["content"] += "\n\n" + content
         else:
-            out.append({"role": m.role, "content": content})
+            out.append({"role": role, "content": content})
     if note:  # no system message in this request: the note is one
         out.insert(0, {"role": "system", "content": note})
     return out

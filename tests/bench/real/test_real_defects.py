@@ -1,0 +1,58 @@
+"""Issue 21's defects that came from the real server, each against it: the trial's wall budget
+inside a real call (defect 1), llama.cpp's own overflow wording (defect 2), and the budget by the
+server's count of what is sent besides the messages (defect 3)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from bench.config import compose, load
+from bench.core.outcomes import AGENT
+from bench.core.toolspecs import TOOLS
+from bench.core.types import Message
+from bench.providers import make_provider
+from bench.providers.base import ContextOverflow
+from tests.bench.real.test_real_trials import calls, real_trial
+
+pytestmark = [pytest.mark.docker, pytest.mark.real]
+
+
+def test_the_wall_budget_ends_a_real_call_as_timeout_and_is_not_retried(llama, tmp_path, monkeypatch, caplog,
+                                                                        docker_ready):
+    """Defect 1: with trial_timeout_s=3 a real first turn (a 14-42 s prefill, or a queue behind the
+    previous test's) outlives the budget; it was retried as a network timeout and ended as
+    output_truncation after 22 s."""
+    caplog.set_level(logging.WARNING)
+    _, result, _, wall = real_trial(llama, tmp_path, monkeypatch, "strategy=raw", "limits.trial_timeout_s=3",
+                                    "limits.max_turns=50", "limits.max_turns_per_step=25")
+    assert (result.failure_reason, result.outcome_class) == ("timeout", AGENT)
+    assert "retrying" not in caplog.text
+    assert wall < 3 + 5 + 5 + 20, wall  # deadline + grace + one repeat + sandbox start and recording
+
+
+def test_llama_cpp_overflow_is_a_context_overflow(llama):
+    """Defect 2: `request (N tokens) exceeds the available context size` became provider_error."""
+    cfg = load(compose(["model=smollm2", f"model.base_url={llama.url}/v1", "model.window=100000"])).model
+    provider = make_provider(cfg)
+    long = Message("user", "word " * 6000)  # > the server's 4,096-token context
+    try:
+        with pytest.raises(ContextOverflow, match="context_overflow after 1 attempt"):
+            provider.complete((Message("system", "You are terse."), long), TOOLS, max_tokens=16, seed=1)
+    finally:
+        provider.close()
+
+
+def test_the_budget_holds_by_the_servers_count(llama, tmp_path, monkeypatch, docker_ready):
+    """Defect 3: a context the harness counted as 938 tokens overflowed a 2,048-token window. Here the
+    configured window is 2,048 (the server has 4,096, so it would not refuse): after the first
+    turn every request fits by the server's count, or the harness itself stops the trial."""
+    cfg, result, records, _ = real_trial(llama, tmp_path, monkeypatch, "strategy=raw", "model.window=2048")
+    assert result.outcome_class in ("success", AGENT), result.failure_reason
+    turns = [c for c in calls(records) if c["purpose"] == "turn"]
+    for c in turns[1:]:
+        prompt = c["usage"]["input"] + c["usage"]["cache_read"] + c["usage"]["cache_write"]
+        assert prompt + cfg.model["max_output"] <= 2048, (prompt, c["tokens_harness"])
+    overflows = [r for r in records if r["kind"] == "context_overflow"]
+    assert all("detail" not in r for r in overflows)  # any overflow is the harness's, not the server's
