@@ -23,7 +23,7 @@ import sys
 
 import pandas as pd
 
-from analysis import pilot, seedpower
+from analysis import pilot, psi, seedpower
 from analysis import power as P
 from analysis.stats import wilson
 
@@ -48,6 +48,8 @@ def parser() -> argparse.ArgumentParser:
     rates.add_argument("--p01", type=float, help="P(reference succeeds, strategy fails) per pair")
     rates.add_argument("--psi", type=float, help="total discordance p10 + p01 (with --delta)")
     rates.add_argument("--delta", type=float, help="difference in success rate p10 - p01 (with --psi)")
+    rates.add_argument("--rates", type=float, nargs=2, metavar=("P1", "P2"),
+                       help="success rates of strategy and reference: psi both ways (shared / independent draws)")
     cont = p.add_argument_group("continuous measure (tokens, cost, latency; Wilcoxon signed-rank)")
     cont.add_argument("--sd-diff", type=float, help="SD of the paired differences")
     cont.add_argument("--diff", type=float, help="mean paired difference to detect (same units)")
@@ -84,6 +86,13 @@ def _validate(a: argparse.Namespace) -> None:
     for ok, message in checks:
         if not ok:
             raise InputError(message)
+    if a.rates is not None:
+        if not all(0 <= x <= 1 for x in a.rates) or a.rates[0] == a.rates[1]:
+            raise InputError(f"--rates {a.rates[0]} {a.rates[1]}: two different success rates in [0, 1]")
+        if any(x is not None for x in (a.p10, a.p01, a.psi, a.delta)):
+            raise InputError("--rates sets psi and delta itself: give it without --p10/--p01/--psi/--delta")
+        delta = a.rates[0] - a.rates[1]
+        a.psi, a.delta = psi.independent(*a.rates), delta
     binary = [x is not None for x in (a.p10, a.p01, a.psi, a.delta)]
     if any(binary) and binary not in ([True, True, False, False], [False, False, True, True]):
         raise InputError("give the discordance as --p10 and --p01, or as --psi and --delta")
@@ -122,6 +131,11 @@ def _seeds_for(n_pairs: float, reps: int, icc: float, alpha: float = 1.0) -> int
 
 
 def explicit_binary(a: argparse.Namespace, out) -> None:
+    if a.rates is not None:  # independent draws first (a real model); then what shared draws would give
+        k = a.comparisons or 1
+        n_sh = P.mcnemar_n(*P.split(psi.shared(a.delta), a.delta), P.holm_alpha(a.alpha, k), a.power)
+        print(f"success rates {a.rates[0]:.3f} vs {a.rates[1]:.3f}: psi if independent = {a.psi:.3f} "
+              f"(sized below); psi if shared = |delta| = {abs(a.delta):.3f} would need only {n_sh} pairs", file=out)
     p10, p01 = _binary_rates(a)
     k, reps, icc = a.comparisons or 1, a.reps or 1, a.icc if a.icc is not None else 0.0
     alpha = P.holm_alpha(a.alpha, k)
@@ -189,9 +203,9 @@ def pilot_tables(trials: pd.DataFrame, a: argparse.Namespace) -> tuple[pd.DataFr
     for r in vs.itertuples():
         reps = a.reps or max(1, round(r.n_pairs / r.n_seeds))
         icc = a.icc if a.icc is not None else r.icc
-        need = [_seeds_for(P.mcnemar_n(*P.split(psi, a.effect), alpha, a.power), reps, icc) if reps == 1 else
-                seedpower.seeds_for(reps, icc, *P.split(psi, a.effect), alpha, a.power)
-                for psi in (r.psi, wilson(r.b + r.c, r.n_pairs)[1])]
+        need = [_seeds_for(P.mcnemar_n(*P.split(x, a.effect), alpha, a.power), reps, icc) if reps == 1 else
+                seedpower.seeds_for(reps, icc, *P.split(x, a.effect), alpha, a.power)
+                for x in (r.psi, wilson(r.b + r.c, r.n_pairs)[1], psi.independent(r.rate, r.rate_ref))]
         seeds = a.seeds or r.n_seeds
         n_eff = math.floor(P.effective_pairs(seeds, reps, icc))
         power, mde = ((P.mcnemar_power(n_eff, *P.split(r.psi, a.effect), alpha),
@@ -200,7 +214,9 @@ def pilot_tables(trials: pd.DataFrame, a: argparse.Namespace) -> tuple[pd.DataFr
                        seedpower.mde(seeds, reps, icc, r.psi, alpha, a.power)))
         rows.append({"arm": r.arm, "strategy": r.strategy, "pilot pairs (seeds)": f"{r.n_pairs} ({r.n_seeds})",
                      "p10 / p01": f"{r.b / r.n_pairs:.2f} / {r.c / r.n_pairs:.2f}", "ICC": f"{icc:.2f}",
+                     "psi": f"{r.psi:.2f}", "psi indep.": f"{psi.independent(r.rate, r.rate_ref):.2f}",
                      f"seeds x{reps} for ±{a.effect:g}": need[0], "(psi at upper 95%)": need[1],
+                     "(psi indep.)": need[2],
                      f"plan {seeds}x{reps}: power": f"{power:.2f}", "plan MDE": f"{mde:.3f}"})
     crow = []
     for measure, block in (cont.groupby("measure", sort=False) if not cont.empty else []):
@@ -233,12 +249,16 @@ def from_pilot(a: argparse.Namespace, out) -> None:
     if a.reference not in set(runs.trials["strategy"]):
         raise InputError(f"pilot study {a.pilot!r} has no trials of reference strategy {a.reference!r}")
     binary, cont = pilot_tables(runs.trials, a)
+    mode = psi.draws(runs.trials)
     k = a.comparisons or len(binary)
     print(f"pilot {a.pilot!r}: {len(runs.trials)} finished trials at {cfg['tracking.uri']}; reference "
           f"{a.reference!r}; Holm over K={k}, sized at alpha/K = {P.holm_alpha(a.alpha, k):.4g}, "
           f"target power {a.power:.0%}", file=out)
-    print("\nsuccess (exact McNemar; with several reps per seed, the sign flip over seeds, simulated):", file=out)
+    print(f"\nsuccess (exact McNemar; with several reps per seed, the sign flip over seeds, simulated); the pilot's "
+          f"draws: {mode}; 'psi indep.' = p1(1-p2) + p2(1-p1) at the pilot's rates:", file=out)
     print(binary.to_string(index=False), file=out)
+    if mode != "independent":
+        print(psi.WARNING, file=out)
     if not cont.empty:
         print(f"\ncontinuous (Wilcoxon signed-rank, ARE {a.are:.3f}):", file=out)
         print(cont.to_string(index=False), file=out)

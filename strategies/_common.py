@@ -59,6 +59,12 @@ def check_invariants_from(name: str, value: str) -> None:
         raise config_error(name, f"`invariants_from` must be one of {', '.join(INVARIANTS_FROM)}, got {value!r}")
 
 
+def check_switches(name: str, config: object, keys: tuple[str, ...]) -> None:
+    for key in keys:
+        if not isinstance(getattr(config, key), bool):
+            raise config_error(name, f"`{key}` must be true or false, got {getattr(config, key)!r}")
+
+
 def check_keep_recent(name: str, value: int) -> None:
     if value not in (0, 1, 2):
         raise config_error(name, f"`keep_recent_turns` must be 0, 1 or 2, got {value!r}")

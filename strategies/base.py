@@ -98,6 +98,13 @@ class Strategy(Protocol):
     # A step cannot be certified before the model has said what later steps must not undo.
     requires_handoff: bool
 
+    @property
+    def channels(self) -> dict[str, bool]:
+        """Facts the strategy shows that a raw transcript holds only if the agent fetched them
+        (the step's FILES, TREE, the drift note, harness-written invariants): each a config
+        switch, on or off. Every strategy can reach the same facts through the tools."""
+        ...
+
     def build(self, state: State) -> Built: ...
 
     def summary_request(self, state: State) -> tuple[Message, ...]:

@@ -53,6 +53,11 @@ class CompactionStrategy:
     config_class = CompactionConfig
     requires_handoff = False
 
+    @property
+    def channels(self) -> dict[str, bool]:
+        """None beyond the transcript: what else it knows it fetched with the tools itself."""
+        return {}
+
     def __init__(self, config: CompactionConfig | None = None) -> None:
         self.config = config or CompactionConfig()
 

@@ -8,10 +8,14 @@ brief is a pure function of `State`'s durable fields, in this order:
     INVARIANTS established by completed steps (never summarised, never dropped)
     REMAINING PLAN
     CERTIFIED: one line per passed step, naming its check and the tree it passed on
-    TREE: git status / log base..HEAD / diff --stat, read fresh by the harness
+    TREE: git status / log base..HEAD / diff --stat, read fresh by the harness (`tree`)
     CURRENT STEP (+ LAST FAILURE)
     FILES: current contents of the step's touches, within the files budget
-    CONSISTENCY NOTE, when HEAD moved by an outside commit since the last step (drift)
+    CONSISTENCY NOTE, when HEAD moved by an outside commit since the last step (`drift_note`)
+
+TREE, the consistency note and harness-written invariants (`invariants_from=harness`) are
+channels: facts a raw agent reaches only by running `git log`/`git status` itself. Each is a
+switch, recorded with the run (`param.strategy.*`) and named by `channels`.
 
 Earlier steps' conversations are not shown at all, so the context at a step's head does
 not grow with the number of turns. Inside a step the turns since the step notice follow
@@ -42,7 +46,9 @@ class LedgerConfig:
     name: str = NAME
     files_budget_tokens: int = 4000  # FILES takes at most this many tokens ...
     files_budget_fraction: float = 0.35  # ... and at most this fraction of the budget
-    invariants_from: str = "harness"  # harness: the step's established invariants + the model's; model: the model's only
+    invariants_from: str = "model"  # model: only the model's hand-off; harness: + the step's established ones (a channel)
+    tree: bool = True  # channel: the TREE section (git status / log base..HEAD / diff --stat at the step head)
+    drift_note: bool = True  # channel: the harness's CONSISTENCY NOTE when HEAD moved by an outside commit
     notes_cap_chars: int = 400  # each step's notes / learned invariant, as shown
     threshold: float = 0.75  # within-step compaction backstop, fraction of the budget
     keep_recent_turns: int = 1  # assistant turns kept verbatim after a backstop summary (0-2)
@@ -55,6 +61,7 @@ class LedgerConfig:
             raise _common.config_error(NAME, f"`files_budget_tokens` must be >= 0, got {self.files_budget_tokens}")
         _common.check_fraction(NAME, "files_budget_fraction", float(self.files_budget_fraction))
         _common.check_invariants_from(NAME, self.invariants_from)
+        _common.check_switches(NAME, self, ("tree", "drift_note"))
         if self.notes_cap_chars < 16:
             raise _common.config_error(NAME, f"`notes_cap_chars` must be >= 16, got {self.notes_cap_chars}")
         _common.check_fraction(NAME, "threshold", float(self.threshold))
@@ -75,6 +82,13 @@ class LedgerStrategy:
         """Where the harness takes the invariants it carries from (bench/trial/steps.py `learn`)."""
         return self.config.invariants_from
 
+    @property
+    def channels(self) -> dict[str, bool]:
+        """What this strategy shows beyond the transcript a raw agent has (docs/instrument.md §6)."""
+        c = self.config
+        return {"files": c.files_budget_tokens > 0, "tree": c.tree, "drift_note": c.drift_note,
+                "harness_invariants": c.invariants_from == "harness"}
+
     def files_budget(self, state: State) -> int:
         c = self.config
         return max(0, min(c.files_budget_tokens, int(c.files_budget_fraction * state.budget)))
@@ -86,10 +100,10 @@ class LedgerStrategy:
                                _brief.learned_invariants(state, cap),
                                _brief.remaining_plan(state),
                                _brief.certified(state, cap),
-                               _brief.tree(state),
+                               _brief.tree(state) if self.config.tree else None,
                                _brief.current_step(state),
                                _brief.files(state, self.files_budget(state)),
-                               _brief.drift(state),
+                               _brief.drift(state) if self.config.drift_note else None,
                            ])
 
     def _head(self, state: State) -> list[Message]:

@@ -56,6 +56,11 @@ def masked(transcript: Sequence[Message], keep_recent_turns: int) -> tuple[Messa
 class MaskingStrategy:
     name = NAME
     requires_handoff = False
+
+    @property
+    def channels(self) -> dict[str, bool]:
+        """None beyond the transcript: what else it knows it fetched with the tools itself."""
+        return {}
     config_class = MaskingConfig
 
     def __init__(self, config: MaskingConfig | None = None) -> None:

@@ -31,6 +31,11 @@ class RawStrategy:
     config_class = RawConfig
     requires_handoff = False
 
+    @property
+    def channels(self) -> dict[str, bool]:
+        """None beyond the transcript: what else it knows it fetched with the tools itself."""
+        return {}
+
     def __init__(self, config: RawConfig | None = None) -> None:
         self.config = config or RawConfig()
 

@@ -6,8 +6,9 @@ The parent keeps only ledger entries: for every passed step, the entry its conve
 returned (the `submit_step` notes, hence `requires_handoff`) with the step's diffstat and
 the tree its check passed on. The brief holds those entries, the learned invariants, the
 remaining plan and the current step (+ last failure), and a consistency note when HEAD
-moved by an outside commit. There is no FILES and no TREE: the subagent reads what it
-needs from the repository, so it holds fewer stale beliefs at the price of more reads.
+moved by an outside commit (`drift_note`, a channel, as in ledger). There is no FILES and no
+TREE: the subagent reads what it needs from the repository, so it holds fewer stale beliefs
+at the price of more reads.
 
 Every conversation is a sequence of ordinary model calls, so the tokens of every one of
 them are counted by the harness like any other call. Inside a step, if the turns no longer
@@ -28,13 +29,15 @@ NAME = "subagent"
 @dataclass(frozen=True)
 class SubagentConfig:
     name: str = NAME
-    invariants_from: str = "harness"  # harness: the step's established invariants + the model's; model: the model's only
+    invariants_from: str = "model"  # model: only the model's hand-off; harness: + the step's established ones (a channel)
+    drift_note: bool = True  # channel: the harness's CONSISTENCY NOTE when HEAD moved by an outside commit
     notes_cap_chars: int = 400  # each ledger entry's notes / learned invariant, as shown
 
     def __post_init__(self) -> None:
         if self.name != NAME:
             raise _common.config_error(NAME, f"`name` must be {NAME!r}, got {self.name!r}")
         _common.check_invariants_from(NAME, self.invariants_from)
+        _common.check_switches(NAME, self, ("drift_note",))
         if self.notes_cap_chars < 16:
             raise _common.config_error(NAME, f"`notes_cap_chars` must be >= 16, got {self.notes_cap_chars}")
 
@@ -53,6 +56,11 @@ class SubagentStrategy:
         """Where the harness takes the invariants it carries from (bench/trial/steps.py `learn`)."""
         return self.config.invariants_from
 
+    @property
+    def channels(self) -> dict[str, bool]:
+        """What this strategy shows beyond the transcript a raw agent has (docs/instrument.md §6)."""
+        return {"drift_note": self.config.drift_note, "harness_invariants": self.config.invariants_from == "harness"}
+
     def brief(self, state: State) -> str:
         cap = self.config.notes_cap_chars
         return _brief.join(f"SUBAGENT BRIEF for [step:{state.step.id}] (a fresh conversation for this step; "
@@ -61,7 +69,7 @@ class SubagentStrategy:
                                _brief.remaining_plan(state),
                                _brief.ledger_entries(state, cap),
                                _brief.current_step(state),
-                               _brief.drift(state),
+                               _brief.drift(state) if self.config.drift_note else None,
                                "Read the files you need from the repository: none are shown here.",
                            ])
 

@@ -1,6 +1,8 @@
 """Action: what the simulated engineer does next, from its beliefs alone.
 
 One reply per call, in the order a careful engineer works through a step:
+  0. at the step's first turn, maybe look at status and history; before editing, maybe re-read
+     (bench/sim/explore.py, each with its rate);
   1. read what it has not seen: the oracle's `reads`, files named in the newest failure of
      this step, a file whose edit came back ERROR, a touched file that visible drift/git
      output names after the copy it holds; a failure naming a file it rewrote whole this step
@@ -8,29 +10,26 @@ One reply per call, in the order a careful engineer works through a step:
   2. edit, once per attempt (redone after an ERROR once the file was re-read, at most
      `max_edit_retries` times): the task's oracle computes the edits over the perceived files
      (competence), and the tidy-ups those edits invite (`Oracle.cleanups`) are done unless a
-     recalled constraint covers them -- with `p_tempt` each (temptation, below);
+     recalled constraint covers them -- with `p_tempt` each (temptation, below); with
+     `p_edit_error` one of its own edits is left out (bench/sim/competence.py);
   3. submit_step with its own hand-off: the constraints it recalls (harness: "what must later
      steps not undo?"), never a list handed to it.
 The harness's check results drive attempts; after `max_attempts` failures it gives up.
 
 Temptation. Where a step's edits invite a tidy-up (code that looks dead in the visible tree),
 the engineer does it with `p_tempt` unless it acts on a constraint that covers it: one draw
-against `recall.protection` -- the best recalled statement naming the cleanup's anchors,
-whoever made it. Nothing here knows where the task's traps are: a tidy-up is a mistake only
-if the repository needs what it removes. Every such decision is reported (`Reply.decisions`:
-step, attempt, cleanup key, protection q, p_tempt, done) so the harness can log the sim's own
-expected success, prod(1 - p_tempt * (1 - q)), next to the observed one.
+against `recall.protection` (the best recalled statement naming the cleanup's anchors, whoever
+made it). Nothing here knows where the task's traps are. Every decision is reported
+(`Reply.decisions`: step, attempt, key, q, p_tempt, done) for the expected success.
 
 Stale edits. Real staleness needs no special code: if the repo moved under the sim (drift)
 and only the old block is visible, the oracle edits the old text, and the harness reports
-ERROR for a vanished search text or lets a whole-file write clobber the new lines.
-What the sim adds is imperfect *memory* of a file ("version confusion"): when the newest
-visible block of a file is not recalled (same recall curve as any fact, so a block deep in a
-long context is at risk and a just-read one is not), the engineer works from the previous
-visible version of that file, if the context holds one: with `p_stale_replace_fail` for
-search/replace edits (the old text is gone: ERROR) and `p_stale_clobber` for whole-file
-writes (newer lines are overwritten). With no older version to confuse it with, a replace
-misquotes its search text (ERROR) with `p_stale_replace_fail`; a write copies faithfully.
+ERROR for a vanished search text or lets a whole-file write clobber the new lines. What the
+sim adds is imperfect *memory* of a file ("version confusion"): when the newest visible block
+of a file is not recalled (the recall curve of any fact), it works from the previous visible
+version, if any: with `p_stale_replace_fail` for search/replace edits (ERROR) and
+`p_stale_clobber` for whole-file writes (newer lines overwritten); with no older version a
+replace misquotes its search text (ERROR) with `p_stale_replace_fail`.
 Recall 1 (the oracle model) never triggers any of it.
 """
 
@@ -38,9 +37,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from bench.sim import competence, explore
 from bench.sim.params import SimParams
 from bench.sim.perception import EDIT_TOOLS, START, Beliefs, CallSeen, Pos, Said, named_paths, result_error
 from bench.sim.recall import draw, protection, recalled, recalled_statements
@@ -54,31 +54,32 @@ class Reply:
     content: str
     calls: tuple[tuple[str, dict[str, Any]], ...] = ()
     decisions: tuple[dict[str, Any], ...] = ()  # temptation decisions made for this reply
-
-
-def _end(text: str) -> Reply:
-    return Reply(text)
+    slips: tuple[dict[str, Any], ...] = ()  # competence errors made in this reply (bench/sim/competence.py)
 
 
 def act(b: Beliefs, oracle: Oracle, p: SimParams, seed: int) -> Reply:
     sid = b.step
     if sid is None:
-        return _end("There is no current step in view; nothing to do.")
+        return Reply("There is no current step in view; nothing to do.")
     mine = [c for c in b.checks if c.step == sid]
     if mine and mine[-1].passed:
-        return _end(f"Step {sid} passed its check.")
+        return Reply(f"Step {sid} passed its check.")
     failures = [c for c in mine if not c.passed]
     attempt = len(failures)
     if attempt >= p.max_attempts:
-        return _end(f"giving up on step {sid} after {attempt} failed checks.")
+        return Reply(f"giving up on step {sid} after {attempt} failed checks.")
     anchor = max(b.step_pos, failures[-1].pos) if failures else b.step_pos
 
     view = {path: f.content for path, f in b.perceived().items()}
     try:
         plan = oracle.edits_for(sid, view)
     except KeyError:
-        return _end(f"Step {sid} is not part of this task's plan; nothing to do.")
+        return Reply(f"Step {sid} is not part of this task's plan; nothing to do.")
     after = [c for c in b.calls if anchor < c.pos]
+    if explore.first_turn_of_step(b, attempt):
+        looks = explore.orient(b, p, seed, sid)
+        if looks:
+            return Reply(f"Looking at the repository's status and history before step {sid}.", looks)
 
     reads = _needed_reads(b, plan, b.touches, after, anchor, failures, p)
     if reads:
@@ -91,14 +92,21 @@ def act(b: Beliefs, oracle: Oracle, p: SimParams, seed: int) -> Reply:
     if submits:
         # A submit with no check after it: the harness answered it with something else.
         if len(submits) > p.max_edit_retries:
-            return _end(f"Submitted step {sid}; waiting for the harness.")
+            return Reply(f"Submitted step {sid}; waiting for the harness.")
         return _submit(b, p, seed, sid, attempt)
     redo = bool(batches) and any(_errored(b, c) for c in batches[-1]) and len(batches) <= p.max_edit_retries
+    if not batches:
+        again = explore.rereads(b, plan, p, seed, sid, attempt, after)
+        if again:
+            return Reply(f"Re-reading {', '.join(again)} before editing for step {sid}.",
+                         tuple(("read_file", {"path": r}) for r in again))
     if not batches or redo:
-        edits, decisions = _edits(b, oracle, plan, view, p, seed, sid, attempt)
+        edits, decisions, slipped = _edits(b, oracle, plan, view, p, seed, sid, attempt)
         if edits:
             return Reply(f"Editing {', '.join(dict.fromkeys(e.path for e in edits))} for step {sid}.",
-                         tuple(_tool_call(e) for e in edits), decisions)
+                         tuple(_tool_call(e) for e in edits), decisions, slipped)
+        if slipped:  # the only edit left out: it submits believing the step done
+            return replace(_submit(b, p, seed, sid, attempt), slips=slipped)
     return _submit(b, p, seed, sid, attempt)
 
 
@@ -209,7 +217,7 @@ def _rewrote(b: Beliefs) -> set[str]:
 
 
 def _edits(b: Beliefs, oracle: Oracle, plan: StepPlan, view: dict[str, str], p: SimParams, seed: int,
-           sid: str, attempt: int) -> tuple[list[Edit], tuple[dict[str, Any], ...]]:
+           sid: str, attempt: int) -> tuple[list[Edit], tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
     kinds: dict[str, str] = {}
     for e in plan.edits:
         if e.kind in ("replace", "write"):
@@ -243,8 +251,10 @@ def _edits(b: Beliefs, oracle: Oracle, plan: StepPlan, view: dict[str, str], p: 
                 placed.add(e.path)
                 edits += [m for m in remembered if m.path == e.path]
     tidy, decisions = _tidy_ups(b, oracle, believed, edits, p, seed, sid, attempt)
+    edits, slipped = competence.slip(edits, p, seed, sid, attempt)
     edits = [e for e in edits + tidy if not _already_done(e, believed, b)]
-    return [_misquote(e) if e.path in misquoted and e.kind == "replace" else e for e in edits], decisions
+    return ([_misquote(e) if e.path in misquoted and e.kind == "replace" else e for e in edits], decisions,
+            (slipped,) if slipped else ())
 
 
 def _tidy_ups(b: Beliefs, oracle: Oracle, believed: dict[str, str], edits: list[Edit], p: SimParams,

@@ -20,6 +20,9 @@ MECHANISMS = {
     "stale_memory": {"p_stale_replace_fail": 0.0, "p_stale_clobber": 0.0},  # no version confusion
     "summariser_loss": {"retain_plan": 1.0, "retain_task_invariant": 1.0, "retain_invariant": 1.0,
                         "retain_fact": 1.0, "retain_check": 1.0, "p_verbatim": 1.0},  # summaries keep all
+    "exploration": {"p_look_history": 0.0, "p_check_changes": 0.0,
+                    "p_reread_before_edit": 0.0},  # never looks at git or re-reads unprompted
+    "competence": {"p_edit_error": 0.0},  # every edit batch is made as the oracle says
 }
 
 
@@ -40,6 +43,12 @@ class SimParams:
     p_paraphrase: float
     p_stale_replace_fail: float
     p_stale_clobber: float
+    p_edit_error: float
+    # Exploration (bench/sim/explore.py): looking at durable facts through the tools.
+    p_look_history: float
+    history_depth: int
+    p_check_changes: float
+    p_reread_before_edit: float
     max_attempts: int
     max_edit_retries: int
     max_failure_reads: int
@@ -86,7 +95,8 @@ class SimParams:
 
     def _check_ranges(self) -> None:
         unit = ("recall_max", "recall_recent", "rot_max_drop", "middle_dip", "p_tempt", "p_paraphrase",
-                "p_stale_replace_fail", "p_stale_clobber", "retain_plan", "retain_task_invariant",
+                "p_stale_replace_fail", "p_stale_clobber", "p_edit_error",
+                "p_look_history", "p_check_changes", "p_reread_before_edit", "retain_plan", "retain_task_invariant",
                 "retain_invariant", "retain_fact", "retain_check", "p_verbatim")
         for name in unit:
             v = getattr(self, name)
@@ -95,7 +105,8 @@ class SimParams:
         for f in fields(self):
             if f.name not in unit and getattr(self, f.name) < 0:
                 raise ValueError(f"sim parameter {f.name!r} must be >= 0, got {getattr(self, f.name)}")
-        for name in ("rot_half_tokens", "middle_half_tokens", "cache_block_tokens", "max_attempts"):
+        for name in ("rot_half_tokens", "middle_half_tokens", "cache_block_tokens", "max_attempts",
+                     "history_depth"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sim parameter {name!r} must be > 0, got {getattr(self, name)}")
 

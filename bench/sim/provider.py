@@ -38,7 +38,8 @@ COMPACTION_MARKER = "[compaction-request]"
 
 # `model_id` overrides `name` as the reported model id; `record` is read by make_provider.
 _CONFIG_KEYS = ("name", "provider", "model_id", "window", "max_output", "time_scale", "price", "params",
-                "mechanisms", "record")
+                "mechanisms", "record", "draws", "stream")
+DRAWS = ("shared", "independent")
 _PROVIDER_NAMES = ("sim", "oracle")
 
 
@@ -52,7 +53,8 @@ class SimProvider:
     def __init__(self, params: Mapping[str, Any], *, model_id: str = "sim", price: Mapping[str, float],
                  window: int, time_scale: float = 0.0,
                  task_loader: Callable[[str], TaskSpec] | None = None,
-                 mechanisms: Mapping[str, bool] | None = None) -> None:
+                 mechanisms: Mapping[str, bool] | None = None, draws: str = "shared",
+                 stream: str = "") -> None:
         """`task_loader` exists for tests with hand-built tasks; the default is `tasks.from_id`.
         Either way the sim learns which task it is on only from `[task:ID]` in the context, and
         uses only its oracle."""
@@ -62,7 +64,11 @@ class SimProvider:
             raise ValueError(f"model.window must be > 0, got {window}")
         if time_scale < 0:
             raise ValueError(f"model.time_scale must be >= 0, got {time_scale}")
+        if draws not in DRAWS:
+            raise ValueError(f"model.draws must be one of {', '.join(DRAWS)}, got {draws!r}")
         self.model_id = model_id
+        # independent: the cell's own stream is mixed into every draw's seed (no common random numbers)
+        self._stream = str(stream) if draws == "independent" else None
         self.window = int(window)
         self.time_scale = float(time_scale)
         self._loader = task_loader or _load_task
@@ -84,6 +90,8 @@ class SimProvider:
         messages, tools = tuple(messages), tuple(tools)
         if not messages:
             raise ValueError("sim: complete() needs at least one message")
+        luck = seed if self._stream is None else \
+            int(hashlib.sha256(f"{seed}\x1f{self._stream}".encode()).hexdigest()[:15], 16)
         beliefs = perceive(messages)
         prompt = self._meter.prompt_tokens(messages, tools)
         if prompt > self.window:
@@ -91,11 +99,11 @@ class SimProvider:
                                 f"window of {self.window} tokens")
         last = messages[-1]
         if last.role == "user" and COMPACTION_MARKER in last.content:
-            reply = Reply(summarise(beliefs, self.params, seed))
+            reply = Reply(summarise(beliefs, self.params, luck))
         elif beliefs.task_id is None:
             reply = Reply("There is no [task:...] in the context; I have nothing to work on.")
         else:
-            reply = act(beliefs, self._task(beliefs.task_id).oracle, self.params, seed)
+            reply = act(beliefs, self._task(beliefs.task_id).oracle, self.params, luck)
 
         rhash = self._meter.request_hash(messages, tools, max_tokens, seed)
         content, calls, stop = reply.content, reply.calls, "tool_use" if reply.calls else "end_turn"
@@ -112,7 +120,7 @@ class SimProvider:
                           latency_s=bill.latency_s, ttft_s=bill.ttft_s, model_id=self.model_id,
                           request_hash=rhash, cost_usd=bill.cost_usd,
                           extra={"prompt_tokens": bill.prompt_tokens, "step": beliefs.step,
-                                 "decisions": list(reply.decisions)})
+                                 "decisions": list(reply.decisions), "slips": list(reply.slips)})
 
     @classmethod
     def from_config(cls, model_cfg: Mapping[str, Any]) -> SimProvider:
@@ -150,5 +158,6 @@ def from_config(model_cfg: Mapping[str, Any]) -> SimProvider:
         raise ValueError(f"model.provider is {cfg['provider']!r}; the sim serves only {_PROVIDER_NAMES}")
     return SimProvider(cfg["params"], model_id=str(cfg.get("model_id") or cfg["name"]), price=cfg["price"],
                        window=int(cfg["window"]), time_scale=float(cfg.get("time_scale") or 0.0),
-                       mechanisms=cfg.get("mechanisms") or {})
+                       mechanisms=cfg.get("mechanisms") or {}, draws=str(cfg.get("draws") or "shared"),
+                       stream=str(cfg.get("stream") or ""))
 

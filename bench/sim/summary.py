@@ -39,6 +39,10 @@ def _retention(p: SimParams, st: Said) -> float:
     return p.retain_invariant if st.marked else p.retain_fact
 
 
+def _bare(norm: str) -> str:
+    return norm.strip(' "\'}]{[,\\').rstrip(".")
+
+
 def summarise(b: Beliefs, p: SimParams, seed: int) -> str:
     passed = sum(1 for c in b.checks if c.passed)
 
@@ -49,17 +53,22 @@ def summarise(b: Beliefs, p: SimParams, seed: int) -> str:
     for seen in b.facts:
         first.setdefault(seen.key, seen)
     said: dict[str, Said] = {}
+    request = len(b.texts) - 1  # the compaction prompt: its own instructions are not facts of the task
     for st in b.said:
-        if st.role != "system":
-            said.setdefault(st.norm, st)
+        if st.role != "system" and st.pos.msg != request:
+            # A transcript rendered as text shows tool calls as JSON: `... configurations."}` is
+            # the statement `... configurations.` (else every compaction copies it once more).
+            said.setdefault(_bare(st.norm), st)
     verbatim, own_words = [], []
-    for norm, st in said.items():
+    for st in said.values():
+        norm = st.norm  # the draw's key, as before the JSON residue was stripped
         if not keep(f"said:{norm}", _retention(p, st)):
             continue
+        text = st.text.rstrip(' "\'}]\\')
         if st.marked and draw(seed, f"said:{norm}", passed, "verbatim") < p.p_verbatim:
-            verbatim.append(st.text)
+            verbatim.append(text)
         else:
-            own_words.append("- " + st.text.split("] ", 1)[1] if st.marked else "- " + st.text)
+            own_words.append("- " + text.split("] ", 1)[1] if st.marked else "- " + text)
     plan = [f"[step:{s.key[5:]}] {s.text}" for k, s in first.items()
             if k.startswith("step:") and keep(k, p.retain_plan)]
 

@@ -266,7 +266,7 @@ class TrialLoop:
                         provider_request_hash=reply.request_hash, stop_reason=reply.stop_reason,
                         usage=reply.usage.__dict__, cost_usd=round(reply.cost_usd, 8),
                         content=reply.content, tool_calls=[c.__dict__ for c in reply.tool_calls],
-                        **({"decisions": reply.extra["decisions"]} if "decisions" in reply.extra else {}),
+                        **{k: reply.extra[k] for k in ("decisions", "slips") if reply.extra.get(k) is not None},
                         t={"latency_s": round(reply.latency_s, 4), "ttft_s": round(reply.ttft_s, 4),
                            "queue_s": float(reply.extra.get("queue_s", 0.0))})
         if purpose == "turn":

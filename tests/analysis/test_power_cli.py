@@ -47,6 +47,20 @@ def test_psi_delta_is_the_same_question(capsys):
     assert a == b
 
 
+def test_rates_size_with_independent_psi_and_show_the_shared_one(capsys):
+    """The issue's figure: delta 0.1, 12 comparisons; psi 0.1 (shared draws) needs 113 pairs."""
+    rc, out, err = run(["--rates", "0.6", "0.5", "-K", "12"], capsys)
+    assert rc == 0 and not err
+    indep = 0.6 * 0.5 + 0.5 * 0.4
+    alpha = 0.05 / 12
+    assert f"psi if independent = {indep:.3f}" in out
+    assert f"psi if shared = |delta| = 0.100 would need only {P.mcnemar_n(0.1, 0.0, alpha)} pairs" in out
+    assert f"power: {P.mcnemar_n(*P.split(indep, 0.1), alpha)} exact" in out
+    assert P.mcnemar_n(0.1, 0.0, alpha) == 113 and P.mcnemar_n(*P.split(indep, 0.1), alpha) > 5 * 113
+    assert run(["--rates", "0.5", "0.5"], capsys)[0] == 2
+    assert run(["--rates", "0.6", "0.5", "--psi", "0.2"], capsys)[0] == 2
+
+
 def test_explicit_continuous(capsys):
     rc, out, _ = run(["--sd-diff", "4000", "--diff", "1500", "-K", "12", "--seeds", "20"], capsys)
     assert rc == 0
@@ -91,6 +105,12 @@ def test_pilot_reads_the_study_as_the_report_does(study, runs, capsys):
         assert row["plan 30x2: power"] == f"{seedpower.power(30, 2, r.icc, *P.split(r.psi, 0.10), alpha):.2f}"
         assert f"{r.n_pairs} ({r.n_seeds})" == row["pilot pairs (seeds)"]
     assert len(cont) == 3 * len(vs)  # tokens, cost, latency
+    for r, row in zip(vs.itertuples(), binary.to_dict("records"), strict=True):
+        indep = r.rate * (1 - r.rate_ref) + r.rate_ref * (1 - r.rate)
+        assert row["psi indep."] == f"{indep:.2f}" and row["psi"] == f"{r.psi:.2f}"
+        assert row["(psi indep.)"] == seedpower.seeds_for(2, r.icc, *P.split(indep, 0.10), alpha)
+    # the fixture's sim trials predate model.draws: shared draws, and the planner says so
+    assert "the pilot's draws: shared" in out and "WARNING: this pilot's psi comes from shared draws" in out
 
 
 def test_pilot_without_trials_or_reference(study, capsys):

@@ -89,8 +89,14 @@ def params(name: str = "sim", **override: float) -> dict:
     return {**model_config(name)["params"], **override}
 
 
+# The probes measure one mechanism at a time: looking at git / re-reading unprompted and
+# competence errors (tests/bench/sim/test_explore.py) are off unless a test switches them on.
+ISOLATED = {"exploration": False, "competence": False}
+
+
 def provider(name: str = "sim", task: TaskSpec | None = None, mechanisms: dict | None = None,
              **override: float) -> SimProvider:
+    mechanisms = {**ISOLATED, **(mechanisms or {})}
     cfg = model_config(name)
     t = task or make_task()
     return SimProvider(params(name, **override), model_id=name, price=cfg["price"], window=cfg["window"],
@@ -146,6 +152,8 @@ class World:
         if name == "delete_file":
             self.files.pop(path, None)
             return f"deleted {path}"
+        if name == "git":
+            return "(no output)"  # the toy world has no history
         return f"ERROR: unknown tool {name}"
 
     def check(self, step: str) -> bool:

@@ -63,11 +63,25 @@ def test_ledger_and_subagent_options():
 
 
 @pytest.mark.parametrize("name", ["ledger", "subagent"])
-def test_invariants_from_is_harness_by_default_and_model_on_request(name):
-    assert make_strategy(load(name)).invariants_from == "harness"  # type: ignore[attr-defined]
-    assert make_strategy(load(name, invariants_from="model")).invariants_from == "model"  # type: ignore[attr-defined]
+def test_invariants_from_is_model_by_default_and_harness_a_labelled_variant(name):
+    # The default must not hand out the truth: harness-written invariants are a channel, on request.
+    s = make_strategy(load(name))
+    assert s.invariants_from == "model" and s.channels["harness_invariants"] is False  # type: ignore[attr-defined]
+    h = make_strategy(load(name, invariants_from="harness"))
+    assert h.invariants_from == "harness" and h.channels["harness_invariants"] is True  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match=rf"invariants_from.*conf/strategy/{name}\.yaml|conf/strategy/{name}\.yaml"):
         make_strategy(load(name, invariants_from="summary"))
+
+
+def test_every_strategy_lists_its_channels_from_its_config():
+    assert {n: make_strategy(load(n)).channels for n in ("raw", "compaction", "masking")} == \
+        {"raw": {}, "compaction": {}, "masking": {}}
+    assert make_strategy(load("ledger")).channels == {"files": True, "tree": True, "drift_note": True,
+                                                      "harness_invariants": False}
+    assert make_strategy(load("ledger", tree=False, drift_note=False, files_budget_tokens=0)).channels == \
+        {"files": False, "tree": False, "drift_note": False, "harness_invariants": False}
+    assert make_strategy(load("subagent", drift_note=False)).channels == {"drift_note": False,
+                                                                          "harness_invariants": False}
 
 
 def test_unknown_strategy_lists_the_four():
@@ -98,6 +112,9 @@ def test_unknown_key_names_key_and_file():
     ("ledger", "keep_recent_turns", -1),
     ("subagent", "notes_cap_chars", 0),
     ("subagent", "invariants_from", "both"),
+    ("ledger", "tree", "yes"),
+    ("ledger", "drift_note", 1),
+    ("subagent", "drift_note", "off"),
     ("masking", "keep_recent_turns", -2),
 ])
 def test_bad_values_are_rejected_naming_the_file(name, key, value):

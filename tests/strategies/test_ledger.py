@@ -51,6 +51,15 @@ def test_drift_and_last_failure_are_shown():
     assert text.count("CONSISTENCY NOTE") == 1 and own in text
 
 
+def test_tree_and_drift_note_are_switches():
+    s = fx.hand_state(head=replace(fx.hand_state().head, drift_note="HEAD moved aaaa -> bbbb (outside commit)"))
+    on = brief_of(LedgerStrategy().build(s))
+    assert "TREE (read fresh" in on and "1234567 s01: done" in on and "CONSISTENCY NOTE" in on
+    off = brief_of(LedgerStrategy(LedgerConfig(tree=False, drift_note=False)).build(s))
+    assert "TREE (read fresh" not in off and "1234567 s01: done" not in off and "CONSISTENCY NOTE" not in off
+    assert "HEAD moved" not in off and "FILES" in off and "CURRENT STEP [step:s02]" in off
+
+
 def test_only_this_steps_turns_follow_the_brief():
     s = fx.in_step(4, 2)
     built = LedgerStrategy().build(s)

@@ -42,6 +42,8 @@ def test_fresh_conversation_per_step_and_drift_note():
     assert built.messages[3:] == s.transcript[s.step_start + 1:]
     s = replace(s, head=replace(s.head, drift_note="HEAD moved x -> y"))
     assert "CONSISTENCY NOTE" in SubagentStrategy().build(s).messages[2].content
+    off = SubagentStrategy(SubagentConfig(drift_note=False)).build(s).messages[2].content
+    assert "CONSISTENCY NOTE" not in off and "HEAD moved" not in off and "CURRENT STEP [step:s02]" in off
 
 
 def test_truncates_this_steps_turns_like_raw():

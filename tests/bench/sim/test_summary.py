@@ -81,3 +81,19 @@ def test_summary_draws_are_shared_across_contexts_with_the_same_facts():
         a = render.parse_invariants(summarise(task, msgs, seed).content)
         b = render.parse_invariants(summarise(task, padded, seed).content)
         assert a == b
+
+
+def test_a_summary_does_not_grow_on_its_own_prompt_or_a_transcripts_json():
+    """Regression (oracle, strategy=compaction, arm=compaction, config_rename seed 9300 failed
+    with output_truncation): a transcript rendered as text shows a hand-off as JSON, so the
+    invariant line came back as `... model."}` and was copied once more per compaction, and the
+    compaction prompt's own keep-sentences were kept as if they were the task's."""
+    task, msgs = transcript_in_step_two()
+    line = render.invariant_line(INV)
+    rendered = Message("user", "TRANSCRIPT TO SUMMARISE\n[tool call submit_step] "
+                               f'{{"invariants": [], "notes": "s01: done. {line}"}}')
+    prompt = Message("user", f"{COMPACTION_MARKER}\nKeep every constraint verbatim. Do not copy file contents.")
+    sim = provider("oracle", task)
+    c = sim.complete(tuple(msgs) + (rendered, prompt), (), max_tokens=4096, seed=3000)
+    assert c.content.count(INV.text.rstrip(".")) == 1, c.content
+    assert '"}' not in c.content and "Keep every constraint" not in c.content and "Do not copy" not in c.content

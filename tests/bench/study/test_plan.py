@@ -204,4 +204,5 @@ def test_an_ablation_sweep_plans_each_switch_as_its_own_trial():
         entries = plan_trials(master, planned_jobs(master) or [])
     points = sorted(e["sensitivity_point"] for e in entries)
     assert points == sorted(f"ablation={a}" for a in ("none", "recall_decay", "temptation", "stale_memory",
-                                                        "summariser_loss", "drift_kinds"))
+                                                        "summariser_loss", "exploration", "competence",
+                                                        "drift_kinds"))

@@ -1,0 +1,96 @@
+"""Task family as a level of the analysis: per-family effects, a heterogeneity test, and the
+variance decomposition of success.
+
+Per family: the paired success difference of each strategy against the reference in each arm
+(same pairs as `tables.success_vs_reference`), and across families Cochran's Q on those
+differences, each weighted by the inverse of its variance (Connor's, (psi - d^2) / n, with
+half a discordant pair added to an empty cell so a family with no disagreement still has a
+variance), with I^2 = max(0, (Q - df) / Q). A small p says the pooled effect hides families
+that go different ways: report them apart.
+
+Variance decomposition (linear probability model): success's sum of squares split into
+family, seed within family, strategy, arm, strategy x arm, strategy x family, and the rest
+(reps and higher interactions). In a balanced study these terms are orthogonal, so the shares
+add up; `balanced` says whether the study was. With several reps, `seed_icc` is the mean over
+cells of the within-seed correlation of reps: near 0, the "seed" share is the draws' luck,
+not task difficulty.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
+
+from analysis import power as P
+from analysis.load import CELL, PAIR_KEY
+
+FAMILY = "task_family"
+
+
+def _paired(trials: pd.DataFrame, reference: str) -> pd.DataFrame:
+    base = trials.loc[trials["strategy"] == reference, ["arm", *PAIR_KEY, "success"]]
+    other = trials.loc[trials["strategy"] != reference, ["arm", "strategy", *PAIR_KEY, "success"]]
+    return other.merge(base, on=["arm", *PAIR_KEY], suffixes=("", "_ref"))
+
+
+def per_family(trials: pd.DataFrame, reference: str = "raw") -> pd.DataFrame:
+    """One row per (arm, strategy, family): pairs, rates, difference and its variance."""
+    p = _paired(trials, reference)
+    rows = []
+    for (arm, strategy, family), g in p.groupby(["arm", "strategy", FAMILY], sort=True):
+        x, y = g["success"].astype(float), g["success_ref"].astype(float)
+        n, b, c = len(g), int(((x - y) > 0).sum()), int(((x - y) < 0).sum())
+        d = (b - c) / n
+        bb, cc = (b, c) if b + c else (0.25, 0.25)
+        var = max((bb + cc) / n - ((bb - cc) / n) ** 2, 1e-12) / n
+        rows.append({"arm": arm, "strategy": strategy, "family": family, "n_pairs": n, "rate": x.mean(),
+                     "rate_ref": y.mean(), "diff": d, "var": var, "b": b, "c": c})
+    return pd.DataFrame(rows)
+
+
+def heterogeneity(fam: pd.DataFrame) -> pd.DataFrame:
+    """Cochran's Q across families per (arm, strategy), with I^2 and the pooled (fixed-effect) difference."""
+    rows = []
+    for (arm, strategy), g in fam.groupby(["arm", "strategy"], sort=True):
+        w = 1.0 / g["var"].to_numpy()
+        d = g["diff"].to_numpy()
+        pooled = float((w * d).sum() / w.sum())
+        q = float((w * (d - pooled) ** 2).sum())
+        df = len(g) - 1
+        rows.append({"arm": arm, "strategy": strategy, "families": len(g), "pooled_diff": pooled,
+                     "Q": q, "df": df, "p": float(st.chi2.sf(q, df)) if df > 0 else math.nan,
+                     "I2": max(0.0, (q - df) / q) if q > 0 else 0.0,
+                     "by_family": ", ".join(f"{f} {x:+.2f}" for f, x in zip(g["family"], d, strict=True))})
+    return pd.DataFrame(rows)
+
+
+def _ss(y: pd.Series, frame: pd.DataFrame, keys: list[str]) -> float:
+    """Sum of squares of the group means of `keys` around the grand mean, weighted by group size."""
+    g = y.groupby([frame[k] for k in keys])
+    return float((g.transform("mean") - y.mean()).pow(2).sum())
+
+
+def variance(trials: pd.DataFrame) -> pd.DataFrame:
+    """Shares of success's sum of squares (linear probability model), with `balanced` and `seed_icc` in attrs."""
+    t = trials.assign(task=trials[FAMILY].astype(str) + "#" + trials["task_seed"].astype(str))
+    y = t["success"].astype(float)
+    total = float((y - y.mean()).pow(2).sum())
+    ss = {"family": _ss(y, t, [FAMILY]), "strategy": _ss(y, t, ["strategy"]), "arm": _ss(y, t, ["arm"])}
+    ss["seed (within family)"] = _ss(y, t, ["task"]) - ss["family"]
+    ss["strategy x arm"] = _ss(y, t, list(CELL)) - ss["strategy"] - ss["arm"]
+    ss["strategy x family"] = _ss(y, t, ["strategy", FAMILY]) - ss["strategy"] - ss["family"]
+    ss["residual (reps, other interactions)"] = total - sum(ss.values())
+    out = pd.DataFrame({"term": list(ss), "sum_sq": list(ss.values())})
+    out["share"] = out["sum_sq"] / total if total > 0 else math.nan
+    cells = t.groupby([*CELL, "task"]).size()
+    out.attrs["balanced"] = bool(cells.nunique() == 1 and len(cells) == t[list(CELL)].drop_duplicates().shape[0]
+                                 * t["task"].nunique())
+    out.attrs["reps"] = int(cells.min()) if len(cells) else 0
+    iccs = [P.icc_oneway(g["success"].astype(float), g["task"]) for _, g in t.groupby(list(CELL))]
+    iccs = [x for x in iccs if not math.isnan(x)]
+    out.attrs["seed_icc"] = float(np.mean(iccs)) if iccs else math.nan
+    out.attrs["n"] = len(t)
+    return out
