@@ -80,6 +80,8 @@ class StudyCallback(Callback):
         self.launcher_pid = 0
         self._job_started = 0.0
         self._env_before: str | None = None
+        self.budget: Any = None  # bench.tracking.budget.Budget when study.budget_* is set
+        self.ledger: str | None = None
 
     # -- in the launching process --------------------------------------------------------
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -118,12 +120,36 @@ class StudyCallback(Callback):
                 for e in [e for e in entries if not e.get("config_hash")][:5]:
                     log.warning("[study %s] planned job %s will crash: %s (%s)", self.study, e["job"], e["error"],
                                 " ".join(e["overrides"]))
+        self._open_budget(config)
         try:
             self.parent_run_id = open_study_run(config, self.study, jobs, entries)
         except Exception:  # tracking trouble shows up again, loudly, in the first trial
             log.warning("[study %s] could not create the study's parent run", self.study, exc_info=True)
         log.info("[study %s] %s trials planned; progress in %s", self.study,
                  self.total if self.total is not None else "?", self.progress_path)
+
+    def _open_budget(self, config: DictConfig) -> None:
+        """With study.budget_*: the ledger seeded with what earlier invocations spent, and the estimate."""
+        from bench.tracking import budget as B
+
+        self.budget = B.Budget.from_study(OmegaConf.to_container(config.study, resolve=True))  # type: ignore[arg-type]
+        if self.budget is None:
+            return
+        path = B.ledger_path(str(config.results_dir), self.study)
+        self.ledger = str(path)
+        usd, tokens, ended = B.spent_so_far(str(config.tracking.uri), str(config.tracking.experiment), self.study)
+        state = B.seed(path, usd, tokens, ended)
+        remaining = None if self.total is None else max(self.total - ended, 0)
+        log.info("[study %s] %s, for %s trials still to run", self.study, B.describe(self.budget, state, remaining),
+                 "?" if remaining is None else remaining)
+
+    def _budget_line(self, s: dict[str, Any]) -> str:
+        if self.budget is None or self.ledger is None:
+            return ""
+        from bench.tracking import budget as B
+
+        remaining = None if s["total"] is None else s["total"] - s["done"] + s["counts"].get(B.BUDGET_EXHAUSTED, 0)
+        return " | " + B.describe(self.budget, B.read(Path(self.ledger)), remaining)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self._env_before is None:
@@ -132,10 +158,16 @@ class StudyCallback(Callback):
             os.environ[STUDY_ENV] = self._env_before
         records = read_progress(Path(self.progress_path)) if self.progress_path else []
         s = summarize(records, self.total, time.time() - self.started_wall)
-        log.info(progress_line(self.study, s).replace("done:", "finished:", 1))
+        log.info(progress_line(self.study, s).replace("done:", "finished:", 1) + self._budget_line(s))
+        unstarted = s["counts"].get("budget_exhausted", 0)
+        if unstarted:
+            log.warning("[study %s] ended: budget_exhausted, %d trial(s) not started; rerun with a larger "
+                        "study.budget_usd / study.budget_tokens to run them (the finished ones are kept)",
+                        self.study, unstarted)
         if self.progress_path:
             (Path(self.progress_path).parent / "study.json").write_text(json.dumps(
-                {"study": self.study, **s, "parent_run_id": self.parent_run_id}, indent=2))
+                {"study": self.study, **s, "parent_run_id": self.parent_run_id,
+                 "end": "budget_exhausted" if unstarted else "complete"}, indent=2))
         crashed = [r for r in records if r.get("outcome") == "crashed"]
         if self.parent_run_id:
             with contextlib.suppress(Exception):
@@ -175,8 +207,8 @@ class StudyCallback(Callback):
                 job_return.status = JobStatus.COMPLETED
                 job_return.return_value = math.nan
         elif isinstance(result, TrialResult):
-            outcome = ("running_elsewhere" if result.status == "running" else "skipped") if result.skipped \
-                else result.status
+            outcome = ({"running": "running_elsewhere", "budget_exhausted": "budget_exhausted"}.get(
+                result.status, "skipped")) if result.skipped else result.status
             record.update(outcome=outcome, run_id=result.run_id, reason=result.failure_reason)
         else:  # another task function (a test's): its truthiness is the verdict
             record.update(outcome="success" if result else "failure")
@@ -186,4 +218,4 @@ class StudyCallback(Callback):
         with contextlib.suppress(OSError):
             _append(path, record)
             s = summarize(read_progress(path), self.total, time.time() - self.started_wall)
-            log.info(progress_line(self.study, s))
+            log.info(progress_line(self.study, s) + self._budget_line(s))
