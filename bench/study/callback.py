@@ -34,6 +34,7 @@ import json
 import logging
 import math
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,17 @@ class StudyCallback(Callback):
         self.progress_path: str | None = None
         self.parent_run_id: str | None = None
         self.launcher_pid = 0
-        self._job_started = 0.0
+        self._job_started = threading.local()  # per thread: hydra/launcher=ctxbench_threads runs jobs as threads
         self._env_before: str | None = None
         self.budget: Any = None  # bench.tracking.budget.Budget when study.budget_* is set
         self.ledger: str | None = None
+
+    def __getstate__(self) -> dict[str, Any]:  # the launchers pickle the callback; a thread-local is not picklable
+        return {**self.__dict__, "_job_started": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._job_started = threading.local()
 
     # -- in the launching process --------------------------------------------------------
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -186,7 +194,7 @@ class StudyCallback(Callback):
         if not self.study:
             return
         os.environ[STUDY_ENV] = self.study  # a Ray or SLURM worker did not inherit it
-        self._job_started = time.monotonic()
+        self._job_started.t = time.monotonic()
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         if not self.study:  # a single run: its exception reaches the user, as without the callback
@@ -197,7 +205,7 @@ class StudyCallback(Callback):
 
         record: dict[str, Any] = {
             "job": OmegaConf.select(config, "hydra.job.num"), "overrides": list(job_return.overrides or []),
-            "wall_s": round(time.monotonic() - self._job_started, 2), "ts": time.time(),
+            "wall_s": round(time.monotonic() - getattr(self._job_started, "t", time.monotonic()), 2), "ts": time.time(),
             "host": os.uname().nodename, "pid": os.getpid(), "launcher_pid": self.launcher_pid}
         result = job_return._return_value  # the task function's return value, or its exception
         if job_return.status == JobStatus.FAILED:
