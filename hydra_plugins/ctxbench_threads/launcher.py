@@ -21,7 +21,6 @@ import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, run_job, setup_globals
 from hydra.plugins.launcher import Launcher
