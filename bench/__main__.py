@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 import hydra
@@ -25,7 +26,8 @@ def main(cfg: DictConfig) -> TrialResult:
     callback's on_job_end (in the worker that ran the trial), which records the outcome."""
     from bench.trial.runner import run
 
-    signal.signal(signal.SIGTERM, _terminate)
+    if threading.current_thread() is threading.main_thread():  # not in hydra/launcher=ctxbench_threads
+        signal.signal(signal.SIGTERM, _terminate)
     result = run(cfg)
     if result.skipped:
         print(f"skipped: already finished as run {result.run_id} ({result.status}); resume=false reruns it")

@@ -34,6 +34,7 @@ import json
 import logging
 import math
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,17 @@ class StudyCallback(Callback):
         self.progress_path: str | None = None
         self.parent_run_id: str | None = None
         self.launcher_pid = 0
-        self._job_started = 0.0
+        self._job_started = threading.local()  # per thread: hydra/launcher=ctxbench_threads runs jobs as threads
         self._env_before: str | None = None
+        self.budget: Any = None  # bench.tracking.budget.Budget when study.budget_* is set
+        self.ledger: str | None = None
+
+    def __getstate__(self) -> dict[str, Any]:  # the launchers pickle the callback; a thread-local is not picklable
+        return {**self.__dict__, "_job_started": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._job_started = threading.local()
 
     # -- in the launching process --------------------------------------------------------
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -118,12 +128,36 @@ class StudyCallback(Callback):
                 for e in [e for e in entries if not e.get("config_hash")][:5]:
                     log.warning("[study %s] planned job %s will crash: %s (%s)", self.study, e["job"], e["error"],
                                 " ".join(e["overrides"]))
+        self._open_budget(config)
         try:
             self.parent_run_id = open_study_run(config, self.study, jobs, entries)
         except Exception:  # tracking trouble shows up again, loudly, in the first trial
             log.warning("[study %s] could not create the study's parent run", self.study, exc_info=True)
         log.info("[study %s] %s trials planned; progress in %s", self.study,
                  self.total if self.total is not None else "?", self.progress_path)
+
+    def _open_budget(self, config: DictConfig) -> None:
+        """With study.budget_*: the ledger seeded with what earlier invocations spent, and the estimate."""
+        from bench.tracking import budget as B
+
+        self.budget = B.Budget.from_study(OmegaConf.to_container(config.study, resolve=True))  # type: ignore[arg-type]
+        if self.budget is None:
+            return
+        path = B.ledger_path(str(config.results_dir), self.study)
+        self.ledger = str(path)
+        usd, tokens, ended = B.spent_so_far(str(config.tracking.uri), str(config.tracking.experiment), self.study)
+        state = B.seed(path, usd, tokens, ended)
+        remaining = None if self.total is None else max(self.total - ended, 0)
+        log.info("[study %s] %s, for %s trials still to run", self.study, B.describe(self.budget, state, remaining),
+                 "?" if remaining is None else remaining)
+
+    def _budget_line(self, s: dict[str, Any]) -> str:
+        if self.budget is None or self.ledger is None:
+            return ""
+        from bench.tracking import budget as B
+
+        remaining = None if s["total"] is None else s["total"] - s["done"] + s["counts"].get(B.BUDGET_EXHAUSTED, 0)
+        return " | " + B.describe(self.budget, B.read(Path(self.ledger)), remaining)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self._env_before is None:
@@ -132,10 +166,16 @@ class StudyCallback(Callback):
             os.environ[STUDY_ENV] = self._env_before
         records = read_progress(Path(self.progress_path)) if self.progress_path else []
         s = summarize(records, self.total, time.time() - self.started_wall)
-        log.info(progress_line(self.study, s).replace("done:", "finished:", 1))
+        log.info(progress_line(self.study, s).replace("done:", "finished:", 1) + self._budget_line(s))
+        unstarted = s["counts"].get("budget_exhausted", 0)
+        if unstarted:
+            log.warning("[study %s] ended: budget_exhausted, %d trial(s) not started; rerun with a larger "
+                        "study.budget_usd / study.budget_tokens to run them (the finished ones are kept)",
+                        self.study, unstarted)
         if self.progress_path:
             (Path(self.progress_path).parent / "study.json").write_text(json.dumps(
-                {"study": self.study, **s, "parent_run_id": self.parent_run_id}, indent=2))
+                {"study": self.study, **s, "parent_run_id": self.parent_run_id,
+                 "end": "budget_exhausted" if unstarted else "complete"}, indent=2))
         crashed = [r for r in records if r.get("outcome") == "crashed"]
         if self.parent_run_id:
             with contextlib.suppress(Exception):
@@ -154,7 +194,7 @@ class StudyCallback(Callback):
         if not self.study:
             return
         os.environ[STUDY_ENV] = self.study  # a Ray or SLURM worker did not inherit it
-        self._job_started = time.monotonic()
+        self._job_started.t = time.monotonic()
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         if not self.study:  # a single run: its exception reaches the user, as without the callback
@@ -165,7 +205,7 @@ class StudyCallback(Callback):
 
         record: dict[str, Any] = {
             "job": OmegaConf.select(config, "hydra.job.num"), "overrides": list(job_return.overrides or []),
-            "wall_s": round(time.monotonic() - self._job_started, 2), "ts": time.time(),
+            "wall_s": round(time.monotonic() - getattr(self._job_started, "t", time.monotonic()), 2), "ts": time.time(),
             "host": os.uname().nodename, "pid": os.getpid(), "launcher_pid": self.launcher_pid}
         result = job_return._return_value  # the task function's return value, or its exception
         if job_return.status == JobStatus.FAILED:
@@ -175,8 +215,8 @@ class StudyCallback(Callback):
                 job_return.status = JobStatus.COMPLETED
                 job_return.return_value = math.nan
         elif isinstance(result, TrialResult):
-            outcome = ("running_elsewhere" if result.status == "running" else "skipped") if result.skipped \
-                else result.status
+            outcome = ({"running": "running_elsewhere", "budget_exhausted": "budget_exhausted"}.get(
+                result.status, "skipped")) if result.skipped else result.status
             record.update(outcome=outcome, run_id=result.run_id, reason=result.failure_reason)
         else:  # another task function (a test's): its truthiness is the verdict
             record.update(outcome="success" if result else "failure")
@@ -186,4 +226,4 @@ class StudyCallback(Callback):
         with contextlib.suppress(OSError):
             _append(path, record)
             s = summarize(read_progress(path), self.total, time.time() - self.started_wall)
-            log.info(progress_line(self.study, s))
+            log.info(progress_line(self.study, s) + self._budget_line(s))

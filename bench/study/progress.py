@@ -51,7 +51,7 @@ def summarize(records: Sequence[Mapping[str, Any]], total: int | None, elapsed_s
         latest[r.get("job")] = r
     counts = Counter(str(r.get("outcome")) for r in latest.values())
     done = len(latest)
-    executed = done - counts["skipped"] - counts["running_elsewhere"]
+    executed = done - counts["skipped"] - counts["running_elsewhere"] - counts["budget_exhausted"]
     remaining = (total - done) if total is not None else None
     eta = None
     if remaining is not None and executed > 0 and elapsed_s > 0:
@@ -68,7 +68,8 @@ def progress_line(study: str, s: Mapping[str, Any]) -> str:
     return (f"[study {study}] {s['done']}/{total}{pct} done: {c.get('success', 0)} ok, "
             f"{c.get('failure', 0)} failed, {c.get('error', 0) + c.get('killed', 0)} infra errors, "
             f"{c.get('crashed', 0)} crashed, {c.get('skipped', 0) + c.get('running_elsewhere', 0)} skipped"
-            f" | elapsed {_fmt_s(s['elapsed_s'])}, ETA {eta}")
+            + (f", {c['budget_exhausted']} not started (budget)" if c.get("budget_exhausted") else "")
+            + f" | elapsed {_fmt_s(s['elapsed_s'])}, ETA {eta}")
 
 
 def read_progress(path: Path) -> list[dict[str, Any]]:

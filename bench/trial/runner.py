@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from bench.providers.base import Provider
 from bench.sandbox import create as create_sandbox
 from bench.sandbox import pool, sweep
 from bench.sandbox.base import Sandbox, SandboxConfig
-from bench.tracking import tracing
+from bench.tracking import budget, tracing
 from bench.tracking.runs import TrialRun, previous_runs, trial_claim
 from bench.tracking.task_input import log_task_input
 from bench.trial.checkcache import CheckCache
@@ -63,9 +64,11 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
     """One trial; its result is also the Hydra job's return value (bench/__main__.py)."""
     tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
     parts = prepare(tcfg)
+    gate = budget.Gate.for_trial(tcfg.resolved.get("study") or {}, tcfg.results_dir, tcfg.study)
     with contextlib.ExitStack() as stack:
         stack.callback(_close_quietly, parts.provider)
-        claimed = claim(tcfg, parts.task)
+        stack.callback(gate.release)  # a reservation never outlives the trial, settled or not
+        claimed = claim(tcfg, parts.task, gate)
         if isinstance(claimed, TrialResult):
             return claimed
         trial = Trial(tcfg, parts.task, claimed)
@@ -75,6 +78,7 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
                 play(trial, parts)
         finally:
             finish(trial)
+            gate.settle(trial.outcome.cost_usd, trial.outcome.usage.prompt + trial.outcome.usage.output)
         return trial.result()
 
 
@@ -107,13 +111,23 @@ def arm_window(tcfg: TrialConfig) -> int:
     return min(tcfg.arm.window, model) if tcfg.arm.window else model
 
 
-def claim(tcfg: TrialConfig, task: TaskSpec) -> TrialRun | TrialResult:
-    """This trial's new MLflow run, or the result of the earlier run that makes it unnecessary."""
-    with trial_claim(tcfg.results_dir):  # check-then-create is atomic across this host's processes
-        earlier = resume_or_skip(tcfg) if tcfg.resume else None
-        if earlier is not None:
-            return earlier
-        run = TrialRun(tcfg, {"task_id": task.task_id})
+def claim(tcfg: TrialConfig, task: TaskSpec, gate: budget.Gate) -> TrialRun | TrialResult:
+    """This trial's new MLflow run, or the result of the earlier run that makes it unnecessary,
+    or `budget_exhausted` (no run: a rerun with a larger budget starts it)."""
+    while True:
+        with trial_claim(tcfg.results_dir):  # check-then-create is atomic across this host's processes
+            earlier = resume_or_skip(tcfg) if tcfg.resume else None
+            if earlier is not None:
+                return earlier
+            verdict = gate.admit()
+            if verdict == budget.ADMITTED:
+                run = TrialRun(tcfg, {"task_id": task.task_id})
+                break
+            if verdict == budget.REFUSED:
+                log.info("%s: not started, the study's budget is spent", tcfg.run_name)
+                return TrialResult("", budget.BUDGET_EXHAUSTED, False, budget.BUDGET_EXHAUSTED, 0, Path(""),
+                                   skipped=True)
+        time.sleep(budget.PILOT_POLL_S)  # the pilot trial runs alone; wait outside the lock
     log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column; never raises
     return run
 
