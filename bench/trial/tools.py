@@ -30,8 +30,8 @@ from bench.core.outcomes import TrialFailed
 from bench.core.render import file_block
 from bench.core.toolspecs import TOOLS
 from bench.sandbox.base import GitError, PathRefused, Sandbox, SandboxLost
-from bench.trial import git_tool
 from bench.sandbox.paths import AbsolutePath
+from bench.trial import git_tool
 from bench.trial.certify import HarnessCopy, scrub
 
 MAX_GREP_LINES = 200
