@@ -70,7 +70,9 @@ def run(git_dir: Path, workdir: Path, home: Path, args: tuple[str, ...],
             proc.kill()
             raise GitError(f"git {' '.join(args)[:200]} {why}")
     if proc.returncode != 0:
-        raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {_text(err).strip()}")
+        # The scratch dir's host path is none of the agent's business: named as the container sees it.
+        why = _text(err).strip().replace(str(workdir), "/work").replace(str(git_dir), "<git dir>")
+        raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {why}")
     return _text(out)
 
 
