@@ -103,18 +103,20 @@ def walk(root: str, skip: Callable[[str, str, os.stat_result], bool] | None = No
         rel = stack.pop()
         try:
             with os.scandir(os.path.join(root, rel) if rel else root) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = []
+                for e in it:  # counted as listed: a directory of millions is refused, not held
+                    seen += 1
+                    if seen > MAX_ENTRIES:
+                        raise ContentError(f"the working copy holds more than {MAX_ENTRIES} entries")
+                    entries.append(e)
         except FileNotFoundError:  # the caller removed it
             continue
         subdirs = []
-        for e in entries:
+        for e in sorted(entries, key=lambda e: e.name):
             path = f"{rel}/{e.name}" if rel else e.name
             st = e.stat(follow_symlinks=False)
             if skip is not None and skip(rel, e.name, st):
                 continue
-            seen += 1
-            if seen > MAX_ENTRIES:
-                raise ContentError(f"the working copy holds more than {MAX_ENTRIES} entries")
             if stat.S_ISDIR(st.st_mode) and path.count("/") >= MAX_DEPTH:
                 raise ContentError(f"the working copy is deeper than {MAX_DEPTH} levels ({path[:80]}...)")
             readable(e.path, st)

@@ -11,14 +11,17 @@
   attribute that changes what git reads or writes (working-tree-encoding, filters, eol,
   text, ident, diff/merge drivers): a `.gitattributes` of the agent's cannot make `git add`
   fail or run a driver.
-* Every call has its own timeout (TIMEOUT_S): a hang on the agent's content ends here, with
-  or without the trial's watchdog, as a GitError (the agent's: content.ContentError).
+* Every call has its own timeout (TIMEOUT_S) and output bound (MAX_OUTPUT_BYTES): a hang or
+  a flood on the agent's content ends here, with or without the trial's watchdog, as a
+  GitError (the agent's: content.ContentError).
 """
 
 from __future__ import annotations
 
 import os
+import selectors
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from .content import ContentError
 
 FIXED_DATE = "2000-01-01T00:00:00+0000"
 TIMEOUT_S = 60.0  # one git call on a task repository takes milliseconds
+MAX_OUTPUT_BYTES = 256 << 20  # what one git call may print (the final diff of a huge working copy)
 # Build artefacts the sandbox produces; they must not change tree shas or file listings.
 EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n/.ctxbench/\n"
 CONFIG = ("[core]\n\thooksPath = /dev/null\n\tfsmonitor = false\n\tautocrlf = false\n\tuntrackedCache = false\n"
@@ -59,11 +63,47 @@ def run(git_dir: Path, workdir: Path, home: Path, args: tuple[str, ...],
         "GIT_COMMITTER_NAME": "ctxbench", "GIT_COMMITTER_EMAIL": "harness@ctxbench.invalid",
         **(env or {}),
     }
-    try:
-        proc = subprocess.run(["git", *args], cwd=workdir, env=full_env, capture_output=True,
-                              encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git {' '.join(args)[:200]} did not finish within {TIMEOUT_S:g}s") from None
+    with subprocess.Popen(["git", *args], cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        out, err, why = _bounded(proc)
+        if why:
+            proc.kill()
+            raise GitError(f"git {' '.join(args)[:200]} {why}")
     if proc.returncode != 0:
-        raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
-    return proc.stdout
+        # The scratch dir's host path is none of the agent's business: named as the container sees it.
+        why = _text(err).strip().replace(str(workdir), "/work").replace(str(git_dir), "<git dir>")
+        raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {why}")
+    return _text(out)
+
+
+def _bounded(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes, str]:
+    """stdout and stderr of `proc` until it exits, or why it was stopped: past TIMEOUT_S, or
+    past MAX_OUTPUT_BYTES (the diff of a working copy full of large files)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    bufs: dict[int, bytearray] = {}
+    with selectors.DefaultSelector() as sel:
+        for stream in (proc.stdout, proc.stderr):
+            assert stream is not None
+            sel.register(stream, selectors.EVENT_READ)
+            bufs[stream.fileno()] = bytearray()
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return b"", b"", f"did not finish within {TIMEOUT_S:g}s"
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                bufs[key.fd] += chunk
+                if len(bufs[key.fd]) > MAX_OUTPUT_BYTES:
+                    return b"", b"", f"printed more than {MAX_OUTPUT_BYTES} bytes"
+    try:
+        proc.wait(max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return b"", b"", f"did not finish within {TIMEOUT_S:g}s"
+    assert proc.stdout is not None and proc.stderr is not None
+    return bytes(bufs[proc.stdout.fileno()]), bytes(bufs[proc.stderr.fileno()]), ""
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")

@@ -182,3 +182,11 @@ def test_any_failure_on_the_agents_files_is_a_content_error(wc, monkeypatch):
         wc.commit("x", "a <a@b.c>")
     assert isinstance(info.value, KeyError) and isinstance(info.value.__cause__, KeyError)
     assert classify(info.value) == ("content_error", "KeyError: 'something no one listed'")
+
+
+def test_host_git_output_is_bounded(wc, monkeypatch):
+    wc.write_file("src/app.py", "y = 2\n" * 2000)
+    monkeypatch.setattr(hostgit, "MAX_OUTPUT_BYTES", 4096)
+    with pytest.raises(GitError, match="printed more than 4096 bytes"):
+        wc.git("diff")
+    assert wc.git("status", "--porcelain").strip() == "M src/app.py"  # under the bound: unchanged

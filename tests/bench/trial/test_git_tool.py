@@ -93,3 +93,9 @@ def test_edit_file_on_a_1tib_sparse_file_is_a_tool_error(tools, box):
     assert not out.ok and out.error == "io_error" and "larger than" in out.text
     assert tools.call("read_file", {"path": "big.py"}).error == "binary_output"
     assert time.monotonic() - start < 5
+
+
+def test_git_errors_do_not_name_host_paths(tools, box):
+    out = tools.call("git", {"subcommand": "log", "args": ["--", "../../etc/passwd"]})
+    assert not out.ok and "outside repository" in out.text
+    assert str(box.workdir) not in out.text and "/work" in out.text
