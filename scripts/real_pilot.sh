@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 BIN=.venv/bin
 STUDY=${STUDY:-real-pilot}
 SEEDS=${SEEDS:-1,2}
-STEPS=${STEPS:-2}
+STEPS=${STEPS:-6}
 export CTXBENCH_LOCAL_PORT=${PORT:-8091}
 
 $BIN/python -m bench.local serve --port "$CTXBENCH_LOCAL_PORT" &
@@ -21,7 +21,7 @@ done
 
 # One worker: the server has one slot, and every trial reuses the prompt prefix it holds.
 $BIN/python -m bench -m model=smollm2 strategy=raw,ledger,compaction arm=baseline,compaction \
-  task.seed="$SEEDS" ++task.size.steps="$STEPS" limits.max_turns=8 limits.max_turns_per_step=4 \
+  task.seed="$SEEDS" ++task.size.steps="$STEPS" ++task.size.filler=0 limits.max_turns=8 limits.max_turns_per_step=4 \
   study.name="$STUDY"
 $BIN/python -m analysis.report study="$STUDY"
 $BIN/python -m analysis.calibrate "$STUDY" --name smollm2_pilot

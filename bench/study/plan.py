@@ -22,6 +22,8 @@ from typing import Any
 
 from omegaconf import DictConfig, open_dict, read_write
 
+from bench.core.identity import model_identity
+
 # Keys that never make a different study of a plain multirun (a rerun with resume=false is
 # still the same study).
 _NAME_IGNORES = ("resume",)
@@ -120,7 +122,7 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
                 tcfg = load(cfg)
                 entry.update(config_hash=tcfg.config_hash, strategy=str(tcfg.strategy["name"]),
                              arm=tcfg.arm.name, task_family=tcfg.task.family, task_seed=tcfg.task.seed,
-                             rep=tcfg.rep, model=str(tcfg.model.get("name", "")),
+                             rep=tcfg.rep, model=model_identity(tcfg.model),
                              sensitivity_point=_point(tcfg.resolved))
             except Exception as exc:
                 entry.update(config_hash=None, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])

@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.config import TrialConfig
 from bench.core import redact
+from bench.core.identity import model_identity
 
 MAX_PARAM_CHARS = 500  # MLflow's limit on a param value
 BATCH = 900  # MLflow's log_batch takes at most 1000 metrics
@@ -158,7 +159,9 @@ class TrialRun:
         exp = experiment_id(self.client, cfg.tracking.experiment, cfg.tracking.artifact_root)
         tags = {"ctxbench.kind": "trial", "study": cfg.study, "strategy": str(cfg.strategy["name"]),
                 "arm": cfg.arm.name, "task_family": cfg.task.family, "task_seed": str(cfg.task.seed),
-                "rep": str(cfg.rep), "model": str(cfg.model.get("name", "")), "status": "running",
+                "rep": str(cfg.rep), "model": model_identity(cfg.model), "model_name": str(cfg.model.get("name", "")),
+                "model_id": str(cfg.model.get("model_id") or ""), "model_endpoint": str(cfg.model.get("base_url") or ""),
+                "status": "running",
                 "failure_reason": "", "config_hash": cfg.config_hash, "git_sha": code_version(), "pid": str(os.getpid()),
                 "host": os.uname().nodename, **(cfg.sample or {}), **extra_tags}
         if cfg.study != "adhoc":

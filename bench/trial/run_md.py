@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import TrialConfig
+from bench.core.identity import model_identity
 from bench.trial.loop import Outcome
 from tasks.spec import TaskSpec
 
@@ -21,14 +22,15 @@ def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Outcome, statu
         "",
         f"- status: **{status}**" + (f" ({o.failure_reason})" if o.failure_reason else ""),
         f"- task: `{task.task_id}` — {task.title}",
-        f"- strategy `{cfg.strategy['name']}`, arm `{cfg.arm.name}`, model `{cfg.model.get('name')}`, rep {cfg.rep}",
+        f"- strategy `{cfg.strategy['name']}`, arm `{cfg.arm.name}`, model `{model_identity(cfg.model)}`, rep {cfg.rep}",
         f"- steps passed: {o.steps_passed}/{len(task.steps)}; turns: {o.turns}; "
         f"prompt tokens: {o.usage.prompt} (cache reads {o.usage.cache_read}); cost: ${o.cost_usd:.4f}",
         f"- compactions {o.counts.get('compactions', 0)}, context truncations "
         f"{o.counts.get('context_truncations', 0)}, drift events {o.counts.get('drift_events', 0)}, "
         f"invariant violations {o.counts.get('invariant_violations', 0)}, policy violations "
         f"{o.counts.get('policy_violations', 0)}",
-        f"- final tree: `{o.final_tree_sha}`; config hash `{cfg.config_hash}`",
+        f"- final tree: {f'`{o.final_tree_sha}`' if o.final_tree_sha else '(not recorded: the sandbox did not answer)'}; "
+        f"config hash `{cfg.config_hash}`",
         "",
         "## Plan",
         "",

@@ -179,8 +179,16 @@ def play(trial: Trial, parts: Parts) -> None:
                 loop.run()
             except TrialFailed as exc:  # a verdict: the final tree is still recorded
                 trial.fail(exc.reason, exc.detail)
-            trial.outcome.final_tree_sha = sandbox.tree_sha()
-            trial.final_diff = sandbox.git("diff", sandbox.base_commit)
+            except Exception:  # e.g. provider_error: the tree as the model left it, if the sandbox answers
+                with contextlib.suppress(Exception):
+                    final_tree(trial, sandbox)
+                raise
+            final_tree(trial, sandbox)
+
+
+def final_tree(trial: Trial, sandbox: Sandbox) -> None:
+    trial.outcome.final_tree_sha = sandbox.tree_sha()
+    trial.final_diff = sandbox.git("diff", sandbox.base_commit)
 
 
 def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> TrialLoop:

@@ -25,11 +25,14 @@ def test_the_wall_budget_ends_a_real_call_as_timeout_and_is_not_retried(llama, t
     previous test's) outlives the budget; it was retried as a network timeout and ended as
     output_truncation after 22 s."""
     caplog.set_level(logging.WARNING)
-    _, result, _, wall = real_trial(llama, tmp_path, monkeypatch, "strategy=raw", "limits.trial_timeout_s=3",
-                                    "limits.max_turns=50", "limits.max_turns_per_step=25")
+    _, result, records, wall = real_trial(llama, tmp_path, monkeypatch, "strategy=raw", "limits.trial_timeout_s=3",
+                                          "limits.max_turns=50", "limits.max_turns_per_step=25")
     assert (result.failure_reason, result.outcome_class) == ("timeout", AGENT)
     assert "retrying" not in caplog.text
-    assert wall < 3 + 5 + 5 + 20, wall  # deadline + grace + one repeat + sandbox start and recording
+    # From the log's first to its last record: the deadline, the watchdog's grace, one repeat.
+    played = records[-1]["t"]["ts"] - records[0]["t"]["ts"]
+    assert played < 3 + 5 + 5 + 2, played
+    assert wall < 180, wall  # with the sandbox's start and the recording, on a loaded machine
 
 
 def test_llama_cpp_overflow_is_a_context_overflow(llama):

@@ -5,7 +5,7 @@ success, never an infrastructure failure for what the model did), its log verifi
 carries the server's own token count next to the harness's, and no request the harness sent
 after the first was larger than the configured window by the server's count.
 
-Each trial is small (two steps, at most four turns) and the server keeps the shared prompt prefix
+Each trial is small (six steps of the smallest size, at most four turns) and the server keeps the shared prompt prefix
 in its one slot: the first turn of the session pays the prefill (14-42 s on 2 cores)."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ ROWS = Path(__file__).resolve().parents[3] / "results" / "real_trials.jsonl"
 
 def real_trial(llama: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *over: str):
     monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
-    cfg = load(compose(["model=smollm2", f"model.base_url={llama.url}/v1", "++task.size.steps=2",
+    cfg = load(compose(["model=smollm2", f"model.base_url={llama.url}/v1", "++task.size.steps=6", "++task.size.filler=0",
                         "limits.max_turns=4", "limits.max_turns_per_step=2", "limits.trial_timeout_s=180",
                         f"study.name=real-{uuid.uuid4().hex[:6]}", *over]))
     t0 = time.monotonic()
@@ -51,9 +51,9 @@ def test_a_real_model_meets_the_harness(strategy, arm, llama, tmp_path, monkeypa
     # A verdict, never an exclusion: nothing a model says may become an infrastructure failure.
     assert result.outcome_class in (SUCCESS, AGENT), (result.failure_reason, result.outcome_class)
     assert result.outcome_class != INFRA and not result.skipped
-    problems, _ = verify(result.events_path)
-    assert problems == 0
+    rebuilt, problems = verify(result.events_path)  # every context rebuilt from the log
     mc = calls(records)
+    assert problems == [] and rebuilt == len([r for r in records if r["kind"] == "context"])
     assert mc and result.turns >= 1
     names = {t.name for t in TOOLS}
     for c in mc:  # the server counted every request; the harness counted the whole request too
