@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis import accounting, appendix, mismatch, tables
+from analysis import accounting, appendix, channels, mismatch, tables
 from analysis.load import Runs
 
 
@@ -81,5 +81,5 @@ def analyse(runs: Runs, reference: str = "raw", reference_arm: str = "baseline",
         divergence=mismatch.divergence_summary(across) if divergence == "all" else pd.DataFrame(),
         instrument={"recovery": appendix.recovery(t), "expected": appendix.expected_vs_observed(t),
                     "seed_share": appendix.seed_share(t), "ablations": appendix.ablations(t),
-                    "invariants_from": appendix.invariants_from(t)},
+                    "invariants_from": appendix.invariants_from(t), "channels": channels.listing(t)},
     )

@@ -25,17 +25,26 @@ from analysis.load import CELL, sort_cells
 
 RECOVERY = ("first_attempt_pass_rate", "recovered_failures", "turns_to_recover", "stale_edits",
             "invariant_recall", "tidy_ups")
-MECHANISMS = ("recall_decay", "temptation", "stale_memory", "summariser_loss")
+MECHANISMS = ("recall_decay", "temptation", "stale_memory", "summariser_loss", "exploration", "competence")
+CARRIERS = ("ledger", "subagent")  # the strategies with `invariants_from`
 
 
 def _col(t: pd.DataFrame, name: str, default: object = None) -> pd.Series:
     return t[name] if name in t else pd.Series(default, index=t.index)
 
 
+def _source(t: pd.DataFrame) -> pd.Series:
+    """Where ledger's and subagent's carried invariants came from; a trial recorded before the
+    default became `model` (no param) carried the harness's."""
+    src = _col(t, "param.strategy.invariants_from").fillna("").astype(str)
+    return src.where((src != "") | ~t["strategy"].isin(CARRIERS), "harness")
+
+
 def variant(t: pd.DataFrame) -> pd.Series:
-    """The strategy, with `:model` when it carried only the model's hand-offs."""
-    src = _col(t, "param.strategy.invariants_from").fillna("")
-    return t["strategy"] + src.map(lambda s: ":model" if s == "model" else "")
+    """The strategy, with `:harness` when it also carried the harness-written invariants (a
+    labelled channel; the default carries only the model's hand-offs)."""
+    harness = (_source(t) == "harness") & t["strategy"].isin(CARRIERS)
+    return t["strategy"] + harness.map(lambda h: ":harness" if h else "")
 
 
 def ablation(t: pd.DataFrame) -> pd.Series:
@@ -130,7 +139,7 @@ def invariants_from(t: pd.DataFrame) -> pd.DataFrame:
     v = v.loc[v["strategy"].isin(("ledger", "subagent"))]
     if v.empty:
         return pd.DataFrame()
-    v = v.assign(source=_col(v, "param.strategy.invariants_from").fillna("harness"))
+    v = v.assign(source=_source(v))
     cols = {"n": ("success", "size"), "success": ("success", "mean")}
     cols.update({m: (m, "mean") for m in ("invariant_recall", "first_attempt_pass_rate", "tidy_ups") if m in v})
     out = v.groupby(["strategy", "source", "arm"]).agg(**cols).reset_index()
@@ -144,11 +153,16 @@ def markdown(a: dict, num, table) -> list[str]:
     sources = "" if side is None or side.empty else "Ledger and subagent in this report carried invariants from: " + \
         ", ".join(f"{src} ({int(n)} trials)" for src, n in side.groupby("source")["n"].sum().items()) + "."
     out = ["## Appendix: the instrument", "", *([sources, ""] if sources else []),
+           "### What each strategy showed beyond the transcript (its channels, docs/instrument.md §6)", "",
+           "Every strategy can reach the same facts through the tools (git status/log, read_file); a channel is "
+           "what a strategy puts in the context on its own, each a switch recorded with the run.", "",
+           table(a.get("channels")), "",
            "Measures from each trial's event log (bench/eventlog/measures.py, docs/instrument.md): first-attempt "
            "pass rate (steps whose first check passed), recovered failures and the turns they took, stale edits "
            "(an edit whose base was older than the file), invariant recall (share of in-force invariants the "
-           "context stated at each step's head), tidy-ups done. `strategy:model` carried only the model's own "
-           "hand-offs (`strategy.invariants_from=model`); plain ledger and subagent carried the harness's.", "",
+           "context stated at each step's head), tidy-ups done. `strategy:harness` carried the "
+           "harness-written invariants too (`strategy.invariants_from=harness`, a labelled channel; the default "
+           "carries only the model's own hand-offs).", "",
            "### Recovery and context, per cell (means)", "", table(a.get("recovery"))]
     exp = a.get("expected")
     out += ["### The sim's expected success in closed form against the observed rate", "",

@@ -45,17 +45,17 @@ def headline(after: pd.DataFrame, before: pd.DataFrame | None) -> pd.DataFrame:
 def main(argv: list[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     ap = argparse.ArgumentParser(prog="python -m analysis.fairness", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--study", required=True)
+    ap.add_argument("--study", action="append", required=True, help="a study to read (repeatable: its reps)")
     ap.add_argument("--before")
     ap.add_argument("--reference", default="raw")
     ap.add_argument("--before-uri", help="tracking uri of the before study (default: the same)")
     ap.add_argument("uri", nargs="?", default="tracking.uri=sqlite:///results/mlflow.db")
     a = ap.parse_args(argv)
     uri = a.uri.split("=", 1)[1]
-    after = _load(a.study, uri)
+    after = pd.concat([_load(s, uri) for s in a.study], ignore_index=True)
     before = _load(a.before, a.before_uri or uri) if a.before else None
     if after.empty:
-        print(f"analysis.fairness: study {a.study!r} has no finished trials at {uri}", file=sys.stderr)
+        print(f"analysis.fairness: studies {a.study} have no finished trials at {uri}", file=sys.stderr)
         return 2
     fmt = {"float_format": lambda x: f"{x:.3f}", "index": False}
     print(f"1. success per arm and strategy ({len(after)} trials after"

@@ -15,7 +15,8 @@ actually looks is a behaviour with a rate, one parameter each (conf/model/sim.ya
 What the outputs hold is read like any other text (perception): a commit message with a keep
 cue is a constraint statement; `git log` output is a drift cue naming the files it lists, so
 copies of those files held from before are re-read (action `_needed_reads`). Draws are keyed
-by (seed, step, attempt, what is looked at): common random numbers, like every other draw.
+by (seed, step, attempt, content: the step's header, the file's hash): common random numbers,
+like every other draw, and never shared by two tasks that happen to have the same seed.
 `model.mechanisms.exploration=false` sets all three rates to 0.
 """
 
@@ -53,9 +54,10 @@ def orient(b: Beliefs, p: SimParams, seed: int, sid: str) -> tuple[Call, ...]:
     """The look at history and status a step's first turn may start with (none if it says no)."""
     calls: list[Call] = []
     seen = last_head_seen(b)
-    if seen and draw(seed, sid, 0, "explore:changes", "look") < p.p_check_changes:
+    step = f"explore:{b.step_line}"  # by content: two tasks on one seed do not share the draw
+    if seen and draw(seed, sid, 0, step, "changes") < p.p_check_changes:
         calls.append(("git", {"subcommand": "log", "args": ["--stat", f"{seen}..HEAD"]}))
-    if draw(seed, sid, 0, "explore:history", "look") < p.p_look_history:
+    if draw(seed, sid, 0, step, "history") < p.p_look_history:
         calls = [("git", {"subcommand": "status", "args": ["--short"]}),
                  ("git", {"subcommand": "log", "args": ["--stat", "-n", str(int(p.history_depth))]})]
     return tuple(calls)

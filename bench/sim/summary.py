@@ -19,6 +19,9 @@ steps passed) draws afresh.
 
 from __future__ import annotations
 
+import re
+
+from bench.core import statements
 from bench.sim.params import SimParams
 from bench.sim.perception import Beliefs, CheckSeen, Said, Seen
 from bench.sim.recall import draw
@@ -33,10 +36,25 @@ def _check_line(c: CheckSeen) -> str:
     return f"[check:{c.step} failed" + (f" exit={c.code}]" if c.code is not None else "]")
 
 
-def _retention(p: SimParams, st: Said) -> float:
+def _retention(p: SimParams, st: Said, marked: bool) -> float:
     if st.in_task:
         return p.retain_task_invariant
-    return p.retain_invariant if st.marked else p.retain_fact
+    return p.retain_invariant if marked else p.retain_fact
+
+
+# A transcript rendered for the summariser shows tool calls as JSON (strategies/_common.py
+# `render_transcript`): a summariser reads the strings in it, not the quotes and brackets, so
+# `submit_step {"invariants":["X stays."],"notes":"..."}` states `X stays.` -- else the JSON
+# residue made each compaction copy the statement once more, escaped one level deeper, until
+# the summary outgrew the reply (oracle, strategy=compaction, arm=compaction).
+_JSON = re.compile(r'\\*"\s*[\[\]{}:,]*\s*\\*"|\\*"\s*[\[\]{}:,]+|[\[\]{}:,]+\s*\\*"')
+
+
+def _pieces(text: str) -> list[str]:
+    if '"' not in text:
+        return [text]
+    parts = (x.replace("\\n", " ").lstrip(' \\"{,').rstrip(' \\"{}[],') for x in _JSON.split(text))
+    return [x for x in parts if x and statements.KEEP_CUE.search(x)]
 
 
 def _bare(norm: str) -> str:
@@ -52,23 +70,21 @@ def summarise(b: Beliefs, p: SimParams, seed: int) -> str:
     first: dict[str, Seen] = {}
     for seen in b.facts:
         first.setdefault(seen.key, seen)
-    said: dict[str, Said] = {}
+    said: dict[str, tuple[Said, str]] = {}
     request = len(b.texts) - 1  # the compaction prompt: its own instructions are not facts of the task
     for st in b.said:
         if st.role != "system" and st.pos.msg != request:
-            # A transcript rendered as text shows tool calls as JSON: `... configurations."}` is
-            # the statement `... configurations.` (else every compaction copies it once more).
-            said.setdefault(_bare(st.norm), st)
+            for text in _pieces(st.text):
+                said.setdefault(_bare(statements.normal(text)), (st, text))
     verbatim, own_words = [], []
-    for st in said.values():
-        norm = st.norm  # the draw's key, as before the JSON residue was stripped
-        if not keep(f"said:{norm}", _retention(p, st)):
+    for st, text in said.values():
+        norm, marked = statements.normal(text), statements.marked(text)  # the draws' key: the words
+        if not keep(f"said:{norm}", _retention(p, st, marked)):
             continue
-        text = st.text.rstrip(' "\'}]\\')
-        if st.marked and draw(seed, f"said:{norm}", passed, "verbatim") < p.p_verbatim:
+        if marked and draw(seed, f"said:{norm}", passed, "verbatim") < p.p_verbatim:
             verbatim.append(text)
         else:
-            own_words.append("- " + text.split("] ", 1)[1] if st.marked else "- " + text)
+            own_words.append("- " + text.split("] ", 1)[1] if marked else "- " + text)
     plan = [f"[step:{s.key[5:]}] {s.text}" for k, s in first.items()
             if k.startswith("step:") and keep(k, p.retain_plan)]
 

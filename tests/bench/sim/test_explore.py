@@ -123,3 +123,24 @@ def test_common_random_numbers_are_a_switch():
     assert ind_a == removals(draws="independent", stream="raw/drift/none")  # still deterministic
     disagree = sum(a != b for a, b in zip(ind_a, ind_b, strict=True)) / len(SEEDS)
     assert abs(disagree - 0.5) < 0.08  # two independent p=0.5 draws disagree half the time
+
+
+def test_two_tasks_on_one_seed_do_not_share_the_looks_or_the_slips():
+    """Draws are keyed by content (the step's header, the files of the batch), not by the seed
+    and step id alone: families share seeds, and must not share their luck through them."""
+    from bench.sim.competence import slip
+    from bench.sim.explore import orient
+    from bench.sim.params import SimParams
+    from bench.sim.perception import perceive
+    from tasks.spec import Edit
+    from tests.helpers.sim_world import params
+
+    p = SimParams.from_mapping(params("sim", p_look_history=0.5, p_edit_error=0.5))
+    task = make_task(text_pad=0)
+    other = Message("user", render.current_step_block(task.steps[0]).replace("Give fetch a timeout", "Rename a key"))
+    a = [bool(orient(perceive(step_start(task)), p, s, "s01")) for s in SEEDS]
+    b = [bool(orient(perceive([*prefix(task), other]), p, s, "s01")) for s in SEEDS]
+    assert 0.35 < sum(x != y for x, y in zip(a, b, strict=True)) / len(SEEDS) < 0.65
+    x = [slip([Edit("a.py", "write", content="")], p, s, "s01", 0)[1] is None for s in SEEDS]
+    y = [slip([Edit("b.py", "write", content="")], p, s, "s01", 0)[1] is None for s in SEEDS]
+    assert 0.35 < sum(i != j for i, j in zip(x, y, strict=True)) / len(SEEDS) < 0.65
