@@ -98,6 +98,8 @@ def verdicts(results: Path, study: str) -> dict[str, dict[str, Any]]:
 
     client = MlflowClient(f"sqlite:///{results}/mlflow.db")
     exp = client.get_experiment_by_name("ctxbench")
+    if exp is None:
+        return {}
     out = {}
     for r in client.search_runs([exp.experiment_id], max_results=50000, filter_string=(
             f"tags.study = '{study}' and tags.`ctxbench.kind` = 'trial' and attributes.status = 'FINISHED'")):
