@@ -29,6 +29,9 @@ def main(cfg: DictConfig) -> TrialResult:
     if threading.current_thread() is threading.main_thread():  # not in hydra/launcher=ctxbench_threads
         signal.signal(signal.SIGTERM, _terminate)
     result = run(cfg)
+    if result.status == "budget_exhausted":
+        print("not started: the study's budget is spent (study.budget_usd / study.budget_tokens)")
+        return result
     if result.skipped:
         print(f"skipped: already finished as run {result.run_id} ({result.status}); resume=false reruns it")
         return result

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT
+from bench.perf import inflight
 from bench.perf.grid import GRID_TRIALS, SLICE_SEEDS, grid_run
 from bench.perf.phases import Phases as Phases  # re-exported: `make bench` tests import it from here
 from bench.perf.phases import instrumented_trial
@@ -180,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--exec-n", type=int, default=30)
     p.add_argument("--out", type=Path, default=None, help="default: <results>/bench.json")
     p.add_argument("--keep", action="store_true", help="keep the temp results dir")
+    p.add_argument("--inflight-trials", type=int, default=32, help="I/O-bound regime: trials in flight (0: skip)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     for noisy in ("mlflow", "alembic", "ctxbench", "bench"):
@@ -220,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         if not a.skip_grid:
             print(f"grid {'(full)' if a.grid_full else '(slice)'} with {a.n_jobs} workers ...", flush=True)
             report["grid"] = grid_run(tmp / "grid", a.grid_full, a.n_jobs)
+        if a.inflight_trials:  # 600 RPM, 1M input TPM, paced like a hosted model (bench/perf/inflight.py)
+            print(f"{a.inflight_trials} trials in flight against an emulated rate limit ...", flush=True)
+            report["inflight"] = inflight.inflight_run(tmp / "inflight", a.inflight_trials, a.inflight_trials,
+                                                       600, 1_000_000, 1.0)
     finally:
         if not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -269,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                       for k, v in phases.items())
     if g is not None and g.get("cpu_s_per_trial"):
         cpu = g["cpu_s_per_trial"]
-        text += (f"\n\nwhere the grid's time goes: CPU s per trial (cores busy {g['cores_busy']}; a 30-minute grid "
+        text += (f"\n\nCPU-bound regime: where the grid's time goes, CPU s per trial (cores busy {g['cores_busy']}; a 30-minute grid "
                  f"on {os.cpu_count()} cores allows {round(30 * 60 * (os.cpu_count() or 1) / GRID_TRIALS, 2)} s):\n")
         text += "\n".join(f"  {k:<40} {v if v is not None else 'unreadable'}" for k, v in cpu.items())
     text += (f"\n  per-process start (interpreter + imports): {report['process_start_s']} s, paid once per worker"
@@ -277,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
              f"{ex['in_container_pytest_start_ms_p50']} ms (per check)"
              f"\n  load average at start/end: {report['load_avg_start']} / {report['load_avg_end']} on "
              f"{report['cpus']} cpus")
+    if "inflight" in report:
+        text += "\n\n" + inflight.text(report["inflight"])
     report["table"] = text
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
