@@ -8,6 +8,7 @@ import pandas as pd
 
 from analysis import accounting, appendix, channels, mismatch, tables
 from analysis.load import Runs
+from analysis.token_check import token_accounting
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     planned: pd.DataFrame = field(default_factory=pd.DataFrame)  # every planned trial's state (accounting)
     instrument: dict = field(default_factory=dict)  # analysis/appendix.py: tables by name, and seed_share
+    tokens: pd.DataFrame = field(default_factory=pd.DataFrame)  # harness vs provider token counts (token_check)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every table of the report by CSV name (the trials themselves included)."""
@@ -43,6 +45,7 @@ class Analysis:
             "mismatch_within_cell": self.within, "mismatch_vs_baseline_pairs": self.across,
             "mismatch_attribution": self.attribution, "cache_vs_consistency": self.cache,
             "cost_per_success": self.cost, "excluded": self.excluded, "failure_reasons": self.failures,
+            "token_accounting": self.tokens,
             "planned_trials": self.planned,
             **({"trajectory_divergence": self.divergence} if not self.divergence.empty else {}),
             **{f"appendix_{k}": v for k, v in self.instrument.items() if isinstance(v, pd.DataFrame) and not v.empty},
@@ -79,6 +82,7 @@ def analyse(runs: Runs, reference: str = "raw", reference_arm: str = "baseline",
         cost=tables.cost_per_success(t), excluded=tables.excluded_summary(runs.excluded),
         failures=tables.failure_reasons(t), notes=notes, planned=planned,
         divergence=mismatch.divergence_summary(across) if divergence == "all" else pd.DataFrame(),
+        tokens=token_accounting(runs.curves),
         instrument={"recovery": appendix.recovery(t), "expected": appendix.expected_vs_observed(t),
                     "seed_share": appendix.seed_share(t), "ablations": appendix.ablations(t),
                     "invariants_from": appendix.invariants_from(t), "channels": channels.listing(t)},

@@ -214,6 +214,9 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
             + (f" — {a.variance.attrs['note']}" if "note" in a.variance.attrs else "") + ":", "",
             R.table(C.variance(a)),
             f"![tokens]({figs['tokens_per_turn']})", "", f"![latency]({figs['latency_per_turn']})", "",
+            "The harness's count of each request (messages and tool schemas) against the provider's, per model: "
+            "error = (provider − harness) / provider; the budget follows the provider's count once known:", "",
+            R.table(a.tokens) if not a.tokens.empty else "(no trial logged the harness's count)", "",
             "## 3. Mismatch", "", "### Within a cell (rep pairs on the same task seed)", "", R.table(_mismatch(a)),
             *_rep_rows(a, pages),
             f"### Against `{a.reference_arm}`", "", _attribution_text(a), "",

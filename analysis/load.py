@@ -33,7 +33,7 @@ FINAL_METRICS = (
 )
 CURVE_METRICS = (
     "prompt_tokens", "cached_tokens", "output_tokens", "context_tokens", "cumulative_tokens",
-    "turn_latency_s", "ttft_s",
+    "turn_latency_s", "ttft_s", "harness_tokens",
 )
 # Trials agreeing on PAIR_KEY but not on strategy/arm share their random draws
 # (common random numbers, docs/design.md §7), so they are compared as pairs; TASK_KEY is the

@@ -274,6 +274,7 @@ class TrialLoop:
             self.out.per_turn.append({
                 "prompt_tokens": reply.usage.prompt, "cached_tokens": reply.usage.cache_read,
                 "output_tokens": reply.usage.output, "context_tokens": tokens, "cumulative_tokens": cum,
+                "harness_tokens": harness,
                 "turn_latency_s": reply.latency_s, "ttft_s": reply.ttft_s})
         if reply.stop_reason == "max_tokens":
             self.out.counts["output_truncations"] += 1

@@ -4,17 +4,21 @@ server's count of what is sent besides the messages (defect 3)."""
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 
 import pytest
 
 from bench.config import compose, load
 from bench.core.outcomes import AGENT
+from bench.core.tokens import count_messages, count_text
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message
 from bench.providers import make_provider
 from bench.providers.base import ContextOverflow
-from tests.bench.real.test_real_trials import calls, real_trial
+from bench.trial import budget
+from tests.bench.real.test_real_trials import real_trial
 
 pytestmark = [pytest.mark.docker, pytest.mark.real]
 
@@ -47,15 +51,34 @@ def test_llama_cpp_overflow_is_a_context_overflow(llama):
         provider.close()
 
 
-def test_the_budget_holds_by_the_servers_count(llama, tmp_path, monkeypatch, docker_ready):
-    """Defect 3: a context the harness counted as 938 tokens overflowed a 2,048-token window. Here the
-    configured window is 2,048 (the server has 4,096, so it would not refuse): after the first
-    turn every request fits by the server's count, or the harness itself stops the trial."""
-    cfg, result, records, _ = real_trial(llama, tmp_path, monkeypatch, "strategy=raw", "model.window=2048")
-    assert result.outcome_class in ("success", AGENT), result.failure_reason
-    turns = [c for c in calls(records) if c["purpose"] == "turn"]
-    for c in turns[1:]:
-        prompt = c["usage"]["input"] + c["usage"]["cache_read"] + c["usage"]["cache_write"]
-        assert prompt + cfg.model["max_output"] <= 2048, (prompt, c["tokens_harness"])
-    overflows = [r for r in records if r["kind"] == "context_overflow"]
-    assert all("detail" not in r for r in overflows)  # any overflow is the harness's, not the server's
+def _prompt(provider, messages) -> int:
+    c = provider.complete(messages, TOOLS, max_tokens=1, seed=1)  # one token: the server's count is the point
+    return c.usage.input + c.usage.cache_read + c.usage.cache_write
+
+
+def test_the_budget_holds_by_the_servers_count(llama):
+    """Defect 3: a context the harness counted as 938 tokens overflowed a 2,048-token window (the
+    server counts the tool schemas its chat template writes in, and with its own tokenizer). After
+    one counted request, a request that fits the harness's naive budget but would take the server
+    past the window is outside the budget the harness now gives the strategy."""
+    window, reserve = 2048, 256
+    cfg = load(compose(["model=smollm2", f"model.base_url={llama.url}/v1", "model.tool_calls=native",
+                        f"model.window={window}"])).model
+    provider = make_provider(cfg)
+    overhead = count_text(json.dumps([t.__dict__ for t in TOOLS], sort_keys=True))
+    text = (Path(__file__).resolve().parents[3] / "docs" / "design.md").read_text()
+    try:
+        first = (Message("system", "You are a coding agent."), Message("user", text[:1500]))
+        counts = [(count_messages(first), _prompt(provider, first))]
+        allowed = budget.window(window, reserve, overhead, counts) - reserve
+        naive = window - reserve
+        assert allowed < naive
+        cut = 1500
+        while count_messages(second := (first[0], Message("user", text[:cut]))) < (allowed + naive) // 2:
+            cut += 200
+        harness = count_messages(second)
+        server = _prompt(provider, second)
+    finally:
+        provider.close()
+    assert allowed < harness <= naive  # the old budget let it through; the new one does not
+    assert server + reserve > window, (harness, server)  # and the server's count shows why
