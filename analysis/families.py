@@ -4,8 +4,8 @@ variance decomposition of success.
 Per family: the paired success difference of each strategy against the reference in each arm
 (same pairs as `tables.success_vs_reference`), and across families Cochran's Q on those
 differences, each weighted by the inverse of its variance (Connor's, (psi - d^2) / n, with
-half a discordant pair added to an empty cell so a family with no disagreement still has a
-variance), with I^2 = max(0, (Q - df) / Q). A small p says the pooled effect hides families
+half a discordant pair added each way, so a family with no disagreement, or all of it one way,
+still has a variance and cannot take all the weight), with I^2 = max(0, (Q - df) / Q). A small p says the pooled effect hides families
 that go different ways: report them apart.
 
 Variance decomposition (linear probability model): success's sum of squares split into
@@ -44,8 +44,8 @@ def per_family(trials: pd.DataFrame, reference: str = "raw") -> pd.DataFrame:
         x, y = g["success"].astype(float), g["success_ref"].astype(float)
         n, b, c = len(g), int(((x - y) > 0).sum()), int(((x - y) < 0).sum())
         d = (b - c) / n
-        bb, cc = (b, c) if b + c else (0.25, 0.25)
-        var = max((bb + cc) / n - ((bb - cc) / n) ** 2, 1e-12) / n
+        bb, cc, nn = b + 0.5, c + 0.5, n + 1  # half a pair each way: d = ±1 or no discordance still has a variance
+        var = ((bb + cc) / nn - ((bb - cc) / nn) ** 2) / nn
         rows.append({"arm": arm, "strategy": strategy, "family": family, "n_pairs": n, "rate": x.mean(),
                      "rate_ref": y.mean(), "diff": d, "var": var, "b": b, "c": c})
     return pd.DataFrame(rows)

@@ -55,3 +55,10 @@ def test_seed_icc_is_zero_when_reps_are_luck_and_one_when_they_repeat():
     luck = grid(lambda s, a, f, k, r: (k + r) % 2, seeds=range(10), reps=(0, 1))
     same = grid(lambda s, a, f, k, r: k % 2, seeds=range(10), reps=(0, 1))
     assert families.variance(luck).attrs["seed_icc"] <= 0.0 and families.variance(same).attrs["seed_icc"] > 0.99
+
+
+def test_a_family_with_all_its_pairs_one_way_does_not_take_all_the_weight():
+    # fa: ledger wins both pairs (d = 1, Connor variance 0); fb: no difference
+    t = grid(lambda s, a, f, k, r: 0 if (s == "raw" and f == "fa") else 1, seeds=range(2))
+    het = families.heterogeneity(families.per_family(t[t["task_family"] != "fc"]))
+    assert 0.2 < het["pooled_diff"].iloc[0] < 0.8
