@@ -26,6 +26,7 @@ import fcntl
 import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -164,6 +165,16 @@ class Gate:
         if verdict == ADMITTED:
             self.ticket = ticket
         return verdict
+
+    def wait(self, poll_s: float = PILOT_POLL_S) -> None:
+        """Until the pilot has ended (or died): reads only the ledger, so waiting trials cost
+        neither the host's trial lock nor MLflow queries."""
+        assert self.budget is not None
+        while True:
+            state = read(self.path)
+            if state["exhausted"] or self.budget.estimate(state) is not None or not state["reserved"]:
+                return
+            time.sleep(poll_s)
 
     def settle(self, usd: float, tokens: float) -> None:
         """The trial ended: its reservation becomes what it cost."""

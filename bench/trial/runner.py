@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +126,7 @@ def claim(tcfg: TrialConfig, task: TaskSpec, gate: budget.Gate) -> TrialRun | Tr
                 log.info("%s: not started, the study's budget is spent", tcfg.run_name)
                 return TrialResult("", budget.BUDGET_EXHAUSTED, False, budget.BUDGET_EXHAUSTED, 0, Path(""),
                                    skipped=True)
-        time.sleep(budget.PILOT_POLL_S)  # the pilot trial runs alone; wait outside the lock
+        gate.wait()  # the pilot trial runs alone; wait for it outside the lock
     log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column; never raises
     return run
 

@@ -3,6 +3,8 @@ conversation on the server, overlap counting, and a two-trial run measured end t
 
 from __future__ import annotations
 
+import pytest
+
 from bench.perf.inflight import inflight_run, peak_overlap, plan, text
 
 
@@ -22,6 +24,7 @@ def test_every_planned_trial_is_its_own_conversation():
     assert len({tuple(o for o in job if o.startswith(("task=", "task.seed=", "rep="))) for job in jobs}) == 8
 
 
+@pytest.mark.timeout(900)  # two studies (or one, paced) on a loaded machine: minutes
 def test_two_trials_in_flight_measured(tmp_path):
     r = inflight_run(tmp_path, trials=2, n_jobs=2, rpm=600, input_tpm=1_000_000, time_scale=0.05)
     assert r["trials"] == 2 and r["trials_in_flight_peak"] == 2 and len(r["verdicts"]) == 2

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from bench.config import ROOT
 
 SWEEP = ["strategy=raw,ledger", "arm=baseline,drift", "sandbox=local", "++task.size.steps=6",
@@ -25,6 +27,7 @@ def _study(tmp_path, *extra: str) -> tuple[str, dict]:
     return out, json.loads((sweeps[-1] / "study.json").read_text())
 
 
+@pytest.mark.timeout(900)  # two studies (or one, paced) on a loaded machine: minutes
 def test_a_budgeted_study_stops_then_resumes_with_a_larger_budget(tmp_path):
     # No estimate yet: the first trial runs alone as the pilot; it costs more than $0.000001, so
     # no other trial may start.

@@ -52,6 +52,7 @@ def _records(results: Path) -> dict[str, dict]:
     return out
 
 
+@pytest.mark.timeout(900)  # two studies (or one, paced) on a loaded machine: minutes
 def test_threads_and_processes_give_the_same_trials(tmp_path):
     processes, threads = tmp_path / "processes", tmp_path / "threads"
     _study(processes, "hydra/launcher=ctxbench_joblib", "hydra.launcher.n_jobs=2")

@@ -88,3 +88,17 @@ def test_a_dead_workers_reservation_is_dropped_and_seed_starts_over(tmp_path):
     assert gate(tmp_path, **study).admit() == ADMITTED  # 0.5 spent + the mean, 0.5 <= 1.5
     assert gate(tmp_path, **study).admit() == ADMITTED  # 0.5 + 0.5 held + 0.5 = 1.5, exactly the budget
     assert gate(tmp_path, **study).admit() == REFUSED  # 2.0 > 1.5
+
+
+def test_waiting_for_the_pilot_ends_when_it_settles(tmp_path):
+    import threading
+
+    pilot, other = gate(tmp_path, budget_usd=1.0), gate(tmp_path, budget_usd=1.0)
+    assert pilot.admit() == ADMITTED and other.admit() == WAIT
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (other.wait(poll_s=0.01), done.set()))
+    t.start()
+    assert not done.wait(0.2)  # the pilot is still running
+    pilot.settle(0.2, 10)
+    assert done.wait(5) and other.admit() == ADMITTED
+    t.join()
