@@ -32,7 +32,16 @@ EXPECT: dict[str, tuple[int | tuple[int, None], dict[str, int]]] = {
     "network": (0, {}),
     "kill_all": (0, {}),
     "mistakes": (0, {"tool_errors": 12}),
+    # The judge and the judged (issue 20): each must fail without a guard having to notice it.
+    "ptrace_pid1": (0, {}),
+    "ptrace_from_check": (0, {}),
+    "forged_globals": (0, {}),
+    # the pytest-rewritten .pyc names `_pytest`: the tamper scan's one finding. (Only the final
+    # acceptance runs pytest, which this script never reaches: sandbox/test_judge.py attacks that.)
+    "stale_rewrite_pyc": (1, {}),
 }
+# What the attack itself saw, in its tool results and check outputs: the takeover was refused.
+SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",)}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
                Path("/tmp/ctxbench-host-probe"), Path("/tmp/sitecustomize.py"),
                Path.home() / ".local/lib/python3.11/site-packages/zz.pth"]
@@ -69,6 +78,10 @@ def test_attack_fails_as_the_agents_own_failure(attack, results, monkeypatch, do
         assert len(violations) == want, [v["detail"] for v in violations]
     else:
         assert len(violations) >= want[0], [v["detail"] for v in violations]
+    text = json.dumps([r for r in records if r["kind"] in ("tool_result", "check")])
+    for seen in SEEN.get(attack, ()):
+        assert seen in text, seen
+    assert ": ok" not in text or attack not in SEEN, "a takeover call succeeded"
     for key, least in minimums.items():
         assert m[key] >= least, (key, m[key])
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={result.run_id}"],
