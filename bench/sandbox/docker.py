@@ -51,7 +51,7 @@ from .engine import (
 )
 from .engine import creator_alive as creator_alive  # re-exported: used through this module
 from .engine import sweep as sweep
-from .judge import AGENT_UID, JUDGE_MOUNT, agent_argv, fill, give_to_agent, judge_argv
+from .judge import AGENT_UID, JUDGE_MOUNT, agent_argv, fill, judge_argv, prepare
 from .pristine import PROBE
 from .workcopy import WorkingCopy
 
@@ -80,8 +80,7 @@ class DockerSandbox(WorkingCopy):
                  labels: Mapping[str, str] | None = None) -> None:
         super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
         self._cfg = cfg
-        self._judge_dir = self._root / "judge"  # the judge's copy of the tree, read-only inside
-        self._judge_dir.mkdir(mode=0o755), give_to_agent(self.workdir)
+        self._judge_dir = prepare(self._root, self.workdir)  # the judge's copy of the tree, read-only inside
         try:
             container = self._run_container(labels)
         except BaseException:
