@@ -1,15 +1,12 @@
 """Docker backend: one long-lived, locked-down container per trial; commands run via exec.
 
-The container sees only the trial's working copy (bind-mounted at /work; the git dir stays
-on the host, see workcopy.py) and, read-only at /judge, the copy of the committed tree a
-certification runs on; it has no network, capped memory/cpu/pids, no privilege escalation, a
-read-only rootfs with a tmpfs /tmp. Agent commands run as an unprivileged uid without any
-capability; pid 1 and every certification run as the container's root, which holds only
-CAP_SETUID/SETGID/CHOWN (judge.py): the agent cannot signal, trace or read either. Its pid 1
-is a tiny reaper that ignores every signal: a namespace's init cannot be killed from inside,
-so `kill -9 -1` in a command ends the agent's own processes, never the container (with
-`sleep` under an init, it would end the container and pass the model's act off as a lost
-sandbox).
+The container sees only the trial's working copy (bind-mounted at /work; the git dir stays on
+the host, see workcopy.py) and, read-only at /judge, the tree a certification runs on; no
+network, capped memory/cpu/pids, no privilege escalation, a read-only rootfs with a tmpfs /tmp.
+Agent commands run as an unprivileged uid without capabilities; pid 1 and every certification
+as the container's root, holding only CAP_SETUID/SETGID/CHOWN (judge.py). Its pid 1 is a tiny
+reaper that ignores every signal (a namespace's init cannot be killed from inside), so
+`kill -9 -1` ends the agent's own processes, never the container.
 
 `exec(..., reap=True)` ends whatever the command left running (background jobs, daemons,
 fork bombs) before it returns, from the exec's own shell, and lists them in
@@ -21,7 +18,6 @@ like the `docker exec` CLI. The start request is sent on a raw unix socket becau
 reads upgraded streams past its own HTTP buffer and can silently lose the first output
 frames (docker/docker-py#3332); here the bytes after the response headers are kept.
 `docker` is imported lazily so that importing bench never needs docker-py or an engine.
-
 engine.py owns the engine connection, hung-call retries, owner labels and `sweep` (re-exported).
 """
 
@@ -51,7 +47,7 @@ from .engine import (
 )
 from .engine import creator_alive as creator_alive  # re-exported: used through this module
 from .engine import sweep as sweep
-from .judge import AGENT_UID, JUDGE_MOUNT, agent_argv, fill, judge_argv, prepare
+from .judge import AGENT_UID, JUDGE_MOUNT, agent_argv, fill, give_to_agent, judge_argv
 from .pristine import PROBE
 from .workcopy import WorkingCopy
 
@@ -80,7 +76,8 @@ class DockerSandbox(WorkingCopy):
                  labels: Mapping[str, str] | None = None) -> None:
         super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
         self._cfg = cfg
-        self._judge_dir = prepare(self._root, self.workdir)  # the judge's copy of the tree, read-only inside
+        self._judge_dir = self._root / "judge"  # the judge's copy of the tree, read-only inside
+        self._judge_dir.mkdir(mode=0o755)
         try:
             container = self._run_container(labels)
         except BaseException:
@@ -127,6 +124,10 @@ class DockerSandbox(WorkingCopy):
                                "(scripts/build_image.sh)") from e
         except docker.errors.DockerException as e:
             raise SandboxLost(f"could not start the sandbox container: {e}") from e
+
+    def _init_repo(self, files: Mapping[str, str]) -> None:  # a new sandbox's, or a renewed one's
+        super()._init_repo(files)
+        give_to_agent(self.workdir)
 
     @property
     def container_id(self) -> str:

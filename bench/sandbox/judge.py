@@ -62,17 +62,15 @@ JUDGE_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
                  f"if [ \"$3\" = 1 ]; then {_AS_AGENT} sh -c '{REAP}'; fi; {_DONE}")
 
 
-def prepare(root: Path, workdir: Path) -> Path:
-    """The judge's directory of a new sandbox (mounted read-only); a new working copy is the
-    agent's from the start (a harness running as root made it)."""
-    (root / "judge").mkdir(mode=0o755)
+def give_to_agent(workdir: Path) -> None:
+    """A working copy the harness (running as root) just wrote is the agent's, as a new one is:
+    its files, their owner in the check cache's key, the same whoever wrote them."""
     if os.getuid() != 0:
-        return root / "judge"
+        return
     for top, dirs, files in os.walk(workdir):  # the task's own files: nothing of the agent's yet
         for name in dirs + files:
             os.lchown(os.path.join(top, name), AGENT_UID, AGENT_UID)
     os.chown(workdir, AGENT_UID, AGENT_UID)
-    return root / "judge"
 
 
 def agent_argv(limit: str, cmd: str, reap: bool) -> list[str]:
