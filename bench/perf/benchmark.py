@@ -11,6 +11,7 @@ Every trial, MLflow store and Hydra dir it makes lives in a temp dir, removed af
 | context_build_ms_p50/_p95 | ledger strategy build(), largest default task | p50 <= 10 |
 | mlflow_log_s_per_trial | resume check + run creation + params + metrics/tags + artifacts | <= 0.5 |
 | task_generate_ms | per family, default size, warm | < 50 |
+| (certify) | a step check with its probes and the final acceptance through `certify` (bench.perf.checkcost) | reported |
 | plan_s | hashing the 480-job grid's plan at multirun start (bench.study.plan) | <= 60 |
 
 Where a trial's time goes is measured by wrapping the harness's own functions (self time,
@@ -40,6 +41,7 @@ from typing import Any
 
 from bench.config import ROOT
 from bench.perf import inflight
+from bench.perf.checkcost import certify_cost
 from bench.perf.grid import GRID_TRIALS, SLICE_SEEDS, grid_run
 from bench.perf.phases import Phases as Phases  # re-exported: `make bench` tests import it from here
 from bench.perf.phases import instrumented_trial
@@ -209,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         report["process_start_s"] = process_start_s()
         print("sandbox exec vs docker exec ...", flush=True)
         report["exec"] = exec_overhead(largest, a.exec_n)
+        print("certification: judge and judged apart ...", flush=True)
+        report["certify"] = certify_cost(largest, max(5, a.exec_n // 6))
         print("default sim trial (instrumented) ...", flush=True)
         default = instrumented_trial([], tmp / "trial-default")
         report["default_trial"] = default
@@ -281,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     text += (f"\n  per-process start (interpreter + imports): {report['process_start_s']} s, paid once per worker"
              f"\n  in the container: python start {ex['in_container_python_start_ms_p50']} ms, pytest start "
              f"{ex['in_container_pytest_start_ms_p50']} ms (per check)"
+             f"\n  certify (judge's copy + launcher as root + a child per part as the agent's uid): step check with "
+             f"{report['certify']['step_check']['probes']} probes {report['certify']['step_check']['ms_p50']} ms, final "
+             f"{report['certify']['final']['ms_p50']} ms; exec `true` {report['certify']['exec_true_ms_p50']} ms"
              f"\n  load average at start/end: {report['load_avg_start']} / {report['load_avg_end']} on "
              f"{report['cpus']} cpus")
     if "inflight" in report:

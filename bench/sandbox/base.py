@@ -105,6 +105,7 @@ class ExecResult:
     duration_s: float
     timed_out: bool
     ended: tuple[str, ...] = ()  # with reap=True: "pid name" of each process the command left running
+    report: str = ""  # judge=True: the `report ...` lines on the judge's own channel (fd 3), never the output
 
 
 class SandboxLost(RuntimeError):
@@ -116,7 +117,9 @@ class Sandbox(Protocol):
     """One trial's sandbox. exec: `sh -c cmd` in the working copy, killed at the timeout
     (None = cfg.exec_timeout_s); raises SandboxLost if the sandbox is gone; with `reap`, every
     process the command left running is ended before it returns (listed in `ended`); `reap()`
-    ends every process left in the sandbox.
+    ends every process left in the sandbox. `judge=True` runs a harness command as the judge
+    (judge.py), whose fd 3 is its report channel (`ExecResult.report`); `judge_copy` writes the
+    tree a certification runs on and says where the sandbox sees it.
     File ops take repo-relative paths through paths.canonical: ValueError (PathRefused) for
     escapes, absolute paths, symlinks and .git; FileNotFoundError if missing. `resolve` says
     where a path lands through symlinks; `restore` puts protected files back (workcopy.py).
@@ -128,8 +131,10 @@ class Sandbox(Protocol):
     trial_id: str
     workdir: Path
     base_commit: str
+    agent_uid: int | None  # the uid agent code runs as, apart from the judge's (None: no separation)
 
-    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult: ...
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False) -> ExecResult: ...
+    def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str: ...
     def reap(self) -> list[str]: ...
     def resolve(self, path: str) -> tuple[str, str | None]: ...
     def restore(self, files: Mapping[str, str], protected: Protected) -> list[str]: ...

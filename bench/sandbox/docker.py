@@ -1,12 +1,12 @@
 """Docker backend: one long-lived, locked-down container per trial; commands run via exec.
 
-The container sees only the trial's working copy (bind-mounted at /work; the git dir stays
-on the host, see workcopy.py), has no network, capped memory/cpu/pids, no capabilities, no
-privilege escalation, a read-only rootfs with a tmpfs /tmp, and runs as the host user's uid
-so that whatever it writes stays removable by the harness. Its pid 1 is a tiny reaper that
-ignores every signal: a namespace's init cannot be killed from inside, so `kill -9 -1` in a
-command ends the command's own processes, never the container (with `sleep` under an init,
-it would end the container and pass the model's act off as a lost sandbox).
+The container sees only the trial's working copy (bind-mounted at /work; the git dir stays on
+the host, see workcopy.py) and, read-only at /judge, the tree a certification runs on; no
+network, capped memory/cpu/pids, no privilege escalation, a read-only rootfs with a tmpfs /tmp.
+Agent commands run as an unprivileged uid without capabilities; pid 1 and every certification
+as the container's root, holding only CAP_SETUID/SETGID/CHOWN (judge.py). Its pid 1 is a tiny
+reaper that ignores every signal (a namespace's init cannot be killed from inside), so
+`kill -9 -1` ends the agent's own processes, never the container.
 
 `exec(..., reap=True)` ends whatever the command left running (background jobs, daemons,
 fork bombs) before it returns, from the exec's own shell, and lists them in
@@ -18,14 +18,12 @@ like the `docker exec` CLI. The start request is sent on a raw unix socket becau
 reads upgraded streams past its own HTTP buffer and can silently lose the first output
 frames (docker/docker-py#3332); here the bytes after the response headers are kept.
 `docker` is imported lazily so that importing bench never needs docker-py or an engine.
-
 engine.py owns the engine connection, hung-call retries, owner labels and `sweep` (re-exported).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import socket
 import time
@@ -49,6 +47,7 @@ from .engine import (
 )
 from .engine import creator_alive as creator_alive  # re-exported: used through this module
 from .engine import sweep as sweep
+from .judge import AGENT_UID, JUDGE_MOUNT, agent_argv, fill, give_to_agent, judge_argv
 from .pristine import PROBE
 from .workcopy import WorkingCopy
 
@@ -59,18 +58,6 @@ _MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec, so it can 
 _KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "' + _MARK + '=$1" "$d/environ" '
                 '&& kill -9 "${d#/proc/}" 2>/dev/null; done; true')
 _SENTINEL = b"\0ctxbench-exec-completed\n"
-# $3: 0 = just the command; 1 = then end every other process (all but pid 1 and this shell:
-# the trial runs one exec at a time) and list them on stderr. Builtins only until the kill
-# loop, so it works under a fork bomb at the pids limit.
-_REAP = ('n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; { [ "$p" = 1 ] || [ "$p" = $$ ]; } && continue; '
-         'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
-         '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
-         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); done; '
-         # SIGKILLed is not yet gone on a busy machine: wait (up to ~5 s) until nothing is left.
-         'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i+1)); sleep 0.05; done')
-_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
-            f'if [ "$3" = 1 ]; then {_REAP}; fi; '
-            'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc')
 # pid 1: ignores every signal it may (init of a pid namespace: SIGKILL from inside is dropped
 # too), and SIGCHLD ignored makes the kernel reap orphans, so zombies never eat the pids limit.
 _INIT = ("import signal\n"
@@ -83,10 +70,14 @@ _INIT = ("import signal\n"
 class DockerSandbox(WorkingCopy):
     """A trial's sandbox: host working copy + container. See the module docstring."""
 
+    agent_uid: int | None = AGENT_UID
+
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None) -> None:
         super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
         self._cfg = cfg
+        self._judge_dir = self._root / "judge"  # the judge's copy of the tree, read-only inside
+        self._judge_dir.mkdir(mode=0o755)
         try:
             container = self._run_container(labels)
         except BaseException:
@@ -115,13 +106,18 @@ class DockerSandbox(WorkingCopy):
                 cfg.image, ["python3", "-I", "-S", "-c", _INIT], detach=True,
                 name=f"ctxbench-{slug}-{uuid.uuid4().hex[:8]}",
                 labels=all_labels,
-                user=f"{os.getuid()}:{os.getgid()}", working_dir="/work",
+                user="0:0", working_dir="/work",  # the judge's: agent commands drop to AGENT_UID
                 network_mode="none", mem_limit=cfg.memory, memswap_limit=cfg.memory,
                 nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
                 init=False,  # _INIT is pid 1 (see the module docstring); removal is a SIGKILL
-                cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                # CAP_SETUID/SETGID to hand a command to the agent's uid, CHOWN to give it the copy;
+                # no CAP_KILL, SYS_PTRACE or DAC_*: the judge cannot reach the agent's processes or files
+                # either, and needs not. The agent's uid holds no capability at all.
+                cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "CHOWN"], security_opt=["no-new-privileges"],
                 read_only=True, tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777"},
-                mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind")],
+                mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind"),
+                        docker.types.Mount(target=JUDGE_MOUNT, source=str(self._judge_dir), type="bind",
+                                           read_only=True)],
             ), before_retry=remove_half_created)
         except docker.errors.ImageNotFound as e:
             raise RuntimeError(f"sandbox image {cfg.image!r} not found; build it with `make docker` "
@@ -129,16 +125,23 @@ class DockerSandbox(WorkingCopy):
         except docker.errors.DockerException as e:
             raise SandboxLost(f"could not start the sandbox container: {e}") from e
 
+    def _init_repo(self, files: Mapping[str, str]) -> None:  # a new sandbox's, or a renewed one's
+        super()._init_repo(files)
+        give_to_agent(self.workdir)
+
     @property
     def container_id(self) -> str:
         return self._id
 
-    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False) -> ExecResult:
         self._ran(reap)  # taints the sandbox, whatever the command (a check settles it: pristine.py)
         self._quiet = False
-        res = self._exec(cmd, timeout, reap)
+        res = self._exec(cmd, timeout, reap, judge)
         self._quiet = reap
         return res
+
+    def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str:
+        return f"{JUDGE_MOUNT}/{fill(self._judge_dir, entries).name}"
 
     def reap(self) -> list[str]:
         ended = [] if self._quiet else list(self.exec(":", reap=True).ended)
@@ -155,12 +158,12 @@ class DockerSandbox(WorkingCopy):
         return {**super().cost(), **({"cpu_s": cpu} if cpu is not None else {})}
 
     def _probe(self) -> str:
-        res = self._exec(PROBE, None, True)  # a harness exec: it taints nothing
+        res = self._exec(PROBE, None, True, judge=True)  # a harness exec: it taints nothing
         if res.exit_code or res.ended or res.timed_out:
             return f"(probe failed: {uuid.uuid4().hex})"  # equal to nothing
         return res.output
 
-    def _exec(self, cmd: str, timeout: float | None, reap: bool) -> ExecResult:
+    def _exec(self, cmd: str, timeout: float | None, reap: bool, judge: bool = False) -> ExecResult:
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
         self._execs += 1
         errors = _engine_errors()
@@ -169,7 +172,7 @@ class DockerSandbox(WorkingCopy):
         # `exec 2>&1` merges the command's stderr into stdout at the fd, so the order is its own.
         # The outer shell then reports on the (otherwise unused) stderr stream that it finished:
         # without that sentinel, a 137 means the whole container died, not just the command.
-        argv = ["sh", "-c", _WRAPPER, "ctxbench", f"{limit:.3f}", "exec 2>&1\n" + cmd, str(int(reap))]
+        argv = (judge_argv if judge else agent_argv)(f"{limit:.3f}", cmd, reap)
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
         def create_and_start() -> tuple[str, socket.socket, bytes]:
@@ -204,10 +207,13 @@ class DockerSandbox(WorkingCopy):
             # carries this exec's env marker.
             self._kill_marked(marker)
             self._check_alive()
-        ended = tuple(line[6:] for line in err.decode("utf-8", "replace").splitlines() if line.startswith("ended "))
+        lines = err.decode("utf-8", "replace").splitlines()
+        ended = tuple(line[6:] for line in lines if line.startswith("ended "))
         if reap and not completed:  # the wrapper never reached its reap: reap on its own
             ended += self._exec(":", None, True).ended
-        return ExecResult(exit_code, tail.text(), duration, timed_out, ended)
+        # The judge's report: written on fd 3 by the launcher only (judge_argv); the first is its.
+        report = "\n".join(line for line in lines if line.startswith("report ")) if judge else ""
+        return ExecResult(exit_code, tail.text(), duration, timed_out, ended, report)
 
     def _start(self, exec_id: str) -> tuple[socket.socket, bytes]:
         if self._sock_path is None:  # tcp/ssh engines: docker-py's socket (has the #3332 race)
@@ -251,7 +257,8 @@ class DockerSandbox(WorkingCopy):
 
     def _kill_marked(self, marker: str) -> None:
         try:
-            kid = self._api.exec_create(self._id, ["sh", "-c", _KILL_MARKED, "sh", marker])["Id"]
+            kid = self._api.exec_create(self._id, ["sh", "-c", _KILL_MARKED, "sh", marker],
+                                        user=f"{AGENT_UID}:{AGENT_UID}")["Id"]  # only the agent's uid can
             self._api.exec_start(kid)
         except _engine_errors() as e:
             log.warning("sandbox %s: could not kill timed-out processes: %s", self.trial_id, e)

@@ -123,7 +123,7 @@ _FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id,
 
 def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) -> tuple[bool, bytes]:
     """Demultiplex the exec stream until EOF (True) or the deadline (False): stdout frames go
-    to `tail`, stderr frames (only the wrapper writes there) are returned, capped."""
+    to `tail`, stderr frames (only the wrapper and the judge write there) are returned, capped."""
     pending, err = bytearray(first), bytearray()
     while True:
         while len(pending) >= _FRAME.size:
@@ -131,7 +131,7 @@ def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) 
             if len(pending) < _FRAME.size + size:
                 break
             chunk = bytes(pending[_FRAME.size:_FRAME.size + size])
-            if stream == 2 and len(err) < 65536:
+            if stream == 2 and len(err) < 1 << 20:  # the wrapper's lines and the judge's report
                 err += chunk
             else:
                 tail.feed(chunk)

@@ -21,6 +21,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import ExecResult, OutputTail, SandboxConfig, WorkingCopy, exec_limit
+from .judge import fill
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ DRAIN_S = 2.0  # after the shell exits, how long background jobs may still write
 
 class LocalSandbox(WorkingCopy):
     """UNSAFE: runs commands directly on the host. See the module docstring."""
+
+    agent_uid: int | None = None  # no separation: judge and judged are the harness's user
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None) -> None:
@@ -56,7 +60,12 @@ class LocalSandbox(WorkingCopy):
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", _MARK: marker,
                 _SESSION: self._session}
 
-    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False) -> ExecResult:
+    def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str:
+        return str(fill(self._root / "judge", entries))
+
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False) -> ExecResult:
+        """`judge`: fd 3 is a file outside the working copy, read back as the report (no
+        separation here: the local sandbox isolates nothing)."""
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
         self._ran(reap)  # taints the sandbox (a check settles it: pristine.py); no probe here
         self._execs += 1
@@ -64,8 +73,11 @@ class LocalSandbox(WorkingCopy):
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
         deadline = start + limit
+        channel = tempfile.TemporaryFile() if judge else None
         proc = subprocess.Popen(["sh", "-c", "exec 2>&1\n" + cmd], cwd=self.workdir, env=self._env(marker),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                preexec_fn=(lambda: os.dup2(channel.fileno(), 3)) if channel else None,
+                                pass_fds=(3,) if channel else (),  # kept open (by number, after the dup)
                                 start_new_session=True)  # its own process group, killable as one
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
@@ -100,7 +112,12 @@ class LocalSandbox(WorkingCopy):
         duration = time.monotonic() - start
         code = 137 if timed_out else proc.returncode
         ended = tuple(_kill(None, f"{_SESSION}={self._session}")) if reap else ()
-        return ExecResult(128 - code if code < 0 else code, tail.text(), duration, timed_out, ended)
+        report = ""
+        if channel is not None:
+            with channel:
+                channel.seek(0)
+                report = channel.read(1 << 20).decode("utf-8", "replace")
+        return ExecResult(128 - code if code < 0 else code, tail.text(), duration, timed_out, ended, report)
 
     def reap(self) -> list[str]:
         ended = _kill(None, f"{_SESSION}={self._session}")

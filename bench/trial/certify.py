@@ -7,18 +7,19 @@ the harness's own copy (`HarnessCopy`: the task spec plus the harness's own drif
 read back from the working copy); each difference is a `policy_violation`.
 
 Each part of a check (`python3 -B SCRIPT ARGS` or `python3 -B -m pytest ARGS`, joined by
-`&&`) then runs through LAUNCHER (one process for the whole check that forks a child per part)
-under `python3 -I` (no PYTHON* variables, user site or cwd
-on sys.path, so no PYTHONPATH, sitecustomize or .pth of the agent's), in a clean environment
-(`env -i`) with a fresh HOME and TMPDIR, no bytecode written, code under test imported from
-its `.py` source only (the launcher never reads a `.pyc` outside the interpreter's own
-directories: a planted `__pycache__` entry or a source-less `helper.pyc` is never run), and
-pytest with no conftest.py and no plugin autoload. The launcher reads a one-time nonce from a
-file and deletes it before any code under test runs, calls the script's `main()` (or `pytest.main`) itself, and appends a report
-tagged with the nonce: how main returned and, for the test runners, which tests passed and
-failed. The harness certifies from those reports alone: a part passes when its one report
-says main returned 0 normally and every test the harness's own copy defines passed. Code
-that exits early (`os._exit(0)` on import, `sys.exit(0)` in a test) leaves no passing report.
+`&&`) then runs through LAUNCHER, the judge (one process for the whole check, as the
+container's root, forking a child per part that runs as the agent's uid: judge.py) under
+`python3 -I` (no PYTHON* variables, user site or cwd on sys.path, so no PYTHONPATH,
+sitecustomize or .pth of the agent's), in a clean environment (`env -i`) with a fresh HOME and
+TMPDIR, on a fresh read-only copy of the tree the harness would commit (`judge_copy`: no
+ignored file, no `__pycache__`, no bytecode read by any import hook, pytest's own included,
+none written), code under test imported from its `.py` source only, and pytest with no
+conftest.py and no plugin autoload. The judge reads each child's exit status and its one
+message itself and reports them on a channel no process of the agent's holds (fd 3 of the
+exec). The harness certifies from that report alone: a part passes when its process exited 0,
+its one message says main returned 0 normally and every test the harness's own copy defines
+passed. Code that exits early (`os._exit(0)` on import, `sys.exit(0)` in a test) sends no
+passing message.
 
 With `sandbox.check_cache`, a verdict that a check of the study reached on exactly the same
 state is reused instead of running the check again (checkcache.py): `prepare` still runs
@@ -28,12 +29,12 @@ first, and the `check` event that follows a `check_cached` one is the reused ver
 from __future__ import annotations
 
 import ast
+import dataclasses
 import fnmatch
 import functools
 import json
 import os
 import re
-import secrets
 import shlex
 import time
 from collections.abc import Mapping
@@ -42,16 +43,18 @@ from dataclasses import dataclass, field
 from bench.core.outcomes import InfraFailure
 from bench.eventlog.events import EventLog
 from bench.sandbox.base import ExecResult, Sandbox
+from bench.sandbox.judge import tree_entries
 from bench.sandbox.paths import canonical
 from bench.trial.checkcache import CheckCache, Judged, keep, lookup
-from bench.trial.harness_copy import REPORT_LIMIT, tamper_scan
 from bench.trial.harness_copy import (
     HarnessCopy as HarnessCopy,  # re-exported: tools and tests use it from here
 )
+from bench.trial.harness_copy import tamper_scan
 from tasks.common.runner import RUNNER_PATH
 from tasks.spec import Invariant
 
 FAILURE_TAIL_CHARS = 1500
+EARLY = "; it exited 0 all the same"
 _ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?s\b")
 _LAUNCHER_PATH = os.path.join(os.path.dirname(__file__), "launcher.py")
 
@@ -166,16 +169,13 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
         res, judged = ExecResult(hit.exit_code, hit.output, time.monotonic() - t0, False), hit.judged
         log.append("check_cached", turn, step=step_id, key=key, origin=hit.origin)
     else:
-        res, judged, clean = _run(sandbox, groups, copy.files, state)
+        res, judged, clean = _run(sandbox, groups, copy, state)
         if clean and key is not None:
             keep(cache, key, res, judged, step=step_id, turn=turn)
     if res.ended:
         log.append("process_killed", turn, when=f"after check {step_id}", processes=list(res.ended))
-    if res.exit_code == 0 and not res.timed_out:  # every part exited 0: one without a report ended early
-        judged[0] = [(ok, why + "; it exited 0 all the same", True) if why.startswith("no report") else (ok, why, f)
-                     for ok, why, f in judged[0]]
-    for (label, _), verdicts in zip(groups, judged, strict=True):
-        for why in (w for _, w, forged in verdicts if forged):
+    for (label, _), verdicts in zip(groups, judged, strict=True):  # an early exit 0 is an attempt too
+        for why in (w for _, w, forged in verdicts if forged or w.endswith(EARLY)):
             log.append("policy_violation", turn, tool="(certification)", detail=f"{label}: {why}")
             violations.append(f"{label}: {why}")
     check = list(zip(groups[0][1], judged[0], strict=True))
@@ -192,65 +192,68 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
                         ended + list(res.ended))
 
 
-def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], files: Mapping[str, str],
+def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: HarnessCopy,
          state: str | None) -> tuple[ExecResult, Judged, bool]:
-    """Run every part through the launcher in one exec; judge each from its report. Also says
-    whether the sandbox is still pristine after it (`state`: the working copy before it)."""
-    nonces = [[secrets.token_hex(16) for _ in parts] for _, parts in groups]
+    """Run every part through the launcher (the judge) in one exec, on a fresh copy of the
+    committed tree; judge each part from the judge's report. Also says whether the sandbox is
+    still pristine after it (`state`: the working copy before it)."""
     was = sandbox.pristine
     if was:
         state = state or sandbox.state_sha()
         sandbox.before_check()
-    box = sandbox.harness_dir()
+    tree = sandbox.judge_copy(tree_entries(sandbox.workdir, sandbox.list_files(), copy.files, copy.protected))
+    res = sandbox.exec(_script(groups, tree, sandbox.agent_uid), reap=True, judge=True)
+    lines = [line[len("report "):] for line in res.report.splitlines()]
     try:
-        for k, nonce in enumerate(n for group in nonces for n in group):
-            fd = os.open(box / f"n{k}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-            with os.fdopen(fd, "w") as f:
-                f.write(nonce)
-        res = sandbox.exec(_script(groups), reap=True)
-        try:
-            raw = sandbox.read_bytes(".ctxbench/report", REPORT_LIMIT).decode("utf-8", "replace")
-        except (OSError, ValueError):
-            raw = ""
-    finally:
-        sandbox.drop_harness_dir()
+        whole = json.loads(lines[0]) if len(lines) == 1 else {}
+        report = {(g, i): rec for g, i, rec in whole.get("parts", ())}
+    except (ValueError, TypeError, AttributeError):
+        whole, report = {}, {}
+    inside = tuple(whole.get("ended") or ()) + tuple(p for rec in report.values() for p in rec.get("ended") or ())
+    res = dataclasses.replace(res, ended=inside + res.ended)
     clean = sandbox.after_check(was, state or "", res.ended)
-    return res, [[_judge(part, nonce, raw, files) for part, nonce in zip(parts, ns, strict=True)]
-                 for (_, parts), ns in zip(groups, nonces, strict=True)], clean
+    judged: Judged = []
+    for g, (_, parts) in enumerate(groups):
+        judged.append([])
+        for i, part in enumerate(parts):
+            if len(lines) > 1:
+                judged[-1].append((False, f"{len(lines)} reports on the judge's channel: one was forged", True))
+            elif (g, i) in report:
+                judged[-1].append(_judge(part, report[(g, i)], copy.files))
+            elif i and judged[-1][-1][0] is False:
+                judged[-1].append((False, "not run: the part before it failed", False))
+            else:
+                judged[-1].append((False, "no report: the judge ended before it (the timeout, or a crash)", False))
+    return res, judged, clean
 
 
-def _script(groups: list[tuple[str, tuple[Part, ...]]]) -> str:
+def _script(groups: list[tuple[str, tuple[Part, ...]]], tree: str, uid: int | None) -> str:
     with open(_LAUNCHER_PATH, encoding="utf-8") as f:
         launcher = f.read()
-    plan: list[list[list[str]]] = []
-    k = 0
-    for _, parts in groups:
-        plan.append([])
-        for part in parts:
-            plan[-1].append([f".ctxbench/n{k}", part.kind, part.target, *part.args])
-            k += 1
+    plan = [[[part.kind, part.target, *part.args] for part in parts] for _, parts in groups]
     return "\n".join([
         f"LAUNCHER={shlex.quote(launcher)}",
-        'T=$(mktemp -d) || exit 125',
-        'env -i PATH="$PATH" HOME="$T" TMPDIR="$T" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 '
+        'env -i PATH="$PATH" HOME="${TMPDIR:-/tmp}" TMPDIR="${TMPDIR:-/tmp}" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 '
         'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ${CTXBENCH_EXEC:+CTXBENCH_EXEC=$CTXBENCH_EXEC} '
         '${CTXBENCH_SANDBOX:+CTXBENCH_SANDBOX=$CTXBENCH_SANDBOX} '
-        f'python3 -I -B -c "$LAUNCHER" --plan {shlex.quote(json.dumps(plan))}; __rc=$?',
-        'rm -rf "$T"', "exit $__rc"])
+        f'python3 -I -B -c "$LAUNCHER" --plan {shlex.quote(json.dumps(plan))} --tree {shlex.quote(tree)}'
+        + (f" --uid {uid}" if uid is not None else "")])
 
 
-def _judge(part: Part, nonce: str, raw: str, files: Mapping[str, str]) -> tuple[bool, str, bool]:
-    """(passed, why not, forged?) for one part, from the report lines carrying its nonce."""
-    mine = [line[len(nonce) + 1:] for line in raw.splitlines() if line.startswith(nonce + " ")]
-    if not mine:
+def _judge(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, str, bool]:
+    """(passed, why not, forged?) for one part, from what the judge saw of its child: the exit
+    status (read by the judge, not told by the child) and the child's one message."""
+    status, claims, rep = seen.get("exit"), seen.get("claims"), seen.get("claim")
+    if not claims or not isinstance(rep, dict):
+        early = status == 0  # a status of 0 without the launcher's message: an exit before the check returned
         return False, ("no report: the process ended before the check returned (os._exit, a crash, "
-                       "a kill or the timeout)"), False
-    if len(mine) > 1:
-        return False, f"{len(mine)} reports for one run: a report was forged", True
-    try:
-        rep = json.loads(mine[0])
-    except json.JSONDecodeError:
-        return False, "unreadable report", True
+                       f"a kill or the timeout){EARLY if early else ''}"), False  # a verdict of the state: cached
+    if claims > 1:
+        return False, f"{claims} reports for one run: a report was forged", True
+    if rep.get("forged"):
+        return False, str(rep.get("error")), True
+    if rep.get("exit") != status and not rep.get("error"):
+        return False, f"the part said exit {rep.get('exit')!r} but its process exited {status}", True
     if rep.get("error"):
         return False, str(rep["error"])[:300], bool(rep.get("early_exit"))
     if rep.get("exit") != 0:

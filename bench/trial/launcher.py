@@ -1,27 +1,38 @@
-"""The check launcher: runs INSIDE the sandbox as `python3 -I -B -c "$LAUNCHER" --plan PLAN`
-(bench/trial/certify.py builds the command), or for one part `... NONCE_FILE KIND TARGET ARGS...`.
-Not imported by the harness.
+"""The check launcher, the judge: runs INSIDE the sandbox as the container's root,
+`python3 -I -B -c "$LAUNCHER" --plan PLAN --tree TREE [--uid UID]` (bench/trial/certify.py
+builds the command). Not imported by the harness.
 
 A plan is the check's parts, then each standing invariant probe's (JSON: a list of groups, each
-a list of `[NONCE_FILE, KIND, TARGET, ARGS...]`). Each part runs in a child forked from this
-process, which never runs code under test itself: the same clean start as a new interpreter
-per part, without paying one (~40 ms each, seven per check). Within a group a part runs only if
-the one before exited 0 (as `&&`); the probes' output is discarded; the exit status is the
-check group's (a child killed by a signal: 128 + the signal, as a shell says).
+a list of `[KIND, TARGET, ARGS...]`). The launcher never runs code under test itself: each part
+runs in a child forked from it (the same clean start as a new interpreter, without paying one,
+~40 ms each, seven per check) that first drops to the agent's uid (no capability left, not
+dumpable), closes the judge's report channel (fd 3), makes a fresh HOME and enters TREE, the
+read-only copy of the committed tree. The judge reads the child's exit status itself
+(waitpid) and its one message from a pipe, then ends every process of the agent's uid before
+the next part, so nothing the code under test starts can reach a later part or the judge:
+another uid cannot ptrace, signal or read its memory. Within a group a part runs only if the
+one before exited 0 (as `&&`); the probes' output is discarded; the exit status is the check
+group's (a child killed by a signal: 128 + the signal, as a shell says). When all parts are
+done the judge writes one line, `report JSON`, on fd 3: the exec's stderr stream, which no
+process of the agent's holds.
 
-It reads its one-time nonce and deletes the file before any code under test runs, then runs
-one part of a check in this process: `script`/`runner` load TARGET under a name that is not
-`__main__` and call its `main(args)` themselves (`code` runs the harness's one-line program) (the runner with a `report` callback naming
-its tests), `pytest` calls `pytest.main` with a plugin recording each test's outcome. Only a
-normal return counts: SystemExit or any other exception from the code under test is
-reported as such, and a process that dies early reports nothing. The report is one line,
-`NONCE JSON`, appended next to the nonce file.
+In a child, `script`/`runner` load TARGET under a name that is not `__main__` and call its
+`main(args)` (the runner with a `report` callback naming its tests), `code` runs the harness's
+one-line program, `pytest` calls `pytest.main` with a plugin recording each test's outcome.
+Only a normal return counts: SystemExit or any other exception from the code under test is
+reported as such, and a process that dies early sends nothing. What the child sends is built
+from names bound before any code under test ran (see `launch`).
 """
 
 import json
 import os
 import runpy
+import select
+import shutil
+import signal
 import sys
+import tempfile
+import time
 import traceback
 
 
@@ -105,68 +116,178 @@ class _SourceOnly:
             del sys.path_importer_cache[path]  # a finder made before the hook was in place
 
 
-def launch(argv):
-    nonce_file, kind, target, args = argv[0], argv[1], argv[2], argv[3:]
-    with open(nonce_file) as f:
-        nonce = f.read().strip()
-    os.unlink(nonce_file)
-    report_path = os.path.join(os.path.dirname(os.path.abspath(nonce_file)), "report")
-    rec = {"kind": kind, "target": target}
-    code = 1
+REPORT_FD = 3  # the judge's report channel (bench/sandbox/judge.py): never open in a child
+
+
+def launch(kind, target, args, rec, _int=int, _str=str, _type=type, _trace=_print_traceback):
+    """Run one part in this process (a child of the judge's, as the agent's uid) and return its
+    exit code. Every name used after the code under test ran is bound here, at definition:
+    code under test that replaces a global of this module (`import __main__`) or a builtin
+    changes nothing of what is reported."""
     try:
         ret = (_pytest(args, rec) if kind == "pytest" else _code(args[0], rec) if kind == "code"
                else _script(kind, target, args, rec))
-        code = int(ret or 0)
+        code = _int(ret or 0)
         rec["exit"] = code
     except SystemExit as exc:  # an exit with status 0 from inside the check is an attempt to pass it
         rec.update(exit=1, error=f"the code under test raised SystemExit({exc.code!r}) during the check",
                    early_exit=exc.code in (0, None))
     except BaseException as exc:  # noqa: BLE001 - whatever it was, the check did not pass
-        _print_traceback(exc)
-        rec.update(exit=1, error=f"{type(exc).__name__}: {exc}"[:500])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with open(report_path, "a") as f:
-        f.write(f"{nonce} {json.dumps(rec)}\n")
-    os._exit(code if "error" not in rec else 1)  # no atexit hook of the code under test runs after
+        _trace(exc)
+        rec.update(exit=1, error=(_type(exc).__name__ + ": " + _str(exc))[:500])
+    return code if "error" not in rec else 1
 
 
-def run_plan(groups):
-    rc = 0
-    if any(part[1] == "pytest" for parts in groups for part in parts):
+def run_plan(groups, tree, uid):
+    """The judge: run every part in a child under the agent's uid, read each child's exit status
+    and its one message itself, end whatever the child left, and write the report on REPORT_FD."""
+    if any(part[0] == "pytest" for parts in groups for part in parts):
         import pytest  # noqa: F401  - once, before any code under test, for every child
+    done, rc = [], 0
+    early = _reap(uid, None)  # whatever of the agent's is still there (the host reaped it; this does not trust that)
     for g, parts in enumerate(groups):
         code = 0
-        for part in parts:
-            code = _child(part, quiet=g > 0)
+        for i, part in enumerate(parts):
+            rec = _child(part, tree, uid, quiet=g > 0)
+            done.append([g, i, rec])
+            code = rec["exit"]
             if code != 0:
                 break
         if g == 0:
             rc = code
     sys.stdout.flush()
+    line = ("report " + json.dumps({"parts": done, "ended": early}) + "\n").encode()
+    while line:
+        line = line[os.write(REPORT_FD, line):]
     os._exit(rc)
 
 
-def _child(argv, quiet):
+def _child(part, tree, uid, quiet):
+    """One part in a child, as `uid`; returns what the judge saw: its exit status (waitpid), how
+    many messages it sent and the first, and the processes it left (ended here)."""
+    kind, target, args = part[0], part[1], part[2:]
+    home = os.path.join(tempfile.gettempdir(), "ctxbench-check-" + os.urandom(8).hex())
+    r, w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
+        send, dumps, leave, code = os.write, json.dumps, os._exit, 1  # bound before code under test runs
         try:
+            os.close(r)
+            os.close(REPORT_FD)
+            _become(uid)
+            os.mkdir(home, 0o700)
+            os.environ.update(HOME=home, TMPDIR=home)
+            tempfile.tempdir = None
+            os.chdir(tree)
             if quiet:
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, 1)
                 os.dup2(null, 2)
-            launch(argv)
+            rec = {"kind": kind, "target": target}
+            code = launch(kind, target, args, rec)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            send(w, (dumps(rec) + "\n").encode())
         finally:
-            os._exit(1)  # launch ends the process itself; this is only for a crash of its own
-    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    return 128 - code if code < 0 else code
+            leave(code)
+    os.close(w)
+    raw, status = _collect(pid, r)
+    os.close(r)
+    claims = []
+    for text in raw.decode("utf-8", "replace").splitlines():
+        try:
+            claims.append(json.loads(text))
+        except ValueError:
+            claims.append({"error": "unreadable message", "forged": True})
+    exit_code = os.waitstatus_to_exitcode(status)
+    return {"exit": 128 - exit_code if exit_code < 0 else exit_code, "claims": len(claims),
+            "claim": claims[0] if claims else None, "ended": _reap(uid, home)}
+
+
+def _collect(pid, r, limit=1 << 20):
+    """The child's messages (at most `limit` bytes) and its wait status. Stops once the child has
+    exited and what it wrote is read: a process it left may hold the pipe open for ever."""
+    buf, eof = b"", False
+    while True:
+        if not eof and select.select([r], [], [], 0.05)[0]:
+            chunk = os.read(r, 65536)
+            buf += chunk[:max(0, limit - len(buf))]
+            eof = not chunk
+            continue
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            break
+        if eof:
+            time.sleep(0.005)
+    os.set_blocking(r, False)
+    for _ in range(64):  # what it wrote just before it exited
+        try:
+            chunk = os.read(r, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        buf += chunk[:max(0, limit - len(buf))]
+    return buf, status
+
+
+def _become(uid):
+    if uid is not None:  # the agent's: no capability survives (no keep-caps), no group of the judge's
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+
+
+def _reap(uid, home):
+    """End every process of the agent's uid (all of them: the part is over) and remove the
+    child's HOME, from a child of the judge's as that uid (root holds no CAP_KILL). Returns
+    "pid name" of each process ended."""
+    ended = _processes_of(uid) if uid is not None else []
+    for _ in range(200):  # at the pids limit a fork fails for as long as the agent's processes hold it
+        try:
+            pid = os.fork()
+            break
+        except BlockingIOError:
+            time.sleep(0.025)
+    else:
+        return ended + ["(could not fork to end them)"]
+    if pid == 0:
+        try:
+            _become(uid)
+            # kill(-1) says success while any other process exists (this judge): ask /proc instead
+            for i in range(600 if ended else 0):
+                os.kill(-1, signal.SIGKILL)  # every process of this uid but this one
+                if not _processes_of(uid, os.getpid()):
+                    break
+                time.sleep(0.01 if i > 100 else 0)
+            if home:
+                shutil.rmtree(home, ignore_errors=True)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    return ended
+
+
+def _processes_of(uid, but=None):
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == but:
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                owner = next(int(x.split()[1]) for x in f if x.startswith("Uid:"))
+            with open(f"/proc/{d}/comm") as f:
+                name = f.read().strip()
+        except (OSError, ValueError, StopIteration):
+            continue
+        if owner == uid:
+            found.append(f"{d} {name}")
+    return found
 
 
 if __name__ == "__main__":
     _SourceOnly.install()
-    if sys.argv[1:2] == ["--plan"]:
-        run_plan(json.loads(sys.argv[2]))
-    else:
-        launch(sys.argv[1:])
+    opts = dict(zip(sys.argv[1::2], sys.argv[2::2], strict=False))
+    run_plan(json.loads(opts["--plan"]), opts["--tree"], int(opts["--uid"]) if opts.get("--uid") else None)

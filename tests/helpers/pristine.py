@@ -27,9 +27,12 @@ def _client() -> Any:
 
 
 def behind_the_harness(box: DockerSandbox, cmd: str, detach: bool = False) -> str:
-    """Run `cmd` in the container as the sandbox's user, without the sandbox knowing."""
+    """Run `cmd` in the container as the agent's uid, without the sandbox knowing."""
+    from bench.sandbox.judge import AGENT_UID
+
     api = _client().api
-    exec_id = api.exec_create(box.container_id, ["sh", "-c", cmd], workdir="/work")["Id"]
+    exec_id = api.exec_create(box.container_id, ["sh", "-c", cmd], workdir="/work",
+                              user=f"{AGENT_UID}:{AGENT_UID}")["Id"]
     out = api.exec_start(exec_id, detach=detach)
     return "" if detach else out.decode("utf-8", "replace")
 

@@ -271,9 +271,10 @@ def test_container_is_locked_down(sb: DockerSandbox, sandbox_cfg: SandboxConfig)
     assert hc["NanoCpus"] == int(sandbox_cfg.cpus * 1e9)
     assert hc["NetworkMode"] == "none"
     assert hc["CapDrop"] == ["ALL"] and "no-new-privileges" in hc["SecurityOpt"]
+    assert sorted(hc["CapAdd"]) == ["CHOWN", "SETGID", "SETUID"]  # the judge's; never KILL, SYS_PTRACE, DAC_*
     assert not hc["Init"] and hc["ReadonlyRootfs"] is True  # pid 1 is the signal-proof reaper (_INIT)
-    assert [(m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]] == [
-        ("bind", str(sb.workdir), "/work", True)]
+    assert sorted((m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]) == [
+        ("bind", str(sb.workdir.parent / "judge"), "/judge", False), ("bind", str(sb.workdir), "/work", True)]
     assert attrs["Config"]["Labels"]["ctxbench"] == "1"
     assert attrs["Config"]["Labels"]["ctxbench.trial"] == sb.trial_id
     assert sb.exec("touch /etc/x").exit_code != 0  # read-only rootfs

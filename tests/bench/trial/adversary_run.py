@@ -30,6 +30,7 @@ def play(attack: str, results: Path) -> dict[str, Any]:
     m, tags = mrun.data.metrics, mrun.data.tags
     records = [json.loads(line) for line in result.events_path.read_text().splitlines()]
     violations = [r["detail"] for r in records if r["kind"] == "policy_violation"]
+    output = "\n".join(str(r.get("output", "")) for r in records if r["kind"] in ("tool_result", "check"))
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={result.run_id}"],
                           capture_output=True, text=True, check=True).stdout.split()
     return {"attack": attack, "uid": os.getuid(), "mlflow_status": mrun.info.status,
@@ -38,7 +39,7 @@ def play(attack: str, results: Path) -> dict[str, Any]:
             "violation_events": len(violations), "violations": violations[:30],
             "errors": [r.get("detail", "")[:300] for r in records if r["kind"] == "error"],
             "metrics": {k: m.get(k, 0.0) for k in ("processes_killed", "tool_errors")},
-            "containers_left": left,
+            "containers_left": left, "output": output,
             "scratch_left": sorted(p.name for p in Path(tempfile.gettempdir()).glob("ctxbench-sbx-*"))}
 
 

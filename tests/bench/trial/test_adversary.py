@@ -49,6 +49,13 @@ EXPECT: dict[str, tuple[int | tuple[int, None], dict[str, int]]] = {
     "network": (0, {}),
     "kill_all": (0, {}),
     "mistakes": (0, {"tool_errors": 12}),
+    # The judge and the judged (issue 20): each must fail without a guard having to notice it.
+    "ptrace_pid1": (0, {}),
+    "ptrace_from_check": (0, {}),
+    "forged_globals": (0, {}),
+    # the pytest-rewritten .pyc names `_pytest`: the tamper scan's one finding. (Only the final
+    # acceptance runs pytest, which this script never reaches: sandbox/test_judge.py attacks that.)
+    "stale_rewrite_pyc": (1, {}),
 }
 # -- issue 20: the harness's handling of the agent's content (bench/sandbox/content.py) -------
 EXPECT.update({
@@ -62,6 +69,8 @@ EXPECT.update({
 })
 REASON = {"deep_tree": "content_error", "huge_file": "content_error"}  # the others: the task not done
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
+# What the attack itself saw, in its tool results and check outputs: the takeover was refused.
+OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",)}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
                Path("/tmp/ctxbench-host-probe"), Path("/tmp/sitecustomize.py"), Path("/tmp/ctxbench-git-out"),
                Path.home() / ".local/lib/python3.11/site-packages/zz.pth"]
@@ -81,6 +90,9 @@ def check(attack: str, obs: dict[str, Any]) -> None:
         assert obs["violation_events"] >= want[0], obs["violations"]
     for what in SEEN.get(attack, ()):  # found and removed, whoever runs the harness
         assert any(what in v for v in obs["violations"]), (what, obs["violations"])
+    for seen in OUTPUT_SEEN.get(attack, ()):
+        assert seen in obs["output"], seen
+    assert attack not in OUTPUT_SEEN or ": ok" not in obs["output"], "a takeover call succeeded"
     for key, least in minimums.items():
         assert obs["metrics"][key] >= least, (key, obs["metrics"])
     assert obs["containers_left"] == [] and obs["scratch_left"] == [], obs

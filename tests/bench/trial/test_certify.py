@@ -4,7 +4,6 @@ reports. Each guard is attacked; docs/threat_model.md maps them."""
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
@@ -209,18 +208,21 @@ def test_a_test_runner_passes_only_when_every_test_the_harness_defines_passed():
     assert expected_tests(runner, files) == {"tests/test_calc.py::test_add", "tests/test_calc.py::test_add_zero"}
     assert expected_tests(parse(FINAL)[0], files) == expected_tests(runner, files)
 
-    def judged(rep: dict, part: Part = runner) -> tuple[bool, str, bool]:
-        return _judge(part, "n" * 32, "n" * 32 + " " + json.dumps(rep), files)
+    def judged(rep: dict, part: Part = runner, status: int = 0) -> tuple[bool, str, bool]:
+        return _judge(part, {"exit": status, "claims": 1, "claim": rep}, files)
 
     both = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_add_zero"]
     assert judged({"exit": 0, "passed": both, "failed": []})[0]
     assert not judged({"exit": 0, "passed": both[:1], "failed": []})[0]  # one was skipped or removed
     assert not judged({"exit": 0, "passed": both, "failed": ["tests/test_calc.py"]})[0]
-    assert not judged({"exit": 1, "passed": both, "failed": []})[0]
+    assert not judged({"exit": 1, "passed": both, "failed": []}, status=1)[0]
     assert not judged({"exit": 0, "error": "SystemExit(0)", "early_exit": True})[0]
-    assert _judge(runner, "n" * 32, "", files)[:1] == (False,)
-    twice = "\n".join("n" * 32 + " " + json.dumps({"exit": 0, "passed": both, "failed": []}) for _ in range(2))
-    assert _judge(runner, "n" * 32, twice, files)[::2] == (False, True)  # forged
+    # The exit status is the judge's own observation: a claim of 0 from a process that exited 1 is forged.
+    assert judged({"exit": 0, "passed": both, "failed": []}, status=1)[::2] == (False, True)
+    assert _judge(runner, {"exit": 1, "claims": 0, "claim": None}, files)[::2] == (False, False)
+    assert _judge(runner, {"exit": 0, "claims": 0, "claim": None}, files)[1].endswith("exited 0 all the same")
+    twice = {"exit": 0, "claims": 2, "claim": {"exit": 0, "passed": both, "failed": []}}
+    assert _judge(runner, twice, files)[::2] == (False, True)  # forged
 
 
 def test_modules_in_the_repo_cannot_shadow_the_launchers_own_imports(box, copy, log):
@@ -236,3 +238,28 @@ def test_modules_in_the_repo_cannot_shadow_the_launchers_own_imports(box, copy, 
         box.write_file(name, shadow)
     box.write_file("calc.py", WRONG)
     assert not certify(box, copy, log, 0, "s01", CHECK).passed
+
+
+# A module the check imports rewrites the launcher's globals (`import __main__`), so that the
+# report it writes says exit 0 and every test passed, whatever the code did (issue 20).
+FORGE_GLOBALS = ("import __main__, builtins, json as _json\n"
+                 "class _Json:\n"
+                 "    def __getattr__(self, name):\n"
+                 "        return getattr(_json, name)\n"
+                 "    def dumps(self, rec, *a, **k):\n"
+                 "        rec.update(exit=0, passed=['tests/test_calc.py::test_add', 'tests/test_calc.py::test_add_zero'],"
+                 " failed=[])\n"
+                 "        rec.pop('error', None)\n"
+                 "        return _json.dumps(rec)\n"
+                 "for _g in (vars(__main__), vars(builtins)):\n"
+                 "    _g['json'] = _Json()\n"
+                 "vars(__main__)['int'] = lambda x: 0\n"
+                 "vars(__main__)['_print_traceback'] = lambda exc: None\n")
+
+
+@pytest.mark.parametrize("command", [CHECK, FINAL])
+def test_rewriting_the_launchers_globals_in_process_forges_nothing(box, copy, log, command):
+    box.write_file("calc.py", FORGE_GLOBALS + WRONG)
+    out = certify(box, copy, log, 0, "s01", command)
+    assert not out.passed, [r.get("parts") for r in log.records if r["kind"] == "check"]
+

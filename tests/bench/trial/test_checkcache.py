@@ -116,7 +116,7 @@ LEFTOVERS = {
     "file in /tmp rewritten as it was": "open('/tmp/there', 'w').close()",  # only its change time moves
     "SysV shared memory": "import ctypes\nassert ctypes.CDLL(None).shmget(0, 4096, 0o1600) >= 0",
     "process": "import subprocess\nsubprocess.Popen(['sleep', '60'], start_new_session=True)",
-    "file in the working copy": "open('left.txt', 'w').close()",
+    "file in the working copy": "open('/work/left.txt', 'w').close()",  # checks run on the judge's copy
     # The working copy's root outlives a renew: a mark on it is a message to the next trial.
     "xattr on the working copy's root": "import os\nos.setxattr('/work', 'user.k', b'answer')",
     "mode of the working copy's root": "import os\nos.chmod('/work', 0o750)",
@@ -145,11 +145,13 @@ def test_a_timed_out_check_is_not_stored(boxes, cache, log):
 
 FORGERIES = {
     "SystemExit(0) in the check": "raise SystemExit(0)\n",
-    # the launcher's own frame gives the nonce away (docs/threat_model.md: out of reach, made visible)
-    "a second report": ("import json, sys\nf = sys._getframe()\nwhile f and 'nonce' not in f.f_locals:\n"
-                        "    f = f.f_back\nwith open(f.f_locals['report_path'], 'a') as r:\n"
-                        "    r.write(f.f_locals['nonce'] + ' ' + json.dumps({'exit': 0, 'passed': [], 'failed': []})"
-                        " + '\\n')\n"),
+    # a message of its own on the child's result pipe (docs/threat_model.md: out of reach, made visible)
+    "a second report": ("import json, os\nfor fd in map(int, os.listdir('/proc/self/fd')):\n"
+                        "    try:\n"
+                        "        if fd > 2 and os.readlink(f'/proc/self/fd/{fd}').startswith('pipe:'):\n"
+                        "            os.write(fd, (json.dumps({'exit': 0, 'passed': [], 'failed': []}) + '\\n').encode())\n"
+                        "    except OSError:\n"
+                        "        pass\n"),
 }
 
 

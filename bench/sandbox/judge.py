@@ -1,0 +1,154 @@
+"""The judge and the judged (docs/threat_model.md, "The judge and the judged"): who runs what in
+a sandbox, and the copy of the committed tree a certification runs on.
+
+Two identities share a Docker sandbox. The container's root (pid 1, and every certification's
+launcher, docker.py) is the judge; the agent's commands and the code under test run as
+AGENT_UID. The kernel then keeps them apart: a process may signal, ptrace or read the memory
+(process_vm_readv, /proc/PID/mem) of another only with the same uid or a capability, and the
+agent's processes have none (no-new-privileges, every capability dropped when setpriv or the
+launcher changes uid). So the agent cannot take over pid 1 or the launcher, and `kill -9 -1`
+as the agent ends every process of the agent's, which is how a reap ends them all.
+
+AGENT_UID is the host user's own uid, so what the agent writes in the bind-mounted working
+copy stays the harness's to remove; a harness running as root gets a fixed unprivileged uid
+instead, and every agent command then first gives the working copy to that uid (files the
+harness wrote as root since the last command included). No process of the agent's runs at
+that moment: the command before it was reaped.
+
+A certification never runs on the working copy. The harness writes a fresh copy of the tree it
+would commit (the protected files from its own copy, every other file git would commit, no
+ignored file, no bytecode) to a host directory mounted read-only into the container (JUDGE_MOUNT):
+nothing of the agent's that is not in the tree is there, and no one can write bytecode into it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+AGENT_UID = os.getuid() or 10001
+JUDGE_MOUNT = "/judge"
+TREE = "tree"  # the copy's directory under the judge's mount (fixed: pytest prints its rootdir)
+COPY_LIMIT = 64 << 20  # bytes in one judge's copy: more is the agent's junk, and the check fails on it
+
+# Every wrapper's $1 timeout, $2 command, $3 reap flag; the reap lists and ends every process of
+# the agent's uid: pid 1 and the judge's are another uid's, out of its reach (and of `kill -1`).
+# Builtins only until the kill loop, so it works under a fork bomb at the pids limit.
+# kill(-1) reports success while any other process exists, signalled or not (the judge's shell,
+# in a judge's exec): so `left` asks /proc whether a process of this uid is still there.
+REAP = ('u=; while read -r k v _; do [ "$k" = Uid: ] && u=$v && break; done < /proc/self/status; '
+        'left() { for d in /proc/[0-9]*; do [ "${d#/proc/}" = $$ ] && continue; '
+        'while read -r k v _; do [ "$k" = Uid: ] || continue; [ "$v" = "$u" ] && return 0; break; '
+        'done < "$d/status" 2>/dev/null; done; return 1; }; '
+        'n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; '
+        '{ [ "$p" = 1 ] || [ "$p" = $$ ] || [ "$p" = "$PPID" ]; } && continue; '
+        'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
+        '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
+        'i=0; while [ $i -lt 500 ] && kill -9 -1 2>/dev/null && left; do i=$((i+1)); done; '
+        # SIGKILLed is not yet gone on a busy machine: wait (up to ~5 s) until nothing is left.
+        'i=0; while [ $i -lt 100 ] && left; do kill -9 -1 2>/dev/null; i=$((i+1)); sleep 0.05; done')
+_AS_AGENT = f'setpriv --reuid={AGENT_UID} --regid={AGENT_UID} --clear-groups'
+_DONE = 'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
+# An agent command: the whole wrapper, its `timeout` and its reap, runs as the agent.
+AGENT_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
+                 f'if [ "$3" = 1 ]; then {REAP}; fi; {_DONE}')
+# A judge's exec (a certification, a probe): the command as root, the reap as the agent (root
+# holds no CAP_KILL: it could not end the agent's processes, and needs not).
+JUDGE_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
+                 f"if [ \"$3\" = 1 ]; then {_AS_AGENT} sh -c '{REAP}'; fi; {_DONE}")
+
+
+def give_to_agent(workdir: Path) -> None:
+    """A working copy the harness (running as root) just wrote is the agent's, as a new one is:
+    its files, their owner in the check cache's key, the same whoever wrote them."""
+    if os.getuid() != 0:
+        return
+    for top, dirs, files in os.walk(workdir):  # the task's own files: nothing of the agent's yet
+        for name in dirs + files:
+            os.lchown(os.path.join(top, name), AGENT_UID, AGENT_UID)
+    os.chown(workdir, AGENT_UID, AGENT_UID)
+
+
+def agent_argv(limit: str, cmd: str, reap: bool) -> list[str]:
+    """The exec's argv for a command of the agent's (started as the container's root)."""
+    own = f"chown -hR {AGENT_UID}:{AGENT_UID} /work 2>/dev/null; " if os.getuid() == 0 else ""
+    return ["sh", "-c", f'{own}exec {_AS_AGENT} sh -c "$0" ctxbench "$@"', AGENT_WRAPPER, limit,
+            "exec 2>&1\n" + cmd, str(int(reap))]
+
+
+def judge_argv(limit: str, cmd: str, reap: bool) -> list[str]:
+    """The exec's argv for the judge: fd 3 is the exec's stderr stream, the judge's report
+    channel; the launcher closes it in every process that runs code of the agent's."""
+    return ["sh", "-c", JUDGE_WRAPPER, "ctxbench", limit, "exec 3>&2 2>&1\n" + cmd, str(int(reap))]
+
+
+def tree_entries(workdir: Path, paths: Iterable[str], harness: Mapping[str, str],
+                 protected: object) -> dict[str, tuple[str, bytes]]:
+    """path -> (kind, data) of the committed tree: "file" / "exec" (content) or "link" (target).
+    Protected paths come from the harness's own copy, never from the working copy; the rest is
+    read without following any link, FIFOs and devices skipped."""
+    out: dict[str, tuple[str, bytes]] = {p: ("file", c.encode()) for p, c in harness.items()}
+    total = sum(len(d) for _, d in out.values())
+    for path in paths:
+        parts = path.split("/")
+        if path in out or protected(path) or "__pycache__" in parts or path.endswith(".pyc"):  # type: ignore[operator]
+            continue
+        entry = _read(workdir, parts, COPY_LIMIT - total)
+        if entry is not None:
+            out[path] = entry
+            total += len(entry[1])
+    return out
+
+
+def _read(workdir: Path, parts: list[str], room: int) -> tuple[str, bytes] | None:
+    fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in parts[:-1]:
+            nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        st = os.lstat(parts[-1], dir_fd=fd)
+        if stat.S_ISLNK(st.st_mode):
+            return "link", os.readlink(parts[-1], dir_fd=fd).encode("utf-8", "surrogateescape")
+        if not stat.S_ISREG(st.st_mode) or st.st_size > room:
+            return None
+        ffd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        with os.fdopen(ffd, "rb") as f:
+            data = f.read(room + 1)
+        return None if len(data) > room else ("exec" if st.st_mode & 0o100 else "file", data)
+    except OSError as e:  # a link, a vanished or unreadable entry: not in the judge's copy
+        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT, errno.EACCES, errno.ENXIO):
+            return None
+        raise
+    finally:
+        os.close(fd)
+
+
+def fill(root: Path, entries: Mapping[str, tuple[str, bytes]]) -> Path:
+    """Write a fresh copy under root/TREE (the last one removed); files 0644/0755, dirs 0755."""
+    root.mkdir(mode=0o755, exist_ok=True)
+    tree = root / TREE
+    if tree.exists():
+        shutil.rmtree(tree)
+    tree.mkdir(mode=0o755)
+    for path, (kind, data) in sorted(entries.items()):
+        parts = path.split("/")
+        if any("/".join(parts[:k]) in entries for k in range(1, len(parts))):
+            continue  # below a link or a file of the copy (git holds no such pair): never followed
+        target = tree / path
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        if kind == "link":
+            os.symlink(os.fsdecode(data.decode("utf-8", "surrogateescape")), target)
+            continue
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755 if kind == "exec" else 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    for top, dirs, _ in os.walk(tree):  # a umask of the harness's must not hide the copy from the agent's uid
+        for d in dirs:
+            os.chmod(os.path.join(top, d), 0o755)
+    os.chmod(tree, 0o755)
+    return tree
