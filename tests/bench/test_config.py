@@ -166,16 +166,21 @@ def _compose_hydra(overrides: list[str]):
 
 # The Hydra plugin each launcher option extends; Ray and SLURM are optional extras.
 LAUNCHER_PLUGINS = {"ctxbench_joblib": "hydra_plugins.hydra_joblib_launcher",
+                    "ctxbench_threads": "hydra_plugins.ctxbench_threads",
                     "ctxbench_ray": "hydra_plugins.hydra_ray_launcher",
                     "ctxbench_slurm": "hydra_plugins.hydra_submitit_launcher"}
 
 
 @pytest.mark.parametrize("name", options("hydra/launcher"))
 def test_every_launcher_option_composes(name):
-    if name != "ctxbench_joblib":  # joblib is a core dependency: never skipped
+    if name not in ("ctxbench_joblib", "ctxbench_threads"):  # core (joblib) or ours: never skipped
         pytest.importorskip(LAUNCHER_PLUGINS[name], reason=f"{name} needs its optional extra (docs/scaling.md)")
     cfg = _compose_hydra([f"hydra/launcher={name}"])
     assert cfg.hydra.launcher._target_.startswith("hydra_plugins.")
+    if name == "ctxbench_threads":  # ours is instantiated too (the others need their plugin's config schema)
+        from hydra.utils import instantiate
+
+        assert instantiate(cfg.hydra.launcher).n_jobs == 128
 
 
 @pytest.mark.parametrize("name", options("hydra/callbacks"))

@@ -80,19 +80,19 @@ def test_a_refused_request_is_a_429_with_retry_after_and_never_reaches_the_model
     assert len(backend.calls) == 1
 
 
-def _fast_limiter(provider, limit: RateLimit) -> None:
+def _fast_limiter(provider, limit: RateLimit, speed: float) -> None:
     """The provider's shared limiter on the fast clock (the server's runs just as fast)."""
     provider._limiter = SharedLimiter(provider._limiter.key + "|fast", limit, root=provider._root,
-                                      clock=lambda: time.time() * SPEED, sleep=lambda s: time.sleep(s / SPEED))
+                                      clock=lambda: time.time() * speed, sleep=lambda s: time.sleep(s / speed))
 
 
-def _hammer(kind, srv, limit: RateLimit, tmp_path, threads=8, calls=10):
+def _hammer(kind, srv, limit: RateLimit, tmp_path, threads=8, calls=10, speed=SPEED):
     results, errors = [], []
 
     def worker():
         p = make(kind, srv, sleep=Sleeps(), max_retries=20, max_concurrency=8)
         p._root = tmp_path
-        _fast_limiter(p, limit)
+        _fast_limiter(p, limit, speed)
         try:
             for _ in range(calls):
                 results.append(p.complete(MSGS, TOOLS, max_tokens=256, seed=1, cache_breakpoint=2))
@@ -112,12 +112,15 @@ def _hammer(kind, srv, limit: RateLimit, tmp_path, threads=8, calls=10):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_matched_limits_send_no_429(kind, api_keys, tmp_path):
-    server = ProviderLimits(rpm=30, input_tpm=30 * 2000, clock=lambda: time.monotonic() * SPEED)
+    # The client's bucket holds 135 to the server's 150: 1.5 s of slack for requests on their way,
+    # on a slower clock than the other tests' (a loaded machine's delays are multiplied by it).
+    speed = 4.0
+    server = ProviderLimits(rpm=150, input_tpm=150 * 2000, clock=lambda: time.monotonic() * speed)
     with LoopbackServer(ScriptedBackend(), limits=server) as srv:
-        done = _hammer(kind, srv, RateLimit(rpm=30, input_tpm=30 * 2000), tmp_path)
-    assert len(done) == 80 and server.stats()["rejected"] == 0 and server.stats()["admitted"] == 80
+        done = _hammer(kind, srv, RateLimit(rpm=150, input_tpm=150 * 2000), tmp_path, calls=30, speed=speed)
+    assert len(done) == 240 and server.stats()["rejected"] == 0 and server.stats()["admitted"] == 240
     assert all(c.extra["attempts"] == 1 for c in done)
-    assert sum(c.extra["queue_s"] > 0.01 for c in done) >= 40  # past the burst of 30, calls wait for the limiter
+    assert sum(c.extra["queue_s"] > 0.01 for c in done) >= 80  # past the burst of 135, calls wait for the limiter
 
 
 @pytest.mark.parametrize("kind", KINDS)
