@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make real-pilot: a small study on the real local model, its report, calibration and fidelity.
-#   STUDY=real-pilot SEEDS=1,2 STEPS=2 PORT=8091 scripts/real_pilot.sh
+#   STUDY=real-pilot SEEDS=1,2 STEPS=6 TURNS=8 PORT=8091 scripts/real_pilot.sh
 # Results go to $CTXBENCH_RESULTS (default results/); the server runs only while this does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +8,7 @@ BIN=.venv/bin
 STUDY=${STUDY:-real-pilot}
 SEEDS=${SEEDS:-1,2}
 STEPS=${STEPS:-6}
+TURNS=${TURNS:-8}
 export CTXBENCH_LOCAL_PORT=${PORT:-8091}
 
 $BIN/python -m bench.local serve --port "$CTXBENCH_LOCAL_PORT" &
@@ -21,7 +22,7 @@ done
 
 # One worker: the server has one slot, and every trial reuses the prompt prefix it holds.
 $BIN/python -m bench -m model=smollm2 strategy=raw,ledger,compaction arm=baseline,compaction \
-  task.seed="$SEEDS" ++task.size.steps="$STEPS" ++task.size.filler=0 limits.max_turns=8 limits.max_turns_per_step=4 \
+  task.seed="$SEEDS" ++task.size.steps="$STEPS" ++task.size.filler=0 limits.max_turns="$TURNS" limits.max_turns_per_step=4 \
   study.name="$STUDY"
 $BIN/python -m analysis.report study="$STUDY"
 $BIN/python -m analysis.calibrate "$STUDY" --name smollm2_pilot

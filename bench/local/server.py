@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -108,6 +110,8 @@ class LlamaServer:
 def serve(port: int | None = None, ctx: int = 4096) -> None:
     """Run the server in the foreground until interrupted (make real-pilot, by hand)."""
     port = port or int(os.environ.get("CTXBENCH_LOCAL_PORT", DEFAULT_PORT))
+    # SIGTERM (a script's `kill`) must stop the server too: it runs in a session of its own.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with LlamaServer(find_install(), port=port, ctx=ctx) as srv:
         print(f"llama-server (SmolLM2-135M-Instruct, -c {ctx}) at {srv.url}/v1", flush=True)
         try:

@@ -76,8 +76,10 @@ def experiment_id(client, name: str, artifact_root: str) -> str:
 
 
 def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mapping | None = None,
-                 tags: Mapping[str, str] | None = None) -> str:
-    """Find or create the study's parent run; a file lock keeps parallel workers from racing."""
+                 tags: Mapping[str, str] | None = None, *, single: bool = False) -> str:
+    """Find or create the study's parent run; a file lock keeps parallel workers from racing.
+    `single`: a trial outside a multirun (no study callback will end the parent): a parent it
+    creates is ended at once, not left RUNNING for ever (issue 21)."""
     lock_dir.mkdir(parents=True, exist_ok=True)
     with open(lock_dir / ".study.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -89,6 +91,8 @@ def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mappin
                                 tags={"ctxbench.kind": "study", "study": study, **(tags or {})})
         if config:
             client.log_dict(run.info.run_id, dict(config), "study_config.yaml")
+        if single:
+            client.set_terminated(run.info.run_id, status="FINISHED")
         return run.info.run_id
 
 
@@ -165,7 +169,8 @@ class TrialRun:
                 "failure_reason": "", "config_hash": cfg.config_hash, "git_sha": code_version(), "pid": str(os.getpid()),
                 "host": os.uname().nodename, **(cfg.sample or {}), **extra_tags}
         if cfg.study != "adhoc":
-            tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None, cfg.sample)
+            tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None, cfg.sample,
+                                                      single=True)
         run = self.client.create_run(exp, run_name=cfg.run_name, tags=tags)
         self.run_id = run.info.run_id
         self.artifact_uri = run.info.artifact_uri

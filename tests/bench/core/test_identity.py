@@ -33,3 +33,15 @@ def test_the_trial_run_is_tagged_with_the_identity(tmp_path, monkeypatch):
     assert tags["model"] == "smollm2:smollm2-135m-instruct@127.0.0.1:9999"
     assert (tags["model_name"], tags["model_id"], tags["model_endpoint"]) == (
         "smollm2", "smollm2-135m-instruct", "http://127.0.0.1:9999/v1")
+
+
+def test_a_single_trial_does_not_leave_its_study_run_running(tmp_path, monkeypatch):
+    """Issue 21, defect 8: the study's parent run stayed RUNNING after single (non-multirun) trials."""
+    from bench.tracking.runs import TrialRun
+
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
+    run = TrialRun(load(compose(["study.name=single-trials"])), {})
+    parent = run.client.get_run(run.client.get_run(run.run_id).data.tags["mlflow.parentRunId"])
+    assert parent.info.status == "FINISHED"
+    again = TrialRun(load(compose(["study.name=single-trials", "rep=1"])), {})
+    assert run.client.get_run(again.run_id).data.tags["mlflow.parentRunId"] == parent.info.run_id
