@@ -48,6 +48,7 @@ def table(trials: pd.DataFrame, reference: str = "raw", strategies: tuple[str, .
           ) -> pd.DataFrame:
     t = trials.assign(switch=trials[POINT].fillna("").astype(str).map(_switch))
     switches = [s for s in dict.fromkeys(t["switch"]) if s != "none"]
+    ran = {s: pd.MultiIndex.from_frame(t.loc[t["switch"] == s, list(KEY)].drop_duplicates()) for s in switches}
     rows = []
     for arm in [a for a in ("baseline", "compaction", "drift", "drift_compaction") if a in set(t["arm"])]:
         for strategy in strategies:
@@ -56,7 +57,8 @@ def table(trials: pd.DataFrame, reference: str = "raw", strategies: tuple[str, .
             for switch in switches:
                 off = pd.concat({"s": _rates(t, strategy, arm, switch), "r": _rates(t, reference, arm, switch)},
                                 axis=1).dropna()
-                both = base.join(off, lsuffix="_on", rsuffix="_off", how="inner")
+                both = base.add_suffix("_on").join(off.add_suffix("_off"), how="inner")
+                both = both[both.index.isin(ran[switch])]  # only the tasks the switch was run on
                 if both.empty:
                     continue
                 d_on = float((both["s_on"] - both["r_on"]).mean())

@@ -41,3 +41,11 @@ def test_none_from_another_study_pairs_on_the_task_and_no_difference_is_nan():
     off = trials(lambda s, p, k: 1, points=("ablation=temptation",), study="attribution")
     t = attribution.table(pd.concat([on, off]))
     assert len(t) == 2 and (t["n_pairs"] == 10).all() and t["share gone"].map(math.isnan).all()
+
+
+def test_stand_ins_count_only_the_tasks_the_switch_was_run_on():
+    on = trials(lambda s, p, k: 1, points=("",))
+    off = trials(lambda s, p, k: 1, points=("ablation=tree",))
+    off = off[off["task_seed"] < 4]  # the switch ran on 4 of the 10 seeds
+    t = attribution.table(pd.concat([on, off]))
+    assert set(t["n_pairs"]) == {4}
