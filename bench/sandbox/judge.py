@@ -149,6 +149,9 @@ def fill(root: Path, entries: Mapping[str, tuple[str, bytes]]) -> Path:
             f.write(data)
     for top, dirs, _ in os.walk(tree):  # a umask of the harness's must not hide the copy from the agent's uid
         for d in dirs:
-            os.chmod(os.path.join(top, d), 0o755)
+            # os.walk lists a link to a directory among `dirs`, and chmod follows links: the agent's
+            # `up -> /` would have the harness chmod the host's own directory.
+            if not os.path.islink(os.path.join(top, d)):
+                os.chmod(os.path.join(top, d), 0o755)
     os.chmod(tree, 0o755)
     return tree

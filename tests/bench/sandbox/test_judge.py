@@ -14,7 +14,7 @@ import pytest
 from bench.eventlog.events import EventLog
 from bench.sandbox.base import SandboxConfig
 from bench.sandbox.docker import DockerSandbox, create
-from bench.sandbox.judge import AGENT_UID
+from bench.sandbox.judge import AGENT_UID, fill
 from bench.trial.certify import HarnessCopy, certify
 from tests.bench.trial.conftest import CALC, CHECK, FILES, FINAL, tiny_task
 
@@ -125,3 +125,20 @@ def test_stale_pytest_rewrite_bytecode_is_never_loaded(sb: DockerSandbox, tmp_pa
     os.utime(path, (946684800, 946684800))
     out = certify(sb, HarnessCopy(tiny_task()), EventLog(tmp_path / "e.jsonl"), 0, "s01", FINAL)
     assert not out.passed and "failed" in out.output, out.output
+
+
+def test_the_judges_copy_never_changes_what_a_link_of_the_agents_points_at(tmp_path) -> None:
+    # The tree may hold the agent's links (git commits them): `up -> <a host directory>`. Writing
+    # the copy must not follow one, not even to set a mode (the harness may be root).
+    host = tmp_path / "host-private"
+    host.mkdir()
+    os.chmod(host, 0o700)
+    (host / "secret").write_text("s")
+    os.chmod(host / "secret", 0o600)
+    entries = {"up": ("link", str(host).encode()), "pkg/mod.py": ("file", b"x = 1\n"),
+               "deep": ("link", b"/")}
+    tree = fill(tmp_path / "judge", entries)
+    assert (tree / "up").is_symlink() and (tree / "pkg" / "mod.py").read_text() == "x = 1\n"
+    assert oct(host.stat().st_mode & 0o777) == oct(0o700)
+    assert oct((host / "secret").stat().st_mode & 0o777) == oct(0o600)
+    assert sorted(os.listdir(host)) == ["secret"]
