@@ -30,6 +30,10 @@ from analysis.render import table
 from analysis.stats import mcnemar_exact, wilson
 
 PAIR = ("strategy", "arm", "task_family", "task_seed", "rep")
+# What else a replay must repeat of its real trial: the task's other size knobs and the limits
+# (a real pilot with limits.max_turns=4 replayed under the default 240 measures the limits).
+REPLAYED = ("task.size.filler", "task.size.callers", "limits.max_turns", "limits.max_turns_per_step",
+            "limits.trial_timeout_s")
 
 
 def frame(trials: Iterable[Trial]) -> pd.DataFrame:
@@ -42,8 +46,13 @@ def frame(trials: Iterable[Trial]) -> pd.DataFrame:
                      "success": int(t.end.get("status") == "success"), "turns": int(t.end.get("turn", 0)),
                      "prompt_tokens": sum(u.get("input", 0) + u.get("cache_read", 0) + u.get("cache_write", 0)
                                           for u in usage),
-                     "model": t.get("model.name"), "trial": t.name})
+                     "model": t.get("model.name"), "trial": t.name,
+                     **{k: t.get(k) for k in REPLAYED}})
     return pd.DataFrame(rows)
+
+
+def _plain(v: object) -> object:
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 def plan(real: pd.DataFrame, model: str, study: str, extra: list[str], rep_shift: int = 0) -> list[list[str]]:
@@ -51,7 +60,8 @@ def plan(real: pd.DataFrame, model: str, study: str, extra: list[str], rep_shift
     (each rep + `rep_shift`)."""
     real = real.assign(rep=real["rep"] + rep_shift)
     out = []
-    for (family, steps), g in real.groupby(["task_family", "steps"], dropna=False):
+    keys = [k for k in REPLAYED if k in real]
+    for (family, steps, *knobs), g in real.groupby(["task_family", "steps", *keys], dropna=False):
         lists = {k: ",".join(str(v) for v in sorted(g[c].unique(), key=str))
                  for k, c in (("strategy", "strategy"), ("arm", "arm"), ("task.seed", "task_seed"), ("rep", "rep"))}
         cmd = [sys.executable, "-m", "bench", "-m", f"model={model}", f"task={family}",
@@ -59,6 +69,7 @@ def plan(real: pd.DataFrame, model: str, study: str, extra: list[str], rep_shift
                "hydra/callbacks=study"]
         if pd.notna(steps):
             cmd.append(f"task.size.steps={int(steps)}")
+        cmd += [f"++{k}={_plain(v)}" for k, v in zip(keys, knobs, strict=True) if pd.notna(v)]
         out.append(cmd + extra)
     return out
 
