@@ -9,6 +9,14 @@ three parameters stand for (bench/sim/explore.py), read from `step_start` and `m
   p_reread_before_edit  (step, file) pairs where the file was seen in an earlier step and is
                         read again in this step before its first edit
 
+These are observable shares, not the parameters themselves: in the sim other causes add to
+them (a re-read also follows a drift cue or a failure; `p_check_changes` applies only while the
+earlier `git log` is still in view, which ledger and subagent drop at every step). Measured on
+the sim's own logs (issue-22 slice, raw, baseline arm, rates set 0.3 / 0.5 / 0.5): 0.21, 0.40,
+0.94. So calibrate by matching shares -- run the sim at candidate rates, read its logs with this
+module, and pick the rates whose shares match the real model's -- not by copying a share into
+conf/model/sim.yaml.
+
 `p_edit_error` is not measured here: telling a competence slip from a context failure needs
 the ground truth of the task (traps, drift), which analysis/calibrate owns.
 
