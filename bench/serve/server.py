@@ -21,7 +21,6 @@ Failing faults never reach the sim, so a retried request meets the sim in the sa
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hmac
 import json
@@ -39,7 +38,7 @@ from bench.providers.wire import anthropic as aw
 from bench.providers.wire import openai as ow
 from bench.serve import errors as vendor_errors
 from bench.serve import limits as L
-from bench.serve.backend import Backend, SimBackend, load_model_config
+from bench.serve.backend import Backend, SimBackend
 
 log = logging.getLogger("bench.serve.server")
 FAULTS = ("429", "500", "slow", "truncate", "malformed", "cut", "bad_tool_json")
@@ -274,33 +273,4 @@ class _Handler(BaseHTTPRequestHandler):
         pauses = {first: c.ttft_s * self.app.time_scale,
                   last: max(c.latency_s - c.ttft_s, 0.0) * self.app.time_scale} if self.app.time_scale > 0 else None
         return self._sse(lines[: len(lines) // 2] if fault == "cut" else lines, pauses)
-
-
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.serve", description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--host", default="127.0.0.1", choices=LOOPBACK)
-    p.add_argument("--fault", action="append", default=[], metavar="KIND[:COUNT]", help=f"one of {', '.join(FAULTS)}")
-    p.add_argument("--retry-after", type=float, default=1.0, help="seconds, sent with injected 429s")
-    p.add_argument("--slow-s", type=float, default=5.0, help="how long a `slow` fault stalls")
-    p.add_argument("--sim-config", default=None, help="model config for the sim (default conf/model/sim.yaml)")
-    p.add_argument("--key-env", default=None, help="require the key to equal this environment variable's value")
-    p.add_argument("--time-scale", type=float, default=0.0,
-                   help="pace streams: first token after ttft_s x this, end after latency_s x this (0 = at once)")
-    L.add_arguments(p)
-    a = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    backend = SimBackend(load_model_config(a.sim_config) if a.sim_config else None)
-    srv = LoopbackServer(backend, host=a.host, port=a.port, faults=a.fault, retry_after_s=a.retry_after,
-                         slow_s=a.slow_s, key_env=a.key_env, time_scale=a.time_scale,
-                         limits=L.from_args(a))
-    print(f"ctxbench loopback server on {srv.url}  (anthropic base_url={srv.url}, openai base_url={srv.url}/v1)",
-          flush=True)
-    try:
-        srv._httpd.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        srv.stopping.set()
-        srv._httpd.server_close()
 
