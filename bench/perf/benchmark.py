@@ -41,7 +41,7 @@ from typing import Any
 
 from bench.config import ROOT
 from bench.perf import inflight
-from bench.perf.checkcost import certify_cost
+from bench.perf.checkcost import certify_cost, certify_text
 from bench.perf.grid import GRID_TRIALS, SLICE_SEEDS, grid_run
 from bench.perf.phases import Phases as Phases  # re-exported: `make bench` tests import it from here
 from bench.perf.phases import instrumented_trial
@@ -285,9 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     text += (f"\n  per-process start (interpreter + imports): {report['process_start_s']} s, paid once per worker"
              f"\n  in the container: python start {ex['in_container_python_start_ms_p50']} ms, pytest start "
              f"{ex['in_container_pytest_start_ms_p50']} ms (per check)"
-             f"\n  certify (judge's copy + launcher as root + a child per part as the agent's uid): step check with "
-             f"{report['certify']['step_check']['probes']} probes {report['certify']['step_check']['ms_p50']} ms, final "
-             f"{report['certify']['final']['ms_p50']} ms; exec `true` {report['certify']['exec_true_ms_p50']} ms"
+             f"\n  {certify_text(report['certify'])}"
              f"\n  load average at start/end: {report['load_avg_start']} / {report['load_avg_end']} on "
              f"{report['cpus']} cpus")
     if "inflight" in report:

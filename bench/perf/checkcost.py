@@ -57,3 +57,10 @@ def certify_cost(family: str, n: int) -> dict[str, Any]:
         finally:
             sb.close()
     return out
+
+
+def certify_text(cost: dict[str, Any]) -> str:
+    """The table's line for `certify_cost`'s figures."""
+    return (f"certify (judge's copy + launcher as root + a child per part as the agent's uid): step check with "
+            f"{cost['step_check']['probes']} probes {cost['step_check']['ms_p50']} ms, final "
+            f"{cost['final']['ms_p50']} ms; exec `true` {cost['exec_true_ms_p50']} ms")

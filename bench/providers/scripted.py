@@ -1,6 +1,6 @@
 """`provider: scripted`: a model that replays a fixed list of tool calls, one list per turn.
 
-    model=adversary model.attack=traversal      # a built-in attack (bench/providers/attacks.py)
+    model=adversary model.attack=traversal      # a built-in attack (bench/providers/attacks/)
     model=adversary +model.script='[[{name: run, args: {command: ls}}]]'   # or any script
 
 The adversarial suite, the host-only loop tests and anyone reproducing a harness bug use it:

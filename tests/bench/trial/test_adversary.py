@@ -1,7 +1,7 @@
 """The adversarial agent suite through the real Docker sandbox: `model=adversary model.attack=X`
 on a short real task. Every attack must end as an agent failure with success 0 and its
 policy violations logged, never crash the harness, leave no container and no scratch
-directory, and touch nothing on the host. The attacks are bench/providers/attacks.py;
+directory, and touch nothing on the host. The attacks are bench/providers/attacks/;
 docs/threat_model.md maps each to its guard.
 
 The suite runs twice when the tests run as root: in this process (the harness as root), and
