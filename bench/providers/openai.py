@@ -33,6 +33,7 @@ class OpenAIProvider(HttpProvider):
 
     def __init__(self, settings: RealModelConfig, *, sleep: Any = time.sleep) -> None:
         super().__init__(settings, sleep=sleep)
+        self._calls = 0  # model calls of this trial so far: each samples with a seed of its own
         import openai
 
         kwargs: dict[str, Any] = {"api_key": self._secret, "max_retries": 0, "timeout": settings.timeout_s}
@@ -48,7 +49,8 @@ class OpenAIProvider(HttpProvider):
                cache_breakpoint: int | None) -> dict[str, Any]:
         # No explicit cache marks: OpenAI caches the longest previously seen prefix by itself.
         grammar = self.settings.tool_calls == "grammar" and bool(tools)
-        body: dict[str, Any] = {"model": self.model_id, "seed": seed,
+        self._calls += 1
+        body: dict[str, Any] = {"model": self.model_id, "seed": wire.call_seed(seed, self._calls), "user": f"seed-{seed}",
                                 "messages": constrained.to_wire(messages, tools) if grammar else wire.to_wire(messages)}
         if self.settings.stream:
             body["stream_options"] = {"include_usage": True}

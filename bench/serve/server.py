@@ -245,7 +245,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._error(proto, 400, "invalid_request_error", "max_tokens: field required")
         else:
             messages, breakpoint_ = ow.from_wire(body), None
-            tools, seed = ow.tools_from_wire(body.get("tools")), int(body.get("seed") or 0)
+            tools, seed = ow.tools_from_wire(body.get("tools")), ow.trial_seed(body)
             max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 4096)
         c = self.app.backend.complete(tuple(messages), tools, max_tokens=max_tokens, seed=seed,
                                       cache_breakpoint=breakpoint_)

@@ -30,6 +30,24 @@ def tools_to_wire(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
                                               "parameters": t.parameters}} for t in tools]
 
 
+def call_seed(trial_seed: int, call: int) -> int:
+    """The sampling seed of a trial's `call`-th model call. A server such as llama.cpp or vLLM
+    samples with the request's seed: one seed for every call of a trial made a retry after a
+    nudge repeat its last reply word for word. Derived, so a rerun of the trial sends the same
+    sequence."""
+    return (trial_seed * 1_000_003 + call) % 2**31
+
+
+def trial_seed(body: Mapping[str, Any]) -> int:
+    """The trial's own seed, which the request carries as `user: "seed-<n>"` beside the per-call
+    `seed` (the loopback server's sim draws with the trial's, as `model=sim` does); a request
+    without it: its `seed`."""
+    user = str(body.get("user") or "")
+    if user.startswith("seed-") and user[5:].lstrip("-").isdigit():
+        return int(user[5:])
+    return int(body.get("seed") or 0)
+
+
 def tools_from_wire(tools: Sequence[Mapping[str, Any]] | None) -> tuple[ToolSpec, ...]:
     fns = [t.get("function") or {} for t in tools or ()]
     return tuple(ToolSpec(f["name"], f.get("description", ""), f.get("parameters") or {}) for f in fns)

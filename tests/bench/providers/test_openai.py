@@ -138,11 +138,24 @@ def test_complete_through_the_sdk_and_server(api_keys):
     assert c.cost_usd == pytest.approx((120 * 2.0 + 30 * 10.0 + 1024 * 0.2 + 256 * 2.5) / 1e6)
 
 
+def test_each_call_of_a_trial_samples_with_a_seed_of_its_own(api_keys):
+    # One seed for every call made a retry after a nudge repeat the last reply word for word on a
+    # real server (issue 21, defect 8); the trial's own seed still travels, as `user`.
+    seeds = []
+    for _ in range(2):  # a rerun of the trial sends the same sequence
+        p = OpenAIProvider.from_config(model_cfg("openai", base_url="http://127.0.0.1:1/v1", api_key_env=None))
+        bodies = [p._build(CONVERSATION[:2], TOOLS, 300, 5, None) for _ in range(3)]
+        assert {b["user"] for b in bodies} == {"seed-5"}
+        seeds.append([b["seed"] for b in bodies])
+        p.close()
+    assert len(set(seeds[0])) == 3 and seeds[0] == seeds[1]
+
+
 def test_request_body_official_vs_compatible_endpoint(api_keys):
     official = OpenAIProvider.from_config(model_cfg("openai", base_url=None))
     body = official._build(CONVERSATION[:2], TOOLS, 300, 5, 2)
     assert body["max_completion_tokens"] == 300 and "max_tokens" not in body
-    assert body["seed"] == 5 and body["stream_options"] == {"include_usage": True}
+    assert body["user"] == "seed-5" and body["stream_options"] == {"include_usage": True}
     assert official._client.max_retries == 0 and official._client.api_key == KEYS["openai"]
     local = OpenAIProvider.from_config(model_cfg("openai", base_url="http://127.0.0.1:11434/v1", api_key_env=None))
     assert local._build(CONVERSATION[:2], (), 300, 5, None)["max_tokens"] == 300
