@@ -45,12 +45,30 @@ VALUES = {sub: re.compile("|".join(f"(?:{p})" for p in pats)) for sub, pats in
 _OPERAND = re.compile(r"[^\x00-\x1f\x7f]{1,500}")
 
 
+def _attach_counts(subcommand: str, args: list[str]) -> list[str]:
+    """`-n 5` as `-n5`: the one option agents habitually give a separate value (git log -n 5),
+    and a value of digits only, which can name no path."""
+    if subcommand not in ("log", "show"):
+        return args
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        if args[i] == "-n" and i + 1 < len(args) and isinstance(args[i + 1], str) and args[i + 1].isdigit():
+            out.append(f"-n{args[i + 1]}")
+            i += 2
+        else:
+            out.append(args[i])
+            i += 1
+    return out
+
+
 def refusal(subcommand: str, args: list[str]) -> str | None:
     """Why `git <subcommand> <args>` may not run on the host, or None if every part may."""
     if subcommand not in SUBCOMMANDS:
         return f"git {subcommand!r}: the git tool runs only {', '.join(SUBCOMMANDS)}"
     values = VALUES.get(subcommand)
     pathspecs = False
+    args = _attach_counts(subcommand, args)
     for arg in args:
         if not isinstance(arg, str) or not _OPERAND.fullmatch(arg) or arg.startswith("/"):
             return f"git argument {arg!r:.80} not allowed: revisions and paths are repo-relative, printable, short"

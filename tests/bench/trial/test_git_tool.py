@@ -22,7 +22,7 @@ HOST_REACH = [
     ["--ext-diff"], ["--textconv"], ["--upload-pack=sh"], ["--orderfile=/etc/passwd"], ["--work-tree=/"],
     ["--open-files-in-pager"], ["-c", "core.pager=sh"], ["--attr-source=HEAD"], ["--format=%GS"],
     ["--pretty=format:%G?"], ["/etc/passwd"], ["--", "/etc/passwd"], ["--output-directory=/tmp"],
-    ["--ignore-submodules=all", "--submodule=diff"], ["-n", "5"], ["--stdin"], ["--end-of-options", "-O/x"],
+    ["--ignore-submodules=all", "--submodule=diff"], ["--stdin"], ["--end-of-options", "-O/x"],
     ["--textconv", "--", "x"], ["HEAD\n"], ["--grep=\x00"],
 ]
 
@@ -99,3 +99,12 @@ def test_git_errors_do_not_name_host_paths(tools, box):
     out = tools.call("git", {"subcommand": "log", "args": ["--", "../../etc/passwd"]})
     assert not out.ok and "outside repository" in out.text
     assert str(box.workdir) not in out.text and "/work" in out.text
+
+
+def test_a_count_given_apart_is_the_count_attached():
+    # `git log -n 5` is how agents (and the sim's looks at the history) ask; digits name no path.
+    assert git_tool.refusal("log", ["--stat", "-n", "5"]) is None
+    assert git_tool.refusal("show", ["-n", "1", "HEAD"]) is None
+    for refused in (["-n", "/etc/passwd"], ["-n", "-O/etc/passwd"], ["-n"], ["-n", "5x"]):
+        assert git_tool.refusal("log", refused) is not None, refused
+    assert git_tool.refusal("diff", ["-n", "5"]) and git_tool.refusal("status", ["-n", "5"])  # no count there
