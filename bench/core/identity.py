@@ -4,7 +4,8 @@ Two servers behind one `model=local` are two models; runs against them must not 
 repeats of one another (the report once dropped one as a "duplicate (older run)" of the other).
 The `model` tag of every trial, the study's plan and so every table of the report use this;
 the config hash covers model_id and base_url anyway. What a server says about itself
-(llama.cpp's model path, vLLM's served model) is tagged beside it as `model_server`.
+(its `/models`: llama.cpp's model name with n_params, n_ctx_train and size; vLLM's served
+model) is tagged beside it as `model_server` (bench/trial/runner.py, OpenAIProvider.describe_server).
 """
 
 from __future__ import annotations

@@ -77,6 +77,23 @@ class OpenAIProvider(HttpProvider):
             res = _constrained_call(res, body)
         return res
 
+    def describe_server(self) -> str:
+        """What an OpenAI-compatible server says about the model it serves (its `/models`: id,
+        and llama.cpp's `meta` such as n_params and n_ctx_train), for the `model_server` tag;
+        "" for OpenAI's own endpoint or a server that does not answer within 5 s."""
+        if not self.settings.base_url:
+            return ""
+        try:
+            listed = self._client.with_options(timeout=5.0, max_retries=0).models.list().data
+        except Exception:  # a server without /models, or not up yet: the tag stays empty
+            return ""
+        parts = []
+        for m in listed[:4]:
+            meta = (m.model_extra or {}).get("meta") or {}
+            facts = ", ".join(f"{k}={meta[k]}" for k in ("n_params", "n_ctx_train", "size") if k in meta)
+            parts.append(f"{m.id} ({facts})" if facts else m.id)
+        return "; ".join(parts)[:250]
+
     def close(self) -> None:
         self._client.close()
 

@@ -70,6 +70,7 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
         claimed = claim(tcfg, parts.task, gate)
         if isinstance(claimed, TrialResult):
             return claimed
+        _tag_server(claimed, parts.provider)
         trial = Trial(tcfg, parts.task, claimed)
         try:
             with judged(trial):
@@ -79,6 +80,18 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
             finish(trial)
             gate.settle(trial.outcome.cost_usd, trial.outcome.usage.prompt + trial.outcome.usage.output)
         return trial.result()
+
+
+def _tag_server(trial_run: TrialRun, provider: Provider) -> None:
+    """`model_server`: what the server says about itself, beside the configured identity
+    (bench/core/identity.py). Asked once per trial; never a reason for the trial to fail."""
+    describe = getattr(provider, "describe_server", None)
+    said = describe() if describe else ""
+    if said:
+        try:
+            trial_run.client.set_tag(trial_run.run_id, "model_server", said)
+        except Exception:
+            log.warning("could not tag model_server", exc_info=True)
 
 
 def _close_quietly(provider: Provider) -> None:

@@ -151,6 +151,17 @@ def test_each_call_of_a_trial_samples_with_a_seed_of_its_own(api_keys):
     assert len(set(seeds[0])) == 3 and seeds[0] == seeds[1]
 
 
+def test_a_compatible_server_is_asked_what_it_serves(api_keys):
+    with LoopbackServer(ScriptedBackend()) as srv:
+        p = make("openai", srv)
+        assert p.describe_server() == "sim"  # the loopback server's /v1/models
+        p.close()
+    gone = OpenAIProvider.from_config(model_cfg("openai", base_url="http://127.0.0.1:9/v1", api_key_env=None))
+    assert gone.describe_server() == ""  # nothing listening: no tag, no failure
+    official = OpenAIProvider.from_config(model_cfg("openai", base_url=None))
+    assert official.describe_server() == ""  # OpenAI's own endpoint: the model id says it
+
+
 def test_request_body_official_vs_compatible_endpoint(api_keys):
     official = OpenAIProvider.from_config(model_cfg("openai", base_url=None))
     body = official._build(CONVERSATION[:2], TOOLS, 300, 5, 2)

@@ -61,6 +61,10 @@ def test_a_real_model_meets_the_harness(strategy, arm, llama, tmp_path, monkeypa
         prompt = c["usage"]["input"] + c["usage"]["cache_read"] + c["usage"]["cache_write"]
         assert prompt > 0
         assert all(t["name"] in names for t in c["tool_calls"])  # grammar mode: published tools only
+    from mlflow.tracking import MlflowClient
+
+    said = MlflowClient(cfg.tracking.uri).get_run(result.run_id).data.tags.get("model_server", "")
+    assert "n_params=" in said, said  # what llama-server says it serves, beside the configured identity
     window = records[0]["window"]
     assert window <= 4096  # the arm's 12,000 is bounded by the model's window
     turns = [c for c in mc if c["purpose"] == "turn"]
