@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.tracking import procs
+
 ADMITTED, REFUSED, WAIT = "admitted", "refused", "wait"
 BUDGET_EXHAUSTED = "budget_exhausted"
 PILOT_POLL_S = 0.5
@@ -93,7 +95,8 @@ def update(path: Path, change: Any) -> Any:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             state = {**_EMPTY, **(json.loads(path.read_text()) if path.exists() else {})}
-            state["reserved"] = {k: v for k, v in state["reserved"].items() if _alive(int(v[2]))}
+            state["reserved"] = {k: v for k, v in state["reserved"].items()
+                                 if procs.alive(int(v[2]), v[3] if len(v) > 3 else None)}
             out = change(state)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(state, sort_keys=True))
@@ -102,15 +105,6 @@ def update(path: Path, change: Any) -> Any:
         finally:
             os.close(fd)  # releases the flock
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def seed(path: Path, spent_usd: float, spent_tokens: float, ended: int) -> dict[str, Any]:
@@ -158,7 +152,7 @@ class Gate:
                 state["exhausted"] = True
                 state["refused"] += 1
                 return REFUSED
-            state["reserved"][ticket] = [est[0], est[1], os.getpid()]
+            state["reserved"][ticket] = [est[0], est[1], os.getpid(), procs.start_ticks(os.getpid())]
             return ADMITTED
 
         verdict = str(update(self.path, decide))

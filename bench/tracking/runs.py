@@ -18,6 +18,7 @@ from typing import Any
 from bench.config import TrialConfig
 from bench.core import redact
 from bench.core.identity import model_identity
+from bench.tracking import procs
 
 MAX_PARAM_CHARS = 500  # MLflow's limit on a param value
 BATCH = 900  # MLflow's log_batch takes at most 1000 metrics
@@ -96,19 +97,6 @@ def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mappin
         return run.info.run_id
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a killed process its parent has not reaped yet (a zombie) is dead too
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return True
-
 
 STALE_GRACE_S = 600.0  # a RUNNING run older than its trial timeout + this is dead (the watchdog ends trials)
 
@@ -140,7 +128,7 @@ def previous_runs(cfg: TrialConfig) -> list:
     marked = False
     for r in runs:
         tags = r.data.tags
-        dead = (tags.get("host") == host and not _alive(int(tags.get("pid", "0") or 0))) \
+        dead = (tags.get("host") == host and not procs.alive(int(tags.get("pid", "0") or 0), _ticks(tags))) \
             or (r.info.start_time or 0) < stale_ms
         if r.info.status == "RUNNING" and dead:
             client.set_tag(r.info.run_id, "status", "killed")
@@ -167,6 +155,7 @@ class TrialRun:
                 "model_id": str(cfg.model.get("model_id") or ""), "model_endpoint": str(cfg.model.get("base_url") or ""),
                 "status": "running",
                 "failure_reason": "", "config_hash": cfg.config_hash, "git_sha": code_version(), "pid": str(os.getpid()),
+                "pid_start": str(procs.start_ticks(os.getpid()) or ""),
                 "host": os.uname().nodename, **(cfg.sample or {}), **extra_tags}
         if cfg.study != "adhoc":
             tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None, cfg.sample,
@@ -195,3 +184,9 @@ class TrialRun:
         if artifacts is not None and artifacts.exists():
             self.client.log_artifacts(self.run_id, str(artifacts))
         self.client.set_terminated(self.run_id, status=status)
+
+
+def _ticks(tags: Mapping[str, str]) -> int | None:
+    """The recorded start time of a run's process (runs from before it was recorded: None)."""
+    value = tags.get("pid_start") or ""
+    return int(value) if value.isdigit() else None

@@ -17,7 +17,7 @@ from bench.eventlog.events import comparable
 
 PLAN = ["strategy=raw,ledger", "arm=baseline,drift", "sandbox=local", "++task.size.steps=6", "study.name=both"]
 TIMINGS = {"latency_s", "ttft_s", "turn_latency_s", "wall_s", "queue_ms"}  # of the run, not the trial's result
-VOLATILE_TAGS = {"pid", "host", "mlflow.parentRunId", "events_sha256"}  # the hash covers the event timings
+VOLATILE_TAGS = {"pid", "pid_start", "host", "mlflow.parentRunId", "events_sha256"}  # the hash covers the event timings
 
 
 def _study(results: Path, *launcher: str) -> str:

@@ -3,11 +3,14 @@ trials in flight, the pilot, refusals that stick, dead workers' reservations, va
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+from bench.tracking import procs
 from bench.tracking.budget import (
     ADMITTED,
     REFUSED,
@@ -102,3 +105,18 @@ def test_waiting_for_the_pilot_ends_when_it_settles(tmp_path):
     pilot.settle(0.2, 10)
     assert done.wait(5) and other.admit() == ADMITTED
     t.join()
+
+
+def test_a_reservation_whose_pid_was_reused_is_dropped(tmp_path):
+    # pid_max is 32,768 here: a dead worker's pid soon names another process. A reservation
+    # keeps its process's start time, so the newcomer does not hold the dead worker's money.
+    path = ledger_path(tmp_path, "s")
+    study = {"budget_usd": 1.5, "trial_estimate_usd": 1.0}
+    assert gate(tmp_path, **study).admit() == ADMITTED  # this process holds 1.0
+    state = read(path)
+    (ticket, held), = state["reserved"].items()
+    assert held[2] == os.getpid() and held[3] == procs.start_ticks(os.getpid())
+    state["reserved"][ticket] = [held[0], held[1], held[2], held[3] + 1]  # "started" at another time
+    path.write_text(json.dumps(state))
+    assert gate(tmp_path, **study).admit() == ADMITTED  # 1.0 no longer held: 1.0 <= 1.5
+    assert procs.alive(os.getpid()) and not procs.alive(os.getpid(), held[3] + 1)
