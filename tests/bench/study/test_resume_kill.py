@@ -69,9 +69,9 @@ def containers(study: str) -> list[tuple[str, str]]:
 
 
 def alive(pid: int) -> bool:
-    from bench.tracking.runs import _alive
+    from bench.tracking import procs
 
-    return _alive(pid)
+    return procs.alive(pid)
 
 
 @pytest.mark.parametrize("variant", ["grid", "plain"])
