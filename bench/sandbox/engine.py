@@ -16,6 +16,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from bench.core import procs
+
 from .base import OutputTail, SandboxLost
 from .content import remove_tree
 
@@ -81,15 +83,7 @@ def owner_labels() -> dict[str, str]:
     """Who created a container: host, pid and the pid's start time (so a reused pid is not
     mistaken for the creator). A sweep removes a container only when that process is gone."""
     return {"ctxbench.host": os.uname().nodename, "ctxbench.pid": str(os.getpid()),
-            "ctxbench.pid_start": _pid_start(os.getpid())}
-
-
-def _pid_start(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:  # field 22: start time in clock ticks since boot
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return ""
+            "ctxbench.pid_start": str(procs.start_ticks(os.getpid()) or "")}
 
 
 def creator_alive(labels: Mapping[str, str]) -> bool | None:
@@ -97,25 +91,8 @@ def creator_alive(labels: Mapping[str, str]) -> bool | None:
     told (another host, or a container from before these labels existed)."""
     if labels.get("ctxbench.host") != os.uname().nodename or not labels.get("ctxbench.pid", "").isdigit():
         return None
-    pid = int(labels["ctxbench.pid"])
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if _zombie(pid):  # killed, not yet reaped: as dead as it gets
-        return False
     started = labels.get("ctxbench.pid_start", "")
-    return not started or _pid_start(pid) in ("", started)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
+    return procs.alive(int(labels["ctxbench.pid"]), int(started) if started.isdigit() else None)
 
 
 _FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id, 3 pad, size

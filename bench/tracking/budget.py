@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.tracking import procs
+from bench.core import procs
 
 ADMITTED, REFUSED, WAIT = "admitted", "refused", "wait"
 BUDGET_EXHAUSTED = "budget_exhausted"

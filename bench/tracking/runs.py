@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import TrialConfig
-from bench.core import redact
+from bench.core import procs, redact
 from bench.core.identity import model_identity
-from bench.tracking import procs
 
 MAX_PARAM_CHARS = 500  # MLflow's limit on a param value
 BATCH = 900  # MLflow's log_batch takes at most 1000 metrics

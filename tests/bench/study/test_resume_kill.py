@@ -69,7 +69,7 @@ def containers(study: str) -> list[tuple[str, str]]:
 
 
 def alive(pid: int) -> bool:
-    from bench.tracking import procs
+    from bench.core import procs
 
     return procs.alive(pid)
 

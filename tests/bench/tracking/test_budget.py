@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from bench.tracking import procs
+from bench.core import procs
 from bench.tracking.budget import (
     ADMITTED,
     REFUSED,

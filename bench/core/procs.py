@@ -1,4 +1,5 @@
-"""Is a process of this host still the one that was recorded? A pid and its start time.
+"""Is a process of this host still the one that was recorded? A pid and its start time
+(the budget's reservations, the resume check, the sweep of containers whose creator is gone).
 
 pid_max is 32,768 on these machines, so pids wrap within minutes under load: a pid alone may
 name a newer, unrelated process, and a dead worker's claim on the budget or on a trial would
