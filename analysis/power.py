@@ -38,6 +38,7 @@ holds whatever the shape of the differences; 3/pi = 0.955 if they are normal.
 from __future__ import annotations
 
 import math
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -219,12 +220,21 @@ def _ttest_power():
     return TTestPower()
 
 
+def signed_rank_floor(alpha: float) -> int:
+    """Fewest pairs with which the exact two-sided signed-rank test can reject at all: its
+    smallest p-value, all differences one sign, is 2 / 2**n. The t test's shortcut below
+    ignores this, and a pilot whose latency shifts by many SDs would otherwise be told 3."""
+    return max(2, math.ceil(1 + math.log2(1 / alpha) - 1e-9))
+
+
 def paired_power(n: float, diff: float, sd: float, alpha: float = 0.05, are: float = ARE_MIN) -> float:
     """Power of the two-sided Wilcoxon signed-rank test on n pairs: the paired t test's
-    power at n * ARE pairs (noncentral t)."""
+    power at n * ARE pairs (noncentral t); none below the floor where no p-value is small enough."""
     nobs = n * are
     if nobs < 2 or sd <= 0:
         return math.nan
+    if n < signed_rank_floor(alpha):
+        return 0.0
     return float(_ttest_power().power(effect_size=abs(diff) / sd, nobs=nobs, alpha=alpha))
 
 
@@ -232,14 +242,40 @@ def paired_n(diff: float, sd: float, alpha: float = 0.05, power: float = 0.8, ar
     """Pairs the signed-rank test needs to detect a mean shift ``diff`` given the SD of differences."""
     if diff == 0 or sd <= 0:
         raise ValueError(f"diff={diff}, sd={sd}: need a non-zero difference and a positive SD")
-    n_t = _ttest_power().solve_power(effect_size=abs(diff) / sd, alpha=alpha, power=power, nobs=None)
-    return math.ceil(float(np.asarray(n_t).item()) / are - 1e-9)
+    es, floor = abs(diff) / sd, signed_rank_floor(alpha)
+    with warnings.catch_warnings():  # its ConvergenceWarning is handled just below
+        warnings.simplefilter("ignore")
+        n_t = float(np.asarray(_ttest_power().solve_power(effect_size=es, alpha=alpha, power=power,
+                                                          nobs=None)).item())
+    if not math.isfinite(n_t):
+        n_t = _t_pairs_by_bisection(es, alpha, power, lo=floor * are)
+    return max(floor, math.ceil(n_t / are - 1e-9))
+
+
+def _t_pairs_by_bisection(es: float, alpha: float, power: float, lo: float) -> float:
+    """statsmodels' root finder returns nan when the answer sits at its edge: a shift so large
+    that the t test needs a pair or two, or so small that it needs millions. Power grows with
+    n, so bisection between the signed-rank floor and 1e9 answers where it does not."""
+    tt = _ttest_power()
+
+    def power_at(n: float) -> float:
+        return float(tt.power(effect_size=es, nobs=n, alpha=alpha))
+
+    hi = 1e9
+    if power_at(lo) >= power:
+        return lo
+    if not power_at(hi) >= power:
+        raise ValueError(f"effect size {es:.3g}: not detectable with {hi:.0e} pairs")
+    while hi - lo > 1e-6 * lo:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if power_at(mid) < power else (lo, mid)
+    return hi
 
 
 def paired_mde(n: float, sd: float, alpha: float = 0.05, power: float = 0.8, are: float = ARE_MIN) -> float:
     """Smallest mean shift the signed-rank test detects with ``power`` from n pairs (units of sd)."""
     nobs = n * are
-    if nobs < 2 or not sd > 0:
+    if nobs < 2 or not sd > 0 or n < signed_rank_floor(alpha):
         return math.nan
     es = _ttest_power().solve_power(effect_size=None, nobs=nobs, alpha=alpha, power=power)
     return float(np.asarray(es).item()) * sd

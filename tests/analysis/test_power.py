@@ -195,3 +195,18 @@ def test_paired_sizes_and_mde():
     assert math.isnan(P.paired_mde(1, 1.0)) and math.isnan(P.paired_power(10, 1.0, 0.0))
     with pytest.raises(ValueError):
         P.paired_n(0.0, 1.0)
+
+
+@pytest.mark.parametrize("d", [40.0, 1e-4])
+def test_paired_n_where_the_root_finder_gives_up(d):
+    """A pilot's latency can differ by 40 SDs and statsmodels returns nan there, as it does for a
+    shift so small that it needs millions: the answer is still the smallest n that reaches the
+    power, and never below the signed-rank floor, where 2 / 2**n > alpha and nothing can reject."""
+    alpha = 0.004
+    floor = P.signed_rank_floor(alpha)
+    assert 2 / 2 ** floor <= alpha < 2 / 2 ** (floor - 1)
+    n = P.paired_n(d, 1.0, alpha)
+    assert n >= floor and P.paired_power(n, d, 1.0, alpha) >= 0.8 - 1e-9
+    if n > floor:
+        assert P.paired_power(n - 1, d, 1.0, alpha) < 0.8
+    assert P.paired_power(floor - 1, d, 1.0, alpha) == 0.0 and math.isnan(P.paired_mde(floor - 1, 1.0, alpha))

@@ -57,16 +57,20 @@ def test_the_trial_timeout_is_not_a_network_timeout():
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_hung_call_ends_the_trial_once_and_is_not_retried(kind):
     """The server stalls 30 s; the call's own timeout is 60 s with 3 retries: only the watchdog
-    can end it, at once, as the trial's `timeout`, and the request is sent once."""
+    can end it, at once, as the trial's `timeout`, and the request is sent once. One plain call
+    first, so the SDK's lazy imports and connection (about 1 s under load) are not what the
+    0.5 s watchdog interrupts: it must interrupt the request itself."""
     sleeps = Sleeps()
-    with LoopbackServer(ScriptedBackend(), faults=["slow"], slow_s=30) as srv:
+    with LoopbackServer(ScriptedBackend(), slow_s=30) as srv:
         p = make(kind, srv, sleep=sleeps, timeout_s=60.0, max_retries=3)
-        t0 = time.monotonic()
         try:
+            p.complete(CONVERSATION[:2], TOOLS, max_tokens=64, seed=1)
+            srv.faults.add("slow")
+            t0 = time.monotonic()
             with pytest.raises(TrialTimeout), Watchdog(0.5, TrialTimeout, repeat_s=0.5):
-                p.complete(CONVERSATION[:2], TOOLS, max_tokens=64, seed=1)
+                p.complete(CONVERSATION[:2], TOOLS, max_tokens=64, seed=2)
+            wall = time.monotonic() - t0
         finally:
             p.close()
-        wall = time.monotonic() - t0
-        assert len(srv.calls) == 1, srv.calls
+        assert [fault for _, fault in srv.calls] == [None, "slow"], srv.calls
     assert sleeps == [] and wall < 3, (sleeps, wall)
