@@ -80,4 +80,4 @@ tracking-server-stop:
 
 bench: setup
 	$(BIN)/python -m bench.perf
-	$(BIN)/python -m analysis.diff_bench
+	$(BIN)/python -m analysis.diff.bench

@@ -26,5 +26,5 @@ $BIN/python -m bench -m model=smollm2 strategy=raw,ledger,compaction arm=baselin
   study.name="$STUDY"
 $BIN/python -m analysis.report study="$STUDY"
 $BIN/python -m analysis.calibrate "$STUDY" --name smollm2_pilot
-$BIN/python -m analysis.fidelity "$STUDY" --model sim_smollm2_pilot --run
-$BIN/python -m analysis.fidelity "$STUDY" --sim "fidelity_sim_smollm2_pilot" -o "${CTXBENCH_RESULTS:-results}/real-pilot-fidelity.md"
+$BIN/python -m analysis.calibrate.fidelity "$STUDY" --model sim_smollm2_pilot --run
+$BIN/python -m analysis.calibrate.fidelity "$STUDY" --sim "fidelity_sim_smollm2_pilot" -o "${CTXBENCH_RESULTS:-results}/real-pilot-fidelity.md"

@@ -124,12 +124,15 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def folder(module: str, mods: dict[str, Path]) -> str:
     """The concept folder a module belongs to: `bench.trial`, `bench.providers` (with `http/`
-    and `wire/`), `tasks.signature_migration`, `strategies`, `analysis`. A module at the top
-    of `bench` or `tasks` (`bench.config`, `bench.__main__`, `tasks.spec`) stands on its own:
-    they sit on different floors."""
+    and `wire/`), `tasks.signature_migration`, `strategies`, `analysis.report`. A module at the
+    top of `bench`, `tasks` or `analysis` (`bench.config`, `bench.__main__`, `tasks.spec`,
+    `analysis.settings`) stands on its own: they sit on different floors. So does an analysis
+    room's command (`analysis.power.__main__`): nothing imports it (test_nothing_imports_a_command)."""
     parts = module.split(".")
-    if parts[0] in ("strategies", "analysis"):
+    if parts[0] == "strategies":
         return parts[0]
+    if parts[0] == "analysis" and parts[-1] == "__main__":
+        return module
     candidate = ".".join(parts[:2])
     return candidate if mods.get(candidate, Path()).name == "__init__.py" else module
 
@@ -217,3 +220,108 @@ def test_a_ground_floor_import_from_above_is_an_offender(tmp_path):
                       "bench/core/types.py": "def f():\n    from bench.trial import run\n"})
     g = import_graph(tmp_path, ("bench",))
     assert _offenders(g, ground_floor, ground_floor) == ["bench.core.types imports bench.trial"]
+
+
+# -- analysis: rooms on floors ----------------------------------------------------------------
+# Each room of analysis/ (a concept folder, or a ground module) and its floor: a module may
+# import its own room and rooms on lower floors only. A room's command (`<room>/__main__.py`,
+# run as `python -m analysis.<room>`) is imported by nothing, so it may stand on any floor.
+ANALYSIS_FLOORS: dict[str, int] = {
+    "analysis.settings": 0, "analysis.render": 0, "analysis.stats": 0, "analysis.load": 0,
+    "analysis": 1,  # the package's face: load_runs
+    "analysis.power": 1, "analysis.diff": 1, "analysis.sensitivity": 1, "analysis.calibrate": 1,
+    "analysis.measures": 2, "analysis.fairness": 2,
+    "analysis.report": 3,
+}
+HYDRA_READER = "analysis.settings"  # the one module of analysis that reads the Hydra config
+
+
+def is_command(module: str) -> bool:
+    return module.split(".")[-1] == "__main__"
+
+
+def room_offenders(graph: dict[str, set[str]], mods: dict[str, Path], floors: dict[str, int]) -> list[str]:
+    """Imports that run sideways or up between rooms, and modules in no room."""
+    out = []
+    for m, deps in graph.items():
+        if not m.startswith("analysis") or is_command(m):
+            continue
+        here = folder(m, mods)
+        if here not in floors:
+            out.append(f"{m} is in no room (add it to ANALYSIS_FLOORS)")
+            continue
+        for d in sorted(deps):
+            there = folder(d, mods)
+            if d.startswith("analysis") and there != here and floors.get(there, 99) >= floors[here]:
+                out.append(f"{m} (floor {floors[here]}) imports {d} (floor {floors.get(there, '?')})")
+    return sorted(out)
+
+
+def command_importers(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} imports {d}" for m, deps in graph.items() for d in deps if is_command(d))
+
+
+def hydra_readers(root: Path, packages: tuple[str, ...] = ("analysis",)) -> list[str]:
+    """Modules of analysis that import hydra or omegaconf (lazily or not)."""
+    found = []
+    for name, path in modules(root, packages).items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n.split(".")[0] in ("hydra", "omegaconf") for n in names):
+                found.append(name)
+                break
+    return sorted(found)
+
+
+def test_analysis_rooms_import_only_lower_floors(graph):
+    assert room_offenders(graph, modules(ROOT), ANALYSIS_FLOORS) == []
+
+
+def test_every_analysis_room_has_a_floor_and_exists():
+    mods = modules(ROOT, ("analysis",))
+    rooms = {folder(m, mods) for m in mods if not is_command(m)}
+    assert sorted(rooms ^ set(ANALYSIS_FLOORS)) == []
+
+
+def test_nothing_imports_a_command(graph):
+    assert command_importers(graph) == []
+
+
+def test_only_settings_reads_the_hydra_config():
+    assert hydra_readers(ROOT) == [HYDRA_READER]
+
+
+def test_a_sideways_or_upward_room_import_is_an_offender(tmp_path):
+    _write(tmp_path, {
+        "analysis/__init__.py": "", "analysis/settings.py": "",
+        "analysis/low/__init__.py": "", "analysis/low/a.py": "def f():\n    from analysis.high import b\n",
+        "analysis/high/__init__.py": "", "analysis/high/b.py": "from analysis.low import a\nimport analysis.settings\n",
+        "analysis/side/__init__.py": "", "analysis/side/c.py": "from analysis.low.a import f\n",
+        "analysis/low/d.py": "from analysis.side import c\n",
+        "analysis/high/__main__.py": "from analysis.top import e\n",  # a command may stand on any floor
+        "analysis/top/__init__.py": "", "analysis/top/e.py": "from analysis.high.__main__ import main\n",
+        "analysis/stray.py": "",
+    })
+    mods = modules(tmp_path, ("analysis",))
+    g = import_graph(tmp_path, ("analysis",))
+    floors = {"analysis": 0, "analysis.settings": 0, "analysis.low": 1, "analysis.side": 1, "analysis.high": 2,
+              "analysis.top": 3}
+    assert room_offenders(g, mods, floors) == [
+        "analysis.low.a (floor 1) imports analysis.high.b (floor 2)",  # up, through a lazy import
+        "analysis.low.d (floor 1) imports analysis.side.c (floor 1)",  # sideways
+        "analysis.side.c (floor 1) imports analysis.low.a (floor 1)",
+        "analysis.stray is in no room (add it to ANALYSIS_FLOORS)",
+        "analysis.top.e (floor 3) imports analysis.high.__main__ (floor ?)"]  # a command is no floor to stand on
+    assert command_importers(g) == ["analysis.top.e imports analysis.high.__main__"]
+    # high's command stands on its own, so its import of top closes no loop through high; it
+    # loops only with top, which imports it (what test_nothing_imports_a_command forbids).
+    assert cycles(folder_graph(g, mods)) == [["analysis.high", "analysis.low", "analysis.side"],
+                                             ["analysis.high.__main__", "analysis.top"]]
+
+
+def test_a_hydra_import_outside_settings_is_found(tmp_path):
+    _write(tmp_path, {"analysis/__init__.py": "", "analysis/settings.py": "import hydra\n",
+                      "analysis/x/__init__.py": "", "analysis/x/y.py": "def f():\n    from omegaconf import OmegaConf\n",
+                      "analysis/x/z.py": "from . import y\n"})
+    assert hydra_readers(tmp_path) == ["analysis.settings", "analysis.x.y"]

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     uri = args.tracking_uri
     if uri is None:
-        from analysis.report import defaults
+        from analysis.settings import defaults
 
         uri = str(defaults()["tracking.uri"])
     trials = load(args.targets, uri, args.experiment)

@@ -20,7 +20,7 @@ conf/model/sim.yaml.
 `p_edit_error` is not measured here: telling a competence slip from a context failure needs
 the ground truth of the task (traps, drift), which analysis/calibrate owns.
 
-    python -m analysis.explore_rates results/trials/*/events.jsonl
+    python -m analysis.calibrate.explore_rates results/trials/*/events.jsonl
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def rates(logs: Iterable[Path]) -> dict[str, tuple[int, int]]:
 def main(argv: list[str] | None = None) -> int:
     paths = [Path(p) for p in (sys.argv[1:] if argv is None else argv)]
     if not paths:
-        print("analysis.explore_rates: give event logs (events.jsonl)", file=sys.stderr)
+        print("analysis.calibrate.explore_rates: give event logs (events.jsonl)", file=sys.stderr)
         return 2
     for name, (hits, n) in rates(paths).items():
         print(f"{name}: {hits}/{n}" + (f" = {hits / n:.3f}" if n else " (no chances)"))

@@ -1,7 +1,7 @@
 """Replay-based fidelity: does the calibrated sim behave, cell by cell, like the runs it was fitted on?
 
-    python -m analysis.fidelity --plan  REAL... --model sim_NAME    # the commands that replay them
-    python -m analysis.fidelity         REAL... --sim SIM...         # the agreement report
+    python -m analysis.calibrate.fidelity --plan  REAL... --model sim_NAME    # the commands that replay them
+    python -m analysis.calibrate.fidelity         REAL... --sim SIM...         # the agreement report
 
 The calibrated sim runs the same task families, seeds, reps, strategies and arms as the real
 runs (the plan); each real trial is then paired with its replay and the report says, per cell
@@ -27,7 +27,7 @@ import pandas as pd
 from analysis.calibrate.sources import Trial, load
 from analysis.load import sort_cells
 from analysis.render import table
-from analysis.stats import mcnemar_exact, wilson
+from analysis.stats.tests import mcnemar_exact, wilson
 
 PAIR = ("strategy", "arm", "task_family", "task_seed", "rep")
 # What else a replay must repeat of its real trial: the task's other size knobs and the limits
@@ -145,7 +145,7 @@ def report(real: pd.DataFrame, sim: pd.DataFrame, rep_shift: int = 0) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis.fidelity", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m analysis.calibrate.fidelity", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("real", nargs="+", help="the runs the sim was fitted on: study names, run ids or event logs")
     ap.add_argument("--sim", nargs="+", default=[], help="the calibrated sim's replays")
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = ap.parse_known_args(argv)
     uri = args.tracking_uri
     if uri is None:
-        from analysis.report import defaults
+        from analysis.settings import defaults
 
         uri = str(defaults()["tracking.uri"])
     real = frame(load(args.real, uri))

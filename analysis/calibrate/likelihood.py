@@ -1,7 +1,7 @@
 """The sim's recall, temptation and stale-edit probabilities as one likelihood over observations.
 
 Restated from bench/sim/recall.py (`recall_probability`, `protection`) and bench/sim/action.py
-(`_tidy_ups`, `_edits`); tests/analysis/test_calibrate.py checks it against the sim's own
+(`_tidy_ups`, `_edits`); tests/analysis/calibrate/test_calibrate.py checks it against the sim's own
 logged protection values. A fact at token `x` of a context of `L` tokens is recalled with
 
     p = recall_recent                                   if x >= min(fresh_from, L - recent_tokens)

@@ -12,7 +12,7 @@ perceives a context is restated here, each piece with the file it mirrors:
               (bench/sim/perception.py `perceive`, `Beliefs.position`)
   just seen   the trailing tool results, and the last `recent_tokens` (bench/sim/recall.py)
 
-tests/analysis/test_calibrate.py checks this restatement against the sim's own logged numbers.
+tests/analysis/calibrate/test_calibrate.py checks this restatement against the sim's own logged numbers.
 """
 
 from __future__ import annotations
@@ -178,9 +178,6 @@ class Context:
 
     def position(self, msg: int, offset: int) -> float:
         return self.starts[msg] + self.tokens[msg] * (offset / max(len(self.texts[msg]), 1))
-
-    def recent_from(self, recent_tokens: float) -> float:
-        return min(self.fresh_from, self.total - recent_tokens)
 
     def newest(self, path: str) -> Version | None:
         versions = self.files.get(path)

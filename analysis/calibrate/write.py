@@ -3,7 +3,7 @@
 `conf/model/sim_NAME.yaml` inherits from its base (`defaults: [sim, _self_]`) and sets every
 parameter, each with a comment: fitted value's interval and the number of observations behind
 it, or "prior" and why the logs could not inform it. `fit.json` beside the report holds the
-same numbers for programs (analysis.fidelity, the recovery study).
+same numbers for programs (analysis.calibrate.fidelity, the recovery study).
 """
 
 from __future__ import annotations

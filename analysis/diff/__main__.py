@@ -6,8 +6,8 @@ family and seed and rep in arm ``baseline`` -- the pair the report's cross-arm m
 is about. With ``--rep-twin``, B is another rep of A's own cell (same strategy, arm and
 task seed): the within-cell view of where two reps' trees part.
 
-The page (analysis/diff_html.py) is one self-contained HTML file. The divergent turn
-and its trigger come from analysis/mismatch.py, so the page and the report agree.
+The page (analysis/diff/html.py) is one self-contained HTML file. The divergent turn
+and its trigger come from analysis/diff/mismatch.py, so the page and the report agree.
 Exit 0 with the page written; 2 with one line when an input or the twin is missing.
 """
 
@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from analysis.diff_html import write_page
+from analysis.diff.html import write_page
+from analysis.diff.trajectory import Diff, Trajectory, compare, read_events
 from analysis.load import sqlite_path
-from analysis.trajectory import Diff, Trajectory, compare, read_events
+from analysis.settings import REPO
 
 IDENTITY = ("study", "model", "strategy", "arm", "task_family", "task_seed", "rep")
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -172,7 +173,7 @@ def find_twin(a: Trajectory, mode: str, uri: str | None) -> Trajectory:
 
 @functools.cache
 def default_uri() -> str:
-    from analysis.report import defaults
+    from analysis.settings import defaults
 
     return str(defaults()["tracking.uri"])
 
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"analysis.diff: {exc}", file=sys.stderr)
         return 2
     d = compare(a, b, mode)
-    results = os.environ.get("CTXBENCH_RESULTS") or Path(__file__).resolve().parent.parent / "results"
+    results = os.environ.get("CTXBENCH_RESULTS") or REPO / "results"
     out = args.out or Path(results) / "diff" / f"{_short(a)}_vs_{_short(b)}.html"
     write_page(d, out)
     print(f"analysis.diff: {summary_line(d)} -> {out} ({out.stat().st_size / 1024:.0f} KB, "

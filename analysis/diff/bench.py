@@ -1,4 +1,4 @@
-"""``python -m analysis.diff_bench [TURNS]``: time the diff page of two long trials (run by
+"""``python -m analysis.diff.bench [TURNS]``: time the diff page of two long trials (run by
 ``make bench``). Target: a 300-turn pair renders in under a second into a page of a few MB.
 
 The two logs are constructed in the harness's format (messages stored once, contexts as
@@ -13,10 +13,10 @@ import hashlib
 import json
 import sys
 import time
-from pathlib import Path
 
-from analysis.diff_html import page
-from analysis.trajectory import Trajectory, compare
+from analysis.diff.html import page
+from analysis.diff.trajectory import Trajectory, compare
+from analysis.settings import REPO
 
 FILE = "".join(f"def helper_{i}(url, deadline, attempts):\n    return submit(url, deadline, attempts)\n\n"
                for i in range(20))
@@ -91,9 +91,9 @@ def measure(turns: int = 300, repeat: int = 3) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     res = measure(int(args[0]) if args else 300)
-    print(f"analysis.diff_bench: {res['turns']}-turn pair ({res['log_mb']} MB log each) -> page "
+    print(f"analysis.diff.bench: {res['turns']}-turn pair ({res['log_mb']} MB log each) -> page "
           f"{res['page_mb']} MB in {res['seconds']:.3f} s (parse + compare + render, best of 3)")
-    out = Path(__file__).resolve().parent.parent / "results" / "diff_bench.json"
+    out = REPO / "results" / "diff_bench.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")
     return 0

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis import labels, mismatch
-from analysis.diff_sections import COLORS, MARKS, chart, esc, short, summary
-from analysis.trajectory import Diff, Trajectory
+from analysis.diff import mismatch
+from analysis.diff.sections import COLORS, MARKS, chart, esc, short, summary
+from analysis.diff.trajectory import Diff, Trajectory
+from analysis.load import labels
 
 PREVIEW, CAP = 150, 1200
 _HIDDEN = {"message", "context", "trial_start", "trial_end"}  # shown elsewhere on the page
@@ -187,7 +188,7 @@ def page(d: Diff) -> str:
             f'<div style="color:{COLORS["b"]}">B</div></div>{"".join(rows)}</div>')
     html = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
             f"<style>{_CSS}</style></head><body>{body}<script>{_JS}</script></body></html>\n")
-    # A trial of a selected sample says so on its page too (analysis.labels), before any content.
+    # A trial of a selected sample says so on its page too (analysis.load.labels), before any content.
     html = labels.stamp(html, labels.banner_html(labels.from_meta(d.a.meta, d.b.meta)))
     # No literal URL anywhere: text quoting one (task code, a model's reply) renders the same
     # through the entity, and the page can be checked for external references by a plain grep.

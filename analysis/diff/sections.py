@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from analysis.trajectory import Diff, Trajectory, turn_of
+from analysis.diff.trajectory import Diff, Trajectory, turn_of
 
 COLORS = {"a": "#1f6fb4", "b": "#e07b00"}
 # Marker per event kind: (glyph drawn at the curve, label in the hover title).

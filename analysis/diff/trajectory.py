@@ -7,7 +7,7 @@ that context holds -- standing constraints (``[inv:ID] text`` lines) and file ve
 (``<file path=".." sha="..">`` blocks whose body still matches its sha).
 
 Two trajectories compare (``compare``) by the first turn whose tool calls differ and its
-trigger -- analysis/mismatch.py's rule, so the diff page and the report agree -- the facts
+trigger -- analysis/diff/mismatch.py's rule, so the diff page and the report agree -- the facts
 one context held at that turn and the other did not, and the first step head at which the
 two repositories differ.
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis import mismatch
-from analysis.mismatch import read_events
+from analysis.diff import mismatch
+from analysis.diff.mismatch import read_events
 
 # The harness's render markers (bench/core/render.py), re-stated: analysis must not import it.
 _INV_RE = re.compile(r"^\[inv:(?P<id>[A-Za-z0-9_.-]+)\] (?P<text>.+)$", re.M)

@@ -2,10 +2,10 @@
 cells run before a change), printed as plain tables:
 
   1. success per arm and strategy, each strategy with the channels its trials had on
-     (analysis.channels), the "before" study beside it on the same seeds;
+     (analysis.fairness.channels), the "before" study beside it on the same seeds;
   2. each strategy against the reference: difference, psi as observed, and psi both ways
-     (analysis.psi), with the pilot's draws named and a warning for shared ones;
-  3. per-family differences and Cochran's Q across families (analysis.families);
+     (analysis.power.psi), with the pilot's draws named and a warning for shared ones;
+  3. per-family differences and Cochran's Q across families (analysis.fairness.families);
   4. the variance decomposition of success, with the seed ICC over reps.
 
     python -m analysis.fairness --study after --before before tracking.uri=sqlite:///results/mlflow.db
@@ -18,7 +18,9 @@ import sys
 
 import pandas as pd
 
-from analysis import channels, families, psi, tables
+from analysis.fairness import channels, families
+from analysis.measures import tables
+from analysis.power import psi
 
 
 def _load(study: str, uri: str) -> pd.DataFrame:

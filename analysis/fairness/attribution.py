@@ -14,7 +14,7 @@ so its `none` trials stand for it (read, not rerun). Trials from several studies
 matched on (model, family, seed, rep), not on the study. Shares are noisy with few pairs:
 `n_pairs` is printed beside each, and the differences themselves are in the table.
 
-    python -m analysis.attribution --study after --study attribution [tracking.uri=...]
+    python -m analysis.fairness.attribution --study after --study attribution [tracking.uri=...]
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ def table(trials: pd.DataFrame, reference: str = "raw", strategies: tuple[str, .
 
 def main(argv: list[str] | None = None) -> int:
     from analysis.load import load_runs
-    from analysis.report import defaults
+    from analysis.settings import defaults
 
-    ap = argparse.ArgumentParser(prog="python -m analysis.attribution", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m analysis.fairness.attribution", description=__doc__.split("\n\n")[0])
     ap.add_argument("--study", action="append", required=True, help="a study to read (repeatable)")
     ap.add_argument("--reference", default="raw")
     ap.add_argument("overrides", nargs="*", metavar="tracking.uri=...")
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
               for s in a.study]
     out = table(pd.concat(frames, ignore_index=True), a.reference)
     if out.empty:
-        print("analysis.attribution: no pairs of a switch and `none` in these studies", file=sys.stderr)
+        print("analysis.fairness.attribution: no pairs of a switch and `none` in these studies", file=sys.stderr)
         return 2
     print(out.to_string(index=False, float_format=lambda x: f"{x:+.3f}"))
     return 0

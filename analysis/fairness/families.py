@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from analysis import power as P
 from analysis.load import CELL, PAIR_KEY
+from analysis.power import sizing as P
 
 FAMILY = "task_family"
 

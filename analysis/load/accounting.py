@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.load import CELL, PAIR_KEY, POINT, Runs, _as_int
+from analysis.load.runs import CELL, PAIR_KEY, POINT, Runs, _as_int
 
 STATES = ("finished", "excluded", "missing")
 _IDENTITY = (*CELL, "model", "task_family", "task_seed", POINT, "rep")

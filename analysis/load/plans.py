@@ -1,5 +1,5 @@
 """A study's plan (plan.json in its parent run, written by the study callback): every trial it
-promised, so analysis.accounting can count the ones that never ran (docs/studies.md)."""
+promised, so analysis.load.accounting can count the ones that never ran (docs/studies.md)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import plans
+from analysis.load import plans
 
 TRIAL_TAGS = (
     "study", "strategy", "arm", "task_family", "task_seed", "rep", "model", "status",
@@ -60,7 +60,7 @@ ARM_ORDER = ("baseline", "compaction", "drift", "drift_compaction")
 
 _PAGE = 10_000
 _CHUNK = 500  # run ids per IN (...) clause, well under SQLite's variable limit
-# How the study's seeds were chosen (conf/config.yaml study.sample; analysis.labels reads them).
+# How the study's seeds were chosen (conf/config.yaml study.sample; analysis.load.labels reads them).
 SAMPLE_TAGS = ("study.sample", "study.sample_note")
 TRIAL_TAGS = (*TRIAL_TAGS, *SAMPLE_TAGS)
 
@@ -74,7 +74,7 @@ class Runs:
     excluded -- trials not analysed and why (MLflow status, failure reason, duplicate)
     studies  -- the study parent runs found (study, run_id, status, has_plan)
     plan     -- every trial the studies planned (their parent runs' plan.json: study,
-                config_hash and the trial's identity); analysis.accounting counts them
+                config_hash and the trial's identity); analysis.load.accounting counts them
     """
 
     trials: pd.DataFrame
@@ -135,7 +135,7 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "\\'") + "'"
 
 
-# The identity columns of a study plan's trials (plan.json; analysis/plans.py reads it).
+# The identity columns of a study plan's trials (plan.json; analysis/load/plans.py reads it).
 PLAN_COLUMNS = ("study", "config_hash", "strategy", "arm", "model", "task_family", "task_seed", POINT, "rep")
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import accounting, pilot, stats
-from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
+from analysis.load import CELL, PAIR_KEY, TASK_KEY, accounting, sort_cells
+from analysis.power import pilot
+from analysis.stats import tests as stats
 
 CONTINUOUS = {"tokens_input_total": "input tokens", "cost_usd": "cost (USD)", "latency_s": "latency (s)"}
 # The tests used when a task seed has several reps (docs/power.md, "Seeds and reps").
@@ -42,7 +43,7 @@ def _wilson_cols(out: pd.DataFrame, k: str, n: str, prefix: str = "") -> None:
 
 
 def success_table(trials: pd.DataFrame, planned: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The headline table, per cell: the plan's accounting (analysis.accounting: planned,
+    """The headline table, per cell: the plan's accounting (analysis.load.accounting: planned,
     finished, excluded and why, missing) and success per protocol (n = finished trials) and by
     intention to treat (itt_n = every planned trial; excluded or missing count as failures),
     each with a Wilson 95% CI."""
@@ -64,10 +65,10 @@ def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int
     """Paired success difference vs ``reference`` per arm, its task-bootstrap CI and test:
     exact McNemar when every task seed has one pair; with several (reps of a seed share its
     luck) the sign-flip test over seeds (``stats.mcnemar_clustered``; ``test`` names it).
-    Beside it the power the study as run had (``analysis.pilot``): at Holm's first step
+    Beside it the power the study as run had (``analysis.power.pilot``): at Holm's first step
     alpha/K over the K comparisons, with the comparison's own discordance and seeds, the
     power to detect a difference of ``pilot.EFFECT`` and the MDE at ``pilot.TARGET`` power.
-    With ``planned`` (analysis.accounting): the planned pairs, and how many were dropped and why."""
+    With ``planned`` (analysis.load.accounting): the planned pairs, and how many were dropped and why."""
     p = _paired(trials, reference, "success")
     groups = list(p.groupby(["arm", "strategy"], sort=True))
     rows = []

@@ -23,9 +23,10 @@ import sys
 
 import pandas as pd
 
-from analysis import pilot, psi, seedpower
-from analysis import power as P
-from analysis.stats import wilson
+from analysis.power import pilot, psi
+from analysis.power import seeds as seedpower
+from analysis.power import sizing as P
+from analysis.stats.tests import wilson
 
 TRACKING_KEYS = {"tracking.uri": "tracking.uri", "tracking_uri": "tracking.uri",
                  "tracking.experiment": "tracking.experiment", "experiment": "tracking.experiment"}
@@ -180,7 +181,7 @@ def explicit_continuous(a: argparse.Namespace, out) -> None:
 
 
 def _tracking(overrides: list[str]) -> dict[str, str]:
-    from analysis.report import defaults
+    from analysis.settings import defaults
 
     cfg = {k: v for k, v in defaults().items() if k.startswith("tracking.") and v}
     for item in overrides:
@@ -193,7 +194,7 @@ def _tracking(overrides: list[str]) -> dict[str, str]:
 
 def pilot_tables(trials: pd.DataFrame, a: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per comparison of the pilot: what it saw, and what the planned study needs."""
-    from analysis import tables
+    from analysis.measures import tables
 
     vs = tables.success_vs_reference(trials, a.reference)
     cont = tables.continuous_vs_reference(trials, a.reference)
@@ -280,3 +281,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
         print(f"analysis.power: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

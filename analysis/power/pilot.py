@@ -1,6 +1,6 @@
 """What one comparison's pairs say about power: the report's "power the study as run
 had" (of the test the report runs: ``analysis.power`` with one pair per seed,
-``analysis.seedpower`` with several), and the rates a finished study hands to
+``analysis.power.seeds`` with several), and the rates a finished study hands to
 ``python -m analysis.power --pilot``.
 
 A comparison is a strategy against the reference on matched pairs (same study, model,
@@ -16,9 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from analysis import power as P
-from analysis import seedpower
-from analysis.stats import wilson
+from analysis.power import seeds as seedpower
+from analysis.power import sizing as P
 
 EFFECT = 0.10  # the report's reference effect: a 10-point difference in success rate
 TARGET = 0.80  # the power at which a minimal detectable effect is quoted
@@ -78,9 +77,6 @@ class Binary:
     @property
     def psi(self) -> float:
         return (self.b + self.c) / self.pairs.n if self.pairs.n else math.nan
-
-    def psi_ci(self) -> tuple[float, float]:
-        return wilson(self.b + self.c, self.pairs.n)
 
 
 def binary(x: ArrayLike, y: ArrayLike, clusters: ArrayLike) -> Binary:

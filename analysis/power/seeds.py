@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from analysis import power as P
+from analysis.power import sizing as P
 
 SIMS = 2000  # Monte Carlo SE of a power <= 0.011
 # From this many seeds on, exact McNemar at n_eff is used instead of simulating: it was

@@ -1,6 +1,6 @@
 """Power, sample size and minimal detectable effect for the report's paired comparisons.
 
-``python -m analysis.power`` is the command line (``analysis/power_cli.py``); this
+``python -m analysis.power`` is the command line (``analysis/power/__main__.py``); this
 module is the arithmetic, kept apart so the report can use it without argparse.
 
 Binary outcome (success), as the report tests it: a strategy against the reference
@@ -26,7 +26,7 @@ S seeds x m reps is worth n_eff = S * m / DE independent pairs. rho = 0: reps ar
 good as new seeds; rho = 1: extra reps add nothing. The inference is about the
 population of task seeds. With several reps per seed the report tests over seeds (a
 sign flip), whose power this shortcut over-states when seeds are few:
-``analysis.seedpower`` simulates that test instead.
+``analysis.power.seeds`` simulates that test instead.
 
 Continuous measures (tokens, cost, latency) are compared with the Wilcoxon
 signed-rank test. Its sample size is the paired t test's divided by the asymptotic
@@ -279,9 +279,3 @@ def paired_mde(n: float, sd: float, alpha: float = 0.05, power: float = 0.8, are
         return math.nan
     es = _ttest_power().solve_power(effect_size=None, nobs=nobs, alpha=alpha, power=power)
     return float(np.asarray(es).item()) * sd
-
-
-if __name__ == "__main__":  # python -m analysis.power
-    from analysis.power_cli import main
-
-    raise SystemExit(main())

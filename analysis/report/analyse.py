@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis import accounting, appendix, channels, mismatch, tables
-from analysis.load import Runs
-from analysis.token_check import token_accounting
+from analysis.diff import mismatch
+from analysis.fairness import channels
+from analysis.load import Runs, accounting
+from analysis.measures import appendix, tables
+from analysis.measures.token_check import token_accounting
 
 
 @dataclass
@@ -32,7 +34,7 @@ class Analysis:
     divergence: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
     planned: pd.DataFrame = field(default_factory=pd.DataFrame)  # every planned trial's state (accounting)
-    instrument: dict = field(default_factory=dict)  # analysis/appendix.py: tables by name, and seed_share
+    instrument: dict = field(default_factory=dict)  # analysis/measures/appendix.py: tables by name, and seed_share
     tokens: pd.DataFrame = field(default_factory=pd.DataFrame)  # harness vs provider token counts (token_check)
 
     def tables(self) -> dict[str, pd.DataFrame]:

@@ -1,14 +1,6 @@
-"""Regenerate the study report: ``python -m analysis.report [key=value ...]``.
-
-Keys: tracking.uri, tracking.experiment, study (or study.name), report.dir,
-report.reference (strategy, default raw), report.reference_arm (default baseline),
-report.mlflow (log back to the study's parent run, default true), report.divergence
-(outcome: locate the divergent turn only for outcome mismatches, the default; all: for
-every pair vs baseline, which downloads every event log).
-
-Writes <report.dir>/index.md, index.html (plots inlined), figures/*.png and
-tables/*.csv, and logs the headline numbers and the report itself to the study's
-MLflow parent run. Exit code 1, with a message, when there is nothing to analyse.
+"""The report's files and their MLflow mirror: `generate` loads, analyses, writes the diff
+pages, the figures, the tables and the text (analysis.report.document), and logs the headline
+numbers and the report to the study's parent run. The command is `python -m analysis.report`.
 """
 
 from __future__ import annotations
@@ -23,75 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis.load import Runs, load_runs
+from analysis.settings import REPO
 
 if TYPE_CHECKING:
-    from analysis.analyse import Analysis
-    from analysis.diff_report import Pages
+    from analysis.report.analyse import Analysis
+    from analysis.report.pages import Pages
 
 # plots/analyse (matplotlib, scipy, statsmodels) load lazily: a missing database
 # should be reported in a fraction of a second, not after the whole stack imports.
-
-REPO = Path(__file__).resolve().parent.parent
-KEYS = ("tracking.uri", "tracking.experiment", "study.name", "report.dir", "report.reference",
-        "report.reference_arm", "report.mlflow", "report.divergence")
-ALIASES = {"study": "study.name", "tracking_uri": "tracking.uri", "experiment": "tracking.experiment"}
-
-
-def defaults(conf_dir: Path = REPO / "conf") -> dict[str, str | None]:
-    out: dict[str, str | None] = {
-        "tracking.uri": f"sqlite:///{REPO / 'results' / 'mlflow.db'}", "tracking.experiment": "ctxbench",
-        "study.name": None, "report.dir": str(REPO / "results" / "report"), "report.reference": "raw",
-        "report.reference_arm": "baseline", "report.mlflow": "true", "report.divergence": "outcome"}
-    out.update(_from_hydra(conf_dir))
-    return out
-
-
-def _from_hydra(conf_dir: Path) -> dict[str, str]:
-    """tracking.* (and the report dir under results_dir) from the project's Hydra config
-    when it composes; {} otherwise.
-
-    The report must keep working while that config changes under it, so any failure
-    to compose or resolve falls back to the built-in defaults.
-    """
-    if not (conf_dir / "config.yaml").is_file():
-        return {}
-    try:
-        from hydra import compose, initialize_config_dir
-        from omegaconf import OmegaConf
-
-        if not OmegaConf.has_resolver("ctxbench_root"):
-            # Same meaning as the harness's resolver (the project root), which analysis
-            # cannot import: paths in the config are rooted there, never at the cwd.
-            OmegaConf.register_new_resolver("ctxbench_root", lambda: str(REPO))
-        with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-            cfg = compose(config_name="config")
-        found = {}
-        for key in ("tracking.uri", "tracking.experiment", "results_dir"):
-            value = OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
-            if isinstance(value, str) and value:
-                found[key] = value
-        if "results_dir" in found:
-            found["report.dir"] = str(Path(found.pop("results_dir")) / "report")
-    except Exception:
-        return {}
-    uri = found.get("tracking.uri", "")
-    # A relative sqlite path in the project config means relative to the repo, not the cwd.
-    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
-        found["tracking.uri"] = f"sqlite:///{REPO / uri[len('sqlite:///'):]}"
-    return found
-
-
-def parse_overrides(argv: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for arg in argv:
-        key, sep, value = arg.lstrip("+").partition("=")
-        key = ALIASES.get(key, key)
-        if not sep or key not in KEYS:
-            raise SystemExit(f"analysis.report: unknown argument {arg!r}; use key=value with key in "
-                             f"{', '.join(KEYS)} (or study=NAME)")
-        out[key] = value
-    return out
-
 
 def headline_metrics(a: Analysis) -> dict[str, float]:
     """Numbers worth seeing beside the trials in the MLflow UI (keys: report.*)."""
@@ -123,7 +54,7 @@ def headline_metrics(a: Analysis) -> dict[str, float]:
 def headline_tags(a: Analysis) -> dict[str, str]:
     """What the headline metrics rest on, beside them on the parent run (MLflow metrics are
     numbers; their basis is text): n, seeds, reps, model, code version, how seeds were chosen."""
-    from analysis import labels
+    from analysis.load import labels
 
     t = a.runs.trials
     return {"report.basis": labels.basis(t)[:5000], "report.sample": labels.sample(t).label,
@@ -157,10 +88,10 @@ class Report:
 
 
 def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) -> dict[str, Path]:
-    from analysis import labels, plots
     from analysis import render as R
-    from analysis.document import document
-    from analysis.sensitivity import section as sensitivity_section
+    from analysis.load import labels
+    from analysis.report import plots
+    from analysis.report.document import document
 
     for sub in ("figures", "tables"):
         shutil.rmtree(out_dir / sub, ignore_errors=True)
@@ -178,7 +109,6 @@ def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) ->
     for name, frame in a.tables().items():
         frame.to_csv(out_dir / "tables" / f"{name}.csv", index=False)
     md = document(a, {k: p.relative_to(out_dir).as_posix() for k, p in paths.items()}, title, pages)
-    md += sensitivity_section(a.runs.trials)  # "which conclusions survive": only a sensitivity study has one
     (out_dir / "index.md").write_text(md)
     (out_dir / "index.html").write_text(R.html(md, out_dir, title))
     # Every page of a selected study's report says so, sub-pages (diff pages) included.
@@ -191,9 +121,9 @@ def generate(tracking_uri: str, experiment: str = "ctxbench", study: str | None 
              reference_arm: str = "baseline", log_mlflow: bool = True, runs: Runs | None = None,
              divergence: str = "outcome") -> Report | None:
     """Load, analyse, write the report; None when there are no FINISHED trials."""
-    from analysis.analyse import analyse
-    from analysis.diff_report import caching, write_pages
-    from analysis.mismatch import mlflow_event_fetcher
+    from analysis.diff.mismatch import mlflow_event_fetcher
+    from analysis.report.analyse import analyse
+    from analysis.report.pages import caching, write_pages
 
     t0 = time.perf_counter()
     runs = runs or load_runs(tracking_uri, experiment, study)
@@ -218,48 +148,3 @@ def generate(tracking_uri: str, experiment: str = "ctxbench", study: str | None 
             print(f"analysis.report: could not log to parent run {logged}: {exc}", file=sys.stderr)
             logged = None
     return Report(a, out_dir, paths, logged, time.perf_counter() - t0, pages)
-
-
-def _no_runs_message(uri: str, experiment: str, study: str | None, runs: Runs | None, reason: str = "") -> str:
-    where = f"experiment {experiment!r}" + (f", study {study!r}" if study else "") + f" at {uri}"
-    msg = f"analysis.report: no finished ctxbench trials to analyse in {where}"
-    notes = [reason] if reason else []
-    if runs is not None:
-        notes += runs.notes
-        if not runs.excluded.empty:
-            counts = runs.excluded["mlflow_status"].value_counts().to_dict()
-            notes.append(f"only unfinished trials found: {counts}")
-    msg += (" (" + "; ".join(notes) + ")." if notes else ".")
-    return msg + " Run a study first (python -m bench -m experiment=grid) or pass tracking.uri=... / study=..."
-
-
-def main(argv: list[str] | None = None) -> int:
-    cfg = defaults()
-    cfg.update(parse_overrides(sys.argv[1:] if argv is None else argv))
-
-    def key(name: str, fallback: str) -> str:
-        return cfg.get(name) or fallback
-
-    uri, experiment, study = key("tracking.uri", ""), key("tracking.experiment", "ctxbench"), cfg["study.name"] or None
-    runs = load_runs(uri, experiment, study)
-    if runs.empty:
-        print(_no_runs_message(uri, experiment, study, runs), file=sys.stderr)
-        return 1
-    rep = generate(uri, experiment, study, key("report.dir", str(REPO / "results" / "report")),
-                   reference=key("report.reference", "raw"), reference_arm=key("report.reference_arm", "baseline"),
-                   log_mlflow=key("report.mlflow", "true").lower() not in ("0", "false", "no"), runs=runs,
-                   divergence=key("report.divergence", "outcome"))
-    assert rep is not None
-    t = rep.analysis.runs.trials
-    print(f"analysis.report: {len(t)} trials ({t['strategy'].nunique()} strategies × {t['arm'].nunique()} arms), "
-          f"{len(rep.analysis.runs.excluded)} excluded, "
-          f"{len(rep.pages.mismatch) + len(rep.pages.reps) if rep.pages else 0} diff pages "
-          f"-> {rep.out_dir / 'index.html'} "
-          f"in {rep.seconds:.1f}s" + (f"; logged to parent run {rep.logged_to}" if rep.logged_to else
-                                      "; not logged to MLflow (no single study parent run; pass study=NAME)"
-                                      if t["study"].nunique() > 1 or rep.analysis.runs.studies.empty else ""))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

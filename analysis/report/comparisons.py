@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis import pilot, seedpower
 from analysis import render as R
-from analysis.analyse import Analysis
-from analysis.stats import wilson
+from analysis.power import pilot
+from analysis.power import seeds as seedpower
+from analysis.report.analyse import Analysis
+from analysis.stats.tests import wilson
 
 
 def dropped(v: pd.DataFrame) -> list[str]:

@@ -1,4 +1,5 @@
-"""The report's markdown: headline tables first, every number beside its n."""
+"""The report's text, all of it: `document` writes every section in order, headline tables
+first, every number beside its n (its tables in comparisons.py, its appendix in appendix.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis import appendix, labels, pilot
-from analysis import comparisons as C
 from analysis import render as R
-from analysis.analyse import Analysis
-from analysis.load import sort_cells
+from analysis.load import labels, sort_cells
+from analysis.power import pilot
+from analysis.report import appendix
+from analysis.report import comparisons as C
+from analysis.report.analyse import Analysis
+from analysis.sensitivity.survive import section as sensitivity_section
 
 if TYPE_CHECKING:
-    from analysis.diff_report import Pages
+    from analysis.report.pages import Pages
 
 
 def _headline(a: Analysis) -> pd.DataFrame:
@@ -238,6 +241,7 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
             "## 7. Excluded trials", "",
             "Not analysed: trials that did not finish (FAILED = harness error, KILLED = interrupted) and older "
             "duplicates of a re-run trial.", "", R.table(a.excluded),
-            *appendix.markdown(a.instrument, R.num, R.table),
+            *appendix.section(a.instrument),
             "## Files", "", "Every table above (and the tidy trial table) is in `tables/*.csv`; figures in `figures/`.", ""]
-    return "\n".join(out)
+    # "Which conclusions survive": only a sensitivity study has one (its own command prints it too).
+    return "\n".join(out) + sensitivity_section(t)

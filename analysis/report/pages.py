@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis.diff_html import write_page
+from analysis.diff.html import write_page
+from analysis.diff.mismatch import EventFetcher
+from analysis.diff.trajectory import Trajectory, compare
 from analysis.load import CELL, TASK_KEY
-from analysis.mismatch import EventFetcher
-from analysis.trajectory import Trajectory, compare
 
 if TYPE_CHECKING:
-    from analysis.analyse import Analysis
+    from analysis.report.analyse import Analysis
 
 ARTIFACT = "diff/vs_baseline.html"
 # A grid study can have hundreds of mismatches; pages past this many are not written

@@ -12,8 +12,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from analysis.diff.mismatch import TRIGGER_KINDS
 from analysis.load import ARM_ORDER, STRATEGY_ORDER
-from analysis.mismatch import TRIGGER_KINDS
 
 _PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 TRIGGER_COLORS = {"compaction": "#dd8452", "context_truncation": "#c44e52", "drift": "#4c72b0",

@@ -2,9 +2,8 @@
 
     python -m analysis.sensitivity sensitivity --tracking-uri sqlite:///results/mlflow.db -o table.md
 
-Its own module because the default tracking URI comes from the report's config reading, and
-the report imports the table (analysis/sensitivity.py): one module could not do both without
-an import loop.
+The table is analysis/sensitivity/survive.py (also a section of the study's report); the
+default tracking URI comes from analysis.settings.
 """
 
 from __future__ import annotations
@@ -14,7 +13,8 @@ import sys
 from pathlib import Path
 
 from analysis.load import load_runs
-from analysis.sensitivity import section
+from analysis.sensitivity.survive import section
+from analysis.settings import defaults
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,8 +27,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     uri = args.tracking_uri
     if uri is None:
-        from analysis.report import defaults
-
         uri = str(defaults()["tracking.uri"])
     runs = load_runs(uri, args.experiment, args.study, curves=False)
     text = section(runs.trials) if not runs.empty else ""
@@ -41,3 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(text)
     print(text)
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,7 +2,6 @@
 
     python -m bench -m experiment=sensitivity          # conf/experiment/sensitivity.yaml
     python -m analysis.sensitivity sensitivity         # this table, for the study of that name
-                                                       # (command line: analysis/sensitivity_cli.py)
 
 A sensitivity study runs the same cells at several points of the sim's parameter space
 (`+sensitivity=POINT`, conf/sensitivity/). At each point every pairwise strategy comparison
@@ -22,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import POINT, STRATEGY_ORDER
-from analysis.stats import holm, mcnemar_exact, wilcoxon_paired
+from analysis.stats.tests import holm, mcnemar_exact, wilcoxon_paired
 
 PAIR = ["arm", "task_family", "task_seed", "rep"]
 MEASURES = {"success": "success", "tokens": "tokens_input_total"}
@@ -113,9 +112,3 @@ def section(trials: pd.DataFrame) -> str:
              "### Success (exact McNemar over paired tasks)", "", table(comp, "success", points),
              "### Prompt tokens (Wilcoxon signed-rank)", "", table(comp, "tokens", points)]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":  # python -m analysis.sensitivity
-    from analysis.sensitivity_cli import main
-
-    raise SystemExit(main())

@@ -167,40 +167,6 @@ def holm(pvalues: ArrayLike) -> np.ndarray:
     return out
 
 
-def _z(alpha: float, power: float) -> float:
-    return float(st.norm.ppf(1 - alpha / 2) + st.norm.ppf(power))
-
-
-def n_for_cohen_h(h: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Trials per group for a two-proportion test to detect Cohen's h (Cohen 1988, Table 6.4.1)."""
-    return 2 * (_z(alpha, power) / h) ** 2
-
-
-def mde_cohen_h(n: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Smallest Cohen's h = |2·asin√p1 − 2·asin√p0| detectable with n trials per group."""
-    return _z(alpha, power) * math.sqrt(2 / n) if n > 0 else NAN
-
-
-def mde_proportion(n: float, p0: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Smallest absolute change in success rate from ``p0`` detectable with n per cell.
-
-    Independent-groups formula: the paired design under common random numbers can only
-    do better, so this is a conservative floor on what the study can see. ``inf`` when
-    no rate in [0, 1] is far enough from p0 to be detected with this n.
-    """
-    h = mde_cohen_h(n, alpha, power)
-    if math.isnan(h) or math.isnan(p0):
-        return NAN
-    phi0 = 2 * math.asin(math.sqrt(p0))
-    deltas = [abs(math.sin(phi / 2) ** 2 - p0) for phi in (phi0 + h, phi0 - h) if 0 <= phi <= math.pi]
-    return min(deltas) if deltas else math.inf
-
-
-def mde_paired_mean(n: int, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Smallest mean paired difference detectable with n pairs (normal approximation)."""
-    return _z(alpha, power) * sd_diff / math.sqrt(n) if n > 1 else NAN
-
-
 def interaction_glm(y: ArrayLike, a: ArrayLike, b: ArrayLike, groups: ArrayLike,
                     a_ref: str, b_ref: str) -> dict:
     """Joint Wald test of the a × b interaction in a logistic model, errors clustered by group.

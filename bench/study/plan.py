@@ -133,7 +133,7 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
 def _point(resolved: Mapping[str, Any]) -> str:
     """The trial's sensitivity point (conf/sensitivity/) or ablation switch (conf/ablation/,
     "ablation=<name>"), "" elsewhere: trials at two points share every identity tag but are
-    different trials (analysis/load.py POINT)."""
+    different trials (analysis/load/runs.py POINT)."""
     node = resolved.get("sensitivity")
     if isinstance(node, Mapping) and node.get("point"):
         return str(node["point"])

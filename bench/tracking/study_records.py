@@ -150,7 +150,7 @@ def merge(plan: dict[str, Any] | None, study: str, invocation: dict[str, Any],
         else:
             new += 1
             trial = {"config_hash": h, **{k: e[k] for k in IDENTITY},
-                     "sensitivity_point": e.get("sensitivity_point", ""),  # analysis/load.py POINT
+                     "sensitivity_point": e.get("sensitivity_point", ""),  # analysis/load/runs.py POINT
                      "overrides": e["overrides"], "invocations": [index]}
             by_hash[h] = trial
             plan["trials"].append(trial)

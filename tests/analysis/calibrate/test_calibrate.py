@@ -21,7 +21,7 @@ from analysis.calibrate.observe import Obs
 from analysis.calibrate.recovery import splits, truth
 from analysis.calibrate.sources import load, parse
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PRIOR = model_config("sim")["params"]
 TRUE = {**PRIOR, "recall_max": 0.9, "recall_recent": 0.95, "rot_max_drop": 0.6, "middle_dip": 0.45,
         "p_tempt": 0.7, "p_paraphrase": 0.35, "p_stale_replace_fail": 0.65, "p_stale_clobber": 0.3}

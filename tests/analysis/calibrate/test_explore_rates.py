@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from analysis import explore_rates
+from analysis.calibrate import explore_rates
 
 
 def call(name, **args):

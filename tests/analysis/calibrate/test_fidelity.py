@@ -1,10 +1,10 @@
-"""analysis.fidelity: pairs real trials with their replays, per cell and per comparison, and plans the replay."""
+"""analysis.calibrate.fidelity: pairs real trials with their replays, per cell and per comparison, and plans the replay."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from analysis.fidelity import cells, comparisons, pairs, plan, report
+from analysis.calibrate.fidelity import cells, comparisons, pairs, plan, report
 
 
 def frame(success: dict[str, list[int]], model: str, rep: int = 0, tokens: int = 1000) -> pd.DataFrame:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.fidelity import plan
+from analysis.calibrate.fidelity import plan
 
 
 def test_the_replay_repeats_the_limits_and_the_size():

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from analysis import diff, mismatch
-from analysis.diff_html import page
-from analysis.trajectory import Trajectory, facts
+from analysis.diff import __main__ as diff
+from analysis.diff import mismatch
+from analysis.diff.html import page
+from analysis.diff.trajectory import Trajectory, facts
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SYSTEM = "You are a careful software engineer."
 TASK = ("[task:signature_migration/4]\n[inv:shim] fetch(url, *legacy) stays until s08\n"
         "[inv:order] policy fields keep their order")
@@ -249,7 +250,7 @@ def test_run_id_with_rep_twin(study, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def report_with_pages(study, runs, tmp_path_factory):
-    from analysis import report
+    from analysis.report import build as report
 
     return report.generate(study.uri, study.experiment, study.study, tmp_path_factory.mktemp("r"), runs=runs)
 
@@ -270,7 +271,7 @@ def test_report_writes_links_and_logs_a_page_for_every_mismatch(report_with_page
     other = next(iter(set(across["run_id"]) - mism))
     assert client.list_artifacts(other, "diff") == []
     # Reps of a cell get a page where their final trees differ, and only there.
-    from analysis.diff_report import rep_pairs
+    from analysis.report.pages import rep_pairs
 
     assert set(rep.pages.reps) == set(rep_pairs(rep.analysis.runs.trials))
     assert all((rep.out_dir / p).is_file() for p in rep.pages.reps.values())
@@ -279,8 +280,8 @@ def test_report_writes_links_and_logs_a_page_for_every_mismatch(report_with_page
 def test_a_page_for_two_reps_whose_final_trees_differ(report_with_pages, tmp_path):
     import dataclasses
 
-    from analysis.diff_report import write_pages
-    from analysis.mismatch import mlflow_event_fetcher
+    from analysis.diff.mismatch import mlflow_event_fetcher
+    from analysis.report.pages import write_pages
 
     a = report_with_pages.analysis
     t = a.runs.trials.copy()

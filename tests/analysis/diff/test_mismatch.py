@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from analysis import mismatch
+from analysis.diff import mismatch
 
 
 def log(*turns, triggers=(), extra=None):

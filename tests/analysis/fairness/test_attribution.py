@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from analysis import attribution
+from analysis.fairness import attribution
 
 
 def trials(outcome, points=("ablation=none", "ablation=temptation", "ablation=tree"), study="x") -> pd.DataFrame:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis import fairness
+from analysis.fairness import __main__ as fairness
 
 
 def frame(rows):

@@ -7,7 +7,7 @@ import itertools
 import pandas as pd
 import pytest
 
-from analysis import families
+from analysis.fairness import families
 
 FAMILIES = ("fa", "fb", "fc")
 

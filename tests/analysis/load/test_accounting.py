@@ -1,4 +1,4 @@
-"""Every planned trial counted (analysis.accounting): a study whose plan (plan.json in its
+"""Every planned trial counted (analysis.load.accounting): a study whose plan (plan.json in its
 parent run, as the study callback writes it) names trials that finished, failed in the
 infrastructure, were interrupted, are still running or never ran, plus one finished trial
 the plan does not name. The known answers are worked out by hand in the comments."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis import accounting, tables
-from analysis.load import load_runs
+from analysis.load import accounting, load_runs
+from analysis.measures import tables
 from bench.tracking.study_records import merge
 
 STUDY = "acct"
@@ -142,7 +142,7 @@ def test_the_outcome_class_tag_wins_over_the_mlflow_status_when_present():
 
 
 def test_the_report_shows_the_accounting(store, tmp_path):
-    from analysis.report import generate
+    from analysis.report.build import generate
 
     rep = generate(store, study=STUDY, out_dir=tmp_path / "report", log_mlflow=False)
     assert rep is not None

@@ -9,7 +9,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from analysis import labels, load_runs, report
+from analysis import load_runs
+from analysis.load import labels
+from analysis.report import build as report
 
 NOTE = "seed 1 only, <picked> because compaction changes outcomes there"
 

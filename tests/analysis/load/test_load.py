@@ -101,7 +101,8 @@ def test_trials_at_two_sensitivity_points_are_two_trials_not_a_duplicate(tmp_pat
     run, and pairs never join trials of two points."""
     from mlflow import MlflowClient
 
-    from analysis import accounting, tables
+    from analysis.load import accounting
+    from analysis.measures import tables
     from bench.tracking.study_records import merge
 
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")

@@ -7,8 +7,7 @@ import itertools
 import pandas as pd
 import pytest
 
-from analysis import appendix, channels
-from analysis.render import num, table
+from analysis.measures import appendix
 
 
 def trials(outcome, **extra) -> pd.DataFrame:
@@ -67,18 +66,6 @@ def test_invariants_from_side_by_side_and_named_in_the_variant():
     got = side[(side.strategy == "ledger") & (side.arm == "drift")].set_index("source")["success"]
     assert (got["harness"], got["model"]) == (1.0, 0.75)
     assert set(appendix.variant(t)) == {"raw", "ledger", "ledger:harness"}
-
-
-def test_markdown_section_renders_every_part():
-    t = trials(lambda s, a, k: int(k < 2))
-    parts = {"recovery": appendix.recovery(t), "expected": appendix.expected_vs_observed(t),
-             "seed_share": appendix.seed_share(t), "ablations": appendix.ablations(t),
-             "invariants_from": appendix.invariants_from(t), "channels": channels.listing(t)}
-    text = "\n".join(appendix.markdown(parts, num, table))
-    assert "## Appendix: the instrument" in text and "eta² = 1.00" in text and "Wilson" in text
-    assert "What each strategy showed beyond the transcript" in text
-    assert "ledger[files,tree,drift_note,harness_invariants]" in text and "raw[]" in text
-    assert "carried invariants from: harness (8 trials)" in text
 
 
 def test_a_trial_recorded_before_the_default_changed_carried_the_harness_invariants():

@@ -1,4 +1,4 @@
-"""analysis.tables: which paired test a comparison gets, and that its units are seeds."""
+"""analysis.measures.tables: which paired test a comparison gets, and that its units are seeds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import pilot, seedpower, stats, tables
+from analysis.measures import tables
+from analysis.power import pilot
+from analysis.power import seeds as seedpower
+from analysis.stats import tests as stats
 
 
 def _trials(seeds: int, reps: int, rng) -> pd.DataFrame:

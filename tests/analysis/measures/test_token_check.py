@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.token_check import token_accounting
+from analysis.measures.token_check import token_accounting
 
 
 def test_the_error_distribution_per_model():

@@ -1,4 +1,4 @@
-"""analysis.pilot: what one comparison's pairs say (discordance, ICC, effective pairs)."""
+"""analysis.power.pilot: what one comparison's pairs say (discordance, ICC, effective pairs)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from analysis import pilot
-from analysis import power as P
+from analysis.power import pilot
+from analysis.power import sizing as P
 
 
 def test_binary_counts_and_rates():

@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from analysis import power as P
-from analysis.stats import mcnemar_exact
+from analysis.power import sizing as P
+from analysis.stats.tests import mcnemar_exact
 
 
 def test_gpower_manual_mcnemar_obrien_example():

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from analysis import power as P
-from analysis import power_cli, seedpower, tables
+from analysis.measures import tables
+from analysis.power import __main__ as power_cli
+from analysis.power import seeds as seedpower
+from analysis.power import sizing as P
 
-REPO = Path(P.__file__).resolve().parent.parent
+REPO = Path(P.__file__).resolve().parents[2]
 
 
 def run(args, capsys):

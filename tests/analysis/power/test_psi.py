@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis import psi
+from analysis.power import psi
 
 
 def test_psi_both_ways():
@@ -26,7 +26,7 @@ def test_which_draws_a_pilot_made(cols, mode):
 
 
 def test_channels_are_listed_beside_each_strategy_from_the_run_params():
-    from analysis import channels
+    from analysis.fairness import channels
     t = pd.DataFrame([
         {"strategy": "raw"},
         {"strategy": "ledger"},  # recorded before the switches: TREE and the note were always on

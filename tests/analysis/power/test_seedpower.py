@@ -1,4 +1,4 @@
-"""analysis.seedpower: the power of the sign flip over seeds, checked against the test itself."""
+"""analysis.power.seeds: the power of the sign flip over seeds, checked against the test itself."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis import power as P
-from analysis import seedpower as SP
-from analysis import stats
+from analysis.power import seeds as SP
+from analysis.power import sizing as P
+from analysis.stats import tests as stats
 
 
 def test_min_seeds_is_where_the_smallest_p_reaches_alpha():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "compare.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "compare.ipynb"
 
 
 def _run(monkeypatch, uri: str, experiment: str, study: str | None):

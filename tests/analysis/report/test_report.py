@@ -12,9 +12,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import report, seedpower, stats
+from analysis.power import seeds as seedpower
+from analysis.report import __main__ as cli
+from analysis.report import build as report
+from analysis.stats import tests as stats
 
-REPO = Path(report.__file__).resolve().parent.parent
+REPO = Path(report.__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -134,13 +137,13 @@ def test_logged_back_to_the_parent_run(rep, study):
 
 def test_no_runs_exit_code_and_message(study, capsys, tmp_path):
     missing = tmp_path / "none.db"
-    assert report.main([f"tracking.uri=sqlite:///{missing}", f"report.dir={tmp_path / 'r'}"]) == 1
+    assert cli.main([f"tracking.uri=sqlite:///{missing}", f"report.dir={tmp_path / 'r'}"]) == 1
     assert "no finished ctxbench trials" in capsys.readouterr().err
     assert not missing.exists(), "reading must not create a tracking db"
-    assert report.main([f"tracking.uri={study.uri}", "study=no-such-study", f"report.dir={tmp_path / 'r'}"]) == 1
+    assert cli.main([f"tracking.uri={study.uri}", "study=no-such-study", f"report.dir={tmp_path / 'r'}"]) == 1
     err = capsys.readouterr().err
     assert "no-such-study" in err and "no trials" in err
-    assert report.main([f"tracking.uri={study.uri}", "study=broken", f"report.dir={tmp_path / 'r'}"]) == 1
+    assert cli.main([f"tracking.uri={study.uri}", "study=broken", f"report.dir={tmp_path / 'r'}"]) == 1
     assert "only unfinished trials found: {'FAILED': 1}" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
@@ -154,21 +157,7 @@ def test_module_entry_point_from_another_cwd(tmp_path):
 
 
 def test_overrides_and_defaults(tmp_path):
-    assert report.parse_overrides(["study=demo", "tracking.experiment=x", "+report.dir=/tmp/r"]) == {
+    assert cli.parse_overrides(["study=demo", "tracking.experiment=x", "+report.dir=/tmp/r"]) == {
         "study.name": "demo", "tracking.experiment": "x", "report.dir": "/tmp/r"}
     with pytest.raises(SystemExit, match="unknown argument"):
-        report.parse_overrides(["strategy=raw"])
-    d = report.defaults(tmp_path)  # no config.yaml there: built-in defaults, rooted at the repo
-    assert d["tracking.uri"] == f"sqlite:///{REPO / 'results' / 'mlflow.db'}"
-    assert d["report.dir"] == str(REPO / "results" / "report") and d["study.name"] is None
-
-
-def test_defaults_read_the_hydra_config(tmp_path):
-    (tmp_path / "tracking").mkdir()
-    (tmp_path / "config.yaml").write_text("defaults:\n  - tracking: local\n  - _self_\n")
-    (tmp_path / "tracking" / "local.yaml").write_text("uri: sqlite:///results/other.db\nexperiment: exp2\n")
-    d = report.defaults(tmp_path)
-    assert d["tracking.uri"] == f"sqlite:///{REPO / 'results' / 'other.db'}"
-    assert d["tracking.experiment"] == "exp2"
-    (tmp_path / "config.yaml").write_text("defaults:\n  - missing_group: nope\n")
-    assert report.defaults(tmp_path)["tracking.experiment"] == "ctxbench"
+        cli.parse_overrides(["strategy=raw"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.sensitivity import POINT, comparisons, section, verdict
+from analysis.sensitivity.survive import POINT, comparisons, section, verdict
 
 
 def trials(points: dict[str, dict[str, list[int]]]) -> pd.DataFrame:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from analysis import stats
+from analysis.stats import tests as stats
 
 
 @pytest.mark.parametrize(("k", "n", "lo", "hi"), [
@@ -91,22 +91,6 @@ def test_brown_forsythe_scipy_levene_docs_dataset():
     assert p == pytest.approx(0.002431505967249681, rel=1e-6)
     ref = st.levene(a, b, c, center="median")
     assert (f, p) == pytest.approx((ref.statistic, ref.pvalue))
-
-
-def test_cohen_h_sample_sizes():
-    # Cohen (1988), Table 6.4.1: n per group at alpha .05 two-sided, power .80.
-    for h, n in ((0.2, 392), (0.5, 63), (0.8, 25)):
-        assert abs(stats.n_for_cohen_h(h) - n) <= 1
-    assert stats.mde_cohen_h(stats.n_for_cohen_h(0.5)) == pytest.approx(0.5)
-
-
-def test_mde_proportion():
-    # h = 0.2 around p0 = .5: 2·asin(√p1) = π/2 + 0.2  ⇒  p1 = sin²(π/4 + 0.1) = 0.59934.
-    n = stats.n_for_cohen_h(0.2)
-    assert stats.mde_proportion(n, 0.5) == pytest.approx(math.sin(math.pi / 4 + 0.1) ** 2 - 0.5)
-    assert stats.mde_proportion(n, 0.5) == pytest.approx(0.0993, abs=1e-4)
-    assert stats.mde_proportion(4, 0.5) == math.inf       # nothing in [0, 1] is far enough
-    assert stats.mde_paired_mean(100, 10.0) == pytest.approx(2.8016 * 10 / 10, abs=1e-3)
 
 
 def test_paired_bootstrap_degenerate_and_normal_theory():

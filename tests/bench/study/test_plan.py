@@ -183,7 +183,7 @@ def test_each_job_outcome_comes_from_the_return_value_of_its_trial(tmp_path, mon
 
 def test_a_sensitivity_sweep_plans_each_point_as_its_own_trial():
     """The points share every identity tag; the plan records the point so that the analysis can
-    tell them apart (analysis/load.py POINT), and a plain sweep plans no point."""
+    tell them apart (analysis/load/runs.py POINT), and a plain sweep plans no point."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         master = _multirun_config(["experiment=sensitivity", "strategy=raw", "arm=compaction", "task.seed=0"])
         entries = plan_trials(master, planned_jobs(master) or [])

@@ -1,0 +1,22 @@
+"""Load: MLflow runs into frames (`runs.py`), each study's plan (`plans.py`), every planned
+trial accounted for (`accounting.py`), and how a study's seeds were chosen (`labels.py`).
+
+The ground floor of the analysis with `stats` and `settings`: it imports no other room.
+"""
+
+from analysis.load.runs import (
+                                ARM_ORDER,
+                                CELL,
+                                IDENTITY,
+                                PAIR_KEY,
+                                POINT,
+                                STRATEGY_ORDER,
+                                TASK_KEY,
+                                Runs,
+                                load_runs,
+                                sort_cells,
+                                sqlite_path,
+)
+
+__all__ = ["ARM_ORDER", "CELL", "IDENTITY", "PAIR_KEY", "POINT", "STRATEGY_ORDER", "TASK_KEY", "Runs",
+           "load_runs", "sort_cells", "sqlite_path"]
