@@ -274,6 +274,22 @@ def hydra_readers(root: Path, packages: tuple[str, ...] = ("analysis",)) -> list
     return sorted(found)
 
 
+def guarded_imports(root: Path, packages: tuple[str, ...] = ("analysis",)) -> list[str]:
+    """Modules that import under `if __name__ == "__main__":`, the shim that let a command
+    reach above its floor unseen by the cycle check (a command of analysis is its room's
+    `__main__.py`, whose imports all count)."""
+    found = []
+    for name, path in modules(root, packages).items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if _is_main_guard(node) and any(isinstance(n, ast.Import | ast.ImportFrom) for n in ast.walk(node)):
+                found.append(name)
+    return sorted(found)
+
+
+def test_no_analysis_import_hides_under_a_main_guard():
+    assert guarded_imports(ROOT) == []
+
+
 def test_analysis_rooms_import_only_lower_floors(graph):
     assert room_offenders(graph, modules(ROOT), ANALYSIS_FLOORS) == []
 
@@ -318,6 +334,13 @@ def test_a_sideways_or_upward_room_import_is_an_offender(tmp_path):
     # loops only with top, which imports it (what test_nothing_imports_a_command forbids).
     assert cycles(folder_graph(g, mods)) == [["analysis.high", "analysis.low", "analysis.side"],
                                              ["analysis.high.__main__", "analysis.top"]]
+
+
+def test_an_import_under_a_main_guard_is_found(tmp_path):
+    _write(tmp_path, {"analysis/__init__.py": "", "analysis/a.py": "def main():\n    pass\n",
+                      "analysis/b.py": "if __name__ == '__main__':\n    from analysis.c import main\n",
+                      "analysis/c.py": "if __name__ == '__main__':\n    raise SystemExit(main())\n"})
+    assert guarded_imports(tmp_path) == ["analysis.b"]
 
 
 def test_a_hydra_import_outside_settings_is_found(tmp_path):

@@ -44,8 +44,12 @@ def test_binary_power_uses_holm_first_step_and_n_eff():
 
 
 def test_continuous_mde():
-    diffs = [100.0, -50.0, 300.0, 20.0, 80.0, 150.0]
-    c = pilot.continuous(diffs, [1, 2, 3, 4, 5, 6])
-    assert c.mean == pytest.approx(100) and c.pairs.n_eff == 6
-    assert pilot.continuous_mde(c, 0.05, 2) == pytest.approx(P.paired_mde(6, c.sd, 0.025))
+    diffs = [100.0, -50.0, 300.0, 20.0, 80.0, 150.0, 100.0]
+    c = pilot.continuous(diffs, [1, 2, 3, 4, 5, 6, 7])
+    assert c.mean == pytest.approx(100) and c.pairs.n_eff == 7
+    mde = pilot.continuous_mde(c, 0.05, 2)
+    assert math.isfinite(mde) and mde == pytest.approx(P.paired_mde(7, c.sd, 0.025))
+    # 6 pairs are below the signed-rank floor at 0.025 (2 / 2**6 > 0.025): no shift is detectable
+    assert P.signed_rank_floor(0.025) == 7
+    assert math.isnan(pilot.continuous_mde(pilot.continuous(diffs[:6], range(6)), 0.05, 2))
     assert math.isnan(pilot.continuous_mde(pilot.continuous([5.0, 5.0], [1, 2]), 0.05, 1))  # no spread
