@@ -5,5 +5,5 @@ variance split (`families.py`) (docs/instrument.md).
     python -m analysis.fairness --study after [--before before]
     python -m analysis.fairness.attribution --study attribution
 
-Stands on `load`, `power`, `measures` and `settings`.
+Stands on `load`, `power` and `settings`; its command also on `measures`.
 """

@@ -1,7 +1,7 @@
 """Load: MLflow runs into frames (`runs.py`), each study's plan (`plans.py`), every planned
 trial accounted for (`accounting.py`), and how a study's seeds were chosen (`labels.py`).
 
-The ground floor of the analysis with `stats` and `settings`: it imports no other room.
+Ground floor (with `settings`, `render`, `stats` and `power`): it imports no other room.
 """
 
 from analysis.load.runs import (

@@ -4,6 +4,6 @@ both ways (`psi.py`); one comparison's discordance, ICC and effective pairs (`pi
 
     python -m analysis.power --pilot demo --reps 2 --seeds 30   (docs/power.md)
 
-Stands on `stats`. The command (`__main__.py`) also reads a pilot study's rates through
-`measures`: a room's command is imported by no module, so it may stand on any floor.
+Ground floor: imports no other room. The command (`__main__.py`) reads a pilot study's rates
+through `measures`: a room's command is imported by no module, so it may stand on any floor.
 """
