@@ -7,11 +7,11 @@ from typing import Any
 
 from bench.config import TrialConfig
 from bench.core.identity import model_identity
-from bench.trial.loop import Outcome
+from bench.eventlog.tally import Tally
 from tasks.spec import TaskSpec
 
 
-def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Outcome, status: str,
+def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Tally, status: str,
                  records: list[dict[str, Any]]) -> None:
     verdicts: dict[str, str] = {}
     for r in records:
