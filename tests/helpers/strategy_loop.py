@@ -1,23 +1,38 @@
-"""Hand-built tasks and a tiny scripted harness, to drive strategies without the real loop.
+"""Hand-built tasks and states for strategy tests, and `run`: a strategy driven through the REAL loop.
 
-`run(strategy, task, ...)` plays a fixed script per step (read the touches, edit one, run
-the check, submit) exactly as the harness contract says: a step notice at every step head,
-one assistant message per turn, one tool message per call, compaction when `build` asks
-for it (with a deterministic fake summariser), and certification with learned invariants.
-The script does not depend on the strategy, so traces of different strategies line up.
+`run(strategy, task, ...)` plays a fixed script per step (read the touches, edit one, run the
+check, submit) through `bench.trial.loop.TrialLoop` itself, with the scripted provider and
+LocalSandbox: the harness's own step heads (FILES read fresh, and re-read after a compaction),
+attempts counted from 0, certification by a check run in the sandbox, drift committed by the
+harness. The script does not depend on the strategy, so traces of different strategies line up.
+What the trace holds is read from the trial's event log through the one reader (ctxlog/reader.py),
+beside the (state, built) pairs the strategy saw and returned.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Mapping
+import tempfile
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
+from omegaconf import OmegaConf
+
+from bench.config import CONF_DIR
 from bench.core import render
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, ToolCall
-from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
-from tasks.spec import Invariant, Step, StepPlan, TaskSpec
+from bench.eventlog.events import EventLog
+from bench.providers.scripted import ScriptedProvider
+from bench.sandbox import create
+from bench.sandbox.base import SandboxConfig
+from bench.trial.loop import LoopSettings, TrialLoop
+from ctxlog import events as ev
+from ctxlog.reader import Log
+from strategies.base import Built, Certified, State, StepHead, Strategy
+from tasks.spec import Drift, Invariant, Step, StepPlan, TaskSpec
 
 
 class FakeOracle:
@@ -38,6 +53,8 @@ def module_text(i: int, lines: int) -> str:
 def make_task(n_steps: int = 12, n_files: int = 6, file_lines: int = 12, seed: int = 1) -> TaskSpec:
     files = {f"pkg/mod_{i:02d}.py": module_text(i, file_lines) for i in range(n_files)}
     files["tests/test_mods.py"] = "def test_ok():\n    assert True\n"
+    # A step's check: its id is in the first file it touches (the script's edit writes it).
+    files["tests/check_step.py"] = "def main(args):\n    step, path = args\n    return 0 if step in open(path).read() else 1\n"
     steps = []
     for k in range(1, n_steps + 1):
         sid = f"s{k:02d}"
@@ -47,7 +64,7 @@ def make_task(n_steps: int = 12, n_files: int = 6, file_lines: int = 12, seed: i
         steps.append(Step(id=sid, title=f"Migrate fetch callers in {a}",
                           instructions=f"Change every `fetch(url, timeout)` call in {a} to the keyword form; "
                                        f"keep {b} importing cleanly.",
-                          touches=(a, b), check=f"python -m pytest -q tests/test_mods.py -k {sid}",
+                          touches=(a, b), check=f"python3 -B tests/check_step.py {sid} {a}",
                           establishes=establishes))
     return TaskSpec(
         task_id=f"fake/{seed}/steps={n_steps}", family="fake", seed=seed, title="Migrate fetch() callers",
@@ -55,20 +72,8 @@ def make_task(n_steps: int = 12, n_files: int = 6, file_lines: int = 12, seed: i
         files=tuple(sorted(files.items())),
         invariants=(Invariant("shim", "The compatibility shim `fetch(url, *legacy)` stays until s08.", until="s08"),
                     Invariant("no-print", "Library code never prints; it logs.")),
-        steps=tuple(steps), final_check="python -m pytest -q", protected=("tests/**",), traps=(), drift=(),
+        steps=tuple(steps), final_check="python3 -B -c pass", protected=("tests/**",), traps=(), drift=(),
         test_command="python -m pytest -q", oracle=FakeOracle())
-
-
-def sha(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()
-
-
-def fake_summariser(messages: tuple[Message, ...]) -> str:
-    """Keeps the invariant lines and the step it saw last; drops everything else."""
-    text = "\n".join(m.content for m in messages)
-    invs = dict(render.parse_invariants(text))
-    step = render.parse_current_step(text) or "?"
-    return "\n".join([f"Working on [step:{step}]."] + [f"[inv:{i}] {t}" for i, t in invs.items()])
 
 
 @dataclass
@@ -77,96 +82,81 @@ class Trace:
     builts: list[Built] = field(default_factory=list)  # the context sent that turn
     step_heads: list[int] = field(default_factory=list)  # turn index of each step's first turn
     compactions: list[tuple[int, int, int]] = field(default_factory=list)  # (turn, before, after)
-    requests: list[tuple[Message, ...]] = field(default_factory=list)  # summariser calls
+    requests: list[tuple[dict, ...]] = field(default_factory=list)  # summariser calls, as logged
+    log: Log | None = None
 
 
-def call(i: str, name: str, **args: object) -> ToolCall:
-    return ToolCall(id=i, name=name, args=dict(args))
+class Recording:
+    """The strategy under test, keeping what each turn's build saw and returned (a build that
+    asked to compact is replaced by the build after the summary, as the loop sends that one)."""
+
+    def __init__(self, inner: Strategy) -> None:
+        self.inner, self.pairs = inner, []
+
+    def __getattr__(self, name: str) -> Any:  # requires_handoff, fresh_session_per_step, ...
+        return getattr(self.inner, name)
+
+    def build(self, state: State) -> Built:
+        built = self.inner.build(state)
+        if self.pairs and self.pairs[-1][1].compact:
+            assert not built.compact, "build asked to compact twice for the same state"
+            self.pairs.pop()
+        self.pairs.append((state, built))
+        return built
+
+    def summary_request(self, state: State) -> tuple[Message, ...]:
+        return self.inner.summary_request(state)
+
+
+def script_for(task: TaskSpec, fail_first: str | None = None) -> list[list[dict[str, Any]]]:
+    """Per step: read both touches, edit the first, run the check, submit (for `fail_first`, a
+    submit before the edit, which its check fails)."""
+    turns = []
+    for step in task.steps:
+        a, b = step.touches
+        submit = {"name": "submit_step", "args": {"notes": f"{a} now uses timeout= by keyword",
+                                                  "invariants": [f"{a} calls fetch with timeout= only"]}}
+        edit = {"name": "edit_file", "args": {"path": a, "search": "timeout=timeout)  # call 0",
+                                              "replace": f"timeout=timeout)  # call 0, {step.id}"}}
+        steps = [[{"name": "read_file", "args": {"path": a}}], [{"name": "read_file", "args": {"path": b}}],
+                 [edit], [{"name": "run", "args": {"command": step.check}}], [submit]]
+        if step.id == fail_first:
+            steps.insert(2, [submit])
+        turns += steps
+    return turns
+
+
+def with_drift(task: TaskSpec, before: str) -> TaskSpec:
+    """An outside commit before step `before`: a new old-style caller in the step's first file."""
+    step = next(s for s in task.steps if s.id == before)
+    path = step.touches[0]
+    content = dict(task.files)[path] + "\n\ndef added_by_teammate(url):\n    return fetch(url, 5)\n"
+    return replace(task, drift=(Drift("d1", "new_caller", before, "Add caller", "Dana <dana@example.com>",
+                                      ((path, content),)),))
 
 
 def run(strategy: Strategy, task: TaskSpec, *, window: int = 200_000, max_output: int = 1000,
-        drift_before: str | None = None, fail_first: str | None = None,
-        summariser: Callable[[tuple[Message, ...]], str] = fake_summariser) -> Trace:
-    repo = dict(task.files)
-    commit = sha("base")
-    transcript: list[Message] = []
-    certified: list[Certified] = []
-    learned: list[Invariant] = []
-    log: list[str] = []
-    summary: Summary | None = None
-    tr = Trace()
-    turn = 0
-    for index, step in enumerate(task.steps):
-        drift_note = None
-        if step.id == drift_before:
-            path = step.touches[0]
-            repo[path] += "\n\ndef added_by_teammate(url):\n    return fetch(url, 5)\n"
-            old, commit = commit, sha(commit + "drift")
-            log.append(f"{commit[:7]} Add caller (Dana <dana@example.com>)")
-            drift_note = f"HEAD moved {old[:12]} -> {commit[:12]} by an outside commit touching {path}."
-        tree = "\n".join(["## main", *log, "", *[f" {p} | 2 +-" for p, _ in task.files if repo[p] != dict(task.files)[p]]])
-        head = StepHead(tree=tree, files=tuple((p, repo[p]) for p in step.touches), repo_commit=commit,
-                        drift_note=drift_note)
-        step_start = len(transcript)
-        transcript.append(Message(role="user", content=render.current_step_block(step)))
-        tr.step_heads.append(turn)
-        a, b = step.touches
-        script: list[tuple[str, ToolCall]] = [
-            ("I read the files first.", call(f"{step.id}-1", "read_file", path=a)),
-            ("", call(f"{step.id}-2", "read_file", path=b)),
-            ("Switching to the keyword form.", call(f"{step.id}-3", "edit_file", path=a,
-                                                     search="timeout=timeout)  # call 0",
-                                                     replace=f"timeout=timeout)  # call 0, {step.id}")),
-            ("", call(f"{step.id}-4", "run", command=step.check)),
-            ("Done.", call(f"{step.id}-5", "submit_step", notes=f"{a} now uses timeout= by keyword",
-                           invariants=[f"{a} calls fetch with timeout= only"])),
-        ]
-        if step.id == fail_first:
-            first = script[4][1]
-            script.insert(4, ("Done, I think.", replace(first, id=first.id + "a")))
-        last_failure = None
-        attempt = 1
-        for j, (text, tc) in enumerate(script):
-            state = State(task=task, tools=TOOLS, transcript=tuple(transcript), turn=turn, step_index=index,
-                          step_start=step_start, attempt=attempt, certified=tuple(certified),
-                          learned=tuple(learned), last_failure=last_failure, head=head, summary=summary,
-                          window=window, max_output=max_output)
-            built = strategy.build(state)
-            if built.compact:
-                request = strategy.summary_request(state)
-                tr.requests.append(request)
-                summary = Summary(summariser(request), upto=len(transcript))
-                state = replace(state, summary=summary)
-                before = built.tokens
-                built = strategy.build(state)
-                assert not built.compact, "build asked to compact twice for the same state"
-                tr.compactions.append((turn, before, built.tokens))
-            tr.states.append(state)
-            tr.builts.append(built)
-            turn += 1
-            transcript.append(Message(role="assistant", content=text, tool_calls=(tc,)))
-            if tc.name == "read_file":
-                result = render.file_block(tc.args["path"], repo[tc.args["path"]])
-            elif tc.name == "edit_file":
-                p = tc.args["path"]
-                repo[p] = repo[p].replace(tc.args["search"], tc.args["replace"], 1)
-                result = f"edited {p}\n" + render.file_block(p, repo[p])
-            elif tc.name == "run":
-                result = "exit=0\n1 passed in 0.01s"
-            elif step.id == fail_first and j == 4:
-                last_failure = "E   AssertionError: fetch() got a positional timeout\n1 failed"
-                attempt += 1
-                result = render.check_result(step.id, False, 1, last_failure)
-            else:
-                new = list(step.establishes) + [Invariant(f"n-{step.id}-1", tc.args["invariants"][0], stated=step.id)]
-                result = "\n".join([render.check_result(step.id, True, 0, "1 passed")]
-                                   + [render.invariant_line(i) for i in new])
-                old, commit = commit, sha(commit + step.id)
-                log.append(f"{commit[:7]} {step.id}: {step.title}")
-                certified.append(Certified(step.id, step.check, commit, tc.args["notes"], f" {a} | 2 +-\n 1 file changed"))
-                learned.extend(new)
-            transcript.append(Message(role="tool", content=result, tool_call_id=tc.id, name=tc.name))
-    return tr
+        drift_before: str | None = None, fail_first: str | None = None) -> Trace:
+    """Play `task` with `strategy` through the real loop (see the module docstring)."""
+    task = with_drift(task, drift_before) if drift_before else task
+    recording = Recording(strategy)
+    cfg = SandboxConfig.from_dict(OmegaConf.load(CONF_DIR / "sandbox" / "local.yaml"))  # type: ignore[arg-type]
+    sandbox = create(cfg, dict(task.files), "strategy-test")
+    try:
+        with tempfile.TemporaryDirectory(prefix="ctxbench-strategy-") as tmp:
+            events = EventLog(Path(tmp) / "events.jsonl")
+            settings = LoopSettings(window=window, max_output=max_output, max_turns=10_000, max_turns_per_step=16,
+                                    deadline=time.monotonic() + 600, seed=0, drift=drift_before is not None)
+            TrialLoop(task, sandbox, recording, ScriptedProvider(script_for(task, fail_first)), events,
+                      settings).run()  # type: ignore[arg-type]
+            events.close()
+    finally:
+        sandbox.close()
+    log = Log.from_records(events.records)
+    return Trace(states=[s for s, _ in recording.pairs], builts=[b for _, b in recording.pairs],
+                 step_heads=[int(e.turn or 0) for e in log.of(ev.StepStart)],
+                 compactions=[(int(c.turn or 0), c.tokens_before, c.tokens_after) for c in log.of(ev.Compaction)],
+                 requests=[c.messages or () for c in log.calls if c.context.purpose == "compaction"], log=log)
 
 
 def hand_state(task: TaskSpec | None = None, **kw: object) -> State:
