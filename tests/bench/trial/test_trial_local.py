@@ -166,3 +166,6 @@ def test_every_figure_mlflow_holds_is_read_back_from_the_log(scripted_trial):
     prompt = sum(sum(r["usage"][k] for k in ("input", "cache_read", "cache_write")) for r in calls)
     assert m["tokens_input_total"] == prompt and m["tokens_output_total"] == sum(r["usage"]["output"] for r in calls)
     assert m["latency_s"] == sum(r["t"]["latency_s"] for r in calls)
+    run_md = (result.events_path.parent / "RUN.md").read_text()  # RUN.md reads the same log
+    assert "- [x] `s01`" in run_md and "steps passed: 1/1; turns: 5;" in run_md
+    assert f"policy violations {count['policy_violation']}" in run_md
