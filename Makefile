@@ -46,8 +46,8 @@ local-model:
 	nice -n 10 scripts/ensure_local_model.sh
 
 lint: venv
-	$(BIN)/ruff check bench tasks strategies analysis tests
-	$(BIN)/mypy bench strategies
+	$(BIN)/ruff check ctxlog bench tasks strategies analysis tests
+	$(BIN)/mypy ctxlog bench strategies
 
 test: setup lint local-model
 	@# The tracking-server test needs PostgreSQL's server binaries (installed here, as root, if absent).

@@ -29,7 +29,7 @@ class Invariant:
     `until` names the step that lifts it (e.g. the step that deletes the shim), if any.
     `stated` says where it enters the task: "plan" (in the task text) or the id of the
     step whose completion establishes it. `anchors` are the words a statement must contain to
-    state it (bench/core/statements.py): the harness's `invariant_recall` measure asks whether
+    state it (ctxlog/statements.py): the harness's `invariant_recall` measure asks whether
     a sentence with a keep cue and every anchor is in the context; `text` contains them.
     """
 
@@ -97,7 +97,7 @@ class Cleanup:
 
     `key` names it by content (kind, path, symbol), so trials that see the same code share
     their random draws. `anchors` are the words a constraint must mention to stop it (see
-    bench/core/statements.py); `edits` do it, against the text the cleanup was found in.
+    ctxlog/statements.py); `edits` do it, against the text the cleanup was found in.
     Whether it is a mistake is the repository's business, not the cleanup's.
     """
 

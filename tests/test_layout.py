@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("bench", "tasks", "strategies", "analysis")
+PACKAGES = ("ctxlog", "bench", "tasks", "strategies", "analysis")
 MAX_LINES = 300
 # Modules allowed past MAX_LINES, each with the reason it is not split.
 LONG_MODULES: dict[str, str] = {}  # module -> why it may exceed MAX_LINES (none today)
@@ -129,7 +129,7 @@ def folder(module: str, mods: dict[str, Path]) -> str:
     `analysis.settings`) stands on its own: they sit on different floors. So does an analysis
     room's command (`analysis.power.__main__`): nothing imports it (test_nothing_imports_a_command)."""
     parts = module.split(".")
-    if parts[0] == "strategies":
+    if parts[0] in ("ctxlog", "strategies"):
         return parts[0]
     if parts[0] == "analysis" and parts[-1] == "__main__":
         return module
@@ -161,13 +161,23 @@ def _offenders(graph: dict[str, set[str]], sources, allowed) -> list[str]:
     return sorted(f"{m} imports {d}" for m, deps in graph.items() if sources(m) for d in deps if not allowed(d))
 
 
+def event_floor(module: str) -> bool:
+    """The event log's contract (schema, reader, statements): what harness and analysis share."""
+    return module.split(".")[0] == "ctxlog"
+
+
 def ground_floor(module: str) -> bool:
-    """The shared vocabulary: `bench.core` and the task contract `tasks.spec`."""
-    return module == "bench.core" or module.startswith("bench.core.") or module == "tasks.spec"
+    """The shared vocabulary: `bench.core`, the task contract `tasks.spec`, and `ctxlog`."""
+    return module == "bench.core" or module.startswith("bench.core.") or module == "tasks.spec" \
+        or event_floor(module)
 
 
 def test_the_ground_floor_imports_nothing_above_it(graph):
     assert _offenders(graph, ground_floor, ground_floor) == []
+
+
+def test_the_event_log_contract_imports_nothing_of_the_project(graph):
+    assert _offenders(graph, event_floor, event_floor) == []
 
 
 def test_strategies_and_tasks_import_only_the_ground_floor_of_bench(graph):
@@ -176,6 +186,7 @@ def test_strategies_and_tasks_import_only_the_ground_floor_of_bench(graph):
 
 
 def test_analysis_imports_no_harness(graph):
+    """Its whole input is MLflow and the event logs, read through ctxlog (the one reader)."""
     harness = ("bench", "tasks", "strategies")
     assert _offenders(graph, lambda m: m.startswith("analysis"), lambda d: d.split(".")[0] not in harness) == []
 
@@ -348,3 +359,12 @@ def test_a_hydra_import_outside_settings_is_found(tmp_path):
                       "analysis/x/__init__.py": "", "analysis/x/y.py": "def f():\n    from omegaconf import OmegaConf\n",
                       "analysis/x/z.py": "from . import y\n"})
     assert hydra_readers(tmp_path) == ["analysis.settings", "analysis.x.y"]
+
+
+def test_an_event_floor_import_of_the_harness_is_an_offender(tmp_path):
+    _write(tmp_path, {"ctxlog/__init__.py": "", "ctxlog/reader.py": "from ctxlog import events\n",
+                      "ctxlog/events.py": "from bench.core.types import Message\n",
+                      "bench/__init__.py": "", "bench/core/__init__.py": "", "bench/core/types.py": ""})
+    g = import_graph(tmp_path, ("ctxlog", "bench"))
+    assert _offenders(g, event_floor, event_floor) == ["ctxlog.events imports bench.core.types"]
+    assert _offenders(g, ground_floor, ground_floor) == []  # bench.core is ground floor too: only this rule sees it

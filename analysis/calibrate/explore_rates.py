@@ -25,10 +25,11 @@ the ground truth of the task (traps, drift), which analysis/calibrate owns.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+from ctxlog.reader import Log
 
 EDITS = ("edit_file", "write_file", "delete_file")
 
@@ -45,8 +46,7 @@ def rates(logs: Iterable[Path]) -> dict[str, tuple[int, int]]:
     out = {"p_look_history": [0, 0], "p_check_changes": [0, 0], "p_reread_before_edit": [0, 0]}
     for path in logs:
         steps: list[list[dict]] = []  # per step, its model_call records
-        for line in Path(path).read_text().splitlines():
-            r = json.loads(line)
+        for r in Log.from_path(Path(path), strict=True).records():  # the one reader (ctxlog/reader.py)
             if r["kind"] == "step_start":
                 steps.append([])
             elif r["kind"] == "model_call" and r.get("purpose") == "turn" and steps:

@@ -25,7 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.calibrate.reading import Context, Said, content_sha, covers, file_blocks, normal, perceive
+from analysis.calibrate.reading import Context, Said, content_sha, file_blocks, normal, perceive
+from ctxlog.reader import Log
+from ctxlog.statements import covers
 
 EDITS = ("edit_file", "write_file")
 HANDOFF_TAIL = "For later steps: "
@@ -44,25 +46,20 @@ class Obs:
 
 
 def observations(records: list[dict[str, Any]], trial: str) -> list[Obs]:
-    start = next((r for r in records if r["kind"] == "trial_start"), {})
-    seed = start.get("seed", trial)
-    messages: dict[str, dict[str, Any]] = {}
+    log = Log.from_records(records)  # the one reader: each turn's call with the context it was sent
+    seed = log.start.seed if log.start.seed is not None else trial
+    sent = {c.reply.seq: c.messages for c in log.calls
+            if c.reply is not None and c.context.purpose == "turn" and c.messages is not None}
     last: tuple[int, Context] | None = None  # a reply's tidy_up events follow its model_call
     actual = _Actual()
     results = {(int(r["turn"]), r["call_id"]): r for r in records if r["kind"] == "tool_result"}
     out: list[Obs] = []
-    pending: list[str] | None = None
     for r in records:
         kind = r["kind"]
         actual.see(r)
-        if kind == "message":
-            messages[r["sha"]] = r["message"]
-        elif kind == "context" and r.get("purpose", "turn") == "turn":
-            pending = r["messages"]
-        elif kind == "model_call" and r.get("purpose", "turn") == "turn" and pending is not None:
-            ctx = perceive([messages[s] for s in pending])
+        if kind == "model_call" and r.get("seq") in sent:
+            ctx = perceive(list(sent[r["seq"]]))
             last = (int(r["turn"]), ctx)
-            pending = None
             calls = r.get("tool_calls") or []
             out += _handoffs(ctx, calls, seed, trial, int(r["turn"]))
             out += _edits(ctx, calls, results, actual, seed, trial, int(r["turn"]))

@@ -1,12 +1,14 @@
 """A logged context, read the way the simulated model reads one: tokens, statements, positions.
 
-`analysis/` never imports the harness, so what the fit needs to know about how the sim
-perceives a context is restated here, each piece with the file it mirrors:
+`analysis/` never imports the harness. What a constraint statement is comes from the ground
+floor both read (ctxlog/statements.py); the rest of how the sim perceives a context is
+restated here, each piece with the file it mirrors:
 
   tokens      cl100k BPE, 4 framing tokens per message, tool calls as name + canonical JSON
               (bench/core/tokens.py)
   statements  sentences outside file bodies with a keep cue; `[inv:ID] text` lines are marked;
-              content = marker dropped, whitespace collapsed, lower case (bench/core/statements.py)
+              content = marker dropped, whitespace collapsed, lower case (ctxlog/statements.py,
+              imported, not restated)
   positions   a message's visible text is its content plus its tool calls' string arguments; a
               point at char `offset` sits at `start + tokens * offset / len(text)` tokens
               (bench/sim/perception.py `perceive`, `Beliefs.position`)
@@ -24,11 +26,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-KEEP_CUE = re.compile(r"\b(keeps?|kept|stays?|until|never|must not|do not|don't|read-only|only at)\b", re.I)
-_FILE_BLOCK = re.compile(r'<file path="[^"]*" sha="[0-9a-f]+">\n.*?</file>', re.S)
+from ctxlog.statements import marked, normal, statements, words
+
 _FILE_RE = re.compile(r'<file path="(?P<path>[^"]+)" sha="(?P<sha>[0-9a-f]+)">\n(?P<body>.*?)</file>', re.S)
-_SPLIT = re.compile(r"\n|(?<=[.!?])\s+(?=[A-Z\[`])|(?=\[inv:)")
-_MARKED = re.compile(r"^\[inv:[A-Za-z0-9_.-]+\] ")
 _TASK_RE = re.compile(r"^\[task:(?P<id>[^\]]+)\]", re.M)
 _CURRENT_RE = re.compile(r"^CURRENT STEP \[step:(?P<id>[A-Za-z0-9_.-]+)\]", re.M)
 _CHECK_RE = re.compile(r"^\[check:(?P<id>[A-Za-z0-9_.-]+) (?P<verdict>passed|failed)(?: exit=(?P<code>-?\d+))?\]",
@@ -83,32 +83,6 @@ def file_blocks(text: str) -> list[tuple[int, str, str, str]]:
     return out
 
 
-def statements(text: str) -> list[tuple[int, str]]:
-    body = _FILE_BLOCK.sub(lambda m: " " * len(m.group(0)), text)
-    out, start = [], 0
-    for m in _SPLIT.finditer(body + "\n"):
-        piece = body[start:m.start()]
-        lead = len(piece) - len(piece.lstrip(" \t-*>"))
-        sentence = piece.strip(" \t-*>").rstrip()
-        if sentence and KEEP_CUE.search(sentence):
-            out.append((start + lead, sentence))
-        start = m.end()
-    return out
-
-
-def marked(sentence: str) -> bool:
-    return bool(_MARKED.match(sentence))
-
-
-def normal(sentence: str) -> str:
-    return " ".join(_MARKED.sub("", sentence).split()).lower()
-
-
-def covers(sentence: str, anchors: list[str] | tuple[str, ...]) -> bool:
-    terms = [a for a in anchors if a]
-    return bool(terms) and all(re.search(rf"(?<![\w]){re.escape(a)}(?![\w])", sentence, re.I) for a in terms)
-
-
 def check_lines(text: str) -> list[tuple[str, bool]]:
     return [(m.group("id"), m.group("verdict") == "passed") for m in _CHECK_RE.finditer(text)]
 
@@ -128,12 +102,8 @@ def visible_text(m: Message) -> str:
 
 def prose(m: Message) -> str:
     """Content and submit_step hand-offs: the words of a message, not its code."""
-    parts = [str(m.get("content") or "")]
-    for c in m.get("tool_calls") or ():
-        if c.get("name") == "submit_step":
-            args = c.get("args") or {}
-            parts += [v for v in (args.get("notes"), *(args.get("invariants") or ())) if isinstance(v, str)]
-    return "\n".join(parts)
+    return words(str(m.get("content") or ""),
+                 ((str(c.get("name")), c.get("args") or {}) for c in m.get("tool_calls") or ()))
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,14 @@ beside the log and logged as an artifact): it names the model and its provider.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ctxlog.reader import Log
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 VERDICTS = ("success", "failure")
@@ -47,7 +48,7 @@ class Trial:
 
 
 def parse(text: str, name: str, config_text: str | None = None) -> Trial:
-    records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    records = Log.from_text(text, strict=True, name=name).records()
     config = yaml.safe_load(config_text) if config_text else {}
     return Trial(name, records, config if isinstance(config, dict) else {})
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.calibrate.reading import check_lines, normal, perceive, statements, visible_text
+from ctxlog import events as ev
+from ctxlog.reader import Log
 
 KINDS = ("retain_plan", "retain_task_invariant", "retain_invariant", "retain_fact", "retain_check", "p_verbatim")
 _PLAN_RE = re.compile(r"^\[step:(?P<id>[A-Za-z0-9_.-]+)\] (?P<title>.+)$", re.M)
@@ -43,17 +45,15 @@ class Kept:
 
 
 def retention(records: list[dict[str, Any]], match: str = "exact") -> list[Kept]:
-    seed = next((r.get("seed") for r in records if r["kind"] == "trial_start"), None)
-    messages: dict[str, dict[str, Any]] = {}
-    shown: list[str] | None = None
+    log = Log.from_records(records)  # the one reader: the summariser's context rebuilt
+    seed = log.start.seed
+    shown: tuple[dict[str, Any], ...] | None = None
     out: list[Kept] = []
-    for r in records:
-        if r["kind"] == "message":
-            messages[r["sha"]] = r["message"]
-        elif r["kind"] == "context" and r.get("purpose") == "compaction":
-            shown = r["messages"]
-        elif r["kind"] == "compaction" and shown is not None:
-            out += _one([messages[s] for s in shown], str(r.get("summary") or ""), seed, match)
+    for e in log.events:
+        if isinstance(e, ev.Context) and e.purpose == "compaction":
+            shown = log.rebuild(e)
+        elif isinstance(e, ev.Compaction) and shown is not None:
+            out += _one(list(shown), e.summary, seed, match)
             shown = None
     return out
 

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
+from ctxlog.reader import Log
 
 # context_truncation is the raw strategy's answer to the same window pressure that
 # makes the compaction strategy compact; kept as its own label (docs/design.md §6 keeps the
@@ -46,23 +47,11 @@ def _turn(event: dict) -> int | None:
 
 
 def read_events(text: str) -> tuple[list[dict], int]:
-    """(records in seq order, number of unreadable lines). A killed trial can end on a torn
-    line; the records before it still tell the story."""
-    events, bad = [], 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            bad += 1
-            continue
-        if isinstance(rec, dict):
-            events.append(rec)
-        else:
-            bad += 1
-    events.sort(key=lambda e: e.get("seq") if isinstance(e.get("seq"), int) else 0)
-    return events, bad
+    """(records in seq order, number of unreadable lines), through the one reader
+    (ctxlog/reader.py). A killed trial can end on a torn line; the records before it still
+    tell the story."""
+    log = Log.from_text(text)
+    return sorted(log.records(), key=lambda e: e["seq"]), log.unreadable
 
 
 def parse_events(text: str) -> list[dict]:

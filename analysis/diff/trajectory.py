@@ -1,9 +1,8 @@
 """One trial's trajectory, read from its ``events.jsonl`` alone, and two of them compared.
 
-``analysis`` never imports the harness, so the little of the log format a diff needs is
-read here: records grouped by turn, the model-visible context of a turn rebuilt from its
-``context`` record (the shas of ``message`` records, each logged once), and the facts
-that context holds -- standing constraints (``[inv:ID] text`` lines) and file versions
+The log is read by the one reader (ctxlog/reader.py): records grouped by turn, the
+model-visible context of a turn rebuilt from its ``context`` record (the shas of ``message``
+records, each logged once); what is read here is the facts that context holds -- standing constraints (``[inv:ID] text`` lines) and file versions
 (``<file path=".." sha="..">`` blocks whose body still matches its sha).
 
 Two trajectories compare (``compare``) by the first turn whose tool calls differ and its
@@ -26,6 +25,7 @@ from typing import Any
 
 from analysis.diff import mismatch
 from analysis.diff.mismatch import read_events
+from ctxlog.reader import Log
 
 # The harness's render markers (bench/core/render.py), re-stated: analysis must not import it.
 _INV_RE = re.compile(r"^\[inv:(?P<id>[A-Za-z0-9_.-]+)\] (?P<text>.+)$", re.M)
@@ -48,13 +48,11 @@ class Trajectory:
     meta: dict[str, Any] = field(default_factory=dict)
     unreadable: int = 0
     turns: dict[int, list[dict]] = field(init=False)
-    messages: dict[str, dict] = field(init=False)
+    log: Log = field(init=False)
 
     def __post_init__(self) -> None:
-        self.turns, self.messages = {}, {}
+        self.turns, self.log = {}, Log.from_records(self.events)
         for e in self.events:
-            if e.get("kind") == "message" and isinstance(e.get("sha"), str):
-                self.messages[e["sha"]] = e.get("message") if isinstance(e.get("message"), dict) else {}
             t = turn_of(e)
             if t is not None:
                 self.turns.setdefault(t, []).append(e)
@@ -113,17 +111,8 @@ class Trajectory:
     def context_at(self, turn: int) -> list[dict] | None:
         """The messages the model saw when it acted at ``turn`` (its last turn context at or
         before that turn); None when the log has no such context or lacks a message."""
-        found = None
-        for e in self.of_kind("context"):
-            t = turn_of(e)
-            if t is not None and t <= turn and e.get("purpose", "turn") == "turn":
-                found = e
-        if found is None or not isinstance(found.get("messages"), list):
-            return None
-        shas = found["messages"]
-        if any(s not in self.messages for s in shas):
-            return None
-        return [self.messages[s] for s in shas]
+        found = self.log.context_at(turn)
+        return list(found) if found is not None else None
 
     # -- the repository ------------------------------------------------------------------
     def step_heads(self) -> list[dict]:

@@ -13,22 +13,14 @@ context can be rebuilt from the log alone without repeating the transcript every
 from __future__ import annotations
 
 import hashlib
-import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from bench.core.types import Message, canonical_json, context_sha
-
-KINDS = frozenset({
-    "trial_start", "message", "context", "model_call", "tool_call", "tool_result", "check", "step_start",
-    "head_refresh",
-    "step_status", "compaction", "context_truncation", "context_overflow", "output_truncation", "drift",
-    "policy_violation", "invariant", "error", "trial_end", "tool_error", "process_killed", "check_cached",
-    "tidy_up",
-})
-
+from ctxlog import events as ev
+from ctxlog.events import KINDS, SCHEMA  # noqa: F401  (the schema: ctxlog/events.py)
+from ctxlog.reader import Log
 
 # How much of a long text an event keeps. The model saw the whole text (its context is rebuilt
 # from `message` records); these fields are for a reader of the log, who needs the end of a
@@ -54,11 +46,12 @@ class EventLog:
         self._known: set[str] = set()
         self.records: list[dict[str, Any]] = []  # kept in memory for metrics and RUN.md
 
-    def append(self, kind: str, turn: int, t: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
-        if kind not in KINDS:
-            raise ValueError(f"unknown event kind {kind!r}")
-        record = {"seq": self._seq, "turn": turn, "kind": kind, "prev": self._prev, **fields,
-                  "t": {"ts": round(time.time(), 6), **(t or {})}}
+    def append(self, event: ev.Event) -> dict[str, Any]:
+        """Write one event (a class of ctxlog/events.py); the writer adds seq, prev and `t.ts`."""
+        if event.kind not in KINDS:
+            raise ValueError(f"{type(event).__name__} is not an event kind of ctxlog/events.py")
+        record = {"seq": self._seq, "turn": event.turn, "kind": event.kind, "prev": self._prev, **event.fields(),
+                  "t": {"ts": round(time.time(), 6), **event.t}}
         line = canonical_json(record)
         self._fh.write(line + "\n")
         self._fh.flush()
@@ -74,27 +67,16 @@ class EventLog:
         for m in messages:
             sha = m.sha()
             if sha not in self._known:
-                self.append("message", turn, sha=sha, message=m.to_dict())
+                self.append(ev.Message(turn=turn, sha=sha, message=m.to_dict()))
                 self._known.add(sha)
             shas.append(sha)
         h = context_sha(messages)
-        self.append("context", turn, purpose=purpose, messages=shas, sha=h, tokens=tokens, stable=stable)
+        self.append(ev.Context(turn=turn, purpose=purpose, messages=shas, sha=h, tokens=tokens, stable=stable))
         return h
 
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
-
-
-def read(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(raw line, record) pairs; raises ValueError naming the line that is not JSON."""
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            line = line.rstrip("\n")
-            try:
-                yield line, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not a JSON record ({exc.msg})") from exc
 
 
 def comparable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -104,32 +86,34 @@ def comparable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def ledger_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The per-turn Context Ledger record, derived from the event log alone."""
-    start = next((r for r in records if r["kind"] == "trial_start"), {})
+    log = Log.from_records(records)
+    start = log.start
     out: list[dict[str, Any]] = []
-    repo_commit = start.get("base_commit", "")
-    dirty: list[str] = []
-    compacted: set[int] = set()
-    last_check: dict[int, str] = {}
-    session = 0
-    for r in records:
-        kind, turn = r["kind"], r["turn"]
-        if kind == "step_start":
-            repo_commit, dirty = r.get("repo_commit", repo_commit), r.get("dirty_files", [])
-            session += int(r.get("new_session", False))
-        elif kind == "compaction":
-            compacted.add(turn)
-        elif kind == "check":
-            last_check[turn] = "pass" if r.get("passed", r.get("exit_code") == 0) else "fail"
-        elif kind == "model_call" and r.get("purpose", "turn") == "turn":
-            usage = r.get("usage", {})
-            out.append({
-                "task_id": start.get("task_id", ""), "session_id": f"{start.get('trial_id', '')}/{session}",
-                "turn_id": turn, "model_id": r.get("model_id", ""), "reasoning_effort": None,
-                "repo_commit": repo_commit, "dirty_files": dirty,
-                "cache_hit_tokens": usage.get("cache_read", 0),
-                "cache_miss_tokens": usage.get("input", 0) + usage.get("cache_write", 0),
-                "compaction_triggered": turn in compacted, "constraint_check": None,
-            })
-    for rec in out:  # a check run in a turn is that turn's constraint check
-        rec["constraint_check"] = last_check.get(rec["turn_id"])
+    repo_commit, dirty, session = start.base_commit, [], 0
+    heads = iter(log.of(ev.StepStart))
+    head = next(heads, None)
+    for turn in log.turns():
+        while head is not None and head.seq < turn.call.context.seq:
+            repo_commit, dirty = head.repo_commit or repo_commit, head.dirty_files
+            session += int(head.new_session)
+            head = next(heads, None)
+        reply = turn.call.reply
+        if reply is None:
+            continue
+        checks = [e for e in turn.events if isinstance(e, ev.Check)]
+        usage = reply.usage
+        out.append({
+            "task_id": start.task_id, "session_id": f"{start.trial_id}/{session}",
+            "turn_id": turn.index, "model_id": reply.model_id, "reasoning_effort": None,
+            "repo_commit": repo_commit, "dirty_files": dirty,
+            "cache_hit_tokens": usage.get("cache_read", 0),
+            "cache_miss_tokens": usage.get("input", 0) + usage.get("cache_write", 0),
+            "compaction_triggered": any(isinstance(e, ev.Compaction) for e in turn.events),
+            # a check run in a turn is that turn's constraint check
+            "constraint_check": ("pass" if _passed(checks[-1]) else "fail") if checks else None,
+        })
     return out
+
+
+def _passed(c: ev.Check) -> bool:
+    return bool(c.passed) if c.passed is not None else c.exit_code == 0  # early logs lack `passed`

@@ -14,7 +14,7 @@ the model: `invariant_recall` is read from the logged contexts, not from the sim
                            same reply) -- was older than the file's content at the time
   invariant_recall         mean over steps of the share of invariants in force at the step's
                            head (logged with `step_start`) that the step's first context states:
-                           a sentence with a keep cue and every anchor (bench/core/statements.py)
+                           a sentence with a keep cue and every anchor (ctxlog/statements.py)
   trap_hazard              where the model logged its temptation decisions (the simulated one
                            does): the sum of p_tempt * (1 - q) over its distinct decisions up to
                            and including the first tidy-up done (while the trial was still at
@@ -27,11 +27,12 @@ the model: `invariant_recall` is read from the logged contexts, not from the sim
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from bench.core.render import content_sha, parse_file_blocks
-from bench.core.statements import covers, statements, words
+from ctxlog import events as ev
+from ctxlog.reader import Log
+from ctxlog.statements import covers, statements, words
 
 EDITS = ("edit_file", "write_file")
 
@@ -39,20 +40,21 @@ Record = dict[str, Any]
 
 
 def trial_measures(records: list[Record]) -> dict[str, float]:
-    steps = _checks_by_step(records)
+    log = Log.from_records(records)
+    steps = _checks_by_step(log)
     firsts = [checks[0][1] for checks in steps.values()]
     recovered = [(checks, next(i for i, (_, ok) in enumerate(checks) if ok)) for checks in steps.values()
                  if not checks[0][1] and any(ok for _, ok in checks)]
-    recall = [share for _, share in _invariant_recall(records)]
+    recall = [share for _, share in _invariant_recall(log)]
     out: dict[str, float] = {
         "first_attempt_passes": float(sum(firsts)),
         "first_attempt_pass_rate": sum(firsts) / len(firsts) if firsts else 0.0,
         "recovered_failures": float(len(recovered)),
         "turns_to_recover": float(sum(checks[i][0] - checks[0][0] for checks, i in recovered)),
-        "stale_edits": float(stale_edits(records)),
+        "stale_edits": float(_stale_edits(log)),
         "invariant_recall": sum(recall) / len(recall) if recall else 1.0,
     }
-    decisions = _decisions(records)
+    decisions = _decisions(log)
     if decisions is not None:
         hazard = 0.0
         for d in decisions.values():  # in the order the model made them
@@ -67,32 +69,32 @@ def trial_measures(records: list[Record]) -> dict[str, float]:
 def step_curves(records: list[Record], per_turn: list[dict[str, float]]) -> list[dict[str, float]]:
     """`per_turn` rows with `step_invariant_recall` at each step's first turn and
     `step_first_attempt_pass` at the turn of each step's first check."""
+    log = Log.from_records(records)
     rows = [dict(r) for r in per_turn]
-    for turn, share in _invariant_recall(records):
+    for turn, share in _invariant_recall(log):
         if 0 <= turn < len(rows):
             rows[turn]["step_invariant_recall"] = share
-    for checks in _checks_by_step(records).values():
+    for checks in _checks_by_step(log).values():
         turn, ok = checks[0]
         if 0 <= turn < len(rows):
             rows[turn]["step_first_attempt_pass"] = float(ok)
     return rows
 
 
-def _checks_by_step(records: Iterable[Record]) -> dict[str, list[tuple[int, bool]]]:
+def _checks_by_step(log: Log) -> dict[str, list[tuple[int, bool]]]:
     out: dict[str, list[tuple[int, bool]]] = {}
-    for r in records:
-        if r["kind"] == "check" and r.get("step") != "final":
-            ok = r.get("exit_code") == 0 and not r.get("timed_out")
-            out.setdefault(str(r["step"]), []).append((int(r["turn"]), ok))
+    for c in log.of(ev.Check):
+        if c.step != "final":
+            out.setdefault(str(c.step), []).append((int(c.turn or 0), c.exit_code == 0 and not c.timed_out))
     return out
 
 
-def _decisions(records: Iterable[Record]) -> dict[tuple, Record] | None:
+def _decisions(log: Log) -> dict[tuple, Record] | None:
     seen: dict[tuple, Record] | None = None
-    for r in records:
-        if r["kind"] == "model_call" and "decisions" in r:
+    for r in log.of(ev.ModelCall):
+        if r.decisions is not None:
             seen = {} if seen is None else seen
-            for d in r["decisions"]:
+            for d in r.decisions:
                 seen.setdefault((d["step"], d["attempt"], d["key"]), d)
     return seen
 
@@ -103,40 +105,41 @@ def _prose(message: Record) -> str:
                  ((str(c.get("name")), c.get("args") or {}) for c in message.get("tool_calls") or ()))
 
 
-def _invariant_recall(records: list[Record]) -> list[tuple[int, float]]:
+def _invariant_recall(log: Log) -> list[tuple[int, float]]:
     """(turn, share) per step: the in-force invariants its first turn's context states."""
-    messages: dict[str, Record] = {}
     said: dict[str, list[str]] = {}
-    out, pending = [], None
-    for r in records:
-        if r["kind"] == "message":
-            messages[r["sha"]] = r["message"]
-        elif r["kind"] == "step_start" and "invariants" in r:
-            pending = [tuple(anchors) for _, anchors in r["invariants"] if anchors]
-        elif r["kind"] == "context" and r.get("purpose", "turn") == "turn" and pending is not None:
+    out: list[tuple[int, float]] = []
+    pending: list[tuple[str, ...]] | None = None
+    for r in log.events:
+        if isinstance(r, ev.StepStart) and r.invariants is not None:
+            pending = [tuple(anchors) for _, anchors in r.invariants if anchors]
+        elif isinstance(r, ev.Context) and r.purpose == "turn" and pending is not None:
             sentences = []
-            for sha in r["messages"]:
+            for sha in r.messages:
                 if sha not in said:
-                    said[sha] = [s for _, s in statements(_prose(messages.get(sha, {})))]
+                    said[sha] = [s for _, s in statements(_prose(log.messages.get(sha, {})))]
                 sentences += said[sha]
             if pending:
                 present = sum(any(covers(s, anchors) for s in sentences) for anchors in pending)
-                out.append((int(r["turn"]), present / len(pending)))
+                out.append((int(r.turn or 0), present / len(pending)))
             pending = None
     return out
 
 
 def stale_edits(records: list[Record]) -> int:
+    return _stale_edits(Log.from_records(records))
+
+
+def _stale_edits(log: Log) -> int:
     """Edits whose base was older than the file (see the module docstring). A file's content is
     known from the step head (its touches, read fresh), a drift commit, a write's arguments, and
     the full tool message of a read or an edit (logged when a context first shows it; kept only if
     nothing changed the file in between). A reply's later edits of a file build on its earlier
     ones, so only a reply's first edit of each file is judged; an unknown content is not judged."""
-    messages: dict[str, Record] = {}
     actual: dict[str, str | None] = {}  # path -> sha of its content now, where the log shows it
     version: dict[str, int] = {}  # path -> how often the log saw it change
     pending: dict[str, tuple[str, int]] = {}  # call id -> (path, version) awaiting its full message
-    calls: dict[str, Record] = {}
+    calls: dict[str, ev.ToolCall] = {}
     shown: dict[str, str] = {}
     judged: set[str] = set()
     stale = 0
@@ -148,41 +151,39 @@ def stale_edits(records: list[Record]) -> int:
         else:
             actual[path] = sha
 
-    for r in records:
-        kind = r["kind"]
-        if kind == "message":
-            messages[r["sha"]] = r["message"]
-            waiting = pending.pop(str(r["message"].get("tool_call_id")), None)
+    for r in log.events:
+        if isinstance(r, ev.Message):
+            waiting = pending.pop(str(r.message.get("tool_call_id")), None)
             if waiting and version.get(waiting[0]) == waiting[1]:
-                block = next((b for b in parse_file_blocks(str(r["message"].get("content") or ""))
+                block = next((b for b in parse_file_blocks(str(r.message.get("content") or ""))
                               if b[0] == waiting[0]), None)
                 if block:
                     actual[waiting[0]] = block[1]
-        elif kind in ("step_start", "head_refresh"):
-            for path, content in r.get("files") or ():
+        elif isinstance(r, ev.StepStart | ev.HeadRefresh):
+            for path, content in r.files or ():
                 changed(path, content_sha(content))
-        elif kind == "drift":
-            for path, sha in (r.get("shas") or {}).items():
+        elif isinstance(r, ev.Drift):
+            for path, sha in (r.shas or {}).items():
                 changed(path, sha or None)
-        elif kind == "context" and r.get("purpose", "turn") == "turn":
+        elif isinstance(r, ev.Context) and r.purpose == "turn":
             shown, judged = {}, set()
-            for sha in r["messages"]:
-                for path, fsha, _ in parse_file_blocks(str(messages.get(sha, {}).get("content") or "")):
+            for sha in r.messages:
+                for path, fsha, _ in parse_file_blocks(str(log.messages.get(sha, {}).get("content") or "")):
                     shown[path] = fsha
-        elif kind == "tool_call":
-            calls[r["call_id"]] = r
-            path = str((r.get("args") or {}).get("path", ""))
-            if r.get("name") in EDITS and path not in judged:
+        elif isinstance(r, ev.ToolCall):
+            calls[r.call_id] = r
+            path = str((r.args or {}).get("path", ""))
+            if r.name in EDITS and path not in judged:
                 judged.add(path)
                 stale += int(path in shown and path in actual and shown[path] != actual[path])
-        elif kind == "tool_result" and r.get("ok"):
-            call = calls.get(r["call_id"], {})
-            args, name = call.get("args") or {}, call.get("name")
+        elif isinstance(r, ev.ToolResult) and r.ok:
+            call = calls.get(r.call_id)
+            args, name = (call.args or {}, call.name) if call is not None else ({}, None)
             path = str(args.get("path", ""))
             if name == "write_file":
                 changed(path, content_sha(str(args.get("content", ""))))
             elif name in ("edit_file", "delete_file"):
                 changed(path, None)
             if name in ("read_file", "edit_file"):
-                pending[r["call_id"]] = (path, version.get(path, 0))
+                pending[r.call_id] = (path, version.get(path, 0))
     return stale

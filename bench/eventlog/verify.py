@@ -13,42 +13,43 @@ from pathlib import Path
 
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, context_sha, request_hash, sha256_text
-from bench.eventlog.events import line_sha, read
+from bench.eventlog.events import line_sha
+from ctxlog import events as ev
+from ctxlog.reader import Log
 
 
 def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[str]]:
     """(contexts rebuilt, problems). An empty problem list means the log verifies."""
     problems: list[str] = []
-    messages: dict[str, Message] = {}
-    prev, rebuilt, last_context = "", 0, None
+    rebuilt = 0
     try:
-        for line, rec in read(path):
-            seq = rec.get("seq")
-            if rec.get("prev") != prev:
-                problems.append(f"seq {seq}: hash chain broken (prev does not match the previous line)")
+        log = Log.from_path(path, strict=True)
+        prev = ""
+        for line, e in zip(log.lines, log.events, strict=True):
+            if e.prev != prev:
+                problems.append(f"seq {e.seq}: hash chain broken (prev does not match the previous line)")
             prev = line_sha(line)
-            kind = rec.get("kind")
-            if kind == "message":
-                m = Message.from_dict(rec["message"])
-                if m.sha() != rec["sha"]:
-                    problems.append(f"seq {seq}: message content does not match its sha")
-                messages[rec["sha"]] = m
-            elif kind == "context":
-                missing = [s for s in rec["messages"] if s not in messages]
-                if missing:
-                    problems.append(f"seq {seq}: context refers to {len(missing)} message(s) not in the log")
-                    continue
-                ctx = tuple(messages[s] for s in rec["messages"])
-                if context_sha(ctx) != rec["sha"]:
-                    problems.append(f"seq {seq}: rebuilt context (turn {rec['turn']}) does not match its hash")
-                last_context = ctx
-                rebuilt += 1
-            elif kind == "model_call" and last_context is not None:
-                ctx = last_context
-                tools = TOOLS if rec.get("purpose", "turn") == "turn" else ()
-                seed, max_tokens = _call_params(path)
-                if seed is not None and request_hash(ctx, tools, max_tokens, seed) != rec.get("request_hash"):
-                    problems.append(f"seq {seq}: request hash does not match the rebuilt context")
+        if log.schema > ev.SCHEMA:
+            problems.append(f"schema {log.schema} is newer than this reader's ({ev.SCHEMA}): update ctxbench")
+        for m in log.of(ev.Message):
+            if Message.from_dict(m.message).sha() != m.sha:
+                problems.append(f"seq {m.seq}: message content does not match its sha")
+        seed, max_output = log.start.seed, log.start.max_output
+        for call in log.calls:
+            if call.messages is None:
+                missing = sum(s not in log.messages for s in call.context.messages)
+                problems.append(f"seq {call.context.seq}: context refers to {missing} message(s) not in the log")
+                continue
+            ctx = tuple(Message.from_dict(m) for m in call.messages)
+            if context_sha(ctx) != call.context.sha:
+                problems.append(f"seq {call.context.seq}: rebuilt context (turn {call.context.turn}) "
+                                "does not match its hash")
+            rebuilt += 1
+            reply = call.reply
+            tools = TOOLS if reply is not None and reply.purpose == "turn" else ()
+            if reply is not None and seed is not None \
+                    and request_hash(ctx, tools, max_output, seed) != reply.request_hash:
+                problems.append(f"seq {reply.seq}: request hash does not match the rebuilt context")
     except (ValueError, KeyError, TypeError) as exc:
         problems.append(f"unreadable log: {exc}")
     digest = path.with_name(path.name + ".sha256")
@@ -58,20 +59,6 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
     if rebuilt == 0 and not problems:
         problems.append("no contexts in the log")
     return rebuilt, problems
-
-
-_PARAMS: dict[Path, tuple[int | None, int]] = {}
-
-
-def _call_params(path: Path) -> tuple[int | None, int]:
-    if path not in _PARAMS:
-        for _, rec in read(path):
-            if rec.get("kind") == "trial_start":
-                _PARAMS[path] = (rec.get("seed"), rec.get("max_output", 0))
-                break
-        else:
-            _PARAMS[path] = (None, 0)
-    return _PARAMS[path]
 
 
 def _from_run(run_id: str, uri: str | None) -> tuple[Path, str | None]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT
+from ctxlog.reader import Log
 
 
 class Phases:
@@ -159,7 +159,7 @@ def instrumented_trial(overrides: list[str], results: Path) -> dict[str, Any]:
     finally:
         ph.restore()
         bench.providers.make_provider, strategies.make_strategy = real_provider, real_strategy  # type: ignore[assignment]
-    records = [json.loads(line) for line in result.events_path.read_text().splitlines()]
+    records = Log.from_path(result.events_path, strict=True).records()
     checks = [r for r in records if r["kind"] == "check"]
     check_s = sum(r["t"]["duration_s"] for r in checks)
     container_s = ph.self_s["container start"]

@@ -18,9 +18,9 @@ from functools import lru_cache
 from typing import Any
 
 from bench.core import render
-from bench.core import statements as said
 from bench.core.tokens import count_message
 from bench.core.types import Message
+from ctxlog import statements as said
 
 EDIT_TOOLS = ("edit_file", "write_file", "delete_file")
 # A step line of a plan, as render.step_line writes it (render has no parse function for it).
@@ -67,7 +67,7 @@ class Seen:
 
 @dataclass(frozen=True)
 class Said:
-    """One visible constraint statement (bench/core/statements.py): a sentence with a keep cue."""
+    """One visible constraint statement (ctxlog/statements.py): a sentence with a keep cue."""
 
     text: str
     norm: str  # its content: restatements of the same words share it

@@ -14,7 +14,7 @@ A fact visible several times counts at its best-recalled occurrence.
 
 A constraint protects by its content (docs/design.md, "Models"): the chance that the model
 acts on a constraint about some code is the best, over the visible statements that cover it
-(bench/core/statements.py), of that statement's recall -- times `p_paraphrase` when it is a
+(ctxlog/statements.py), of that statement's recall -- times `p_paraphrase` when it is a
 summary's own paraphrase rather than a stated invariant line. Who wrote the statement (the
 task, the harness, the model's hand-off, a summary) does not matter otherwise.
 
@@ -31,9 +31,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from bench.core.statements import covers
 from bench.sim.params import SimParams
 from bench.sim.perception import Beliefs, Pos, Said
+from ctxlog.statements import covers
 
 _SCALE = float(1 << 64)
 

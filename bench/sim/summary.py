@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import re
 
-from bench.core import statements
 from bench.sim.params import SimParams
 from bench.sim.perception import Beliefs, CheckSeen, Said, Seen
 from bench.sim.recall import draw
+from ctxlog import statements
 
 HEADER = "SUMMARY OF EARLIER WORK (older messages were compacted into this summary)"
 _FAILURE_LINES = 15  # of the newest failure's output, the part an engineer would quote

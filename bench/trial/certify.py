@@ -50,6 +50,7 @@ from bench.trial.harness_copy import (
     HarnessCopy as HarnessCopy,  # re-exported: tools and tests use it from here
 )
 from bench.trial.harness_copy import tamper_scan
+from ctxlog import events as ev
 from tasks.common.runner import RUNNER_PATH
 from tasks.spec import Invariant
 
@@ -142,17 +143,17 @@ def prepare(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, befor
     (one `policy_violation` per kind of finding). Returns (processes ended, violations)."""
     ended = sandbox.reap()
     if ended:
-        log.append("process_killed", turn, when=f"before {before}", processes=ended)
+        log.append(ev.ProcessKilled(turn=turn, when=f"before {before}", processes=ended))
     violations = []
     restored = sandbox.restore(copy.files, copy.protected)
     if restored:
         violations.append(f"protected paths differed from the harness's copy before {before}, restored: "
                           + ", ".join(restored))
-        log.append("policy_violation", turn, tool="(certification)", detail=violations[-1])
+        log.append(ev.PolicyViolation(turn=turn, tool="(certification)", detail=violations[-1]))
     suspicious = tamper_scan(sandbox, copy)
     if suspicious:
         violations.append("code that could subvert an in-process check runner: " + ", ".join(suspicious))
-        log.append("policy_violation", turn, tool="(tamper scan)", detail=violations[-1])
+        log.append(ev.PolicyViolation(turn=turn, tool="(tamper scan)", detail=violations[-1]))
     return ended, violations
 
 
@@ -167,16 +168,16 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
     state, key, hit = lookup(cache, sandbox, [("check", command)] + [(i.id, i.check or "") for i in invariants or ()])
     if hit is not None:
         res, judged = ExecResult(hit.exit_code, hit.output, time.monotonic() - t0, False), hit.judged
-        log.append("check_cached", turn, step=step_id, key=key, origin=hit.origin)
+        log.append(ev.CheckCached(turn=turn, step=step_id, key=key, origin=hit.origin))
     else:
         res, judged, clean = _run(sandbox, groups, copy, state)
         if clean and key is not None:
             keep(cache, key, res, judged, step=step_id, turn=turn)
     if res.ended:
-        log.append("process_killed", turn, when=f"after check {step_id}", processes=list(res.ended))
+        log.append(ev.ProcessKilled(turn=turn, when=f"after check {step_id}", processes=list(res.ended)))
     for (label, _), verdicts in zip(groups, judged, strict=True):  # an early exit 0 is an attempt too
         for why in (w for _, w, forged in verdicts if forged or w.endswith(EARLY)):
-            log.append("policy_violation", turn, tool="(certification)", detail=f"{label}: {why}")
+            log.append(ev.PolicyViolation(turn=turn, tool="(certification)", detail=f"{label}: {why}"))
             violations.append(f"{label}: {why}")
     check = list(zip(groups[0][1], judged[0], strict=True))
     passed = all(ok for _, (ok, _, _) in check) and not res.timed_out
@@ -184,10 +185,10 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
     if not passed and res.exit_code == 0:  # the exit status says pass: say why it is not
         output += "".join(f"\n[certification] {p.text}: {why}" for p, (ok, why, _) in check if not ok)
     codes = {label: int(not all(ok for ok, _, _ in v)) for (label, _), v in zip(groups[1:], judged[1:], strict=True)}
-    log.append("check", turn, step=step_id, command=command, exit_code=res.exit_code, passed=passed,
-               timed_out=res.timed_out, output=output[-FAILURE_TAIL_CHARS:],
-               parts=[{"part": p.text, "ok": ok, "why": why} for p, (ok, why, _) in check],
-               invariants=[i.id for i in invariants or ()], t={"duration_s": round(res.duration_s, 4)})
+    log.append(ev.Check(turn=turn, step=step_id, command=command, exit_code=res.exit_code, passed=passed,
+                        timed_out=res.timed_out, output=output[-FAILURE_TAIL_CHARS:],
+                        parts=[{"part": p.text, "ok": ok, "why": why} for p, (ok, why, _) in check],
+                        invariants=[i.id for i in invariants or ()], t={"duration_s": round(res.duration_s, 4)}))
     return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out, codes, violations,
                         ended + list(res.ended))
 

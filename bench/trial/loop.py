@@ -1,21 +1,24 @@
 """The agent loop of one trial (docs/design.md §2): drift, context, model call, tools, certification.
 
-Only the harness writes step status, from the check's own report (certify.py). Every way a
-trial can end badly is a named failure reason of bench.core.outcomes, never a success.
+The loop only plays: it keeps the state the next turn is built from and logs what happens as
+events (ctxlog/events.py). It keeps no books: every count and total of the trial is read back
+from the log (bench/eventlog/tally.py, measures.py). Only the harness writes step status, from
+the check's own report (certify.py). Every way a trial can end badly is a named failure reason
+of bench.core.outcomes, never a success.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bench.core import outcomes
 from bench.core.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
 from bench.core.tokens import count_text
 from bench.core.toolspecs import TOOLS
-from bench.core.types import Completion, Message, Usage, request_hash
+from bench.core.types import Completion, Message, request_hash
 from bench.eventlog import events as E
 from bench.eventlog.events import EventLog
 from bench.providers.base import ContextOverflow, Provider
@@ -26,28 +29,11 @@ from bench.trial import certify as C
 from bench.trial import steps as S
 from bench.trial.checkcache import CheckCache
 from bench.trial.tools import ToolOutcome, Tools
+from ctxlog import events as ev
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
 from tasks.spec import TaskSpec
 
 NUDGE = "No tool call. Continue the current step with the tools, then call submit_step."
-COUNTS = ("compactions", "context_truncations", "output_truncations", "drift_events", "invariant_violations",
-          "policy_violations", "processes_killed", "tool_errors",
-          "queue_ms", "provider_retries")  # waiting for the rate limiter or a slot; retried attempts (429s ...)
-
-
-@dataclass
-class Outcome:
-    success: bool = False
-    failure_reason: str = ""
-    steps_passed: int = 0
-    first_failed_step: int = -1
-    turns: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-    counts: dict[str, int] = field(default_factory=dict)
-    per_turn: list[dict[str, float]] = field(default_factory=list)
-    final_tree_sha: str = ""
 
 
 @dataclass
@@ -69,7 +55,6 @@ class TrialLoop:
         self.log, self.cfg, self.tracer, self.cache = log, settings, tracer, cache
         self.copy = C.HarnessCopy(task)  # protected files as the harness knows them, kept on the host
         self.tools = Tools(sandbox, self.copy, exec_timeout_s=settings.exec_timeout_s)
-        self.out = Outcome(counts={k: 0 for k in COUNTS})
         self.transcript: list[Message] = []
         self.certified: list[Certified] = []
         self.learned: tuple = ()
@@ -82,31 +67,27 @@ class TrialLoop:
         self.counts: list[tuple[int, int]] = []
 
     # -- the whole trial ------------------------------------------------------------------
-    def run(self) -> Outcome:
+    def run(self) -> None:
+        """Play the trial to its end; returns on success, raises TrialFailed (or worse) otherwise."""
         last_commit = self.sandbox.base_commit
         for index, step in enumerate(self.task.steps):
             if self.cfg.drift:
-                self.out.counts["drift_events"] += S.apply_drift(self.task, step, self.sandbox, self.log, self.turn,
-                                                                 self.copy.apply)
+                S.apply_drift(self.task, step, self.sandbox, self.log, self.turn, self.copy.apply)
             head, dirty = S.read_head(step, self.sandbox, last_commit)
-            self.log.append("step_start", self.turn, step=step.id, index=index, repo_commit=head.repo_commit,
-                            tree=head.tree, files=[[p, c] for p, c in head.files], drift_note=head.drift_note,
-                            dirty_files=dirty, new_session=getattr(self.strategy, "fresh_session_per_step", False),
-                            invariants=[[i.id, list(i.anchors)] for i in self.task.standing(index)])
+            self.log.append(ev.StepStart(
+                turn=self.turn, step=step.id, index=index, repo_commit=head.repo_commit, tree=head.tree,
+                files=[[p, c] for p, c in head.files], drift_note=head.drift_note, dirty_files=dirty,
+                new_session=getattr(self.strategy, "fresh_session_per_step", False),
+                invariants=[[i.id, list(i.anchors)] for i in self.task.standing(index)]))
             self.transcript.append(Message(role="user", content=current_step_block(step)))
             self.head = head
             if not self._run_step(index):
-                self.out.first_failed_step = index
                 raise outcomes.failure("step_failed", f"{step.id} not certified within its turn budget")
-            self.out.steps_passed += 1
             last_commit = self.sandbox.commit(f"{step.id}: {step.title}", S.AGENT_AUTHOR)
         final = C.certify(self.sandbox, self.copy, self.log, self.turn, "final", self.task.final_check,
-                            cache=self.cache)
-        self._count_certification(final.violations, final.ended)
+                          cache=self.cache)
         if not final.passed:
             raise outcomes.failure("final_check_failed", final.output[-E.FAILURE_DETAIL_TAIL_CHARS:])
-        self.out.success = True
-        return self.out
 
     # -- one step -------------------------------------------------------------------------
     def _run_step(self, index: int) -> bool:
@@ -133,7 +114,7 @@ class TrialLoop:
             for call in reply.tool_calls:
                 # A model may send anything as arguments; the log and the trace get an object.
                 shown = call.args if isinstance(call.args, dict) else {"(not an object)": repr(call.args)[:2000]}
-                self.log.append("tool_call", self.turn - 1, call_id=call.id, name=call.name, args=shown)
+                self.log.append(ev.ToolCall(turn=self.turn - 1, call_id=call.id, name=call.name, args=shown))
                 with tracing.tool_span(self.turn - 1, call.name, shown, call_id=call.id) as span:
                     if call.name == "submit_step":
                         text, ok, failure = self._submit(index, call.args)
@@ -145,12 +126,12 @@ class TrialLoop:
                         text, ok = res.text, res.ok
                         self._record_tool(call.name, res)
                     span.set_outputs({"ok": ok, "result": text[-tracing.SPAN_TEXT_CHARS:]})
-                self.log.append("tool_result", self.turn - 1, call_id=call.id, name=call.name, ok=ok,
-                                output=text[-E.TOOL_OUTPUT_TAIL_CHARS:])
+                self.log.append(ev.ToolResult(turn=self.turn - 1, call_id=call.id, name=call.name, ok=ok,
+                                              output=text[-E.TOOL_OUTPUT_TAIL_CHARS:]))
                 self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
                 results.append((call.name, call.args, text, ok))
             for chance in tidy_ups.chances(self.task, self.task.steps[index].id, built.messages, results):
-                self.log.append("tidy_up", self.turn - 1, step=self.task.steps[index].id, attempt=tried, **chance)
+                self.log.append(ev.TidyUp(turn=self.turn - 1, step=self.task.steps[index].id, attempt=tried, **chance))
             if passed:
                 return True
         return False
@@ -160,20 +141,14 @@ class TrialLoop:
         return budget.window(self.cfg.window, self.cfg.max_output, self.overhead, self.counts)
 
     def _record_tool(self, name: str, res: ToolOutcome) -> None:
-        """The events and counts of a tool result: policy violations, mistakes, ended processes."""
+        """The events of a tool result: policy violations, mistakes, ended processes."""
+        turn = self.turn - 1
         if res.policy_violation:
-            self.out.counts["policy_violations"] += 1
-            self.log.append("policy_violation", self.turn - 1, tool=str(name), detail=res.policy_violation)
+            self.log.append(ev.PolicyViolation(turn=turn, tool=str(name), detail=res.policy_violation))
         if res.error:
-            self.out.counts["tool_errors"] += 1
-            self.log.append("tool_error", self.turn - 1, tool=str(name), error=res.error, detail=res.text[:300])
+            self.log.append(ev.ToolError(turn=turn, tool=str(name), error=res.error, detail=res.text[:300]))
         if res.ended:
-            self.out.counts["processes_killed"] += len(res.ended)
-            self.log.append("process_killed", self.turn - 1, when=f"after {name}", processes=list(res.ended))
-
-    def _count_certification(self, violations: list[str], ended: list[str]) -> None:
-        self.out.counts["policy_violations"] += len(violations)
-        self.out.counts["processes_killed"] += len(ended)
+            self.log.append(ev.ProcessKilled(turn=turn, when=f"after {name}", processes=list(res.ended)))
 
     def _submit(self, index: int, args: object) -> tuple[str, bool, str | None]:
         """Certify from the check's own report. Returns (text for the model, passed, failure)."""
@@ -184,14 +159,12 @@ class TrialLoop:
             return HANDOFF_QUESTION, False, None
         standing = S.in_force(self.task, index)
         chk = C.certify(self.sandbox, self.copy, self.log, self.turn - 1, step.id, step.check, standing, self.cache)
-        self._count_certification(chk.violations, chk.ended)
-        self.log.append("step_status", self.turn - 1, step=step.id, status="passed" if chk.passed else "failed")
+        self.log.append(ev.StepStatus(turn=self.turn - 1, step=step.id, status="passed" if chk.passed else "failed"))
         if not chk.passed:
             tail = chk.output[-S.FAILURE_TAIL_CHARS:]
             return check_result(step.id, False, chk.exit_code, tail), False, tail
         # Invariants count once the step is certified: a failed attempt's tree is not the agent's answer.
-        self.out.counts["invariant_violations"] += S.record_invariants(self.log, self.turn - 1, standing,
-                                                                       chk.invariant_codes)
+        S.record_invariants(self.log, self.turn - 1, standing, chk.invariant_codes)
         invariants = args.get("invariants")
         submitted = [str(x) for x in invariants] if isinstance(invariants, list) else []
         self.learned = S.learn(step, submitted, self.learned, getattr(self.strategy, "invariants_from", "harness"))
@@ -215,18 +188,16 @@ class TrialLoop:
             self.head = self._refresh_files(state.head)
             state = replace(state, summary=self.summary, head=self.head)
             after = self.strategy.build(state)
-            self.out.counts["compactions"] += 1
-            self.log.append("compaction", self.turn, tokens_before=built.tokens, tokens_after=after.tokens,
-                            summary_sha=Message(role="user", content=reply.content).sha(),
-                            summary=reply.content, upto=self.summary.upto, usage=reply.usage.__dict__)
+            self.log.append(ev.Compaction(turn=self.turn, tokens_before=built.tokens, tokens_after=after.tokens,
+                                          summary_sha=Message(role="user", content=reply.content).sha(),
+                                          summary=reply.content, upto=self.summary.upto, usage=reply.usage.__dict__))
             built = after
         if built.dropped:
-            self.out.counts["context_truncations"] += 1
-            self.log.append("context_truncation", self.turn, dropped_messages=built.dropped,
-                            tokens_before=built.tokens_before_drop, tokens_after=built.tokens)
+            self.log.append(ev.ContextTruncation(turn=self.turn, dropped_messages=built.dropped,
+                                                 tokens_before=built.tokens_before_drop, tokens_after=built.tokens))
         if built.tokens > state.budget:
-            self.log.append("context_overflow", self.turn, tokens=built.tokens, budget=state.budget,
-                            window=self.cfg.window, provider_counts=len(self.counts))
+            self.log.append(ev.ContextOverflow(turn=self.turn, tokens=built.tokens, budget=state.budget,
+                                               window=self.cfg.window, provider_counts=len(self.counts)))
             raise outcomes.failure("context_overflow", f"{built.tokens} tokens > budget {state.budget}")
         return built
 
@@ -234,7 +205,7 @@ class TrialLoop:
         listing = set(self.sandbox.list_files())
         files = tuple((p, self.sandbox.read_file(p)) for p, _ in head.files if p in listing)
         if files != head.files:
-            self.log.append("head_refresh", self.turn, files=[[p, c] for p, c in files])
+            self.log.append(ev.HeadRefresh(turn=self.turn, files=[[p, c] for p, c in files]))
         return replace(head, files=files)
 
     def _call(self, messages: tuple[Message, ...], tools, stable: int, tokens: int | None,
@@ -248,37 +219,25 @@ class TrialLoop:
                 reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
                                                cache_breakpoint=stable or None)
             except ContextOverflow as exc:  # the provider's own window: the context is the agent's
-                self.log.append("context_overflow", self.turn, tokens=tokens, budget=self.cfg.window,
-                                detail=str(exc)[:E.ERROR_DETAIL_CHARS])
+                self.log.append(ev.ContextOverflow(turn=self.turn, tokens=tokens, budget=self.cfg.window,
+                                                   detail=str(exc)[:E.ERROR_DETAIL_CHARS]))
                 raise outcomes.failure("context_overflow", str(exc)[:E.FAILURE_DETAIL_TAIL_CHARS]) from exc
             span.set_completion(reply)
-        self.out.usage = self.out.usage + reply.usage
-        self.out.cost_usd += reply.cost_usd
-        self.out.latency_s += reply.latency_s
-        self.out.counts["queue_ms"] += round(1000 * float(reply.extra.get("queue_s", 0.0)))
-        self.out.counts["provider_retries"] += int(reply.extra.get("attempts", 1)) - 1
         harness = tokens + (self.overhead if tools else 0)  # the whole request, by the harness's count
         estimated = bool(reply.extra.get("usage_estimated"))
         if purpose == "turn" and tokens > 0 and not estimated and reply.usage.prompt > 0:
             self.counts.append((tokens, reply.usage.prompt))
-        self.log.append("model_call", self.turn, purpose=purpose, model_id=reply.model_id,
-                        request_hash=rhash, tokens_harness=harness, usage_estimated=estimated,
-                        provider_request_hash=reply.request_hash, stop_reason=reply.stop_reason,
-                        usage=reply.usage.__dict__, cost_usd=round(reply.cost_usd, 8),
-                        content=reply.content, tool_calls=[c.__dict__ for c in reply.tool_calls],
-                        **{k: reply.extra[k] for k in ("decisions", "slips") if reply.extra.get(k) is not None},
-                        t={"latency_s": round(reply.latency_s, 4), "ttft_s": round(reply.ttft_s, 4),
-                           "queue_s": float(reply.extra.get("queue_s", 0.0))})
-        if purpose == "turn":
-            cum = (self.out.per_turn[-1]["cumulative_tokens"] if self.out.per_turn else 0) + reply.usage.prompt
-            self.out.per_turn.append({
-                "prompt_tokens": reply.usage.prompt, "cached_tokens": reply.usage.cache_read,
-                "output_tokens": reply.usage.output, "context_tokens": tokens, "cumulative_tokens": cum,
-                "harness_tokens": harness,
-                "turn_latency_s": reply.latency_s, "ttft_s": reply.ttft_s})
+        # Timings and retries are volatile (`t`); kept unrounded, since the trial's totals are their sums.
+        self.log.append(ev.ModelCall(
+            turn=self.turn, purpose=purpose, model_id=reply.model_id, request_hash=rhash, tokens_harness=harness,
+            usage_estimated=estimated, provider_request_hash=reply.request_hash, stop_reason=reply.stop_reason,
+            usage=reply.usage.__dict__, cost_usd=reply.cost_usd, content=reply.content,
+            tool_calls=[c.__dict__ for c in reply.tool_calls],
+            decisions=reply.extra.get("decisions"), slips=reply.extra.get("slips"),
+            t={"latency_s": reply.latency_s, "ttft_s": reply.ttft_s, "queue_s": float(reply.extra.get("queue_s", 0.0)),
+               "attempts": int(reply.extra.get("attempts", 1))}))
         if reply.stop_reason == "max_tokens":
-            self.out.counts["output_truncations"] += 1
-            self.log.append("output_truncation", self.turn, purpose=purpose, max_tokens=self.cfg.max_output)
+            self.log.append(ev.OutputTruncation(turn=self.turn, purpose=purpose, max_tokens=self.cfg.max_output))
             raise outcomes.failure("output_truncation", f"reply cut at max_tokens={self.cfg.max_output}")
         if reply.stop_reason in ("error", "refusal"):
             raise outcomes.failure("model_error",

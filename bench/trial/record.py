@@ -24,12 +24,13 @@ from bench.core.outcomes import INFRA, STATUS_TAG, TrialFailed, Verdict
 from bench.core.types import sha256_text
 from bench.eventlog.events import CRASH_DETAIL_CHARS, EventLog
 from bench.eventlog.measures import step_curves, trial_measures
+from bench.eventlog.tally import Tally, tally
 from bench.providers.base import ContextOverflow, ProviderError
 from bench.sandbox.base import SandboxLost
 from bench.sandbox.content import ContentError
 from bench.tracking.runs import TrialRun
-from bench.trial.loop import COUNTS, Outcome
 from bench.trial.run_md import write_run_md
+from ctxlog import events as ev
 from tasks.spec import TaskSpec
 
 log = logging.getLogger("ctxbench")
@@ -71,11 +72,11 @@ class Trial:
     task: TaskSpec
     run: TrialRun
     verdict: Verdict = field(default_factory=Verdict)
-    outcome: Outcome = field(default_factory=lambda: Outcome(counts={k: 0 for k in COUNTS}))
     trial_id: str = ""
     out_dir: Path | None = None
     events: EventLog | None = None
     final_diff: str = ""
+    final_tree_sha: str = ""
     sandbox_cost: dict[str, Any] = field(default_factory=dict)  # volatile: `make bench` reads it (trial_end `t`)
     started: float = field(default_factory=time.monotonic)
 
@@ -92,24 +93,26 @@ class Trial:
             return  # an agent failure is the trial's verdict: trial_end carries it
         try:
             if self.events is not None:
-                self.events.append("error", len(self.outcome.per_turn), reason=reason, detail=detail[:CRASH_DETAIL_CHARS],
-                                   kept=kept)
+                self.events.append(ev.Error(turn=self.tally().turns, reason=reason,
+                                            detail=detail[:CRASH_DETAIL_CHARS], kept=kept))
         except Exception:  # the log itself may be what failed
             log.warning("could not log the failure %s", reason, exc_info=True)
 
+    def tally(self) -> Tally:
+        """The trial's counts and totals so far, read from its log (bench/eventlog/tally.py)."""
+        return tally(self.events.records if self.events is not None else [])
+
     def result(self) -> TrialResult:
         v = self.verdict
-        return TrialResult(self.run.run_id, v.status, v.success, v.reason, self.outcome.turns,
+        return TrialResult(self.run.run_id, v.status, v.success, v.reason, self.tally().turns,
                            self.out_dir / "events.jsonl" if self.out_dir else Path(""),
                            outcome_class=v.outcome_class)
 
 
 def finish(trial: Trial) -> None:
     """Write what is left of the trial and end its MLflow run; never raises."""
-    o, v = trial.outcome, trial.verdict
-    o.turns = len(o.per_turn)
-    o.success = v.success
-    o.failure_reason = v.reason
+    v = trial.verdict
+    so_far = trial.tally()
     wall = time.monotonic() - trial.started
     out = trial.out_dir
     events = trial.events
@@ -123,20 +126,22 @@ def finish(trial: Trial) -> None:
 
     if out is not None and events is not None:
         guarded("final.diff", lambda: (out / "final.diff").write_text(trial.final_diff))
-        guarded("trial_end event", lambda: events.append(
-            "trial_end", o.turns, success=v.success, status=v.status, outcome_class=v.outcome_class,
-            failure_reason=v.reason, steps_passed=o.steps_passed, final_tree_sha=o.final_tree_sha,
-            t={"wall_s": round(wall, 3), **trial.sandbox_cost}))
+        guarded("trial_end event", lambda: events.append(ev.TrialEnd(
+            turn=so_far.turns, success=v.success, status=v.status, outcome_class=v.outcome_class,
+            failure_reason=v.reason, steps_passed=so_far.steps_passed, final_tree_sha=trial.final_tree_sha,
+            t={"wall_s": round(wall, 3), **trial.sandbox_cost})))
         guarded("event log close", events.close)
         guarded("events.jsonl.sha256", lambda: (out / "events.jsonl.sha256").write_text(
             sha256_text((out / "events.jsonl").read_text()) + "\n"))
+    o = trial.tally()  # the verdict too, now that trial_end is in the log
+    if out is not None and events is not None:
         guarded("RUN.md", lambda: write_run_md(out / "RUN.md", trial.cfg, trial.task, o, v.status, events.records))
     try:
         digest = (out / "events.jsonl.sha256").read_text().strip() if out else ""
     except OSError:
         digest = ""
     tags = {"status": v.status, "failure_reason": v.reason, "outcome_class": v.outcome_class,
-            "final_tree_sha": o.final_tree_sha, "events_sha256": digest}
+            "final_tree_sha": trial.final_tree_sha, "events_sha256": digest}
     records = events.records if events is not None else []
     try:
         trial.run.finish(v.mlflow_status, tags=tags, final={**final_metrics(o, wall), **trial_measures(records)},
@@ -165,7 +170,7 @@ def _abandon(trial: Trial) -> None:
         log.error("could not end run %s; the next resume will mark it KILLED", run_id, exc_info=True)
 
 
-def final_metrics(o: Outcome, wall_s: float) -> dict[str, float]:
+def final_metrics(o: Tally, wall_s: float) -> dict[str, float]:
     u = o.usage
     prompt = u.prompt
     return {

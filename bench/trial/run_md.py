@@ -7,16 +7,16 @@ from typing import Any
 
 from bench.config import TrialConfig
 from bench.core.identity import model_identity
-from bench.trial.loop import Outcome
+from bench.eventlog.tally import Tally
+from ctxlog import events as ev
+from ctxlog.reader import Log
 from tasks.spec import TaskSpec
 
 
-def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Outcome, status: str,
+def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Tally, status: str,
                  records: list[dict[str, Any]]) -> None:
-    verdicts: dict[str, str] = {}
-    for r in records:
-        if r["kind"] == "step_status":
-            verdicts[r["step"]] = r["status"]
+    log = Log.from_records(records)
+    verdicts = {e.step: e.status for e in log.of(ev.StepStatus)}
     lines = [
         f"# {cfg.run_name}",
         "",
@@ -39,10 +39,10 @@ def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Outcome, statu
         mark = {"passed": "x"}.get(verdicts.get(s.id, ""), " ")
         state = verdicts.get(s.id, "not reached")
         lines.append(f"- [{mark}] `{s.id}` {s.title} — {state}; check `{s.check}`")
-    failures = [r for r in records if r["kind"] == "check" and not r.get("passed", r.get("exit_code") == 0)]
+    failures = [c for c in log.of(ev.Check) if not (c.passed if c.passed is not None else c.exit_code == 0)]
     if failures:
         last = failures[-1]
-        lines += ["", f"## Last failing check ({last['step']})", "", "```", str(last.get("output", ""))[-1500:], "```"]
+        lines += ["", f"## Last failing check ({last.step})", "", "```", last.output[-1500:], "```"]
     lines += ["", "## Verify", "", "`python -m bench.eventlog.verify events.jsonl` rebuilds every model-visible context "
               "from this log and checks the hash chain.", ""]
     path.write_text("\n".join(lines))

@@ -39,6 +39,7 @@ from bench.trial.checkcache import CheckCache
 from bench.trial.loop import LoopSettings, TrialLoop
 from bench.trial.record import Trial, TrialResult, classify, finish
 from bench.trial.watchdog import trial_watchdog
+from ctxlog import events as ev
 from strategies.base import Strategy
 from tasks.spec import TaskSpec
 
@@ -78,7 +79,8 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
                 play(trial, parts)
         finally:
             finish(trial)
-            gate.settle(trial.outcome.cost_usd, trial.outcome.usage.prompt + trial.outcome.usage.output)
+            spent = trial.tally()
+            gate.settle(spent.cost_usd, spent.usage.prompt + spent.usage.output)
         return trial.result()
 
 
@@ -199,17 +201,18 @@ def play(trial: Trial, parts: Parts) -> None:
 
 
 def final_tree(trial: Trial, sandbox: Sandbox) -> None:
-    trial.outcome.final_tree_sha = sandbox.tree_sha()
+    trial.final_tree_sha = sandbox.tree_sha()
     trial.final_diff = sandbox.git("diff", sandbox.base_commit)
 
 
 def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> TrialLoop:
     tcfg, seed = trial.cfg, trial.cfg.task.seed * 1000 + trial.cfg.rep
     assert trial.events is not None, "Trial.open() comes first"
-    trial.events.append("trial_start", 0, trial_id=tcfg.config_hash, task_id=parts.task.task_id,
-                        strategy=tcfg.strategy["name"], arm=tcfg.arm.name, model=tcfg.model.get("name"),
-                        rep=tcfg.rep, seed=seed, window=parts.window, max_output=parts.max_output,
-                        base_commit=sandbox.base_commit, config_hash=tcfg.config_hash)
+    trial.events.append(ev.TrialStart(
+        turn=0, trial_id=tcfg.config_hash, task_id=parts.task.task_id, strategy=tcfg.strategy["name"],
+        arm=tcfg.arm.name, model=tcfg.model.get("name"), rep=tcfg.rep, seed=seed, window=parts.window,
+        max_output=parts.max_output, base_commit=sandbox.base_commit, config_hash=tcfg.config_hash,
+        schema=ev.SCHEMA))
     settings = LoopSettings(window=parts.window, max_output=parts.max_output, max_turns=tcfg.limits.max_turns,
                             max_turns_per_step=tcfg.limits.max_turns_per_step,
                             deadline=trial.started + tcfg.limits.trial_timeout_s, seed=seed, drift=tcfg.arm.drift,
@@ -217,7 +220,6 @@ def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> TrialLoop:
     cache = CheckCache.for_study(tcfg.results_dir, tcfg.study, {
         "run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study}) if parts.sandbox.check_cache else None
     loop = TrialLoop(parts.task, sandbox, parts.strategy, parts.provider, trial.events, settings, cache=cache)
-    trial.outcome = loop.out
     return loop
 
 

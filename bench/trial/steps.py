@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from bench.core.render import content_sha, invariant_line
 from bench.eventlog.events import EventLog
 from bench.sandbox.base import Sandbox
+from ctxlog import events as ev
 from strategies.base import StepHead
 from tasks.spec import Invariant, Step, TaskSpec
 
@@ -33,9 +34,9 @@ def apply_drift(task: TaskSpec, step: Step, sandbox: Sandbox, log: EventLog, tur
             else:
                 sandbox.write_file(path, content)
         sha = sandbox.commit(d.message, d.author)
-        log.append("drift", turn, drift_id=d.id, drift_kind=d.kind, commit=sha, message=d.message,
-                   author=d.author, files=[p for p, _ in d.files],
-                   shas={p: content_sha(c) if c is not None else None for p, c in d.files})
+        log.append(ev.Drift(turn=turn, drift_id=d.id, drift_kind=d.kind, commit=sha, message=d.message,
+                            author=d.author, files=[p for p, _ in d.files],
+                            shas={p: content_sha(c) if c is not None else None for p, c in d.files}))
         n += 1
     return n
 
@@ -82,8 +83,8 @@ def record_invariants(log: EventLog, turn: int, invariants: list[Invariant], cod
         code = codes.get(inv.id, -1)  # missing = the probe never ran to the end: not a pass
         if code != 0:
             violations += 1
-            log.append("invariant", turn, invariant=inv.id, status="violated", exit_code=code,
-                       text=invariant_line(inv))
+            log.append(ev.Invariant(turn=turn, invariant=inv.id, status="violated", exit_code=code,
+                                    text=invariant_line(inv)))
     return violations
 
 

@@ -10,15 +10,17 @@ import time
 
 from bench.core.tokens import count_text
 from strategies import STRATEGIES, make_strategy
-from tests.helpers import strategy_harness as fx
+from tests.helpers import strategy_loop as fx
 
 
 class Timed:
-    """Wraps a strategy and times every `build` the scripted harness makes."""
+    """Wraps a strategy and times every `build` the real loop makes (tests/helpers/strategy_loop.py)."""
 
     def __init__(self, inner):
         self.inner, self.times = inner, []
-        self.name, self.requires_handoff = inner.name, inner.requires_handoff
+
+    def __getattr__(self, name):  # the strategy's own knobs, as the loop reads them
+        return getattr(self.inner, name)
 
     def build(self, state):
         t0 = time.perf_counter()

@@ -13,7 +13,7 @@ from strategies import _common
 from strategies._common import COMPACTION_MARKER
 from strategies.base import Summary, stable_prefix
 from strategies.compaction import CompactionConfig, CompactionStrategy
-from tests.helpers import strategy_harness as fx
+from tests.helpers import strategy_loop as fx
 
 PROMPT = f"Write the handoff.\n{COMPACTION_MARKER}"
 

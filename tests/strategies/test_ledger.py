@@ -10,7 +10,7 @@ from bench.core.types import Message
 from strategies.base import Certified, StepHead, Summary, stable_prefix
 from strategies.ledger import LedgerConfig, LedgerStrategy
 from tasks.spec import Invariant
-from tests.helpers import strategy_harness as fx
+from tests.helpers import strategy_loop as fx
 
 SECTIONS = ["STEP BRIEF for [step:s02]", "INVARIANTS ESTABLISHED BY COMPLETED STEPS", "REMAINING PLAN",
             "CERTIFIED", "TREE", "CURRENT STEP [step:s02]", "FILES"]

@@ -9,7 +9,7 @@ from strategies import make_strategy
 from strategies.base import stable_prefix
 from strategies.masking import MaskingConfig, MaskingStrategy, masked
 from strategies.raw import RawStrategy
-from tests.helpers import strategy_harness as fx
+from tests.helpers import strategy_loop as fx
 
 
 def turn(i: int, size: int = 200) -> tuple[Message, Message]:

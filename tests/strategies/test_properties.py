@@ -1,4 +1,5 @@
-"""Properties every strategy must have, on scripted 12-step runs (tests/helpers/strategy_harness.py)."""
+"""Properties every strategy must have, on scripted 12-step runs through the real loop
+(tests/helpers/strategy_loop.py: bench.trial.loop.TrialLoop, the scripted provider, LocalSandbox)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 
 from bench.core import render
 from bench.core.tokens import count_messages
+from ctxlog import events as ev
 from strategies import STRATEGIES, make_strategy
-from tests.helpers import strategy_harness as fx
+from tests.helpers import strategy_loop as fx
 
 TASK = fx.make_task(n_steps=12)
 SMALL, BIG = 5000, 200_000
@@ -78,11 +80,23 @@ def test_small_window_raw_truncates_compaction_compacts(traces):
     raw, comp = traces["raw", SMALL], traces["compaction", SMALL]
     assert sum(b.dropped for b in raw.builts) > 0 and not raw.compactions
     assert len(comp.compactions) >= 3 and sum(b.dropped for b in comp.builts) == 0
-    budget = SMALL - 1000
-    for _turn, before, after in comp.compactions:
-        assert before > 0.75 * budget > after
-    assert max(b.tokens for b in raw.builts) <= budget
-    assert max(b.tokens for b in comp.builts) <= budget
+    budget = {s.turn: s.budget for s in comp.states}  # the window less the tool schemas (bench/trial/budget.py)
+    for turn, before, after in comp.compactions:
+        assert before > 0.75 * budget[turn] > after
+    assert all(b.tokens <= s.budget for tr in (raw, comp) for s, b in zip(tr.states, tr.builts, strict=True))
+    assert max(s.budget for s in raw.states) <= SMALL - 1000
+
+
+def test_after_a_compaction_the_step_files_are_read_fresh(traces):
+    """The real loop re-reads FILES after a compaction (head_refresh), which the old scripted
+    harness did not: the state built after it holds the step's files as they are now."""
+    comp = traces["compaction", SMALL]
+    refreshed = [e for e in comp.log.of(ev.HeadRefresh)]
+    assert refreshed, "no compaction in the middle of a step's edits"
+    for e in refreshed:
+        (state,) = [s for s in comp.states if s.turn == e.turn]
+        assert [list(f) for f in state.head.files] == e.files
+        assert any("call 0, s" in content for _, content in state.head.files)  # the step's own edit
 
 
 def test_big_window_nobody_truncates_or_compacts(name, traces):

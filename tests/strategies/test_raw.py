@@ -7,7 +7,7 @@ import pytest
 from bench.core.types import Message, ToolCall
 from strategies.base import stable_prefix
 from strategies.raw import RawConfig, RawStrategy
-from tests.helpers import strategy_harness as fx
+from tests.helpers import strategy_loop as fx
 
 
 def turn(i: int, size: int) -> tuple[Message, Message]:

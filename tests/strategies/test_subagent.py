@@ -9,8 +9,8 @@ import pytest
 from bench.core import render
 from strategies.base import Certified, stable_prefix
 from strategies.subagent import SubagentConfig, SubagentStrategy
-from tests.helpers import strategy_harness as fx
-from tests.helpers.strategy_harness import in_step
+from tests.helpers import strategy_loop as fx
+from tests.helpers.strategy_loop import in_step
 
 
 def test_brief_holds_ledger_entries_but_no_files_or_tree():

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import tasks
-from bench.core.statements import KEEP_CUE, covers
+from ctxlog.statements import KEEP_CUE, covers
 from tasks import FAMILIES, from_id, generate
 from tasks.spec import DRIFT_KINDS, TaskSpec
 from tests.helpers.task_replay import invitations, walk

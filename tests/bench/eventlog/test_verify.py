@@ -2,17 +2,18 @@ from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, request_hash, sha256_text
 from bench.eventlog.events import EventLog
 from bench.eventlog.verify import main, verify
+from ctxlog import events as ev
 
 
 def _log(path, digest=True):
     log = EventLog(path)
-    log.append("trial_start", 0, seed=7, max_output=100)
+    log.append(ev.TrialStart(seed=7, max_output=100, schema=ev.SCHEMA))
     ctx = (Message("system", "sys"), Message("user", "task [task:x/1]"))
     log.context(0, ctx, tokens=5, stable=2)
-    log.append("model_call", 0, purpose="turn", request_hash=request_hash(ctx, TOOLS, 100, 7))
+    log.append(ev.ModelCall(turn=0, purpose="turn", request_hash=request_hash(ctx, TOOLS, 100, 7)))
     ctx2 = ctx + (Message("assistant", "reading"),)
     log.context(1, ctx2, tokens=7, stable=2)
-    log.append("trial_end", 1, success=True)
+    log.append(ev.TrialEnd(turn=1, success=True))
     log.close()
     if digest:
         path.with_name(path.name + ".sha256").write_text(sha256_text(path.read_text()) + "\n")

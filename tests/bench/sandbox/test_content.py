@@ -11,12 +11,14 @@ import time
 
 import pytest
 
-from bench.eventlog.events import EventLog, read
+from bench.eventlog.events import EventLog
 from bench.sandbox import content, hostgit
 from bench.sandbox.content import ContentError, remove_tree, walk
 from bench.sandbox.paths import Protected
 from bench.sandbox.workcopy import GitError, WorkingCopy
 from bench.trial.record import classify
+from ctxlog import events as ev
+from ctxlog.reader import Log
 
 FILES = {"README.md": "# t\n", "src/app.py": "x = 1\n", "tests/test_app.py": "def test_x():\n    pass\n"}
 PROTECTED = Protected(["tests/**"])
@@ -165,13 +167,14 @@ def test_undecodable_names_and_lone_surrogates_are_carried_losslessly(wc, tmp_pa
     sha = wc.tree_sha()
     assert sha == _git_tree(wc)
     log = EventLog(tmp_path / "events.jsonl")
-    fields = {"path": name, "reply": "half a pair \ud83d and \udc80", "args": {"k\udcff": ["\udfff"]}}
-    log.append("tool_call", 0, **fields)
+    fields = {"name": name, "call_id": "half a pair \ud83d and \udc80", "args": {"k\udcff": ["\udfff"]}}
+    log.append(ev.ToolCall(turn=0, **fields))
     log.close()
-    [(line, rec)] = list(read(tmp_path / "events.jsonl"))
+    read = Log.from_path(tmp_path / "events.jsonl", strict=True)
+    [line], [rec] = read.lines, read.records()
     assert line.isascii() is False or "\\udcff" in line
     assert {k: rec[k] for k in fields} == fields
-    assert json.loads(line)["path"] == name
+    assert json.loads(line)["name"] == name
 
 
 def test_any_failure_on_the_agents_files_is_a_content_error(wc, monkeypatch):

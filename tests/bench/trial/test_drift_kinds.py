@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from bench.config import ConfigError, compose, load
-from bench.eventlog.events import read
 from bench.trial.runner import run
+from ctxlog.reader import Log
 
 SHORT = ["task=signature_migration", "task.seed=3", "task.size.steps=7", "model=oracle", "strategy=raw",
          "sandbox=local"]
@@ -18,7 +18,7 @@ def _trial(tmp_path, monkeypatch, *overrides: str):
     monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     result = run(load(compose([*SHORT, *overrides])))
     assert result.status == "success", result.failure_reason
-    return [r for _, r in read(result.events_path)]
+    return [r for r in Log.from_path(result.events_path).records()]
 
 
 def _actions(records):

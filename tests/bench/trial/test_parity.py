@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import tasks
 from bench.config import compose, load
-from bench.eventlog.events import read
 from bench.trial.runner import run
+from ctxlog.reader import Log
 
 SHORT = ["task=signature_migration", "task.seed=3", "task.size.steps=7", "model=sim", "sandbox=local",
          "arm=drift", "arm.drift_kinds=[new_trap]", "model.mechanisms.competence=false"]
@@ -25,7 +25,7 @@ def _protection(tmp_path, monkeypatch, *overrides: str) -> list[float]:
     monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     result = run(load(compose([*SHORT, *overrides])))
     key = _trap_key()
-    qs = [d["q"] for _, r in read(result.events_path) if r["kind"] == "model_call"
+    qs = [d["q"] for r in Log.from_path(result.events_path).records() if r["kind"] == "model_call"
           for d in r.get("decisions", ()) if d["key"].startswith(key)]
     assert qs, "the trap was never invited: the scenario changed, pick another seed"
     return qs

@@ -8,9 +8,10 @@ import pytest
 
 from bench.config import compose, load
 from bench.core.types import Completion
-from bench.eventlog.events import comparable, read
+from bench.eventlog.events import comparable
 from bench.eventlog.verify import main as verify_main
 from bench.trial.runner import run
+from ctxlog.reader import Log
 
 pytestmark = pytest.mark.docker
 SHORT = ["task.size.steps=6"]
@@ -121,15 +122,15 @@ def test_reply_cut_at_max_tokens_is_a_named_failure_never_a_success(trial_cfg, m
     monkeypatch.setattr(providers, "make_provider", lambda cfg: _Truncating(real(cfg)))
     result = run(trial_cfg("model=oracle"))
     assert (result.status, result.failure_reason) == ("failure", "output_truncation")
-    kinds = [r["kind"] for _, r in read(result.events_path)]
+    kinds = [r["kind"] for r in Log.from_path(result.events_path).records()]
     assert "output_truncation" in kinds and kinds[-1] == "trial_end"
 
 
 def test_same_config_and_seed_give_the_same_event_log(trial_cfg):
     a = run(trial_cfg("model=sim", "arm=drift_compaction", "strategy=compaction", "resume=false"))
     b = run(trial_cfg("model=sim", "arm=drift_compaction", "strategy=compaction", "resume=false"))
-    ra = comparable([r for _, r in read(a.events_path)])
-    rb = comparable([r for _, r in read(b.events_path)])
+    ra = comparable([r for r in Log.from_path(a.events_path).records()])
+    rb = comparable([r for r in Log.from_path(b.events_path).records()])
     assert ra == rb and len(ra) > 20
 
 

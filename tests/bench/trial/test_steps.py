@@ -27,7 +27,7 @@ def test_a_probe_that_never_reports_counts_as_violated(tmp_path):
 
 
 def test_in_force_respects_when_an_invariant_starts_and_is_lifted():
-    from tests.helpers.strategy_harness import make_task
+    from tests.helpers.strategy_loop import make_task
 
     task = make_task(n_steps=4)
     steps = list(task.steps)
@@ -42,7 +42,7 @@ def test_drift_is_committed_by_its_outside_author_and_noted_at_the_next_head(box
     step = Step("s02", "t", "i", ("a.txt",), "true")
     drift = Drift("d1", "stale_edit", "s02", "colleague edits a.txt", "Dana <dana@example.org>",
                   (("a.txt", "alpha\nbeta\n"),))
-    from tests.helpers.strategy_harness import make_task
+    from tests.helpers.strategy_loop import make_task
 
     task = make_task(n_steps=2)
     task = task.__class__(**{**task.__dict__, "drift": (drift,)})

@@ -7,6 +7,7 @@ status, tags and the event log checked; and cleanup that holds when recording it
 from __future__ import annotations
 
 import errno
+import json
 
 import pytest
 
@@ -143,3 +144,28 @@ def test_a_harness_bug_is_an_infrastructure_failure(scripted_trial, monkeypatch)
     monkeypatch.setattr(loop.TrialLoop, "_build", bug)
     result, tcfg = scripted_trial(SOLVE)
     assert _verdict(result, tcfg) == ("FAILED", INFRA, 0.0, "harness_error")
+
+
+def test_every_figure_mlflow_holds_is_read_back_from_the_log(scripted_trial):
+    """The loop keeps no counts: what MLflow records equals what the raw log lines say, counted
+    here without the reader (a protected write, a tool mistake and a nudge included)."""
+    script = [[{"name": "write_file", "args": {"path": "tests/test_calc.py", "content": "x = 1\n"}}],
+              [{"name": "read_file", "args": {"path": "no/such.py"}}, {"name": "no_such_tool", "args": {}}],
+              [], *SOLVE]
+    result, tcfg = scripted_trial(script, "limits.max_turns_per_step=8")
+    lines = [json.loads(line) for line in result.events_path.read_text().splitlines()]
+    calls = [r for r in lines if r["kind"] == "model_call"]
+    turns = [r for r in calls if r["purpose"] == "turn"]
+    m = mlflow_run(tcfg, result.run_id).data.metrics
+    count = {k: sum(r["kind"] == k for r in lines) for k in ("policy_violation", "tool_error", "compaction", "drift")}
+    assert count["policy_violation"] >= 1 and count["tool_error"] >= 1  # the script did what it meant to
+    assert m["policy_violations"] == count["policy_violation"] and m["tool_errors"] == count["tool_error"]
+    assert m["compactions"] == count["compaction"] and m["drift_events"] == count["drift"]
+    assert m["turns"] == len(turns) == result.turns and m["success"] == 1.0
+    assert m["steps_passed"] == sum(r["kind"] == "step_status" and r["status"] == "passed" for r in lines) == 1
+    prompt = sum(sum(r["usage"][k] for k in ("input", "cache_read", "cache_write")) for r in calls)
+    assert m["tokens_input_total"] == prompt and m["tokens_output_total"] == sum(r["usage"]["output"] for r in calls)
+    assert m["latency_s"] == sum(r["t"]["latency_s"] for r in calls)
+    run_md = (result.events_path.parent / "RUN.md").read_text()  # RUN.md reads the same log
+    assert "- [x] `s01`" in run_md and "steps passed: 1/1; turns: 5;" in run_md
+    assert f"policy violations {count['policy_violation']}" in run_md

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.core.render import file_block
-from bench.core.statements import covers, marked, normal, statements, words
+from ctxlog.statements import covers, marked, normal, statements, words
 
 
 def test_sentences_with_a_keep_cue_split_at_lines_sentences_and_markers():
