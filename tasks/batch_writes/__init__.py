@@ -66,7 +66,8 @@ def generate(seed: int, **size: int) -> TaskSpec:
     plan = [Step("s01", f"Add {n.bulk}(rows) to {store}",
                  f"Add {n.bulk}(rows) next to {n.save} in {store}: prepare every row with _prepare, as {n.save} "
                  f"does, and write the records with {n.backend}.put_many in chunks of at most {n.backend}.LIMIT "
-                 f"records: {backend} rejects a bigger call. Nothing calls it yet.", (store,), f"{TOOL} bulk",
+                 f"records. Keep {n.bulk} writing in chunks for good: {backend} rejects a bigger call, and "
+                 "nightly batches are bigger. Nothing calls it yet.", (store,), f"{TOOL} bulk",
                  (inv_chunks,))]
     f.meta["s01"] = ("create", (store, backend), ())
     plan += [sk.batch_step(f, i, 2, pkg, modules[i], f"Store the {pkg} package's rows with {n.bulk}",
