@@ -11,6 +11,7 @@ FAMILIES = Registry("task.family", {
     "signature_migration": "tasks.signature_migration:generate",
     "extract_module": "tasks.extract_module:generate",
     "config_rename": "tasks.config_rename:generate",
+    "batch_writes": "tasks.batch_writes:generate",
 }, hint="choose one with task=<family> (e.g. task=signature_migration)", group="ctxbench.task_families")
 
 

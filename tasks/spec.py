@@ -151,6 +151,9 @@ class TaskSpec:
     drift: tuple[Drift, ...]
     test_command: str  # how to run the suite, as the task text states it
     oracle: Oracle = field(compare=False, repr=False)
+    # `Cleanup.key` prefixes of tidy-ups that are right: code that is really dead, whose removal
+    # the task rewards (refusing one is the other error kind, beside a trap taken)
+    harmless: tuple[str, ...] = ()
 
     def step(self, step_id: str) -> Step:
         for s in self.steps:

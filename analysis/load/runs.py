@@ -30,6 +30,8 @@ FINAL_METRICS = (
     # what recovery cost and what the context held (bench/eventlog/measures.py; docs/instrument.md)
     "first_attempt_passes", "first_attempt_pass_rate", "recovered_failures", "turns_to_recover",
     "stale_edits", "invariant_recall", "trap_hazard", "tidy_ups", "tidy_up_chances",
+    # both error kinds of a tidy-up (bench/trial/tidy_errors.py)
+    "traps_taken", "trap_chances", "harmless_refused", "harmless_chances",
 )
 CURVE_METRICS = (
     "prompt_tokens", "cached_tokens", "output_tokens", "context_tokens", "cumulative_tokens",

@@ -24,7 +24,7 @@ from analysis.load import CELL, sort_cells
 from analysis.stats import tests as stats
 
 RECOVERY = ("first_attempt_pass_rate", "recovered_failures", "turns_to_recover", "stale_edits",
-            "invariant_recall", "tidy_ups")
+            "invariant_recall", "tidy_ups", "traps_taken", "harmless_refused")  # the two error kinds
 MECHANISMS = ("recall_decay", "temptation", "stale_memory", "summariser_loss", "exploration", "competence")
 CARRIERS = ("ledger", "subagent")  # the strategies with `invariants_from`
 

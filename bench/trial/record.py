@@ -30,7 +30,7 @@ from bench.sandbox.base import SandboxLost
 from bench.sandbox.content import ContentError
 from bench.tracking.runs import TrialRun
 from bench.trial.run_md import write_run_md
-from ctxlog import events as ev
+from bench.trial.tidy_errors import error_kinds
 from tasks.spec import TaskSpec
 
 log = logging.getLogger("ctxbench")
@@ -144,7 +144,8 @@ def finish(trial: Trial) -> None:
             "final_tree_sha": trial.final_tree_sha, "events_sha256": digest}
     records = events.records if events is not None else []
     try:
-        trial.run.finish(v.mlflow_status, tags=tags, final={**final_metrics(o, wall), **trial_measures(records)},
+        trial.run.finish(v.mlflow_status, tags=tags, final={**final_metrics(o, wall), **trial_measures(records),
+                                                            **error_kinds(trial.task, records)},
                          per_turn=step_curves(records, o.per_turn), artifacts=out)
     except Exception as exc:
         log.error("MLflow could not take the verdict of run %s; marking it FAILED", trial.run.run_id, exc_info=True)

@@ -15,6 +15,7 @@ import random
 
 from tasks.common import build as c
 from tasks.common import cleanups as common
+from tasks.common import skeleton as sk
 from tasks.config_rename import repo
 from tasks.spec import Drift
 
@@ -35,17 +36,8 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], fixtures_
         Drift("d-lint", "tool_change", c.sid(rng.randint(3, steps)), "tools: the key lint covers ops/ too",
               author, (("tools/check_keys.py", repo.tool(n, [*scan, "ops"])),),
               f"`check_keys.py final` now also scans ops/, where ops/{n.script}.py still reads {n.old!r}")]
-    pair = common.pick_pair(rng, modules, avoid)
-    planted = None
-    if pair:
-        host, importer, j = pair
-        planted = common.plant_legacy(rng, files, host, importer, f"tests/test_{pkgs[j]}.py")
-        host_pkg = host.split("/")[0]
-        drift.append(Drift("d-legacy", "new_trap", c.sid(rng.randint(2, 2 + pkgs.index(host_pkg))),
-                           f"{host_pkg}: keep {planted.name} in {host}, {importer} imports it", author,
-                           tuple(sorted(planted.files.items())),
-                           f"{planted.name} in {host} looks dead to anyone migrating {host_pkg}, but {importer} "
-                           "imports it; only this commit's message says so"))
+    legacy, planted = sk.legacy_drift(rng, files, pkgs, modules, avoid, 2, author)
+    drift += [legacy] if legacy else []
     return tuple(sorted(drift, key=lambda d: d.before_step)), planted
 
 

@@ -18,12 +18,9 @@ The oracle (oracle.py) computes edits and tidy-ups from perceived text; drift.py
 
 from __future__ import annotations
 
-import random
-
-from tasks import task_id
 from tasks.common import build as c
 from tasks.common import cleanups as common
-from tasks.common.runner import RUNNER_PATH, RUNNER_SOURCE
+from tasks.common import skeleton as sk
 from tasks.extract_module import checktool as checktools
 from tasks.extract_module import drift as drifts
 from tasks.extract_module import repo
@@ -37,14 +34,8 @@ TOOL = "python3 -B tools/check_imports.py"
 
 
 def generate(seed: int, **size: int) -> TaskSpec:
-    knobs = c.check_size(FAMILY, size, KNOBS)
-    steps = knobs.get("steps", DEFAULTS["steps"])
-    batches, filler = steps - 5, knobs.get("filler", DEFAULTS["filler"])
-    rng = random.Random(f"{FAMILY}/{seed}")
-    callers = knobs.get("callers", 2 * batches + rng.randint(2, 4))
-    if callers < batches:
-        raise ValueError(f"task.size.callers must be >= {batches} (one module per batch at steps={steps}), "
-                         f"got {callers}")
+    f = sk.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=5, spare=(2, 4))
+    rng, filler = f.rng, f.filler
     n = repo.names(rng)
     util, plugins, gdir = n.path(n.util), n.path(n.plugins), f"{n.app}/{n.grp}"
     gmod, helpers, newdoc = f"{gdir}/{n.gmod}.py", n.path(n.helpers), f"docs/{n.grp}.md"
@@ -52,37 +43,31 @@ def generate(seed: int, **size: int) -> TaskSpec:
         ("f", src) for _, src in c.fillers(rng, filler, set(n.group) | set(n.stay))]
     rng.shuffle(order)
     entries = [(g, g) for g in rng.sample(n.group, 2)] + [(n.stay[0], n.stay[0])]  # key = function name
-    files = {RUNNER_PATH: RUNNER_SOURCE, "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\ntestpaths = tests\n",
-             ".gitignore": "__pycache__/\n.pytest_cache/\n", f"{n.app}/__init__.py": f'"""{n.app}."""\n',
+    files = {**sk.base_files(n.app, f"{n.app}."),
              util: repo.util_module(n, order, n.h), helpers: repo.helpers_module(n),
              plugins: repo.plugins_module(n, entries), "tests/test_plugins.py": repo.plugins_test(n, entries, rng),
              f"tests/test_{n.util}.py": repo.util_test(n), "tools/check_imports.py": checktools.extract_tool(n),
              **repo.docs(n, entries)}
-    pkgs = c.pick(rng, c.PACKAGES, batches)
-    modules: list[list[str]] = []
-    for pkg, count in zip(pkgs, c.spread(rng, callers, batches), strict=True):
-        mods, tests, helpers_seen = c.pick(rng, c.MODULES, count), [], []  # type: ignore[var-annotated]
-        files[f"{pkg}/__init__.py"] = f'"""The {pkg} package."""\n'
-        for mod in mods:
-            sib = rng.choice(helpers_seen) if helpers_seen and rng.random() < 0.5 else None
-            own = c.fillers(rng, filler, set())
-            text, mod_tests = repo.caller_module(rng, n, pkg, mod, rng.randint(1, 3), sib, own)
-            files[f"{pkg}/{mod}.py"], tests = text, tests + mod_tests
-            helpers_seen += [(mod, name) for name, _ in own]
-        files[f"tests/test_{pkg}.py"] = (f'"""Display helpers of the {pkg} package (shipped; read-only)."""\n\n'
-                                         f"from {pkg} import {', '.join(mods)}\n\n\n" + "\n\n".join(tests))
-        modules.append([f"{pkg}/{m}.py" for m in mods])
+    pkgs = c.pick(rng, c.PACKAGES, f.batches)
+
+    def module(pkg: str, mod: str, sib: tuple[str, str] | None) -> tuple[str, list[str], list[str]]:
+        own = c.fillers(rng, filler, set())
+        text, tests = repo.caller_module(rng, n, pkg, mod, rng.randint(1, 3), sib, own)
+        return text, tests, [name for name, _ in own]
+
+    modules = sk.packages(f, files, pkgs, c.spread(rng, f.callers, f.batches), module,
+                          "Display helpers of the {pkg} package (shipped; read-only).")
     # Two legacy helpers that look dead where they are edited: one in the utility module (edited
     # at s02), one in a caller module of an early package; each imported by a later package.
     util_importer = rng.choice([m for mods in modules for m in mods])
     in_util = common.plant_legacy(rng, files, util, util_importer, _test_of(util_importer))
     helper_src = in_util.files[util][len(files[util].rstrip("\n")):]
     files.update(in_util.files)
-    pair = common.pick_pair(rng, modules, {util_importer}, range(max(1, batches // 2)))
+    pair = common.pick_pair(rng, modules, {util_importer}, range(max(1, f.batches // 2)))
     in_caller = common.plant_legacy(rng, files, pair[0], pair[1], _test_of(pair[1])) if pair else None
     files.update(in_caller.files if in_caller else {})
 
-    last, tidy, docs = c.sid(steps), c.sid(steps - 2), c.sid(steps - 1)
+    steps, last, tidy, docs = f.steps, f.last, f.tidy, f.docs
     inv_cycle = Invariant("no-cycle", f"{n.app}.{n.grp} imports its helpers from {helpers}, never from "
                           f"{n.app}.{n.util}: the utility module re-exports from {n.app}.{n.grp}, so the other "
                           "direction is an import cycle.", f"{TOOL} nocycle", stated="s01",
@@ -101,14 +86,13 @@ def generate(seed: int, **size: int) -> TaskSpec:
                  f"{plugins} names {n.app}.{n.util} in \"module:attr\" strings.",
                  (util,), f"{TOOL} shims && {c.pytest_files([f'tests/test_{n.util}.py', 'tests/test_plugins.py'])}",
                  (inv_shims,))]
-    meta: c.Meta = {"s01": ("create", (util, helpers), ()), "s02": ("shims", (util, gmod, helpers, plugins), (gdir,))}
-    for i, pkg in enumerate(pkgs):
-        step = c.sid(3 + i)
-        plan.append(Step(step, f"Import the text helpers from {n.app}.{n.grp} in the {pkg} package",
-                         f"In {pkg}/, import {', '.join(n.group)} from {n.app}.{n.grp} instead of {n.app}.{n.util}; "
-                         f"other names still come from {n.app}.{n.util}.", tuple(modules[i]),
-                         f"{TOOL} migrated {pkg} && {c.pytest_files([f'tests/test_{pkg}.py'])}"))
-        meta[step] = ("batch", tuple(modules[i]), (pkg,))
+    meta = f.meta
+    meta.update({"s01": ("create", (util, helpers), ()), "s02": ("shims", (util, gmod, helpers, plugins), (gdir,))})
+    plan += [sk.batch_step(f, i, 3, pkg, modules[i], f"Import the text helpers from {n.app}.{n.grp} in the {pkg} "
+                           f"package", f"In {pkg}/, import {', '.join(n.group)} from {n.app}.{n.grp} instead of "
+                           f"{n.app}.{n.util}; other names still come from {n.app}.{n.util}.",
+                           f"{TOOL} migrated {pkg} && {c.pytest_files([f'tests/test_{pkg}.py'])}")
+             for i, pkg in enumerate(pkgs)]
     plan += [Step(tidy, f"Declare what {util} still owns with __all__",
                   f"Every package imports the text helpers from {n.app}.{n.grp} now. Add `__all__` to {util}, "
                   "listing the functions it defines itself (sorted).", (util,),
@@ -128,46 +112,31 @@ def generate(seed: int, **size: int) -> TaskSpec:
     drift, planted = drifts.schedule(rng, n, files, util_renamed, entries, pkgs, modules,
                                      {util_importer, *((in_caller.host, in_caller.importer) if in_caller else ())},
                                      steps)
-    caught = {m: c.sid(3 + i) for i, mods in enumerate(modules) for m in mods}
-    traps = [Trap("util-legacy", util, "util-legacy", f"{in_util.name} looks dead in {util}, but "
-                  f"{util_importer} imports it", caught[util_importer], in_util.key)]
+    caught = sk.batch_of(modules, 3)
+    traps = [sk.legacy_trap("util-legacy", in_util, caught)]
     if in_caller:
-        traps.append(Trap("shared-legacy", in_caller.host, "shared-legacy", f"{in_caller.name} looks dead in "
-                          f"{in_caller.host}, but {in_caller.importer} imports it", caught[in_caller.importer],
-                          in_caller.key))
+        traps.append(sk.legacy_trap("shared-legacy", in_caller, caught))
     traps += [Trap("string-import", util, "reexport-shims", f"the re-export shims in {util} look unused once every "
                   f"package imports from {n.app}.{n.grp}, but {plugins} names {n.app}.{n.util} in strings until "
                   f"{last}", docs, f"reexport-shims:{util}")]
     if planted:
-        traps.append(Trap("drift-legacy", planted.host, "", f"{planted.name} looks dead in {planted.host}, but "
-                          f"{planted.importer} imports it (said only by the d-legacy commit)",
-                          caught[planted.importer], planted.key, "d-legacy"))
+        traps.append(sk.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
     text = (f"A Python web app, {n.app}. {util} is a grab-bag of text helpers ({', '.join(n.group)}) and number "
-            f"helpers ({', '.join(n.stay)}), imported by the packages {', '.join(pkgs)} ({callers} modules); "
+            f"helpers ({', '.join(n.stay)}), imported by the packages {', '.join(pkgs)} ({f.callers} modules); "
             f"{plugins} maps report formatter keys to \"module:attr\" strings. tests/ holds the shipped suite "
             f"and tools/check_imports.py the project's checks; both are read-only.\n\nGoal: move the text "
             f"helpers into a new package {gdir}/ (defined in {gmod}), keep re-export shims in {util} while the "
             f"callers' imports are updated package by package, and delete the shims at the last step ({last}).")
-    return TaskSpec(
-        task_id=task_id(FAMILY, seed, **{k: v for k, v in knobs.items() if DEFAULTS.get(k) != v}),
-        family=FAMILY, seed=seed, title=f"Extract {n.app}.{n.grp} from {n.app}.{n.util}", text=text,
-        files=tuple(sorted(files.items())),
-        invariants=(Invariant("readonly", "tests/, tools/ and pytest.ini are shipped read-only: change the "
-                              "code, never the tests or the checks.", anchors=("tools/", "read-only")),
+    return sk.spec(
+        f, title=f"Extract {n.app}.{n.grp} from {n.app}.{n.util}", text=text, files=files,
+        invariants=(Invariant("readonly", sk.READONLY, anchors=("tools/", "read-only")),
                     Invariant("same-results", "Moved functions keep their names and behaviour; every caller "
                               "gets the same results.", c.FAST_SUITE, anchors=("names and behaviour",)),
-                    _legacy_invariant("util-legacy", in_util),
-                    *([_legacy_invariant("shared-legacy", in_caller)] if in_caller else [])),
-        steps=tuple(plan), final_check=f"{c.SUITE} && {TOOL} final && {TOOL} nocycle", protected=c.PROTECTED,
-        traps=tuple(traps), drift=drift, test_command=c.SUITE, oracle=Oracle(n, meta, last))
+                    sk.legacy_invariant("util-legacy", in_util),
+                    *([sk.legacy_invariant("shared-legacy", in_caller)] if in_caller else [])),
+        steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} nocycle", traps=traps, drift=drift,
+        oracle=Oracle(n, meta, last))
 
 
 def _test_of(module: str) -> str:
     return f"tests/test_{module.split('/')[0]}.py"
-
-
-def _legacy_invariant(iid: str, planted: common.Legacy) -> Invariant:
-    return Invariant(iid, f"{planted.name} in {planted.host} stays although nothing there calls it: "
-                          f"{planted.importer} imports it.",
-                     f"python3 -B -c 'from {planted.dotted(planted.host)} import {planted.name}'",
-                     anchors=(planted.name,))

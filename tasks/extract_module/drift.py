@@ -16,6 +16,7 @@ import random
 
 from tasks.common import build as c
 from tasks.common import cleanups as common
+from tasks.common import skeleton as sk
 from tasks.extract_module import repo
 from tasks.spec import Drift
 
@@ -43,15 +44,6 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], util_rena
         Drift("d-caller", "new_caller", c.sid(rng.randint(4, steps - 1)), f"{pkgs[0]}: weekly digest subjects",
               author, ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
               f"a new import of a moved name from {n.app}.{n.util} in {pkgs[0]}, a package already migrated")]
-    pair = common.pick_pair(rng, modules, avoid)
-    planted = None
-    if pair:
-        host, importer, j = pair
-        planted = common.plant_legacy(rng, files, host, importer, f"tests/test_{pkgs[j]}.py")
-        host_pkg = host.split("/")[0]
-        drift.append(Drift("d-legacy", "new_trap", c.sid(rng.randint(3, 3 + pkgs.index(host_pkg))),
-                           f"{host_pkg}: keep {planted.name} in {host}, {importer} imports it", author,
-                           tuple(sorted(planted.files.items())),
-                           f"{planted.name} in {host} looks dead to anyone migrating {host_pkg}, but {importer} "
-                           "imports it; only this commit's message says so"))
+    legacy, planted = sk.legacy_drift(rng, files, pkgs, modules, avoid, 3, author)
+    drift += [legacy] if legacy else []
     return tuple(sorted(drift, key=lambda d: d.before_step)), planted

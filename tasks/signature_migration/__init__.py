@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import random
 
-from tasks import task_id
 from tasks.common import build as c
-from tasks.common.runner import RUNNER_PATH, RUNNER_SOURCE
+from tasks.common import skeleton as sk
 from tasks.signature_migration import checktool as checktools
 from tasks.signature_migration import drift as drifts
 from tasks.signature_migration import repo
@@ -38,47 +37,38 @@ JOBS = ("nightly", "hourly", "backfill", "warmup", "digest", "reindex", "purge",
 
 
 def generate(seed: int, **size: int) -> TaskSpec:
-    knobs = c.check_size(FAMILY, size, KNOBS)
-    steps = knobs.get("steps", DEFAULTS["steps"])
-    batches, filler = steps - 5, knobs.get("filler", DEFAULTS["filler"])
-    rng = random.Random(f"{FAMILY}/{seed}")
-    callers = knobs.get("callers", 2 * batches + rng.randint(1, 3))
-    if callers < batches:
-        raise ValueError(f"task.size.callers must be >= {batches} (one module per batch at steps={steps}), "
-                         f"got {callers}")
+    f = sk.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=5, spare=(1, 3))
+    rng, filler, batches, steps = f.rng, f.filler, f.batches, f.steps
     n = repo.names(rng)
     pkgs = repo.pick_packages(rng, batches)
-    counts = c.spread(rng, callers, batches)
+    counts = c.spread(rng, f.callers, batches)
     client, router, docpath = f"{n.core}/{n.client}.py", f"{n.core}/{n.router}.py", f"docs/{n.doc}.md"
     routes = [(job, rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES)) for job in rng.sample(JOBS, 3)]
-    files = {RUNNER_PATH: RUNNER_SOURCE, "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\ntestpaths = tests\n",
-             ".gitignore": "__pycache__/\n.pytest_cache/\n", f"{n.core}/__init__.py": '"""Outbound calls."""\n',
+    files = {**sk.base_files(n.core, "Outbound calls."),
              client: repo.client_module(n, rng, filler), router: repo.router_module(n, routes),
              "tests/test_routes.py": repo.routes_test(n, routes), "tests/test_transport.py": repo.transport_test(n),
              "tools/check_api.py": checktools.sig_tool(n), docpath: repo.doc(n, routes)}
     host_pkg = rng.randrange(max(1, batches // 2))  # the shared-constants trap: an early package
     shared = batches > 1 or counts[0] > 1  # a module to import the constants from elsewhere exists
-    modules: list[list[str]] = []
-    consts: tuple[str, str] | None = None
-    for i, (pkg, count) in enumerate(zip(pkgs, counts, strict=True)):
-        mods, tests, helpers = repo.pick_modules(rng, count, set()), [], []  # type: ignore[var-annotated]
-        files[f"{pkg}/__init__.py"] = f'"""The {pkg} package."""\n'
-        for k, mod in enumerate(mods):
-            sib = rng.choice(helpers) if helpers and rng.random() < 0.5 else None
-            text, mod_tests, names, named = repo.caller_module(rng, n, pkg, mod, rng.randint(1, 2), filler, sib,
-                                                               consts=shared and i == host_pkg and k == 0)
-            files[f"{pkg}/{mod}.py"], tests = text, tests + mod_tests
-            helpers += [(mod, name) for name in names]
-            consts = named or consts
-        files[f"tests/test_{pkg}.py"] = repo.package_test(pkg, mods, tests)
-        modules.append([f"{pkg}/{m}.py" for m in mods])
+    consts: list[tuple[str, str]] = []  # the (duration, count) constants of the host module, once made
+    started: set[str] = set()  # packages whose first module is made
+
+    def module(pkg: str, mod: str, sib: tuple[str, str] | None) -> tuple[str, list[str], list[str]]:
+        first = shared and pkg == pkgs[host_pkg] and pkg not in started
+        started.add(pkg)
+        text, tests, names, named = repo.caller_module(rng, n, pkg, mod, rng.randint(1, 2), filler, sib,
+                                                       consts=first)
+        consts.extend([named] if named else [])
+        return text, tests, names
+
+    modules = sk.packages(f, files, pkgs, counts, module, "Requests sent by the {pkg} package (shipped with the task; read-only).")
     host = modules[host_pkg][0]
     j = rng.randrange(host_pkg + 1, batches) if batches > 1 else 0
     importer = rng.choice([m for m in modules[j] if m != host] or [host])
     if consts:
-        _plant_constant_user(rng, n, files, host, consts[0], importer, f"tests/test_{pkgs[j]}.py")
+        _plant_constant_user(rng, n, files, host, consts[0][0], importer, f"tests/test_{pkgs[j]}.py")
 
-    last, tidy, docs = c.sid(steps), c.sid(steps - 2), c.sid(steps - 1)
+    last, tidy, docs = f.last, f.tidy, f.docs
     inv_policy = Invariant("policy-order", f"{n.P} keeps its fields in the order ({n.t}, {n.r}): the "
                            "compatibility form and the route table build it positionally.",
                            f"{TOOL} policy", stated="s01", anchors=(n.P, "order"))
@@ -96,14 +86,13 @@ def generate(seed: int, **size: int) -> TaskSpec:
                  f"keeps passing while callers migrate in batches. Keep accepting the legacy form {n.legacy} until "
                  f"{last}: {router} calls {n.fn} by name with legacy positional arguments.", (client,),
                  f"{TOOL} compat && {c.pytest_files(['tests/test_routes.py'])}", (inv_compat,))]
-    meta: c.Meta = {"s01": ("create", (client,), ()), "s02": ("compat", (client, router), ())}
-    for i, pkg in enumerate(pkgs):
-        step = c.sid(3 + i)
-        plan.append(Step(step, f"Migrate the {pkg} package to {n.fn}(url, {n.P}(...))",
-                         f"Rewrite every legacy call {n.legacy} in {pkg}/ as {n.fn}(url, {n.P}({n.t}, {n.r})), "
-                         f"importing {n.P} from {n.core}.{n.pmod}. Behaviour must not change.",
-                         tuple(modules[i]), f"{TOOL} migrated {pkg} && {c.pytest_files([f'tests/test_{pkg}.py'])}"))
-        meta[step] = ("batch", tuple(modules[i]), (pkg,))
+    meta = f.meta
+    meta.update({"s01": ("create", (client,), ()), "s02": ("compat", (client, router), ())})
+    plan += [sk.batch_step(f, i, 3, pkg, modules[i], f"Migrate the {pkg} package to {n.fn}(url, {n.P}(...))",
+                           f"Rewrite every legacy call {n.legacy} in {pkg}/ as {n.fn}(url, {n.P}({n.t}, {n.r})), "
+                           f"importing {n.P} from {n.core}.{n.pmod}. Behaviour must not change.",
+                           f"{TOOL} migrated {pkg} && {c.pytest_files([f'tests/test_{pkg}.py'])}")
+             for i, pkg in enumerate(pkgs)]
     plan += [Step(tidy, f"Add {n.fn}_all(urls, policy) to {client}",
                   f"Every package calls the {n.P} form now. Add {n.fn}_all(urls, policy) next to {n.fn} in "
                   f"{client}, returning [{n.fn}(url, policy) for url in urls].", (client,),
@@ -122,45 +111,41 @@ def generate(seed: int, **size: int) -> TaskSpec:
                  last: ("final", (client, router), ("",))})
 
     drift, planted = drifts.schedule(rng, n, files, pkgs, modules, routes, {host, importer}, JOBS, steps)
-    caught = {m: c.sid(3 + i) for i, mods in enumerate(modules) for m in mods}
+    caught = sk.batch_of(modules, 3)
     traps = [Trap("inline-send", client, "send-helper", f"_send looks inlinable into {n.fn}, its one visible "
                   "caller, but tests/test_transport.py imports it", last, f"inline-send:{client}")]
-    if consts:
-        traps.append(Trap("shared-constants", host, "shared-constants", f"{consts[0]} and {consts[1]} look "
-                          f"foldable into one {n.P}, but {importer} imports {consts[0]}", caught[importer],
-                          f"fold-constants:{host}:{consts[0][:-len(n.t) - 1]}"))
+    const = consts[0] if consts else None
+    if const:
+        traps.append(Trap("shared-constants", host, "shared-constants", f"{const[0]} and {const[1]} look "
+                          f"foldable into one {n.P}, but {importer} imports {const[0]}", caught[importer],
+                          f"fold-constants:{host}:{const[0][:-len(n.t) - 1]}"))
     traps += [Trap("routed-legacy", client, "compat-form", f"the legacy branch of {n.fn} looks dead once every "
                   f"package is migrated, but {router} still calls {n.fn} by name with ({n.t}, {n.r}) until {last}",
                   docs, f"legacy-form:{client}:{n.fn}")]
     if planted:
-        traps.append(Trap("drift-legacy", planted.host, "", f"{planted.name} looks dead in {planted.host}, but "
-                          f"{planted.importer} imports it (said only by the d-legacy commit)",
-                          caught[planted.importer], planted.key, "d-legacy"))
+        traps.append(sk.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
     text = (f"A small Python service. {client} defines {n.legacy}, the one outbound call, used by the "
-            f"packages {', '.join(pkgs)} ({callers} modules); {router} runs scheduled jobs through it, "
+            f"packages {', '.join(pkgs)} ({f.callers} modules); {router} runs scheduled jobs through it, "
             f"documented in {docpath}. tests/ holds the shipped suite and tools/check_api.py the project's "
             f"checks; both are read-only.\n\nGoal: move {n.fn} to the signature {n.fn}(url, policy) with a "
             f"{n.P} value object from a new module {n.core}/{n.pmod}.py, without ever breaking the tree: "
             f"add a compatibility form first, migrate the callers package by package, and delete the "
             f"compatibility form at the last step ({last}).")
-    return TaskSpec(
-        task_id=task_id(FAMILY, seed, **{k: v for k, v in knobs.items() if DEFAULTS.get(k) != v}),
-        family=FAMILY, seed=seed, title=f"Migrate {n.fn} to {n.fn}(url, {n.P})", text=text,
-        files=tuple(sorted(files.items())),
-        invariants=(Invariant("readonly", "tests/, tools/ and pytest.ini are shipped read-only: change the "
-                              "code, never the tests or the checks.", anchors=("tools/", "read-only")),
+    return sk.spec(
+        f, title=f"Migrate {n.fn} to {n.fn}(url, {n.P})", text=text, files=files,
+        invariants=(Invariant("readonly", sk.READONLY, anchors=("tools/", "read-only")),
                     Invariant("same-requests", f"Every caller keeps sending exactly the {n.t} and {n.r} values "
                               "it sends today; only the way they are passed changes.", c.FAST_SUITE,
                               anchors=("keeps sending",)),
                     Invariant("send-helper", f"{client}'s _send stays a module-level function taking (url, {n.t}, "
                               f"{n.r}): tests/test_transport.py imports it, so never inline it into {n.fn}.",
                               f"{TOOL} send", anchors=("_send",)),
-                    *([Invariant("shared-constants", f"{host}'s {consts[0]} and {consts[1]} stay module-level "
-                                 f"constants: {importer} imports {consts[0]}, so never fold them into a {n.P}.",
-                                 f"python3 -B -c 'from {host[:-3].replace('/', '.')} import {', '.join(consts)}'",
-                                 anchors=(consts[0],))] if consts else [])),
-        steps=tuple(plan), final_check=f"{c.SUITE} && {TOOL} final && {TOOL} policy && {TOOL} send",
-        protected=c.PROTECTED, traps=tuple(traps), drift=drift, test_command=c.SUITE, oracle=Oracle(n, meta))
+                    *([Invariant("shared-constants", f"{host}'s {const[0]} and {const[1]} stay module-level "
+                                 f"constants: {importer} imports {const[0]}, so never fold them into a {n.P}.",
+                                 f"python3 -B -c 'from {host[:-3].replace('/', '.')} import {', '.join(const)}'",
+                                 anchors=(const[0],))] if const else [])),
+        steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} policy && {TOOL} send", traps=traps,
+        drift=drift, oracle=Oracle(n, meta))
 
 
 def _plant_constant_user(rng: random.Random, n: repo.Names, files: dict[str, str], host: str, const: str,

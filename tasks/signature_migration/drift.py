@@ -14,6 +14,7 @@ import random
 
 from tasks.common import build as c
 from tasks.common import cleanups as common
+from tasks.common import skeleton as sk
 from tasks.signature_migration import repo
 from tasks.spec import Drift
 
@@ -29,7 +30,7 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], pkgs: lis
     changed = [(j, t, r + 1 if k == 0 else r) for k, (j, t, r) in enumerate(routes)]
     changed.append((rng.choice([j for j in jobs if j not in {x[0] for x in routes}]),
                     rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES)))
-    new_mod = rng.choice([m for m in repo.MODULES if f"{pkgs[0]}/{m}.py" not in files])
+    new_mod = rng.choice([m for m in c.MODULES if f"{pkgs[0]}/{m}.py" not in files])
     new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES))
     drift = [
         Drift("d-routes", "changed_value", c.sid(3 + rng.randrange(batches)),
@@ -41,16 +42,6 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], pkgs: lis
               f"{pkgs[0]}: add the {new_mod} health probe", author,
               ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
               f"a new legacy call in {pkgs[0]}/{new_mod}.py, a package already migrated")]
-    pair = common.pick_pair(rng, modules, avoid)
-    planted = None
-    if pair:
-        host, importer, j = pair
-        planted = common.plant_legacy(rng, files, host, importer, f"tests/test_{pkgs[j]}.py")
-        host_pkg = host.split("/")[0]
-        lands = c.sid(rng.randint(3, 3 + pkgs.index(host_pkg)))
-        drift.append(Drift("d-legacy", "new_trap", lands,
-                           f"{host_pkg}: keep {planted.name} in {host}, {importer} imports it", author,
-                           tuple(sorted(planted.files.items())),
-                           f"{planted.name} in {host} looks dead to anyone migrating {host_pkg}, but {importer} "
-                           "imports it; only this commit's message says so"))
+    legacy, planted = sk.legacy_drift(rng, files, pkgs, modules, avoid, 3, author)
+    drift += [legacy] if legacy else []
     return tuple(sorted(drift, key=lambda d: d.before_step)), planted

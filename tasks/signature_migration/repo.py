@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from tasks.common.build import FIELDS, MODULES, PACKAGES, RESOURCES, fillers, pick
+from tasks.common.build import FIELDS, PACKAGES, RESOURCES, fillers, pick
 
 
 @dataclass(frozen=True)
@@ -142,12 +142,6 @@ def routes_test(n: Names, routes: list[tuple[str, int, int]]) -> str:
             f"from {n.core}.{n.router} import {n.route_fn}\n{body}")
 
 
-def package_test(pkg: str, mods: list[str], tests: list[str]) -> str:
-    imports = f"from {pkg} import {', '.join(mods)}"
-    return (f'"""Requests sent by the {pkg} package (shipped with the task; read-only)."""\n\n'
-            f"{imports}\n\n\n" + "\n\n".join(tests))
-
-
 ROUTED = "## Routed jobs"
 
 
@@ -217,8 +211,4 @@ def new_caller(n: Names, pkg: str, mod: str, t: int, r: int) -> tuple[str, str]:
 
 def pick_packages(rng: random.Random, k: int) -> list[str]:
     return pick(rng, PACKAGES, k)
-
-
-def pick_modules(rng: random.Random, k: int, taken: set[str]) -> list[str]:
-    return pick(rng, MODULES, k, taken)
 

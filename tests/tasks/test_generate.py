@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import tasks
-from ctxlog.statements import KEEP_CUE, covers
+from ctxlog.statements import KEEP_CUE, covers, statements
 from tasks import FAMILIES, from_id, generate
 from tasks.spec import DRIFT_KINDS, TaskSpec
 from tests.helpers.task_replay import invitations, walk
@@ -149,6 +149,22 @@ def test_three_traps_at_three_depths_each_stated_by_its_invariant(family):
             assert trap.caught_by in steps
         base = [first[t.id] for t in spec.traps if not t.drift]
         assert len(base) >= 3 and len(set(base)) >= 3, (spec.task_id, first)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_trap_stated_mid_plan_is_stated_by_the_instructions_of_the_step_that_establishes_it(family):
+    """What a step establishes reaches a strategy that carries only the model's own hand-off
+    (invariants_from=model: the keep-sentences of the step's instructions) only if the
+    instructions state it: otherwise that strategy loses a trap's protection by construction."""
+    for seed in range(6):
+        spec = generate(family, seed)
+        invs = {i.id: i for i in spec.all_invariants()}
+        for trap in spec.traps:
+            inv = invs.get(trap.protected_by)
+            if inv is None or inv.stated == "plan":
+                continue
+            said = [s for _, s in statements(spec.step(inv.stated).instructions)]
+            assert any(covers(s, inv.anchors) for s in said), (spec.task_id, trap.id, inv.anchors)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

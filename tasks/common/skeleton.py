@@ -1,0 +1,160 @@
+"""The skeleton every family's `generate(seed)` shares, so a family is its premises.
+
+Each family is a migration carried out package by package: a few set-up steps, one batch
+step per package, then closing steps (a tidy step, a docs step, the last step that removes
+the scaffolding). What differs is the premise -- the names, the code that changes, the facts
+that make a tidy-up a mistake. What is the same lives here:
+
+  `Frame`         seed, size knobs validated, the seeded rng, how many packages and modules
+  `base_files`    the files every generated repository ships (fast runner, pytest.ini, ...)
+  `packages`      the caller packages: modules, filler, a sibling import graph, package tests
+  `batch_step`    one package's step, and the oracle's plan entry for it
+  `legacy_drift`  the shared `new_trap` drift (a `legacy_*` helper only its commit message keeps)
+  `spec`          the TaskSpec, with the task id built from the knobs that differ from defaults
+
+The rng is drawn in one fixed order (a family's own draws between these calls included), so
+the same seed and knobs give a byte-identical task.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from tasks import task_id
+from tasks.common import build as c
+from tasks.common import cleanups as common
+from tasks.common.runner import RUNNER_PATH, RUNNER_SOURCE
+from tasks.spec import Drift, Invariant, Oracle, Step, TaskSpec, Trap
+
+READONLY = "tests/, tools/ and pytest.ini are shipped read-only: change the code, never the tests or the checks."
+
+
+@dataclass
+class Frame:
+    """A family's generation in progress: its size and its rng, drawn in a fixed order."""
+
+    family: str
+    seed: int
+    knobs: dict[str, int]
+    defaults: Mapping[str, int]
+    steps: int
+    batches: int  # one package per batch step
+    filler: int
+    callers: int
+    rng: random.Random
+    meta: c.Meta = field(default_factory=dict)  # the oracle's plan, filled as steps are made
+
+    @property
+    def last(self) -> str:
+        return c.sid(self.steps)
+
+    @property
+    def tidy(self) -> str:
+        return c.sid(self.steps - 2)
+
+    @property
+    def docs(self) -> str:
+        return c.sid(self.steps - 1)
+
+
+def frame(family: str, seed: int, size: Mapping[str, object], knobs: Mapping[str, tuple[int, int]],
+          defaults: Mapping[str, int], overhead: int, spare: tuple[int, int]) -> Frame:
+    """Validate the knobs; `overhead` steps are not batches; the default number of modules is
+    2 per batch plus a seeded draw from `spare` (inclusive)."""
+    sized = c.check_size(family, size, knobs)
+    steps = sized.get("steps", defaults["steps"])
+    batches = steps - overhead
+    rng = random.Random(f"{family}/{seed}")
+    callers = sized.get("callers", 2 * batches + rng.randint(*spare))
+    if callers < batches:
+        raise ValueError(f"task.size.callers must be >= {batches} (one module per batch at steps={steps}), "
+                         f"got {callers}")
+    return Frame(family, seed, sized, defaults, steps, batches, sized.get("filler", defaults["filler"]), callers,
+                 rng)
+
+
+def base_files(app: str, doc: str) -> dict[str, str]:
+    """Every repository's scaffolding: the fast test runner, pytest.ini, .gitignore, the app package."""
+    return {RUNNER_PATH: RUNNER_SOURCE, "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\ntestpaths = tests\n",
+            ".gitignore": "__pycache__/\n.pytest_cache/\n", f"{app}/__init__.py": f'"""{doc}"""\n'}
+
+
+# (package, module, sibling (module, helper) it imports or None) -> (text, test functions, helper names)
+ModuleMaker = Callable[[str, str, "tuple[str, str] | None"], "tuple[str, list[str], list[str]]"]
+
+
+def packages(f: Frame, files: dict[str, str], pkgs: list[str], counts: list[int], make: ModuleMaker,
+             test_doc: str) -> list[list[str]]:
+    """Each package's modules (paths), made by `make`, and its shipped test `tests/test_<pkg>.py`
+    (docstring `test_doc`, {pkg} filled in). A module imports a helper of an earlier module of its
+    package half of the time: the package's call graph."""
+    modules: list[list[str]] = []
+    for pkg, count in zip(pkgs, counts, strict=True):
+        mods, tests, seen = c.pick(f.rng, c.MODULES, count, set()), [], []  # type: ignore[var-annotated]
+        files[f"{pkg}/__init__.py"] = f'"""The {pkg} package."""\n'
+        for mod in mods:
+            sib = f.rng.choice(seen) if seen and f.rng.random() < 0.5 else None
+            text, mod_tests, names = make(pkg, mod, sib)
+            files[f"{pkg}/{mod}.py"], tests = text, tests + mod_tests
+            seen += [(mod, name) for name in names]
+        files[f"tests/test_{pkg}.py"] = (f'"""{test_doc.format(pkg=pkg)}"""\n\n'
+                                         f"from {pkg} import {', '.join(mods)}\n\n\n" + "\n\n".join(tests))
+        modules.append([f"{pkg}/{m}.py" for m in mods])
+    return modules
+
+
+def batch_step(f: Frame, index: int, first: int, pkg: str, modules: list[str], title: str, instructions: str,
+               check: str, establishes: tuple[Invariant, ...] = ()) -> Step:
+    """Package `pkg`'s step, `s<first + index>`, migrating `modules`; its plan entry goes to `f.meta`."""
+    step = c.sid(first + index)
+    f.meta[step] = ("batch", tuple(modules), (pkg,))
+    return Step(step, title, instructions, tuple(modules), check, establishes)
+
+
+def batch_of(modules: list[list[str]], first: int) -> dict[str, str]:
+    """module path -> the id of the batch step that migrates it (package i at `s<first + i>`)."""
+    return {m: c.sid(first + i) for i, mods in enumerate(modules) for m in mods}
+
+
+def legacy_drift(rng: random.Random, files: dict[str, str], pkgs: list[str], modules: list[list[str]],
+                 avoid: set[str], first: int, author: str) -> tuple[Drift | None, common.Legacy | None]:
+    """The `new_trap` every family has: a colleague's `legacy_*` helper in a package not yet
+    migrated, imported by a later package; only the commit message says to keep it. It lands
+    before the host's batch (steps `s<first>`.. the host's). None when no pair of modules fits."""
+    pair = common.pick_pair(rng, modules, avoid)
+    if not pair:
+        return None, None
+    host, importer, j = pair
+    planted = common.plant_legacy(rng, files, host, importer, f"tests/test_{pkgs[j]}.py")
+    host_pkg = host.split("/")[0]
+    lands = c.sid(rng.randint(first, first + pkgs.index(host_pkg)))
+    return Drift("d-legacy", "new_trap", lands, f"{host_pkg}: keep {planted.name} in {host}, {importer} imports it",
+                 author, tuple(sorted(planted.files.items())),
+                 f"{planted.name} in {host} looks dead to anyone migrating {host_pkg}, but {importer} "
+                 "imports it; only this commit's message says so"), planted
+
+
+def legacy_invariant(iid: str, planted: common.Legacy) -> Invariant:
+    return Invariant(iid, f"{planted.name} in {planted.host} stays although nothing there calls it: "
+                          f"{planted.importer} imports it.",
+                     f"python3 -B -c 'from {planted.dotted(planted.host)} import {planted.name}'",
+                     anchors=(planted.name,))
+
+
+def legacy_trap(iid: str, planted: common.Legacy, caught: Mapping[str, str], drift: str = "") -> Trap:
+    """The trap of a planted legacy helper: stated by invariant `iid`, or only by `drift`'s message."""
+    said = f" (said only by the {drift} commit)" if drift else ""
+    return Trap(iid, planted.host, "" if drift else iid, f"{planted.name} looks dead in {planted.host}, but "
+                f"{planted.importer} imports it{said}", caught[planted.importer], planted.key, drift)
+
+
+def spec(f: Frame, *, title: str, text: str, files: Mapping[str, str], invariants: tuple[Invariant, ...],
+         steps: list[Step], final_check: str, traps: list[Trap], drift: tuple[Drift, ...], oracle: Oracle,
+         harmless: tuple[str, ...] = ()) -> TaskSpec:
+    return TaskSpec(
+        task_id=task_id(f.family, f.seed, **{k: v for k, v in f.knobs.items() if f.defaults.get(k) != v}),
+        family=f.family, seed=f.seed, title=title, text=text, files=tuple(sorted(files.items())),
+        invariants=invariants, steps=tuple(steps), final_check=final_check, protected=c.PROTECTED,
+        traps=tuple(traps), drift=drift, test_command=c.SUITE, oracle=oracle, harmless=harmless)
