@@ -31,6 +31,7 @@ from bench.sandbox.content import ContentError
 from bench.tracking.runs import TrialRun
 from bench.trial.run_md import write_run_md
 from bench.trial.tidy_errors import error_kinds
+from ctxlog import events as ev
 from tasks.spec import TaskSpec
 
 log = logging.getLogger("ctxbench")

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ctxlog import events as ev
+from ctxlog.reader import Log
 from tasks.spec import TaskSpec
 
 
@@ -33,14 +35,15 @@ def error_kinds(task: TaskSpec, records: Iterable[dict[str, Any]]) -> dict[str, 
     def is_trap(key: str) -> bool:
         return any(key.startswith(x.cleanup) for x in task.traps if x.cleanup)
 
+    log = Log.from_records(records)
     taken: dict[str, bool] = {}
+    for offer in log.of(ev.TidyUp):
+        taken[offer.key] = taken.get(offer.key, False) or offer.taken
     decisions: dict[tuple, dict[str, Any]] | None = None
-    for r in records:
-        if r.get("kind") == "tidy_up":
-            taken[str(r["key"])] = taken.get(str(r["key"]), False) or bool(r.get("taken"))
-        elif r.get("kind") == "model_call" and "decisions" in r:
+    for call in log.of(ev.ModelCall):
+        if call.decisions is not None:
             decisions = {} if decisions is None else decisions
-            for d in r["decisions"]:
+            for d in call.decisions:
                 decisions.setdefault((d["step"], d["attempt"], d["key"]), d)
     traps = {k: t for k, t in taken.items() if is_trap(k)}
     harmless = {k: t for k, t in taken.items() if k not in traps and k.startswith(task.harmless or ("\0",))}

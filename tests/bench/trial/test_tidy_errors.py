@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import tasks
 from bench.config import compose, load
-from bench.eventlog.events import read
 from bench.trial.runner import run
 from bench.trial.tidy_errors import error_kinds
+from ctxlog.reader import Log
 from tests.bench.trial.conftest import mlflow_run
 
 SHORT = ["task=batch_writes", "task.seed=0", "task.size.steps=6", "model=sim", "sandbox=local", "arm=baseline",
@@ -43,7 +43,7 @@ def _trial(tmp_path, monkeypatch, p_tempt: float) -> tuple[dict, dict]:
     cfg = load(compose([*SHORT, f"model.params.p_tempt={p_tempt}"]))
     result = run(cfg)
     task = tasks.generate("batch_writes", 0, steps=6)
-    return error_kinds(task, [r for _, r in read(result.events_path)]), mlflow_run(cfg, result.run_id).data.metrics
+    return error_kinds(task, Log.from_path(result.events_path).records()), mlflow_run(cfg, result.run_id).data.metrics
 
 
 def test_refusing_every_tidy_up_costs_the_harmless_ones_and_doing_all_springs_traps(tmp_path, monkeypatch):
