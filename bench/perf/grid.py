@@ -72,6 +72,7 @@ class ProcessTree(threading.Thread):
         super().__init__(daemon=True)
         self.root, self.stop = root, threading.Event()
         self.last: dict[int, tuple[str, list[float]]] = {}  # pid: (role, [utime, stime, cutime, cstime])
+        self.startup: float | None = None
 
     def run(self) -> None:
         tick = os.sysconf("SC_CLK_TCK")
@@ -98,12 +99,14 @@ class ProcessTree(threading.Thread):
                         cmd = ""
                     role = "launcher" if pid == self.root else "worker" if "loky" in cmd.lower() else "other"
                     self.last[pid] = (role, times[pid])
+                    if role == "worker" and self.startup is None and self.root in self.last:
+                        self.startup = sum(self.last[self.root][1][:2])  # the launcher's CPU before the first job
                 else:
                     self.last[pid] = (self.last[pid][0], times[pid])
 
     def split(self) -> dict[str, float]:
         own = lambda role: sum(t[0] + t[1] for r, t in self.last.values() if r == role)  # noqa: E731
-        return {"launcher": own("launcher"), "workers": own("worker"),
+        return {"launcher": own("launcher"), "launcher_startup": self.startup or 0.0, "workers": own("worker"),
                 "workers_children": sum(t[2] + t[3] for r, t in self.last.values() if r == "worker")}
 
 
