@@ -140,8 +140,8 @@ def claim(tcfg: TrialConfig, task: TaskSpec, gate: budget.Gate) -> TrialRun | Tr
                 return TrialResult("", budget.BUDGET_EXHAUSTED, False, budget.BUDGET_EXHAUSTED, 0, Path(""),
                                    skipped=True)
         gate.wait()  # the pilot trial runs alone; wait for it outside the lock
-    # Outside the lock, which serialises every trial's start on this host (with 32 threads in
-    # flight their starts spread over 43 s): the params are half of what the run's creation costs.
+    # Outside the lock, which every trial's start on this host waits for: the params are ~40% of
+    # what creating the run costs, and only the check and the creation need to be atomic.
     run.log_params()
     log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column; never raises
     return run

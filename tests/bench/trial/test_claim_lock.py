@@ -1,6 +1,5 @@
 """A trial's start holds the host-wide claim lock only for the resume check and the run's creation:
-its params are logged after it (every trial of the host waits for that lock: with 32 threads in
-flight their starts spread over 43 s)."""
+its params are logged after it (every trial's start on the host waits for that lock)."""
 
 from __future__ import annotations
 
