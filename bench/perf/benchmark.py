@@ -282,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         text += (f"\n\nCPU-bound regime: where the grid's time goes, CPU s per trial (cores busy {g['cores_busy']}; a 30-minute grid "
                  f"on {os.cpu_count()} cores allows {round(30 * 60 * (os.cpu_count() or 1) / GRID_TRIALS, 2)} s):\n")
         text += "\n".join(f"  {k:<40} {v if v is not None else 'unreadable'}" for k, v in cpu.items())
+        text += "\n  harness by process: " + ", ".join(f"{k} {v}" for k, v in g.get("harness_cpu_s_per_trial", {}).items())
     text += (f"\n  per-process start (interpreter + imports): {report['process_start_s']} s, paid once per worker"
              f"\n  in the container: python start {ex['in_container_python_start_ms_p50']} ms, pytest start "
              f"{ex['in_container_pytest_start_ms_p50']} ms (per check)"
@@ -293,8 +294,6 @@ def main(argv: list[str] | None = None) -> int:
     report["table"] = text
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    print()
-    print(text)
-    print(f"\nwritten: {out_path}")
+    print(f"\n{text}\n\nwritten: {out_path}")
     return 0
 

@@ -18,6 +18,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -62,6 +63,53 @@ def _machine_cpu_s() -> dict[str, float | None]:
     return out
 
 
+class ProcessTree(threading.Thread):
+    """CPU seconds of a process tree by role, polled from /proc every 0.3 s while it runs: the
+    launching process, the workers (loky's), and what the workers started and reaped (host git,
+    the local sandbox's commands). A process's last poll stands for it (it may have run <0.3 s more)."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root, self.stop = root, threading.Event()
+        self.last: dict[int, tuple[str, list[float]]] = {}  # pid: (role, [utime, stime, cutime, cstime])
+        self.startup: float | None = None
+
+    def run(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        while not self.stop.wait(0.3):
+            parent: dict[int, int] = {}
+            times: dict[int, list[float]] = {}
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                try:
+                    rest = stat.read_text().rsplit(")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue
+                pid = int(stat.parent.name)
+                parent[pid], times[pid] = int(rest[1]), [int(x) / tick for x in rest[11:15]]
+            tree, grew = {self.root}, True
+            while grew:
+                new = {p for p, pp in parent.items() if pp in tree} - tree
+                tree |= new
+                grew = bool(new)
+            for pid in tree & times.keys():
+                if pid not in self.last:
+                    try:
+                        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()[:300].decode(errors="replace")
+                    except OSError:
+                        cmd = ""
+                    role = "launcher" if pid == self.root else "worker" if "loky" in cmd.lower() else "other"
+                    self.last[pid] = (role, times[pid])
+                    if role == "worker" and self.startup is None and self.root in self.last:
+                        self.startup = sum(self.last[self.root][1][:2])  # the launcher's CPU before the first job
+                else:
+                    self.last[pid] = (self.last[pid][0], times[pid])
+
+    def split(self) -> dict[str, float]:
+        own = lambda role: sum(t[0] + t[1] for r, t in self.last.values() if r == role)  # noqa: E731
+        return {"launcher": own("launcher"), "launcher_startup": self.startup or 0.0, "workers": own("worker"),
+                "workers_children": sum(t[2] + t[3] for r, t in self.last.values() if r == "worker")}
+
+
 def cpu_split(before: dict[str, float | None], after: dict[str, float | None], harness_s: float,
               trials: int) -> dict[str, float | None]:
     """CPU seconds per trial: the harness (the study's own processes and their git children),
@@ -82,12 +130,17 @@ def grid_run(results: Path, full: bool, n_jobs: int) -> dict[str, Any]:
     env = {**os.environ, "CTXBENCH_RESULTS": str(results)}
     cpu0, kids0 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, t0_epoch = time.perf_counter(), time.time()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tree = ProcessTree(proc.pid)
+    tree.start()
+    stdout, stderr = proc.communicate()
     wall = time.perf_counter() - t0
+    tree.stop.set()
+    tree.join()
     cpu1, kids1 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
     harness = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
     if proc.returncode != 0:
-        raise RuntimeError(f"grid run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"grid run failed ({proc.returncode}):\n{stderr[-3000:]}")
     (sweep_dir,) = (results / "hydra" / "multirun" / study).iterdir()
     recs = [json.loads(x) for x in (sweep_dir / "progress.jsonl").read_text().splitlines()]
     n = len(recs)
@@ -101,5 +154,9 @@ def grid_run(results: Path, full: bool, n_jobs: int) -> dict[str, Any]:
             "extrapolated": n != GRID_TRIALS,
             # Where the time goes: CPU seconds per trial, and how busy the machine's cores were.
             "cpu_s_per_trial": cpu_split(cpu0, cpu1, harness, n),
+            # The harness's part by process: the launcher (plan, joblib's polling, the study run),
+            # the workers' own Python, and what the workers started (host git); the rest of the
+            # harness figure is what the poll missed (processes shorter than a poll).
+            "harness_cpu_s_per_trial": {k: round(v / n, 3) for k, v in tree.split().items()},
             "cores_busy": (round((cpu1["busy"] - cpu0["busy"]) / wall / (os.cpu_count() or 1), 2)
                            if cpu0["busy"] is not None and cpu1["busy"] is not None else None)}

@@ -19,6 +19,7 @@ shared limiter configured with the same limits. Measured:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -36,11 +37,11 @@ from bench.config import ROOT
 SEEDS_PER_FAMILY = ("signature_migration", "extract_module")
 
 
-def plan(trials: int) -> list[str]:
+def plan(trials: int, sandbox: str = "local") -> list[str]:
     """`trials` trials, each its own conversation on the server (task id and seed differ)."""
     per = -(-trials // len(SEEDS_PER_FAMILY))
     return ["strategy=ledger", "arm=baseline", f"task={','.join(SEEDS_PER_FAMILY)}", f"task.seed=range(0,{per})",
-            "++task.size.steps=6", "sandbox=local"]
+            "++task.size.steps=6", f"sandbox={sandbox}"]
 
 
 def _sim_model_overrides(url: str, n: int, rpm: float | None, itpm: float | None) -> list[str]:
@@ -56,11 +57,25 @@ def _sim_model_overrides(url: str, n: int, rpm: float | None, itpm: float | None
 
 
 class _Peak(threading.Thread):
-    """Peak RSS of a process, and of all its descendants together, polled every 0.25 s."""
+    """Peak RSS of a process, and of all its descendants together, polled every 0.25 s; with
+    Docker, the peak memory of the study's containers together (their cgroups, every 2 s)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, study: str = "") -> None:
         super().__init__(daemon=True)
         self.pid, self.harness, self.children, self.stop = pid, 0, 0, threading.Event()
+        self.study, self.containers, self.containers_n = study, 0, 0
+
+    def _containers(self) -> None:
+        ids = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"label=ctxbench.study={self.study}"],
+                             capture_output=True, text=True).stdout.split()
+        used = 0
+        for cid in ids:
+            for path in (f"/sys/fs/cgroup/memory/docker/{cid}/memory.usage_in_bytes",  # cgroup v1, v2
+                         f"/sys/fs/cgroup/docker/{cid}/memory.current"):
+                with contextlib.suppress(OSError, ValueError):
+                    used += int(Path(path).read_text())
+                    break
+        self.containers, self.containers_n = max(self.containers, used), max(self.containers_n, len(ids))
 
     def run(self) -> None:
         import psutil
@@ -69,7 +84,12 @@ class _Peak(threading.Thread):
             root = psutil.Process(self.pid)
         except psutil.Error:
             return
+        polls = 0
         while not self.stop.wait(0.25):
+            polls += 1
+            if self.study and polls % 8 == 0:
+                with contextlib.suppress(OSError):
+                    self._containers()
             try:
                 self.harness = max(self.harness, root.memory_info().rss)
                 kids = 0
@@ -104,29 +124,54 @@ def verdicts(results: Path, study: str) -> dict[str, dict[str, Any]]:
     for r in client.search_runs([exp.experiment_id], max_results=50000, filter_string=(
             f"tags.study = '{study}' and tags.`ctxbench.kind` = 'trial' and attributes.status = 'FINISHED'")):
         t, m = r.data.tags, r.data.metrics
-        out[f"{t['task_family']}#{t['task_seed']}"] = {
+        logs = list((results / "trials").glob(f"{t['config_hash']}-*/events.jsonl"))
+        out[f"{t['task_family']}#{t['task_seed']}"] = {"time": where_time_went(logs[0]) if len(logs) == 1 else {},
             "status": t.get("status"), "reason": t.get("failure_reason", ""), "steps": m.get("steps_passed"),
             "turns": m.get("turns"), "latency_s": m.get("latency_s", 0.0), "queue_ms": m.get("queue_ms", 0.0),
             "retries": m.get("provider_retries", 0.0)}
     return out
 
 
+def where_time_went(events: Path) -> dict[str, float]:
+    """A trial's wall split from its event log: the provider's time (`latency_s`), waiting for the
+    limiter (`queue_s`), checks in the sandbox (`duration_s`), and the rest (the harness's own
+    work, its tools, and waiting for a core or the GIL)."""
+    provider = queue = checks = wall = 0.0
+    for line in events.read_text().splitlines():
+        r = json.loads(line)
+        t = r.get("t", {})
+        if r["kind"] == "model_call":
+            provider += float(t.get("latency_s", 0.0))
+            queue += float(t.get("queue_s", 0.0))
+        elif r["kind"] == "check":
+            checks += float(t.get("duration_s", 0.0))
+        elif r["kind"] == "trial_end":
+            wall = float(t.get("wall_s", 0.0))
+    return {"wall_s": wall, "provider_s": provider, "queue_s": queue, "checks_s": checks,
+            "rest_s": wall - provider - queue - checks}
+
+
+def _mean_split(runs: dict[str, dict[str, Any]]) -> dict[str, float]:
+    times = [v["time"] for v in runs.values() if v.get("time")]
+    return {k: round(sum(t[k] for t in times) / len(times), 1) for k in times[0]} if times else {}
+
+
 def inflight_run(results: Path, trials: int = 128, n_jobs: int = 128, rpm: float | None = 600,
-                 input_tpm: float | None = 400_000, time_scale: float = 1.0) -> dict[str, Any]:
+                 input_tpm: float | None = 400_000, time_scale: float = 1.0, sandbox: str = "local") -> dict[str, Any]:
     from bench.serve.limits import ProviderLimits
     from bench.serve.server import LoopbackServer
 
     study = f"bench-inflight-{uuid.uuid4().hex[:6]}"
     limits = ProviderLimits(rpm, input_tpm)
     with LoopbackServer(limits=limits, time_scale=time_scale) as srv:
-        cmd = [sys.executable, "-m", "bench", "-m", *plan(trials), *_sim_model_overrides(srv.url, n_jobs, rpm, input_tpm),
+        cmd = [sys.executable, "-m", "bench", "-m", *plan(trials, sandbox), *_sim_model_overrides(srv.url, n_jobs, rpm, input_tpm),
                "hydra/launcher=ctxbench_threads", f"hydra.launcher.n_jobs={n_jobs}", f"study.name={study}"]
         env = {**os.environ, "CTXBENCH_RESULTS": str(results), "OPENAI_API_KEY": "loopback",
                "CTXBENCH_LIMIT_DIR": str(results / "limits")}
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        peak = _Peak(proc.pid)
+        peak = _Peak(proc.pid, study if sandbox == "docker" else "")
         peak.start()
         out, _ = proc.communicate()
         wall = time.perf_counter() - t0
@@ -154,7 +199,8 @@ def inflight_run(results: Path, trials: int = 128, n_jobs: int = 128, rpm: float
         "ideal_from": {"longest_trial_provider_s": round(longest, 1), "rpm_s": round(by_rpm, 1),
                        "input_tpm_s": round(by_tpm, 1)},
         "trials_in_flight_peak": in_flight, "harness_rss_peak_mb": round(peak.harness / 2**20, 1),
-        "children_rss_peak_mb": round(peak.children / 2**20, 1),
+        "children_rss_peak_mb": round(peak.children / 2**20, 1), "sandbox": sandbox,
+        "containers_mem_peak_mb": round(peak.containers / 2**20, 1), "containers_peak": peak.containers_n,
         "harness_mb_per_trial_in_flight": round(peak.harness / 2**20 / max(in_flight, 1), 2),
         "harness_cpu_s": round((kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime), 1),
         "calls": calls, "http_429": served["rejected"], "input_tokens": tokens,
@@ -162,6 +208,11 @@ def inflight_run(results: Path, trials: int = 128, n_jobs: int = 128, rpm: float
                        "input_tpm": round(tokens / (span / 60) / input_tpm, 3) if input_tpm else None},
         "queue_s_total": round(sum(v["queue_ms"] for v in runs.values()) / 1000, 1),
         "retries_total": sum(v["retries"] for v in runs.values()),
+        # Where a trial's wall goes (mean over trials; and the longest trial's): what part is the
+        # provider's, the limiter's, the sandbox's, and the harness's own (CPU, GIL, tools).
+        "trial_time_mean": _mean_split(runs),
+        "trial_time_longest": max((v["time"] for v in runs.values() if v.get("time")), key=lambda t: t["wall_s"],
+                                  default={}),
         "outcomes": {o: sum(1 for r in recs if r["outcome"] == o) for o in {r["outcome"] for r in recs}},
         "verdicts": {k: {x: v[x] for x in ("status", "reason", "steps", "turns")} for k, v in runs.items()},
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],
@@ -174,12 +225,17 @@ def text(r: dict[str, Any]) -> str:
             f"hydra/launcher=ctxbench_threads\n"
             f"  trials in flight (peak)                  {r['trials_in_flight_peak']}\n"
             f"  harness RSS peak                         {r['harness_rss_peak_mb']} MB "
-            f"({r['harness_mb_per_trial_in_flight']} MB per trial in flight); its children {r['children_rss_peak_mb']} MB\n"
+            f"({r['harness_mb_per_trial_in_flight']} MB per trial in flight); its children {r['children_rss_peak_mb']} MB"
+            + (f"; {r['containers_peak']} containers {r['containers_mem_peak_mb']} MB" if r.get("containers_peak") else "")
+            + "\n"
             f"  trials' span vs ideal                    {r['trials_span_s']} s vs {r['ideal_s']} s "
             f"(x{r['span_over_ideal']}; ideal from {r['ideal_from']}); startup {r['startup_s']} s\n"
             f"  limiter saturation                       {r['saturation']}; {r['http_429']} HTTP 429s, "
             f"{r['calls']} calls, queued {r['queue_s_total']} s in all\n"
-            f"  harness CPU                              {r['harness_cpu_s']} s")
+            f"  harness CPU                              {r['harness_cpu_s']} s\n"
+            f"  a trial's wall, mean (s)                 {r['trial_time_mean']}\n"
+            f"  the longest trial's (s)                  "
+            f"{ {k: round(v, 1) for k, v in r['trial_time_longest'].items()} }")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,11 +245,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rpm", type=float, default=600)
     p.add_argument("--input-tpm", type=float, default=400_000)
     p.add_argument("--time-scale", type=float, default=1.0)
+    p.add_argument("--sandbox", choices=("local", "docker"), default="local")
     p.add_argument("--results", type=Path, default=None, help="default: a temp dir, removed afterwards")
     a = p.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="ctxbench-inflight-")) if a.results is None else a.results
     report = {"load_avg_start": [round(x, 2) for x in os.getloadavg()],
-              **inflight_run(tmp, a.trials, a.n_jobs, a.rpm, a.input_tpm, a.time_scale)}
+              **inflight_run(tmp, a.trials, a.n_jobs, a.rpm, a.input_tpm, a.time_scale, a.sandbox)}
     print(json.dumps(report, indent=2))
     return 0
 

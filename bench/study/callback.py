@@ -42,7 +42,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from bench.study.progress import _append, planned_jobs, progress_line, read_progress, summarize
+from bench.study.progress import _append, planned_jobs, progress_line, read_progress, summarize, tail
 from bench.tracking.study_records import close_study_run, open_study_run
 
 log = logging.getLogger("ctxbench.study")
@@ -225,5 +225,5 @@ class StudyCallback(Callback):
         path = Path(self.progress_path)
         with contextlib.suppress(OSError):
             _append(path, record)
-            s = summarize(read_progress(path), self.total, time.time() - self.started_wall)
+            s = summarize(tail(path).read(), self.total, time.time() - self.started_wall)
             log.info(progress_line(self.study, s) + self._budget_line(s))

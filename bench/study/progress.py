@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -80,6 +81,44 @@ def read_progress(path: Path) -> list[dict[str, Any]]:
         with contextlib.suppress(ValueError):
             out.append(json.loads(line))
     return out
+
+
+class Tail:
+    """A progress file read incrementally: each `read()` parses only the lines appended since the
+    last (a study's workers each summarise after every job; reading the whole file every time
+    cost O(jobs) per job, 33 ms a job by the end of the 4,800-trial grid). Returns the latest
+    record of every job, as `summarize` counts them. A line not yet ended is left for the next read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+        self.latest: dict[Any, dict[str, Any]] = {}
+        self._lock = threading.Lock()  # hydra/launcher=ctxbench_threads: jobs end in threads
+
+    def read(self) -> list[dict[str, Any]]:
+        with self._lock:
+            try:
+                with self.path.open("rb") as f:
+                    f.seek(self.offset)
+                    chunk = f.read()
+            except FileNotFoundError:
+                chunk = b""
+            end = chunk.rfind(b"\n") + 1
+            self.offset += end
+            for line in chunk[:end].splitlines():
+                with contextlib.suppress(ValueError):
+                    r = json.loads(line)
+                    self.latest[r.get("job")] = r
+            return list(self.latest.values())
+
+
+_TAILS: dict[str, Tail] = {}  # per process: the callback itself is unpickled anew for every job
+
+
+def tail(path: Path) -> Tail:
+    key = str(path)
+    if key not in _TAILS:
+        _TAILS.setdefault(key, Tail(path))  # setdefault: two threads never keep two tails
+    return _TAILS[key]
 
 
 def _append(path: Path, record: Mapping[str, Any]) -> None:

@@ -144,7 +144,9 @@ def previous_runs(cfg: TrialConfig) -> list:
 class TrialRun:
     """The MLflow run of one trial. Created RUNNING; ends FINISHED only with a verdict."""
 
-    def __init__(self, cfg: TrialConfig, extra_tags: Mapping[str, str]):
+    def __init__(self, cfg: TrialConfig, extra_tags: Mapping[str, str], *, params: bool = True):
+        """`params=False`: the caller logs them with `log_params()`, outside the host-wide claim
+        lock (runner.claim), which only the check and the run's creation need."""
         self.cfg = cfg
         self.client = _client(cfg.tracking.uri)
         exp = experiment_id(self.client, cfg.tracking.experiment, cfg.tracking.artifact_root)
@@ -162,9 +164,13 @@ class TrialRun:
         run = self.client.create_run(exp, run_name=cfg.run_name, tags=tags)
         self.run_id = run.info.run_id
         self.artifact_uri = run.info.artifact_uri
+        if params:
+            self.log_params()
+
+    def log_params(self) -> None:
         from mlflow.entities import Param
 
-        params = [Param(k, v) for k, v in sorted(redact.scrub(flatten(cfg.resolved)).items())]
+        params = [Param(k, v) for k, v in sorted(redact.scrub(flatten(self.cfg.resolved)).items())]
         for i in range(0, len(params), 100):
             self.client.log_batch(self.run_id, params=params[i:i + 100])
 

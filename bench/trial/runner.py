@@ -135,13 +135,16 @@ def claim(tcfg: TrialConfig, task: TaskSpec, gate: budget.Gate) -> TrialRun | Tr
                 return earlier
             verdict = gate.admit()
             if verdict == budget.ADMITTED:
-                run = TrialRun(tcfg, {"task_id": task.task_id})
+                run = TrialRun(tcfg, {"task_id": task.task_id}, params=False)
                 break
             if verdict == budget.REFUSED:
                 log.info("%s: not started, the study's budget is spent", tcfg.run_name)
                 return TrialResult("", budget.BUDGET_EXHAUSTED, False, budget.BUDGET_EXHAUSTED, 0, Path(""),
                                    skipped=True)
         gate.wait()  # the pilot trial runs alone; wait for it outside the lock
+    # Outside the lock, which every trial's start on this host waits for: the params are ~40% of
+    # what creating the run costs, and only the check and the creation need to be atomic.
+    run.log_params()
     log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column; never raises
     return run
 
