@@ -38,9 +38,9 @@ def test_a_task_without_harmless_tidy_ups_counts_none():
     assert got["harmless_chances"] == got["harmless_refused"] == 0.0
 
 
-def _trial(tmp_path, monkeypatch, p_tempt: float) -> tuple[dict, dict]:
+def _trial(tmp_path, monkeypatch, p_tempt: float, *over: str) -> tuple[dict, dict]:
     monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
-    cfg = load(compose([*SHORT, f"model.params.p_tempt={p_tempt}"]))
+    cfg = load(compose([*SHORT, f"model.params.p_tempt={p_tempt}", *over]))
     result = run(cfg)
     task = tasks.generate("batch_writes", 0, steps=6)
     return error_kinds(task, Log.from_path(result.events_path).records()), mlflow_run(cfg, result.run_id).data.metrics
@@ -51,7 +51,8 @@ def test_refusing_every_tidy_up_costs_the_harmless_ones_and_doing_all_springs_tr
     assert cautious["harmless_chances"] >= 1 and cautious["harmless_refused"] == cautious["harmless_chances"]
     assert cautious["traps_taken"] == 0 and cautious["trap_chances"] >= 1
     assert {k: logged[k] for k in cautious} == cautious  # the trial's MLflow run carries them
-    eager, _ = _trial(tmp_path / "b", monkeypatch, 1.0)
+    # every tidy-up tempts and no constraint is recalled: the mechanism, not a lucky draw, takes the traps
+    eager, _ = _trial(tmp_path / "b", monkeypatch, 1.0, "model.params.recall_max=0", "model.params.recall_recent=0")
     assert eager["traps_taken"] >= 1 and eager["harmless_refused"] == 0
 
 
