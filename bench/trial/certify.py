@@ -256,9 +256,12 @@ def _judge(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, str,
     ok, why, forged = _verdict(part, seen, files)
     rep = seen.get("claim")
     rep = rep if isinstance(rep, dict) else {}
-    if not ok and not forged and not why.endswith(EARLY) and (
-            (rep.get("server_gone") and seen.get("server") == 0) or rep.get("server_exited")):
-        why += "; the code under test ended its process, or raised SystemExit(0), mid-check" + EARLY
+    if not ok and not forged and (rep.get("server_garbled") or rep.get("server_exited")):  # never stored
+        return False, why + "; the code under test's process " + (
+            "wrote what is not an answer to the check: a forgery" if rep.get("server_garbled")
+            else "raised SystemExit(0) during the check"), True
+    if not ok and not forged and not why.endswith(EARLY) and rep.get("server_gone") and seen.get("server") == 0:
+        why += "; the code under test ended its process mid-check" + EARLY  # a verdict of the state: cached
     return ok, why, forged
 
 

@@ -108,18 +108,19 @@ def _child(part, tree, uid, quiet, trusted):
             os._exit(1)
     theirs.close()
     r, w = os.pipe()
-    decider = _fork(None if uid is None else COMPARER_UID, tree, home + "-judge", quiet, r)
+    own = os.path.join(tempfile.gettempdir(), "ctxbench-judge-" + os.urandom(8).hex())  # not derivable from `home`
+    decider = _fork(None if uid is None else COMPARER_UID, tree, own, quiet, r)
     if decider == 0:
         code = 1
         try:
             peer = comparer.install(ours.fileno(), tree, trusted)
             rec = {"kind": kind, "target": target}
             code = comparer.launch(kind, target, args, rec)
-            rec["server_gone"], rec["server_exited"] = peer.gone, peer.exited
+            rec.update(server_gone=peer.gone, server_garbled=peer.garbled, server_exited=peer.exited)
             sys.stdout.flush()
             sys.stderr.flush()
             os.write(w, (json.dumps(rec) + "\n").encode())
-            shutil.rmtree(home + "-judge", ignore_errors=True)
+            shutil.rmtree(own, ignore_errors=True)
         finally:
             os._exit(code)
     ours.close()

@@ -100,7 +100,8 @@ class Remote:
 
     def __init__(self, fd):
         self.fd, self.rfile, self.refs = fd, os.fdopen(fd, "rb", closefd=False), {}
-        self.gone = self.exited = False  # the server vanished; it raised SystemExit(0) (an attempt to pass)
+        # the server vanished; it wrote what is not an answer; it raised SystemExit(0): the last two are attempts
+        self.gone = self.garbled = self.exited = False
 
     def ask(self, op, *args):
         if self.gone:
@@ -120,7 +121,7 @@ class Remote:
             self.exited = self.exited or (name == "SystemExit" and msg in ("0", "None", ""))
             error = _remote_error(str(name), str(msg), [str(f) for f in frames])
         except (OSError, EOFError, ValueError, TypeError, KeyError, RecursionError) as exc:
-            self.gone = True
+            self.gone, self.garbled = True, not isinstance(exc, OSError | EOFError)
             raise RemoteGone(f"the code under test's process ended or did not answer ({type(exc).__name__})") from None
         raise error
 
