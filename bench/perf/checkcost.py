@@ -2,8 +2,9 @@
 
 A step check with its standing invariant probes and the final acceptance (pytest over the
 whole suite) are certified on a fresh sandbox of the default task, `n` times each, the
-median kept: everything `certify` does (put back protected files, scan, the judge's copy of
-the committed tree, the exec, the judge's report) is in the figure. Next to it, one
+median, quartiles and extremes kept: everything `certify` does (put back protected files,
+scan, the judge's copy of the committed tree, the exec, a server and a comparer per part, the
+judge's report) is in the figure. Next to it, one
 `docker exec` of `true` and one container start: the floors a check stands on.
 """
 
@@ -46,21 +47,29 @@ def certify_cost(family: str, n: int) -> dict[str, Any]:
                     t0 = time.perf_counter()
                     certify(sb, copy, log, 0, step.id, command, invs)
                     xs.append(time.perf_counter() - t0)
-                out[label] = {"command": command, "probes": len(invs),
-                              "ms_p50": round(statistics.median(xs) * 1000, 1)}
+                out[label] = {"command": command, "probes": len(invs), **spread(xs)}
             xs = []
             for _ in range(n):
                 t0 = time.perf_counter()
                 sb.exec("true")
                 xs.append(time.perf_counter() - t0)
-            out["exec_true_ms_p50"] = round(statistics.median(xs) * 1000, 1)
+            out["exec_true_ms_p50"] = spread(xs)["ms_p50"]
         finally:
             sb.close()
     return out
 
 
+def spread(xs: list[float]) -> dict[str, Any]:
+    """Median, quartiles and extremes in ms: on a shared machine the spread says how far to trust it."""
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return {"n": len(xs), "ms_p50": round(statistics.median(xs) * 1000, 1),
+            "ms_iqr": [round(q[0] * 1000, 1), round(q[2] * 1000, 1)],
+            "ms_range": [round(min(xs) * 1000, 1), round(max(xs) * 1000, 1)], "ms": [round(x * 1000, 1) for x in xs]}
+
+
 def certify_text(cost: dict[str, Any]) -> str:
     """The table's line for `certify_cost`'s figures."""
-    return (f"certify (judge's copy + launcher as root + a child per part as the agent's uid): step check with "
-            f"{cost['step_check']['probes']} probes {cost['step_check']['ms_p50']} ms, final "
-            f"{cost['final']['ms_p50']} ms; exec `true` {cost['exec_true_ms_p50']} ms")
+    step, final = cost["step_check"], cost["final"]
+    return (f"certify (judge's copy + launcher as root + per part a server as the agent's uid and a comparer "
+            f"as a third uid): step check with {step['probes']} probes {step['ms_p50']} ms (IQR {step['ms_iqr']}), "
+            f"final {final['ms_p50']} ms (IQR {final['ms_iqr']}), n={step['n']}; exec `true` {cost['exec_true_ms_p50']} ms")

@@ -58,6 +58,7 @@ FAILURE_TAIL_CHARS = 1500
 EARLY = "; it exited 0 all the same"
 _ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?s\b")
 _LAUNCHER_PATH = os.path.join(os.path.dirname(__file__), "launcher.py")
+_SHIPPED = ("remote", "comparer")  # modules of bench.trial the launcher gets as source
 
 
 def scrub(output: str) -> str:
@@ -203,7 +204,7 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
         state = state or sandbox.state_sha()
         sandbox.before_check()
     tree = sandbox.judge_copy(tree_entries(sandbox.workdir, sandbox.list_files(), copy.files, copy.protected))
-    res = sandbox.exec(_script(groups, tree, sandbox.agent_uid), reap=True, judge=True)
+    res = sandbox.exec(_script(groups, tree, sandbox.agent_uid, sorted(copy.files)), reap=True, judge=True)
     lines = [line[len("report "):] for line in res.report.splitlines()]
     try:
         whole = json.loads(lines[0]) if len(lines) == 1 else {}
@@ -228,22 +229,44 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
     return res, judged, clean
 
 
-def _script(groups: list[tuple[str, tuple[Part, ...]]], tree: str, uid: int | None) -> str:
+def _script(groups: list[tuple[str, tuple[Part, ...]]], tree: str, uid: int | None, trusted: list[str]) -> str:
     with open(_LAUNCHER_PATH, encoding="utf-8") as f:
         launcher = f.read()
+    shipped = []
+    for name in _SHIPPED:
+        with open(os.path.join(os.path.dirname(__file__), name + ".py"), encoding="utf-8") as f:
+            shipped.append([f"bench.trial.{name}", f.read()])
     plan = [[[part.kind, part.target, *part.args] for part in parts] for _, parts in groups]
     return "\n".join([
         f"LAUNCHER={shlex.quote(launcher)}",
+        f"MODULES={shlex.quote(json.dumps(shipped))}",
         'env -i PATH="$PATH" HOME="${TMPDIR:-/tmp}" TMPDIR="${TMPDIR:-/tmp}" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 '
         'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ${CTXBENCH_EXEC:+CTXBENCH_EXEC=$CTXBENCH_EXEC} '
         '${CTXBENCH_SANDBOX:+CTXBENCH_SANDBOX=$CTXBENCH_SANDBOX} '
-        f'python3 -I -B -c "$LAUNCHER" --plan {shlex.quote(json.dumps(plan))} --tree {shlex.quote(tree)}'
+        f'python3 -I -B -c "$LAUNCHER" --plan {shlex.quote(json.dumps(plan))} --tree {shlex.quote(tree)} '
+        f'--trusted {shlex.quote(json.dumps(trusted))} --modules "$MODULES"'
         + (f" --uid {uid}" if uid is not None else "")])
 
 
 def _judge(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, str, bool]:
-    """(passed, why not, forged?) for one part, from what the judge saw of its child: the exit
-    status (read by the judge, not told by the child) and the child's one message."""
+    """(passed, why not, forged?) for one part, from what the judge saw of its comparer (the
+    process that ran the part on the harness's files, never the code under test: remote.py): its
+    exit status (read by the judge) and its one message. The code under test's own process (the
+    server) decides nothing; that it ended with status 0 mid-check, or raised SystemExit(0), is
+    an attempt to pass, said with the verdict."""
+    ok, why, forged = _verdict(part, seen, files)
+    rep = seen.get("claim")
+    rep = rep if isinstance(rep, dict) else {}
+    if not ok and not forged and (rep.get("server_garbled") or rep.get("server_exited")):  # never stored
+        return False, why + "; the code under test's process " + (
+            "wrote what is not an answer to the check: a forgery" if rep.get("server_garbled")
+            else "raised SystemExit(0) during the check"), True
+    if not ok and not forged and not why.endswith(EARLY) and rep.get("server_gone") and seen.get("server") == 0:
+        why += "; the code under test ended its process mid-check" + EARLY  # a verdict of the state: cached
+    return ok, why, forged
+
+
+def _verdict(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, str, bool]:
     status, claims, rep = seen.get("exit"), seen.get("claims"), seen.get("claim")
     if not claims or not isinstance(rep, dict):
         early = status == 0  # a status of 0 without the launcher's message: an exit before the check returned

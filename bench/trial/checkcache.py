@@ -9,9 +9,9 @@ The key is a sha256 over everything that decides a check's result:
   (`Sandbox.state_sha`: ignored files, build artefacts and empty directories included);
 * the check command and the standing invariant probes run with it (id and command, in order);
 * the harness's own check code: the sources of every module that shapes a check's exit status,
-  output or verdict (certify.py, launcher.py, this module, harness_copy.py's report limit, the
-  sandboxes' exec, output tail, paths and report reading: `HARNESS_SHA`), so a fixed judge never
-  reuses an old verdict.
+  output or verdict (certify.py, launcher.py and the modules it ships, this module,
+  harness_copy.py's report limit, the sandboxes' exec, output tail, paths and report reading:
+  `HARNESS_SHA`), so a fixed judge never reuses an old verdict.
 
 A verdict is looked up and stored only while the sandbox is pristine: no command of the
 agent's ran in it and no check left anything outside the working copy (bench/sandbox/pristine.py).
@@ -44,7 +44,8 @@ from bench.sandbox.base import ExecResult, Sandbox
 
 FORMAT = 1
 _HERE = Path(__file__).resolve().parent
-_SOURCES = (_HERE / "certify.py", _HERE / "launcher.py", _HERE / "checkcache.py", _HERE / "harness_copy.py",
+_SOURCES = (_HERE / "certify.py", _HERE / "launcher.py", _HERE / "remote.py", _HERE / "comparer.py",
+            _HERE / "checkcache.py", _HERE / "harness_copy.py",
             *(_HERE.parent / "sandbox" / f"{m}.py"
               for m in ("docker", "local", "engine", "base", "paths", "workcopy", "pristine", "restore")))
 HARNESS_SHA = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()

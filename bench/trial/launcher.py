@@ -1,88 +1,39 @@
 """The check launcher, the judge: runs INSIDE the sandbox as the container's root,
-`python3 -I -B -c "$LAUNCHER" --plan PLAN --tree TREE [--uid UID]` (bench/trial/certify.py
-builds the command). Not imported by the harness.
+`python3 -I -B -c "$LAUNCHER" --plan PLAN --tree TREE --trusted FILES --remote SRC [--uid UID]`
+(bench/trial/certify.py builds it; SRC is bench/trial/remote.py). Not imported by the harness.
 
 A plan is the check's parts, then each standing invariant probe's (JSON: a list of groups, each
-a list of `[KIND, TARGET, ARGS...]`). The launcher never runs code under test itself: each part
-runs in a child forked from it (the same clean start as a new interpreter, without paying one,
-~40 ms each, seven per check) that first drops to the agent's uid (no capability left, not
-dumpable), closes the judge's report channel (fd 3), makes a fresh HOME and enters TREE, the
-read-only copy of the committed tree. The judge reads the child's exit status itself
-(waitpid) and its one message from a pipe, then ends every process of the agent's uid before
-the next part, so nothing the code under test starts can reach a later part or the judge:
-another uid cannot ptrace, signal or read its memory. Within a group a part runs only if the
-one before exited 0 (as `&&`); the probes' output is discarded; the exit status is the check
-group's (a child killed by a signal: 128 + the signal, as a shell says). When all parts are
-done the judge writes one line, `report JSON`, on fd 3: the exec's stderr stream, which no
-process of the agent's holds.
+a list of `[KIND, TARGET, ARGS...]`). The judge never runs code under test, and neither does
+what decides a part: each part is two children forked from the judge (a clean start without a
+new interpreter), each without the judge's report channel (fd 3), in TREE, the read-only copy of
+the committed tree. The *server* drops to the agent's uid and is the only process that runs code
+under test; the *comparer* drops to COMPARER_UID and runs the part on the harness's own files
+(TRUSTED: the protected paths), every module of the agent's a proxy of the server's (remote.py),
+so every comparison is made here, on data. The judge reads the comparer's exit status itself
+(waitpid) and its one message from a pipe no process of the agent's holds (another uid cannot
+open /proc/PID/fd, ptrace, signal or read its memory), then ends every process of the agent's
+uid before the next part. Within a group a part runs only if the one before exited 0 (as `&&`);
+the probes' output is discarded; the exit status is the check group's (killed by a signal:
+128 + the signal). When all parts are done the judge writes one line, `report JSON`, on fd 3.
 
-In a child, `script`/`runner` load TARGET under a name that is not `__main__` and call its
+In the comparer, `script`/`runner` load TARGET under a name that is not `__main__` and call its
 `main(args)` (the runner with a `report` callback naming its tests), `code` runs the harness's
 one-line program, `pytest` calls `pytest.main` with a plugin recording each test's outcome.
-Only a normal return counts: SystemExit or any other exception from the code under test is
-reported as such, and a process that dies early sends nothing. What the child sends is built
-from names bound before any code under test ran (see `launch`).
+Only a normal return counts: SystemExit or any other exception is reported as such.
 """
 
 import json
 import os
-import runpy
 import select
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
-import traceback
+import types
 
-
-def _pytest(args, rec):
-    import pytest
-
-    class Recorder:
-        def pytest_runtest_logreport(self, report):
-            if report.failed:
-                rec["failed"].append(report.nodeid)
-            elif report.when == "call" and report.passed:
-                rec["passed"].append(report.nodeid)
-
-        def pytest_collectreport(self, report):
-            if report.failed:
-                rec["failed"].append(report.nodeid or "<collection>")
-
-    rec.update(passed=[], failed=[])
-    sys.path.insert(0, os.getcwd())  # as `python -m pytest` does
-    return pytest.main(["--noconftest", "-p", "no:cacheprovider", *args], plugins=[Recorder()])
-
-
-def _script(kind, target, args, rec):
-    path = os.path.abspath(target)
-    sys.argv = [target, *args]
-    sys.path.insert(0, os.path.dirname(path))  # as `python SCRIPT` does
-    main = runpy.run_path(path, run_name="__ctxbench_check__")["main"]
-    if kind != "runner":
-        return main(args)
-
-    def report(passed, failed):
-        rec.update(passed=[str(p) for p in passed], failed=[str(f) for f in failed])
-
-    rec.update(passed=[], failed=["(the runner never reported its tests)"])
-    return main(args, report=report)
-
-
-def _code(source, rec):
-    sys.argv = ["-c"]
-    sys.path.insert(0, os.getcwd())  # as `python -c` does
-    exec(compile(source, "<check>", "exec"), {"__name__": "__ctxbench_check__"})
-    return 0
-
-
-def _print_traceback(exc):
-    """As Python prints it, without the launcher's and runpy's own frames."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != "<string>"
-              and os.path.basename(f.filename) != "runpy.py"]
-    sys.stderr.write("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
-                     + "".join(traceback.format_exception_only(type(exc), exc)))
+REPORT_FD = 3  # the judge's report channel (bench/sandbox/judge.py): never open in a child
 
 
 class _SourceOnly:
@@ -116,31 +67,8 @@ class _SourceOnly:
             del sys.path_importer_cache[path]  # a finder made before the hook was in place
 
 
-REPORT_FD = 3  # the judge's report channel (bench/sandbox/judge.py): never open in a child
-
-
-def launch(kind, target, args, rec, _int=int, _str=str, _type=type, _trace=_print_traceback):
-    """Run one part in this process (a child of the judge's, as the agent's uid) and return its
-    exit code. Every name used after the code under test ran is bound here, at definition:
-    code under test that replaces a global of this module (`import __main__`) or a builtin
-    changes nothing of what is reported."""
-    try:
-        ret = (_pytest(args, rec) if kind == "pytest" else _code(args[0], rec) if kind == "code"
-               else _script(kind, target, args, rec))
-        code = _int(ret or 0)
-        rec["exit"] = code
-    except SystemExit as exc:  # an exit with status 0 from inside the check is an attempt to pass it
-        rec.update(exit=1, error=f"the code under test raised SystemExit({exc.code!r}) during the check",
-                   early_exit=exc.code in (0, None))
-    except BaseException as exc:  # noqa: BLE001 - whatever it was, the check did not pass
-        _trace(exc)
-        rec.update(exit=1, error=(_type(exc).__name__ + ": " + _str(exc))[:500])
-    return code if "error" not in rec else 1
-
-
-def run_plan(groups, tree, uid):
-    """The judge: run every part in a child under the agent's uid, read each child's exit status
-    and its one message itself, end whatever the child left, and write the report on REPORT_FD."""
+def run_plan(groups, tree, uid, trusted=()):
+    """The judge: run every part (`_child`), end what each left, write the report on REPORT_FD."""
     if any(part[0] == "pytest" for parts in groups for part in parts):
         import pytest  # noqa: F401  - once, before any code under test, for every child
     done, rc = [], 0
@@ -148,7 +76,7 @@ def run_plan(groups, tree, uid):
     for g, parts in enumerate(groups):
         code = 0
         for i, part in enumerate(parts):
-            rec = _child(part, tree, uid, quiet=g > 0)
+            rec = _child(part, tree, uid, g > 0, trusted)
             done.append([g, i, rec])
             code = rec["exit"]
             if code != 0:
@@ -162,20 +90,71 @@ def run_plan(groups, tree, uid):
     os._exit(rc)
 
 
-def _child(part, tree, uid, quiet):
-    """One part in a child, as `uid`; returns what the judge saw: its exit status (waitpid), how
-    many messages it sent and the first, and the processes it left (ended here)."""
+def _child(part, tree, uid, quiet, trusted):
+    """One part: the server (as `uid`, code under test) and the comparer (as COMPARER_UID, the
+    verdict). Returns what the judge saw: the comparer's exit status and messages, the server's
+    exit status, and the processes left (ended here). Nothing the server sends reaches the judge."""
     kind, target, args = part[0], part[1], part[2:]
     home = os.path.join(tempfile.gettempdir(), "ctxbench-check-" + os.urandom(8).hex())
-    r, w = os.pipe()
+    ours, theirs = socket.socketpair()
     sys.stdout.flush()
     sys.stderr.flush()
+    server = _fork(uid, tree, home, quiet)
+    if server == 0:
+        try:
+            ours.close()
+            remote.serve(theirs.fileno(), tree)
+        finally:
+            os._exit(1)
+    theirs.close()
+    r, w = os.pipe()
+    own = os.path.join(tempfile.gettempdir(), "ctxbench-judge-" + os.urandom(8).hex())  # not derivable from `home`
+    decider = _fork(None if uid is None else COMPARER_UID, tree, own, quiet, r)
+    if decider == 0:
+        code = 1
+        try:
+            peer = comparer.install(ours.fileno(), tree, trusted)
+            rec = {"kind": kind, "target": target}
+            code = comparer.launch(kind, target, args, rec)
+            rec.update(server_gone=peer.gone, server_garbled=peer.garbled, server_exited=peer.exited)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.write(w, (json.dumps(rec) + "\n").encode())
+            shutil.rmtree(own, ignore_errors=True)
+        finally:
+            os._exit(code)
+    ours.close()
+    os.close(w)
+    raw, status = _collect(decider, r)
+    os.close(r)
+    claims = []
+    for text in raw.decode("utf-8", "replace").splitlines():
+        try:
+            claims.append(json.loads(text))
+        except ValueError:
+            claims.append({"error": "unreadable message", "forged": True})
+    served = None
+    for _ in range(200):  # it ends when the comparer's end closes: a server still there is ended below
+        got, sstatus = os.waitpid(server, os.WNOHANG)
+        if got:
+            served = os.waitstatus_to_exitcode(sstatus)
+            break
+        time.sleep(0.005)
+    ended = _reap(uid, home)
+    if served is None:
+        served = os.waitstatus_to_exitcode(os.waitpid(server, 0)[1])
+    exit_code = os.waitstatus_to_exitcode(status)
+    return {"exit": 128 - exit_code if exit_code < 0 else exit_code, "claims": len(claims),
+            "claim": claims[0] if claims else None, "server": served, "ended": ended}
+
+
+def _fork(uid, tree, home, quiet, *close):
+    """A child as `uid` in `tree`, with a fresh HOME, without the judge's report channel."""
     pid = os.fork()
     if pid == 0:
-        send, dumps, leave, code = os.write, json.dumps, os._exit, 1  # bound before code under test runs
         try:
-            os.close(r)
-            os.close(REPORT_FD)
+            for fd in (REPORT_FD, *close):
+                os.close(fd)
             _become(uid)
             os.mkdir(home, 0o700)
             os.environ.update(HOME=home, TMPDIR=home)
@@ -185,25 +164,9 @@ def _child(part, tree, uid, quiet):
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, 1)
                 os.dup2(null, 2)
-            rec = {"kind": kind, "target": target}
-            code = launch(kind, target, args, rec)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            send(w, (dumps(rec) + "\n").encode())
-        finally:
-            leave(code)
-    os.close(w)
-    raw, status = _collect(pid, r)
-    os.close(r)
-    claims = []
-    for text in raw.decode("utf-8", "replace").splitlines():
-        try:
-            claims.append(json.loads(text))
-        except ValueError:
-            claims.append({"error": "unreadable message", "forged": True})
-    exit_code = os.waitstatus_to_exitcode(status)
-    return {"exit": 128 - exit_code if exit_code < 0 else exit_code, "claims": len(claims),
-            "claim": claims[0] if claims else None, "ended": _reap(uid, home)}
+        except BaseException:
+            os._exit(1)
+    return pid
 
 
 def _collect(pid, r, limit=1 << 20):
@@ -287,7 +250,21 @@ def _processes_of(uid, but=None):
     return found
 
 
+def _load(modules):
+    """The harness's modules shipped beside this program ([name, source], in order), as importable."""
+    for name, source in modules:
+        parts = name.split(".")
+        for k in range(1, len(parts)):
+            sys.modules.setdefault(".".join(parts[:k]), types.ModuleType(".".join(parts[:k])))
+        module = sys.modules[name] = types.ModuleType(name)
+        exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return [sys.modules[name] for name, _ in modules]
+
+
 if __name__ == "__main__":
-    _SourceOnly.install()
     opts = dict(zip(sys.argv[1::2], sys.argv[2::2], strict=False))
-    run_plan(json.loads(opts["--plan"]), opts["--tree"], int(opts["--uid"]) if opts.get("--uid") else None)
+    remote, comparer = _load(json.loads(opts["--modules"]))  # bench/trial/remote.py, comparer.py
+    _SourceOnly.install()
+    uid = int(opts["--uid"]) if opts.get("--uid") else None
+    COMPARER_UID = 10002 if uid != 10002 else 10003  # neither the agent's nor the judge's
+    run_plan(json.loads(opts["--plan"]), opts["--tree"], uid, json.loads(opts.get("--trusted", "[]")))

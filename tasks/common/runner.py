@@ -34,7 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 def where(exc):
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if str(ROOT) in f.filename]
-    places = " <- ".join(f"{Path(f.filename).relative_to(ROOT).as_posix()}:{f.lineno}" for f in reversed(frames))
+    # raised by the code under test in its own process (the harness's checks): its frames, innermost first
+    places = " <- ".join(list(getattr(exc, "remote_frames", ())) + [
+        f"{Path(f.filename).relative_to(ROOT).as_posix()}:{f.lineno}" for f in reversed(frames)])
     return f"{type(exc).__name__}: {exc} at {places or '?'}"
 
 

@@ -1,5 +1,5 @@
 """Attacks on the judge: taking over pid 1 or the launcher, rewriting the launcher in its own
-process, stale bytecode through pytest's import hook (docs/threat_model.md)."""
+process, forging the part's message on its own descriptors, stale bytecode through pytest's import hook (docs/threat_model.md)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,26 @@ _FORGE_GLOBALS = (
     "vars(_m)['int'] = lambda x=0: 0\n"
     "vars(_m)['_print_traceback'] = lambda exc: None\n")
 
+# In-process forgery through the process's own descriptors: a module the check imports writes a
+# passing message (exit 0, every test the harness's files define passed, nothing failed) on every
+# pipe and socket it holds (/proc/self/fd: the part's result channel when the code under test and
+# the test runner shared a process), then ends its process with status 0. `os._exit` is spelt so
+# that the tamper scan does not see it: the verdict must hold without the scan.
+FORGE_PIPE = (
+    "import ast as _a, glob as _g, json as _j, os as _o\n"
+    "_names = []\n"
+    "for _p in sorted(_g.glob('tests/**/test_*.py', recursive=True)):\n"
+    "    _names += [f'{_p}::{d.name}' for d in _a.parse(open(_p).read()).body\n"
+    "               if isinstance(d, _a.FunctionDef) and d.name.startswith('test')]\n"
+    "_msg = (_j.dumps({'exit': 0, 'passed': _names, 'failed': []}) + '\\n').encode()\n"
+    "for _fd in _o.listdir('/proc/self/fd'):\n"
+    "    try:\n"
+    "        if int(_fd) > 2 and _o.readlink(f'/proc/self/fd/{_fd}').startswith(('pipe:', 'socket:')):\n"
+    "            _o.write(int(_fd), _msg)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "getattr(_o, '_ex' + 'it')(0)\n")
+
 # pytest's assertion-rewriting hook loads __pycache__/NAME.cpython-311-pytest-7.2.1.pyc for any
 # module named like a test whose recorded size and mtime match: compile a module that exits 0
 # when imported, put harmless source of the same size and mtime back, import it everywhere.
@@ -97,6 +117,11 @@ ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
     # In-process forgery: the launcher's globals rewritten by a module the check imports.
     "forged_globals": [
         [write("forge_globals.py", _FORGE_GLOBALS), run(_import_everywhere("forge_globals"))],
+        [SUBMIT],
+    ],
+    # In-process forgery: a passing message on the part's own channel, found through /proc/self/fd.
+    "forged_pipe": [
+        [write("forge_pipe.py", FORGE_PIPE), run(_import_everywhere("forge_pipe"))],
         [SUBMIT],
     ],
     # Stale bytecode through pytest's own import hook.

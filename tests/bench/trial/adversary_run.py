@@ -40,6 +40,7 @@ def play(attack: str, results: Path) -> dict[str, Any]:
             "errors": [r.get("detail", "")[:300] for r in records if r["kind"] == "error"],
             "metrics": {k: m.get(k, 0.0) for k in ("processes_killed", "tool_errors")},
             "containers_left": left, "output": output,
+            "checks_passed": [r.get("step") for r in records if r["kind"] == "check" and r.get("passed")],
             "scratch_left": sorted(p.name for p in Path(tempfile.gettempdir()).glob("ctxbench-sbx-*"))}
 
 

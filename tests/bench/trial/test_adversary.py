@@ -53,6 +53,8 @@ EXPECT: dict[str, tuple[int | tuple[int, None], dict[str, int]]] = {
     "ptrace_pid1": (0, {}),
     "ptrace_from_check": (0, {}),
     "forged_globals": (0, {}),
+    # the server (the code under test's process) ended with status 0 mid-check: logged, and the part failed
+    "forged_pipe": ((1, None), {}),
     # the pytest-rewritten .pyc names `_pytest`: the tamper scan's one finding. (Only the final
     # acceptance runs pytest, which this script never reaches: sandbox/test_judge.py attacks that.)
     "stale_rewrite_pyc": (1, {}),
@@ -71,6 +73,8 @@ REASON = {"deep_tree": "content_error", "huge_file": "content_error"}  # the oth
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.
 OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",)}
+# In-process forgery: no check may pass, not even the first step's (a forged part once did).
+NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe"}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
                Path("/tmp/ctxbench-host-probe"), Path("/tmp/sitecustomize.py"), Path("/tmp/ctxbench-git-out"),
                Path.home() / ".local/lib/python3.11/site-packages/zz.pth"]
@@ -93,6 +97,7 @@ def check(attack: str, obs: dict[str, Any]) -> None:
     for seen in OUTPUT_SEEN.get(attack, ()):
         assert seen in obs["output"], seen
     assert attack not in OUTPUT_SEEN or ": ok" not in obs["output"], "a takeover call succeeded"
+    assert attack not in NO_CHECK_PASSES or obs["checks_passed"] == [], obs["checks_passed"]
     for key, least in minimums.items():
         assert obs["metrics"][key] >= least, (key, obs["metrics"])
     assert obs["containers_left"] == [] and obs["scratch_left"] == [], obs

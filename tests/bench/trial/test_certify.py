@@ -10,6 +10,7 @@ import pytest
 
 from bench.core.outcomes import InfraFailure
 from bench.eventlog.events import EventLog
+from bench.providers.attacks.judge import FORGE_PIPE
 from bench.sandbox.local import LocalSandbox
 from bench.trial.certify import HarnessCopy, Part, _judge, certify, expected_tests, parse
 from tests.bench.trial.conftest import CALC, CHECK, FINAL, TEST_CALC, tiny_task
@@ -263,3 +264,23 @@ def test_rewriting_the_launchers_globals_in_process_forges_nothing(box, copy, lo
     out = certify(box, copy, log, 0, "s01", command)
     assert not out.passed, [r.get("parts") for r in log.records if r["kind"] == "check"]
 
+
+
+# Code under test that shares a process with the part's test runner could write a message of its
+# own on the part's channel (found through /proc/self/fd) and exit 0 (issue 20, item 2): now it
+# runs in a process of its own that holds no channel to the judge, only its answers to the comparer.
+@pytest.mark.parametrize("command", [CHECK, FINAL])
+def test_a_passing_message_on_the_parts_own_descriptors_forges_nothing(box, copy, log, command):
+    box.write_file("calc.py", FORGE_PIPE + WRONG)
+    out = certify(box, copy, log, 0, "s01", command)
+    assert not out.passed, [r.get("parts") for r in log.records if r["kind"] == "check"]
+    assert any("not an answer to the check: a forgery" in v for v in out.violations), out.violations
+
+
+def test_the_agents_eq_never_decides_a_comparison(box, copy, log):
+    """`assert add(2, 3) == 5` is computed where the code under test does not run, on data: an
+    object of the agent's whose `__eq__` says True to anything stays an object, not equal to 5."""
+    box.write_file("calc.py", "class _Any:\n    def __eq__(self, other):\n        return True\n\n\n"
+                              "def add(a, b):\n    return _Any()\n")
+    for command in (CHECK, FINAL):
+        assert not certify(box, copy, log, 0, "s01", command).passed

@@ -145,10 +145,10 @@ def test_a_timed_out_check_is_not_stored(boxes, cache, log):
 
 FORGERIES = {
     "SystemExit(0) in the check": "raise SystemExit(0)\n",
-    # a message of its own on the child's result pipe (docs/threat_model.md: out of reach, made visible)
+    # a message of its own on every channel it holds: only its connection to the comparer (remote.py)
     "a second report": ("import json, os\nfor fd in map(int, os.listdir('/proc/self/fd')):\n"
                         "    try:\n"
-                        "        if fd > 2 and os.readlink(f'/proc/self/fd/{fd}').startswith('pipe:'):\n"
+                        "        if fd > 2 and os.readlink(f'/proc/self/fd/{fd}').startswith(('pipe:', 'socket:')):\n"
                         "            os.write(fd, (json.dumps({'exit': 0, 'passed': [], 'failed': []}) + '\\n').encode())\n"
                         "    except OSError:\n"
                         "        pass\n"),
