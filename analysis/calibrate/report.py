@@ -9,6 +9,7 @@ the model, whatever the intervals say.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,15 @@ def _binned(ax, x: np.ndarray, y: np.ndarray, fits: dict[str, np.ndarray], bins:
         ax.plot(mids, ys, style, label=name)
     ax.set_xlabel(xlabel)
     ax.set_ylim(-0.02, 1.02)
+
+
+def _legend(ax: Any) -> None:
+    """A legend where something was drawn; an empty panel says why it is empty (a real pilot can
+    have no hand-off restatement or no timed call) instead of matplotlib warning on stderr."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no observations", ha="center", va="center", transform=ax.transAxes, color="gray")
 
 
 def figure(c: Calibration, path: Path) -> None:
@@ -98,7 +108,7 @@ def figure(c: Calibration, path: Path) -> None:
     ax.set_xlabel("uncached prompt tokens")
     ax.set_ylabel("time to first token (s)")
     ax.set_title(f"latency (n={len(timed)} calls)")
-    ax.legend(fontsize=8)
+    _legend(ax)
     ax = axes[1, 2]
     labels = []
     for i, kind in enumerate(("stale_replace", "stale_write")):
@@ -113,7 +123,7 @@ def figure(c: Calibration, path: Path) -> None:
     ax.set_xticks([0, 1], labels)
     ax.set_title("stale edits from memory (o observed, s fitted, x prior)")
     ax.set_ylim(-0.02, max(0.3, ax.get_ylim()[1]))
-    axes[0, 0].legend(fontsize=8)
+    _legend(axes[0, 0])
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -175,3 +175,18 @@ def test_a_sim_hand_off_is_read_exactly_and_a_real_one_by_content():
     assert restated([s1, s2], "Remember: keep pull accepting the legacy form; never inline _send!") \
         == {s1.norm, s2.norm}
     assert restated([s1, longer], "as noted, for later steps: keep pull accepting the legacy form.") == {longer.norm}
+
+
+def test_the_figure_of_a_calibration_with_empty_panels_draws_without_a_warning(tmp_path):
+    """A real pilot (make real-pilot) can have no hand-off restatement and no timed call: the
+    figure says "no observations" there instead of matplotlib's legend warning on stderr."""
+    import warnings
+
+    from analysis.calibrate import Calibration
+    from analysis.calibrate.report import figure
+
+    cal = Calibration("empty", "sim", dict(PRIOR), {}, [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figure(cal, tmp_path / "fit.png")
+    assert (tmp_path / "fit.png").stat().st_size > 0
