@@ -44,6 +44,7 @@ def frame(trials: Iterable[Trial]) -> pd.DataFrame:
         rows.append({"strategy": t.get("strategy.name"), "arm": t.get("arm.name"), "task_family": t.get("task.family"),
                      "task_seed": t.get("task.seed"), "rep": t.get("rep", 0), "steps": t.get("task.size.steps"),
                      "success": int(t.end.get("status") == "success"), "turns": int(t.end.get("turn", 0)),
+                     "failure_reason": str(t.end.get("failure_reason") or ""),
                      "prompt_tokens": sum(u.get("input", 0) + u.get("cache_read", 0) + u.get("cache_write", 0)
                                           for u in usage),
                      "model": t.get("model.name"), "trial": t.name,
@@ -112,6 +113,21 @@ def comparisons(p: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _reasons(p: pd.DataFrame) -> str:
+    """Why the pairs that both failed failed: a sim that agrees on the verdict but fails for another
+    reason (the real model breaking a check at turn 2, the sim running out of turns) agrees by luck."""
+    both = p[(p["success_real"] == 0) & (p["success_sim"] == 0)]
+    if both.empty or "failure_reason_real" not in both:
+        return "- no pair failed on both sides"
+
+    def counts(col: str) -> str:
+        return ", ".join(f"{k or '?'} {v}" for k, v in both[col].value_counts().sort_index().items())
+
+    same = int((both["failure_reason_real"] == both["failure_reason_sim"]).sum())
+    return (f"- of the {len(both)} pairs that failed on both sides, {same} failed for the same reason "
+            f"(real: {counts('failure_reason_real')}; sim: {counts('failure_reason_sim')})")
+
+
 def report(real: pd.DataFrame, sim: pd.DataFrame, rep_shift: int = 0) -> str:
     p = pairs(real, sim, rep_shift)
     if p.empty:
@@ -134,6 +150,7 @@ def report(real: pd.DataFrame, sim: pd.DataFrame, rep_shift: int = 0) -> str:
               f"- the sim's success rate lies inside the real runs' 95% Wilson interval in "
               f"{int(c['sim_in_real_ci'].sum())} of {len(c)} cells",
               f"- turns differ by {turns:.1f} on average; prompt tokens sim/real: median {ratio:.2f}",
+              _reasons(p),
               (f"- strategy comparisons keep their sign in {int(k['same_sign'].sum())} of {len(k)}; of those "
                f"significant in the real runs (exact McNemar p < 0.05, uncorrected), "
                f"{int(k.loc[k['p_real'] < 0.05, 'same_sign'].sum())} of {int((k['p_real'] < 0.05).sum())}"

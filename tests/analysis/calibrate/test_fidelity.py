@@ -7,9 +7,11 @@ import pandas as pd
 from analysis.calibrate.fidelity import cells, comparisons, pairs, plan, report
 
 
-def frame(success: dict[str, list[int]], model: str, rep: int = 0, tokens: int = 1000) -> pd.DataFrame:
+def frame(success: dict[str, list[int]], model: str, rep: int = 0, tokens: int = 1000,
+          why: str = "step_failed") -> pd.DataFrame:
     rows = [{"strategy": s, "arm": "compaction", "task_family": "signature_migration", "task_seed": i, "rep": rep,
-             "steps": 12, "success": ok, "turns": 30 + i, "prompt_tokens": tokens, "model": model, "trial": f"{s}{i}"}
+             "steps": 12, "success": ok, "turns": 30 + i, "prompt_tokens": tokens, "model": model, "trial": f"{s}{i}",
+             "failure_reason": "" if ok else why}
             for s, wins in success.items() for i, ok in enumerate(wins)]
     return pd.DataFrame(rows)
 
@@ -36,3 +38,14 @@ def test_plan_replays_the_same_cells_with_the_calibrated_model():
     assert cmd[1:4] == ["-m", "bench", "-m"]
     assert {"model=sim_fit", "task=signature_migration", "strategy=ledger,raw", "arm=compaction",
             "task.seed=0,1,2,3", "rep=1", "study.name=fidelity_x", "task.size.steps=12", "sandbox=local"} <= set(cmd)
+
+
+def test_pairs_that_both_failed_say_whether_they_failed_for_the_same_reason():
+    """make real-pilot: every real trial failed a check by turn 4 and every replay ran out of turns;
+    "verdicts agree in 100%" alone hid that."""
+    sim = frame({"raw": [0, 1, 1, 0], "ledger": [1, 1, 1, 0]}, "sim_fit", rep=1, why="turn_budget")
+    text = report(REAL, sim, rep_shift=1)
+    assert ("of the 2 pairs that failed on both sides, 0 failed for the same reason "
+            "(real: step_failed 2; sim: turn_budget 2)") in text
+    same = report(REAL, frame({"raw": [0, 1, 1, 0], "ledger": [1, 1, 1, 0]}, "sim_fit", rep=1), rep_shift=1)
+    assert "2 failed for the same reason" in same
