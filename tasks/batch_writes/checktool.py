@@ -6,7 +6,7 @@ re-reads the files a failing check names."""
 from __future__ import annotations
 
 from tasks.batch_writes import repo as bw
-from tasks.common.build import fill_template
+from tasks.common import walker
 
 _TOOL = '''"""Checks for moving the callers of @SAVE@ to @BULK@ (shipped with the task; read-only).
 
@@ -29,15 +29,7 @@ EXPORT = @EXPORT@  # (module, columns constant, its order): an export another pa
 SKIP = {"tests", "tools", "docs", "fixtures"}
 
 
-def sources(paths):
-    for p in paths:
-        full = ROOT / p
-        if full.is_file():
-            yield full
-            continue
-        for dirpath, dirnames, filenames in os.walk(full):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP and not d.startswith((".", "_")))
-            yield from (Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py"))
+@SOURCES@
 
 
 def per_row(paths):
@@ -140,5 +132,5 @@ if __name__ == "__main__":
 def tool(n: bw.Names, export: tuple[str, str, tuple[str, ...]] | None) -> str:
     """`export`: (module path, columns constant, its order), if the task has one."""
     where = (export[0].removesuffix(".py").replace("/", "."), *export[1:]) if export else None
-    return fill_template(_TOOL, {"SAVE": n.save, "BULK": n.bulk, "HOOKS": n.hooks, "CHAIN": repr(n.chain),
+    return walker.shipped(_TOOL, {"SAVE": n.save, "BULK": n.bulk, "HOOKS": n.hooks, "CHAIN": repr(n.chain),
                                  "CORE": n.core, "STORE": n.store, "BACKEND": n.backend, "EXPORT": repr(where)})

@@ -8,6 +8,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from tasks.common import walker
 from tasks.common.build import RESOURCES
 
 
@@ -185,20 +186,12 @@ SCAN = @SCAN@  # what `final` covers
 SKIP = {"tests", "tools", "fixtures"}
 
 
-def files(paths):
-    for p in paths:
-        full = ROOT / p
-        if full.is_file():
-            yield full
-            continue
-        for dirpath, dirnames, filenames in os.walk(full):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP and not d.startswith((".", "_")))
-            yield from (Path(dirpath) / f for f in sorted(filenames) if f.endswith((".py", ".md", ".json")))
+@SOURCES@
 
 
 def old_key(paths):
     out = []
-    for path in files(paths):
+    for path in sources(paths, (".py", ".md", ".json")):
         rel, text = path.relative_to(ROOT).as_posix(), path.read_text()
         if rel == SETTINGS:
             continue
@@ -214,7 +207,7 @@ def old_key(paths):
 def direct(paths=None):
     """Reads of the new key that bypass the accessor (and so miss the old name in fixtures)."""
     out = []
-    for path in files(paths or SCAN):
+    for path in sources(paths or SCAN, (".py", ".md", ".json")):
         rel = path.relative_to(ROOT).as_posix()
         if not rel.endswith(".py") or rel == SETTINGS:
             continue
@@ -285,7 +278,4 @@ if __name__ == "__main__":
 
 def tool(n: Names, scan: list[str]) -> str:
     subs = {"OLD": n.old, "NEW": n.new, "ACC": n.acc, "APP": n.app, "SMOD": n.smod, "SCAN": repr(scan)}
-    text = _TOOL
-    for key, value in subs.items():
-        text = text.replace(f"@{key}@", value)
-    return text
+    return walker.shipped(_TOOL, subs)

@@ -8,7 +8,7 @@ failing check names, so the path is what makes a failure actionable.
 
 from __future__ import annotations
 
-from tasks.common.build import fill_template
+from tasks.common import walker
 from tasks.extract_module import repo as ext
 
 _EXTRACT_TOOL = '''"""Checks for moving the text helpers out of @APP@.@UTIL@ (shipped with the task; read-only).
@@ -34,15 +34,7 @@ SKIP = {"tests", "tools", "docs", "fixtures"}
 UTIL_PY = f"{APP}/{UTIL}.py"
 
 
-def sources(paths):
-    for p in paths:
-        full = ROOT / p
-        if full.is_file():
-            yield full
-            continue
-        for dirpath, dirnames, filenames in os.walk(full):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP and not d.startswith((".", "_")))
-            yield from (Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py"))
+@SOURCES@
 
 
 def parsed(paths):
@@ -154,4 +146,4 @@ def extract_tool(n: ext.Names) -> str:
     group = {g: [ext.evaluate(n, f"{g}(s)", s=s) for s in ext.SAMPLES] for g in n.group}
     subs = {"APP": n.app, "UTIL": n.util, "GRP": n.grp, "GMOD": n.gmod, "PLUGINS": n.plugins,
             "HELPERS": n.helpers, "GROUP": repr(group), "SAMPLES": repr(ext.SAMPLES)}
-    return fill_template(_EXTRACT_TOOL, subs)
+    return walker.shipped(_EXTRACT_TOOL, subs)

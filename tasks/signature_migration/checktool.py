@@ -8,7 +8,7 @@ failing check names, so the path is what makes a failure actionable.
 
 from __future__ import annotations
 
-from tasks.common.build import fill_template
+from tasks.common import walker
 from tasks.signature_migration import repo as sig
 
 # The project's own check tool, shipped read-only. Placeholders are @NAME@ so the template
@@ -32,15 +32,7 @@ CLIENT, PMOD, ROUTER = "@CORE@/@CLIENT@.py", "@CORE@/@PMOD@.py", "@CORE@/@ROUTER
 SKIP = {"tests", "tools", "docs", "fixtures"}
 
 
-def sources(paths):
-    for p in paths:
-        full = ROOT / p
-        if full.is_file():
-            yield full
-            continue
-        for dirpath, dirnames, filenames in os.walk(full):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP and not d.startswith((".", "_")))
-            yield from (Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py"))
+@SOURCES@
 
 
 def legacy_calls(paths):
@@ -156,4 +148,4 @@ if __name__ == "__main__":
 def sig_tool(n: sig.Names) -> str:
     subs = {"FN": n.fn, "T": n.t, "R": n.r, "P": n.P, "CORE": n.core, "CLIENT": n.client, "PMOD": n.pmod,
             "ROUTER": n.router, "SENT": sig.sent(n, "u", 3, 4)}
-    return fill_template(_SIG_TOOL, subs)
+    return walker.shipped(_SIG_TOOL, subs)
