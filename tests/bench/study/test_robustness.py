@@ -19,6 +19,7 @@ import pytest
 from bench.study.callback import StudyCallback
 from bench.study.progress import planned_jobs, progress_line, summarize
 from bench.trial.watchdog import Watchdog, timeout_exception
+from tests.helpers.store import seeded
 
 # ---------------------------------------------------------------------------- the watchdog
 
@@ -343,7 +344,7 @@ def test_in_a_real_multirun_a_crashing_trial_does_not_stop_the_others(tmp_path, 
     proc = subprocess.run([sys.executable, "-m", "bench", "-m", "experiment=grid", "strategy=ledger",
                            "arm=baseline", "task=signature_migration", "task.seed=0", "++task.size.steps=6,7",
                            "++task.size.callers=2,1", f"study.name={study}"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "CTXBENCH_RESULTS": str(tmp_path)})
+                          text=True, timeout=600, env={**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path))})
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "1 trial(s) crashed" in out and "task.size.callers=1" in out
     from mlflow.tracking import MlflowClient

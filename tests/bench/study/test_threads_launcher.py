@@ -14,6 +14,7 @@ import pytest
 
 from bench.config import ROOT
 from bench.eventlog.events import comparable
+from tests.helpers.store import seeded
 
 PLAN = ["strategy=raw,ledger", "arm=baseline,drift", "sandbox=local", "++task.size.steps=6", "study.name=both"]
 TIMINGS = {"latency_s", "ttft_s", "turn_latency_s", "wall_s", "queue_ms"}  # of the run, not the trial's result
@@ -21,7 +22,7 @@ VOLATILE_TAGS = {"pid", "pid_start", "host", "mlflow.parentRunId", "events_sha25
 
 
 def _study(results: Path, *launcher: str) -> str:
-    env = {**os.environ, "CTXBENCH_RESULTS": str(results), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(results)), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
     proc = subprocess.run([sys.executable, "-m", "bench", "-m", *PLAN, *launcher], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
