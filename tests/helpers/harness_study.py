@@ -4,10 +4,14 @@
 
     python -m bench -m study.name=demo strategy=raw,compaction
         arm=baseline,drift_compaction task.seed=0,1 rep=0,1 task.size.steps=6 sandbox=local
+        hydra/launcher=ctxbench_joblib hydra.launcher.n_jobs=2
 
 (16 sim trials of the shortest signature_migration task, sandboxed as host subprocesses so a
-trial takes seconds), then, in one more process (`python -m tests.helpers.harness_study`),
-what real studies accumulate besides, each through the same entry point (`bench.__main__`):
+trial takes seconds; two joblib workers, as `experiment=grid` runs a study, so that the 2-core
+CI machine runs two trials at a time: what a sim trial records does not depend on the launcher,
+tests/bench/study/test_threads_launcher.py), then, in one more process
+(`python -m tests.helpers.harness_study`), what real studies accumulate besides, each through
+the same entry point (`bench.__main__`):
 
 - a rerun of one trial with `resume=false`, which leaves an older duplicate;
 - a trial whose provider fails (`model=replay` on an empty cassette): FAILED, provider_error;
@@ -29,12 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.config import ROOT
+from tests.helpers.store import seeded
 
 STRATEGIES = ("raw", "compaction")
 ARMS = ("baseline", "drift_compaction")
 SEEDS = (0, 1)
 REPS = (0, 1)
 SHRINK = ["task=signature_migration", "task.size.steps=6", "sandbox=local"]
+LAUNCHER = ["hydra/launcher=ctxbench_joblib", "hydra.launcher.n_jobs=2"]
 STUDY = "demo"
 DUPLICATE = ("raw", "baseline", 0, 0)  # rerun with resume=false: its first run becomes the older duplicate
 EXTRAS = [  # (overrides, MLflow status, failure_reason) of the trials added after the study
@@ -79,10 +85,10 @@ def _bench(args: list[str], root: Path) -> None:
 
 def write_study(root: Path) -> HarnessStudy:
     """Run the study into `root` (results dir: mlflow.db, trials/) and describe what it holds."""
-    root.mkdir(parents=True, exist_ok=True)
+    seeded(root)  # an empty store made once per session (tests/helpers/store.py)
     _bench(["-m", "bench", "-m", f"study.name={STUDY}",
             f"strategy={','.join(STRATEGIES)}", f"arm={','.join(ARMS)}", f"task.seed={','.join(map(str, SEEDS))}",
-            f"rep={','.join(map(str, REPS))}", *SHRINK], root)
+            f"rep={','.join(map(str, REPS))}", *SHRINK, *LAUNCHER], root)
     _bench(["-m", "tests.helpers.harness_study", str(root)], root)
     return _describe(root)
 
