@@ -90,7 +90,7 @@ def test_trial_stuck_inside_a_model_call_is_ended_as_timeout_and_cleaned_up(tmp_
     from bench.config import compose, load
     from bench.trial.runner import run
 
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
     monkeypatch.setattr(bench.trial.watchdog, "WATCHDOG_GRACE_S", 0.5)
     real = providers.make_provider
     monkeypatch.setattr(providers, "make_provider", lambda cfg: _Hangs(real(cfg)))
@@ -305,7 +305,7 @@ def test_running_runs_are_judged_dead_by_pid_or_by_age_and_a_live_one_is_not_sta
     from bench.tracking.runs import STALE_GRACE_S, experiment_id, previous_runs
     from bench.trial.runner import run
 
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
     tcfg = load(compose([f"study.name=stale-{uuid.uuid4().hex[:6]}", "limits.trial_timeout_s=60"]))
     client = MlflowClient(tcfg.tracking.uri)
     exp = experiment_id(client, tcfg.tracking.experiment, tcfg.tracking.artifact_root)
