@@ -27,6 +27,7 @@ here: a KILLED run (the analysis treats it like FAILED; tests/bench/study covers
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -76,11 +77,19 @@ def _env(root: Path) -> dict[str, str]:
     return {**os.environ, "CTXBENCH_RESULTS": str(root), "PYTHONPATH": str(ROOT)}
 
 
-def _bench(args: list[str], root: Path) -> None:
-    proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=_env(root), capture_output=True, text=True,
-                          timeout=1800)
+def _bench(args: list[str], root: Path, timeout: float = 1800) -> None:
+    """Run one process to its end. In a session of its own: a timeout, or pytest-timeout's
+    interrupt, ends its joblib workers too (killing the launcher alone leaves them running)."""
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=_env(root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:3])} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"{' '.join(args[:3])} failed ({proc.returncode}):\n{err[-3000:]}")
 
 
 def write_study(root: Path) -> HarnessStudy:
