@@ -4,10 +4,14 @@
 
     python -m bench -m study.name=demo strategy=raw,compaction
         arm=baseline,drift_compaction task.seed=0,1 rep=0,1 task.size.steps=6 sandbox=local
+        hydra/launcher=ctxbench_joblib hydra.launcher.n_jobs=2
 
 (16 sim trials of the shortest signature_migration task, sandboxed as host subprocesses so a
-trial takes seconds), then, in one more process (`python -m tests.helpers.harness_study`),
-what real studies accumulate besides, each through the same entry point (`bench.__main__`):
+trial takes seconds; two joblib workers, as `experiment=grid` runs a study, so that the 2-core
+CI machine runs two trials at a time: what a sim trial records does not depend on the launcher,
+tests/bench/study/test_threads_launcher.py), then, in one more process
+(`python -m tests.helpers.harness_study`), what real studies accumulate besides, each through
+the same entry point (`bench.__main__`):
 
 - a rerun of one trial with `resume=false`, which leaves an older duplicate;
 - a trial whose provider fails (`model=replay` on an empty cassette): FAILED, provider_error;
@@ -23,18 +27,21 @@ here: a KILLED run (the analysis treats it like FAILED; tests/bench/study covers
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.config import ROOT
+from tests.helpers.store import seeded
 
 STRATEGIES = ("raw", "compaction")
 ARMS = ("baseline", "drift_compaction")
 SEEDS = (0, 1)
 REPS = (0, 1)
 SHRINK = ["task=signature_migration", "task.size.steps=6", "sandbox=local"]
+LAUNCHER = ["hydra/launcher=ctxbench_joblib", "hydra.launcher.n_jobs=2"]
 STUDY = "demo"
 DUPLICATE = ("raw", "baseline", 0, 0)  # rerun with resume=false: its first run becomes the older duplicate
 EXTRAS = [  # (overrides, MLflow status, failure_reason) of the trials added after the study
@@ -70,19 +77,27 @@ def _env(root: Path) -> dict[str, str]:
     return {**os.environ, "CTXBENCH_RESULTS": str(root), "PYTHONPATH": str(ROOT)}
 
 
-def _bench(args: list[str], root: Path) -> None:
-    proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=_env(root), capture_output=True, text=True,
-                          timeout=1800)
+def _bench(args: list[str], root: Path, timeout: float = 1800) -> None:
+    """Run one process to its end. In a session of its own: a timeout, or pytest-timeout's
+    interrupt, ends its joblib workers too (killing the launcher alone leaves them running)."""
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=_env(root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:3])} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"{' '.join(args[:3])} failed ({proc.returncode}):\n{err[-3000:]}")
 
 
 def write_study(root: Path) -> HarnessStudy:
     """Run the study into `root` (results dir: mlflow.db, trials/) and describe what it holds."""
-    root.mkdir(parents=True, exist_ok=True)
+    seeded(root)  # an empty store made once per session (tests/helpers/store.py)
     _bench(["-m", "bench", "-m", f"study.name={STUDY}",
             f"strategy={','.join(STRATEGIES)}", f"arm={','.join(ARMS)}", f"task.seed={','.join(map(str, SEEDS))}",
-            f"rep={','.join(map(str, REPS))}", *SHRINK], root)
+            f"rep={','.join(map(str, REPS))}", *SHRINK, *LAUNCHER], root)
     _bench(["-m", "tests.helpers.harness_study", str(root)], root)
     return _describe(root)
 

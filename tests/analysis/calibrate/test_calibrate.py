@@ -20,6 +20,7 @@ from analysis.calibrate.likelihood import FREE, Design, best, probability
 from analysis.calibrate.observe import Obs
 from analysis.calibrate.recovery import splits, truth
 from analysis.calibrate.sources import load, parse
+from tests.helpers.store import seeded
 
 REPO = Path(__file__).resolve().parents[3]
 PRIOR = model_config("sim")["params"]
@@ -80,7 +81,7 @@ TRUTH = {"p_tempt": 0.8, "retain_fact": 0.3, "latency_base_s": 0.7, "decode_s_pe
 @pytest.fixture(scope="module")
 def sim_trials(tmp_path_factory):
     """Two short trials of the sim through the real config, with parameters that are not the defaults."""
-    root = tmp_path_factory.mktemp("calib")
+    root = seeded(tmp_path_factory.mktemp("calib"))
     cmd = [sys.executable, "-m", "bench", "-m", "strategy=compaction", "arm=compaction", "rep=0,1",
            "task.size.steps=7", "sandbox=local", "study.name=calibtest",
            *(f"model.params.{k}={v}" for k, v in TRUTH.items())]

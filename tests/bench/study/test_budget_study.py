@@ -11,13 +11,14 @@ import sys
 import pytest
 
 from bench.config import ROOT
+from tests.helpers.store import seeded
 
 SWEEP = ["strategy=raw,ledger", "arm=baseline,drift", "sandbox=local", "++task.size.steps=6",
          "hydra/launcher=ctxbench_joblib", "hydra.launcher.n_jobs=2", "study.name=budgeted"]
 
 
 def _study(tmp_path, *extra: str) -> tuple[str, dict]:
-    env = {**os.environ, "CTXBENCH_RESULTS": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path)), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
     proc = subprocess.run([sys.executable, "-m", "bench", "-m", *SWEEP, *extra], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)

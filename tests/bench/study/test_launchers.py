@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.store import seeded
 from tests.helpers.studies import (
     RAY_LOCAL_ENV,
     Reference,
@@ -63,7 +64,7 @@ def _same_as_reference(got: StudyOutcome, ref: StudyOutcome) -> None:
 def test_ray_cluster_runs_the_same_trials_as_joblib(reference: StudyOutcome, tmp_path: Path):
     study = f"ray-{uuid.uuid4().hex[:6]}"
     with ray_head(num_cpus=2) as address:
-        out = run_study(study, tmp_path, ["hydra/launcher=ctxbench_ray"],
+        out = run_study(study, seeded(tmp_path), ["hydra/launcher=ctxbench_ray"],
                         env={**RAY_LOCAL_ENV, "RAY_ADDRESS": address})
     assert f"[study {study}] {N_TRIALS}/{N_TRIALS} (100%)" in out
     _same_as_reference(study_outcome(_uri(tmp_path), study), reference)
@@ -72,7 +73,7 @@ def test_ray_cluster_runs_the_same_trials_as_joblib(reference: StudyOutcome, tmp
 
 def test_submitit_local_runs_the_same_trials_as_joblib(reference: StudyOutcome, tmp_path: Path):
     study = f"submitit-{uuid.uuid4().hex[:6]}"
-    out = run_study(study, tmp_path, ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
+    out = run_study(study, seeded(tmp_path), ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
                                      "hydra.launcher.cpus_per_task=1"])
     assert f"[study {study}] {N_TRIALS}/{N_TRIALS} (100%)" in out
     _same_as_reference(study_outcome(_uri(tmp_path), study), reference)

@@ -13,6 +13,7 @@ import sys
 from collections import Counter
 
 from bench.config import ROOT
+from tests.helpers.store import seeded
 
 SWEEP = ["strategy=raw,ledger", "sandbox=local", "++task.size.steps=6", "hydra/launcher=ctxbench_joblib",
          "hydra.launcher.n_jobs=2"]
@@ -24,7 +25,7 @@ def _bench(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_a_plain_multirun_is_a_study_and_the_same_command_resumes_it(tmp_path):
-    env = {**os.environ, "CTXBENCH_RESULTS": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path)), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
     first = _bench(["-m", *SWEEP], env)
     out = first.stdout + first.stderr

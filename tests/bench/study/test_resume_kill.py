@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from bench.config import ROOT
+from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 
@@ -78,7 +79,7 @@ def alive(pid: int) -> bool:
 def test_sigkill_midway_then_rerun_counts_every_trial_once(variant, tmp_path, docker_ready):
     tag = uuid.uuid4().hex[:8]
     experiment = "ctxbench" if variant == "grid" else f"kill-{tag}"
-    env = {**os.environ, "CTXBENCH_RESULTS": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path)), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
     db = tmp_path / "mlflow.db"
     log1 = open(tmp_path / "first.log", "w")

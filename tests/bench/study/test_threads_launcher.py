@@ -14,18 +14,27 @@ import pytest
 
 from bench.config import ROOT
 from bench.eventlog.events import comparable
+from tests.helpers.store import seeded
 
 PLAN = ["strategy=raw,ledger", "arm=baseline,drift", "sandbox=local", "++task.size.steps=6", "study.name=both"]
 TIMINGS = {"latency_s", "ttft_s", "turn_latency_s", "wall_s", "queue_ms"}  # of the run, not the trial's result
 VOLATILE_TAGS = {"pid", "pid_start", "host", "mlflow.parentRunId", "events_sha256"}  # the hash covers the event timings
 
 
-def _study(results: Path, *launcher: str) -> str:
-    env = {**os.environ, "CTXBENCH_RESULTS": str(results), "PYTHONUNBUFFERED": "1"}
+def _start(results: Path, *launcher: str) -> subprocess.Popen:
+    env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(results)), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
-    proc = subprocess.run([sys.executable, "-m", "bench", "-m", *PLAN, *launcher], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
+    return subprocess.Popen([sys.executable, "-m", "bench", "-m", *PLAN, *launcher], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _finish(proc: subprocess.Popen) -> str:
+    try:
+        out = proc.communicate(timeout=900)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0, out[-3000:]
     return out
 
@@ -55,8 +64,15 @@ def _records(results: Path) -> dict[str, dict]:
 @pytest.mark.timeout(900)  # two studies (or one, paced) on a loaded machine: minutes
 def test_threads_and_processes_give_the_same_trials(tmp_path):
     processes, threads = tmp_path / "processes", tmp_path / "threads"
-    _study(processes, "hydra/launcher=ctxbench_joblib", "hydra.launcher.n_jobs=2")
-    out = _study(threads, "hydra/launcher=ctxbench_threads", "hydra.launcher.n_jobs=4")
+    # Both studies at once, each in its own results folder: neither reads the other's store, and
+    # the comparison leaves out timings, so the one-process study fills the second core while the
+    # two joblib workers share both.
+    joblib = _start(processes, "hydra/launcher=ctxbench_joblib", "hydra.launcher.n_jobs=2")
+    threaded = _start(threads, "hydra/launcher=ctxbench_threads", "hydra.launcher.n_jobs=4")
+    try:
+        _finish(joblib)
+    finally:
+        out = _finish(threaded)
     assert "ctxbench threads launcher: 4 jobs, 4 in flight" in out
     a, b = _records(processes), _records(threads)
     assert len(a) == 4 and a.keys() == b.keys()

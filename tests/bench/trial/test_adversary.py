@@ -27,6 +27,7 @@ from bench.core.outcomes import AGENT
 from bench.providers.attacks import ATTACKS
 from bench.sandbox.content import remove_tree
 from tests.bench.trial.adversary_run import play
+from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 
@@ -105,7 +106,7 @@ def check(attack: str, obs: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return tmp_path_factory.mktemp("adversary")
+    return seeded(tmp_path_factory.mktemp("adversary"))
 
 
 def test_every_attack_has_an_expectation():

@@ -9,6 +9,7 @@ import tasks
 from bench.config import compose, load
 from bench.trial.runner import run
 from ctxlog.reader import Log
+from tests.helpers.store import seeded
 
 SHORT = ["task=signature_migration", "task.seed=3", "task.size.steps=7", "model=sim", "sandbox=local",
          "arm=drift", "arm.drift_kinds=[new_trap]", "model.mechanisms.competence=false"]
@@ -22,7 +23,7 @@ def _trap_key() -> str:
 
 def _protection(tmp_path, monkeypatch, *overrides: str) -> list[float]:
     """q of every temptation decision on the planted trap."""
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
     result = run(load(compose([*SHORT, *overrides])))
     key = _trap_key()
     qs = [d["q"] for r in Log.from_path(result.events_path).records() if r["kind"] == "model_call"

@@ -21,6 +21,7 @@ from bench.sandbox import pool
 from bench.sandbox.docker import DockerSandbox
 from tests.bench.trial.conftest import kinds, tiny_task
 from tests.helpers.pristine import container_exists
+from tests.helpers.store import seeded
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_ready")]
 
@@ -36,7 +37,7 @@ def trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSan
     """Run scripted trials of one study in this process; returns (result, the trial's sandbox)."""
     import bench.trial.runner as runner
 
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
     monkeypatch.setattr(runner.tasks, "generate", lambda *a, **k: tiny_task())
     study = f"reuse-{uuid.uuid4().hex[:8]}"
     made: list[DockerSandbox] = []

@@ -12,6 +12,7 @@ from bench.eventlog.events import comparable
 from bench.eventlog.verify import main as verify_main
 from bench.trial.runner import run
 from ctxlog.reader import Log
+from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 SHORT = ["task.size.steps=6"]
@@ -19,7 +20,7 @@ SHORT = ["task.size.steps=6"]
 
 @pytest.fixture
 def trial_cfg(tmp_path, monkeypatch, docker_ready):
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
 
     def make(*overrides: str):
         return load(compose([*SHORT, *overrides]))
