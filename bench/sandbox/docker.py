@@ -51,6 +51,8 @@ from .judge import AGENT_UID, JUDGE_MOUNT, agent_argv, fill, give_to_agent, judg
 from .pristine import PROBE
 from .workcopy import WorkingCopy
 
+EXIT_RECORD_WAIT_S = 30.0
+
 log = logging.getLogger(__name__)
 
 GRACE_S = 2.0  # host-side guard: how long past the in-container timeout we keep waiting
@@ -244,16 +246,23 @@ class DockerSandbox(WorkingCopy):
             raise
 
     def _exit_code(self, exec_id: str) -> int:
+        """The stream can end a while before the engine records the exit. The wait is a deadline,
+        not a count of polls: 400 polls of 5 ms gave up after ~2 s on an engine loaded by other
+        studies, and the -1 made a clean sandbox's probe look dirty (reuse's `after_check`)."""
         errors = _engine_errors()
-        for _ in range(400):  # the stream can end a moment before the engine records the exit
+        deadline, pause = time.monotonic() + EXIT_RECORD_WAIT_S, 0.005
+        while True:
             try:
                 info = _retry_once("exec inspect", lambda: self._api.exec_inspect(exec_id))
             except errors as e:
                 raise self._lost(e) from e
             if not info.get("Running") and info.get("ExitCode") is not None:
                 return int(info["ExitCode"])
-            time.sleep(0.005)
-        return -1
+            if time.monotonic() >= deadline:
+                log.warning("exec %s: the engine recorded no exit within %.0f s", exec_id[:12], EXIT_RECORD_WAIT_S)
+                return -1
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def _kill_marked(self, marker: str) -> None:
         try:
