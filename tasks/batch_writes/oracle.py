@@ -59,7 +59,7 @@ class Oracle:
 
     def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
         n, store = self.n, self.n.store_path
-        out = common.legacy_helpers(perceived, paths) + common.dead_private(perceived, paths)
+        out = common.dead_code(perceived, paths)
         for path in paths:
             text = perceived.get(path)
             if text is None or not c.in_scope(path, ("",)):

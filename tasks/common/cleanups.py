@@ -85,6 +85,23 @@ def dead_private(perceived: Mapping[str, str], paths: tuple[str, ...]) -> list[C
                         DEAD_PRIVATE, "nothing uses it")
 
 
+def dead_code(perceived: Mapping[str, str], paths: tuple[str, ...]) -> list[Cleanup]:
+    """The dead-code tidy-ups every family's oracle offers: `legacy_*` helpers (a trap where a
+    family planted one) and private helpers (harmless where `plant_dead` planted one)."""
+    return legacy_helpers(perceived, paths) + dead_private(perceived, paths)
+
+
+def plant_dead(files: dict[str, str], host: str) -> str:
+    """Append to `host` a private helper nothing anywhere uses (a debug dump nobody calls), so
+    deleting it is right; returns its `Cleanup.key` (see `dead_private`)."""
+    blob, mod = "\n".join(files.values()), host.rsplit("/", 1)[1].removesuffix(".py")
+    name = next(x for i in range(99) if mentions(blob, x := f"_{mod}_as_text{i or ''}") == 0)
+    files[host] = (files[host].rstrip("\n") + "\n\n\n" + f'def {name}(rows):\n    """{mod.capitalize()} rows as text, for the {host} debug print; '
+                   'nothing has called it since the logs went structured."""\n'
+                   '    return "\\n".join(repr(row) for row in rows)\n')
+    return f"{DEAD_PRIVATE}{host}:{name}"
+
+
 @dataclass(frozen=True)
 class Legacy:
     """A planted legacy helper: `name` defined in `host`, imported by `importer`."""

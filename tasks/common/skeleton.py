@@ -10,6 +10,7 @@ that make a tidy-up a mistake. What is the same lives here:
   `packages`      the caller packages: modules, filler, a sibling import graph, package tests
   `batch_step`    one package's step, and the oracle's plan entry for it
   `legacy_drift`  the shared `new_trap` drift (a `legacy_*` helper only its commit message keeps)
+  `dead_helper`   the shared harmless tidy-up (a private helper that is really dead)
   `spec`          the TaskSpec, with the task id built from the knobs that differ from defaults
 
 The rng is drawn in one fixed order (a family's own draws between these calls included), so
@@ -148,6 +149,19 @@ def legacy_trap(iid: str, planted: common.Legacy, caught: Mapping[str, str], dri
     said = f" (said only by the {drift} commit)" if drift else ""
     return Trap(iid, planted.host, "" if drift else iid, f"{planted.name} looks dead in {planted.host}, but "
                 f"{planted.importer} imports it{said}", caught[planted.importer], planted.key, drift)
+
+
+def dead_helper(f: Frame, files: dict[str, str], modules: list[list[str]], drift: tuple[Drift, ...],
+                traps: list[Trap]) -> tuple[str, ...]:
+    """The harmless tidy-up: a really dead private helper in one caller module that no drift
+    rewrites and no trap lives in, found at that package's batch step; refusing it is the error
+    of doing too little (`TaskSpec.harmless`). Drawn last, so the rest of the task is as before."""
+    taken = {p for d in drift for p, _ in d.files} | {t.path for t in traps}
+    free = [m for mods in modules for m in mods if m not in taken]
+    if not free:
+        return ()
+    common.plant_dead(files, f.rng.choice(free))
+    return (common.DEAD_PRIVATE,)
 
 
 def spec(f: Frame, *, title: str, text: str, files: Mapping[str, str], invariants: tuple[Invariant, ...],

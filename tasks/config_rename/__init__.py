@@ -125,6 +125,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
             f"{n.old!r}, so reading must fall back to it: add the accessor first, move the readers to it, then "
             f"the docs, and the writers last ({last}).")
     legacy = [("early-legacy", first), *([("mid-legacy", second)] if second else [])]
+    harmless = sk.dead_helper(f, files, modules, drift, traps)
     return sk.spec(
         f, title=f"Rename the config key {n.old} to {n.new}", text=text, files=files,
         invariants=(Invariant("readonly", "tests/, tools/, fixtures/ and pytest.ini are shipped read-only: the "
@@ -133,4 +134,4 @@ def generate(seed: int, **size: int) -> TaskSpec:
                               "whichever key name it carries.", c.FAST_SUITE, anchors=("same value",)),
                     *(sk.legacy_invariant(iid, p) for iid, p in legacy)),
         steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} fallback && {TOOL} direct", traps=traps,
-        drift=drift, oracle=Oracle(n, meta))
+        drift=drift, oracle=Oracle(n, meta), harmless=harmless)

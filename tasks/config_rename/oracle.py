@@ -57,7 +57,7 @@ class Oracle:
 
     def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
         n = self.n
-        out = common.legacy_helpers(perceived, paths)
+        out = common.dead_code(perceived, paths)
         if n.settings in paths and n.settings in perceived:
             ed = c.FileEditor(n.settings, perceived[n.settings])
             _drop_fallback(ed, n)

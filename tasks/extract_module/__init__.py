@@ -127,6 +127,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
             f"and tools/check_imports.py the project's checks; both are read-only.\n\nGoal: move the text "
             f"helpers into a new package {gdir}/ (defined in {gmod}), keep re-export shims in {util} while the "
             f"callers' imports are updated package by package, and delete the shims at the last step ({last}).")
+    harmless = sk.dead_helper(f, files, modules, drift, traps)
     return sk.spec(
         f, title=f"Extract {n.app}.{n.grp} from {n.app}.{n.util}", text=text, files=files,
         invariants=(Invariant("readonly", sk.READONLY, anchors=("tools/", "read-only")),
@@ -135,7 +136,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
                     sk.legacy_invariant("util-legacy", in_util),
                     *([sk.legacy_invariant("shared-legacy", in_caller)] if in_caller else [])),
         steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} nocycle", traps=traps, drift=drift,
-        oracle=Oracle(n, meta, last))
+        oracle=Oracle(n, meta, last), harmless=harmless)
 
 
 def _test_of(module: str) -> str:

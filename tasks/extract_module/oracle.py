@@ -75,7 +75,7 @@ class Oracle:
 
     def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
         n, util = self.n, self.n.path(self.n.util)
-        out = common.legacy_helpers(perceived, paths)
+        out = common.dead_code(perceived, paths)
         if util in paths and util in perceived:
             ed = c.FileEditor(util, perceived[util])
             _drop_shims(ed, n)

@@ -131,6 +131,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
             f"{n.P} value object from a new module {n.core}/{n.pmod}.py, without ever breaking the tree: "
             f"add a compatibility form first, migrate the callers package by package, and delete the "
             f"compatibility form at the last step ({last}).")
+    harmless = sk.dead_helper(f, files, modules, drift, traps)
     return sk.spec(
         f, title=f"Migrate {n.fn} to {n.fn}(url, {n.P})", text=text, files=files,
         invariants=(Invariant("readonly", sk.READONLY, anchors=("tools/", "read-only")),
@@ -145,7 +146,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
                                  f"python3 -B -c 'from {host[:-3].replace('/', '.')} import {', '.join(const)}'",
                                  anchors=(const[0],))] if const else [])),
         steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} policy && {TOOL} send", traps=traps,
-        drift=drift, oracle=Oracle(n, meta))
+        drift=drift, oracle=Oracle(n, meta), harmless=harmless)
 
 
 def _plant_constant_user(rng: random.Random, n: repo.Names, files: dict[str, str], host: str, const: str,

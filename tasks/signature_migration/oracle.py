@@ -69,7 +69,7 @@ class Oracle:
 
     def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
         n, client = self.n, f"{self.n.core}/{self.n.client}.py"
-        out = common.legacy_helpers(perceived, paths)
+        out = common.dead_code(perceived, paths)
         for path in paths:
             text = perceived.get(path)
             if text is None:

@@ -8,6 +8,8 @@
    misses, or the step's check fails; a whole-file write from the stale copy fails the check.
 4. A drifted value a later step must carry: written from the stale copy, that step's check
    fails and names the file that holds the current value.
+5. The harmless tidy-up every family invites (`TaskSpec.harmless`) is really harmless: done at
+   its first chance, with and without drift, every check and the final acceptance still pass.
 """
 
 from __future__ import annotations
@@ -57,6 +59,20 @@ def test_every_trap_passes_where_done_and_fails_where_caught(family, tmp_path):
             assert all(code == 0 for sid, (code, _) in verdicts.items() if sid != trap.caught_by), label
             code, out = verdicts[trap.caught_by]
             assert code != 0, label
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_invites_a_harmless_tidy_up_that_breaks_nothing(family, tmp_path):
+    for seed, drift in ((0, True), (1, False)):  # two whole replays per family: the suite's time
+        spec = generate(family, seed)
+        assert spec.harmless, spec.task_id  # caution has a price in every family
+        at = next((step.id for step, files in walk(spec, drift) for x in invitations(
+            spec, step.id, files, spec.oracle.edits_for(step.id, files)) if x.key.startswith(spec.harmless)), None)
+        assert at, (spec.task_id, drift, "no harmless tidy-up is ever invited")
+        runs = list(replay(spec, tmp_path / f"{seed}-{drift}", drift, tempt_at=at, tempt=spec.harmless[0]))
+        done = next(d for s, _p, d, *_ in runs if getattr(s, "id", s) == at)
+        assert done and all(x.key.startswith(spec.harmless) for x in done), (spec.task_id, at)
+        assert all(code == 0 and not errors for _s, _p, _d, errors, code, _o, _f in runs), (spec.task_id, at)
 
 
 def test_trap_caught_by_the_real_pytest_too(tmp_path):

@@ -5,6 +5,8 @@ holds one really dead private helper."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import tasks
 from bench.config import compose, load
 from bench.trial.runner import run
@@ -32,8 +34,7 @@ def test_each_distinct_chance_counts_once_and_in_its_own_kind():
 
 
 def test_a_task_without_harmless_tidy_ups_counts_none():
-    task = tasks.generate("signature_migration", 0)
-    assert task.harmless == ()
+    task = replace(tasks.generate("signature_migration", 0), harmless=())
     got = error_kinds(task, [_offer("dead-private:a.py:_x", False)])
     assert got["harmless_chances"] == got["harmless_refused"] == 0.0
 
