@@ -1,8 +1,9 @@
 """``python -m analysis.fairness``: is the comparison fair? One study (and optionally the same
 cells run before a change), printed as plain tables:
 
-  1. success per arm and strategy, each strategy with the channels its trials had on
-     (analysis.fairness.channels), the "before" study beside it on the same seeds;
+  1. success per arm and strategy and its difference from the reference, each strategy with
+     the channels its trials had on (analysis.fairness.channels), the "before" study beside it,
+     both cut to the (family, seed, rep) they share;
   2. each strategy against the reference: difference, psi as observed, and psi both ways
      (analysis.power.psi), with the pilot's draws named and a warning for shared ones;
   3. per-family differences and Cochran's Q across families (analysis.fairness.families);
@@ -29,19 +30,28 @@ def _load(study: str, uri: str) -> pd.DataFrame:
     return load_runs(uri, "ctxbench", study, curves=False).trials
 
 
-def headline(after: pd.DataFrame, before: pd.DataFrame | None) -> pd.DataFrame:
+KEYS = ["task_family", "task_seed", "rep"]
+
+
+def headline(after: pd.DataFrame, before: pd.DataFrame | None, reference: str = "raw") -> pd.DataFrame:
+    """Success per (arm, strategy) and its difference from the reference, with the channels
+    each side had on. With a before study, both sides are cut to the tasks and reps they
+    share, so the two columns are the same seeds, not two samples of different size."""
     def rates(t: pd.DataFrame, tag: str) -> pd.DataFrame:
         t = t.assign(channels=t.apply(channels.label, axis=1))
         g = t.groupby(["arm", "strategy"]).agg(**{f"n {tag}": ("success", "size"), f"rate {tag}": ("success", "mean"),
                                                   f"channels {tag}": ("channels", lambda c: " ".join(sorted(set(c))))})
-        return g.reset_index()
+        g = g.reset_index()
+        ref = g.loc[g["strategy"] == reference].set_index("arm")[f"rate {tag}"]
+        g[f"vs {reference} {tag}"] = g[f"rate {tag}"] - g["arm"].map(ref)
+        return g
 
-    out = rates(after, "after")
-    if before is not None:
-        keys = set(map(tuple, after[["task_family", "task_seed", "rep"]].drop_duplicates().to_numpy()))
-        same = before[before[["task_family", "task_seed", "rep"]].apply(tuple, axis=1).isin(keys)]
-        out = rates(same, "before").merge(out, on=["arm", "strategy"], how="outer")
-    return out
+    if before is None:
+        return rates(after, "after")
+    keys = set(map(tuple, after[KEYS].drop_duplicates().to_numpy())) & set(map(tuple, before[KEYS].to_numpy()))
+    def same(t: pd.DataFrame) -> pd.DataFrame:
+        return t[t[KEYS].apply(tuple, axis=1).isin(keys)]
+    return rates(same(before), "before").merge(rates(same(after), "after"), on=["arm", "strategy"], how="outer")
 
 
 def main(argv: list[str] | None = None, out=None) -> int:
@@ -61,8 +71,9 @@ def main(argv: list[str] | None = None, out=None) -> int:
         return 2
     fmt = {"float_format": lambda x: f"{x:.3f}", "index": False}
     print(f"1. success per arm and strategy ({len(after)} trials after"
-          + (f", {len(before)} before" if before is not None else "") + "), channels beside each", file=out)
-    print(headline(after, before).to_string(**fmt), file=out)
+          + (f", {len(before)} before; both cut to the tasks and reps they share" if before is not None else "")
+          + f"), each against {a.reference}, channels beside each", file=out)
+    print(headline(after, before, a.reference).to_string(**fmt), file=out)
     vs = tables.success_vs_reference(after, a.reference)
     mode = psi.draws(after)
     print(f"\n2. against {a.reference}: psi observed and both ways (this study's draws: {mode})", file=out)

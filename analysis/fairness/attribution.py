@@ -9,7 +9,8 @@ back, above 1 that without X the sign turns. With D = 0 there is nothing to attr
 
 A strategy's own channel (TREE, the drift note, harness-written invariants) exists only in the
 strategies that have it: a strategy without the switch is, under it, what it is under `none`,
-so its `none` trials stand for it (read, not rerun). Trials from several studies may be joined
+so its `none` trials stand for it (read, not rerun); `ran under it` names the sides that
+really ran under the switch, and where neither did the share is 0 by construction, not a finding. Trials from several studies may be joined
 (the `none` cells from a headline study, the switches from an ablation study): pairs are
 matched on (model, family, seed, rep), not on the study. Shares are noisy with few pairs:
 `n_pairs` is printed beside each, and the differences themselves are in the table.
@@ -63,7 +64,9 @@ def table(trials: pd.DataFrame, reference: str = "raw", strategies: tuple[str, .
                     continue
                 d_on = float((both["s_on"] - both["r_on"]).mean())
                 d_off = float((both["s_off"] - both["r_off"]).mean())
+                has = [x for x in (strategy, reference) if switch not in CHANNELS or x in CHANNELS[switch]]
                 rows.append({"arm": arm, "comparison": f"{strategy} - {reference}", "switched off": switch,
+                             "ran under it": " ".join(has) if has else "neither: 0 by construction",
                              "n_pairs": len(both), "D (all on)": d_on, "D (off)": d_off,
                              "share gone": (d_on - d_off) / d_on if d_on else math.nan})
     return pd.DataFrame(rows)

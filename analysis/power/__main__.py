@@ -4,6 +4,7 @@
     python -m analysis.power --psi 0.35 --delta 0.15 --reps 3 --icc 0.2 --seeds 40
     python -m analysis.power --sd-diff 4000 --diff 1500 --comparisons 12
     python -m analysis.power --pilot demo tracking.uri=sqlite:///results/mlflow.db --reps 2 --seeds 30
+    python -m analysis.power --pilot after --family batch_writes -K 12   # one family of the pilot
 
 Rates come from one of two sources: explicit flags, or a finished study (``--pilot``:
 its observed discordance, within-seed correlation and SD of paired differences, per
@@ -68,6 +69,9 @@ def parser() -> argparse.ArgumentParser:
     pil = p.add_argument_group("pilot study")
     pil.add_argument("--pilot", metavar="STUDY", help="read rates from this finished study in MLflow")
     pil.add_argument("--reference", default="raw", help="reference strategy (default raw)")
+    pil.add_argument("--family", action="append", metavar="FAMILY",
+                     help="read only this task family of the pilot (repeatable): two pilots set side by side "
+                          "on the families both ran")
     pil.add_argument("--effect", type=float, default=pilot.EFFECT, help="success difference to size for (0.10)")
     pil.add_argument("--rel-diff", type=float, default=0.10,
                      help="continuous effect to size for, as a fraction of the reference mean (0.10)")
@@ -247,12 +251,20 @@ def from_pilot(a: argparse.Namespace, out) -> None:
     if runs.empty:
         raise InputError(f"pilot study {a.pilot!r}: no finished trials at {cfg['tracking.uri']} "
                          f"({'; '.join(runs.notes) or 'nothing found'})")
-    if a.reference not in set(runs.trials["strategy"]):
+    trials = runs.trials
+    if a.family:
+        ran = set(trials["task_family"])
+        if missing := [f for f in a.family if f not in ran]:
+            raise InputError(f"pilot study {a.pilot!r} has no trials of family {missing[0]!r}; it ran "
+                             f"{', '.join(sorted(ran))}")
+        trials = trials[trials["task_family"].isin(a.family)]
+    if a.reference not in set(trials["strategy"]):
         raise InputError(f"pilot study {a.pilot!r} has no trials of reference strategy {a.reference!r}")
-    binary, cont = pilot_tables(runs.trials, a)
-    mode = psi.draws(runs.trials)
+    binary, cont = pilot_tables(trials, a)
+    mode = psi.draws(trials)
     k = a.comparisons or len(binary)
-    print(f"pilot {a.pilot!r}: {len(runs.trials)} finished trials at {cfg['tracking.uri']}; reference "
+    print(f"pilot {a.pilot!r}: {len(trials)} finished trials at {cfg['tracking.uri']}"
+          + (f" (families {', '.join(a.family)})" if a.family else "") + "; reference "
           f"{a.reference!r}; Holm over K={k}, sized at alpha/K = {P.holm_alpha(a.alpha, k):.4g}, "
           f"target power {a.power:.0%}", file=out)
     print(f"\nsuccess (exact McNemar; with several reps per seed, the sign flip over seeds, simulated); the pilot's "

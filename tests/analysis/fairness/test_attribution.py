@@ -34,6 +34,10 @@ def test_shares_gone_per_switch_with_stand_ins_for_channels_a_strategy_lacks():
     assert t.loc[("compaction - raw", "temptation"), "share gone"] == 1.0
     # compaction has no TREE: under `tree` it stands in with its `none` trials, as does raw
     assert t.loc[("compaction - raw", "tree"), "share gone"] == 0.0
+    # ... which the table says, so a 0 by construction is not read as a finding
+    assert t.loc[("compaction - raw", "tree"), "ran under it"] == "neither: 0 by construction"
+    assert t.loc[("ledger - raw", "tree"), "ran under it"] == "ledger"
+    assert t.loc[("ledger - raw", "temptation"), "ran under it"] == "ledger raw"
 
 
 def test_none_from_another_study_pairs_on_the_task_and_no_difference_is_nan():

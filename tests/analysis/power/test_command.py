@@ -115,6 +115,16 @@ def test_pilot_reads_the_study_as_the_report_does(study, runs, capsys):
     assert "the pilot's draws: shared" in out and "WARNING: this pilot's psi comes from shared draws" in out
 
 
+def test_a_pilot_read_on_some_families_only(study, runs, capsys):
+    family = runs.trials["task_family"].iloc[0]
+    rc, out, err = run(["--pilot", study.study, f"tracking.uri={study.uri}", "--family", family], capsys)
+    assert rc == 0, err
+    n = int((runs.trials["task_family"] == family).sum())
+    assert f"{n} finished trials at {study.uri} (families {family})" in out
+    rc, _, err = run(["--pilot", study.study, f"tracking.uri={study.uri}", "--family", "nope"], capsys)
+    assert rc == 2 and "no trials of family 'nope'; it ran" in err and family in err
+
+
 def test_pilot_without_trials_or_reference(study, capsys):
     rc, _, err = run(["--pilot", "no-such-study", f"tracking.uri={study.uri}"], capsys)
     assert rc == 2 and "no finished trials" in err
