@@ -6,6 +6,7 @@ per-turn metric histories, and the event log (`comparable`: all but its timings)
     python -m bench.perf.same_records RESULTS_BEFORE RESULTS_AFTER
 
 The check cache's hits are a race between workers, so they are not compared (`_events`).
+Trials not FINISHED on either side (a run stopped midway) are left out, and said so.
 Prints how many trials each side has, how many are equal, and the first differences; exit 1 on
 any difference or a trial on one side only.
 """
@@ -87,6 +88,10 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     before, after = (Path(p) for p in (argv if argv is not None else sys.argv[1:]))
     a, b = records(before), records(after)
+    unfinished = {h for side in (a, b) for h, r in side.items() if r["status"] != "FINISHED"}
+    if unfinished:  # a run stopped midway (RUNNING, KILLED) is compared with nothing
+        print(f"{len(unfinished)} trial(s) not finished on a side, left out")
+        a, b = ({h: r for h, r in side.items() if h not in unfinished} for side in (a, b))
     equal = sum(1 for h in a.keys() & b.keys() if a[h] == b[h])
     statuses = sorted({(r["tags"].get("status"), r["status"]) for r in a.values()})
     print(f"before {len(a)} trials, after {len(b)}, on both {len(a.keys() & b.keys())}, equal {equal}")
