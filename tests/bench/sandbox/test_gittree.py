@@ -137,3 +137,15 @@ def test_list_files_starts_no_git(wc, monkeypatch):
     (wc.workdir / "new.py").write_text("x = 1\n")
     wc._changes += 1
     assert wc.list_files() == [".gitignore", "README.md", "new.py", "pkg/a.py"] and calls == []
+
+
+def test_a_commit_starts_no_other_git(wc, tmp_path):
+    # git runs `git maintenance run --auto` after every commit unless maintenance.auto is off
+    # (gc.auto=0 alone leaves it nothing to do, but it is still started): hostgit's config.
+    trace = tmp_path / "trace"
+    wc._settle()
+    wc._git("add", "-A")
+    wc._git("commit", "-q", "--allow-empty", "-m", "traced",
+            env={"GIT_TRACE": str(trace), "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x.org"})
+    started = [line for line in trace.read_text().splitlines() if "run_command:" in line]
+    assert started == [], started
