@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT
+from bench.perf.starts import start_phases
 
 SEEDS_PER_FAMILY = ("signature_migration", "extract_module")
 
@@ -214,6 +215,7 @@ def inflight_run(results: Path, trials: int = 128, n_jobs: int = 128, rpm: float
         "trial_time_longest": max((v["time"] for v in runs.values() if v.get("time")), key=lambda t: t["wall_s"],
                                   default={}),
         "outcomes": {o: sum(1 for r in recs if r["outcome"] == o) for o in {r["outcome"] for r in recs}},
+        "start_phases": start_phases(results, study, recs),
         "verdicts": {k: {x: v[x] for x in ("status", "reason", "steps", "turns")} for k, v in runs.items()},
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],
     }
@@ -234,6 +236,7 @@ def text(r: dict[str, Any]) -> str:
             f"{r['calls']} calls, queued {r['queue_s_total']} s in all\n"
             f"  harness CPU                              {r['harness_cpu_s']} s\n"
             f"  a trial's wall, mean (s)                 {r['trial_time_mean']}\n"
+            f"  what spreads the starts                  {r.get('start_phases')}\n"
             f"  the longest trial's (s)                  "
             f"{ {k: round(v, 1) for k, v in r['trial_time_longest'].items()} }")
 

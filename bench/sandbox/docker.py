@@ -47,7 +47,7 @@ from .engine import (
 )
 from .engine import creator_alive as creator_alive  # re-exported: used through this module
 from .engine import sweep as sweep
-from .judge import AGENT_UID, JUDGE_MOUNT, agent_argv, fill, give_to_agent, judge_argv
+from .judge import AGENT_UID, JUDGE_MOUNT, JudgeCopy, agent_argv, give_to_agent, judge_argv
 from .pristine import PROBE
 from .workcopy import WorkingCopy
 
@@ -78,8 +78,7 @@ class DockerSandbox(WorkingCopy):
                  labels: Mapping[str, str] | None = None) -> None:
         super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
         self._cfg = cfg
-        self._judge_dir = self._root / "judge"  # the judge's copy of the tree, read-only inside
-        self._judge_dir.mkdir(mode=0o755)
+        self._judge = JudgeCopy(self._root / "judge")  # the judge's copy of the tree, read-only inside
         try:
             container = self._run_container(labels)
         except BaseException:
@@ -118,7 +117,7 @@ class DockerSandbox(WorkingCopy):
                 cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "CHOWN"], security_opt=["no-new-privileges"],
                 read_only=True, tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777"},
                 mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind"),
-                        docker.types.Mount(target=JUDGE_MOUNT, source=str(self._judge_dir), type="bind",
+                        docker.types.Mount(target=JUDGE_MOUNT, source=str(self._judge.root), type="bind",
                                            read_only=True)],
             ), before_retry=remove_half_created)
         except docker.errors.ImageNotFound as e:
@@ -143,7 +142,7 @@ class DockerSandbox(WorkingCopy):
         return res
 
     def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str:
-        return f"{JUDGE_MOUNT}/{fill(self._judge_dir, entries).name}"
+        return f"{JUDGE_MOUNT}/{self._judge.write(entries).name}"
 
     def reap(self) -> list[str]:
         ended = [] if self._quiet else list(self.exec(":", reap=True).ended)

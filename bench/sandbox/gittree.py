@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 import stat
+import struct
 from pathlib import Path
 
 from .content import MAX_READ_BYTES, walk
@@ -89,6 +90,54 @@ def tree_sha(workdir: Path) -> str | None:
     if sha is None:
         return None
     return (sha or _obj(b"tree", b"")).hex()
+
+
+def listing(workdir: Path, git_dir: Path) -> list[str] | None:
+    """What `git ls-files -z --cached --others --exclude-standard` prints, split and decoded as
+    host git's output is (workcopy.list_files), or None where git must say: the paths of the
+    index (`_index_paths`) and every file or link below the working copy that the ignore rules
+    leave in, under the same rules as `_tree` (the harness's, and `.gitignore` files that add
+    nothing to them). Two git processes per step were spent on this listing."""
+    cached = _index_paths(git_dir / "index")
+    if cached is None:
+        return None
+    names = set(cached)
+    for path, st in walk(str(workdir), skip=_ignored):
+        if path.rpartition("/")[2] == ".gitignore" and not (
+                stat.S_ISREG(st.st_mode) and st.st_size < 65536 and _simple_gitignore(os.path.join(workdir, path))):
+            return None
+        if not stat.S_ISDIR(st.st_mode):
+            names.add(os.fsencode(path).decode("utf-8", errors="replace"))  # as git's bytes are decoded
+    return sorted(names)
+
+
+def _index_paths(index: Path) -> list[str] | None:
+    """The paths of a git index (format 2 or 3, git's default; no index yet: none), or None for
+    anything else: a newer format, an entry with a merge stage or extended flags
+    (skip-worktree, intent-to-add), an extension that keeps entries elsewhere (split, sparse)."""
+    try:
+        data = index.read_bytes()
+    except FileNotFoundError:
+        return []
+    if len(data) < 32 or data[:4] != b"DIRC" or struct.unpack(">I", data[4:8])[0] not in (2, 3):
+        return None
+    (count,), pos, out = struct.unpack(">I", data[8:12]), 12, []
+    try:
+        for _ in range(count):
+            (flags,) = struct.unpack(">H", data[pos + 60:pos + 62])
+            if flags & 0x7000:
+                return None
+            end = data.index(b"\0", pos + 62)
+            out.append(data[pos + 62:end].decode("utf-8", errors="replace"))
+            pos += (end - pos + 8) // 8 * 8  # 62 bytes, the name, 1-8 NULs to a multiple of 8
+        while pos + 8 <= len(data) - 20:
+            sig, (size,) = data[pos:pos + 4], struct.unpack(">I", data[pos + 4:pos + 8])
+            if sig in (b"link", b"sdir"):
+                return None
+            pos += 8 + size
+    except (struct.error, ValueError):
+        return None
+    return out
 
 
 def head_commit(git_dir: Path) -> str:

@@ -6,7 +6,8 @@
   environment is built here from scratch.
 * The repository's own config (written once, by the harness, in a git dir the container
   never sees) turns off hooks, fsmonitor, line-ending conversion, the untracked cache, auto
-  gc, signing, the mailmap (`.mailmap` is read from the tree) and every transport.
+  gc and auto maintenance (with gc off, every commit still started a `git maintenance run
+  --auto` that did nothing: a process per commit), signing, the mailmap (`.mailmap` is read from the tree) and every transport.
 * `info/attributes`, which outranks every `.gitattributes` of the tree, unsets every
   attribute that changes what git reads or writes (working-tree-encoding, filters, eol,
   text, ident, diff/merge drivers): a `.gitattributes` of the agent's cannot make `git add`
@@ -34,7 +35,7 @@ MAX_OUTPUT_BYTES = 256 << 20  # what one git call may print (the final diff of a
 EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n/.ctxbench/\n"
 CONFIG = ("[core]\n\thooksPath = /dev/null\n\tfsmonitor = false\n\tautocrlf = false\n\tuntrackedCache = false\n"
           "\tsymlinks = true\n\tattributesFile = /dev/null\n\tpager = cat\n"
-          "[gc]\n\tauto = 0\n[commit]\n\tgpgSign = false\n[log]\n\tmailmap = false\n\tshowSignature = false\n"
+          "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n[commit]\n\tgpgSign = false\n[log]\n\tmailmap = false\n\tshowSignature = false\n"
           "[protocol]\n\tallow = never\n")
 ATTRIBUTES = "* !text !eol !crlf !working-tree-encoding !filter !diff !merge !ident !export-subst !whitespace\n"
 

@@ -135,18 +135,8 @@ def fill(root: Path, entries: Mapping[str, tuple[str, bytes]]) -> Path:
     if tree.exists():
         shutil.rmtree(tree)
     tree.mkdir(mode=0o755)
-    for path, (kind, data) in sorted(entries.items()):
-        parts = path.split("/")
-        if any("/".join(parts[:k]) in entries for k in range(1, len(parts))):
-            continue  # below a link or a file of the copy (git holds no such pair): never followed
-        target = tree / path
-        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        if kind == "link":
-            os.symlink(os.fsdecode(data.decode("utf-8", "surrogateescape")), target)
-            continue
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755 if kind == "exec" else 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+    for path, (kind, data) in sorted(_placed(entries).items()):
+        _write(tree, path, kind, data)
     for top, dirs, _ in os.walk(tree):  # a umask of the harness's must not hide the copy from the agent's uid
         for d in dirs:
             # os.walk lists a link to a directory among `dirs`, and chmod follows links: the agent's
@@ -155,3 +145,65 @@ def fill(root: Path, entries: Mapping[str, tuple[str, bytes]]) -> Path:
                 os.chmod(os.path.join(top, d), 0o755)
     os.chmod(tree, 0o755)
     return tree
+
+
+class JudgeCopy:
+    """The judge's copy of a sandbox whose copy no one but the harness can write (Docker: mounted
+    read-only in the container, and outside the working copy). Each check's copy is the last one
+    with only what changed written again: the same tree `fill` writes from scratch (removing and
+    writing every file of the tree cost more of the harness's CPU per check than anything else of
+    certification). Anything that goes wrong midway leaves nothing held: the next copy is a fresh one."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(mode=0o755)
+        self._held: dict[str, tuple[str, bytes]] = {}  # what root/TREE holds, as written
+
+    def write(self, entries: Mapping[str, tuple[str, bytes]]) -> Path:
+        held, self._held = self._held, {}
+        want = _placed(entries)
+        tree = self.root / TREE
+        if not held:
+            fill(self.root, want)
+        else:
+            _update(tree, held, want)
+        self._held = want
+        return tree
+
+
+def _placed(entries: Mapping[str, tuple[str, bytes]]) -> dict[str, tuple[str, bytes]]:
+    """The entries a copy holds: none below a link or a file of the copy (git holds no such pair;
+    a link is never followed)."""
+    return {p: e for p, e in entries.items()
+            if not any("/".join(p.split("/")[:k]) in entries for k in range(1, p.count("/") + 1))}
+
+
+def _dirs(entries: Mapping[str, object]) -> set[str]:
+    return {"/".join(p.split("/")[:k]) for p in entries for k in range(1, p.count("/") + 1)}
+
+
+def _update(tree: Path, held: Mapping[str, tuple[str, bytes]], want: Mapping[str, tuple[str, bytes]]) -> None:
+    """Make `tree`, which holds exactly `held`, hold `want`: what went or changed is removed,
+    directories no entry needs any more too (deepest first), then what is new or changed is
+    written as `fill` writes it."""
+    changed = sorted(p for p in want if held.get(p) != want[p])
+    for path in sorted(held.keys() - want.keys()) + [p for p in changed if p in held]:
+        os.unlink(tree / path)
+    for d in sorted(_dirs(held) - _dirs(want), key=lambda d: -d.count("/")):
+        os.rmdir(tree / d)
+    new_dirs = _dirs(want) - _dirs(held)
+    for path in changed:
+        _write(tree, path, *want[path])
+    for d in new_dirs:
+        os.chmod(tree / d, 0o755)
+
+
+def _write(tree: Path, path: str, kind: str, data: bytes) -> None:
+    target = tree / path
+    target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    if kind == "link":
+        os.symlink(os.fsdecode(data.decode("utf-8", "surrogateescape")), target)
+        return
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755 if kind == "exec" else 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)

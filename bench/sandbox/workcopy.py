@@ -58,9 +58,8 @@ class WorkingCopy(Tracking):
         Tracking.__init__(self, track)
         self._head = ""
         self._git_trees = False  # tree_sha asks git (gittree.py says when)
-        self._clean_at = -1  # `_changes` right after the last commit: the tree is HEAD's
+        self._clean_at = self._settled_at = -1  # `_changes` right after the last commit / when `_settle` last ran
         self._listed: tuple[int, list[str]] = (-1, [])
-        self._settled_at = -1  # `_changes` when `_settle` last ran
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
         self.workdir = self._root / "work"
         self._git_dir = self._root / "git"
@@ -91,8 +90,7 @@ class WorkingCopy(Tracking):
         for name in os.listdir(self.workdir):
             restore.remove(self.workdir, name)
         remove_tree(str(self._git_dir))
-        self.trial_id = trial_id
-        self._git_trees = False
+        self.trial_id, self._git_trees = trial_id, False
         self._trials += 1
         self._init_repo(files)
 
@@ -151,8 +149,10 @@ class WorkingCopy(Tracking):
         if self._listed[0] == self._changes and not self._unsettled:  # nothing written since: the same listing
             return list(self._listed[1])
         self._settle()
-        out = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        files = sorted({p for p in out.split("\0") if p and "__pycache__" not in p.split("/")
+        names = None if self._git_trees else gittree.listing(self.workdir, self._git_dir)  # None: ask git
+        names = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0") \
+            if names is None else names
+        files = sorted({p for p in names if p and "__pycache__" not in p.split("/")
                         and os.path.lexists(self.workdir / p)})
         self._listed = (self._changes, files)
         return list(files)

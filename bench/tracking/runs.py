@@ -75,17 +75,28 @@ def experiment_id(client, name: str, artifact_root: str) -> str:
         return exp.experiment_id
 
 
+_PARENTS: dict[tuple[str, str, str], str] = {}  # (store, experiment, study): the parent run's id
+
+
 def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mapping | None = None,
                  tags: Mapping[str, str] | None = None, *, single: bool = False) -> str:
     """Find or create the study's parent run; a file lock keeps parallel workers from racing.
     `single`: a trial outside a multirun (no study callback will end the parent): a parent it
-    creates is ended at once, not left RUNNING for ever (issue 21)."""
+    creates is ended at once, not left RUNNING for ever (issue 21).
+
+    A parent found or made is remembered for the process (`_PARENTS`): a study's parent run is
+    never replaced, so each trial of a worker asked the store the same question again (a tag
+    search under a file lock, ~2 % of a worker's CPU in the sim grid)."""
+    memo = (str(getattr(client, "tracking_uri", "")), exp_id, study)
+    if memo in _PARENTS:
+        return _PARENTS[memo]
     lock_dir.mkdir(parents=True, exist_ok=True)
     with open(lock_dir / ".study.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         found = client.search_runs([exp_id], filter_string=f"tags.`ctxbench.kind` = 'study' and tags.study = '{study}'",
                                    max_results=1)
         if found:
+            _PARENTS[memo] = found[0].info.run_id
             return found[0].info.run_id
         run = client.create_run(exp_id, run_name=f"study·{study}",
                                 tags={"ctxbench.kind": "study", "study": study, **(tags or {})})
@@ -93,6 +104,7 @@ def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mappin
             client.log_dict(run.info.run_id, dict(config), "study_config.yaml")
         if single:
             client.set_terminated(run.info.run_id, status="FINISHED")
+        _PARENTS[memo] = run.info.run_id
         return run.info.run_id
 
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bench.core import outcomes
+from bench.core import outcomes, queued
 from bench.core.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
 from bench.core.tokens import count_text
 from bench.core.toolspecs import TOOLS
@@ -59,7 +59,7 @@ class TrialLoop:
         self.certified: list[Certified] = []
         self.learned: tuple = ()
         self.summary: Summary | None = None
-        self.turn = 0
+        self.turn, self._queued = 0, queued.since_now()  # time queued for the study's allowance, from here
         self.head: StepHead | None = None  # the current step head; FILES re-read after a compaction
         # What a request holds besides its messages, by the harness's own count (the tool schemas),
         # and the provider's counts of the turns' requests next to the harness's (bench/trial/budget.py).
@@ -96,7 +96,7 @@ class TrialLoop:
         for _ in range(self.cfg.max_turns_per_step):
             if self.turn >= self.cfg.max_turns:
                 raise outcomes.failure("turn_budget", f"{self.cfg.max_turns} turns used")
-            if time.monotonic() > self.cfg.deadline:
+            if time.monotonic() > self.cfg.deadline + self._queued():  # queueing is the study's (core/queued.py)
                 raise outcomes.failure("timeout", "trial wall-clock limit reached")
             state = State(task=self.task, tools=TOOLS, transcript=tuple(self.transcript), turn=self.turn,
                           step_index=index, step_start=step_start, attempt=attempt,

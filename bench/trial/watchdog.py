@@ -17,8 +17,10 @@ import ctypes
 import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
+from bench.core import queued
 from bench.core.outcomes import TrialTimeout
 
 
@@ -32,8 +34,12 @@ class Watchdog:
     runs Python bytecode (a call blocked in C for good is then bounded by that call's own
     timeout: ENGINE_TIMEOUT_S for the engine, the HTTP timeout for providers)."""
 
-    def __init__(self, timeout_s: float, exc_type: type[BaseException], repeat_s: float = 1.0) -> None:
+    def __init__(self, timeout_s: float, exc_type: type[BaseException], repeat_s: float = 1.0,
+                 extend: Callable[[], float] | None = None) -> None:
+        """`extend()`: seconds the limit moves by so far (a trial's time queued for the study's
+        allowance, bench/core/queued.py); when the timer fires before them, it waits them out."""
         self.timeout_s = max(0.001, float(timeout_s))
+        self._extend, self._granted = extend, 0.0
         self.repeat_s = max(0.001, float(repeat_s))
         self.exc_type = exc_type
         self.fired = 0  # how many times it raised (truthy once it has)
@@ -44,13 +50,29 @@ class Watchdog:
         self._timer: threading.Timer | None = None
         self._main = threading.current_thread() is threading.main_thread()
 
+    def _owed(self) -> float:
+        """Seconds of extension not yet waited out (granted now)."""
+        owed = (self._extend() - self._granted) if self._extend is not None else 0.0
+        if owed <= 0.001:
+            return 0.0
+        self._granted += owed
+        return owed
+
     def _on_alarm(self, signum: int, frame: Any) -> None:
         if self._armed:  # a disarmed watchdog never interrupts cleanup; the itimer repeats by itself
+            owed = self._owed()
+            if owed:
+                signal.setitimer(signal.ITIMER_REAL, owed, self.repeat_s)
+                return
             self.fired += 1
             raise self.exc_type()
 
     def _async_raise(self, ident: int) -> None:
         if not self._armed:
+            return
+        owed = self._owed()
+        if owed:
+            self._schedule(owed, ident)
             return
         self.fired += 1
         # Only a class can be injected; it is instantiated without arguments.
@@ -101,6 +123,7 @@ WATCHDOG_GRACE_S = 5.0  # past the deadline, the loop's own check has had its ch
 
 
 def trial_watchdog(timeout_s: float) -> Watchdog:
-    """Fires WATCHDOG_GRACE_S after the trial's own deadline (limits.trial_timeout_s), then
-    every WATCHDOG_GRACE_S again until the trial is out of the watched code."""
-    return Watchdog(timeout_s + WATCHDOG_GRACE_S, TrialTimeout, repeat_s=WATCHDOG_GRACE_S)
+    """Fires WATCHDOG_GRACE_S after the trial's own deadline (limits.trial_timeout_s, moved by the
+    time the trial queues for the study's allowance, as the loop's is), then every
+    WATCHDOG_GRACE_S again until the trial is out of the watched code. Made in the trial's thread."""
+    return Watchdog(timeout_s + WATCHDOG_GRACE_S, TrialTimeout, repeat_s=WATCHDOG_GRACE_S, extend=queued.since_now())

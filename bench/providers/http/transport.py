@@ -34,6 +34,8 @@ from typing import Any, ClassVar
 
 from bench.core import redact
 from bench.core.outcomes import TrialFailed
+from bench.core.queued import add as add_queued
+from bench.core.queued import waiting
 from bench.core.tokens import count_messages
 from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, request_hash
 from bench.providers.base import ContextOverflow, ProviderError
@@ -218,10 +220,12 @@ class HttpProvider:
         body = self._build(messages, tools, max_tokens, seed, cache_breakpoint)
         attempt, waited, queued, estimate = 0, 0.0, 0.0, count_messages(messages)
         while True:
-            queued += self._limiter.acquire(estimate)
+            with waiting():  # the trial's wall-clock limit does not count it (bench/core/queued.py)
+                queued += self._limiter.acquire(estimate)
             asked = time.monotonic()
             try:
                 with self._slots.hold():
+                    add_queued(time.monotonic() - asked)
                     queued += time.monotonic() - asked  # waiting for a slot is queueing, not the provider
                     start = time.monotonic()
                     res = self._stream(body, start, messages)

@@ -96,3 +96,56 @@ def test_a_commits_sha_is_read_from_the_git_dir_and_asked_of_git_when_the_ref_is
     wc._git("pack-refs", "--all")  # no loose ref file any more: the reader says so, git answers
     assert gittree.head_commit(wc._git_dir) == ""
     assert wc.commit("packed ref", "Agent <a@x.org>") == wc._git("rev-parse", "HEAD").strip() != sha
+
+
+def _git_listing(wc: WorkingCopy) -> list[str]:
+    return sorted({p for p in wc._git("ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0") if p})
+
+
+def test_the_in_process_listing_is_gits(wc):
+    # Trees committed now and then, so the index holds paths the working copy has since lost,
+    # or turned into directories or links.
+    rng = random.Random(11)
+    for i in range(40):
+        if rng.random() < 0.5:
+            wc.commit(f"c{i}", "Agent <a@x.org>")
+        for name in os.listdir(wc.workdir):
+            if name != ".gitignore" and rng.random() < 0.6:
+                p = wc.workdir / name
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        _random_tree(wc, rng)
+        (wc.workdir / "bad\udcff.py").write_bytes(b"not utf-8 in its name\n")  # git's bytes, decoded
+        ours = gittree.listing(wc.workdir, wc._git_dir)
+        assert ours is not None
+        assert sorted(set(ours) - {""}) == _git_listing(wc), i
+
+
+def test_the_listing_is_gits_business_past_the_simple_rules(wc):
+    (wc.workdir / "pkg" / ".gitignore").write_text("*.txt\n")
+    assert gittree.listing(wc.workdir, wc._git_dir) is None
+    (wc.workdir / "pkg" / "n.txt").write_text("x")
+    wc._changes += 1
+    assert "pkg/n.txt" not in wc.list_files() and wc.list_files() == [p for p in _git_listing(wc) if p != "pkg/n.txt"]
+
+
+def test_list_files_starts_no_git(wc, monkeypatch):
+    from bench.sandbox import hostgit
+
+    calls: list[tuple[str, ...]] = []
+    real = hostgit.run
+    monkeypatch.setattr(hostgit, "run", lambda g, w, h, args, env=None: (calls.append(args), real(g, w, h, args, env))[1])
+    (wc.workdir / "new.py").write_text("x = 1\n")
+    wc._changes += 1
+    assert wc.list_files() == [".gitignore", "README.md", "new.py", "pkg/a.py"] and calls == []
+
+
+def test_a_commit_starts_no_other_git(wc, tmp_path):
+    # git runs `git maintenance run --auto` after every commit unless maintenance.auto is off
+    # (gc.auto=0 alone leaves it nothing to do, but it is still started): hostgit's config.
+    trace = tmp_path / "trace"
+    wc._settle()
+    wc._git("add", "-A")
+    wc._git("commit", "-q", "--allow-empty", "-m", "traced",
+            env={"GIT_TRACE": str(trace), "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x.org"})
+    started = [line for line in trace.read_text().splitlines() if "run_command:" in line]
+    assert started == [], started

@@ -30,3 +30,23 @@ def test_a_provider_that_reports_nothing_queued_counts_zero(scripted_trial):
     result, tcfg = scripted_trial(SOLVE)
     metrics = mlflow_run(tcfg, result.run_id).data.metrics
     assert metrics["queue_ms"] == 0 and metrics["provider_retries"] == 0
+
+
+def test_time_queued_does_not_count_against_the_trials_limit(scripted_trial, monkeypatch):
+    # Each call waits 3 s for the study's allowance, past the trial's 5 s limit in all:
+    # queueing is the study's schedule (bench/core/queued.py), not the trial's wall clock.
+    import time
+
+    from bench.core import queued
+
+    real = ScriptedProvider.complete
+
+    def waits(self, *a, **k):
+        with queued.waiting():
+            time.sleep(3)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(ScriptedProvider, "complete", waits)
+    look = [[{"name": "read_file", "args": {"path": "calc.py"}}]] * 2  # two turns more: the limit is checked at each
+    result, _ = scripted_trial(look + SOLVE, "limits.trial_timeout_s=5")
+    assert len(kinds(result.events_path, "model_call")) == 4 and result.status == "success", result

@@ -74,3 +74,32 @@ def test_a_hung_call_ends_the_trial_once_and_is_not_retried(kind):
             p.close()
         assert [fault for _, fault in srv.calls] == [None, "slow"], srv.calls
     assert sleeps == [] and wall < 3, (sleeps, wall)
+
+
+@pytest.mark.parametrize("in_thread", [False, True])
+def test_time_queued_for_the_studys_allowance_moves_the_limit(in_thread):
+    # 0.6 s queued (a wait in progress when the 0.3 s limit comes) is waited out, then it fires.
+    from bench.core import queued
+
+    seen: dict[str, float] = {}
+
+    def trial() -> None:
+        t0 = time.monotonic()
+        try:
+            with Watchdog(0.3, TrialTimeout, repeat_s=0.1, extend=queued.since_now()):
+                with queued.waiting():
+                    time.sleep(0.6)
+                for _ in range(100):  # short sleeps: in a thread the exception lands between them
+                    time.sleep(0.05)
+        except TrialTimeout:
+            seen["fired_after"] = time.monotonic() - t0
+
+    if in_thread:
+        import threading
+
+        t = threading.Thread(target=trial)
+        t.start()
+        t.join(10)
+    else:
+        trial()
+    assert 0.85 <= seen["fired_after"] < 3, seen
