@@ -44,14 +44,13 @@ from .engine import (
     container_cpu_s,
     dockerpy,
     owner_labels,
+    recorded_exit,
 )
 from .engine import creator_alive as creator_alive  # re-exported: used through this module
 from .engine import sweep as sweep
 from .judge import AGENT_UID, JUDGE_MOUNT, JudgeCopy, agent_argv, give_to_agent, judge_argv
 from .pristine import PROBE
 from .workcopy import WorkingCopy
-
-EXIT_RECORD_WAIT_S = 30.0
 
 log = logging.getLogger(__name__)
 
@@ -245,23 +244,10 @@ class DockerSandbox(WorkingCopy):
             raise
 
     def _exit_code(self, exec_id: str) -> int:
-        """The stream can end a while before the engine records the exit. The wait is a deadline,
-        not a count of polls: 400 polls of 5 ms gave up after ~2 s on an engine loaded by other
-        studies, and the -1 made a clean sandbox's probe look dirty (reuse's `after_check`)."""
-        errors = _engine_errors()
-        deadline, pause = time.monotonic() + EXIT_RECORD_WAIT_S, 0.005
-        while True:
-            try:
-                info = _retry_once("exec inspect", lambda: self._api.exec_inspect(exec_id))
-            except errors as e:
-                raise self._lost(e) from e
-            if not info.get("Running") and info.get("ExitCode") is not None:
-                return int(info["ExitCode"])
-            if time.monotonic() >= deadline:
-                log.warning("exec %s: the engine recorded no exit within %.0f s", exec_id[:12], EXIT_RECORD_WAIT_S)
-                return -1
-            time.sleep(pause)
-            pause = min(pause * 2, 0.1)
+        try:
+            return recorded_exit(lambda: _retry_once("exec inspect", lambda: self._api.exec_inspect(exec_id)), exec_id)
+        except _engine_errors() as e:
+            raise self._lost(e) from e
 
     def _kill_marked(self, marker: str) -> None:
         try:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bench.sandbox import docker as docker_mod
+from bench.sandbox import engine
 from bench.sandbox.docker import DockerSandbox
 
 
@@ -27,24 +27,24 @@ class _SlowEngine:
 
 def _sandbox(monkeypatch: pytest.MonkeyPatch, record_after_s: float) -> tuple[DockerSandbox, _SlowEngine]:
     clock = [0.0]
-    monkeypatch.setattr(docker_mod.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(docker_mod.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    monkeypatch.setattr(engine.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(engine.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
     sb = object.__new__(DockerSandbox)
-    engine = _SlowEngine(clock, record_after_s)
-    sb._api = engine
-    return sb, engine
+    fake = _SlowEngine(clock, record_after_s)
+    sb._api = fake
+    return sb, fake
 
 
 def test_an_exit_the_engine_records_late_is_still_read(monkeypatch):
     """A loaded engine took longer than 400 polls of 5 ms (~2.8 s here) to record a probe's exit;
     the old loop returned -1 and the clean sandbox's probe counted as failed."""
-    sb, engine = _sandbox(monkeypatch, record_after_s=6.0)
+    sb, fake = _sandbox(monkeypatch, record_after_s=6.0)
     assert sb._exit_code("e" * 64) == 0
-    assert engine.calls < 100  # backs off rather than spinning on the engine
+    assert fake.calls < 100  # backs off rather than spinning on the engine
 
 
 def test_an_exit_never_recorded_gives_up_at_the_deadline(monkeypatch, caplog):
     sb, _ = _sandbox(monkeypatch, record_after_s=float("inf"))
     assert sb._exit_code("e" * 64) == -1
-    assert docker_mod.time.monotonic() >= docker_mod.EXIT_RECORD_WAIT_S
+    assert engine.time.monotonic() >= engine.EXIT_RECORD_WAIT_S
     assert "recorded no exit" in caplog.text
