@@ -4,8 +4,12 @@ server's count of what is sent besides the messages (defect 3)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import threading
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,14 +27,42 @@ from tests.bench.real.test_real_trials import real_trial
 pytestmark = [pytest.mark.docker, pytest.mark.real]
 
 
+@contextlib.contextmanager
+def slot_taken(llama) -> Iterator[None]:
+    """The server's one slot (-np 1) busy with a long generation until the block ends, so a request
+    sent meanwhile waits at the server: a real call that outlives any short budget, on an idle
+    machine too (an unqueued first turn can end inside 3 s there, as output_truncation)."""
+    started, stop = threading.Event(), threading.Event()
+
+    def generate() -> None:
+        body = {"prompt": "Count to ten thousand: 1, 2,", "n_predict": 3000, "ignore_eos": True, "stream": True}
+        req = urllib.request.Request(f"{llama.url}/completion", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=300) as r:
+            for _ in r:  # the first streamed token: the slot is ours
+                started.set()
+                if stop.is_set():
+                    return  # closing the stream makes llama-server stop generating
+
+    worker = threading.Thread(target=generate, daemon=True)
+    worker.start()
+    assert started.wait(120), "llama-server streamed nothing in 120 s"
+    try:
+        yield
+    finally:
+        stop.set()
+        worker.join(60)
+
+
 def test_the_wall_budget_ends_a_real_call_as_timeout_and_is_not_retried(llama, tmp_path, monkeypatch, caplog,
                                                                         docker_ready):
-    """Defect 1: with trial_timeout_s=3 a real first turn (a 14-42 s prefill, or a queue behind the
-    previous test's) outlives the budget; it was retried as a network timeout and ended as
-    output_truncation after 22 s."""
+    """Defect 1: with trial_timeout_s=3 a real call that outlives the budget was retried as a
+    network timeout and ended as output_truncation after 22 s."""
     caplog.set_level(logging.WARNING)
-    _, result, records, wall = real_trial(llama, tmp_path, monkeypatch, "strategy=raw", "limits.trial_timeout_s=3",
-                                          "limits.max_turns=50", "limits.max_turns_per_step=25")
+    with slot_taken(llama):
+        _, result, records, wall = real_trial(llama, tmp_path, monkeypatch, "strategy=raw",
+                                              "limits.trial_timeout_s=3", "limits.max_turns=50",
+                                              "limits.max_turns_per_step=25")
     assert (result.failure_reason, result.outcome_class) == ("timeout", AGENT)
     assert "retrying" not in caplog.text
     # From the log's first to its last record: the deadline, the watchdog's grace, one repeat.
