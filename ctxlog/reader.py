@@ -61,6 +61,12 @@ class Log:
         return cls(ev.parse(r) for r in records)
 
     @classmethod
+    def read(cls, source: Log | Iterable[Fields]) -> Log:
+        """`source` itself when it is parsed already (one parse serves every reader of a trial's
+        log: bench.eventlog.events.EventLog.log), else its records parsed."""
+        return source if isinstance(source, Log) else cls.from_records(source)
+
+    @classmethod
     def from_text(cls, text: str, strict: bool = False, name: str = "events.jsonl") -> Log:
         out, lines, bad = [], [], 0
         for n, line in enumerate(text.split("\n"), 1):

@@ -12,6 +12,7 @@ FAMILIES = Registry("task.family", {
     "extract_module": "tasks.extract_module:generate",
     "config_rename": "tasks.config_rename:generate",
     "batch_writes": "tasks.batch_writes:generate",
+    "record_upgrade": "tasks.record_upgrade:generate",
 }, hint="choose one with task=<family> (e.g. task=signature_migration)", group="ctxbench.task_families")
 
 

@@ -15,6 +15,12 @@ really ran under the switch, and where neither did the share is 0 by constructio
 matched on (model, family, seed, rep), not on the study. Shares are noisy with few pairs:
 `n_pairs` is printed beside each, and the differences themselves are in the table.
 
+One switch turns a channel ON against `none`: `harness_invariants` (today's default is
+invariants_from=model, conf/ablation/harness_invariants.yaml). Its row reads the same way as
+the others: `D (all on)` is the difference WITH the channel (the switch's trials), `D (off)`
+the one without it (`none`), and the share gone is the part of the with-channel difference
+that goes when the channel is taken away.
+
     python -m analysis.fairness.attribution --study after --study attribution [tracking.uri=...]
 """
 
@@ -32,6 +38,8 @@ KEY = ("model", "task_family", "task_seed", "rep")
 NONE = ("", "ablation=none")
 # Which strategies have each channel switch (conf/ablation/<name>.yaml): the others stand in with `none`.
 CHANNELS = {"tree": ("ledger",), "drift_note": ("ledger", "subagent"), "harness_invariants": ("ledger", "subagent")}
+# Switches that turn a channel on (the default has it off): `none` is then the "off" side.
+SWITCHED_ON = ("harness_invariants",)
 
 
 def _switch(point: str) -> str:
@@ -64,6 +72,8 @@ def table(trials: pd.DataFrame, reference: str = "raw", strategies: tuple[str, .
                     continue
                 d_on = float((both["s_on"] - both["r_on"]).mean())
                 d_off = float((both["s_off"] - both["r_off"]).mean())
+                if switch in SWITCHED_ON:
+                    d_on, d_off = d_off, d_on
                 has = [x for x in (strategy, reference) if switch not in CHANNELS or x in CHANNELS[switch]]
                 rows.append({"arm": arm, "comparison": f"{strategy} - {reference}", "switched off": switch,
                              "ran under it": " ".join(has) if has else "neither: 0 by construction",

@@ -9,7 +9,7 @@ still has a variance and cannot take all the weight), with I^2 = max(0, (Q - df)
 that go different ways: report them apart.
 
 Variance decomposition (linear probability model): success's sum of squares split into
-family, seed within family, strategy, arm, strategy x arm, strategy x family, and the rest
+family, seed within family (nested: not estimable with one seed per family), strategy, arm, strategy x arm, strategy x family, and the rest
 (reps and higher interactions). In a balanced study these terms are orthogonal, so the shares
 add up; `balanced` says whether the study was. With several reps, `seed_icc` is the mean over
 cells of the within-seed correlation of reps: near 0, the "seed" share is the draws' luck,
@@ -67,24 +67,45 @@ def heterogeneity(fam: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _ss(y: pd.Series, frame: pd.DataFrame, keys: list[str]) -> float:
-    """Sum of squares of the group means of `keys` around the grand mean, weighted by group size."""
+def _ss(y: pd.Series, frame: pd.DataFrame, keys: list[str]) -> tuple[float, int]:
+    """Sum of squares of the group means of `keys` around the grand mean, weighted by group
+    size, and the number of groups less one (its degrees of freedom before lower terms)."""
     g = y.groupby([frame[k] for k in keys])
-    return float((g.transform("mean") - y.mean()).pow(2).sum())
+    return float((g.transform("mean") - y.mean()).pow(2).sum()), g.ngroups - 1
 
 
 def variance(trials: pd.DataFrame) -> pd.DataFrame:
-    """Shares of success's sum of squares (linear probability model), with `balanced` and `seed_icc` in attrs."""
+    """Shares of success's sum of squares (linear probability model), with each term's degrees
+    of freedom, mean square and F; `balanced`, `reps`, `seed_icc` and `n` in attrs.
+
+    Seed is nested in family: its term is what the task means vary around their family's mean,
+    with (tasks - families) degrees of freedom. With one seed per family it has none, so it is
+    printed as not estimable (NaN), and family's row says that it holds the seed too. Family is
+    tested against seed within family (the nested design's error for a family), the other
+    terms against the residual; all F are approximate (a 0/1 outcome)."""
     t = trials.assign(task=trials[FAMILY].astype(str) + "#" + trials["task_seed"].astype(str))
     y = t["success"].astype(float)
     total = float((y - y.mean()).pow(2).sum())
-    ss = {"family": _ss(y, t, [FAMILY]), "strategy": _ss(y, t, ["strategy"]), "arm": _ss(y, t, ["arm"])}
-    ss["seed (within family)"] = _ss(y, t, ["task"]) - ss["family"]
-    ss["strategy x arm"] = _ss(y, t, list(CELL)) - ss["strategy"] - ss["arm"]
-    ss["strategy x family"] = _ss(y, t, ["strategy", FAMILY]) - ss["strategy"] - ss["family"]
-    ss["residual (reps, other interactions)"] = total - sum(ss.values())
-    out = pd.DataFrame({"term": list(ss), "sum_sq": list(ss.values())})
-    out["share"] = out["sum_sq"] / total if total > 0 else math.nan
+    fam, strat, arm = _ss(y, t, [FAMILY]), _ss(y, t, ["strategy"]), _ss(y, t, ["arm"])
+    task, cell, sf = _ss(y, t, ["task"]), _ss(y, t, list(CELL)), _ss(y, t, ["strategy", FAMILY])
+    seed = (task[0] - fam[0], task[1] - fam[1])
+    name = "family" if seed[1] > 0 else "family (holds the seed too: 1 seed per family)"
+    terms = {name: fam, "seed (within family)": seed, "strategy": strat, "arm": arm,
+             "strategy x arm": (cell[0] - strat[0] - arm[0], cell[1] - strat[1] - arm[1]),
+             "strategy x family": (sf[0] - strat[0] - fam[0], sf[1] - strat[1] - fam[1])}
+    terms["residual (reps, other interactions)"] = (total - sum(x for x, _ in terms.values()),
+                                                   len(t) - 1 - sum(d for _, d in terms.values()))
+    out = pd.DataFrame({"term": list(terms), "df": [d for _, d in terms.values()],
+                        "sum_sq": [x for x, _ in terms.values()]})
+    out["share"] = (out["sum_sq"] / total if total > 0 else math.nan).where(out["df"] > 0)
+    out["mean_sq"] = (out["sum_sq"] / out["df"]).where(out["df"] > 0)
+    resid, nested = "residual (reps, other interactions)", "seed (within family)"
+    against = [nested if (x == name and seed[1] > 0) else resid for x in out["term"]]
+    by = out.set_index("term")
+    out["F vs"] = [a.split(" (")[0] if x != resid else "" for x, a in zip(out["term"], against, strict=True)]
+    out["F"] = (out["mean_sq"] / by.loc[against, "mean_sq"].to_numpy()).where(out["F vs"] != "")
+    out["p"] = [float(st.f.sf(f, d1, d2)) if pd.notna(f) and d2 > 0 else math.nan
+                for f, d1, d2 in zip(out["F"], out["df"], by.loc[against, "df"].to_numpy(), strict=True)]
     cells = t.groupby([*CELL, "task"]).size()
     out.attrs["balanced"] = bool(cells.nunique() == 1 and len(cells) == t[list(CELL)].drop_duplicates().shape[0]
                                  * t["task"].nunique())

@@ -218,7 +218,7 @@ def pilot_tables(trials: pd.DataFrame, a: argparse.Namespace) -> tuple[pd.DataFr
                       (seedpower.power(seeds, reps, icc, *P.split(r.psi, a.effect), alpha),
                        seedpower.mde(seeds, reps, icc, r.psi, alpha, a.power)))
         rows.append({"arm": r.arm, "strategy": r.strategy, "pilot pairs (seeds)": f"{r.n_pairs} ({r.n_seeds})",
-                     "p10 / p01": f"{r.b / r.n_pairs:.2f} / {r.c / r.n_pairs:.2f}", "ICC": f"{icc:.2f}",
+                     "p10 / p01": f"{r.b / r.n_pairs:.2f} / {r.c / r.n_pairs:.2f}", "ICC": pilot.icc_label(icc, r.icc_note if a.icc is None else "given"),
                      "psi": f"{r.psi:.2f}", "psi indep.": f"{psi.independent(r.rate, r.rate_ref):.2f}",
                      f"seeds x{reps} for ±{a.effect:g}": need[0], "(psi at upper 95%)": need[1],
                      "(psi indep.)": need[2],

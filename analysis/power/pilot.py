@@ -79,6 +79,12 @@ class Binary:
         return (self.b + self.c) / self.pairs.n if self.pairs.n else math.nan
 
 
+def icc_label(icc: float, note: str) -> str:
+    """The ICC as a table prints it: "1.00 assumed" where the pilot could not estimate it (no
+    discordance to correlate, so its seeds are counted, not its pairs), not a measured 1."""
+    return f"{icc:.2f}" + (" assumed" if note.startswith("assumed") else "")
+
+
 def binary(x: ArrayLike, y: ArrayLike, clusters: ArrayLike) -> Binary:
     """x, y: 0/1 outcomes of the strategy and the reference on the same pairs."""
     x, y = np.asarray(x, float), np.asarray(y, float)

@@ -22,7 +22,8 @@ import pandas as pd
 
 SIM_PROVIDERS = ("sim", "oracle")
 WARNING = ("WARNING: this pilot's psi comes from shared draws (common random numbers): the sides of a pair "
-           "disagree only where their contexts differ, so psi ~ |delta|. A real model draws independently "
+           "disagree only where their contexts differ, so psi is smaller than with independent draws (down to "
+           "|delta| where the contexts never differ by luck). A real model draws independently "
            "(psi ~ p1(1-p2) + p2(1-p1)); size a real-model study with the 'psi independent' columns, or run "
            "the pilot with model.draws=independent.")
 

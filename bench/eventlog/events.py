@@ -45,6 +45,8 @@ class EventLog:
         self._prev = ""
         self._known: set[str] = set()
         self.records: list[dict[str, Any]] = []  # kept in memory for metrics and RUN.md
+        self._parsed: list[ev.Event] = []  # records[:len(_parsed)], parsed (`log`)
+        self._log: Log | None = None
 
     def append(self, event: ev.Event) -> dict[str, Any]:
         """Write one event (a class of ctxlog/events.py); the writer adds seq, prev and `t.ts`."""
@@ -73,6 +75,14 @@ class EventLog:
         h = context_sha(messages)
         self.append(ev.Context(turn=turn, purpose=purpose, messages=shas, sha=h, tokens=tokens, stable=stable))
         return h
+
+    def log(self) -> Log:
+        """The records as a ctxlog Log, for every reader of the trial (its tally, measures,
+        RUN.md): the log is only appended to, so each record is parsed once, when first read."""
+        if self._log is None or len(self._parsed) != len(self.records):
+            self._parsed += [ev.parse(r) for r in self.records[len(self._parsed):]]
+            self._log = Log(self._parsed)
+        return self._log
 
     def close(self) -> None:
         if not self._fh.closed:

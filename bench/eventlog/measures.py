@@ -39,8 +39,8 @@ EDITS = ("edit_file", "write_file")
 Record = dict[str, Any]
 
 
-def trial_measures(records: list[Record]) -> dict[str, float]:
-    log = Log.from_records(records)
+def trial_measures(records: list[Record] | Log) -> dict[str, float]:
+    log = Log.read(records)
     steps = _checks_by_step(log)
     firsts = [checks[0][1] for checks in steps.values()]
     recovered = [(checks, next(i for i, (_, ok) in enumerate(checks) if ok)) for checks in steps.values()
@@ -66,10 +66,10 @@ def trial_measures(records: list[Record]) -> dict[str, float]:
     return out
 
 
-def step_curves(records: list[Record], per_turn: list[dict[str, float]]) -> list[dict[str, float]]:
+def step_curves(records: list[Record] | Log, per_turn: list[dict[str, float]]) -> list[dict[str, float]]:
     """`per_turn` rows with `step_invariant_recall` at each step's first turn and
     `step_first_attempt_pass` at the turn of each step's first check."""
-    log = Log.from_records(records)
+    log = Log.read(records)
     rows = [dict(r) for r in per_turn]
     for turn, share in _invariant_recall(log):
         if 0 <= turn < len(rows):

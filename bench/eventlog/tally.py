@@ -36,9 +36,9 @@ class Tally:
     final_tree_sha: str = ""
 
 
-def tally(records: list[dict[str, Any]]) -> Tally:
+def tally(records: list[dict[str, Any]] | Log) -> Tally:
     """What the log says of the trial so far (the verdict, once `trial_end` is written)."""
-    log = Log.from_records(records)
+    log = Log.read(records)
     out = Tally()
     c = out.counts
     for call in log.calls:

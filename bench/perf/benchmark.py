@@ -45,6 +45,7 @@ from bench.perf.checkcost import certify_cost, certify_text
 from bench.perf.grid import GRID_TRIALS, SLICE_SEEDS, grid_run
 from bench.perf.phases import Phases as Phases  # re-exported: `make bench` tests import it from here
 from bench.perf.phases import instrumented_trial
+from bench.perf.regimes import regimes_rows
 
 TARGETS = {  # metric: (comparison, target)
     "exec_overhead_ratio": ("<=", 1.15), "trial_overhead_ratio": ("<=", 1.5), "grid_minutes": ("<=", 30.0),
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.perf", description="harness micro/macro benchmarks")
     p.add_argument("--grid-full", action="store_true", help=f"run all {GRID_TRIALS} grid trials (slow)")
     p.add_argument("--skip-grid", action="store_true", help="no multirun")
+    p.add_argument("--grid-seeds", type=int, default=SLICE_SEEDS, help="seeds per family in the grid's slice")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--exec-n", type=int, default=30)
     p.add_argument("--out", type=Path, default=None, help="default: <results>/bench.json")
@@ -225,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             builds = big["context_build_ms"]
         if not a.skip_grid:
             print(f"grid {'(full)' if a.grid_full else '(slice)'} with {a.n_jobs} workers ...", flush=True)
-            report["grid"] = grid_run(tmp / "grid", a.grid_full, a.n_jobs)
+            report["grid"] = grid_run(tmp / "grid", a.grid_full, a.n_jobs, a.grid_seeds)
         if a.inflight_trials:  # 600 RPM, 1M input TPM, paced like a hosted model (bench/perf/inflight.py)
             print(f"{a.inflight_trials} trials in flight against an emulated rate limit ...", flush=True)
             report["inflight"] = inflight.inflight_run(tmp / "inflight", a.inflight_trials, a.inflight_trials,
@@ -258,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
              f"{default['checks']} checks {default['check_s']} s)"),
         _row("grid_minutes", metrics["grid_minutes"],
              "not run" if g is None else
-             (f"EXTRAPOLATED: {g['trials']} trials (seeds 0-{SLICE_SEEDS - 1}, 3 families, 16 cells) in {g['wall_s']} s = "
+             (f"EXTRAPOLATED: {g['trials']} trials (seeds 0-{g['trials'] // 48 - 1}, 3 families, 16 cells) in {g['wall_s']} s = "
               f"{g['startup_s']} s startup + trials x {GRID_TRIALS}/{g['trials']}"
               if g["extrapolated"] else f"full grid, {g['trials']} trials in {g['wall_s']} s") + f", {g['n_jobs'] if g else ''} workers"),
         _row("context_build_ms_p50", metrics["context_build_ms_p50"], f"ledger on {largest}, n={len(builds)}"),
@@ -277,18 +279,15 @@ def main(argv: list[str] | None = None) -> int:
              f"{default['steps']} steps):\n")
     text += "\n".join(f"  {k:<40} {v:8.3f} s  {100 * v / total:5.1f}%  ({default['phase_calls'].get(k, 0)} calls)"
                       for k, v in phases.items())
-    if g is not None and g.get("cpu_s_per_trial"):
-        cpu = g["cpu_s_per_trial"]
-        text += (f"\n\nCPU-bound regime: where the grid's time goes, CPU s per trial (cores busy {g['cores_busy']}; a 30-minute grid "
-                 f"on {os.cpu_count()} cores allows {round(30 * 60 * (os.cpu_count() or 1) / GRID_TRIALS, 2)} s):\n")
-        text += "\n".join(f"  {k:<40} {v if v is not None else 'unreadable'}" for k, v in cpu.items())
-        text += "\n  harness by process: " + ", ".join(f"{k} {v}" for k, v in g.get("harness_cpu_s_per_trial", {}).items())
     text += (f"\n  per-process start (interpreter + imports): {report['process_start_s']} s, paid once per worker"
              f"\n  in the container: python start {ex['in_container_python_start_ms_p50']} ms, pytest start "
              f"{ex['in_container_pytest_start_ms_p50']} ms (per check)"
              f"\n  {certify_text(report['certify'])}"
              f"\n  load average at start/end: {report['load_avg_start']} / {report['load_avg_end']} on "
              f"{report['cpus']} cpus")
+    both = regimes_rows(report, GRID_TRIALS)
+    if both:  # one table, both regimes (bench/perf/regimes.py); the I/O run's details after it
+        text += "\n\nboth regimes, each figure beside its target or floor:\n" + table(both)
     if "inflight" in report:
         text += "\n\n" + inflight.text(report["inflight"])
     report["table"] = text

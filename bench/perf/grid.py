@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT
+from bench.perf.containers import StudyContainers, trials_window_cpu_s
 from bench.sandbox.engine import cgroup_cpu_s
 
 GRID_SEEDS = 100
@@ -111,32 +112,37 @@ class ProcessTree(threading.Thread):
 
 
 def cpu_split(before: dict[str, float | None], after: dict[str, float | None], harness_s: float,
-              trials: int) -> dict[str, float | None]:
+              trials: int, containers_s: float | None = None) -> dict[str, float | None]:
     """CPU seconds per trial: the harness (the study's own processes and their git children),
-    the containers, the engine, and the rest of the machine's busy time."""
+    the study's own containers (`containers_s`, bench.perf.containers; without it, every
+    container on the machine), the engine, and the rest of the machine's busy time."""
     d = {k: (after[k] - before[k]) if after[k] is not None and before[k] is not None else None  # type: ignore[operator]
          for k in before}
-    split: dict[str, float | None] = {"harness": harness_s, "containers": d["containers"], "engine": d["engine"]}
+    own = containers_s if containers_s is not None else d["containers"]
+    split: dict[str, float | None] = {"harness": harness_s, "containers": own, "engine": d["engine"]}
     known = sum(v for v in split.values() if v is not None)
     split["other"] = max(0.0, d["busy"] - known) if d["busy"] is not None else None
     return {k: (round(v / trials, 3) if v is not None else None) for k, v in split.items()}
 
 
-def grid_run(results: Path, full: bool, n_jobs: int) -> dict[str, Any]:
+def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS) -> dict[str, Any]:
     study = f"bench-grid-{uuid.uuid4().hex[:6]}"
-    seeds = GRID_SEEDS if full else SLICE_SEEDS
+    seeds = GRID_SEEDS if full else seeds
     cmd = [sys.executable, "-m", "bench", "-m", "experiment=grid", f"task.seed=range(0,{seeds})",
            f"study.name={study}", f"hydra.launcher.n_jobs={n_jobs}"]
     env = {**os.environ, "CTXBENCH_RESULTS": str(results)}
     cpu0, kids0 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, t0_epoch = time.perf_counter(), time.time()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    tree = ProcessTree(proc.pid)
+    tree, boxes = ProcessTree(proc.pid), StudyContainers(study)
     tree.start()
+    boxes.start()
     stdout, stderr = proc.communicate()
     wall = time.perf_counter() - t0
     tree.stop.set()
+    boxes.stop.set()
     tree.join()
+    boxes.join()
     cpu1, kids1 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
     harness = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
     if proc.returncode != 0:
@@ -153,7 +159,13 @@ def grid_run(results: Path, full: bool, n_jobs: int) -> dict[str, Any]:
             "grid_minutes": round((startup + (wall - startup) * GRID_TRIALS / n) / 60, 2),
             "extrapolated": n != GRID_TRIALS,
             # Where the time goes: CPU seconds per trial, and how busy the machine's cores were.
-            "cpu_s_per_trial": cpu_split(cpu0, cpu1, harness, n),
+            "cpu_s_per_trial": cpu_split(cpu0, cpu1, harness, n, boxes.total_s()),
+            # The containers' figure two other ways: every container on the machine (other
+            # studies' too), and only the trials' own windows (no start, renewal or close).
+            "containers_cross_check_s_per_trial": {
+                "machine_cgroup": cpu_split(cpu0, cpu1, harness, n)["containers"],
+                "trials_windows": round(w / n, 3) if (w := trials_window_cpu_s(results)) is not None else None,
+                "study_containers": len(boxes.last)},
             # The harness's part by process: the launcher (plan, joblib's polling, the study run),
             # the workers' own Python, and what the workers started (host git); the rest of the
             # harness figure is what the poll missed (processes shorter than a poll).

@@ -61,6 +61,9 @@ def release(sandbox: Sandbox, cfg: SandboxConfig, labels: Mapping[str, str] | No
             _close_quietly(previous)
         _idle[_slot(cfg, labels)] = sandbox
         return
+    if cfg.reuse and not interrupted:
+        log.info("sandbox %s not kept for the next trial: %s", sandbox.trial_id,
+                 sandbox.not_pristine_because)
     sandbox.close(interrupted=interrupted)
 
 

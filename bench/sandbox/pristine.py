@@ -19,6 +19,14 @@ hashed on the host, every entry of it (`manifest`). The rest is tracked, not has
   A change time (`%C@`) cannot be set from user space, so a file written and put back, or
   removed and made again, still shows.
 
+The working copy's hash is taken before and after every check while pristine, and most files
+are the same each time, so a file's content digest is kept from one walk to the next
+(`Digests`) and reused while its stat is unchanged, racy-git style: inode, size, mtime and
+ctime (which user space cannot set) all equal, and its change time strictly before the walk
+began (a stamp file touched first, on the same filesystem clock), so a rewrite within the same
+clock tick as the read that cached it is never missed. No process of a check is left when
+the hash is taken (a pristine sandbox has none), so nothing writes while it reads.
+
 The local sandbox isolates nothing (its commands run on the host): there, pristine only means
 that the agent ran no command and no check left a process. Never run a real model on it.
 """
@@ -51,14 +59,32 @@ class Pristine:
     def __init__(self) -> None:
         self.ok = True
         self.reference: str | None = None  # PROBE output before the first check
+        self.lost = ""  # why it is not pristine any more: the harness's log says it (pool.py)
 
-    def taint(self) -> None:
+    def taint(self, why: str = "a command of the agent's ran") -> None:
+        if self.ok:
+            self.lost = why
         self.ok = False
 
     def settle(self, was: bool, probe: str | None, ended: tuple[str, ...], tree_kept: bool) -> bool:
         """After a check: still pristine? `probe` is None where the backend has none (local)."""
-        self.ok = bool(was and not ended and tree_kept and (probe is None or probe == self.reference))
+        if was and not ended and tree_kept and (probe is None or probe == self.reference):
+            self.ok = True
+        else:
+            self.ok, self.lost = False, self.lost if not was else (
+                f"the check left processes: {', '.join(ended)[:300]}" if ended
+                else "the check changed the working copy" if not tree_kept
+                else f"the state outside the working copy changed: {_first_difference(self.reference, probe)}")
         return self.ok
+
+
+def _first_difference(before: str | None, after: str | None) -> str:
+    """The first line the probes disagree on, for the log (a probe that failed is one line)."""
+    a, b = (before or "").splitlines(), (after or "").splitlines()
+    for i in range(max(len(a), len(b))):
+        if i >= len(a) or i >= len(b) or a[i] != b[i]:
+            return f"{a[i] if i < len(a) else '(none)'!r} became {b[i] if i < len(b) else '(none)'!r}"[:300]
+    return "(equal)"
 
 
 class Tracking:
@@ -76,6 +102,7 @@ class Tracking:
         self._trials = 1  # how many trials this sandbox has served (renew: pool.py)
         self._changes = 0  # bumped by anything that may change the working copy (workcopy.py's caches)
         self._unsettled = False  # a command may still be running: no cached listing holds
+        self._digests: Digests | None = None  # made at the first hash (the working copy exists by then)
 
     def _ran(self, reap: bool) -> None:
         """A command is about to run in the sandbox: it taints it (a check settles it again,
@@ -88,12 +115,22 @@ class Tracking:
     def pristine(self) -> bool:
         return self._track and self._pristine.ok and not self._closed
 
+    @property
+    def not_pristine_because(self) -> str:
+        """Why `pristine` is False ('' while it is True), for the log."""
+        if self.pristine:
+            return ""
+        return ("not tracked (neither the check cache nor reuse is on)" if not self._track
+                else "closed" if self._closed else self._pristine.lost)
+
     def state_sha(self) -> str:
         """Every entry of the working copy, hashed (`manifest`). A working copy past the
         walk's or the read's bounds cannot be tracked: the sandbox is tainted and the answer
         equals no other, so no verdict is stored or reused for it."""
+        if self._digests is None:  # its stamp outside the working copy, in the sandbox's own scratch dir
+            self._digests = Digests(self.workdir.parent / "hash-stamp")
         try:
-            return manifest(self.workdir)
+            return manifest(self.workdir, self._digests)
         except ContentError:
             self._pristine.taint()
             return f"untracked {uuid.uuid4().hex}"
@@ -121,7 +158,40 @@ class Tracking:
         return self._pristine.settle(was, self._probe() if kept else None, ended, kept)
 
 
-def manifest(workdir: Path) -> str:
+class Digests:
+    """The content digests of one working copy's files from its last hash, each with the stat
+    it was read under; kept for a file only when its change time is strictly before the walk's
+    stamp (see the module docstring)."""
+
+    def __init__(self, stamp: Path) -> None:
+        self.stamp = stamp
+        self.known: dict[str, tuple[tuple[int, ...], str]] = {}
+        self.reads = 0  # files read, for the tests
+
+    def begin(self) -> int:
+        """Touch the stamp (before anything is statted) and return its change time."""
+        fd = os.open(self.stamp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.utime(fd)
+            return os.fstat(fd).st_ctime_ns
+        finally:
+            os.close(fd)
+
+    def digest(self, path: str, full: str, st: os.stat_result, began: int, seen: dict[str, tuple[tuple[int, ...], str]]
+               ) -> str:
+        sig = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        known = self.known.get(path)
+        if known is not None and known[0] == sig:
+            digest = known[1]
+        else:
+            self.reads += 1
+            digest = hashlib.sha256(read_capped(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))).hexdigest()
+        if st.st_ctime_ns < began and st.st_mtime_ns < began:  # else racy: read again next time
+            seen[path] = (sig, digest)
+        return digest
+
+
+def manifest(workdir: Path, digests: Digests | None = None) -> str:
     """sha256 over `workdir` itself and every entry below it, never following a link: path,
     kind, mode, owner, extended attributes (ACLs among them) and content (a link: its target).
     Ignored files, build artefacts and empty directories count too: they are what the check's
@@ -129,6 +199,9 @@ def manifest(workdir: Path) -> str:
     because a check's code can set them and a renewed sandbox keeps the directory."""
     h = hashlib.sha256()
     root = str(workdir)
+    memo = digests if digests is not None else Digests(Path())  # none: every file read, none kept
+    began = digests.begin() if digests is not None else 0
+    seen: dict[str, tuple[tuple[int, ...], str]] = {}
     readable(root, os.lstat(root))
     st = os.stat(root, follow_symlinks=False)
     h.update(f"r {stat.S_IMODE(st.st_mode):o} {st.st_uid} {st.st_gid} {_xattrs(root)}\0".encode())
@@ -141,10 +214,12 @@ def manifest(workdir: Path) -> str:
         elif stat.S_ISLNK(st.st_mode):  # the path and the target each end in NUL: no two pairs collide
             h.update(f"l {path}\0{os.readlink(full)}\0{meta}\0".encode("utf-8", "surrogateescape"))
         elif stat.S_ISREG(st.st_mode):
-            digest = hashlib.sha256(read_capped(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)))
-            h.update(f"f {path}\0{mode:o} {digest.hexdigest()} {meta}\0".encode("utf-8", "surrogateescape"))
+            digest = memo.digest(path, full, st, began, seen)
+            h.update(f"f {path}\0{mode:o} {digest} {meta}\0".encode("utf-8", "surrogateescape"))
         else:  # a FIFO, socket or device node: its kind and mode are what can matter
             h.update(f"o {path}\0{stat.S_IFMT(st.st_mode):o} {mode:o} {meta}\0".encode("utf-8", "surrogateescape"))
+    if digests is not None:
+        digests.known = seen  # only what is there now: a removed file's digest goes
     return h.hexdigest()
 
 

@@ -85,8 +85,8 @@ class WorkingCopy(Tracking):
         if self._pristine.reference is None:  # no check ran: no code of the agent's ever did
             self._pristine.reference = probe
         if not self.pristine or probe != self._pristine.reference:
-            self._pristine.taint()
-            raise RuntimeError(f"sandbox {self.trial_id} is not as the harness left it")
+            self._pristine.taint("its state outside the working copy changed since its last check")
+            raise RuntimeError(f"sandbox {self.trial_id} is not as the harness left it ({self._pristine.lost})")
         for name in os.listdir(self.workdir):
             restore.remove(self.workdir, name)
         remove_tree(str(self._git_dir))

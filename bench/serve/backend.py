@@ -93,9 +93,9 @@ class SimBackend:
             return sim.complete(messages, tools, max_tokens=max_tokens, seed=seed, cache_breakpoint=cache_breakpoint)
 
     def count_tokens(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> int:
-        from bench.core.tokens import count_messages
+        from bench.core.tokens import count_messages, tools_tokens
 
-        return count_messages(messages)
+        return count_messages(messages) + tools_tokens(tools)[1]  # as the reply's usage counts them
 
     @property
     def conversations(self) -> int:

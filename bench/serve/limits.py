@@ -7,8 +7,10 @@ Like the hosted APIs: a token bucket per limit holding a minute's allowance, ref
 continuously. A request is admitted when a request and its input tokens are available and the
 output bucket is not in debt; output tokens are charged when the reply is made. Otherwise the
 answer is a 429 with `retry-after` in whole seconds (rounded up to when the request would fit),
-and the request never reaches the model. Input tokens are the whole prompt (cl100k, as
-bench.core.tokens counts them), cached or not.
+and the request never reaches the model. Input tokens are the whole prompt, tool schemas included,
+cached or not, counted (cl100k, bench.core.tokens) as the reply's `usage` counts them: a bucket
+that counted fewer than `usage` reports would let a client that paces itself by `usage` reach
+only part of the limit.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.core.tokens import count_messages
+from bench.core.tokens import count_messages, tools_tokens
 from bench.providers.http.ratelimit import refill
 from bench.providers.wire import anthropic as aw
 from bench.providers.wire import openai as ow
@@ -42,8 +44,9 @@ class ProviderLimits:
 
     @staticmethod
     def prompt_tokens(proto: str, body: dict[str, Any]) -> int:
+        wire = aw if proto == "anthropic" else ow
         messages = aw.from_wire(body)[0] if proto == "anthropic" else ow.from_wire(body)
-        return count_messages(tuple(messages))
+        return count_messages(tuple(messages)) + tools_tokens(wire.tools_from_wire(body.get("tools")))[1]
 
     def _refill(self) -> None:
         now = self._clock()

@@ -16,9 +16,9 @@ conversation the sim produces, not about how fast the host runs it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from bench.core.tokens import count_message, count_text
+from bench.core.tokens import count_message, count_text, tools_tokens
 from bench.core.types import Message, Price, ToolSpec, Usage, canonical_json
 from bench.sim.params import SimParams
 
@@ -30,12 +30,6 @@ class Bill:
     latency_s: float
     cost_usd: float
     prompt_tokens: int
-
-
-def tools_tokens(tools: tuple[ToolSpec, ...] | list[ToolSpec]) -> tuple[str, int]:
-    """The tool schemas as the provider sends them first in the prompt: their JSON and tokens."""
-    text = canonical_json([asdict(t) for t in tools])
-    return text, count_text(text)
 
 
 def output_tokens(content: str, calls: tuple[tuple[str, dict], ...]) -> int:

@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import functools
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -109,15 +110,24 @@ def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mappin
 
 
 
+CLAIMS_PER_PROCESS = 4  # claims in progress at once in one process (threads): its MLflow store's pool is 15
+_CLAIMING = threading.BoundedSemaphore(CLAIMS_PER_PROCESS)
 STALE_GRACE_S = 600.0  # a RUNNING run older than its trial timeout + this is dead (the watchdog ends trials)
 
 
 @contextlib.contextmanager
-def trial_claim(lock_dir: Path) -> Iterator[None]:
-    """Held while a trial checks for earlier runs and creates its own, so two processes on
-    this host (two invocations of one study) never both start the same config hash."""
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / ".trials.lock", "w") as lock:
+def trial_claim(lock_dir: Path, config_hash: str) -> Iterator[None]:
+    """Held while a trial checks for earlier runs of its config and creates its own, so two
+    processes or threads on this host (two invocations of one study) never both start the same
+    config hash. One lock per config hash: trials of different configs never wait for each
+    other's MLflow calls (one host-wide lock made 128 trials in flight start one by one).
+    Within a process at most CLAIMS_PER_PROCESS claim at once: 128 threads claiming together
+    waited past the 30 s timeout of the process's MLflow connection pool (15 connections)."""
+    claims = lock_dir / ".claims"
+    claims.mkdir(parents=True, exist_ok=True)
+    # Never unlinked: removing a lock file another process has open would give a third a new
+    # file, and two holders. An empty file per config the study ran costs an inode.
+    with _CLAIMING, open(claims / f"{config_hash}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

@@ -51,6 +51,7 @@ from bench.trial.harness_copy import (
 )
 from bench.trial.harness_copy import tamper_scan
 from ctxlog import events as ev
+from tasks.common.build import parse_source
 from tasks.common.runner import RUNNER_PATH
 from tasks.spec import Invariant
 
@@ -114,7 +115,7 @@ def expected_tests(part: Part, files: Mapping[str, str]) -> set[str]:
 @functools.lru_cache(maxsize=1024)  # the harness's own test files: the same few, judged every check
 def _test_names(path: str, source: str, kind: str) -> tuple[str, ...]:
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError:
         return (path,)  # cannot be collected: the runner reports it failed, never passed
     prefix = "test_" if kind == "runner" else "test"

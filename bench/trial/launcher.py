@@ -34,6 +34,7 @@ import time
 import types
 
 REPORT_FD = 3  # the judge's report channel (bench/sandbox/judge.py): never open in a child
+SERVER_EXIT_S = 5.0  # how long an ended part waits for the code under test's process to exit by itself
 
 
 class _SourceOnly:
@@ -134,12 +135,16 @@ def _child(part, tree, uid, quiet, trusted):
         except ValueError:
             claims.append({"error": "unreadable message", "forged": True})
     served = None
-    for _ in range(200):  # it ends when the comparer's end closes: a server still there is ended below
+    # It ends when the comparer's end closes: a server still there is ended below, and counts as a
+    # process left (no reuse). The wait is a deadline, not a count of polls: on a loaded machine an
+    # honest server may take more than a second to be scheduled and exit.
+    deadline = time.monotonic() + SERVER_EXIT_S
+    while served is None and time.monotonic() < deadline:
         got, sstatus = os.waitpid(server, os.WNOHANG)
         if got:
             served = os.waitstatus_to_exitcode(sstatus)
-            break
-        time.sleep(0.005)
+        else:
+            time.sleep(0.005)
     ended = _reap(uid, home)
     if served is None:
         served = os.waitstatus_to_exitcode(os.waitpid(server, 0)[1])

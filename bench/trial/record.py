@@ -32,6 +32,7 @@ from bench.tracking.runs import TrialRun
 from bench.trial.run_md import write_run_md
 from bench.trial.tidy_errors import error_kinds
 from ctxlog import events as ev
+from ctxlog.reader import Log
 from tasks.spec import TaskSpec
 
 log = logging.getLogger("ctxbench")
@@ -101,7 +102,7 @@ class Trial:
 
     def tally(self) -> Tally:
         """The trial's counts and totals so far, read from its log (bench/eventlog/tally.py)."""
-        return tally(self.events.records if self.events is not None else [])
+        return tally(self.events.log() if self.events is not None else [])
 
     def result(self) -> TrialResult:
         v = self.verdict
@@ -136,14 +137,14 @@ def finish(trial: Trial) -> None:
             sha256_text((out / "events.jsonl").read_text()) + "\n"))
     o = trial.tally()  # the verdict too, now that trial_end is in the log
     if out is not None and events is not None:
-        guarded("RUN.md", lambda: write_run_md(out / "RUN.md", trial.cfg, trial.task, o, v.status, events.records))
+        guarded("RUN.md", lambda: write_run_md(out / "RUN.md", trial.cfg, trial.task, o, v.status, events.log()))
     try:
         digest = (out / "events.jsonl.sha256").read_text().strip() if out else ""
     except OSError:
         digest = ""
     tags = {"status": v.status, "failure_reason": v.reason, "outcome_class": v.outcome_class,
             "final_tree_sha": trial.final_tree_sha, "events_sha256": digest}
-    records = events.records if events is not None else []
+    records = events.log() if events is not None else Log([])  # parsed once for every reader below
     try:
         trial.run.finish(v.mlflow_status, tags=tags, final={**final_metrics(o, wall), **trial_measures(records),
                                                             **error_kinds(trial.task, records)},

@@ -14,8 +14,8 @@ from tasks.spec import TaskSpec
 
 
 def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Tally, status: str,
-                 records: list[dict[str, Any]]) -> None:
-    log = Log.from_records(records)
+                 records: list[dict[str, Any]] | Log) -> None:
+    log = Log.read(records)
     verdicts = {e.step: e.status for e in log.of(ev.StepStatus)}
     lines = [
         f"# {cfg.run_name}",

@@ -129,7 +129,7 @@ def claim(tcfg: TrialConfig, task: TaskSpec, gate: budget.Gate) -> TrialRun | Tr
     """This trial's new MLflow run, or the result of the earlier run that makes it unnecessary,
     or `budget_exhausted` (no run: a rerun with a larger budget starts it)."""
     while True:
-        with trial_claim(tcfg.results_dir):  # check-then-create is atomic across this host's processes
+        with trial_claim(tcfg.results_dir, tcfg.config_hash):  # check-then-create is atomic on this host
             earlier = resume_or_skip(tcfg) if tcfg.resume else None
             if earlier is not None:
                 return earlier

@@ -31,11 +31,11 @@ from ctxlog.reader import Log
 from tasks.spec import TaskSpec
 
 
-def error_kinds(task: TaskSpec, records: Iterable[dict[str, Any]]) -> dict[str, float]:
+def error_kinds(task: TaskSpec, records: Iterable[dict[str, Any]] | Log) -> dict[str, float]:
     def is_trap(key: str) -> bool:
         return any(key.startswith(x.cleanup) for x in task.traps if x.cleanup)
 
-    log = Log.from_records(records)
+    log = Log.read(records)
     taken: dict[str, bool] = {}
     for offer in log.of(ev.TidyUp):
         taken[offer.key] = taken.get(offer.key, False) or offer.taken

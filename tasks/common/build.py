@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import random
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -113,11 +114,24 @@ def fillers(rng: random.Random, k: int, taken: set[str]) -> list[tuple[str, str]
 
 # ---- reading perceived Python text ----
 
+# CPython 3.11 builds an AST's Python objects with a recursion counter kept in interpreter-wide
+# state, so two threads parsing at once can fail with "SystemError: AST constructor recursion
+# depth mismatch" (gh-106905); the threads launcher runs many trials in one process. Every
+# in-process parse goes through `parse_source`, one at a time.
+_PARSING = threading.Lock()
+
+
+def parse_source(text: str, filename: str = "<unknown>") -> ast.Module:
+    """ast.parse, safe to call from many threads at once (raises SyntaxError as it does)."""
+    with _PARSING:
+        return ast.parse(text, filename)
+
+
 @functools.lru_cache(maxsize=512)  # the sim's oracle reads the same files every turn
 def parse(text: str) -> ast.Module | None:
     """The module's AST, shared between callers: read it, never change it."""
     try:
-        return ast.parse(text)
+        return parse_source(text)
     except SyntaxError:
         return None
 

@@ -89,7 +89,7 @@ def _extracted(util_text: str, n: repo.Names) -> str:
     """The new module: the group's defs copied verbatim, plus the helper imports they use."""
     spans = [c.def_span(util_text, g) for g in n.group]
     defs = [util_text[a:b].rstrip("\n") + "\n" for a, b in (s for s in spans if s)]
-    used = {x.id for d in defs for x in ast.walk(ast.parse(d)) if isinstance(x, ast.Name)}
+    used = {x.id for d in defs for x in ast.walk(c.parse_source(d)) if isinstance(x, ast.Name)}
     tree = c.parse(util_text)
     imports = [f"from {i.module} import {', '.join(a.name for a in i.names if a.name in used)}"
                for i in (tree.body if tree else ()) if isinstance(i, ast.ImportFrom)

@@ -159,7 +159,7 @@ def test_edit_against_a_stale_file_does_not_pass_silently(family, tmp_path):
             assert code != 0, (spec.task_id, d.id, step.id, "clobbering the drift must not pass")
 
 
-@pytest.mark.parametrize("family", ["signature_migration", "config_rename"])
+@pytest.mark.parametrize("family", ["signature_migration", "config_rename", "record_upgrade"])
 def test_a_drifted_value_carried_from_a_stale_copy_fails_and_names_its_source(family, tmp_path):
     """The docs step lists values another file holds: from the copy read before the drift it
     writes the old ones; its check fails and names the file to re-read."""

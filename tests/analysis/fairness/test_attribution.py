@@ -53,3 +53,15 @@ def test_stand_ins_count_only_the_tasks_the_switch_was_run_on():
     off = off[off["task_seed"] < 4]  # the switch ran on 4 of the 10 seeds
     t = attribution.table(pd.concat([on, off]))
     assert set(t["n_pairs"]) == {4}
+
+
+def test_a_switch_that_turns_a_channel_on_reads_with_the_channel_as_all_on():
+    # ledger's edge comes only with harness-written invariants (switched ON by its ablation,
+    # off under `none`): with the channel its difference is 0.6, without it 0, so all of it goes
+    def outcome(s, p, k):
+        if s == "ledger" and p == "ablation=harness_invariants":
+            return 1
+        return 1 if k >= 6 else 0
+    t = attribution.table(trials(outcome, points=("ablation=none", "ablation=harness_invariants")))
+    led = t.set_index(["comparison", "switched off"]).loc[("ledger - raw", "harness_invariants")]
+    assert (led["D (all on)"], led["D (off)"], led["share gone"]) == (0.6, 0.0, 1.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import pandas as pd
 import pytest
@@ -62,3 +63,17 @@ def test_a_family_with_all_its_pairs_one_way_does_not_take_all_the_weight():
     t = grid(lambda s, a, f, k, r: 0 if (s == "raw" and f == "fa") else 1, seeds=range(2))
     het = families.heterogeneity(families.per_family(t[t["task_family"] != "fc"]))
     assert 0.2 < het["pooled_diff"].iloc[0] < 0.8
+
+
+def test_seed_within_family_is_its_own_term_and_not_estimable_with_one_seed():
+    # success by seed parity only: every family has the same mean, so it is all seed within family
+    t = grid(lambda s, a, f, k, r: k % 2, seeds=range(4), reps=(0, 1))
+    v = families.variance(t).set_index("term")
+    assert v.loc["seed (within family)", "share"] == pytest.approx(1.0) and v.loc["family", "share"] == pytest.approx(0.0)
+    assert v.loc["seed (within family)", "df"] == 3 * (4 - 1) and v.loc["family", "df"] == 2
+    assert v.loc["family", "F vs"] == "seed" and v.loc["strategy", "F vs"] == "residual"
+    assert v["df"].sum() == len(t) - 1
+    # one seed per family: seed has no degrees of freedom, so no share, and family says it holds it
+    one = families.variance(grid(lambda s, a, f, k, r: int(f == "fa" or r == 1), seeds=(0,), reps=(0, 1))).set_index("term")
+    assert one.loc["seed (within family)", "df"] == 0 and math.isnan(one.loc["seed (within family)", "share"])
+    assert one.loc["family (holds the seed too: 1 seed per family)", "share"] > 0

@@ -142,3 +142,19 @@ def test_module_entry_point(tmp_path):
     res = subprocess.run([sys.executable, "-m", "analysis.power", "--psi", "2", "--delta", "0.1"],
                          cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, timeout=120)
     assert res.returncode == 2 and res.stderr.count("\n") == 1
+
+
+def test_a_pilot_icc_that_could_not_be_estimated_is_printed_as_assumed():
+    import pandas as pd
+
+    # 4 seeds x 2 reps: ledger and raw never disagree in drift (no discordance: ICC assumed 1),
+    # and in baseline ledger wins rep 0 of every seed (the ICC is estimated)
+    rows = [{"study": "p", "model": "sim", "task_family": "f", "task_seed": k, "sensitivity_point": "", "rep": r,
+             "strategy": s, "arm": arm, "success": int(arm == "baseline" and s == "ledger" and r == 0),
+             "tokens_input_total": 1.0, "cost_usd": 1.0, "latency_s": 1.0}
+            for s in ("raw", "ledger") for arm in ("baseline", "drift") for k in range(4) for r in (0, 1)]
+    binary, _ = power_cli.pilot_tables(pd.DataFrame(rows), power_cli.parser().parse_args(["--pilot", "p"]))
+    icc = binary.set_index("arm")["ICC"]
+    assert icc["drift"] == "1.00 assumed" and not icc["baseline"].endswith("assumed")
+    given = power_cli.pilot_tables(pd.DataFrame(rows), power_cli.parser().parse_args(["--pilot", "p", "--icc", "1"]))
+    assert given[0].set_index("arm").loc["drift", "ICC"] == "1.00"  # the user's ICC is not an assumption

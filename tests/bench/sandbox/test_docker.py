@@ -83,7 +83,9 @@ def test_network_is_none(sb: DockerSandbox) -> None:
 def test_timeout_kills_the_command(sb: DockerSandbox) -> None:
     t0 = time.monotonic()
     r = sb.exec("echo started; sleep 30", timeout=1)
-    assert time.monotonic() - t0 < 3.0
+    # Cut short, far below the 30 s sleep; the margin is the engine's own calls (exec, kill,
+    # inspect), which take seconds on a loaded engine, not anything the timeout governs.
+    assert time.monotonic() - t0 < 15
     assert r.timed_out and r.exit_code in (124, 137)
     assert r.output == "started\n"
     assert "sleep 30" not in _processes(sb)
@@ -93,7 +95,7 @@ def test_timeout_kills_the_command(sb: DockerSandbox) -> None:
 def test_timeout_also_kills_processes_that_left_the_group(sb: DockerSandbox) -> None:
     t0 = time.monotonic()
     r = sb.exec("setsid sleep 31 & sleep 30", timeout=1)
-    assert time.monotonic() - t0 < 4.5
+    assert time.monotonic() - t0 < 15  # the timeout plus GRACE_S plus engine calls, not the 30 s
     assert r.timed_out and r.exit_code in (124, 137)
     left = _processes(sb)
     assert "sleep 31" not in left and "sleep 30" not in left
@@ -103,7 +105,7 @@ def test_default_timeout_comes_from_config(sandbox_cfg: SandboxConfig) -> None:
     box = _make(dataclasses.replace(sandbox_cfg, exec_timeout_s=1.0))
     try:
         r = box.exec("sleep 30")
-        assert r.timed_out and r.duration_s < 3.0
+        assert r.timed_out and r.duration_s < 15
     finally:
         box.close()
 

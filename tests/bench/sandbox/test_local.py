@@ -135,7 +135,7 @@ def test_background_jobs_do_not_block_and_die_at_close(local_cfg: SandboxConfig)
     box = create(local_cfg, FILES, "local-bg")
     t0 = time.monotonic()
     r = box.exec("sleep 60 & echo $!", timeout=30)
-    assert time.monotonic() - t0 < 4.0 and r.exit_code == 0 and not r.timed_out
+    assert time.monotonic() - t0 < 15 and r.exit_code == 0 and not r.timed_out  # not the 60 s job
     pid = int(r.output)
     assert _alive(pid)
     box.close()

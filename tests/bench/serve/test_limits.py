@@ -12,14 +12,14 @@ import urllib.request
 
 import pytest
 
-from bench.core.tokens import count_messages
+from bench.core.tokens import count_messages, tools_tokens
 from bench.core.toolspecs import TOOLS
 from bench.providers.http.ratelimit import RateLimit, SharedLimiter
 from bench.providers.wire import anthropic as aw
 from bench.providers.wire import openai as ow
 from bench.serve.limits import ProviderLimits, add_arguments, from_args
 from bench.serve.server import LoopbackServer
-from tests.helpers.serve_support import CONVERSATION, KEYS, KINDS, ScriptedBackend, Sleeps, make
+from tests.helpers.serve_support import CONVERSATION, KEYS, KINDS, ScriptedBackend, Sleeps, make, toy_backend
 
 MSGS = CONVERSATION[:2]
 SPEED = 20.0  # both clocks run 20 times faster: a minute's allowance refills in 3 s
@@ -36,7 +36,7 @@ class Clock:
 def test_buckets_admit_then_refuse_with_the_wait():
     clock = Clock()
     lim = ProviderLimits(rpm=2, input_tpm=600, output_tpm=60, clock=clock)
-    tokens = count_messages(MSGS)
+    tokens = count_messages(MSGS) + tools_tokens(())[1]  # no tools: their empty list, as usage counts it
     body = {"messages": ow.to_wire(MSGS)}
     assert ProviderLimits.prompt_tokens("openai", body) == tokens
     assert lim.admit("openai", body) is None and lim.admit("openai", body) is None
@@ -50,7 +50,21 @@ def test_buckets_admit_then_refuse_with_the_wait():
 def test_anthropic_prompt_counts_the_system_prompt_too():
     system, messages = aw.to_wire(MSGS, 2)
     body = {"system": system, "messages": messages}
-    assert ProviderLimits.prompt_tokens("anthropic", body) == count_messages(MSGS)
+    assert ProviderLimits.prompt_tokens("anthropic", body) == count_messages(MSGS) + tools_tokens(())[1]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_bucket_counts_the_prompt_as_the_replys_usage_does(kind, api_keys):
+    # Tool schemas are input tokens too: a bucket that left them out charged 15 % less than the
+    # `usage` a client paces itself by, so the 128-trial study reached 0.87 of the limit.
+    lim = ProviderLimits(rpm=1000)
+    with LoopbackServer(toy_backend(), limits=lim) as srv:
+        p = make(kind, srv)
+        try:
+            c = p.complete(MSGS, TOOLS, max_tokens=256, seed=1)
+        finally:
+            p.close()
+    assert lim.stats()["input_tokens"] == c.usage.prompt > count_messages(MSGS)
 
 
 def test_cli_flags_make_limits():

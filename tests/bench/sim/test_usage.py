@@ -8,12 +8,11 @@ import time
 import pytest
 
 from bench.core import render
-from bench.core.tokens import count_messages
+from bench.core.tokens import count_messages, tools_tokens
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message
 from bench.providers.base import ProviderError
 from bench.sim import provider as sim_module
-from bench.sim.usage import tools_tokens
 from tests.helpers.sim_world import (
     API,
     API_V1,

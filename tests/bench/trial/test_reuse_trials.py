@@ -69,7 +69,8 @@ def _end(result: Any) -> dict:
 
 def test_a_worker_shares_its_sandbox_and_verdicts_only_until_the_agent_runs_a_command(trials):
     first, box = trials(HONEST)
-    assert first.success and not _end(first)["t"]["sandbox_reused"] and pool.idle() == 1
+    assert first.success and not _end(first)["t"]["sandbox_reused"]
+    assert pool.idle() == 1, f"an honest trial's sandbox was not kept: {box.not_pristine_because}"
     second, again = trials(HONEST)
     assert again is box and _end(second)["t"]["sandbox_reused"]
     assert second.success and len(kinds(second.events_path, "check_cached")) == 2  # the step and the final check
