@@ -120,8 +120,9 @@ class Tracking:
         """Why `pristine` is False ('' while it is True), for the log."""
         if self.pristine:
             return ""
+        # Why it was lost comes before "closed": a sandbox that lost it is closed by then (pool.release).
         return ("not tracked (neither the check cache nor reuse is on)" if not self._track
-                else "closed" if self._closed else self._pristine.lost)
+                else self._pristine.lost if not self._pristine.ok else "closed")
 
     def state_sha(self) -> str:
         """Every entry of the working copy, hashed (`manifest`). A working copy past the

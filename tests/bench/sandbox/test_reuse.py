@@ -109,6 +109,8 @@ def test_a_sandbox_the_agent_ran_a_command_in_is_removed_not_handed_on(cfg, labe
     checked(a, clean=False)  # and no clean check after it makes it pristine again
     pool.release(a, cfg, labels)
     assert pool.idle() == 0 and not container_exists(a.container_id)
+    # why it was not kept outlives the close: the log and a test's failure say it, not "closed"
+    assert a.not_pristine_because == "a command of the agent's ran"
     b = pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
     assert b is not a and len(make.made) == 2 and b.pristine
 

@@ -9,6 +9,7 @@ the same working copy, so only the taint keeps the earlier pass from standing fo
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -67,10 +68,27 @@ def _end(result: Any) -> dict:
     return end
 
 
+KEEP_TRIES = 3
+
+
+def kept_after_honest(trials: Callable[..., tuple[Any, DockerSandbox]]) -> DockerSandbox:
+    """The sandbox of an honest trial, kept by the pool. Not keeping one is the safe miss (a new
+    sandbox, no verdict reused), and twice in CI, never here, an honest trial's was not kept: so
+    the test retries it, and warns each miss with its reason (pristine.py), which the run's
+    warnings summary shows. Three misses in a row fail."""
+    reasons = []
+    for _ in range(KEEP_TRIES):
+        first, box = trials(HONEST)
+        assert first.success and not _end(first)["t"]["sandbox_reused"]
+        if pool.idle() == 1:
+            return box
+        reasons.append(box.not_pristine_because)
+        warnings.warn(f"an honest trial's sandbox was not kept: {reasons[-1]}", stacklevel=2)
+    pytest.fail(f"no honest trial's sandbox was kept in {KEEP_TRIES} tries: {reasons}")
+
+
 def test_a_worker_shares_its_sandbox_and_verdicts_only_until_the_agent_runs_a_command(trials):
-    first, box = trials(HONEST)
-    assert first.success and not _end(first)["t"]["sandbox_reused"]
-    assert pool.idle() == 1, f"an honest trial's sandbox was not kept: {box.not_pristine_because}"
+    box = kept_after_honest(trials)
     second, again = trials(HONEST)
     assert again is box and _end(second)["t"]["sandbox_reused"]
     assert second.success and len(kinds(second.events_path, "check_cached")) == 2  # the step and the final check
@@ -84,8 +102,7 @@ def test_a_worker_shares_its_sandbox_and_verdicts_only_until_the_agent_runs_a_co
 
 
 def test_an_interrupted_trial_removes_the_sandbox_it_was_handed(trials, monkeypatch):
-    first, box = trials(HONEST)
-    assert first.success and pool.idle() == 1
+    box = kept_after_honest(trials)
 
     def interrupt(self, *a, **k):
         raise KeyboardInterrupt("signal 15")
