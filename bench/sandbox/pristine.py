@@ -49,7 +49,15 @@ PROBE = ("find /tmp /dev /dev/shm /dev/mqueue /sys/fs/cgroup /proc/keys /proc/ti
          "\\( -type d -printf '%p d %m %U %G\\n' \\) -o -printf '%p %y %m %U %G %s %C@ %l\\n' 2>&1; "
          "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem 2>&1; "
          # pid 1, our reaper, sleeps forever: its CPU time, threads and size never move unless
-         # something got into it (fields 14, 15, 20, 23 of /proc/1/stat).
+         # something got into it (fields 14, 15, 20, 23 of /proc/1/stat). But only once it sleeps:
+         # a first probe soon after the container started, on a loaded machine, can catch it still
+         # starting (its size grew by 1.2 MB a second later in 1 of 15 tries), and the sandbox
+         # would lose its pristine state for nothing. So wait (up to ~5 s) until it is asleep
+         # (state S) with signal 64 ignored: docker.py's _INIT ignores every signal in ascending
+         # order and then only pauses, so nothing of it runs again after that.
+         "i=0; while [ $i -lt 250 ]; do read -r s < /proc/1/stat; set -- ${s##*) }; ign=; "
+         "while read -r k v; do [ \"$k\" = SigIgn: ] && ign=$v && break; done < /proc/1/status; "
+         "case \"$1 $ign\" in 'S '[89a-f]*) break;; esac; i=$((i+1)); sleep 0.02; done; "
          "read -r s < /proc/1/stat; set -- ${s##*) }; echo \"pid1 ${12} ${13} ${18} ${21}\"")
 
 

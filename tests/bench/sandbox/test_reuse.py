@@ -7,6 +7,7 @@ container, as without reuse. `behind_the_harness` plays whatever the tracking co
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -192,3 +193,21 @@ def test_an_interrupt_while_renewing_removes_the_sandbox(cfg, labels, make, monk
     with pytest.raises(KeyboardInterrupt):
         pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
     assert pool.idle() == 0 and not container_exists(a.container_id) and not a.workdir.exists()
+
+
+def test_the_first_probe_waits_for_pid_1_to_finish_starting(cfg, monkeypatch):
+    """A container's pid 1 that is still starting when the first probe runs (a loaded machine)
+    must not make the reference differ from every later probe: the sandbox would lose its
+    pristine state without anything of the agent's having run. Here pid 1 starts slowly on
+    purpose: it sleeps, then grows by 8 MB, then becomes the reaper."""
+    import bench.sandbox.docker as docker_backend
+
+    slow = "import time\ntime.sleep(1.5)\nballast = bytearray(8 << 20)\n" + docker_backend._INIT
+    monkeypatch.setattr(docker_backend, "_INIT", slow)
+    box = create(cfg, FILES_A, "slow-pid1")
+    try:
+        first = box._probe()
+        time.sleep(2.0)  # past pid 1's start, whenever the first probe ran
+        assert first == box._probe(), "the first probe was taken before pid 1 was asleep"
+    finally:
+        box.close()
