@@ -2,6 +2,6 @@
 makes pytest offer them everywhere. Builders (tasks, worlds, configs) are plain functions in
 tests/helpers/ that tests import."""
 
-from tests.helpers.fixtures import api_keys, docker_ready, sandbox_cfg
+from tests.helpers.fixtures import api_keys, docker_ready, environment_restored, sandbox_cfg
 
-__all__ = ["api_keys", "docker_ready", "sandbox_cfg"]
+__all__ = ["api_keys", "docker_ready", "environment_restored", "sandbox_cfg"]

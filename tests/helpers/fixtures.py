@@ -25,6 +25,19 @@ def api_keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return dict(API_KEYS)
 
 
+@pytest.fixture(autouse=True)
+def environment_restored() -> object:
+    """Each test starts from the environment the last one started from. Code under test sets
+    variables for its own children (the study callback's CTXBENCH_STUDY, in-process jobs' HOME):
+    left behind, they reach a later test's `python -m bench`, which then counts itself part of a
+    study that is not its own (a plug-in trial once found two runs in its store)."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def sandbox_cfg() -> SandboxConfig:
     """The real Hydra group file conf/sandbox/docker.yaml, validated."""

@@ -290,16 +290,22 @@ def test_the_container_survives_kill_all_from_inside(sb: DockerSandbox) -> None:
     assert sb.exec("echo alive").output == "alive\n"  # not a lost sandbox: the model's act stays the model's
 
 
+def _until_sleeping(n: int) -> str:
+    """Shell that waits until n processes have become `sleep`: a backgrounded child is still a
+    forked `sh` until it execs, and a reap that early names it `sh` (CI once saw exactly that)."""
+    return f"until [ $(cat /proc/[0-9]*/comm 2>/dev/null | grep -cx sleep) -ge {n} ]; do sleep 0.02; done"
+
+
 def test_reap_ends_what_a_command_left_even_escapees_without_waiting(sb: DockerSandbox) -> None:
     t0 = time.monotonic()
     r = sb.exec("sleep 301 & setsid env -i sleep 302 & nohup sh -c 'while :; do sleep 1; done' >/dev/null 2>&1 & "
-                "echo started", timeout=60, reap=True)
+                f"{_until_sleeping(3)}; echo started", timeout=60, reap=True)
     assert time.monotonic() - t0 < 10 and r.output == "started\n" and not r.timed_out
     assert len(r.ended) >= 3 and any("sleep" in e for e in r.ended)
     left = _processes(sb)
     assert "sleep 30" not in left and "while :" not in left
     assert sb.reap() == []  # nothing to end, and no exec needed to know it
-    sb.exec("sleep 303 &")  # without reap: the next reap ends it
+    sb.exec(f"sleep 303 & {_until_sleeping(1)}")  # without reap: the next reap ends it
     assert any("sleep" in e for e in sb.reap())
 
 
