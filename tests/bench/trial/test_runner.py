@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -75,7 +76,10 @@ class _KillAfter:
     def complete(self, *a, **kw):
         self.calls += 1
         if self.calls == self.n:
-            listing = subprocess.run(["docker", "ps", "--filter", "label=ctxbench=1", "--format",
+            # The trial runs in this process; the pid label keeps out a same-config trial that
+            # another test process (an xdist worker) runs at the same time.
+            listing = subprocess.run(["docker", "ps", "--filter", "label=ctxbench=1", "--filter",
+                                      f"label=ctxbench.pid={os.getpid()}", "--format",
                                       '{{.ID}} {{.Label "ctxbench.trial"}}'],
                                      capture_output=True, text=True, check=True).stdout
             mine = [cid for cid, trial in (line.split() for line in listing.splitlines())
