@@ -122,7 +122,7 @@ def test_exec_does_not_leak_host_environment(sb: LocalSandbox, monkeypatch: pyte
 def test_timeout_kills_the_command_and_escapees(sb: LocalSandbox) -> None:
     t0 = time.monotonic()
     r = sb.exec("setsid sleep 31 & echo $! > escaped.pid; sleep 30", timeout=1)
-    assert time.monotonic() - t0 < 3.0
+    assert time.monotonic() - t0 < 15.0  # the 1 s timeout, not the 30 s sleep
     assert r.timed_out and r.exit_code == 137
     pid = int(sb.read_file("escaped.pid"))
     deadline = time.monotonic() + 2

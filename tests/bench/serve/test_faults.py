@@ -69,7 +69,7 @@ def test_slow_response_past_the_timeout_is_retried(kind, api_keys):
         c = _call(kind, srv, timeout_s=0.4)
         elapsed = time.monotonic() - t0
     assert c.extra["attempts"] == 2 and c.stop_reason == "tool_use"
-    assert 0.3 < elapsed < 3.0  # one timeout, not the server's 5 s stall
+    assert 0.3 < elapsed < 4.5  # one timeout, not the server's 5 s stall (wide: a loaded CI host)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -29,7 +29,7 @@ def test_watchdog_interrupts_a_blocking_call_in_the_main_thread():
     t0 = time.monotonic()
     with pytest.raises(exc) as info, Watchdog(0.3, exc) as dog:
         time.sleep(30)  # a blocking syscall: SIGALRM interrupts it
-    assert dog.fired and time.monotonic() - t0 < 5
+    assert dog.fired and time.monotonic() - t0 < 15  # not the 30 s sleep
     assert info.value.reason == "timeout"
 
 

@@ -52,7 +52,7 @@ def test_retry_gives_up_after_its_budget():
     t0 = time.monotonic()
     with pytest.raises(sqlite3.OperationalError, match="locked"):
         with_retry(locked, "set_terminated", budget_s=0.5)
-    assert 0.2 < time.monotonic() - t0 < 2.0
+    assert 0.2 < time.monotonic() - t0 < 10.0  # its 0.5 s budget, not the default 180 s
 
 
 def test_retrying_client_wraps_every_method():

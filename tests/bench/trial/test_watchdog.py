@@ -29,7 +29,7 @@ def test_watchdog_fires_again_when_its_first_exception_is_swallowed():
                 swallowed += 1
                 if swallowed >= 3:
                     raise
-    assert dog.fired >= 3 and time.monotonic() - t0 < 5
+    assert dog.fired >= 3 and time.monotonic() - t0 < 15  # not the 30 s sleep
 
 
 def test_a_disarmed_watchdog_stops_repeating():
@@ -73,7 +73,7 @@ def test_a_hung_call_ends_the_trial_once_and_is_not_retried(kind):
         finally:
             p.close()
         assert [fault for _, fault in srv.calls] == [None, "slow"], srv.calls
-    assert sleeps == [] and wall < 3, (sleeps, wall)
+    assert sleeps == [] and wall < 15, (sleeps, wall)  # not the 30 s stall
 
 
 @pytest.mark.parametrize("in_thread", [False, True])
@@ -102,4 +102,4 @@ def test_time_queued_for_the_studys_allowance_moves_the_limit(in_thread):
         t.join(10)
     else:
         trial()
-    assert 0.85 <= seen["fired_after"] < 3, seen
+    assert 0.85 <= seen["fired_after"] < 5, seen  # the loop ends unfired at 5.6 s
