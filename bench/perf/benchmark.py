@@ -21,6 +21,7 @@ this module owns the other measures, the targets, the table and the command line
     python -m bench.perf                 # everything; the grid from a 336-trial slice
     python -m bench.perf --grid-full     # run the whole 4,800-trial grid instead (slow)
     python -m bench.perf --skip-grid     # no multirun at all
+    python -m bench.perf --grid-override ++task.size.steps=6   # the slice of the CPU cuts (docs/scaling.md)
 """
 
 from __future__ import annotations
@@ -181,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid-full", action="store_true", help=f"run all {GRID_TRIALS} grid trials (slow)")
     p.add_argument("--skip-grid", action="store_true", help="no multirun")
     p.add_argument("--grid-seeds", type=int, default=SLICE_SEEDS, help="seeds per family in the grid's slice")
+    p.add_argument("--grid-override", action="append", default=[], metavar="KEY=VALUE",
+                   help="one more override of the grid's slice (repeatable), e.g. ++task.size.steps=6")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--exec-n", type=int, default=30)
     p.add_argument("--out", type=Path, default=None, help="default: <results>/bench.json")
@@ -227,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             builds = big["context_build_ms"]
         if not a.skip_grid:
             print(f"grid {'(full)' if a.grid_full else '(slice)'} with {a.n_jobs} workers ...", flush=True)
-            report["grid"] = grid_run(tmp / "grid", a.grid_full, a.n_jobs, a.grid_seeds)
+            report["grid"] = grid_run(tmp / "grid", a.grid_full, a.n_jobs, a.grid_seeds, tuple(a.grid_override))
         if a.inflight_trials:  # 600 RPM, 1M input TPM, paced like a hosted model (bench/perf/inflight.py)
             print(f"{a.inflight_trials} trials in flight against an emulated rate limit ...", flush=True)
             report["inflight"] = inflight.inflight_run(tmp / "inflight", a.inflight_trials, a.inflight_trials,

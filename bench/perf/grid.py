@@ -125,11 +125,14 @@ def cpu_split(before: dict[str, float | None], after: dict[str, float | None], h
     return {k: (round(v / trials, 3) if v is not None else None) for k, v in split.items()}
 
 
-def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS) -> dict[str, Any]:
+def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS,
+             overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`overrides`: more of the grid's command line (e.g. `++task.size.steps=6`, the slice the
+    CPU cuts of docs/scaling.md were measured on), recorded in the result's `command`."""
     study = f"bench-grid-{uuid.uuid4().hex[:6]}"
     seeds = GRID_SEEDS if full else seeds
     cmd = [sys.executable, "-m", "bench", "-m", "experiment=grid", f"task.seed=range(0,{seeds})",
-           f"study.name={study}", f"hydra.launcher.n_jobs={n_jobs}"]
+           f"study.name={study}", f"hydra.launcher.n_jobs={n_jobs}", *overrides]
     env = {**os.environ, "CTXBENCH_RESULTS": str(results)}
     cpu0, kids0 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, t0_epoch = time.perf_counter(), time.time()

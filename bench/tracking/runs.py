@@ -205,9 +205,13 @@ class TrialRun:
         metrics = [Metric(k, float(v), now, 0) for k, v in final.items()]
         for turn, row in enumerate(per_turn):
             metrics += [Metric(k, float(v), now, turn) for k, v in row.items()]
-        for i in range(0, len(metrics), BATCH):
-            self.client.log_batch(self.run_id, metrics=metrics[i:i + BATCH])
-        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        # The end tags ride in the last batch of metrics: one store call less a trial, and MLflow
+        # still writes them after that batch's metrics, so a run tagged with its verdict has
+        # all its metrics.
+        chunks = [metrics[i:i + BATCH] for i in range(0, len(metrics), BATCH)] or [[]]
+        for chunk in chunks[:-1]:
+            self.client.log_batch(self.run_id, metrics=chunk)
+        self.client.log_batch(self.run_id, metrics=chunks[-1], tags=[RunTag(k, str(v)) for k, v in tags.items()])
         if artifacts is not None and artifacts.exists():
             self.client.log_artifacts(self.run_id, str(artifacts))
         self.client.set_terminated(self.run_id, status=status)
