@@ -182,8 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid-full", action="store_true", help=f"run all {GRID_TRIALS} grid trials (slow)")
     p.add_argument("--skip-grid", action="store_true", help="no multirun")
     p.add_argument("--grid-seeds", type=int, default=SLICE_SEEDS, help="seeds per family in the grid's slice")
-    p.add_argument("--grid-override", action="append", default=[], metavar="KEY=VALUE",
-                   help="one more override of the grid's slice (repeatable), e.g. ++task.size.steps=6")
+    p.add_argument("--grid-override", action="append", default=[], help="one more override of the grid's slice")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--exec-n", type=int, default=30)
     p.add_argument("--out", type=Path, default=None, help="default: <results>/bench.json")
