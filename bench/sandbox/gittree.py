@@ -41,6 +41,14 @@ def _simple_gitignore(path: str) -> bool:
         return all(line in SIMPLE_LINES or line.startswith(b"#") for line in f.read().split(b"\n"))
 
 
+def git_decides(name: str, st: os.stat_result, full: str) -> bool:
+    """Whether this entry makes the rules git applies more than the harness's own: a
+    `.gitattributes`, or a `.gitignore` that says more than SIMPLE_LINES. Past one, only git
+    answers for the working copy (here, and libgit.py's commits)."""
+    return name == ".gitattributes" or (name == ".gitignore" and not (
+        stat.S_ISREG(st.st_mode) and st.st_size < 65536 and _simple_gitignore(full)))
+
+
 def _ignored(rel: str, name: str, st: os.stat_result) -> bool:
     """What git leaves out whatever the rules say: build artefacts, the harness's own dir."""
     if stat.S_ISDIR(st.st_mode):
@@ -48,28 +56,49 @@ def _ignored(rel: str, name: str, st: os.stat_result) -> bool:
     return fnmatch.fnmatch(name, "*.pyc")
 
 
-def _tree(root: str) -> bytes | None:
-    """The root tree's sha, b"" for an empty tree, None if git must decide. Iterative (content.walk,
-    bounded); a tree's entries are hashed once all of its subtrees are."""
-    entries: dict[str, list[tuple[bytes, bytes, bytes]]] = {"": []}  # dir -> (sort key, mode, sha)
+def _staged(root: str) -> list[tuple[str, os.stat_result, bytes]] | None:
+    """Every directory (mode b"") and every file or link `git add -A` stages below `root`, with
+    the mode git gives it, walked once (content.walk, bounded, parents first); None if git must
+    decide: rules past the harness's, a file too large to read here, a FIFO, socket or device."""
+    out: list[tuple[str, os.stat_result, bytes]] = []
     for path, st in walk(root, skip=_ignored):
+        if stat.S_ISDIR(st.st_mode):
+            out.append((path, st, b""))
+        elif git_decides(path.rpartition("/")[2], st, os.path.join(root, path)):
+            return None
+        elif stat.S_ISLNK(st.st_mode):
+            out.append((path, st, b"120000"))
+        elif stat.S_ISREG(st.st_mode) and st.st_size <= MAX_READ_BYTES:
+            out.append((path, st, b"100755" if st.st_mode & stat.S_IXUSR else b"100644"))
+        else:
+            return None
+    return out
+
+
+def staged_modes(workdir: Path) -> dict[str, int] | None:
+    """What `git add -A` leaves in the index of `workdir`, path to mode, or None (ask git). What
+    libgit.py checks its own staging against: the content is the file's either way (no filters)."""
+    staged = _staged(str(workdir))
+    return None if staged is None else {path: int(mode, 8) for path, _, mode in staged if mode}
+
+
+def _tree(root: str) -> bytes | None:
+    """The root tree's sha, b"" for an empty tree, None if git must decide. A tree's entries are
+    hashed once all of its subtrees are."""
+    staged = _staged(root)
+    if staged is None:
+        return None
+    entries: dict[str, list[tuple[bytes, bytes, bytes]]] = {"": []}  # dir -> (sort key, mode, sha)
+    for path, _, mode in staged:
         parent, _, name = path.rpartition("/")
         full = os.path.join(root, path)
-        if stat.S_ISDIR(st.st_mode):
+        if not mode:
             entries[path] = []
-            continue
-        if name == ".gitattributes" or (name == ".gitignore" and not (
-                stat.S_ISREG(st.st_mode) and st.st_size < 65536 and _simple_gitignore(full))):
-            return None
-        if stat.S_ISLNK(st.st_mode):
-            blob = _obj(b"blob", os.fsencode(os.readlink(full)))
-            entries[parent].append((os.fsencode(name), b"120000", blob))
-        elif stat.S_ISREG(st.st_mode) and st.st_size <= MAX_READ_BYTES:
+        elif mode == b"120000":
+            entries[parent].append((os.fsencode(name), mode, _obj(b"blob", os.fsencode(os.readlink(full)))))
+        else:
             with open(full, "rb") as f:
-                blob = _obj(b"blob", f.read(MAX_READ_BYTES + 1))
-            entries[parent].append((os.fsencode(name), b"100755" if st.st_mode & stat.S_IXUSR else b"100644", blob))
-        else:  # a file too large to read here, a FIFO, socket or device: git's own business
-            return None
+                entries[parent].append((os.fsencode(name), mode, _obj(b"blob", f.read(MAX_READ_BYTES + 1))))
     shas: dict[str, bytes] = {}
     for path in sorted(entries, key=lambda p: -p.count("/") - bool(p)):  # deepest first, the root last
         own = entries[path]

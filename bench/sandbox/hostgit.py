@@ -53,6 +53,14 @@ def setup(git_dir: Path) -> None:
     (git_dir / "info" / "attributes").write_text(ATTRIBUTES)
 
 
+def commit(git_dir: Path, workdir: Path, home: Path, message: str, name: str, email: str) -> None:
+    """`git add -A && git commit`: the harness's commit where libgit.py's may differ from git's."""
+    run(git_dir, workdir, home, ("add", "-A"))
+    # --allow-empty: every commit call yields a commit, so sha sequences depend only on calls.
+    run(git_dir, workdir, home, ("commit", "-q", "--allow-empty", "--no-verify", "-m", message),
+        env={"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email})
+
+
 def run(git_dir: Path, workdir: Path, home: Path, args: tuple[str, ...],
         env: Mapping[str, str] | None = None) -> str:
     full_env = {

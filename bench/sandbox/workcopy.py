@@ -14,7 +14,8 @@ Security model (the part that must hold even against hostile model-generated cod
   check-then-open race).
 * `restore` puts protected files back from the harness's own copy (restore.py).
 * Git runs with a minimal fixed configuration, a timeout on every call, fixed identities
-  and dates (hostgit.py: commit and tree shas are the same on every machine).
+  and dates (hostgit.py: commit and tree shas are the same on every machine); the harness's
+  own init and commits run in process (libgit.py) while the rules are ones libgit2 reads as git.
 * Every operation on what the agent put here is bounded (content.py: iterative walks with
   depth and entry limits, capped reads, FIFOs, sockets and devices removed before git looks)
   and is the agent's failure if it still fails (`agent_content`). Backends subclass this and
@@ -33,7 +34,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import gittree, hostgit, restore
+from . import gittree, hostgit, libgit, restore
 from .content import MAX_FILE_BYTES, ContentError, agent_content, read_capped, remove_tree, walk
 from .hostgit import FIXED_DATE as FIXED_DATE
 from .hostgit import GitError as GitError
@@ -57,7 +58,7 @@ class WorkingCopy(Tracking):
         self.trial_id, self._closed = trial_id, False
         Tracking.__init__(self, track)
         self._head = ""
-        self._git_trees = False  # tree_sha asks git (gittree.py says when)
+        self._git_trees = False  # host git answers for the tree and commits (gittree.git_decides)
         self._clean_at = self._settled_at = -1  # `_changes` right after the last commit / when `_settle` last ran
         self._listed: tuple[int, list[str]] = (-1, [])
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
@@ -71,8 +72,9 @@ class WorkingCopy(Tracking):
             raise
 
     def _init_repo(self, files: Mapping[str, str]) -> None:
-        self._git("init", "-q", "--initial-branch=main")
+        libgit.init(self._git_dir)
         hostgit.setup(self._git_dir)
+        self._lib = libgit.Repo(self._git_dir, self.workdir)
         for path in sorted(files):
             self.write_file(path, files[path])
         self.base_commit = self.commit("initial task files", HARNESS_AUTHOR)
@@ -100,9 +102,8 @@ class WorkingCopy(Tracking):
 
     @agent_content
     def git(self, *args: str) -> str:
-        """Run host git on this trial's repository (harness-chosen args, or the git tool's
-        allow-listed ones: bench/trial/git_tool.py). HEAD moves only by `commit`, which
-        remembers it: no process to ask for it."""
+        """Host git on this trial's repository (the harness's args, or the git tool's allow-listed
+        ones: bench/trial/git_tool.py). HEAD moves only by `commit`, which remembers it."""
         if args == ("rev-parse", "HEAD") and self._head:
             return self._head + "\n"
         if args == ("status", "--short") and self._changes == self._clean_at and not self._unsettled:
@@ -116,18 +117,16 @@ class WorkingCopy(Tracking):
         if not m:
             raise ValueError(f"author must look like 'Name <email>', got {author!r}")
         self._settle()
-        self._git("add", "-A")
-        # --allow-empty: every commit call yields a commit, so sha sequences depend only on calls.
-        self._git("commit", "-q", "--allow-empty", "--no-verify", "-m", message,
-                  env={"GIT_AUTHOR_NAME": m.group(1), "GIT_AUTHOR_EMAIL": m.group(2)})
-        self._head = gittree.head_commit(self._git_dir) or self._git("rev-parse", "HEAD").strip()
+        self._head = "" if self._git_trees else self._lib.commit(message, *m.groups()) or ""
+        if not self._head:  # rules or words libgit2 may read otherwise (gittree.git_decides, libgit.py)
+            hostgit.commit(self._git_dir, self.workdir, self._root, message, *m.groups())
+            self._head = gittree.head_commit(self._git_dir) or self._git("rev-parse", "HEAD").strip()
         self._clean_at = self._changes
         return self._head
 
     @agent_content
     def tree_sha(self) -> str:
-        """Tree of the working copy as it is now: computed here (gittree.py) while that cannot
-        differ from git's, else via a throwaway index (the real one is untouched)."""
+        """Tree of the working copy now: gittree.py's while git's cannot differ, else git's (a throwaway index)."""
         self._settle()
         if not self._git_trees:
             sha = gittree.tree_sha(self.workdir)
@@ -135,12 +134,11 @@ class WorkingCopy(Tracking):
                 return sha
             self._git_trees = True  # an ignore rule of the agent's, say: git decides from now on
         tmp = self._git_dir / f"index.tree-{os.getpid()}-{id(self)}"
-        env = {"GIT_INDEX_FILE": str(tmp)}
         try:
             if (self._git_dir / "index").exists():  # its stat cache spares rehashing every file
                 tmp.write_bytes((self._git_dir / "index").read_bytes())
-            self._git("add", "-A", env=env)
-            return self._git("write-tree", env=env).strip()
+            self._git("add", "-A", env={"GIT_INDEX_FILE": str(tmp)})
+            return self._git("write-tree", env={"GIT_INDEX_FILE": str(tmp)}).strip()
         finally:
             tmp.unlink(missing_ok=True)
 
@@ -167,6 +165,7 @@ class WorkingCopy(Tracking):
             return
         for rel, st in walk(str(self.workdir)):
             kind = stat.S_IFMT(st.st_mode)
+            self._git_trees |= gittree.git_decides(os.path.basename(rel), st, str(self.workdir / rel))
             if kind == stat.S_IFREG and st.st_size > MAX_FILE_BYTES:
                 raise ContentError(f"{rel[:200]} is larger than {MAX_FILE_BYTES} bytes: host git will not read it")
             if os.path.basename(rel) == ".git" or kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK):

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from bench.eventlog.events import EventLog
-from bench.sandbox import content, hostgit
+from bench.sandbox import content, hostgit, libgit
 from bench.sandbox.content import ContentError, remove_tree, walk
 from bench.sandbox.paths import Protected
 from bench.sandbox.workcopy import GitError, WorkingCopy
@@ -181,6 +181,7 @@ def test_any_failure_on_the_agents_files_is_a_content_error(wc, monkeypatch):
     def broken(*a, **k):
         raise KeyError("something no one listed")
     monkeypatch.setattr(hostgit, "run", broken)
+    monkeypatch.setattr(libgit.Repo, "commit", broken)  # in process or through host git alike
     with pytest.raises(ContentError) as info:
         wc.commit("x", "a <a@b.c>")
     assert isinstance(info.value, KeyError) and isinstance(info.value.__cause__, KeyError)

@@ -1,0 +1,97 @@
+"""The harness's own git writes, in this process (libgit2, through pygit2): the trial
+repository's `git init` and every `git add -A && git commit`. Host git (hostgit.py) still
+answers every read (status, log, diff: their output reaches the agent's context, so it stays
+git's own words) and every commit where libgit2 and git could disagree (WorkingCopy decides).
+
+Why: these were two thirds of the ~22 git processes a 6-step sim trial started, each a fork
+of a large Python process and an exec of git (docs/scaling.md §9). What is written is the
+same object git writes: the same tree (libgit2 reads the same index, the same ignore rules of
+the git dir's `info/exclude`), the same author and committer with the fixed date, the message
+as `git commit -m` cleans a one-line message (a newline added). tests/bench/sandbox/
+test_libgit.py compares both commit by commit.
+
+The fixed configuration of hostgit.py holds here too: libgit2's system, global and XDG config
+(and the XDG ignore file) are looked for in an empty search path, so nothing of the host's
+user decides what is staged; the repository's own config is the harness's (hostgit.setup).
+libgit2 runs no hooks and no filter drivers, and the caller has bounded and settled the
+working copy (content.py) before any call here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import ConfigLevel
+
+from . import gittree
+from .hostgit import FIXED_DATE
+
+_FIXED_TIME = 946684800  # FIXED_DATE as a Unix time, UTC
+assert FIXED_DATE == "2000-01-01T00:00:00+0000"
+log = logging.getLogger(__name__)
+COMMITTER = ("ctxbench", "harness@ctxbench.invalid")  # as hostgit.run's environment says
+
+for _level in (ConfigLevel.SYSTEM, ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.PROGRAMDATA):
+    pygit2.settings.search_path[_level] = ""
+
+
+def init(git_dir: Path) -> None:
+    """What `git init --initial-branch=main` makes that git later reads: HEAD on an unborn
+    `main`, objects/ and refs/, a config saying the repository has a working tree (given to
+    every later call: hostgit's GIT_WORK_TREE, `Repo`'s workdir)."""
+    repo = pygit2.init_repository(str(git_dir), bare=True, initial_head="main")
+    repo.config["core.bare"] = False
+
+
+_CRUD = " .,:;<>\"\\'"  # what git strips from either end of an identity's name or email
+
+
+def writes_as_git(message: str, name: str, email: str) -> bool:
+    """Whether `Repo.commit` writes the commit `git commit -m message` would: a one-line message
+    that git's whitespace cleanup keeps as it is (git adds the newline), and a name and email
+    that git keeps as they are."""
+    one_line = bool(message) and message == message.strip() and not any(c in message for c in "\n\r\0")
+    return one_line and all(w and w == w.strip(_CRUD) and not any(c in w for c in "<>\n\0") for w in (name, email))
+
+
+class Repo:
+    """The trial repository, opened once per git dir: libgit2 keeps the index's stat cache
+    between commits, so a commit rehashes only what changed."""
+
+    def __init__(self, git_dir: Path, workdir: Path) -> None:
+        self.git_dir, self.workdir = git_dir, workdir
+        self._repo = pygit2.Repository(str(git_dir))
+        self._repo.workdir = str(workdir)
+
+    def commit(self, message: str, author_name: str, author_email: str) -> str | None:
+        """`git add -A && git commit -q --allow-empty -m message` with the fixed identities and
+        date: the new HEAD's sha, or None where host git must commit. Only where `writes_as_git`,
+        and only when libgit2 staged the paths and modes gittree.py says git stages: libgit2 reads
+        some ignore rules otherwise than git (a symlink named `__pycache__` matches `__pycache__/`
+        for libgit2, not for git), so past a disagreement the index is left as it was. (Content
+        cannot differ: no filter applies, hostgit.ATTRIBUTES and gittree.git_decides.)"""
+        expected = gittree.staged_modes(self.workdir) if writes_as_git(message, author_name, author_email) else None
+        if expected is None:
+            return None
+        index = self._repo.index
+        index.read()  # host git may have written it since (a fallback commit, say)
+        index.add_all()
+        # `add -A` also stages deletions; add_all does not drop an entry whose file is gone.
+        for entry in list(index):
+            if not os.path.lexists(os.path.join(self.workdir, entry.path)):
+                index.remove(entry.path)
+        staged = {entry.path: entry.mode for entry in index}
+        if staged != expected:
+            log.info("libgit2 would stage %s, git %s: host git commits", sorted(staged.items() - expected.items())[:3],
+                     sorted(expected.items() - staged.items())[:3])
+            index.read(force=True)  # what is on disk, or an empty index where there is none yet
+            return None
+        index.write()
+        tree = index.write_tree()
+        author = pygit2.Signature(author_name, author_email, _FIXED_TIME, 0)
+        committer = pygit2.Signature(*COMMITTER, _FIXED_TIME, 0)
+        parents = [] if self._repo.head_is_unborn else [self._repo.head.target]
+        return str(self._repo.create_commit("HEAD", author, committer, message + "\n", tree, parents))

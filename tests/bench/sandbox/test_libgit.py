@@ -1,0 +1,161 @@
+"""The harness's commits made in process (bench/sandbox/libgit.py) are git's own, object for
+object, on histories made to trip them (deletions, a file turned into a directory and back,
+odd names, links, modes, ignored build artefacts); they leave an index host git reads as its
+own; the host's user config cannot reach them; and they hand over to host git wherever the
+two could write different objects."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.sandbox import hostgit, libgit
+from bench.sandbox.workcopy import WorkingCopy
+from tests.bench.sandbox.test_gittree import BASE, _random_tree
+
+AUTHOR = "Agent Smith <agent@x.org>"
+
+
+class _GitTwin:
+    """The same history committed by host git alone, as the harness did before libgit.py."""
+
+    def __init__(self, root: Path, files: dict[str, str]) -> None:
+        self.root, self.workdir, self.git_dir = root, root / "work", root / "git"
+        self.workdir.mkdir(parents=True)
+        hostgit.run(self.git_dir, self.workdir, root, ("init", "-q", "--initial-branch=main"))
+        hostgit.setup(self.git_dir)
+        for path, text in files.items():
+            (self.workdir / path).parent.mkdir(parents=True, exist_ok=True)
+            (self.workdir / path).write_text(text)
+        self.base = self.commit("initial task files", "ctxbench", "harness@ctxbench.invalid")
+
+    def commit(self, message: str, name: str, email: str) -> str:
+        hostgit.commit(self.git_dir, self.workdir, self.root, message, name, email)
+        return hostgit.run(self.git_dir, self.workdir, self.root, ("rev-parse", "HEAD")).strip()
+
+
+def _mirror(src: Path, dst: Path) -> None:
+    for name in os.listdir(dst):
+        p = dst / name
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+    for name in os.listdir(src):
+        (shutil.copytree(src / name, dst / name, symlinks=True) if (src / name).is_dir() and not (src / name).is_symlink()
+         else shutil.copy2(src / name, dst / name, follow_symlinks=False))
+
+
+@pytest.fixture
+def pair(tmp_path):
+    wc = WorkingCopy("libgit", BASE)
+    twin = _GitTwin(tmp_path / "twin", BASE)
+    yield wc, twin
+    wc.close()
+
+
+def test_every_commit_is_the_one_git_writes(pair, monkeypatch):
+    wc, twin = pair
+    assert wc.base_commit == twin.base, "the initial commit: libgit.init's repository, then libgit's commit"
+    spawned: list[tuple[str, ...]] = []
+    real = hostgit.run
+    monkeypatch.setattr(hostgit, "run", lambda g, w, h, a, env=None: (spawned.append(a), real(g, w, h, a, env))[1])
+    rng, in_process = random.Random(5), 0
+    for i in range(30):
+        for name in os.listdir(wc.workdir):
+            if name != ".gitignore" and rng.random() < 0.5:
+                p = wc.workdir / name
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        try:
+            _random_tree(wc, rng)
+        except OSError:  # a path through a link the last round left (a loop, say): a tree all the same
+            pass
+        if i % 7 == 3:  # a name that is not UTF-8, then gone again
+            (wc.workdir / "bad\udcff.py").write_bytes(b"x\n")
+        wc._changes += 1
+        spawned.clear()
+        ours = wc.commit(f"step {i}: change", AUTHOR)
+        in_process += spawned == []
+        _mirror(wc.workdir, twin.workdir)
+        assert ours == twin.commit(f"step {i}: change", "Agent Smith", "agent@x.org"), i
+        assert real(wc._git_dir, wc.workdir, wc._root, ("status", "--short", "--untracked-files=all")) == "", \
+            "host git reads libgit2's index as its own: nothing left to stage"
+    assert in_process >= 25, f"only {in_process} of 30 commits started no git"
+
+
+def test_where_libgit2_reads_the_ignore_rules_otherwise_host_git_commits(pair, monkeypatch, caplog):
+    # For git, `__pycache__/` matches directories only: a symlink of that name is committed.
+    # libgit2 ignores it; the commit's tree is checked against gittree.py's, which is git's.
+    wc, twin = pair
+    for w in (wc.workdir, twin.workdir):
+        os.symlink("pkg", w / "__pycache__")
+    wc._changes += 1
+    spawned: list[tuple[str, ...]] = []
+    real = hostgit.run
+    monkeypatch.setattr(hostgit, "run", lambda g, w, h, a, env=None: (spawned.append(a), real(g, w, h, a, env))[1])
+    with caplog.at_level("INFO", logger="bench.sandbox.libgit"):
+        assert wc.commit("a link", AUTHOR) == twin.commit("a link", "Agent Smith", "agent@x.org")
+    assert ("add", "-A") in spawned and "host git commits" in caplog.text
+    assert "__pycache__" in real(wc._git_dir, wc.workdir, wc._root, ("ls-files",)).split()
+
+
+def test_a_file_turned_into_a_directory_and_back(pair):
+    wc, twin = pair
+    for change in (lambda w: ((w / "pkg" / "a.py").unlink(), (w / "pkg" / "a.py").mkdir(), (w / "pkg" / "a.py" / "x").write_text("1")),
+                   lambda w: (shutil.rmtree(w / "pkg" / "a.py"), (w / "pkg" / "a.py").write_text("2")),
+                   lambda w: shutil.rmtree(w / "pkg")):
+        change(wc.workdir)
+        change(twin.workdir)
+        wc._changes += 1
+        assert wc.commit("turn", AUTHOR) == twin.commit("turn", "Agent Smith", "agent@x.org")
+
+
+@pytest.mark.parametrize("message,author", [
+    ("two\nlines", AUTHOR),  # git's cleanup of a message libgit.py does not redo
+    ("trailing space ", AUTHOR),
+    ("fine", "Smith, J. <j@x.org>"),  # git strips the name's trailing '.', libgit2 would not
+    ("fine", "J <.j@x.org>"),
+])
+def test_words_git_would_rewrite_go_to_host_git(pair, message, author):
+    wc, twin = pair
+    assert not libgit.writes_as_git(message, *author[:-1].split(" <"))
+    assert wc._lib.commit(message, *author[:-1].split(" <")) is None
+    name, email = author[:-1].split(" <")
+    assert wc.commit(message, author) == twin.commit(message, name, email)
+
+
+def test_an_agents_attributes_hand_the_commits_to_host_git(pair, monkeypatch):
+    wc, twin = pair
+    for w in (wc.workdir, twin.workdir):
+        (w / ".gitattributes").write_text("*.py ident\n")  # unset by info/attributes for git; libgit2 is not asked
+        (w / "pkg" / "a.py").write_text("$Id$\n")
+    wc._changes += 1
+    spawned: list[tuple[str, ...]] = []
+    real = hostgit.run
+    monkeypatch.setattr(hostgit, "run", lambda g, w, h, a, env=None: (spawned.append(a), real(g, w, h, a, env))[1])
+    assert wc.commit("attrs", AUTHOR) == twin.commit("attrs", "Agent Smith", "agent@x.org")
+    assert ("add", "-A") in spawned and wc._git_trees, "git decides from then on"
+
+
+def test_the_hosts_user_config_cannot_change_what_is_staged(tmp_path, monkeypatch):
+    # The user's git config and XDG ignore file (libgit2's global and XDG levels) both say
+    # to ignore every .py: the harness's commit still stages them, as host git (whose HOME is
+    # the sandbox's scratch dir) does.
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".config" / "git" / "ignore").write_text("*.py\n")
+    (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home}/.config/git/ignore\n[user]\n\tname = Mallory\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    wc = WorkingCopy("libgit-home", BASE)
+    try:
+        twin = _GitTwin(tmp_path / "twin", BASE)
+        assert wc.base_commit == twin.base and wc.list_files() == sorted(BASE)
+        (wc.workdir / "new.py").write_text("n\n")
+        (twin.workdir / "new.py").write_text("n\n")
+        wc._changes += 1
+        assert wc.commit("py", AUTHOR) == twin.commit("py", "Agent Smith", "agent@x.org")
+        assert "new.py" in wc._git("ls-files")
+    finally:
+        wc.close()
