@@ -29,6 +29,7 @@ from pathlib import Path
 from .content import ContentError
 
 FIXED_DATE = "2000-01-01T00:00:00+0000"
+COMMITTER = ("ctxbench", "harness@ctxbench.invalid")  # of every commit, whoever authored it
 TIMEOUT_S = 60.0  # one git call on a task repository takes milliseconds
 MAX_OUTPUT_BYTES = 256 << 20  # what one git call may print (the final diff of a huge working copy)
 # Build artefacts the sandbox produces; they must not change tree shas or file listings.
@@ -69,7 +70,7 @@ def run(git_dir: Path, workdir: Path, home: Path, args: tuple[str, ...],
         "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
         "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat",
         "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE,
-        "GIT_COMMITTER_NAME": "ctxbench", "GIT_COMMITTER_EMAIL": "harness@ctxbench.invalid",
+        "GIT_COMMITTER_NAME": COMMITTER[0], "GIT_COMMITTER_EMAIL": COMMITTER[1],
         **(env or {}),
     }
     with subprocess.Popen(["git", *args], cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,

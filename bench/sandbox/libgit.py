@@ -3,12 +3,13 @@ repository's `git init` and every `git add -A && git commit`. Host git (hostgit.
 answers every read (status, log, diff: their output reaches the agent's context, so it stays
 git's own words) and every commit where libgit2 and git could disagree (WorkingCopy decides).
 
-Why: these were two thirds of the ~22 git processes a 6-step sim trial started, each a fork
-of a large Python process and an exec of git (docs/scaling.md §9). What is written is the
-same object git writes: the same tree (libgit2 reads the same index, the same ignore rules of
-the git dir's `info/exclude`), the same author and committer with the fixed date, the message
-as `git commit -m` cleans a one-line message (a newline added). tests/bench/sandbox/
-test_libgit.py compares both commit by commit.
+Why: a commit was two git processes (`add -A`, `commit`), and with `git init` they were more
+than a third of the git processes of a 6-step sim trial (docs/scaling.md §9). What is written
+is the object git writes: the paths and modes `git add -A` stages (checked against gittree.py
+before anything is written: where libgit2 reads an ignore rule otherwise, host git commits),
+the same content (no filter applies), the same author and committer with the fixed date, and
+the message as `git commit -m` cleans a one-line one (a newline added).
+tests/bench/sandbox/test_libgit.py compares both commit by commit.
 
 The fixed configuration of hostgit.py holds here too: libgit2's system, global and XDG config
 (and the XDG ignore file) are looked for in an empty search path, so nothing of the host's
@@ -21,18 +22,17 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import datetime
 from pathlib import Path
 
 import pygit2
 from pygit2.enums import ConfigLevel
 
 from . import gittree
-from .hostgit import FIXED_DATE
+from .hostgit import COMMITTER, FIXED_DATE
 
-_FIXED_TIME = 946684800  # FIXED_DATE as a Unix time, UTC
-assert FIXED_DATE == "2000-01-01T00:00:00+0000"
+_FIXED_TIME = int(datetime.strptime(FIXED_DATE, "%Y-%m-%dT%H:%M:%S%z").timestamp())  # offset +0000
 log = logging.getLogger(__name__)
-COMMITTER = ("ctxbench", "harness@ctxbench.invalid")  # as hostgit.run's environment says
 
 for _level in (ConfigLevel.SYSTEM, ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.PROGRAMDATA):
     pygit2.settings.search_path[_level] = ""
