@@ -49,6 +49,15 @@ def git_decides(name: str, st: os.stat_result, full: str) -> bool:
         stat.S_ISREG(st.st_mode) and st.st_size < 65536 and _simple_gitignore(full)))
 
 
+def rules_change(rel: str, st: os.stat_result, full: str) -> bool:
+    """`git_decides` for an entry of a walk that skips nothing (WorkingCopy._settle): below a
+    directory git ignores, nothing counts (pytest's `.pytest_cache/.gitignore` says `*`)."""
+    parts = rel.split("/")
+    below_ignored = parts[0] == ".ctxbench" and len(parts) > 1 or any(
+        p in _IGNORED_DIRS or p.endswith(".pyc") for p in parts[:-1])
+    return not below_ignored and git_decides(parts[-1], st, full)
+
+
 def _ignored(rel: str, name: str, st: os.stat_result) -> bool:
     """What git leaves out whatever the rules say: build artefacts, the harness's own dir."""
     if stat.S_ISDIR(st.st_mode):

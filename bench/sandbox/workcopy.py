@@ -165,7 +165,7 @@ class WorkingCopy(Tracking):
             return
         for rel, st in walk(str(self.workdir)):
             kind = stat.S_IFMT(st.st_mode)
-            self._git_trees |= gittree.git_decides(os.path.basename(rel), st, str(self.workdir / rel))
+            self._git_trees |= gittree.rules_change(rel, st, str(self.workdir / rel))
             if kind == stat.S_IFREG and st.st_size > MAX_FILE_BYTES:
                 raise ContentError(f"{rel[:200]} is larger than {MAX_FILE_BYTES} bytes: host git will not read it")
             if os.path.basename(rel) == ".git" or kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK):

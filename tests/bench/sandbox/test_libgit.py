@@ -6,13 +6,17 @@ two could write different objects."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from bench.config import ROOT
 from bench.sandbox import hostgit, libgit
 from bench.sandbox.workcopy import WorkingCopy
 from tests.bench.sandbox.test_gittree import BASE, _random_tree
@@ -47,6 +51,19 @@ def _mirror(src: Path, dst: Path) -> None:
          else shutil.copy2(src / name, dst / name, follow_symlinks=False))
 
 
+def _host_git_calls(monkeypatch, wc: WorkingCopy) -> list[tuple[str, ...]]:
+    """The host git processes started on `wc`'s repository from now on (the twin's are not)."""
+    calls: list[tuple[str, ...]] = []
+    real = hostgit.run
+
+    def run(git_dir, workdir, home, args, env=None):
+        if git_dir == wc._git_dir:
+            calls.append(args)
+        return real(git_dir, workdir, home, args, env)
+    monkeypatch.setattr(hostgit, "run", run)
+    return calls
+
+
 @pytest.fixture
 def pair(tmp_path):
     wc = WorkingCopy("libgit", BASE)
@@ -58,9 +75,7 @@ def pair(tmp_path):
 def test_every_commit_is_the_one_git_writes(pair, monkeypatch):
     wc, twin = pair
     assert wc.base_commit == twin.base, "the initial commit: libgit.init's repository, then libgit's commit"
-    spawned: list[tuple[str, ...]] = []
-    real = hostgit.run
-    monkeypatch.setattr(hostgit, "run", lambda g, w, h, a, env=None: (spawned.append(a), real(g, w, h, a, env))[1])
+    spawned = _host_git_calls(monkeypatch, wc)
     rng, in_process = random.Random(5), 0
     for i in range(30):
         for name in os.listdir(wc.workdir):
@@ -79,7 +94,7 @@ def test_every_commit_is_the_one_git_writes(pair, monkeypatch):
         in_process += spawned == []
         _mirror(wc.workdir, twin.workdir)
         assert ours == twin.commit(f"step {i}: change", "Agent Smith", "agent@x.org"), i
-        assert real(wc._git_dir, wc.workdir, wc._root, ("status", "--short", "--untracked-files=all")) == "", \
+        assert wc._git("status", "--short", "--untracked-files=all") == "", \
             "host git reads libgit2's index as its own: nothing left to stage"
     assert in_process >= 25, f"only {in_process} of 30 commits started no git"
 
@@ -91,13 +106,11 @@ def test_where_libgit2_reads_the_ignore_rules_otherwise_host_git_commits(pair, m
     for w in (wc.workdir, twin.workdir):
         os.symlink("pkg", w / "__pycache__")
     wc._changes += 1
-    spawned: list[tuple[str, ...]] = []
-    real = hostgit.run
-    monkeypatch.setattr(hostgit, "run", lambda g, w, h, a, env=None: (spawned.append(a), real(g, w, h, a, env))[1])
+    spawned = _host_git_calls(monkeypatch, wc)
     with caplog.at_level("INFO", logger="bench.sandbox.libgit"):
         assert wc.commit("a link", AUTHOR) == twin.commit("a link", "Agent Smith", "agent@x.org")
     assert ("add", "-A") in spawned and "host git commits" in caplog.text
-    assert "__pycache__" in real(wc._git_dir, wc.workdir, wc._root, ("ls-files",)).split()
+    assert "__pycache__" in wc._git("ls-files").split()
 
 
 def test_a_file_turned_into_a_directory_and_back(pair):
@@ -131,31 +144,60 @@ def test_an_agents_attributes_hand_the_commits_to_host_git(pair, monkeypatch):
         (w / ".gitattributes").write_text("*.py ident\n")  # unset by info/attributes for git; libgit2 is not asked
         (w / "pkg" / "a.py").write_text("$Id$\n")
     wc._changes += 1
-    spawned: list[tuple[str, ...]] = []
-    real = hostgit.run
-    monkeypatch.setattr(hostgit, "run", lambda g, w, h, a, env=None: (spawned.append(a), real(g, w, h, a, env))[1])
+    spawned = _host_git_calls(monkeypatch, wc)
     assert wc.commit("attrs", AUTHOR) == twin.commit("attrs", "Agent Smith", "agent@x.org")
     assert ("add", "-A") in spawned and wc._git_trees, "git decides from then on"
 
 
-def test_the_hosts_user_config_cannot_change_what_is_staged(tmp_path, monkeypatch):
-    # The user's git config and XDG ignore file (libgit2's global and XDG levels) both say
-    # to ignore every .py: the harness's commit still stages them, as host git (whose HOME is
-    # the sandbox's scratch dir) does.
+_UNDER_A_HOSTILE_HOME = """
+import json
+from bench.sandbox import hostgit
+from bench.sandbox.workcopy import WorkingCopy
+calls = []
+real = hostgit.run
+hostgit.run = lambda g, w, h, a, env=None: (calls.append(a), real(g, w, h, a, env))[1]
+wc = WorkingCopy("libgit-home", {"pkg/a.py": "A = 1\\n"})
+try:
+    print(json.dumps({"base": wc.base_commit, "files": wc._git("ls-files").split(),
+                      "host_git": [a[0] for a in calls if a[0] != "ls-files"]}))
+finally:
+    wc.close()
+"""
+
+
+def test_the_hosts_user_config_cannot_change_what_is_staged(tmp_path):
+    # The harness started with a HOME whose git config and XDG ignore file (libgit2's global
+    # and XDG levels, read when pygit2 is first imported) say to ignore every .py: the
+    # harness's commit still stages them, in process, as host git (whose HOME is the
+    # sandbox's scratch dir) does.
     home = tmp_path / "home"
     (home / ".config" / "git").mkdir(parents=True)
     (home / ".config" / "git" / "ignore").write_text("*.py\n")
     (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home}/.config/git/ignore\n[user]\n\tname = Mallory\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    wc = WorkingCopy("libgit-home", BASE)
-    try:
-        twin = _GitTwin(tmp_path / "twin", BASE)
-        assert wc.base_commit == twin.base and wc.list_files() == sorted(BASE)
-        (wc.workdir / "new.py").write_text("n\n")
-        (twin.workdir / "new.py").write_text("n\n")
-        wc._changes += 1
-        assert wc.commit("py", AUTHOR) == twin.commit("py", "Agent Smith", "agent@x.org")
-        assert "new.py" in wc._git("ls-files")
-    finally:
-        wc.close()
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    out = subprocess.run([sys.executable, "-c", _UNDER_A_HOSTILE_HOME], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    got = json.loads(out.splitlines()[-1])
+    twin = _GitTwin(tmp_path / "twin", {"pkg/a.py": "A = 1\n"})
+    assert got["files"] == ["pkg/a.py"] and got["base"] == twin.base
+    assert got["host_git"] == [], "committed in process: libgit2 read neither file"
+
+
+def test_rules_below_a_directory_git_ignores_change_nothing(pair, monkeypatch):
+    # What `pytest` in the working copy leaves: `.pytest_cache/.gitignore` saying `*`. Git never
+    # reads it (the directory is ignored), so the commits stay in process, and stay git's.
+    wc, twin = pair
+    for w in (wc.workdir, twin.workdir):
+        (w / ".pytest_cache").mkdir()
+        (w / ".pytest_cache" / ".gitignore").write_text("# Created by pytest automatically.\n*\n")
+        (w / "pkg" / "__pycache__").mkdir()
+        (w / "pkg" / "__pycache__" / ".gitattributes").write_text("* ident\n")
+        (w / "new.py").write_text("n\n")
+    wc._changes += 1
+    spawned = _host_git_calls(monkeypatch, wc)
+    assert wc.commit("cache", AUTHOR) == twin.commit("cache", "Agent Smith", "agent@x.org")
+    assert spawned == [] and not wc._git_trees
+    (wc.workdir / "pkg" / ".gitignore").write_text("*.txt\n")  # one git reads: host git from now on
+    wc._changes += 1
+    wc.commit("rules", AUTHOR)
+    assert wc._git_trees and ("add", "-A") in spawned
