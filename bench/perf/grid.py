@@ -125,6 +125,18 @@ def cpu_split(before: dict[str, float | None], after: dict[str, float | None], h
     return {k: (round(v / trials, 3) if v is not None else None) for k, v in split.items()}
 
 
+def trials_model_cpu_s(results: Path) -> float | None:
+    """The CPU the trials' threads spent inside their provider's `complete` (`model_call` `t.cpu_s`):
+    for the sim all of its thinking, which a real model does on its provider's machines."""
+    total, found = 0.0, False
+    for log in (results / "trials").glob("*/events.jsonl"):
+        for line in log.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("kind") == "model_call" and "cpu_s" in r.get("t", {}):
+                total, found = total + float(r["t"]["cpu_s"]), True
+    return total if found else None
+
+
 def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS,
              overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     """`overrides`: more of the grid's command line (e.g. `++task.size.steps=6`, the slice the
@@ -173,5 +185,6 @@ def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS,
             # the workers' own Python, and what the workers started (host git); the rest of the
             # harness figure is what the poll missed (processes shorter than a poll).
             "harness_cpu_s_per_trial": {k: round(v / n, 3) for k, v in tree.split().items()},
+            "model_cpu_s_per_trial": round(m / n, 3) if (m := trials_model_cpu_s(results)) is not None else None,
             "cores_busy": (round((cpu1["busy"] - cpu0["busy"]) / wall / (os.cpu_count() or 1), 2)
                            if cpu0["busy"] is not None and cpu1["busy"] is not None else None)}

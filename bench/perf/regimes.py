@@ -61,6 +61,9 @@ def cpu_rows(g: dict[str, Any], grid_trials: int, cores: int | None = None) -> l
         _row("cpu.harness_s_per_trial", cpu["harness"], "<=", round(sandbox, 3) if sandbox is not None else None,
              "target: at or below the sandbox's (containers + engine); by process: "
              + ", ".join(f"{k} {v}" for k, v in by.items())),
+        _row("cpu.harness_less_model_s_per_trial", _less(cpu["harness"], g.get("model_cpu_s_per_trial")), "", None,
+             f"the harness less its in-process model's calls ({g.get('model_cpu_s_per_trial')} s: the sim's "
+             "thinking, done on the provider's machines for a real model); shown beside, not the target"),
         _row("cpu.containers_s_per_trial", cpu["containers"], "", None,
              f"the study's {check.get('study_containers', '?')} containers, each from its own cgroup; "
              f"the trials' windows alone {check.get('trials_windows')}, every container on the machine "
@@ -73,6 +76,10 @@ def cpu_rows(g: dict[str, Any], grid_trials: int, cores: int | None = None) -> l
              f"{g['n_jobs']} workers; the floor: Docker alone on {cores} cores"
              + (f"; with the harness at the sandbox's CPU {round(2 * floor, 2)}" if floor is not None else "")),
     ]
+
+
+def _less(total: float | None, part: float | None) -> float | None:
+    return round(total - part, 3) if total is not None and part is not None else None
 
 
 def regimes_rows(report: dict[str, Any], grid_trials: int) -> list[Row]:

@@ -215,6 +215,7 @@ class TrialLoop:
         rhash = request_hash(messages, tools, self.cfg.max_output, self.cfg.seed)
         with tracing.model_span(self.turn, rhash, model_id=self.provider.model_id, messages=messages,
                                 attrs={"ctxbench.purpose": purpose}) as span:
+            cpu0 = time.thread_time()  # this trial's thread only: trials may share a process
             try:
                 reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
                                                cache_breakpoint=stable or None)
@@ -223,6 +224,7 @@ class TrialLoop:
                                                    detail=str(exc)[:E.ERROR_DETAIL_CHARS]))
                 raise outcomes.failure("context_overflow", str(exc)[:E.FAILURE_DETAIL_TAIL_CHARS]) from exc
             span.set_completion(reply)
+            cpu_s = time.thread_time() - cpu0
         harness = tokens + (self.overhead if tools else 0)  # the whole request, by the harness's count
         estimated = bool(reply.extra.get("usage_estimated"))
         if purpose == "turn" and tokens > 0 and not estimated and reply.usage.prompt > 0:
@@ -235,7 +237,7 @@ class TrialLoop:
             tool_calls=[c.__dict__ for c in reply.tool_calls],
             decisions=reply.extra.get("decisions"), slips=reply.extra.get("slips"),
             t={"latency_s": reply.latency_s, "ttft_s": reply.ttft_s, "queue_s": float(reply.extra.get("queue_s", 0.0)),
-               "attempts": int(reply.extra.get("attempts", 1))}))
+               "attempts": int(reply.extra.get("attempts", 1)), "cpu_s": cpu_s}))
         if reply.stop_reason == "max_tokens":
             self.log.append(ev.OutputTruncation(turn=self.turn, purpose=purpose, max_tokens=self.cfg.max_output))
             raise outcomes.failure("output_truncation", f"reply cut at max_tokens={self.cfg.max_output}")

@@ -29,6 +29,8 @@ def test_a_grid_slice_is_run_counted_and_split(docker_ready, tmp_path):
     # polled from /proc: at most what the whole tree's rusage says (a process ends between polls)
     parts = by_process["launcher"] + by_process["workers"] + by_process["workers_children"]
     assert parts <= split["harness"] * 1.05 + 0.01, "a part of the harness counted twice"
+    # the sim's calls run in the workers' threads: a part of the workers' CPU, never more
+    assert 0 < out["model_cpu_s_per_trial"] <= by_process["workers"]
     # the grid's jobs write no `.hydra/` (conf/experiment/grid.yaml): each trial records its config
     jobs = [d for d in (tmp_path / "results" / "hydra" / "multirun").glob("*/*/*") if d.is_dir()]
     assert len(jobs) == 4 and not any((d / ".hydra").exists() for d in jobs)

@@ -50,7 +50,7 @@ def test_one_table_holds_both_regimes_beside_their_targets_and_floors():
     grid = {"cpu_s_per_trial": {"harness": 1.92, "containers": 1.3, "engine": 0.2, "other": 0.1},
             "containers_cross_check_s_per_trial": {"machine_cgroup": 1.1, "trials_windows": 1.2, "study_containers": 2},
             "harness_cpu_s_per_trial": {"workers": 1.5}, "cores_busy": 0.9, "grid_minutes": 110.0, "trials": 336,
-            "extrapolated": True, "n_jobs": 2}
+            "extrapolated": True, "n_jobs": 2, "model_cpu_s_per_trial": 0.42}
     rows = {r[0]: r for r in regimes_rows({"inflight": _inflight(), "grid": grid, "cpus": 2}, 4800)}
     assert rows["io.trials_in_flight"][2:4] == (">= 128", "ok")
     assert rows["io.harness_mb_per_trial_in_flight"][2:4] == ("<= 32", "ok")  # 4 GB over 128
@@ -59,6 +59,11 @@ def test_one_table_holds_both_regimes_beside_their_targets_and_floors():
     assert rows["cpu.harness_s_per_trial"][2:4] == ("<= 1.5", "MISSED")  # the sandbox's: containers + engine
     assert rows["cpu.grid_minutes_projected"][2] == "floor 60"  # 1.5 CPU-s x 4800 / 2 cores / 60
     assert "machine 1.1" in rows["cpu.containers_s_per_trial"][4]
+    # the harness less the sim's own calls, beside the target and never judged against it
+    assert rows["cpu.harness_less_model_s_per_trial"][1:4] == ("1.5", "", "")
+    del grid["model_cpu_s_per_trial"]  # a study from before the figure existed: unreadable, not 0
+    rows = {r[0]: r for r in regimes_rows({"grid": grid, "cpus": 2}, 4800)}
+    assert rows["cpu.harness_less_model_s_per_trial"][1] == "unreadable"
 
 
 def test_fewer_trials_than_the_target_are_judged_on_their_own_count():

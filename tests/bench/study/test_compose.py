@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from bench.study import compose
 from bench.study.compose import SweepLoader
@@ -26,11 +26,16 @@ JOBS = [[f"strategy={s}", f"arm={a}", f"task={t}", f"task.seed={seed}", "rep=0",
 def fresh_cache(monkeypatch):
     """A process that has composed nothing yet (a new worker)."""
     monkeypatch.setattr(compose, "_BASES", {})
+    monkeypatch.setattr(compose, "_PICKLED", {})
     monkeypatch.setattr(compose, "_READ", set())
 
 
 def _as_dict(cfg):
-    return OmegaConf.to_container(cfg, resolve=False)
+    """The config's values and the flags a trial's code meets (struct, readonly) at the root and
+    at each top-level node."""
+    flags = {k: (OmegaConf.is_struct(cfg[k]), OmegaConf.is_readonly(cfg[k]))
+             for k in cfg if OmegaConf.is_config(cfg[k])}
+    return OmegaConf.to_container(cfg, resolve=False), OmegaConf.is_struct(cfg), OmegaConf.is_readonly(cfg), flags
 
 
 class CountingLoader:
@@ -66,6 +71,7 @@ def test_a_worker_reads_the_shared_bases_and_composes_none(fresh_cache, tmp_path
 
         worker_copy = pickle.loads(pickle.dumps(launching))  # what the launcher sends a worker
         compose._BASES.clear()
+        compose._PICKLED.clear()
         counting = CountingLoader(inner)
         worker_copy.inner = counting
         assert [_as_dict(worker_copy.load_sweep_config(master, job)) for job in JOBS] == expected
@@ -82,3 +88,14 @@ def test_a_worker_without_the_shared_file_composes_for_itself(fresh_cache, tmp_p
         worker.shared = str(tmp_path / "broken.pkl")
         assert worker.load_sweep_config(master, JOBS[1]).strategy.name == "ledger"
         assert counting.calls == 2
+
+
+def test_a_job_changing_its_config_leaves_the_next_jobs_alone(fresh_cache):
+    with sweep_config(CLI) as master:
+        fast = SweepLoader(GlobalHydra.instance().config_loader())
+        first = fast.load_sweep_config(master, JOBS[1])
+        expected = _as_dict(fast.load_sweep_config(master, JOBS[2]))
+        with open_dict(first):
+            first.strategy.name = "changed by the job"
+            first.task.extra = 1
+        assert _as_dict(fast.load_sweep_config(master, JOBS[2])) == expected
