@@ -16,6 +16,8 @@ that cost CPU and change nothing (docs/scaling.md §2 and §9, measured by `make
   walked them all (~0.3 s, every few trials). After its first job a worker collects once and
   freezes what is alive (`gc.freeze`): later collections walk only what later jobs made. The
   launching process does the same before it dispatches.
+- `HydraConfig.set_config` is left to `run_job`, which makes it with the same config (Hydra's
+  `execute_job` makes it first as well).
 
 Everything else is Hydra's: the sweep config composed by the sweep's loader, `hydra.job.id`
 and `num`, `run_job` with the job's output dir, callbacks and `.hydra/` files.
