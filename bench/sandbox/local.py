@@ -73,11 +73,15 @@ class LocalSandbox(WorkingCopy):
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
         deadline = start + limit
+        # The judge's channel reaches fd 3 as the Docker judge's does (judge.py): the shell's stderr,
+        # moved to 3 by the shell itself. Not `pass_fds=(3,)` with a dup in `preexec_fn`: that
+        # names the *parent's* fd 3, which another trial's thread may close between this Popen's
+        # pipes and its fork (the child then fails with EBADF), and preexec_fn is unsafe with threads.
         channel = tempfile.TemporaryFile() if judge else None
-        proc = subprocess.Popen(["sh", "-c", "exec 2>&1\n" + cmd], cwd=self.workdir, env=self._env(marker),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                preexec_fn=(lambda: os.dup2(channel.fileno(), 3)) if channel else None,
-                                pass_fds=(3,) if channel else (),  # kept open (by number, after the dup)
+        prefix = "exec 3>&2 2>&1\n" if channel is not None else "exec 2>&1\n"
+        proc = subprocess.Popen(["sh", "-c", prefix + cmd], cwd=self.workdir, env=self._env(marker),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=channel if channel is not None else subprocess.STDOUT,
                                 start_new_session=True)  # its own process group, killable as one
         assert proc.stdout is not None
         fd = proc.stdout.fileno()

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,6 +113,45 @@ def test_exec_runs_in_the_working_copy(sb: LocalSandbox) -> None:
     assert r.output == f"{sb.workdir}\n# demo\nerr\n"
     r = sb.exec("python -m pytest -q -p no:cacheprovider tests")
     assert r.exit_code == 0 and "1 passed" in r.output, r.output
+
+
+def test_the_judge_channel_is_fd_3_and_apart_from_the_output(sb: LocalSandbox) -> None:
+    r = sb.exec("echo 'report {}' >&3; echo out; echo err >&2", judge=True)
+    assert (r.exit_code, r.output, r.report) == (0, "out\nerr\n", "report {}\n")
+    assert sb.exec("echo x >&3").exit_code != 0  # no channel outside a judge exec
+
+
+# Run in a child interpreter: it takes over fd 3, which in a pytest worker may be xdist's channel.
+_FD3_CLOSED_AT_FORK = """
+import os, subprocess, sys
+from omegaconf import OmegaConf
+from bench.sandbox import SandboxConfig, create
+
+real = subprocess._fork_exec
+
+def another_thread_closed_fd_3_first(*args):
+    os.close(3)
+    return real(*args)
+
+box = create(SandboxConfig.from_dict(OmegaConf.load(sys.argv[1])), {"a.txt": "a"}, "fd3")
+subprocess._fork_exec = another_thread_closed_fd_3_first
+try:
+    for _ in range(3):
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 3)  # fd 3 open while the exec makes its pipes
+        r = box.exec("echo 'report {}' >&3; cat a.txt", judge=True)
+        print(repr((r.exit_code, r.output, r.report)))
+finally:
+    box.close()
+"""
+
+
+def test_a_judge_exec_does_not_depend_on_the_harness_fd_3(tmp_path: Path) -> None:
+    """Trials in threads share a process: another trial may close whatever the harness's fd 3 is
+    between this exec's pipes and its fork. The judge's channel must not be named by that number."""
+    proc = subprocess.run([sys.executable, "-c", _FD3_CLOSED_AT_FORK, str(REPO / "conf" / "sandbox" / "local.yaml")],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [repr((0, "a", "report {}\n"))] * 3
 
 
 def test_exec_does_not_leak_host_environment(sb: LocalSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
