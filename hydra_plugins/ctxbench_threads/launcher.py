@@ -10,6 +10,8 @@ value), as joblib's workers do. What Hydra keeps per process is not per thread, 
 - logging is configured once, here, not per job (one log for the study, not one per job dir);
 - `HydraConfig` (a process-wide singleton) holds whichever job set it last: nothing a trial
   reads resolves through it (the trial config has no `${hydra:...}`);
+- file descriptors are the process's: nothing a trial spawns names one of the parent's by number
+  (another trial's thread may close it before the fork; bench/sandbox/local.py's judge channel);
 - a trial's watchdog fires by an asynchronous exception, not SIGALRM (bench/trial/watchdog.py),
   and a trial cannot install a SIGTERM handler; SIGTERM ends the launcher's wait, and the
   trials still in flight are marked KILLED by the next resume (their pid is gone).
