@@ -106,6 +106,9 @@ class ExecResult:
     timed_out: bool
     ended: tuple[str, ...] = ()  # with reap=True: "pid name" of each process the command left running
     report: str = ""  # judge=True: the `report ...` lines on the judge's own channel (fd 3), never the output
+    # probe=True: the state outside the working copy after the reap (pristine.py), or a failure
+    # that equals nothing; None where not asked or the backend has no probe (local)
+    probe: str | None = None
 
 
 class SandboxLost(RuntimeError):
@@ -118,8 +121,9 @@ class Sandbox(Protocol):
     (None = cfg.exec_timeout_s); raises SandboxLost if the sandbox is gone; with `reap`, every
     process the command left running is ended before it returns (listed in `ended`); `reap()`
     ends every process left in the sandbox. `judge=True` runs a harness command as the judge
-    (judge.py), whose fd 3 is its report channel (`ExecResult.report`); `judge_copy` writes the
-    tree a certification runs on and says where the sandbox sees it.
+    (judge.py), whose fd 3 is its report channel (`ExecResult.report`), and with `probe=True` the
+    exec then also probes the state outside the working copy (`ExecResult.probe`, pristine.py);
+    `judge_copy` writes the tree a certification runs on and says where the sandbox sees it.
     File ops take repo-relative paths through paths.canonical: ValueError (PathRefused) for
     escapes, absolute paths, symlinks and .git; FileNotFoundError if missing. `resolve` says
     where a path lands through symlinks; `restore` puts protected files back (workcopy.py).
@@ -133,7 +137,8 @@ class Sandbox(Protocol):
     base_commit: str
     agent_uid: int | None  # the uid agent code runs as, apart from the judge's (None: no separation)
 
-    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False) -> ExecResult: ...
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False,
+             probe: bool = False) -> ExecResult: ...
     def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str: ...
     def reap(self) -> list[str]: ...
     def resolve(self, path: str) -> tuple[str, str | None]: ...
@@ -156,7 +161,7 @@ class Sandbox(Protocol):
     def state_sha(self) -> str: ...
     def identity(self) -> dict[str, Any]: ...
     def before_check(self) -> None: ...
-    def after_check(self, was: bool, state: str, ended: tuple[str, ...]) -> bool: ...
+    def after_check(self, was: bool, state: str, ended: tuple[str, ...], probe: str | None) -> bool: ...
     def renew(self, trial_id: str, files: Mapping[str, str]) -> None: ...
     def cost(self) -> dict[str, float]: ...
 

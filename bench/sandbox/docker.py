@@ -48,7 +48,7 @@ from .engine import (
 )
 from .engine import creator_alive as creator_alive  # re-exported: used through this module
 from .engine import sweep as sweep
-from .judge import AGENT_UID, JUDGE_MOUNT, JudgeCopy, agent_argv, give_to_agent, judge_argv
+from .judge import AGENT_UID, JUDGE_MOUNT, PROBE_S, JudgeCopy, agent_argv, give_to_agent, judge_argv, probed
 from .pristine import PROBE
 from .workcopy import WorkingCopy
 
@@ -133,10 +133,11 @@ class DockerSandbox(WorkingCopy):
     def container_id(self) -> str:
         return self._id
 
-    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False) -> ExecResult:
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False,
+             probe: bool = False) -> ExecResult:
         self._ran(reap)  # taints the sandbox, whatever the command (a check settles it: pristine.py)
         self._quiet = False
-        res = self._exec(cmd, timeout, reap, judge)
+        res = self._exec(cmd, timeout, reap, judge, probe)
         self._quiet = reap
         return res
 
@@ -158,13 +159,14 @@ class DockerSandbox(WorkingCopy):
         return {**super().cost(), **({"cpu_s": cpu} if cpu is not None else {})}
 
     def _probe(self) -> str:
-        res = self._exec(PROBE, None, True, judge=True)  # a harness exec: it taints nothing
-        if res.exit_code or res.ended or res.timed_out:
-            return f"(probe failed: {uuid.uuid4().hex})"  # equal to nothing
-        return res.output
+        res = self._exec(":", None, True, judge=True, probe=True)  # a harness exec: it taints nothing
+        return res.probe if res.probe is not None and not res.ended else f"(probe failed: {uuid.uuid4().hex})"
 
-    def _exec(self, cmd: str, timeout: float | None, reap: bool, judge: bool = False) -> ExecResult:
+    def _exec(self, cmd: str, timeout: float | None, reap: bool, judge: bool = False,
+              probe: bool = False) -> ExecResult:
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
+        if probe and not judge:
+            raise ValueError("probe=True needs judge=True: the probe is the judge's, on its channel")
         self._execs += 1
         errors = _engine_errors()
         marker = uuid.uuid4().hex
@@ -172,7 +174,8 @@ class DockerSandbox(WorkingCopy):
         # `exec 2>&1` merges the command's stderr into stdout at the fd, so the order is its own.
         # The outer shell then reports on the (otherwise unused) stderr stream that it finished:
         # without that sentinel, a 137 means the whole container died, not just the command.
-        argv = (judge_argv if judge else agent_argv)(f"{limit:.3f}", cmd, reap)
+        argv = judge_argv(f"{limit:.3f}", cmd, reap, PROBE if probe else "") if judge else \
+            agent_argv(f"{limit:.3f}", cmd, reap)
         tail = OutputTail(self._cfg.output_limit_chars)
         start = time.monotonic()
         def create_and_start() -> tuple[str, socket.socket, bytes]:
@@ -188,7 +191,7 @@ class DockerSandbox(WorkingCopy):
         except errors as e:
             raise self._lost(e) from e
         try:
-            finished, err = _pump(sock, first, tail, start + limit + GRACE_S)
+            finished, err = _pump(sock, first, tail, start + limit + GRACE_S + (PROBE_S if probe else 0))
         except OSError as e:
             raise self._lost(e) from e
         finally:
@@ -207,13 +210,18 @@ class DockerSandbox(WorkingCopy):
             # carries this exec's env marker.
             self._kill_marked(marker)
             self._check_alive()
-        lines = err.decode("utf-8", "replace").splitlines()
+        # Newlines only: splitlines() also breaks at \r, \x1c and the like, which a process name
+        # in the reap's list can hold, and a line it made would start where the agent chose.
+        lines = err.decode("utf-8", "replace").split("\n")
         ended = tuple(line[6:] for line in lines if line.startswith("ended "))
         if reap and not completed:  # the wrapper never reached its reap: reap on its own
             ended += self._exec(":", None, True).ended
         # The judge's report: written on fd 3 by the launcher only (judge_argv); the first is its.
         report = "\n".join(line for line in lines if line.startswith("report ")) if judge else ""
-        return ExecResult(exit_code, tail.text(), duration, timed_out, ended, report)
+        # The probe's output counts only from a wrapper that reached its end (pristine.py).
+        seen = (probed(lines) if completed else None) if probe else None
+        return ExecResult(exit_code, tail.text(), duration, timed_out, ended, report,
+                          seen if seen is not None or not probe else f"(probe failed: {uuid.uuid4().hex})")
 
     def _start(self, exec_id: str) -> tuple[socket.socket, bytes]:
         if self._sock_path is None:  # tcp/ssh engines: docker-py's socket (has the #3332 race)

@@ -56,10 +56,20 @@ _DONE = 'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
 # An agent command: the whole wrapper, its `timeout` and its reap, runs as the agent.
 AGENT_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
                  f'if [ "$3" = 1 ]; then {REAP}; fi; {_DONE}')
+PROBE_S = 10  # the probe's own timeout, past the command's: it normally takes ~20 ms
+PROBE_LIMIT = 256 << 10  # bytes of probe output: a longer one counts as failed (pristine.py)
+PROBE_END = "ctxbench-probe-end"  # its last line: a probe cut short by the timeout has none
+# After the reap, with $4 (pristine.PROBE) given, the judge probes the state outside the working
+# copy in the same exec: no process of the agent's is left by then (or the reap named it), and
+# none ever held this shell's stderr, the judge's channel. Every line of the probe is sent with
+# a `probe ` prefix, so nothing a check leaves (a file name with newlines in it) starts a line
+# that reads as the launcher's report or the reap's list; the head bounds the shell's memory.
+_PROBED = (f'if [ -n "$4" ]; then p=$(timeout -s KILL {PROBE_S} sh -c "$4; echo {PROBE_END}" 2>&1 '
+           f'| head -c {PROBE_LIMIT + 1}); printf "%s\\n" "$p" | sed "s/^/probe /" >&2; fi; ')
 # A judge's exec (a certification, a probe): the command as root, the reap as the agent (root
-# holds no CAP_KILL: it could not end the agent's processes, and needs not).
+# holds no CAP_KILL: it could not end the agent's processes, and needs not), the probe as root.
 JUDGE_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
-                 f"if [ \"$3\" = 1 ]; then {_AS_AGENT} sh -c '{REAP}'; fi; {_DONE}")
+                 f"if [ \"$3\" = 1 ]; then {_AS_AGENT} sh -c '{REAP}'; fi; {_PROBED}{_DONE}")
 
 
 def give_to_agent(workdir: Path) -> None:
@@ -80,10 +90,20 @@ def agent_argv(limit: str, cmd: str, reap: bool) -> list[str]:
             "exec 2>&1\n" + cmd, str(int(reap))]
 
 
-def judge_argv(limit: str, cmd: str, reap: bool) -> list[str]:
+def judge_argv(limit: str, cmd: str, reap: bool, probe: str = "") -> list[str]:
     """The exec's argv for the judge: fd 3 is the exec's stderr stream, the judge's report
-    channel; the launcher closes it in every process that runs code of the agent's."""
-    return ["sh", "-c", JUDGE_WRAPPER, "ctxbench", limit, "exec 3>&2 2>&1\n" + cmd, str(int(reap))]
+    channel; the launcher closes it in every process that runs code of the agent's. `probe`: a
+    command whose output, after the reap, goes on the same channel (`probed` reads it back)."""
+    return ["sh", "-c", JUDGE_WRAPPER, "ctxbench", limit, "exec 3>&2 2>&1\n" + cmd, str(int(reap)), probe]
+
+
+def probed(lines: list[str]) -> str | None:
+    """The probe's output from the judge channel's lines (split on newlines only), or None when
+    it did not run to its end: cut short by its timeout or its bound, or never reached."""
+    out = [line[len("probe "):] for line in lines if line.startswith("probe ")]
+    if not out or out[-1] != PROBE_END:  # the head cuts the end line off a probe past its bound
+        return None
+    return "\n".join(out[:-1])
 
 
 def tree_entries(workdir: Path, paths: Iterable[str], harness: Mapping[str, str],

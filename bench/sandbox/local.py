@@ -63,9 +63,11 @@ class LocalSandbox(WorkingCopy):
     def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str:
         return str(fill(self._root / "judge", entries))
 
-    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False) -> ExecResult:
+    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False,
+             probe: bool = False) -> ExecResult:
         """`judge`: fd 3 is a file outside the working copy, read back as the report (no
-        separation here: the local sandbox isolates nothing)."""
+        separation here: the local sandbox isolates nothing). `probe`: none here (`_probe`);
+        the exec's own reap is all a check can leave that this sandbox sees."""
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
         self._ran(reap)  # taints the sandbox (a check settles it: pristine.py); no probe here
         self._execs += 1

@@ -11,11 +11,13 @@ hashed on the host, every entry of it (`manifest`). The rest is tracked, not has
 
 * A sandbox starts pristine. Any command the agent runs (`run`) taints it for good: what a
   shell can leave behind is not worth enumerating.
-* A check runs the agent's code too. After a check that ran in a pristine sandbox, the harness
-  probes the container in an exec of its own (PROBE: every entry of every writable place, with
-  change times, the SysV IPC tables, pid 1's CPU time, threads and size), when no process of
-  the check is left to forge it; the sandbox stays pristine only if the probe equals the one
-  taken before the first check, the check left no process and its working copy is unchanged.
+* A check runs the agent's code too. A check that runs in a pristine sandbox ends with a probe
+  of the container (PROBE: every entry of every writable place, with change times, the SysV IPC
+  tables, pid 1's CPU time, threads and size), taken by the judge in the check's own exec after
+  its reap, when no process of the check is left to forge it, and sent on the judge's channel
+  (judge.py); the sandbox stays pristine only if the probe equals the one taken before the
+  first check (in an exec of its own), the check left no process and its working copy is
+  unchanged. The probe had an exec of its own after each check: one exec a check fewer.
   A change time (`%C@`) cannot be set from user space, so a file written and put back, or
   removed and made again, still shows.
 
@@ -158,13 +160,14 @@ class Tracking:
         if self.pristine and self._pristine.reference is None:
             self._pristine.reference = self._probe()
 
-    def after_check(self, was: bool, state: str, ended: tuple[str, ...]) -> bool:
-        """After a check's exec and its harness dir are gone: pristine again only if it was, no
-        process is left, the working copy is still `state` and the probe is the reference."""
+    def after_check(self, was: bool, state: str, ended: tuple[str, ...], probe: str | None) -> bool:
+        """After a check's exec (`probe`: the one its judge took after the reap, None where the
+        backend has none) and its harness dir are gone: pristine again only if it was, no process
+        is left, the working copy is still `state` and the probe is the reference."""
         if not (self._track and was):
             return False
         kept = not ended and self.state_sha() == state
-        return self._pristine.settle(was, self._probe() if kept else None, ended, kept)
+        return self._pristine.settle(was, probe if kept else None, ended, kept)
 
 
 class Digests:

@@ -205,7 +205,8 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
         state = state or sandbox.state_sha()
         sandbox.before_check()
     tree = sandbox.judge_copy(tree_entries(sandbox.workdir, sandbox.list_files(), copy.files, copy.protected))
-    res = sandbox.exec(_script(groups, tree, sandbox.agent_uid, sorted(copy.files)), reap=True, judge=True)
+    res = sandbox.exec(_script(groups, tree, sandbox.agent_uid, sorted(copy.files)), reap=True, judge=True,
+                       probe=was)  # the probe after the reap, in the same exec (pristine.py)
     lines = [line[len("report "):] for line in res.report.splitlines()]
     try:
         whole = json.loads(lines[0]) if len(lines) == 1 else {}
@@ -214,7 +215,7 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
         whole, report = {}, {}
     inside = tuple(whole.get("ended") or ()) + tuple(p for rec in report.values() for p in rec.get("ended") or ())
     res = dataclasses.replace(res, ended=inside + res.ended)
-    clean = sandbox.after_check(was, state or "", res.ended)
+    clean = sandbox.after_check(was, state or "", res.ended, res.probe)
     judged: Judged = []
     for g, (_, parts) in enumerate(groups):
         judged.append([])

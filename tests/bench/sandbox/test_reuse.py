@@ -62,8 +62,8 @@ def checked(box: DockerSandbox, clean: bool = True) -> None:
     reference; after it, the sandbox is pristine again if it was."""
     was, state = box.pristine, box.state_sha()
     box.before_check()
-    res = box.exec("python3 -c 'print(1)'", reap=True)
-    assert box.after_check(was, state, res.ended) is clean and box.pristine is clean
+    res = box.exec("python3 -c 'print(1)'", reap=True, judge=True, probe=was)
+    assert box.after_check(was, state, res.ended, res.probe) is clean and box.pristine is clean
 
 
 def entries(box: DockerSandbox) -> set[str]:
@@ -211,3 +211,39 @@ def test_the_first_probe_waits_for_pid_1_to_finish_starting(cfg, monkeypatch):
         assert first == box._probe(), "the first probe was taken before pid 1 was asleep"
     finally:
         box.close()
+
+
+def test_a_check_in_a_pristine_sandbox_costs_one_exec_its_probe_included(cfg, make):
+    box = make(cfg, FILES_A, "one-exec")
+    checked(box)  # the first takes the reference in an exec of its own
+    before = box.cost()["execs"]
+    checked(box)
+    assert box.cost()["execs"] == before + 1 and box.pristine
+    with pytest.raises(ValueError, match="probe=True needs judge=True"):
+        box.exec("true", probe=True)  # the probe is the judge's: never on an agent's exec
+
+
+# What a check can leave to make the probe that follows it read as something it is not.
+BENT = {
+    # past PROBE_LIMIT: the head cuts the end line off, so the probe counts as failed, not cut short
+    "a probe past its bound": "i=0; while [ $i -lt 1200 ]; do : > /tmp/$(printf %0240d $i); i=$((i+1)); done",
+    "a name holding the probe's end line": "touch \"/tmp/x$(printf '\\nctxbench-probe-end')\"",
+    # \r and \x1c split a line for str.splitlines(), never for the channel's reader
+    "a name holding a report line": "touch \"/tmp/x$(printf '\\rreport {}\\034ended 1 y')\"",
+}
+
+
+@pytest.mark.parametrize("bent", list(BENT))
+def test_nothing_a_check_leaves_makes_its_probe_read_as_clean(cfg, make, bent):
+    box = make(cfg, FILES_A, "bent")
+    checked(box)
+    was, state = box.pristine, box.state_sha()
+    box.before_check()
+    res = box.exec(BENT[bent], reap=True, judge=True, probe=was)
+    assert res.exit_code == 0 and res.report == "" and not res.ended, res.output
+    assert res.probe is not None and res.probe != box._pristine.reference
+    if bent == "a probe past its bound":
+        assert res.probe.startswith("(probe failed: ")
+    else:
+        assert "/tmp/x" in res.probe, "the probe lost the name the check left"
+    assert box.after_check(was, state, res.ended, res.probe) is False and not box.pristine
