@@ -14,9 +14,9 @@ fork bombs) before it returns, from the exec's own shell, and lists them in
 already reaped (the trial runs one exec at a time, so nothing can have started since).
 
 Speed: an exec is three engine round trips (create, start, inspect) on one reused client,
-like the `docker exec` CLI. The start request is sent on a raw unix socket because docker-py
-reads upgraded streams past its own HTTP buffer and can silently lose the first output
-frames (docker/docker-py#3332); here the bytes after the response headers are kept.
+like the `docker exec` CLI. The start request is sent on a raw unix socket (engine.py) because
+docker-py reads upgraded streams past its own HTTP buffer and can silently lose the first
+output frames (docker/docker-py#3332); there the bytes after the response headers are kept.
 `docker` is imported lazily so that importing bench never needs docker-py or an engine.
 engine.py owns the engine connection, hung-call retries, owner labels and `sweep` (re-exported).
 """
@@ -32,12 +32,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost, exec_limit
-
-# The exec socket reads ENGINE_TIMEOUT_S from this module, so tests can shorten it here.
 from .engine import (
-    ENGINE_TIMEOUT_S,
     _client,
     _engine_errors,
+    _open_stream,
     _pump,
     _retry_once,
     _unix_socket_path,
@@ -48,7 +46,17 @@ from .engine import (
 )
 from .engine import creator_alive as creator_alive  # re-exported: used through this module
 from .engine import sweep as sweep
-from .judge import AGENT_UID, JUDGE_MOUNT, PROBE_S, JudgeCopy, agent_argv, give_to_agent, judge_argv, probed
+from .judge import (
+    AGENT_UID,
+    JUDGE_MOUNT,
+    PROBE_S,
+    JudgeCopy,
+    agent_argv,
+    give_to_agent,
+    judge_argv,
+    probe_failed,
+    probed,
+)
 from .pristine import PROBE
 from .workcopy import WorkingCopy
 
@@ -160,7 +168,7 @@ class DockerSandbox(WorkingCopy):
 
     def _probe(self) -> str:
         res = self._exec(":", None, True, judge=True, probe=True)  # a harness exec: it taints nothing
-        return res.probe if res.probe is not None and not res.ended else f"(probe failed: {uuid.uuid4().hex})"
+        return res.probe if res.probe is not None and not res.ended else probe_failed()
 
     def _exec(self, cmd: str, timeout: float | None, reap: bool, judge: bool = False,
               probe: bool = False) -> ExecResult:
@@ -181,7 +189,7 @@ class DockerSandbox(WorkingCopy):
         def create_and_start() -> tuple[str, socket.socket, bytes]:
             exec_id = self._api.exec_create(self._id, argv, workdir="/work",
                                             environment=[f"{_MARK}={marker}"])["Id"]
-            return (exec_id, *self._start(exec_id))
+            return (exec_id, *_open_stream(self._api, self._sock_path, exec_id))
 
         try:
             # A hung create/start is retried once as a new exec, after killing whatever the
@@ -219,37 +227,8 @@ class DockerSandbox(WorkingCopy):
         # The judge's report: written on fd 3 by the launcher only (judge_argv); the first is its.
         report = "\n".join(line for line in lines if line.startswith("report ")) if judge else ""
         # The probe's output counts only from a wrapper that reached its end (pristine.py).
-        seen = (probed(lines) if completed else None) if probe else None
         return ExecResult(exit_code, tail.text(), duration, timed_out, ended, report,
-                          seen if seen is not None or not probe else f"(probe failed: {uuid.uuid4().hex})")
-
-    def _start(self, exec_id: str) -> tuple[socket.socket, bytes]:
-        if self._sock_path is None:  # tcp/ssh engines: docker-py's socket (has the #3332 race)
-            s = self._api.exec_start(exec_id, socket=True)
-            return getattr(s, "_sock", s), b""
-        body = b'{"Detach":false,"Tty":false}'
-        head = (f"POST /v{self._api.api_version}/exec/{exec_id}/start HTTP/1.1\r\nHost: docker\r\n"
-                "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n").encode()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(ENGINE_TIMEOUT_S)
-            sock.connect(self._sock_path)
-            sock.sendall(head + body)
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = sock.recv(65536)
-                if not chunk or len(buf) > 65536:
-                    raise ConnectionError("engine closed the exec stream before answering")
-                buf += chunk
-            header, rest = buf.split(b"\r\n\r\n", 1)
-            status = header.split(b"\r\n", 1)[0].decode("latin-1")
-            if status.split()[1:2] not in (["101"], ["200"]):
-                raise ConnectionError(f"exec start refused: {status}: {rest[:300]!r}")
-            return sock, rest
-        except BaseException:
-            sock.close()
-            raise
+                          probed(lines, completed) if probe else None)
 
     def _exit_code(self, exec_id: str) -> int:
         try:

@@ -1,6 +1,6 @@
 """The Docker engine as the docker backend talks to it: docker-py imported on first use, one
 client per process with a finite timeout, the retry-once policy for a hung engine call, the
-exec stream's demultiplexer, a container's CPU time, the owner labels that let a sweep tell
+exec stream (opened on a raw socket) and its demultiplexer, a container's CPU time, the owner labels that let a sweep tell
 containers of dead harness processes from live ones, and the sweep itself.
 """
 
@@ -116,6 +116,37 @@ def creator_alive(labels: Mapping[str, str]) -> bool | None:
 
 
 _FRAME = struct.Struct(">BxxxL")  # docker multiplexed stream header: stream id, 3 pad, size
+
+
+def _open_stream(api: Any, sock_path: str | None, exec_id: str) -> tuple[socket.socket, bytes]:
+    """Start an exec attached and return its stream with the bytes already read past the
+    response headers (docker-py's own socket drops them: docker/docker-py#3332)."""
+    if sock_path is None:  # tcp/ssh engines: docker-py's socket (has the #3332 race)
+        s = api.exec_start(exec_id, socket=True)
+        return getattr(s, "_sock", s), b""
+    body = b'{"Detach":false,"Tty":false}'
+    head = (f"POST /v{api.api_version}/exec/{exec_id}/start HTTP/1.1\r\nHost: docker\r\n"
+            "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(ENGINE_TIMEOUT_S)
+        sock.connect(sock_path)
+        sock.sendall(head + body)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk or len(buf) > 65536:
+                raise ConnectionError("engine closed the exec stream before answering")
+            buf += chunk
+        header, rest = buf.split(b"\r\n\r\n", 1)
+        status = header.split(b"\r\n", 1)[0].decode("latin-1")
+        if status.split()[1:2] not in (["101"], ["200"]):
+            raise ConnectionError(f"exec start refused: {status}: {rest[:300]!r}")
+        return sock, rest
+    except BaseException:
+        sock.close()
+        raise
 
 
 def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) -> tuple[bool, bytes]:

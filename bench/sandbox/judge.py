@@ -27,6 +27,7 @@ import errno
 import os
 import shutil
 import stat
+import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -97,12 +98,18 @@ def judge_argv(limit: str, cmd: str, reap: bool, probe: str = "") -> list[str]:
     return ["sh", "-c", JUDGE_WRAPPER, "ctxbench", limit, "exec 3>&2 2>&1\n" + cmd, str(int(reap)), probe]
 
 
-def probed(lines: list[str]) -> str | None:
-    """The probe's output from the judge channel's lines (split on newlines only), or None when
-    it did not run to its end: cut short by its timeout or its bound, or never reached."""
+def probe_failed() -> str:
+    """A probe's reading that equals no other, so the sandbox it stands for reads as changed."""
+    return f"(probe failed: {uuid.uuid4().hex})"
+
+
+def probed(lines: list[str], completed: bool) -> str:
+    """The probe's output from the judge channel's lines (split on newlines only), or
+    probe_failed() when it did not run to its end (cut short by its timeout or its bound, never
+    reached) or its wrapper did not complete."""
     out = [line[len("probe "):] for line in lines if line.startswith("probe ")]
-    if not out or out[-1] != PROBE_END:  # the head cuts the end line off a probe past its bound
-        return None
+    if not completed or not out or out[-1] != PROBE_END:  # a probe past its bound loses its end line
+        return probe_failed()
     return "\n".join(out[:-1])
 
 

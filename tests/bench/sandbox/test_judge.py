@@ -14,7 +14,7 @@ import pytest
 from bench.eventlog.events import EventLog
 from bench.sandbox.base import SandboxConfig
 from bench.sandbox.docker import DockerSandbox, create
-from bench.sandbox.judge import AGENT_UID, fill
+from bench.sandbox.judge import AGENT_UID, PROBE_END, fill, probed
 from bench.trial.certify import HarnessCopy, certify
 from tests.bench.trial.conftest import CALC, CHECK, FILES, FINAL, tiny_task
 
@@ -142,3 +142,15 @@ def test_the_judges_copy_never_changes_what_a_link_of_the_agents_points_at(tmp_p
     assert oct(host.stat().st_mode & 0o777) == oct(0o700)
     assert oct((host / "secret").stat().st_mode & 0o777) == oct(0o600)
     assert sorted(os.listdir(host)) == ["secret"]
+
+
+@pytest.mark.parametrize("lines, completed", [
+    (["probe a", "report x"], True),                    # no end line: the probe was cut short
+    (["probe a", f"probe {PROBE_END}", "probe b"], True),  # output after the end: not the probe's end
+    (["probe a", f"probe {PROBE_END}"], False),         # a wrapper that never reached its sentinel
+    ([], True),                                         # never reached
+])
+def test_a_probe_reads_as_clean_only_when_it_and_its_wrapper_ran_to_the_end(lines, completed) -> None:
+    assert probed(["probe a", f"probe {PROBE_END}"], True) == "a"
+    first, second = probed(lines, completed), probed(lines, completed)
+    assert first.startswith("(probe failed: ") and first != second  # equals no recorded state
