@@ -170,15 +170,15 @@ class _StallFirst:
 @pytest.mark.docker
 def test_a_hung_exec_start_is_timed_out_and_retried_once(sandbox_cfg, monkeypatch, tmp_path, caplog,
                                                           docker_ready):
-    import bench.sandbox.docker as D
+    import bench.sandbox.engine as E
     from bench.sandbox import create
 
-    if D._unix_socket_path() != "/var/run/docker.sock":
+    if E._unix_socket_path() != "/var/run/docker.sock":
         pytest.skip("needs the local unix-socket engine")
     sb = create(sandbox_cfg, {"a.py": "x = 1\n"}, f"hang-{uuid.uuid4().hex[:6]}")
     proxy = _StallFirst(str(tmp_path / "engine.sock"))
     try:
-        monkeypatch.setattr(D, "ENGINE_TIMEOUT_S", 1.0)
+        monkeypatch.setattr(E, "ENGINE_TIMEOUT_S", 1.0)  # the exec stream opens in engine.py
         sb._sock_path = proxy.path  # the exec stream goes through the proxy
         t0 = time.monotonic()
         with caplog.at_level(logging.WARNING, logger="bench.sandbox.docker"):
@@ -234,7 +234,7 @@ def test_a_hung_engine_call_is_retried_once_then_the_sandbox_is_lost(sandbox_cfg
 
 
 def test_the_engine_client_has_a_finite_timeout(docker_ready):
-    from bench.sandbox.docker import ENGINE_TIMEOUT_S, _client
+    from bench.sandbox.engine import ENGINE_TIMEOUT_S, _client
 
     assert _client().api.timeout == int(ENGINE_TIMEOUT_S) <= 60
 
