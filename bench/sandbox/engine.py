@@ -1,7 +1,7 @@
 """The Docker engine as the docker backend talks to it: docker-py imported on first use, one
 client per process with a finite timeout, the retry-once policy for a hung engine call, the
-exec stream (opened on a raw socket) and its demultiplexer, a container's CPU time, the owner labels that let a sweep tell
-containers of dead harness processes from live ones, and the sweep itself.
+exec stream (opened on a raw socket) and its demultiplexer, a container's CPU time, the owner
+labels that let a sweep tell containers of dead harness processes from live ones, and the sweep.
 """
 
 from __future__ import annotations
