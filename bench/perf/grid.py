@@ -105,6 +105,10 @@ class ProcessTree(threading.Thread):
                 else:
                     self.last[pid] = (self.last[pid][0], times[pid])
 
+    def workers(self) -> dict[int, float]:
+        """pid -> the CPU a worker used in all (its last poll)."""
+        return {pid: t[0] + t[1] for pid, (r, t) in self.last.items() if r == "worker"}
+
     def split(self) -> dict[str, float]:
         own = lambda role: sum(t[0] + t[1] for r, t in self.last.values() if r == role)  # noqa: E731
         return {"launcher": own("launcher"), "launcher_startup": self.startup or 0.0, "workers": own("worker"),
@@ -123,6 +127,26 @@ def cpu_split(before: dict[str, float | None], after: dict[str, float | None], h
     known = sum(v for v in split.values() if v is not None)
     split["other"] = max(0.0, d["busy"] - known) if d["busy"] is not None else None
     return {k: (round(v / trials, 3) if v is not None else None) for k, v in split.items()}
+
+
+def startup_cpu_s(recs: list[dict[str, Any]], workers: dict[int, float], launcher_startup: float) -> float | None:
+    """The harness's CPU that a study pays once, not per trial: the launcher's before its first job,
+    and each worker process's beyond its trials. A worker's trials are read from the CPU its
+    process had used at the end of each job (`cpu_s` in progress.jsonl): its first job's figure,
+    less what a later job costs on average, is its start (imports, MLflow's first connection,
+    the first sandbox); what it used after its last job is its close. A process of the pool that
+    ran no job (loky's resource tracker) is all start. None without two jobs in one worker."""
+    ends = {pid: sorted((r["ts"], r["cpu_s"]) for r in recs if r.get("pid") == pid and "cpu_s" in r)
+            for pid in workers}
+    later = [(e[-1][1] - e[0][1], len(e) - 1) for e in ends.values() if len(e) >= 2]
+    if not later:
+        return None
+    per_job = sum(cpu for cpu, _ in later) / sum(n for _, n in later)
+    fixed = launcher_startup
+    for pid, total in workers.items():
+        jobs = ends[pid]
+        fixed += total if not jobs else max(0.0, jobs[0][1] - per_job) + max(0.0, total - jobs[-1][1])
+    return fixed
 
 
 def trials_model_cpu_s(results: Path) -> float | None:
@@ -185,6 +209,18 @@ def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS,
             # the workers' own Python, and what the workers started (host git); the rest of the
             # harness figure is what the poll missed (processes shorter than a poll).
             "harness_cpu_s_per_trial": {k: round(v / n, 3) for k, v in tree.split().items()},
+            # The harness per trial of the grid itself: what the slice paid once (the study's
+            # start, each worker's start and close) spread over the grid's trials, as a whole
+            # grid spreads it, and the rest per trial as measured.
+            "harness_s_per_grid_trial": _per_grid_trial(harness, n, startup_cpu_s(
+                recs, tree.workers(), tree.split()["launcher_startup"])),
             "model_cpu_s_per_trial": round(m / n, 3) if (m := trials_model_cpu_s(results)) is not None else None,
             "cores_busy": (round((cpu1["busy"] - cpu0["busy"]) / wall / (os.cpu_count() or 1), 2)
                            if cpu0["busy"] is not None and cpu1["busy"] is not None else None)}
+
+
+def _per_grid_trial(harness_s: float, trials: int, once_s: float | None) -> dict[str, float] | None:
+    if once_s is None:
+        return None
+    return {"once_s": round(once_s, 2), "per_trial_s": round((harness_s - once_s) / trials, 3),
+            "s_per_trial": round((harness_s - once_s) / trials + once_s / GRID_TRIALS, 3)}

@@ -57,10 +57,16 @@ def cpu_rows(g: dict[str, Any], grid_trials: int, cores: int | None = None) -> l
     floor = round(sandbox * grid_trials / cores / 60, 2) if sandbox is not None else None
     check = g.get("containers_cross_check_s_per_trial") or {}
     by = g.get("harness_cpu_s_per_trial") or {}
+    target = round(sandbox, 3) if sandbox is not None else None
+    grid = g.get("harness_s_per_grid_trial") or {}
     return [
-        _row("cpu.harness_s_per_trial", cpu["harness"], "<=", round(sandbox, 3) if sandbox is not None else None,
-             "target: at or below the sandbox's (containers + engine); by process: "
+        _row("cpu.harness_s_per_trial", cpu["harness"], "" if grid else "<=", None if grid else target,
+             f"the slice's {g['trials']} trials, its start and close included; by process: "
              + ", ".join(f"{k} {v}" for k, v in by.items())),
+        *([_row("cpu.harness_s_per_grid_trial", grid["s_per_trial"], "<=", target,
+                f"target: at or below the sandbox's (containers + engine); {grid['per_trial_s']} s a trial "
+                f"and {grid['once_s']} s once a study (its start, each worker's start and close), spread "
+                f"over the grid's {grid_trials} trials as a whole grid spreads it")] if grid else []),
         _row("cpu.harness_less_model_s_per_trial", _less(cpu["harness"], g.get("model_cpu_s_per_trial")), "", None,
              f"the harness less its in-process model's calls ({g.get('model_cpu_s_per_trial')} s: the sim's "
              "thinking, done on the provider's machines for a real model); shown beside, not the target"),

@@ -206,7 +206,10 @@ class StudyCallback(Callback):
         record: dict[str, Any] = {
             "job": OmegaConf.select(config, "hydra.job.num"), "overrides": list(job_return.overrides or []),
             "wall_s": round(time.monotonic() - getattr(self._job_started, "t", time.monotonic()), 2), "ts": time.time(),
-            "host": os.uname().nodename, "pid": os.getpid(), "launcher_pid": self.launcher_pid}
+            "host": os.uname().nodename, "pid": os.getpid(), "launcher_pid": self.launcher_pid,
+            # the process's CPU so far (all its threads): `make bench` tells a worker's start
+            # (imports, a first connection) from its trials (bench/perf/grid.py)
+            "cpu_s": round(time.process_time(), 3)}
         result = job_return._return_value  # the task function's return value, or its exception
         if job_return.status == JobStatus.FAILED:
             record.update(outcome="crashed", error=f"{type(result).__name__}: {result}"[:500])

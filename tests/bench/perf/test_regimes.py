@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.perf.containers import StudyContainers, trials_window_cpu_s
-from bench.perf.grid import cpu_split
+from bench.perf.grid import cpu_split, startup_cpu_s
 from bench.perf.regimes import io_rows, regimes_rows
 
 BEFORE = {"busy": 100.0, "containers": 10.0, "engine": 1.0}
@@ -69,3 +69,27 @@ def test_one_table_holds_both_regimes_beside_their_targets_and_floors():
 def test_fewer_trials_than_the_target_are_judged_on_their_own_count():
     (row, *_) = io_rows(_inflight(trials=32, trials_in_flight_peak=31))
     assert row[2:4] == (">= 32", "MISSED") and "--inflight-trials 128" in row[4]
+
+
+def test_what_a_study_pays_once_is_told_from_its_trials():
+    # two workers: each's first job ends at 12 CPU-s (imports, a first connection), each later job
+    # costs 1; worker 8 used 0.5 more after its last job (closing its sandbox)
+    recs = [{"pid": 7, "ts": t, "cpu_s": c} for t, c in ((1, 12.0), (2, 13.0), (3, 14.0))] + \
+           [{"pid": 8, "ts": t, "cpu_s": c} for t, c in ((1, 12.0), (5, 13.0))]
+    once = startup_cpu_s(recs, {7: 14.0, 8: 13.5}, launcher_startup=3.0)
+    assert once == pytest.approx(3.0 + 11.0 + 11.5)
+    # a worker of one job takes the others' cost a job; a pool process of none (loky's resource
+    # tracker) is all start
+    assert startup_cpu_s(recs[:4], {7: 14.0, 8: 12.0, 9: 0.4}, 3.0) == pytest.approx(3.0 + 11.0 + 11.0 + 0.4)
+    assert startup_cpu_s(recs[:1] + recs[3:4], {7: 12.0, 8: 12.0}, 3.0) is None  # no worker ran two jobs
+    assert startup_cpu_s([{"pid": 7, "ts": 1}], {7: 1.0}, 3.0) is None  # records from before `cpu_s`
+
+
+def test_the_grid_trial_is_judged_with_what_is_paid_once_spread_over_the_grid():
+    grid = {"cpu_s_per_trial": {"harness": 0.9, "containers": 0.5, "engine": 0.1, "other": 0.1},
+            "harness_cpu_s_per_trial": {"workers": 0.8}, "cores_busy": 0.9, "grid_minutes": 60.0, "trials": 336,
+            "extrapolated": True, "n_jobs": 2,
+            "harness_s_per_grid_trial": {"once_s": 33.6, "per_trial_s": 0.8, "s_per_trial": 0.807}}
+    rows = {r[0]: r for r in regimes_rows({"grid": grid, "cpus": 2}, 4800)}
+    assert rows["cpu.harness_s_per_grid_trial"][1:4] == ("0.807", "<= 0.6", "MISSED")
+    assert rows["cpu.harness_s_per_trial"][2:4] == ("", "")  # the slice's figure: shown, not judged
