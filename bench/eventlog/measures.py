@@ -142,6 +142,7 @@ def _stale_edits(log: Log) -> int:
     calls: dict[str, ev.ToolCall] = {}
     shown: dict[str, str] = {}
     judged: set[str] = set()
+    blocks: dict[str, list[tuple[str, str]]] = {}  # message sha -> its file blocks (path, sha), parsed once
     stale = 0
 
     def changed(path: str, sha: str | None) -> None:
@@ -167,9 +168,11 @@ def _stale_edits(log: Log) -> int:
                 changed(path, sha or None)
         elif isinstance(r, ev.Context) and r.purpose == "turn":
             shown, judged = {}, set()
-            for sha in r.messages:
-                for path, fsha, _ in parse_file_blocks(str(log.messages.get(sha, {}).get("content") or "")):
-                    shown[path] = fsha
+            for sha in r.messages:  # a context repeats most of the last one's messages
+                if sha not in blocks:
+                    blocks[sha] = [(path, fsha) for path, fsha, _ in
+                                   parse_file_blocks(str(log.messages.get(sha, {}).get("content") or ""))]
+                shown.update(blocks[sha])
         elif isinstance(r, ev.ToolCall):
             calls[r.call_id] = r
             path = str((r.args or {}).get("path", ""))

@@ -80,10 +80,16 @@ class Repo:
         index.read()  # host git may have written it since (a fallback commit, say)
         index.add_all()
         # `add -A` also stages deletions; add_all does not drop an entry whose file is gone.
-        for entry in list(index):
-            if not os.path.lexists(os.path.join(self.workdir, entry.path)):
-                index.remove(entry.path)
-        staged = {entry.path: entry.mode for entry in index}
+        # One pass over the entries: each is a new object read through cffi.
+        staged, gone = {}, []
+        for entry in index:
+            path = entry.path
+            if os.path.lexists(os.path.join(self.workdir, path)):
+                staged[path] = entry.mode
+            else:
+                gone.append(path)
+        for path in gone:
+            index.remove(path)
         if staged != expected:
             log.info("libgit2 would stage %s, git %s: host git commits", sorted(staged.items() - expected.items())[:3],
                      sorted(expected.items() - staged.items())[:3])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import random
 import time
 from collections.abc import Callable
@@ -68,7 +69,17 @@ class RetryingClient:
         return call
 
 
-def client(uri: str) -> RetryingClient:
-    from mlflow.tracking import MlflowClient
+_CLIENTS: dict[tuple[str, int], RetryingClient] = {}
 
-    return RetryingClient(with_retry(lambda: MlflowClient(tracking_uri=uri), "client"))
+
+def client(uri: str) -> RetryingClient:
+    """One client per store and process: making one resolves its store again (~8 ms, twice a
+    trial). The client holds no state of a call's (MLflow's store opens a session per call), so
+    the threads of a process share it; a forked child makes its own (the key has the pid)."""
+    key = (uri, os.getpid())
+    made = _CLIENTS.get(key)
+    if made is None:
+        from mlflow.tracking import MlflowClient
+
+        made = _CLIENTS[key] = RetryingClient(with_retry(lambda: MlflowClient(tracking_uri=uri), "client"))
+    return made

@@ -21,13 +21,23 @@ APP = '''
 import gc, os, hydra
 from hydra.core.plugins import Plugins
 
+FROZEN = gc.get_freeze_count
+ASKED = [0]  # how often anything but this app asked for the frozen count (CPython walks the list)
+
+
+def counted():
+    ASKED[0] += 1
+    return FROZEN()
+
+
 @hydra.main(config_path=None, config_name=None, version_base="1.3")
 def main(cfg):
+    gc.get_freeze_count = counted
     p = Plugins.instance()
     seen = getattr(p, "ctxbench_jobs_seen", 0)
     p.ctxbench_jobs_seen = seen + 1
     with open(cfg.out, "a") as f:
-        f.write(f"{os.getpid()} {cfg.x} {seen} {int(gc.get_freeze_count() > 0)}\\n")
+        f.write(f"{os.getpid()} {cfg.x} {seen} {int(FROZEN() > 0)} {ASKED[0]}\\n")
 
 if __name__ == "__main__":
     main()
@@ -56,6 +66,8 @@ def test_a_worker_keeps_its_singletons_across_jobs(tmp_path):
         # its first job runs before the worker's heap is frozen, every later one after
         assert sorted((int(r[2]), r[3]) for r in rows if r[0] == pid) == [(0, "0")] + [
             (n, "1") for n in range(1, sum(r[0] == pid for r in rows))]
+    # whether it froze is remembered, not asked of the collector after every job (an O(heap) walk)
+    assert {r[4] for r in rows} == {"0"}, rows
     # Hydra's own launcher, the same sweep: a new Plugins singleton (a rescan) for every job.
     assert [int(r[2]) for r in _sweep(tmp_path, "joblib")] == [0, 0, 0, 0]
 

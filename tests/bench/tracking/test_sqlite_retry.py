@@ -74,6 +74,24 @@ def test_retrying_client_wraps_every_method():
 
 @pytest.mark.docker
 @pytest.mark.timeout(900)  # the session's joblib study may be set up here: minutes on a loaded machine
+def test_a_process_makes_one_client_per_store_and_a_forked_child_its_own(tmp_path):
+    import os
+
+    from bench.tracking import retry
+
+    a, b = (f"sqlite:///{tmp_path / name}.db" for name in ("a", "b"))
+    first = retry.client(a)
+    assert retry.client(a) is first and retry.client(b) is not first
+    assert first.tracking_uri == a and retry.client(b).tracking_uri == b
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child's client must not be the parent's (its store's pool is the parent's)
+        os.write(write, b"1" if retry.client(a) is not first and retry.client(a) is retry.client(a) else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+
+
 def test_four_workers_lose_no_run_while_the_store_is_locked(joblib_study):
     got, out = joblib_study.outcome, joblib_study.output
     assert "database is locked (attempt" in out  # the lock did hit the workers, and they waited
