@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 KEEP_CUE = re.compile(r"\b(keeps?|kept|stays?|until|never|must not|do not|don't|read-only|only at)\b", re.I)
@@ -45,6 +46,11 @@ def words(content: str, calls: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> 
 
 def statements(text: str) -> list[tuple[int, str]]:
     """(offset in `text`, sentence) for every sentence outside file bodies with a keep cue."""
+    return list(_statements(text))
+
+
+@lru_cache(maxsize=4096)  # both readers read the same messages: every turn, and again in the measure
+def _statements(text: str) -> tuple[tuple[int, str], ...]:
     body = prose(text)
     out, start = [], 0
     for m in _SPLIT.finditer(body + "\n"):
@@ -54,7 +60,7 @@ def statements(text: str) -> list[tuple[int, str]]:
         if sentence and KEEP_CUE.search(sentence):
             out.append((start + lead, sentence))
         start = m.end()
-    return out
+    return tuple(out)
 
 
 def marked(sentence: str) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any
 
 from bench.core.registry import Registry
@@ -16,7 +18,35 @@ FAMILIES = Registry("task.family", {
 }, hint="choose one with task=<family> (e.g. task=signature_migration)", group="ctxbench.task_families")
 
 
+# Tasks kept per process. The 16 strategy x arm cells of a grid face the same task, and the harness
+# and the simulated model each ask for it (~16 ms a generation, twice a trial). A task is frozen
+# data and its oracle keeps nothing a caller can change, so one generation serves them all, and
+# its oracle's answers are kept too (tasks/answers.py).
+# 320 covers the 300 tasks of the 100-seed grid, which a worker meets again ~150 jobs later
+# (~0.2 MB a task).
+KEPT_TASKS = 320
+
+
 def generate(family: str, seed: int, **size: Any) -> TaskSpec:
+    """The family's task (kept: `fresh` generates it again)."""
+    key = (family, seed, tuple(sorted(size.items())))
+    try:
+        return _kept(key)
+    except TypeError:  # a knob that cannot be a key (a list, say): the family says what is wrong
+        return fresh(family, seed, **size)
+
+
+@functools.lru_cache(maxsize=KEPT_TASKS)
+def _kept(key: tuple[str, int, tuple[tuple[str, Any], ...]]) -> TaskSpec:
+    from tasks.answers import KeptAnswers
+
+    family, seed, size = key
+    task = fresh(family, seed, **dict(size))
+    return dataclasses.replace(task, oracle=KeptAnswers(task.oracle))  # asked the same again and again
+
+
+def fresh(family: str, seed: int, **size: Any) -> TaskSpec:
+    """The task generated now, never a kept one: what tests of a family's purity compare."""
     return FAMILIES.load(family)(seed, **size)
 
 

@@ -34,10 +34,16 @@ def count_text(text: str) -> int:
 
 
 def count_message(message: Message) -> int:
-    n = MESSAGE_OVERHEAD + count_text(message.content)
-    for call in message.tool_calls:
-        n += count_text(call.name) + count_text(canonical_json(call.args))
-    return n
+    """Counted once per message (a message is frozen, as Message.canonical says): the strategies
+    and the simulated model count every message of the context at every turn, and each tool
+    call's arguments were serialised again for it."""
+    cached = message.__dict__.get("_tokens")
+    if cached is None:
+        cached = MESSAGE_OVERHEAD + count_text(message.content)
+        for call in message.tool_calls:
+            cached += count_text(call.name) + count_text(canonical_json(call.args))
+        object.__setattr__(message, "_tokens", cached)
+    return cached
 
 
 def count_messages(messages: tuple[Message, ...] | list[Message]) -> int:

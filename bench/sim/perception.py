@@ -157,9 +157,8 @@ class Beliefs:
         return None
 
 
-@lru_cache(maxsize=8192)
 def _said(text: str) -> tuple[tuple[int, str], ...]:
-    return tuple(said.statements(text))
+    return tuple(said.statements(text))  # kept by ctxlog.statements, which the measures read too
 
 
 def visible_text(m: Message) -> str:

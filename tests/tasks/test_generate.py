@@ -16,7 +16,7 @@ import pytest
 
 import tasks
 from ctxlog.statements import KEEP_CUE, covers, statements
-from tasks import FAMILIES, from_id, generate
+from tasks import FAMILIES, fresh, from_id, generate
 from tasks.spec import DRIFT_KINDS, TaskSpec
 from tests.helpers.task_replay import invitations, walk
 
@@ -40,7 +40,7 @@ def protected(spec: TaskSpec, path: str) -> bool:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_same_seed_same_task(family):
     for seed in SEEDS:
-        a, b = generate(family, seed), generate(family, seed)
+        a, b = fresh(family, seed), fresh(family, seed)  # two generations, not one kept task
         assert a == b and a.files == b.files
         if seed < 8:  # the oracle too (slower: it walks every step)
             assert fingerprint(a) == fingerprint(b)
@@ -49,8 +49,8 @@ def test_same_seed_same_task(family):
 def test_deterministic_across_processes():
     """No dependence on hash randomisation (set order) or on anything outside the seed."""
     code = ("import sys; sys.path.insert(0, 'tests/tasks'); from tests.tasks.test_generate import fingerprint;"
-            "from tasks import generate, FAMILIES;"
-            "print([fingerprint(generate(f, s)) for f in FAMILIES for s in range(4)])")
+            "from tasks import fresh, FAMILIES;"
+            "print([fingerprint(fresh(f, s)) for f in FAMILIES for s in range(4)])")
     outs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": h, "PYTHONPATH": str(ROOT)}).stdout
             for h in ("1", "2")}
@@ -72,6 +72,24 @@ def test_seeds_differ_in_names_sizes_and_call_graphs(family):
         graphs.add(tuple(sorted(edges)))
     assert len(layouts) == len(sizes) == len(graphs) == 20
     assert len({s.title for s in specs}) > 5  # the API / key names themselves vary
+
+
+def test_a_task_is_generated_once_per_process_and_equals_a_fresh_one(monkeypatch):
+    """The 16 cells of a grid and the simulated model share one generation (tasks.KEPT_TASKS)."""
+    made: list[tuple] = []
+    real = FAMILIES.load("config_rename")
+    monkeypatch.setattr(tasks, "fresh", lambda family, seed, **size: made.append((family, seed, size))
+                        or real(seed, **size))
+    tasks._kept.cache_clear()
+    a = generate("config_rename", 5, steps=8)
+    assert generate("config_rename", 5, steps=8) is a and from_id(a.task_id) is a
+    assert made == [("config_rename", 5, {"steps": 8})]
+    assert a == real(5, steps=8) and generate("config_rename", 6, steps=8) != a
+    with pytest.raises(ValueError, match="task.size.steps must be 6..16"):
+        generate("config_rename", 5, steps=99)
+    with pytest.raises(ValueError, match="task.size.steps"):  # no key: the family still says what is wrong
+        generate("config_rename", 5, steps=[8])
+    tasks._kept.cache_clear()
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -217,11 +235,11 @@ def test_default_task_size_forces_compaction_only_in_the_tight_arm(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_generation_is_fast(family):
-    generate(family, 999)  # warm imports
+    fresh(family, 999)  # warm imports
     times = []
     for seed in range(10):
         t0 = time.perf_counter()
-        generate(family, seed)
+        fresh(family, seed)
         times.append(time.perf_counter() - t0)
     assert sorted(times)[len(times) // 2] < 0.05, times
 

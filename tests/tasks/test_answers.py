@@ -1,0 +1,113 @@
+"""An oracle's kept answers (tasks/answers.py): the same answer as the oracle's own, asked of
+it once per question, where a question is the step or paths and every file's path and content."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import tasks
+from tasks.answers import KeptAnswers, question
+from tasks.spec import StepPlan
+
+
+class Counting:
+    """An oracle that notes every question it is asked."""
+
+    def __init__(self, oracle) -> None:
+        self.oracle, self.asked = oracle, []
+        self.names = "the family's own"
+
+    def edits_for(self, step_id, perceived):
+        self.asked.append(("edits_for", step_id))
+        return self.oracle.edits_for(step_id, perceived)
+
+    def cleanups(self, perceived, paths):
+        self.asked.append(("cleanups", paths))
+        return self.oracle.cleanups(perceived, paths)
+
+
+@pytest.fixture
+def spec():
+    return tasks.fresh("signature_migration", 2, steps=8)
+
+
+def test_each_question_is_asked_once_and_answered_as_the_oracle_answers(spec):
+    inner = Counting(spec.oracle)
+    kept = KeptAnswers(inner)
+    files = dict(spec.files)
+    paths = tuple(sorted(p for p in files if p.endswith(".py")))
+    for step in spec.steps:
+        assert kept.edits_for(step.id, files) == spec.oracle.edits_for(step.id, files)
+        assert kept.edits_for(step.id, dict(files)) is kept.edits_for(step.id, files)  # a copy asks nothing new
+    assert kept.cleanups(files, paths) == spec.oracle.cleanups(files, paths)
+    kept.cleanups(dict(reversed(list(files.items()))), paths)  # the files' order is not the question
+    assert len(inner.asked) == len(spec.steps) + 1
+    assert kept.names == "the family's own"
+
+
+def test_a_changed_file_a_missing_file_or_other_paths_is_a_new_question(spec):
+    inner = Counting(spec.oracle)
+    kept = KeptAnswers(inner)
+    files = dict(spec.files)
+    step = spec.steps[1].id
+    path = next(p for p in files if p.endswith(".py") and not p.startswith("tests/"))
+    kept.edits_for(step, files)
+    kept.edits_for(step, {**files, path: files[path] + "\n# changed\n"})
+    kept.edits_for(step, {p: c for p, c in files.items() if p != path})
+    kept.cleanups(files, (path,))
+    kept.cleanups(files, (path, "other.py"))
+    kept.edits_for(spec.steps[2].id, files)
+    assert len(inner.asked) == 6
+
+
+def test_no_two_questions_share_a_digest_by_where_their_strings_split():
+    assert question("k", ("a",), ["ab", "c"]) != question("k", ("a",), ["a", "bc"])
+    assert question("k", ("ab",), []) != question("k", ("a", "b"), [])
+    assert question("k", ("a",), ["b"]) != question("k", ("a", "b"), [])
+    assert question("edits_for", ("s",), []) != question("cleanups", ("s",), [])
+
+
+def test_answers_kept_are_bounded_and_the_least_recently_asked_goes_first():
+    plans = {str(i): StepPlan(reads=(str(i),)) for i in range(5)}
+
+    class Plans:
+        asked: list[str] = []
+
+        def edits_for(self, step_id, perceived):
+            self.asked.append(step_id)
+            return plans[step_id]
+
+    inner = Plans()
+    kept = KeptAnswers(inner, kept=3)  # type: ignore[arg-type]
+    for step in ("0", "1", "2", "0", "3"):  # "1" is now the least recently asked: dropped for "3"
+        kept.edits_for(step, {})
+    kept.edits_for("0", {})
+    kept.edits_for("1", {})
+    assert inner.asked == ["0", "1", "2", "3", "1"]
+
+
+def test_threads_sharing_a_task_get_the_oracles_answers(spec):
+    kept = KeptAnswers(spec.oracle)
+    files = dict(spec.files)
+    want = {s.id: spec.oracle.edits_for(s.id, files) for s in spec.steps}
+    got: list[bool] = []
+
+    def ask() -> None:
+        got.extend(kept.edits_for(s.id, files) == want[s.id] for s in spec.steps for _ in range(3))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [True] * (4 * 3 * len(spec.steps))
+
+
+def test_a_kept_task_answers_through_kept_answers_and_a_fresh_one_does_not():
+    tasks._kept.cache_clear()
+    kept, fresh = tasks.generate("config_rename", 4), tasks.fresh("config_rename", 4)
+    assert isinstance(kept.oracle, KeptAnswers) and not isinstance(fresh.oracle, KeptAnswers)
+    assert kept == fresh  # the oracle is no part of a task's equality
+    tasks._kept.cache_clear()
