@@ -31,9 +31,10 @@ def generate(family: str, seed: int, **size: Any) -> TaskSpec:
     """The family's task (kept: `fresh` generates it again)."""
     key = (family, seed, tuple(sorted(size.items())))
     try:
-        return _kept(key)
+        hash(key)
     except TypeError:  # a knob that cannot be a key (a list, say): the family says what is wrong
         return fresh(family, seed, **size)
+    return _kept(key)
 
 
 @functools.lru_cache(maxsize=KEPT_TASKS)

@@ -32,3 +32,16 @@ def test_marked_normal_and_covers():
     assert covers(s, ("fetch", "legacy form")) and covers(s, ("FETCH",))
     assert not covers(s, ("fetch_all",)) and not covers("prefetch keeps it.", ("fetch",))
     assert not covers(s, ()) and covers("_send stays", ("_send",)) and not covers("x_send stays", ("_send",))
+
+
+def test_a_text_is_read_once_and_each_caller_gets_its_own_list():
+    """Both readers (the sim, the recall measure) ask of the same texts: kept by text, handed out
+    as a new list, so one caller's change never reaches another."""
+    from ctxlog import statements as module
+
+    text = "Keep the retry guard. Nothing else.\nThe export stays in euros."
+    module._statements.cache_clear()
+    first = statements(text)
+    first.append((0, "forged"))
+    assert statements(text) == [(0, "Keep the retry guard."), (36, "The export stays in euros.")]
+    assert module._statements.cache_info().misses == 1
