@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT
-from bench.perf.containers import StudyContainers, trials_window_cpu_s
+from bench.perf.containers import StudyContainers, engine_cpu_s, trials_window_cpu_s
 from bench.sandbox.engine import cgroup_cpu_s
 
 GRID_SEEDS = 100
@@ -33,10 +33,10 @@ GRID_TRIALS = 4 * 4 * 3 * GRID_SEEDS  # strategies x arms x families x seeds
 SLICE_SEEDS = 7  # 3 families x 7 seeds x 16 cells = 336 trials
 
 
-def _machine_cpu_s() -> dict[str, float | None]:
+def _machine_cpu_s() -> tuple[dict[str, float | None], str]:
     """Cumulative CPU seconds: the whole machine busy (/proc/stat), every container (the
-    engine's cgroup, v1 or v2 with the cgroupfs driver) and the engine's daemons (dockerd,
-    containerd and its shims; a shim that ended is not counted). None where unreadable."""
+    engine's cgroup, v1 or v2 with the cgroupfs driver) and the engine (containers.engine_cpu_s:
+    its cgroups, or its daemons alone), and how the engine was read. None where unreadable."""
     tick = os.sysconf("SC_CLK_TCK")
     out: dict[str, float | None] = {"busy": None, "containers": None, "engine": None}
     try:
@@ -52,16 +52,8 @@ def _machine_cpu_s() -> dict[str, float | None]:
             continue
         out["containers"] = cgroup_cpu_s(text)
         break
-    engine = 0.0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            head, rest = stat.read_text().rsplit(")", 1)
-        except OSError:
-            continue
-        if head.split("(", 1)[1] in ("dockerd", "containerd") or head.split("(", 1)[1].startswith("containerd-shim"):
-            engine += (int(rest.split()[11]) + int(rest.split()[12])) / tick
-    out["engine"] = engine
-    return out
+    out["engine"], measure = engine_cpu_s()
+    return out, measure
 
 
 class ProcessTree(threading.Thread):
@@ -170,7 +162,7 @@ def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS,
     cmd = [sys.executable, "-m", "bench", "-m", "experiment=grid", f"task.seed=range(0,{seeds})",
            f"study.name={study}", f"hydra.launcher.n_jobs={n_jobs}", *overrides]
     env = {**os.environ, "CTXBENCH_RESULTS": str(results)}
-    cpu0, kids0 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    (cpu0, measure0), kids0 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, t0_epoch = time.perf_counter(), time.time()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     tree, boxes = ProcessTree(proc.pid), StudyContainers(study)
@@ -182,7 +174,9 @@ def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS,
     boxes.stop.set()
     tree.join()
     boxes.join()
-    cpu1, kids1 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    (cpu1, measure1), kids1 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    if measure0 != measure1:  # two ways of reading it do not subtract: unreadable, not a made-up figure
+        cpu0["engine"] = cpu1["engine"] = None
     harness = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
     if proc.returncode != 0:
         raise RuntimeError(f"grid run failed ({proc.returncode}):\n{stderr[-3000:]}")
@@ -199,6 +193,7 @@ def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS,
             "extrapolated": n != GRID_TRIALS,
             # Where the time goes: CPU seconds per trial, and how busy the machine's cores were.
             "cpu_s_per_trial": cpu_split(cpu0, cpu1, harness, n, boxes.total_s()),
+            "engine_measure": measure1,  # "cgroup": runc counted; "daemons": not
             # The containers' figure two other ways: every container on the machine (other
             # studies' too), and only the trials' own windows (no start, renewal or close).
             "containers_cross_check_s_per_trial": {

@@ -74,7 +74,10 @@ def cpu_rows(g: dict[str, Any], grid_trials: int, cores: int | None = None) -> l
              f"the study's {check.get('study_containers', '?')} containers, each from its own cgroup; "
              f"the trials' windows alone {check.get('trials_windows')}, every container on the machine "
              f"{check.get('machine_cgroup')}"),
-        _row("cpu.engine_s_per_trial", cpu["engine"], "", None, "dockerd, containerd and its shims"),
+        _row("cpu.engine_s_per_trial", cpu["engine"], "", None, {
+            "cgroup": "dockerd, containerd, the shims and the runc each exec starts (their cgroups)",
+            "daemons": "dockerd, containerd and the shims alone (runc not counted: they run in the root cgroup)",
+        }.get(g.get("engine_measure", "daemons"), "no engine found")),
         _row("cpu.other_s_per_trial", cpu["other"], "", None,
              f"the rest of the machine's busy time (other users); cores busy {g['cores_busy']}"),
         _row("cpu.grid_minutes_projected", g["grid_minutes"], "floor", floor,

@@ -20,6 +20,7 @@ from bench.core import procs
 
 from .base import OutputTail, SandboxLost
 from .content import remove_tree
+from .scratch import leaked_git_root
 
 # The docker backend's logger name, as before the split, so log filters and captures on it
 # still see the retry warnings.
@@ -229,6 +230,7 @@ def sweep(label_selector: Mapping[str, str] | None = None, orphans_only: bool = 
         for m in c.get("Mounts") or []:  # a SIGKILLed harness leaves its temp dir behind too
             root = os.path.dirname(m.get("Source", ""))
             if m.get("Destination") == "/work" and os.path.basename(root).startswith("ctxbench-sbx-"):
-                with contextlib.suppress(OSError):  # however deep or unreadable (content.py)
-                    remove_tree(root)
+                for path in (root, leaked_git_root(root)):
+                    with contextlib.suppress(OSError):  # however deep or unreadable (content.py)
+                        remove_tree(path)
     return removed

@@ -3,7 +3,7 @@
 A path the model names goes through `canonical` before anything looks at it: repeated
 slashes and `.` go, `..` is resolved lexically and may not climb out of the repository,
 absolute paths, NUL bytes and `.git` are refused. The sandbox then opens that canonical path
-component by component without following symlinks (workcopy.py), so the path the policy
+component by component without following symlinks (workfiles.py), so the path the policy
 judged is the path that is written. `resolve` follows symlinks inside the working copy, so
 the policy also sees where a symlink would lead (in the path or as the target).
 

@@ -7,11 +7,8 @@ Security model (the part that must hold even against hostile model-generated cod
 * Its git dir lives NEXT to it, outside the mount (GIT_DIR/GIT_WORK_TREE): code in the
   container cannot plant hooks, config or anything else host git would execute. A `.git`
   in the working copy (`git init` in the container) is deleted before host git runs.
-* Every path goes through the one canonicaliser (paths.py) and host-side file operations
-  then walk it one component at a time with O_NOFOLLOW relative to an open directory fd. A
-  symlink anywhere in the path, `..` escapes, absolute paths and `.git` are refused, and a
-  concurrent symlink swap from inside the container cannot redirect a host write (no
-  check-then-open race).
+* Host-side file operations cannot be led out of the working copy by a path or a symlink,
+  swapped in concurrently or not (workfiles.py).
 * `restore` puts protected files back from the harness's own copy (restore.py).
 * Git runs with a minimal fixed configuration, a timeout on every call, fixed identities
   and dates (hostgit.py: commit and tree shas are the same on every machine); the harness's
@@ -24,8 +21,6 @@ Security model (the part that must hold even against hostile model-generated cod
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import logging
 import os
 import re
@@ -34,12 +29,13 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import gittree, hostgit, libgit, restore
-from .content import MAX_FILE_BYTES, ContentError, agent_content, read_capped, remove_tree, walk
+from . import gitmemo, gittree, hostgit, libgit, restore, scratch
+from .content import MAX_FILE_BYTES, MAX_GROWTH_BYTES, ContentError, agent_content, remove_tree, walk
 from .hostgit import FIXED_DATE as FIXED_DATE
 from .hostgit import GitError as GitError
-from .paths import Protected, canonical, resolve
+from .paths import Protected
 from .pristine import Tracking
+from .workfiles import WorkFiles
 
 log = logging.getLogger("bench.sandbox.base")  # its name before it left base.py: log filters keep matching
 
@@ -48,9 +44,9 @@ _AUTHOR_RE = re.compile(r"^\s*([^<>\n]+?)\s*<([^<>\s]+)>\s*$")
 HARNESS_DIR = ".ctxbench"  # made fresh by the harness for each check (certify.py); never committed
 
 
-class WorkingCopy(Tracking):
+class WorkingCopy(Tracking, WorkFiles):
     """Host side of a sandbox: a temp working copy plus a git dir kept outside it; whether it
-    is still pristine is pristine.Tracking."""
+    is still pristine is pristine.Tracking, reading and writing its files workfiles.WorkFiles."""
 
     def __init__(self, trial_id: str, files: Mapping[str, str], track: bool = False) -> None:
         if not isinstance(trial_id, str) or not trial_id:
@@ -61,10 +57,15 @@ class WorkingCopy(Tracking):
         self._git_trees = False  # host git answers for the tree and commits (gittree.git_decides)
         self._clean_at = self._settled_at = -1  # `_changes` right after the last commit / when `_settle` last ran
         self._listed: tuple[int, list[str]] = (-1, [])
+        self._tree = (-1, "")  # (`_changes`, the working copy's tree sha then)
+        self._seen: dict[str, tuple[int, int, int, int]] = {}  # a regular file: its size, mtime, ctime, inode
+        self._grown = 0  # bytes of files new or changed this trial: what its git history may have taken in
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
         self.workdir = self._root / "work"
-        self._git_dir = self._root / "git"
+        self._git_root = self._root
         try:
+            self._git_root = scratch.git_root(self._root)  # in memory where there is room (scratch.py)
+            self._git_dir = self._git_root / "git"
             self.workdir.mkdir()
             self._init_repo(files)
         except BaseException:
@@ -92,7 +93,7 @@ class WorkingCopy(Tracking):
         for name in os.listdir(self.workdir):
             restore.remove(self.workdir, name)
         remove_tree(str(self._git_dir))
-        self.trial_id, self._git_trees = trial_id, False
+        self.trial_id, self._git_trees, self._seen, self._grown = trial_id, False, {}, 0
         self._trials += 1
         self._init_repo(files)
 
@@ -102,14 +103,16 @@ class WorkingCopy(Tracking):
 
     @agent_content
     def git(self, *args: str) -> str:
-        """Host git on this trial's repository (the harness's args, or the git tool's allow-listed
-        ones: bench/trial/git_tool.py). HEAD moves only by `commit`, which remembers it."""
+        """Host git on this trial's repository (the harness's args, or the git tool's: git_tool.py),
+        or its kept answer about the same commits (gitmemo.py). HEAD moves only by `commit`."""
         if args == ("rev-parse", "HEAD") and self._head:
             return self._head + "\n"
-        if args == ("status", "--short") and self._changes == self._clean_at and not self._unsettled:
-            return ""  # nothing can have changed since `commit` staged and committed everything
+        clean = self._changes == self._clean_at and not self._unsettled  # nothing changed since `commit` staged all
+        if args == ("status", "--short") and clean:
+            return ""
         self._settle()
-        return self._git(*args)
+        tree = self._tree[1] if self._tree[0] == self._changes and not self._unsettled else ""
+        return gitmemo.ask(self._git_dir, args, self._head, "" if clean else tree, clean, lambda: self._git(*args))
 
     @agent_content
     def commit(self, message: str, author: str) -> str:
@@ -128,6 +131,11 @@ class WorkingCopy(Tracking):
     def tree_sha(self) -> str:
         """Tree of the working copy now: gittree.py's while git's cannot differ, else git's (a throwaway index)."""
         self._settle()
+        if self._tree[0] != self._changes or self._unsettled:
+            self._tree = (self._changes, self._tree_now())
+        return self._tree[1]
+
+    def _tree_now(self) -> str:
         if not self._git_trees:
             sha = gittree.tree_sha(self.workdir)
             if sha is not None:
@@ -159,101 +167,28 @@ class WorkingCopy(Tracking):
         """Before host git or a restore looks at the working copy: walk it (content.walk: bounded,
         modes made readable), removing any `.git` (git would take it for a nested repository)
         and anything that is not a file, a directory or a link (a FIFO where git reads
-        `.gitignore` would block it); a file too large for git is the agent's ContentError.
-        Once per change of the working copy."""
+        `.gitignore` would block it); a file too large for git, or files grown past what a trial's
+        history may take in (scratch.py), are the agent's ContentError. Once per change of the working copy."""
         if self._settled_at == self._changes and not self._unsettled:
             return
+        seen = {}
         for rel, st in walk(str(self.workdir)):
             kind = stat.S_IFMT(st.st_mode)
             self._git_trees |= gittree.rules_change(rel, st, str(self.workdir / rel))
             if kind == stat.S_IFREG and st.st_size > MAX_FILE_BYTES:
                 raise ContentError(f"{rel[:200]} is larger than {MAX_FILE_BYTES} bytes: host git will not read it")
+            if kind == stat.S_IFREG:
+                seen[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                self._grown += st.st_size if self._seen.get(rel) != seen[rel] else 0
             if os.path.basename(rel) == ".git" or kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK):
                 log.warning("sandbox %s: removing %s (a .git, or not a file, directory or link)", self.trial_id, rel)
                 remove_tree(str(self.workdir / rel))
                 self._changes += 1
+        self._seen = seen
+        if self._grown > MAX_GROWTH_BYTES:
+            raise ContentError(f"the working copy's files grew by more than {MAX_GROWTH_BYTES} bytes in this trial: "
+                               "more than host git will keep")
         self._settled_at = self._changes
-
-    # -- files (race-free walk below the working copy) -----------------------------------------
-    def _split(self, path: str) -> list[str]:
-        return canonical(path).split("/")
-
-    @agent_content
-    def resolve(self, path: str) -> tuple[str, str | None]:
-        """(the canonical path, where it lands after following symlinks in the working copy, or
-        None when a link leads outside): what the tool policy judges. PathRefused if invalid."""
-        rel = canonical(path)
-        return rel, resolve(self.workdir, rel)
-
-    def _open_parent(self, parts: list[str], create: bool) -> int:
-        fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            for name in parts[:-1]:
-                if create:
-                    with contextlib.suppress(FileExistsError):  # an existing symlink is caught below
-                        os.mkdir(name, 0o755, dir_fd=fd)
-                try:
-                    nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                except OSError as e:
-                    if e.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(
-                            os.lstat(name, dir_fd=fd).st_mode):
-                        raise ValueError(f"{'/'.join(parts)}: {name} is a symlink") from None
-                    raise
-                os.close(fd)
-                fd = nfd
-            return fd
-        except BaseException:
-            os.close(fd)
-            raise
-
-    def _open_file(self, path: str, flags: int, create_dirs: bool = False) -> int:
-        parts = self._split(path)
-        dfd = self._open_parent(parts, create_dirs)
-        try:
-            fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644, dir_fd=dfd)
-        except OSError as e:
-            if e.errno == errno.ELOOP:
-                raise ValueError(f"{path}: is a symlink") from None
-            if e.errno in (errno.EISDIR, errno.ENXIO):
-                raise ValueError(f"{path}: not a regular file") from None
-            raise
-        finally:
-            os.close(dfd)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # FIFOs, directories opened read-only
-            os.close(fd)
-            raise ValueError(f"{path}: not a regular file")
-        return fd
-
-    @agent_content
-    def read_file(self, path: str) -> str:
-        """The whole file, up to content.MAX_READ_BYTES (longer: ContentError)."""
-        return read_capped(self._open_file(path, os.O_RDONLY)).decode("utf-8", errors="replace")
-
-    @agent_content
-    def read_bytes(self, path: str, limit: int) -> bytes:
-        """At most `limit` + 1 bytes of the file (one more than allowed says it is longer)."""
-        with os.fdopen(self._open_file(path, os.O_RDONLY), "rb") as f:
-            return f.read(limit + 1)
-
-    @agent_content
-    def write_file(self, path: str, content: str) -> None:
-        self._changes += 1
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        with os.fdopen(self._open_file(path, flags, create_dirs=True), "wb") as f:
-            f.write(content.encode("utf-8"))
-
-    @agent_content
-    def delete_file(self, path: str) -> None:
-        self._changes += 1
-        parts = self._split(path)
-        dfd = self._open_parent(parts, create=False)
-        try:
-            mode = os.lstat(parts[-1], dir_fd=dfd).st_mode
-            if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
-                raise ValueError(f"{path}: not a regular file")
-            os.unlink(parts[-1], dir_fd=dfd)
-        finally:
-            os.close(dfd)
 
     # -- the harness's own files (call only when no sandbox process runs: after `reap`) --------
     @agent_content
@@ -278,12 +213,14 @@ class WorkingCopy(Tracking):
         restore.remove(self.workdir, HARNESS_DIR)
 
     def _remove_tree(self) -> None:
-        """The scratch dir goes whatever the agent left in it (content.remove_tree), retried once."""
-        try:
-            remove_tree(str(self._root))
-        except OSError:
-            log.warning("sandbox %s: removing %s failed; retrying", self.trial_id, self._root, exc_info=True)
-            remove_tree(str(self._root))
+        """The scratch dirs go whatever the agent left in them (content.remove_tree), retried once."""
+        for root in dict.fromkeys((self._git_root, self._root)):
+            try:
+                remove_tree(str(root))
+            except OSError:
+                log.warning("sandbox %s: removing %s failed; retrying", self.trial_id, root, exc_info=True)
+                remove_tree(str(root))
+        scratch.release(self._git_root)
 
     def close(self, interrupted: bool = False) -> None:
         if self._closed:

@@ -47,7 +47,7 @@ _HERE = Path(__file__).resolve().parent
 _SOURCES = (_HERE / "certify.py", _HERE / "launcher.py", _HERE / "remote.py", _HERE / "comparer.py",
             _HERE / "checkcache.py", _HERE / "harness_copy.py",
             *(_HERE.parent / "sandbox" / f"{m}.py"
-              for m in ("docker", "local", "engine", "base", "paths", "workcopy", "pristine", "restore")))
+              for m in ("docker", "local", "engine", "base", "paths", "workcopy", "workfiles", "pristine", "restore")))
 HARNESS_SHA = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 

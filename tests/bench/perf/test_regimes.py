@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench.perf.containers import StudyContainers, trials_window_cpu_s
+from bench.perf.containers import StudyContainers, accounting_file, engine_cpu_s, trials_window_cpu_s
 from bench.perf.grid import cpu_split, startup_cpu_s
 from bench.perf.regimes import io_rows, regimes_rows
 
@@ -93,3 +93,23 @@ def test_the_grid_trial_is_judged_with_what_is_paid_once_spread_over_the_grid():
     rows = {r[0]: r for r in regimes_rows({"grid": grid, "cpus": 2}, 4800)}
     assert rows["cpu.harness_s_per_grid_trial"][1:4] == ("0.807", "<= 0.6", "MISSED")
     assert rows["cpu.harness_s_per_trial"][2:4] == ("", "")  # the slice's figure: shown, not judged
+    assert "runc not counted" in rows["cpu.engine_s_per_trial"][4]  # a result from before the engine's cgroup
+    rows = {r[0]: r for r in regimes_rows({"grid": {**grid, "engine_measure": "cgroup"}, "cpus": 2}, 4800)}
+    assert "the runc each exec starts" in rows["cpu.engine_s_per_trial"][4]
+
+
+def test_the_engine_is_read_from_its_own_cgroup_and_never_from_the_machines(tmp_path):
+    for rel in ("cpuacct/ctxbench-engine/cpuacct.usage", "cpu,cpuacct/docker.service/cpuacct.usage",
+                "unified/ctxbench-engine/cpu.stat", "system.slice/docker.service/cpu.stat", "cpuacct/cpuacct.usage"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("1\n")
+    read = lambda text: accounting_file(text, tmp_path)  # noqa: E731
+    assert read("4:memory:/x\n2:cpuacct:/ctxbench-engine\n0::/") == tmp_path / "cpuacct/ctxbench-engine/cpuacct.usage"
+    assert read("3:cpu,cpuacct:/docker.service\n") == tmp_path / "cpu,cpuacct/docker.service/cpuacct.usage"
+    assert read("1:name=systemd:/\n0::/ctxbench-engine\n") == tmp_path / "unified/ctxbench-engine/cpu.stat"
+    assert read("0::/system.slice/docker.service\n") == tmp_path / "system.slice/docker.service/cpu.stat"
+    # the root cgroup is the whole machine; a cgroup without its file is unreadable: both None
+    assert read("2:cpuacct:/\n0::/ctxbench-engine") is None and read("0::/") is None
+    assert read("2:cpuacct:/gone\n") is None and read("garbage") is None
+    seconds, how = engine_cpu_s()  # this machine's engine, whichever way it can be read
+    assert how in ("cgroup", "daemons", "none") and (seconds is None) == (how == "none")

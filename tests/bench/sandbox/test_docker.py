@@ -162,7 +162,8 @@ def test_sweep_removes_leaked_containers(sandbox_cfg: SandboxConfig) -> None:
     assert sweep({"ctxbench.test": tag}) == 2
     assert _client().containers.list(all=True, filters={"label": [f"ctxbench.test={tag}"]}) == []
     for box in leaked:
-        assert not box.workdir.exists()  # the leaked working copy goes too
+        assert not box.workdir.exists()  # the leaked working copy goes too, and its git dir wherever it was
+        assert not box._git_dir.exists()
         with pytest.raises(SandboxLost):
             box.exec("true")
         box.close()

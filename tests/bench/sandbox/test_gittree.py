@@ -17,9 +17,9 @@ BASE = {".gitignore": "__pycache__/\n.pytest_cache/\n", "README.md": "# r\n", "p
 
 
 def _git_tree(wc: WorkingCopy) -> str:
-    wc._git_trees = True  # force the git path
-    try:
-        return wc.tree_sha()
+    wc._git_trees = True  # force the git path; the files were written behind the working copy's back,
+    try:  # so not its kept tree either
+        return wc._tree_now()
     finally:
         wc._git_trees = False
 
