@@ -26,6 +26,7 @@ from pathlib import Path
 from bench.sandbox.engine import cgroup_cpu_s, container_cpu_s
 
 ENGINE = ("dockerd", "containerd")  # and every containerd-shim*
+CONTAINER_PARENTS = ("/docker", "/system.slice")  # where Docker's cgroupfs and systemd drivers put containers
 
 
 def _engine_processes() -> list[tuple[str, str]]:
@@ -46,15 +47,15 @@ def _engine_processes() -> list[tuple[str, str]]:
 def accounting_file(proc_cgroup: str, sys_root: Path = Path("/sys/fs/cgroup")) -> Path | None:
     """The CPU accounting file of the cgroup a process runs in, from its /proc/<pid>/cgroup: v1's
     cpuacct (`2:cpuacct:/path` or `3:cpu,cpuacct:/path`), else v2's (`0::/path`, the unified
-    hierarchy mounted alone or beside v1). None if it is the root cgroup (the whole machine)
-    or has no such file."""
+    hierarchy mounted alone or beside v1). None if it holds the containers' cgroups too (the
+    root cgroup is the whole machine) or has no such file."""
     lines = [line.split(":", 2) for line in proc_cgroup.splitlines() if line.count(":") >= 2]
     v1 = [(names, path) for _, names, path in lines if "cpuacct" in names.split(",")]
     v2 = [path for hid, names, path in lines if hid == "0" and not names]
     candidates = [(sys_root / names / path.lstrip("/") / "cpuacct.usage", path) for names, path in v1] or [
         (base / path.lstrip("/") / "cpu.stat", path) for path in v2 for base in (sys_root, sys_root / "unified")]
     for file, path in candidates:
-        if path != "/" and file.exists():
+        if not any((c + "/").startswith(path.rstrip("/") + "/") for c in CONTAINER_PARENTS) and file.exists():
             return file
     return None
 

@@ -111,5 +111,8 @@ def test_the_engine_is_read_from_its_own_cgroup_and_never_from_the_machines(tmp_
     # the root cgroup is the whole machine; a cgroup without its file is unreadable: both None
     assert read("2:cpuacct:/\n0::/ctxbench-engine") is None and read("0::/") is None
     assert read("2:cpuacct:/gone\n") is None and read("garbage") is None
+    (tmp_path / "cpuacct/docker").mkdir()
+    (tmp_path / "cpuacct/docker/cpuacct.usage").write_text("1\n")
+    assert read("2:cpuacct:/docker") is None, "a cgroup that holds the containers' would count them twice"
     seconds, how = engine_cpu_s()  # this machine's engine, whichever way it can be read
     assert how in ("cgroup", "daemons", "none") and (seconds is None) == (how == "none")
