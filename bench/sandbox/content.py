@@ -33,6 +33,7 @@ MAX_DEPTH = 256  # levels below the working copy; more is not a program, it is a
 MAX_ENTRIES = 200_000  # entries one walk may meet
 MAX_READ_BYTES = 8 << 20  # a whole-file read on the host (edit_file, a step's FILES, hashing)
 MAX_FILE_BYTES = 64 << 20  # a file host git may read (a 1 TiB sparse file would take it hours)
+RACY_NS = 50_000_000  # a file changed this recently may change again with the same times (the coarse clock's tick)
 MAX_GROWTH_BYTES = 128 << 20  # new or changed file bytes in one trial: what its git history may take in
 _FLAT_DEPTH = 16
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW

@@ -22,9 +22,10 @@ import os
 import re
 import stat
 import struct
+import time
 from pathlib import Path
 
-from .content import MAX_READ_BYTES, walk
+from .content import MAX_READ_BYTES, RACY_NS, walk
 
 # The patterns git would apply that this module knows: everywhere (a basename), or at the root.
 SIMPLE_LINES = frozenset({b"__pycache__/", b".pytest_cache/", b"*.pyc", b""})
@@ -91,14 +92,19 @@ def staged_modes(workdir: Path) -> dict[str, int] | None:
     return None if staged is None else {path: int(mode, 8) for path, _, mode in staged if mode}
 
 
-def _tree(root: str) -> bytes | None:
+def _tree(root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None) -> bytes | None:
     """The root tree's sha, b"" for an empty tree, None if git must decide. A tree's entries are
-    hashed once all of its subtrees are."""
+    hashed once all of its subtrees are. `blobs` (path: the file's stat and blob sha) spares
+    reading a file whose inode, size, mtime and ctime are as when it was hashed: a write moves
+    ctime, which no process can set. It keeps only files whose ctime is RACY_NS before the walk,
+    as a write in the same clock tick would leave it as it was."""
+    began = time.time_ns() - RACY_NS
     staged = _staged(root)
     if staged is None:
         return None
+    kept: dict[str, tuple[tuple[int, ...], bytes]] | None = {} if blobs is not None else None
     entries: dict[str, list[tuple[bytes, bytes, bytes]]] = {"": []}  # dir -> (sort key, mode, sha)
-    for path, _, mode in staged:
+    for path, st, mode in staged:
         parent, _, name = path.rpartition("/")
         full = os.path.join(root, path)
         if not mode:
@@ -106,8 +112,19 @@ def _tree(root: str) -> bytes | None:
         elif mode == b"120000":
             entries[parent].append((os.fsencode(name), mode, _obj(b"blob", os.fsencode(os.readlink(full)))))
         else:
-            with open(full, "rb") as f:
-                entries[parent].append((os.fsencode(name), mode, _obj(b"blob", f.read(MAX_READ_BYTES + 1))))
+            sig = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            known = blobs.get(path) if blobs is not None else None
+            if known is not None and known[0] == sig:
+                sha = known[1]
+            else:
+                with open(full, "rb") as f:
+                    sha = _obj(b"blob", f.read(MAX_READ_BYTES + 1))
+            if kept is not None and st.st_ctime_ns < began and st.st_mtime_ns < began:
+                kept[path] = (sig, sha)
+            entries[parent].append((os.fsencode(name), mode, sha))
+    if blobs is not None and kept is not None:
+        blobs.clear()
+        blobs.update(kept)
     shas: dict[str, bytes] = {}
     for path in sorted(entries, key=lambda p: -p.count("/") - bool(p)):  # deepest first, the root last
         own = entries[path]
@@ -122,9 +139,10 @@ def _tree(root: str) -> bytes | None:
     return shas[""]
 
 
-def tree_sha(workdir: Path) -> str | None:
-    """The tree `git add -A && git write-tree` would make of `workdir`, or None (ask git)."""
-    sha = _tree(str(workdir))
+def tree_sha(workdir: Path, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None) -> str | None:
+    """The tree `git add -A && git write-tree` would make of `workdir`, or None (ask git);
+    `blobs`: see `_tree`."""
+    sha = _tree(str(workdir), blobs)
     if sha is None:
         return None
     return (sha or _obj(b"tree", b"")).hex()

@@ -58,6 +58,7 @@ class WorkingCopy(Tracking, WorkFiles):
         self._clean_at = self._settled_at = -1  # `_changes` right after the last commit / when `_settle` last ran
         self._listed: tuple[int, list[str]] = (-1, [])
         self._tree = (-1, "")  # (`_changes`, the working copy's tree sha then)
+        self._blobs: dict[str, tuple[tuple[int, ...], bytes]] = {}  # gittree._tree's: a file's stat and blob sha
         self._seen: dict[str, tuple[int, int, int, int]] = {}  # a regular file: its size, mtime, ctime, inode
         self._grown = 0  # bytes of files new or changed this trial: what its git history may have taken in
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
@@ -137,7 +138,7 @@ class WorkingCopy(Tracking, WorkFiles):
 
     def _tree_now(self) -> str:
         if not self._git_trees:
-            sha = gittree.tree_sha(self.workdir)
+            sha = gittree.tree_sha(self.workdir, self._blobs)
             if sha is not None:
                 return sha
             self._git_trees = True  # an ignore rule of the agent's, say: git decides from now on

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 import stat
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from bench.sandbox.base import Sandbox
-from bench.sandbox.content import agent_content, walk
+from bench.sandbox.content import RACY_NS, agent_content, walk
 from bench.sandbox.paths import Protected
 from tasks.spec import TaskSpec
 
@@ -28,6 +29,7 @@ class HarnessCopy:
         self.files = {p: c for p, c in task.files if self.protected(p)}
         self.known = dict(task.files)
         self.flagged: set[tuple[str, str]] = set()
+        self.scanned: dict[str, tuple[int, int, int, int]] = {}  # path: its size, mtime, ctime, inode when scanned
 
     def apply(self, files: Iterable[tuple[str, str | None]]) -> None:
         for path, content in files:
@@ -56,15 +58,21 @@ SCANNED = (".py", ".pth", ".pyc")
 def tamper_scan(sandbox: Sandbox, copy: HarnessCopy) -> list[str]:
     """New findings of SUSPICIOUS in files the agent wrote (each (path, pattern) once a trial).
     Every file of the working copy counts, ignored ones (a `.gitignore` of the agent's, build
-    artefacts) too; walked on the host, without following links (no git process per check)."""
-    found = []
-    for path in _scanned(sandbox.workdir):
-        if copy.protected(path):
+    artefacts) too; walked on the host, without following links (no git process per check).
+    A file is read again only if its size, mtime, ctime or inode moved since it was scanned: a
+    write moves ctime, which no process can set, so the same four mean the same content (and
+    findings already reported). A file whose ctime is within RACY_NS of the scan is not taken
+    as scanned: a write in the same clock tick would leave its ctime as it was."""
+    found, now = [], time.time_ns()
+    for path, key in _scanned(sandbox.workdir):
+        if copy.protected(path) or copy.scanned.get(path) == key:
             continue
         try:
             text = sandbox.read_bytes(path, REPORT_LIMIT).decode("utf-8", "replace")
         except (OSError, ValueError):
             continue
+        if key[2] < now - RACY_NS:
+            copy.scanned[path] = key
         if text == copy.known.get(path):
             continue
         for hit in sorted(set(SUSPICIOUS.findall(text))):
@@ -74,6 +82,7 @@ def tamper_scan(sandbox: Sandbox, copy: HarnessCopy) -> list[str]:
     return found
 
 
-def _scanned(root: Path) -> list[str]:
+def _scanned(root: Path) -> list[tuple[str, tuple[int, int, int, int]]]:
     """Iterative and bounded (content.walk): never follows a link; a linked file is not read."""
-    return sorted(rel for rel, st in walk(str(root)) if not stat.S_ISDIR(st.st_mode) and rel.endswith(SCANNED))
+    return sorted((rel, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)) for rel, st in walk(str(root))
+                  if not stat.S_ISDIR(st.st_mode) and rel.endswith(SCANNED))

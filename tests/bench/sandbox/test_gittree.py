@@ -149,3 +149,35 @@ def test_a_commit_starts_no_other_git(wc, tmp_path):
             env={"GIT_TRACE": str(trace), "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x.org"})
     started = [line for line in trace.read_text().splitlines() if "run_command:" in line]
     assert started == [], started
+
+
+def test_kept_blob_shas_are_used_only_for_files_no_write_has_touched(wc, monkeypatch):
+    import time
+
+    from bench.sandbox.content import RACY_NS
+
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(path, *a, **kw):
+        opened.append(os.path.relpath(path, wc.workdir))
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(gittree, "open", counting_open, raising=False)
+    blobs: dict = {}
+    first = gittree.tree_sha(wc.workdir, blobs)
+    assert first == gittree.tree_sha(wc.workdir) == _git_tree(wc) and opened
+    time.sleep(RACY_NS / 1e9 + 0.02)
+    gittree.tree_sha(wc.workdir, blobs)  # now older than a clock tick: kept
+    del opened[:]
+    assert gittree.tree_sha(wc.workdir, blobs) == first
+    assert [p for p in opened if not p.endswith(".gitignore")] == []  # (a .gitignore is read for its rules)
+    # In place, the same size, its mtime set back: ctime moved, so it is read and the tree is git's.
+    target = wc.workdir / sorted(p for p in BASE if not p.endswith(".gitignore"))[0]
+    st = os.stat(target)
+    data = target.read_bytes()
+    target.write_bytes(bytes([data[0] ^ 1]) + data[1:])
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    changed = gittree.tree_sha(wc.workdir, blobs)
+    assert changed != first and changed == gittree.tree_sha(wc.workdir) == _git_tree(wc)
+    assert os.path.relpath(target, wc.workdir) in opened

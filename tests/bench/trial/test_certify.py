@@ -284,3 +284,38 @@ def test_the_agents_eq_never_decides_a_comparison(box, copy, log):
                               "def add(a, b):\n    return _Any()\n")
     for command in (CHECK, FINAL):
         assert not certify(box, copy, log, 0, "s01", command).passed
+
+
+def test_the_tamper_scan_reads_again_whatever_a_write_could_have_changed(box, copy, monkeypatch):
+    import time
+
+    from bench.sandbox.content import RACY_NS
+    from bench.trial import harness_copy
+
+    reads: list[str] = []
+    real = type(box).read_bytes
+
+    def read_bytes(self, path, limit):
+        reads.append(path)
+        return real(self, path, limit)
+
+    monkeypatch.setattr(type(box), "read_bytes", read_bytes)
+    box.write_file("helper.py", "import sys\nx = sys._getframe\n")
+    time.sleep(RACY_NS / 1e9 + 0.02)  # older than a clock tick: taken as scanned
+    assert harness_copy.tamper_scan(box, copy) == ["'sys._getframe' in helper.py"]
+    assert "helper.py" in reads
+    del reads[:]
+    assert harness_copy.tamper_scan(box, copy) == [] and "helper.py" not in reads  # unchanged: not read again
+    # The same size, its mtime set back, in place (the same inode): its ctime moved, so it is read.
+    st = os.stat(box.workdir / "helper.py")
+    with open(box.workdir / "helper.py", "r+") as f:
+        f.write("import sys\nx = sys.settrace\n".ljust(st.st_size))
+    os.utime(box.workdir / "helper.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(box.workdir / "helper.py").st_size == st.st_size
+    assert harness_copy.tamper_scan(box, copy) == ["'sys.settrace' in helper.py"]
+    # A file written within a clock tick of the scan is read again at the next one.
+    box.write_file("fresh.py", "y = 1\n")
+    harness_copy.tamper_scan(box, copy)
+    del reads[:]
+    harness_copy.tamper_scan(box, copy)
+    assert "fresh.py" in reads and "helper.py" in reads  # helper.py's rewrite was within the tick too
