@@ -4,7 +4,7 @@ Security model (the part that must hold even against hostile model-generated cod
 
 * The task's working copy is a host temp dir; it is the ONLY host path a container sees
   (bind-mounted at /work).
-* Its git dir lives NEXT to it, outside the mount (GIT_DIR/GIT_WORK_TREE): code in the
+* Its git dir lives outside the mount (beside it, or in memory: scratch.py; GIT_DIR/GIT_WORK_TREE): code in the
   container cannot plant hooks, config or anything else host git would execute. A `.git`
   in the working copy (`git init` in the container) is deleted before host git runs.
 * Host-side file operations cannot be led out of the working copy by a path or a symlink,
