@@ -76,7 +76,7 @@ def cpu_rows(g: dict[str, Any], grid_trials: int, cores: int | None = None) -> l
              f"{check.get('machine_cgroup')}"),
         _row("cpu.engine_s_per_trial", cpu["engine"], "", None, {
             "cgroup": "dockerd, containerd, the shims and the runc each exec starts (their cgroups)",
-            "daemons": "dockerd, containerd and the shims alone (runc not counted: they run in the root cgroup)",
+            "daemons": "dockerd, containerd and the shims alone (runc not counted: their cgroup is the machine's or holds the containers')",
         }.get(g.get("engine_measure", "daemons"), "no engine found")),
         _row("cpu.other_s_per_trial", cpu["other"], "", None,
              f"the rest of the machine's busy time (other users); cores busy {g['cores_busy']}"),
