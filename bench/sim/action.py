@@ -42,7 +42,8 @@ from typing import Any
 
 from bench.sim import competence, explore
 from bench.sim.params import SimParams
-from bench.sim.perception import EDIT_TOOLS, START, Beliefs, CallSeen, Pos, Said, named_paths, result_error
+from bench.sim.perception import EDIT_TOOLS, START, Beliefs, CallSeen, Pos, Said, result_error
+from bench.sim.reading import named_paths
 from bench.sim.recall import draw, protection, recalled, recalled_statements
 from tasks.common.build import apply_edit
 from tasks.common.cleanups import invited

@@ -6,33 +6,25 @@ and plain string reading. Each perceived item carries its position (message inde
 offset, token offset) because recall depends on where a fact sits and how long the context
 is, and "newer" means "later in the context".
 
-Parsing is cached per message text: a trial resends the same messages every turn, so only
-the newest ones cost anything.
+A message's text is read in bench/sim/reading.py; here its readings are put in context order.
+A trial resends its context every turn: a context that extends one perceived before costs only
+its new messages (`perceive`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from functools import lru_cache
+import threading
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.core import render
 from bench.core.tokens import count_message
 from bench.core.types import Message
+from bench.sim.reading import parse, visible_text
 from ctxlog import statements as said
 
 EDIT_TOOLS = ("edit_file", "write_file", "delete_file")
-# A step line of a plan, as render.step_line writes it (render has no parse function for it).
-_PLAN_RE = re.compile(r"^\[step:(?P<id>[A-Za-z0-9_.-]+)\] (?P<title>.+)$", re.M)
-# Repo-relative paths named in failure or git output. An extension list keeps `os.path` or
-# `e.g.` from being taken for files; the look-behind skips absolute paths (site-packages).
-_PATH_RE = re.compile(r"(?<![\w/.-])((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*"
-                      r"\.(?:py|pyi|cfg|toml|ini|txt|json|ya?ml|md|rst|js|ts|go|rs|c|h|sh))(?![\w/])")
-# What a moved repository looks like in text: a harness consistency/drift note ("the repository
-# changed ... by commits not yours"), git log/show output of someone else's commit.
-_DRIFT_RE = re.compile(r"(?im)\bdrift\b|CONSISTENCY NOTE|commits? not yours|outside commit|HEAD moved"
-                       r"|^commit [0-9a-f]{7,40}\b|^Author: ")
 _RESULT_RE = re.compile(r"^(?P<verb>wrote|edited|deleted) (?P<path>\S+)")
 _TOUCHES_RE = re.compile(r"^Touches: (?P<paths>.*)$", re.M)
 # How a compaction's output is headed, by the strategies and by the sim's own summariser.
@@ -127,6 +119,7 @@ class Beliefs:
     results: list[ResultSeen] = field(default_factory=list)
     drift: list[tuple[Pos, tuple[str, ...]]] = field(default_factory=list)
     texts: list[tuple[float, int, str]] = field(default_factory=list)  # (start token, tokens, text)
+    task_msg: int = -1  # the message that names the task
     total_tokens: int = 0
     fresh_from: float = 0.0  # token offset from which content counts as just seen
 
@@ -161,124 +154,126 @@ def _said(text: str) -> tuple[tuple[int, str], ...]:
     return tuple(said.statements(text))  # kept by ctxlog.statements, which the measures read too
 
 
-def visible_text(m: Message) -> str:
-    """The text a model reads in a message: content, then its tool calls' argument strings,
-    one per line (a model sees its own earlier submit_step notes and invariants)."""
-    parts = [m.content]
-    for c in m.tool_calls:
-        for v in c.args.values():
-            if isinstance(v, str):
-                parts.append(v)
-            elif isinstance(v, list):
-                parts.extend(x for x in v if isinstance(x, str))
-    return "\n".join(parts)
-
-
-@dataclass(frozen=True)
-class _Parsed:
-    task_id: str | None
-    step: str | None
-    step_offset: int
-    plan: tuple[tuple[int, str, str], ...]
-    files: tuple[tuple[int, str, str, str], ...]  # (offset, path, sha, content)
-    checks: tuple[tuple[int, str, bool, int | None, str], ...]
-    drift_paths: tuple[int, tuple[str, ...]] | None
-
-
-def _locate(text: str, needle: str, start: int) -> int:
-    i = text.find(needle, start)
-    return i if i >= 0 else start
-
-
-@lru_cache(maxsize=8192)
-def _parse(text: str) -> _Parsed:
-    files, off = [], 0
-    for path, sha, content in render.parse_file_blocks(text):
-        off = _locate(text, f'<file path="{path}" sha="{sha}">', off)
-        files.append((off, path, sha, content))
-    checks, off = [], 0
-    found = render.parse_check_results(text)
-    for i, (sid, passed, code) in enumerate(found):
-        head = f"[check:{sid} passed]" if passed else f"[check:{sid} failed" + (
-            f" exit={code}]" if code is not None else "]")
-        off = _locate(text, head, off)
-        end = text.find("[check:", off + len(head)) if i + 1 < len(found) else -1
-        checks.append((off, sid, passed, code, text[off + len(head):end if end >= 0 else None].strip()))
-    step = render.parse_current_step(text)
-    step_off = text.rfind(f"CURRENT STEP [step:{step}]") if step else -1
-    plan = tuple((m.start(), m.group("id"), m.group("title")) for m in _PLAN_RE.finditer(text))
-    drift = None
-    bare = re.sub(r"<file path=.*?</file>", "", text, flags=re.S)  # drift is read outside file bodies
-    cue = _DRIFT_RE.search(bare)
-    if cue:
-        paths = tuple(dict.fromkeys(_PATH_RE.findall(bare)))
-        drift = (_locate(text, cue.group(0), 0), paths)
-    return _Parsed(render.parse_task_id(text), step, step_off, plan, tuple(files),
-                   tuple(checks), drift)
-
-
-def named_paths(text: str, limit: int) -> list[str]:
-    """Repo-relative file paths named in a piece of output, first mention first."""
-    return list(dict.fromkeys(_PATH_RE.findall(text)))[:limit]
-
-
 def perceive(messages: tuple[Message, ...] | list[Message]) -> Beliefs:
-    b = Beliefs()
-    start = 0.0
-    for m in messages:
-        text = visible_text(m)
-        tokens = count_message(m)
-        b.texts.append((start, tokens, text))
-        start += tokens
-    b.total_tokens = int(start)
-    task_msg = -1
-    for i, m in enumerate(messages):
-        text = b.texts[i][2]
-        p = _parse(text)
-        if p.task_id and b.task_id is None:
-            b.task_id, task_msg = p.task_id, i
-        if p.step:
-            b.step, b.step_pos = p.step, b.position(i, p.step_offset)
-            block = text[p.step_offset:]
-            b.step_line = block.split("\n", 1)[0]
-            first = p.step_offset + len(b.step_line) + 1
-            end = text.find("\n", first)
-            b.instructions = (i, first, end if end >= 0 else len(text))
-            touched = _TOUCHES_RE.search(block)
-            b.touches = tuple(x.strip() for x in touched.group("paths").split(",")) if touched else ()
-        words = said.words(m.content, ((c.name, c.args) for c in m.tool_calls))
-        summary = SUMMARY_MARK in m.content
-        for off, sentence in _said(words):
-            at = off if off < len(m.content) else max(text.find(sentence), 0)
-            b.said.append(Said(sentence, said.normal(sentence), b.position(i, at), said.marked(sentence),
-                               m.role, i == task_msg, summary))
-        for off, sid, title in p.plan:
-            b.facts.append(Seen(f"step:{sid}", title, b.position(i, off), i == task_msg))
-        for off, path, sha, content in p.files:
-            b.files.setdefault(path, []).append(FileSeen(path, sha, content, b.position(i, off)))
-        for off, sid, passed, code, out in p.checks:
-            b.checks.append(CheckSeen(sid, passed, code, b.position(i, off), out))
-        if p.drift_paths:
-            b.drift.append((b.position(i, p.drift_paths[0]), p.drift_paths[1]))
-        for c in m.tool_calls:
-            b.calls.append(CallSeen(c.id, c.name, dict(c.args), b.position(i, 0)))
-        if m.role == "tool":
-            b.results.append(ResultSeen(m.tool_call_id, m.content, b.position(i, 0)))
-            committed = _committed_path(b.call(m.tool_call_id))
-            if committed and not m.content.startswith(("ERROR", "fatal:")):
-                # `git show HEAD:path` prints the last committed copy: a version of the file like a read.
-                content = "" if m.content == "(no output)" else m.content
-                b.files.setdefault(committed, []).append(
-                    FileSeen(committed, render.content_sha(content), content, b.position(i, 0)))
-            verb = _RESULT_RE.match(m.content)
-            if verb and verb.group("verb") == "deleted":
-                b.deleted[verb.group("path")] = b.position(i, 0)
-    # Just seen: the results of the model's own last calls, and the last `recent_tokens`.
-    trailing = len(messages)
-    while trailing > 0 and messages[trailing - 1].role == "tool":
-        trailing -= 1
-    b.fresh_from = b.texts[trailing][0] if trailing < len(messages) else float(b.total_tokens)
-    return b
+    """The beliefs a context gives (`_KeptContexts.perceive`)."""
+    return _KEPT.perceive(messages)
+
+
+def _extendable(b: Beliefs) -> Beliefs:
+    """A copy whose lists and dicts are its own (their items are frozen and shared)."""
+    return replace(b, files={p: list(v) for p, v in b.files.items()}, deleted=dict(b.deleted),
+                   facts=list(b.facts), said=list(b.said), checks=list(b.checks), calls=list(b.calls),
+                   results=list(b.results), drift=list(b.drift), texts=list(b.texts))
+
+
+def _take(b: Beliefs, i: int, m: Message) -> None:
+    """What message `i` adds to the beliefs of the messages before it."""
+    text = visible_text(m)
+    start = b.texts[-1][0] + b.texts[-1][1] if b.texts else 0.0
+    b.texts.append((start, count_message(m), text))
+    p = parse(text)
+    if p.task_id and b.task_id is None:
+        b.task_id, b.task_msg = p.task_id, i
+    if p.step:
+        b.step, b.step_pos = p.step, b.position(i, p.step_offset)
+        block = text[p.step_offset:]
+        b.step_line = block.split("\n", 1)[0]
+        first = p.step_offset + len(b.step_line) + 1
+        end = text.find("\n", first)
+        b.instructions = (i, first, end if end >= 0 else len(text))
+        touched = _TOUCHES_RE.search(block)
+        b.touches = tuple(x.strip() for x in touched.group("paths").split(",")) if touched else ()
+    words = said.words(m.content, ((c.name, c.args) for c in m.tool_calls))
+    summary = SUMMARY_MARK in m.content
+    in_task = i == b.task_msg
+    for off, sentence in _said(words):
+        at = off if off < len(m.content) else max(text.find(sentence), 0)
+        b.said.append(Said(sentence, said.normal(sentence), b.position(i, at), said.marked(sentence),
+                           m.role, in_task, summary))
+    for off, sid, title in p.plan:
+        b.facts.append(Seen(f"step:{sid}", title, b.position(i, off), in_task))
+    for off, path, sha, content in p.files:
+        b.files.setdefault(path, []).append(FileSeen(path, sha, content, b.position(i, off)))
+    for off, sid, passed, code, out in p.checks:
+        b.checks.append(CheckSeen(sid, passed, code, b.position(i, off), out))
+    if p.drift_paths:
+        b.drift.append((b.position(i, p.drift_paths[0]), p.drift_paths[1]))
+    for c in m.tool_calls:
+        b.calls.append(CallSeen(c.id, c.name, dict(c.args), b.position(i, 0)))
+    if m.role == "tool":
+        b.results.append(ResultSeen(m.tool_call_id, m.content, b.position(i, 0)))
+        committed = _committed_path(b.call(m.tool_call_id))
+        if committed and not m.content.startswith(("ERROR", "fatal:")):
+            # `git show HEAD:path` prints the last committed copy: a version of the file like a read.
+            content = "" if m.content == "(no output)" else m.content
+            b.files.setdefault(committed, []).append(
+                FileSeen(committed, render.content_sha(content), content, b.position(i, 0)))
+        verb = _RESULT_RE.match(m.content)
+        if verb and verb.group("verb") == "deleted":
+            b.deleted[verb.group("path")] = b.position(i, 0)
+
+
+class _KeptContexts:
+    """The beliefs of the last contexts perceived in this process, newest last. One per trial
+    in flight is what is used; past `KEPT_CONTEXTS` trials in flight in one process, the oldest
+    is dropped and a trial whose context was dropped reads it whole once more (slower, the
+    same beliefs). Equal messages match, not only the same objects: a context rebuilt from
+    the same text (a loopback server's request) perceives the same."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: list[tuple[tuple[Message, ...], Beliefs]] = []
+        self._lock = threading.Lock()
+
+    def perceive(self, messages: tuple[Message, ...] | list[Message]) -> Beliefs:
+        """The beliefs a context gives. A message's contribution depends only on it and the
+        messages before it, so a context that starts with one perceived before extends a copy of
+        that one's beliefs: a trial resends its whole context every turn, and reading it
+        all again was most of the sim's time. The readers of Beliefs (action, explore, recall,
+        summary) never change them: a kept context's beliefs are the ones handed out."""
+        messages = tuple(messages)
+        kept = self.longest_prefix(messages)
+        b = Beliefs() if kept is None else _extendable(kept)
+        for i in range(len(b.texts), len(messages)):
+            _take(b, i, messages[i])
+        b.total_tokens = int(b.texts[-1][0] + b.texts[-1][1]) if b.texts else 0
+        # Just seen: the results of the model's own last calls, and the last `recent_tokens`.
+        trailing = len(messages)
+        while trailing > 0 and messages[trailing - 1].role == "tool":
+            trailing -= 1
+        b.fresh_from = b.texts[trailing][0] if trailing < len(messages) else float(b.total_tokens)
+        self.put(messages, b)
+        return b
+
+    def longest_prefix(self, messages: tuple[Message, ...]) -> Beliefs | None:
+        with self._lock:
+            entries = list(self._entries)
+        best: tuple[tuple[Message, ...], Beliefs] | None = None
+        for entry in entries:
+            kept, n = entry[0], len(entry[0])
+            if n > len(messages) or (best is not None and n <= len(best[0])):
+                continue
+            # the last message first: another trial's context, or an earlier branch, fails there at once
+            if n and _same(kept[-1], messages[n - 1]) and all(map(_same, kept, messages[:n])):
+                best = entry
+        return None if best is None else best[1]
+
+    def put(self, messages: tuple[Message, ...], b: Beliefs) -> None:
+        with self._lock:
+            self._entries.append((messages, b))
+            del self._entries[:max(len(self._entries) - self.size, 0)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _same(a: Message, c: Message) -> bool:
+    return a is c or a == c
+
+
+KEPT_CONTEXTS = 32
+_KEPT = _KeptContexts(KEPT_CONTEXTS)
 
 
 def _committed_path(call: CallSeen | None) -> str | None:

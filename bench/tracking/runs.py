@@ -62,18 +62,39 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
-def experiment_id(client, name: str, artifact_root: str) -> str:
+_EXPERIMENTS: dict[tuple[str, str], str] = {}  # (store, name): the experiment's id, once it exists
+
+
+def known_experiment(client, name: str) -> str | None:
+    """The id of the experiment `name`, or None where there is none yet. An experiment's id
+    never changes (deleting one keeps its name and id: MLflow refuses runs in it, either way),
+    so one found is remembered for the process: each trial asked the store twice."""
+    store = str(getattr(client, "tracking_uri", ""))
+    if (store, name) in _EXPERIMENTS:
+        return _EXPERIMENTS[store, name]
     exp = client.get_experiment_by_name(name)
-    if exp is not None:
-        return exp.experiment_id
+    return None if exp is None else _remember(store, name, exp.experiment_id)
+
+
+def _remember(store: str, name: str, exp_id: str) -> str:
+    if store:  # a store with no address cannot be told from another
+        _EXPERIMENTS[store, name] = exp_id
+    return exp_id
+
+
+def experiment_id(client, name: str, artifact_root: str) -> str:
+    found = known_experiment(client, name)
+    if found is not None:
+        return found
     try:
         location = Path(artifact_root).resolve().as_uri() if artifact_root else None
-        return client.create_experiment(name, artifact_location=location)
+        made = client.create_experiment(name, artifact_location=location)
     except Exception:  # another process created it first
-        exp = client.get_experiment_by_name(name)
-        if exp is None:
+        found = known_experiment(client, name)
+        if found is None:
             raise
-        return exp.experiment_id
+        return found
+    return _remember(str(getattr(client, "tracking_uri", "")), name, made)
 
 
 _PARENTS: dict[tuple[str, str, str], str] = {}  # (store, experiment, study): the parent run's id
@@ -138,10 +159,10 @@ def previous_runs(cfg: TrialConfig) -> list:
     Gone means: the pid is dead on this host, or (any host) the run started longer ago than the
     trial timeout plus STALE_GRACE_S, which no live trial can (the watchdog ends it)."""
     client = _client(cfg.tracking.uri)
-    exp = client.get_experiment_by_name(cfg.tracking.experiment)
+    exp = known_experiment(client, cfg.tracking.experiment)
     if exp is None:
         return []
-    runs = client.search_runs([exp.experiment_id], filter_string=(
+    runs = client.search_runs([exp], filter_string=(
         f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
         "and tags.`ctxbench.kind` = 'trial'"))
     host = os.uname().nodename
@@ -158,7 +179,7 @@ def previous_runs(cfg: TrialConfig) -> list:
             marked = True
     if not marked:
         return runs
-    return client.search_runs([exp.experiment_id], filter_string=(
+    return client.search_runs([exp], filter_string=(
         f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
         "and tags.`ctxbench.kind` = 'trial'"))
 
