@@ -85,21 +85,28 @@ def _staged(root: str) -> list[tuple[str, os.stat_result, bytes]] | None:
     return out
 
 
-def staged_modes(workdir: Path) -> dict[str, int] | None:
-    """What `git add -A` leaves in the index of `workdir`, path to mode, or None (ask git). What
-    libgit.py checks its own staging against: the content is the file's either way (no filters)."""
-    staged = _staged(str(workdir))
-    return None if staged is None else {path: int(mode, 8) for path, _, mode in staged if mode}
+def staged(workdir: Path, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None
+           ) -> tuple[dict[str, os.stat_result], str] | None:
+    """What `git add -A` leaves in the index of `workdir` (path to lstat, directories left out)
+    and the tree `git write-tree` then makes, from one walk; None where git must decide. What
+    libgit.py stages, and checks its tree against."""
+    began = time.time_ns() - RACY_NS
+    found = _staged(str(workdir))
+    if found is None:
+        return None
+    sha = _tree(str(workdir), blobs, (began, found))
+    return None if sha is None else ({p: st for p, st, mode in found if mode}, (sha or _obj(b"tree", b"")).hex())
 
 
-def _tree(root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None) -> bytes | None:
+def _tree(root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None,
+          walked: tuple[int, list[tuple[str, os.stat_result, bytes]]] | None = None) -> bytes | None:
     """The root tree's sha, b"" for an empty tree, None if git must decide. A tree's entries are
     hashed once all of its subtrees are. `blobs` (path: the file's stat and blob sha) spares
     reading a file whose inode, size, mtime and ctime are as when it was hashed: a write moves
     ctime, which no process can set. It keeps only files whose ctime is RACY_NS before the walk,
-    as a write in the same clock tick would leave it as it was."""
-    began = time.time_ns() - RACY_NS
-    staged = _staged(root)
+    as a write in the same clock tick would leave it as it was. `walked`: (the clock less
+    RACY_NS before the walk, `_staged(root)`), where the caller walked already."""
+    began, staged = walked if walked is not None else (time.time_ns() - RACY_NS, _staged(root))
     if staged is None:
         return None
     kept: dict[str, tuple[tuple[int, ...], bytes]] | None = {} if blobs is not None else None
@@ -151,10 +158,10 @@ def tree_sha(workdir: Path, blobs: dict[str, tuple[tuple[int, ...], bytes]] | No
 def listing(workdir: Path, git_dir: Path) -> list[str] | None:
     """What `git ls-files -z --cached --others --exclude-standard` prints, split and decoded as
     host git's output is (workcopy.list_files), or None where git must say: the paths of the
-    index (`_index_paths`) and every file or link below the working copy that the ignore rules
+    index (`index_paths`) and every file or link below the working copy that the ignore rules
     leave in, under the same rules as `_tree` (the harness's, and `.gitignore` files that add
     nothing to them). Two git processes per step were spent on this listing."""
-    cached = _index_paths(git_dir / "index")
+    cached = index_paths(git_dir / "index")
     if cached is None:
         return None
     names = set(cached)
@@ -167,7 +174,7 @@ def listing(workdir: Path, git_dir: Path) -> list[str] | None:
     return sorted(names)
 
 
-def _index_paths(index: Path) -> list[str] | None:
+def index_paths(index: Path) -> list[str] | None:
     """The paths of a git index (format 2 or 3, git's default; no index yet: none), or None for
     anything else: a newer format, an entry with a merge stage or extended flags
     (skip-worktree, intent-to-add), an extension that keeps entries elsewhere (split, sparse)."""

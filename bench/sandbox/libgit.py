@@ -5,9 +5,9 @@ git's own words) and every commit where libgit2 and git could disagree (WorkingC
 
 Why: a commit was two git processes (`add -A`, `commit`), and with `git init` they were more
 than a third of the git processes of a 6-step sim trial (docs/scaling.md §9). What is written
-is the object git writes: the paths and modes `git add -A` stages (checked against gittree.py
-before anything is written: where libgit2 reads an ignore rule otherwise, host git commits),
-the same content (no filter applies), the same author and committer with the fixed date, and
+is the object git writes: the paths and modes `git add -A` stages, as gittree.py reads them
+(libgit2's own ignore rules are never asked), its tree checked against gittree.py's before
+anything is written (where they differ, host git commits), the same content (no filter applies), the same author and committer with the fixed date, and
 the message as `git commit -m` cleans a one-line one (a newline added).
 tests/bench/sandbox/test_libgit.py compares both commit by commit.
 
@@ -21,7 +21,7 @@ working copy (content.py) before any call here.
 from __future__ import annotations
 
 import logging
-import os
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -29,6 +29,7 @@ import pygit2
 from pygit2.enums import ConfigLevel
 
 from . import gittree
+from .content import RACY_NS
 from .hostgit import COMMITTER, FIXED_DATE
 
 _FIXED_TIME = int(datetime.strptime(FIXED_DATE, "%Y-%m-%dT%H:%M:%S%z").timestamp())  # offset +0000
@@ -58,46 +59,76 @@ def writes_as_git(message: str, name: str, email: str) -> bool:
 
 
 class Repo:
-    """The trial repository, opened once per git dir: libgit2 keeps the index's stat cache
-    between commits, so a commit rehashes only what changed."""
+    """The trial repository, opened once per git dir. A commit stages only the files whose
+    lstat moved since the index took them (`_added`) and drops the paths gone since the last
+    one (`_paths`): `add_all` walked the whole working copy, build artefacts and all, and was
+    half of a commit's time."""
 
     def __init__(self, git_dir: Path, workdir: Path) -> None:
         self.git_dir, self.workdir = git_dir, workdir
         self._repo = pygit2.Repository(str(git_dir))
         self._repo.workdir = str(workdir)
+        self._added: dict[str, tuple[int, ...]] = {}  # path: its lstat when the index took it, not racy
+        self._paths: set[str] | None = set()  # what the index holds; None: read it from the index file
 
-    def commit(self, message: str, author_name: str, author_email: str) -> str | None:
+    def commit(self, message: str, author_name: str, author_email: str,
+               blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None) -> str | None:
         """`git add -A && git commit -q --allow-empty -m message` with the fixed identities and
-        date: the new HEAD's sha, or None where host git must commit. Only where `writes_as_git`,
-        and only when libgit2 staged the paths and modes gittree.py says git stages: libgit2 reads
-        some ignore rules otherwise than git (a symlink named `__pycache__` matches `__pycache__/`
-        for libgit2, not for git), so past a disagreement the index is left as it was. (Content
-        cannot differ: no filter applies, hostgit.ATTRIBUTES and gittree.git_decides.)"""
-        expected = gittree.staged_modes(self.workdir) if writes_as_git(message, author_name, author_email) else None
-        if expected is None:
+        date: the new HEAD's sha, or None where host git must commit. Only where `writes_as_git`
+        and gittree.py knows what git stages; libgit2 stages exactly those paths (its own ignore
+        rules are never asked: a symlink named `__pycache__` matches `__pycache__/` for libgit2,
+        not for git), and its tree must be the one gittree.py computes from the same walk, or
+        nothing is written and host git commits. (Content cannot differ: no filter applies,
+        hostgit.ATTRIBUTES and gittree.git_decides.) `blobs`: gittree's blob memo."""
+        if not writes_as_git(message, author_name, author_email):
             return None
+        began = time.time_ns() - RACY_NS
+        found = gittree.staged(self.workdir, blobs)
+        if found is None:
+            return None
+        files, expected = found
         index = self._repo.index
-        index.read()  # host git may have written it since (a fallback commit, say)
-        index.add_all()
-        # `add -A` also stages deletions; add_all does not drop an entry whose file is gone.
-        # One pass over the entries: each is a new object read through cffi.
-        staged, gone = {}, []
-        for entry in index:
-            path = entry.path
-            if os.path.lexists(os.path.join(self.workdir, path)):
-                staged[path] = entry.mode
-            else:
-                gone.append(path)
-        for path in gone:
-            index.remove(path)
-        if staged != expected:
-            log.info("libgit2 would stage %s, git %s: host git commits", sorted(staged.items() - expected.items())[:3],
-                     sorted(expected.items() - staged.items())[:3])
-            index.read(force=True)  # what is on disk, or an empty index where there is none yet
+        try:
+            index.read()  # host git may have written it since (a fallback commit, say)
+            held = self._paths if self._paths is not None else _held(self.git_dir / "index")
+            for path in sorted(held - files.keys()):  # `add -A` also stages deletions
+                index.remove(path)
+                self._added.pop(path, None)
+            for path, st in files.items():
+                sig = (st.st_ino, st.st_dev, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
+                if self._added.get(path) != sig:
+                    index.add(path)
+                    # A write in the walk's clock tick could leave these times as they are.
+                    if st.st_ctime_ns < began and st.st_mtime_ns < began:
+                        self._added[path] = sig
+                    else:
+                        self._added.pop(path, None)
+            tree = index.write_tree()
+        except (pygit2.GitError, OSError, ValueError, UnicodeError) as exc:
+            self._hand_over(f"libgit2 could not stage it ({type(exc).__name__}: {exc})")
+            return None
+        if str(tree) != expected:
+            self._hand_over(f"libgit2 staged tree {tree}, git's is {expected}")
             return None
         index.write()
-        tree = index.write_tree()
+        self._paths = set(files)
         author = pygit2.Signature(author_name, author_email, _FIXED_TIME, 0)
         committer = pygit2.Signature(*COMMITTER, _FIXED_TIME, 0)
         parents = [] if self._repo.head_is_unborn else [self._repo.head.target]
         return str(self._repo.create_commit("HEAD", author, committer, message + "\n", tree, parents))
+
+    def _hand_over(self, why: str) -> None:
+        """Leave the index as it is on disk and forget what it held: host git commits."""
+        log.info("%s: host git commits", why)
+        self._repo.index.read(force=True)  # what is on disk, or an empty index where there is none yet
+        self._added.clear()
+        self._paths = None
+
+
+def _held(index: Path) -> set[str]:
+    """The paths of the index file, as the walk names them; ValueError where they cannot be read
+    back exactly (a format gittree does not read, a name that is not UTF-8)."""
+    paths = gittree.index_paths(index)
+    if paths is None or any("\ufffd" in p for p in paths):
+        raise ValueError("the index holds entries this module does not read")
+    return set(paths)

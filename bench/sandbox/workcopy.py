@@ -121,9 +121,10 @@ class WorkingCopy(Tracking, WorkFiles):
         if not m:
             raise ValueError(f"author must look like 'Name <email>', got {author!r}")
         self._settle()
-        self._head = "" if self._git_trees else self._lib.commit(message, *m.groups()) or ""
+        name, email = m.groups()
+        self._head = "" if self._git_trees else self._lib.commit(message, name, email, self._blobs) or ""
         if not self._head:  # rules or words libgit2 may read otherwise (gittree.git_decides, libgit.py)
-            hostgit.commit(self._git_dir, self.workdir, self._root, message, *m.groups())
+            hostgit.commit(self._git_dir, self.workdir, self._root, message, name, email)
             self._head = gittree.head_commit(self._git_dir) or self._git("rev-parse", "HEAD").strip()
         self._clean_at = self._changes
         return self._head

@@ -12,12 +12,14 @@ import random
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from bench.config import ROOT
 from bench.sandbox import hostgit, libgit
+from bench.sandbox.content import RACY_NS
 from bench.sandbox.workcopy import WorkingCopy
 from tests.bench.sandbox.test_gittree import BASE, _random_tree
 
@@ -99,18 +101,59 @@ def test_every_commit_is_the_one_git_writes(pair, monkeypatch):
     assert in_process >= 25, f"only {in_process} of 30 commits started no git"
 
 
-def test_where_libgit2_reads_the_ignore_rules_otherwise_host_git_commits(pair, monkeypatch, caplog):
+def test_libgit2s_own_ignore_rules_are_never_asked(pair, monkeypatch):
     # For git, `__pycache__/` matches directories only: a symlink of that name is committed.
-    # libgit2 ignores it; the commit's tree is checked against gittree.py's, which is git's.
+    # libgit2's `add_all` ignored it; the paths staged are gittree.py's, which are git's.
     wc, twin = pair
     for w in (wc.workdir, twin.workdir):
         os.symlink("pkg", w / "__pycache__")
     wc._changes += 1
     spawned = _host_git_calls(monkeypatch, wc)
+    assert wc.commit("a link", AUTHOR) == twin.commit("a link", "Agent Smith", "agent@x.org")
+    assert spawned == [] and "__pycache__" in wc._git("ls-files").split()
+
+
+def test_an_index_changed_behind_its_back_hands_the_commit_to_host_git(pair, monkeypatch, caplog):
+    # Host git stages a path the working copy does not hold: libgit2's tree is then not the
+    # one gittree.py computes from the walk, nothing is written, and host git commits.
+    wc, twin = pair
+    (wc.workdir / "stray.py").write_text("s\n")
+    wc._git("add", "stray.py")
+    (wc.workdir / "stray.py").unlink()
+    (wc.workdir / "pkg" / "a.py").write_text("changed\n")
+    (twin.workdir / "pkg" / "a.py").write_text("changed\n")
+    wc._changes += 1
+    spawned = _host_git_calls(monkeypatch, wc)
     with caplog.at_level("INFO", logger="bench.sandbox.libgit"):
-        assert wc.commit("a link", AUTHOR) == twin.commit("a link", "Agent Smith", "agent@x.org")
+        assert wc.commit("behind", AUTHOR) == twin.commit("behind", "Agent Smith", "agent@x.org")
     assert ("add", "-A") in spawned and "host git commits" in caplog.text
-    assert "__pycache__" in wc._git("ls-files").split()
+    (wc.workdir / "pkg" / "b.py").write_text("next\n")  # and the next commit is in process again
+    (twin.workdir / "pkg" / "b.py").write_text("next\n")
+    wc._changes += 1
+    spawned.clear()
+    assert wc.commit("after", AUTHOR) == twin.commit("after", "Agent Smith", "agent@x.org")
+    assert spawned == []
+
+
+def test_a_rewrite_that_keeps_size_and_mtime_is_staged(pair, monkeypatch):
+    # Only ctime, which no process can set, tells this write from none: the index takes it
+    # again, in process (were it missed, the tree check would hand the commit to host git).
+    wc, twin = pair
+    time.sleep(2 * RACY_NS / 1e9)  # the files now stand still: a commit remembers their lstat
+    wc._changes += 1
+    assert wc.commit("still", AUTHOR) == twin.commit("still", "Agent Smith", "agent@x.org")
+    path = wc.workdir / "pkg" / "a.py"
+    assert "pkg/a.py" in wc._lib._added
+    before = path.stat()
+    path.write_text("X" * before.st_size)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    (twin.workdir / "pkg" / "a.py").write_text("X" * before.st_size)
+    assert (path.stat().st_size, path.stat().st_ino, path.stat().st_mtime_ns) == \
+        (before.st_size, before.st_ino, before.st_mtime_ns)
+    wc._changes += 1
+    spawned = _host_git_calls(monkeypatch, wc)
+    assert wc.commit("same size", AUTHOR) == twin.commit("same size", "Agent Smith", "agent@x.org")
+    assert spawned == []
 
 
 def test_a_file_turned_into_a_directory_and_back(pair):
