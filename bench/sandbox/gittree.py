@@ -85,28 +85,29 @@ def _staged(root: str) -> list[tuple[str, os.stat_result, bytes]] | None:
     return out
 
 
+Staged = dict[str, tuple[bytes, bytes]]  # path: (mode, blob sha) of what `git add -A` stages
+
+
 def staged(workdir: Path, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None
-           ) -> tuple[dict[str, os.stat_result], str] | None:
-    """What `git add -A` leaves in the index of `workdir` (path to lstat, directories left out)
-    and the tree `git write-tree` then makes, from one walk; None where git must decide. What
-    libgit.py stages, and checks its tree against."""
-    began = time.time_ns() - RACY_NS
-    found = _staged(str(workdir))
-    if found is None:
-        return None
-    sha = _tree(str(workdir), blobs, (began, found))
-    return None if sha is None else ({p: st for p, st, mode in found if mode}, (sha or _obj(b"tree", b"")).hex())
+           ) -> tuple[Staged, str] | None:
+    """What `git add -A` leaves in the index of `workdir` (each file's or link's mode and blob
+    sha) and the tree `git write-tree` then makes, from one walk; None where git must decide.
+    What libgit.py stages, and checks its tree against; `blobs`: see `_tree`."""
+    found: Staged = {}
+    sha = _tree(str(workdir), blobs, found)
+    return None if sha is None else (found, (sha or _obj(b"tree", b"")).hex())
 
 
 def _tree(root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None,
-          walked: tuple[int, list[tuple[str, os.stat_result, bytes]]] | None = None) -> bytes | None:
+          found: Staged | None = None) -> bytes | None:
     """The root tree's sha, b"" for an empty tree, None if git must decide. A tree's entries are
     hashed once all of its subtrees are. `blobs` (path: the file's stat and blob sha) spares
     reading a file whose inode, size, mtime and ctime are as when it was hashed: a write moves
     ctime, which no process can set. It keeps only files whose ctime is RACY_NS before the walk,
-    as a write in the same clock tick would leave it as it was. `walked`: (the clock less
-    RACY_NS before the walk, `_staged(root)`), where the caller walked already."""
-    began, staged = walked if walked is not None else (time.time_ns() - RACY_NS, _staged(root))
+    as a write in the same clock tick would leave it as it was. `found` is given every file's
+    and link's mode and blob sha."""
+    began = time.time_ns() - RACY_NS
+    staged = _staged(root)
     if staged is None:
         return None
     kept: dict[str, tuple[tuple[int, ...], bytes]] | None = {} if blobs is not None else None
@@ -118,6 +119,8 @@ def _tree(root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = No
             entries[path] = []
         elif mode == b"120000":
             entries[parent].append((os.fsencode(name), mode, _obj(b"blob", os.fsencode(os.readlink(full)))))
+            if found is not None:
+                found[path] = (mode, entries[parent][-1][2])
         else:
             sig = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             known = blobs.get(path) if blobs is not None else None
@@ -129,6 +132,8 @@ def _tree(root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = No
             if kept is not None and st.st_ctime_ns < began and st.st_mtime_ns < began:
                 kept[path] = (sig, sha)
             entries[parent].append((os.fsencode(name), mode, sha))
+            if found is not None:
+                found[path] = (mode, sha)
     if blobs is not None and kept is not None:
         blobs.clear()
         blobs.update(kept)
@@ -149,10 +154,8 @@ def _tree(root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = No
 def tree_sha(workdir: Path, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None) -> str | None:
     """The tree `git add -A && git write-tree` would make of `workdir`, or None (ask git);
     `blobs`: see `_tree`."""
-    sha = _tree(str(workdir), blobs)
-    if sha is None:
-        return None
-    return (sha or _obj(b"tree", b"")).hex()
+    found = staged(workdir, blobs)
+    return None if found is None else found[1]
 
 
 def listing(workdir: Path, git_dir: Path) -> list[str] | None:

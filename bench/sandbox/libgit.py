@@ -21,7 +21,6 @@ working copy (content.py) before any call here.
 from __future__ import annotations
 
 import logging
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -29,7 +28,6 @@ import pygit2
 from pygit2.enums import ConfigLevel
 
 from . import gittree
-from .content import RACY_NS
 from .hostgit import COMMITTER, FIXED_DATE
 
 _FIXED_TIME = int(datetime.strptime(FIXED_DATE, "%Y-%m-%dT%H:%M:%S%z").timestamp())  # offset +0000
@@ -60,49 +58,40 @@ def writes_as_git(message: str, name: str, email: str) -> bool:
 
 class Repo:
     """The trial repository, opened once per git dir. A commit stages only the files whose
-    lstat moved since the index took them (`_added`) and drops the paths gone since the last
-    one (`_paths`): `add_all` walked the whole working copy, build artefacts and all, and was
-    half of a commit's time."""
+    content or mode is not what the index holds (`_held`, by gittree's blob shas) and drops
+    the paths gone since the last one: `add_all` walked the whole working copy, build
+    artefacts and all, and was half of a commit's time."""
 
     def __init__(self, git_dir: Path, workdir: Path) -> None:
         self.git_dir, self.workdir = git_dir, workdir
         self._repo = pygit2.Repository(str(git_dir))
         self._repo.workdir = str(workdir)
-        self._added: dict[str, tuple[int, ...]] = {}  # path: its lstat when the index took it, not racy
-        self._paths: set[str] | None = set()  # what the index holds; None: read it from the index file
+        self._held: gittree.Staged | None = {}  # what the index holds; None: unknown (host git wrote it)
 
     def commit(self, message: str, author_name: str, author_email: str,
-               blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None) -> str | None:
+               staged: tuple[gittree.Staged, str] | None = None) -> str | None:
         """`git add -A && git commit -q --allow-empty -m message` with the fixed identities and
         date: the new HEAD's sha, or None where host git must commit. Only where `writes_as_git`
-        and gittree.py knows what git stages; libgit2 stages exactly those paths (its own ignore
-        rules are never asked: a symlink named `__pycache__` matches `__pycache__/` for libgit2,
-        not for git), and its tree must be the one gittree.py computes from the same walk, or
-        nothing is written and host git commits. (Content cannot differ: no filter applies,
-        hostgit.ATTRIBUTES and gittree.git_decides.) `blobs`: gittree's blob memo."""
+        and gittree.py knows what git stages (`staged`: its answer for the working copy as it
+        is, else asked here); libgit2 stages exactly those paths (its own ignore rules are never
+        asked: a symlink named `__pycache__` matches `__pycache__/` for libgit2, not for git),
+        and its tree must be gittree.py's, or nothing is written and host git commits. (Content
+        cannot differ: no filter applies, hostgit.ATTRIBUTES and gittree.git_decides.)"""
         if not writes_as_git(message, author_name, author_email):
             return None
-        began = time.time_ns() - RACY_NS
-        found = gittree.staged(self.workdir, blobs)
-        if found is None:
+        staged = staged or gittree.staged(self.workdir)
+        if staged is None:
             return None
-        files, expected = found
+        files, expected = staged
         index = self._repo.index
         try:
             index.read()  # host git may have written it since (a fallback commit, say)
-            held = self._paths if self._paths is not None else _held(self.git_dir / "index")
-            for path in sorted(held - files.keys()):  # `add -A` also stages deletions
+            held = self._held if self._held is not None else dict.fromkeys(_index_paths(self.git_dir / "index"))
+            for path in sorted(held.keys() - files.keys()):  # `add -A` also stages deletions
                 index.remove(path)
-                self._added.pop(path, None)
-            for path, st in files.items():
-                sig = (st.st_ino, st.st_dev, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
-                if self._added.get(path) != sig:
-                    index.add(path)
-                    # A write in the walk's clock tick could leave these times as they are.
-                    if st.st_ctime_ns < began and st.st_mtime_ns < began:
-                        self._added[path] = sig
-                    else:
-                        self._added.pop(path, None)
+            for path, entry in files.items():
+                if held.get(path) != entry:
+                    index.add(path)  # reads the file as the walk saw it: the caller settled the working copy
             tree = index.write_tree()
         except (pygit2.GitError, OSError, ValueError, UnicodeError) as exc:
             self._hand_over(f"libgit2 could not stage it ({type(exc).__name__}: {exc})")
@@ -111,7 +100,7 @@ class Repo:
             self._hand_over(f"libgit2 staged tree {tree}, git's is {expected}")
             return None
         index.write()
-        self._paths = set(files)
+        self._held = dict(files)
         author = pygit2.Signature(author_name, author_email, _FIXED_TIME, 0)
         committer = pygit2.Signature(*COMMITTER, _FIXED_TIME, 0)
         parents = [] if self._repo.head_is_unborn else [self._repo.head.target]
@@ -121,14 +110,13 @@ class Repo:
         """Leave the index as it is on disk and forget what it held: host git commits."""
         log.info("%s: host git commits", why)
         self._repo.index.read(force=True)  # what is on disk, or an empty index where there is none yet
-        self._added.clear()
-        self._paths = None
+        self._held = None
 
 
-def _held(index: Path) -> set[str]:
+def _index_paths(index: Path) -> list[str]:
     """The paths of the index file, as the walk names them; ValueError where they cannot be read
     back exactly (a format gittree does not read, a name that is not UTF-8)."""
     paths = gittree.index_paths(index)
     if paths is None or any("\ufffd" in p for p in paths):
         raise ValueError("the index holds entries this module does not read")
-    return set(paths)
+    return paths

@@ -57,7 +57,8 @@ class WorkingCopy(Tracking, WorkFiles):
         self._git_trees = False  # host git answers for the tree and commits (gittree.git_decides)
         self._clean_at = self._settled_at = -1  # `_changes` right after the last commit / when `_settle` last ran
         self._listed: tuple[int, list[str]] = (-1, [])
-        self._tree = (-1, "")  # (`_changes`, the working copy's tree sha then)
+        # (`_changes`, the working copy's tree sha then, gittree's staging it came from if it did)
+        self._tree: tuple[int, str, tuple[gittree.Staged, str] | None] = (-1, "", None)
         self._blobs: dict[str, tuple[tuple[int, ...], bytes]] = {}  # gittree._tree's: a file's stat and blob sha
         self._seen: dict[str, tuple[int, int, int, int]] = {}  # a regular file: its size, mtime, ctime, inode
         self._grown = 0  # bytes of files new or changed this trial: what its git history may have taken in
@@ -122,7 +123,8 @@ class WorkingCopy(Tracking, WorkFiles):
             raise ValueError(f"author must look like 'Name <email>', got {author!r}")
         self._settle()
         name, email = m.groups()
-        self._head = "" if self._git_trees else self._lib.commit(message, name, email, self._blobs) or ""
+        staged = None if self._git_trees else self._staged_now()
+        self._head = "" if staged is None else self._lib.commit(message, name, email, staged) or ""
         if not self._head:  # rules or words libgit2 may read otherwise (gittree.git_decides, libgit.py)
             hostgit.commit(self._git_dir, self.workdir, self._root, message, name, email)
             self._head = gittree.head_commit(self._git_dir) or self._git("rev-parse", "HEAD").strip()
@@ -134,15 +136,23 @@ class WorkingCopy(Tracking, WorkFiles):
         """Tree of the working copy now: gittree.py's while git's cannot differ, else git's (a throwaway index)."""
         self._settle()
         if self._tree[0] != self._changes or self._unsettled:
-            self._tree = (self._changes, self._tree_now())
+            staged = self._staged_now()
+            self._tree = (self._changes, staged[1] if staged else self._git_tree(), staged)
         return self._tree[1]
 
-    def _tree_now(self) -> str:
-        if not self._git_trees:
-            sha = gittree.tree_sha(self.workdir, self._blobs)
-            if sha is not None:
-                return sha
-            self._git_trees = True  # an ignore rule of the agent's, say: git decides from now on
+    def _staged_now(self) -> tuple[gittree.Staged, str] | None:
+        """gittree's staging of the working copy as it is (kept with its tree sha), or None
+        where git must decide: an ignore rule of the agent's, say, and from then on."""
+        if self._tree[0] == self._changes and not self._unsettled and self._tree[2] is not None:
+            return self._tree[2]
+        staged = None if self._git_trees else gittree.staged(self.workdir, self._blobs)
+        if staged is None:
+            self._git_trees = True
+        else:
+            self._tree = (self._changes, staged[1], staged)
+        return staged
+
+    def _git_tree(self) -> str:
         tmp = self._git_dir / f"index.tree-{os.getpid()}-{id(self)}"
         try:
             if (self._git_dir / "index").exists():  # its stat cache spares rehashing every file
