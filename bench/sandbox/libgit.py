@@ -7,8 +7,9 @@ Why: a commit was two git processes (`add -A`, `commit`), and with `git init` th
 than a third of the git processes of a 6-step sim trial (docs/scaling.md §9). What is written
 is the object git writes: the paths and modes `git add -A` stages, as gittree.py reads them
 (libgit2's own ignore rules are never asked), its tree checked against gittree.py's before
-anything is written (where they differ, host git commits), the same content (no filter applies), the same author and committer with the fixed date, and
-the message as `git commit -m` cleans a one-line one (a newline added).
+anything is written (where they differ, host git commits), the same content (no filter
+applies), the same author and committer with the fixed date, and the message as `git commit
+-m` cleans a one-line one (a newline added).
 tests/bench/sandbox/test_libgit.py compares both commit by commit.
 
 The fixed configuration of hostgit.py holds here too: libgit2's system, global and XDG config
