@@ -16,6 +16,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
 from bench.core import procs
 
 from .base import OutputTail, SandboxLost
@@ -89,15 +91,17 @@ def _hung(e: BaseException) -> bool:
 
 def _retry_once(what: str, call: Any, before_retry: Any = None) -> Any:
     """Run an engine call; if it hangs (times out), run `before_retry` and try once more."""
-    try:
-        return call()
-    except _engine_errors() as e:
-        if not _hung(e):
-            raise
+
+    def hung(e: BaseException) -> bool:
+        return isinstance(e, _engine_errors()) and _hung(e)
+
+    def warn(rs: RetryCallState) -> None:
         log.warning("docker %s hung (no answer in %.0f s): retrying once", what, ENGINE_TIMEOUT_S)
         if before_retry is not None:
             before_retry()
-        return call()
+
+    return Retrying(retry=retry_if_exception(hung), stop=stop_after_attempt(2), before_sleep=warn,
+                    reraise=True)(call)
 
 
 def owner_labels() -> dict[str, str]:

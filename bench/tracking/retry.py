@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_before_delay, wait_exponential
+
 log = logging.getLogger("ctxbench.tracking")
 
 T = TypeVar("T")
@@ -32,23 +34,26 @@ def is_locked(exc: BaseException) -> bool:
     return any(s in text for s in LOCKED)
 
 
+def _jittered(retry_state: RetryCallState) -> float:
+    """0.05 s doubling to MAX_DELAY_S, times 0.5..1.5 so N workers do not retry in lockstep."""
+    return _DOUBLING(retry_state) * random.uniform(0.5, 1.5)
+
+
+_DOUBLING = wait_exponential(multiplier=0.05, max=MAX_DELAY_S)
+
+
 def with_retry(fn: Callable[[], T], what: str, *, budget_s: float = BUDGET_S,
                sleep: Callable[[float], None] = time.sleep) -> T:
     """`fn()`, repeated with exponential backoff and jitter while the store is locked, for at
-    most `budget_s`; then the last error is raised."""
-    deadline = time.monotonic() + budget_s
-    delay, attempt = 0.05, 0
-    while True:
-        try:
-            return fn()
-        except Exception as exc:
-            attempt += 1
-            wait = delay * random.uniform(0.5, 1.5)  # jitter: N workers do not retry in lockstep
-            if not is_locked(exc) or time.monotonic() + wait > deadline:
-                raise
-            log.warning("mlflow %s: database is locked (attempt %d), retrying in %.2fs", what, attempt, wait)
-            sleep(wait)
-            delay = min(delay * 2, MAX_DELAY_S)
+    most `budget_s` (no wait that would end past it is begun); then the last error is raised."""
+
+    def warn(rs: RetryCallState) -> None:
+        log.warning("mlflow %s: database is locked (attempt %d), retrying in %.2fs", what, rs.attempt_number,
+                    rs.upcoming_sleep)
+
+    retrying = Retrying(retry=retry_if_exception(is_locked), wait=_jittered, stop=stop_before_delay(budget_s),
+                        sleep=sleep, before_sleep=warn, reraise=True)
+    return retrying(fn)
 
 
 class RetryingClient:

@@ -21,7 +21,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from bench.core.types import Price, plain
 from bench.providers.http.ratelimit import RateLimit, RateLimitError
@@ -33,6 +36,10 @@ COMMON_KEYS = frozenset({
 })
 TOOL_CALLS = ("native", "grammar")
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+# The transport's defaults (timeout, retries, backoff, concurrency) are stated once, in the yaml
+# every real model composes; a mapping built without Hydra (a test, a tool) gets the same values.
+TRANSPORT_YAML = Path(__file__).resolve().parents[3] / "conf" / "model" / "base" / "transport.yaml"
+TRANSPORT = yaml.safe_load(TRANSPORT_YAML.read_text())
 
 
 class ModelConfigError(ValueError):
@@ -117,9 +124,10 @@ class RealModelConfig:
             window=_num(cfg, "window", 0, integer=True, minimum=1),
             max_output=_num(cfg, "max_output", 4096, integer=True, minimum=1),
             price=_price(cfg.get("price")), base_url=str(base_url) if base_url else None,
-            api_key_env=key_env, timeout_s=_num(cfg, "timeout_s", 120.0, minimum=0.001),
-            max_retries=_num(cfg, "max_retries", 4, integer=True), backoff_s=_num(cfg, "backoff_s", 1.0),
-            max_concurrency=_num(cfg, "max_concurrency", 4, integer=True, minimum=1),
+            api_key_env=key_env, timeout_s=_num(cfg, "timeout_s", TRANSPORT["timeout_s"], minimum=0.001),
+            max_retries=_num(cfg, "max_retries", TRANSPORT["max_retries"], integer=True),
+            backoff_s=_num(cfg, "backoff_s", TRANSPORT["backoff_s"]),
+            max_concurrency=_num(cfg, "max_concurrency", TRANSPORT["max_concurrency"], integer=True, minimum=1),
             tool_calls=str(tool_calls), stream=stream,
             rate_limit=_rate_limit(cfg.get("rate_limit")),
         )

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
 from bench.core import redact
 from bench.core.outcomes import TrialFailed
 from bench.core.queued import add as add_queued
@@ -134,6 +136,20 @@ def classify(exc: BaseException) -> Failure:
     return Failure(type(exc).__name__, False)
 
 
+class _Failed(Exception):
+    """One attempt's failure, classified once: what `_retrying` decides on and reports."""
+
+    def __init__(self, failure: Failure, exc: Exception) -> None:
+        super().__init__(failure.kind)
+        self.failure, self.exc = failure, exc
+
+
+def _failure_of(rs: RetryCallState) -> Failure:
+    failed = rs.outcome.exception() if rs.outcome is not None else None
+    assert isinstance(failed, _Failed)  # only a _Failed is retried
+    return failed.failure
+
+
 def backoff_s(attempt: int, base: float, failure: Failure) -> float:
     if failure.retry_after is not None:
         return min(failure.retry_after, MAX_RETRY_AFTER_S)
@@ -212,14 +228,32 @@ class HttpProvider:
     def close(self) -> None:
         pass
 
+    def _retrying(self) -> Retrying:
+        """Another attempt while the failure is retryable (the table: errors.py), up to
+        `model.max_retries` more, after `backoff_s`; the trial's own timeout is never retried."""
+        settings = self.settings
+
+        def wait(rs: RetryCallState) -> float:
+            return backoff_s(rs.attempt_number - 1, settings.backoff_s, _failure_of(rs))
+
+        def warn(rs: RetryCallState) -> None:
+            log.warning("%s %s: %s (attempt %d of %d), retrying in %.2fs", self.provider_name, self.model_id,
+                        _failure_of(rs).kind, rs.attempt_number, settings.max_retries + 1, rs.upcoming_sleep)
+
+        return Retrying(retry=retry_if_exception(lambda e: isinstance(e, _Failed) and e.failure.retryable),
+                        stop=stop_after_attempt(settings.max_retries + 1), wait=wait, sleep=self._sleep,
+                        before_sleep=warn, reraise=True)
+
     # -- the contract
     def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
                  seed: int, cache_breakpoint: int | None = None) -> Completion:
         messages, tools = tuple(messages), tuple(tools)
         rhash = request_hash(messages, tools, max_tokens, seed)
         body = self._build(messages, tools, max_tokens, seed, cache_breakpoint)
-        attempt, waited, queued, estimate = 0, 0.0, 0.0, count_messages(messages)
-        while True:
+        queued, estimate = 0.0, count_messages(messages)
+
+        def attempt() -> tuple[StreamResult, float]:
+            nonlocal queued
             with waiting():  # the trial's wall-clock limit does not count it (bench/core/queued.py)
                 queued += self._limiter.acquire(estimate)
             asked = time.monotonic()
@@ -229,27 +263,27 @@ class HttpProvider:
                     queued += time.monotonic() - asked  # waiting for a slot is queueing, not the provider
                     start = time.monotonic()
                     res = self._stream(body, start, messages)
-                    latency = time.monotonic() - start
-                break
+                    return res, time.monotonic() - start
             except Exception as exc:
                 ours = trial_failure(exc)
                 if ours is not None:  # the trial's wall budget: end the trial, do not retry the call
                     raise ours from None
                 failure = classify(exc)
                 self._limiter.throttled(failure.kind, failure.retry_after)
-                if not failure.retryable or attempt >= self.settings.max_retries:
-                    error = ContextOverflow if failure.kind == "context_overflow" else ProviderError
-                    raise error(redact.scrub(
-                        f"{self.provider_name} model {self.model_id}: {failure.kind} after {attempt + 1} "
-                        f"attempt(s): {type(exc).__name__}: {exc}")) from exc
-                wait = backoff_s(attempt, self.settings.backoff_s, failure)
-                log.warning("%s %s: %s (attempt %d of %d), retrying in %.2fs", self.provider_name, self.model_id,
-                            failure.kind, attempt + 1, self.settings.max_retries + 1, wait)
-                self._sleep(wait)
-                waited += wait
-                attempt += 1
+                raise _Failed(failure, exc) from exc
+
+        retrying = self._retrying()
+        try:
+            res, latency = retrying(attempt)
+        except _Failed as failed:
+            error = ContextOverflow if failed.failure.kind == "context_overflow" else ProviderError
+            exc = failed.exc
+            raise error(redact.scrub(
+                f"{self.provider_name} model {self.model_id}: {failed.failure.kind} after "
+                f"{retrying.statistics['attempt_number']} attempt(s): {type(exc).__name__}: {exc}")) from exc
+        attempts, waited = retrying.statistics["attempt_number"], retrying.statistics["idle_for"]
         self._limiter.settle(estimate, res.usage)
-        extra = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3), "queue_s": round(queued, 3), **res.extra}
+        extra = {"attempts": attempts, "retry_wait_s": round(waited, 3), "queue_s": round(queued, 3), **res.extra}
         return Completion(content=res.content, tool_calls=res.tool_calls, stop_reason=res.stop_reason,
                           usage=res.usage, latency_s=latency, ttft_s=min(res.ttft_s, latency),
                           model_id=res.model or self.model_id, request_hash=rhash,
