@@ -27,7 +27,7 @@ import pandas as pd
 from analysis.calibrate.sources import Trial, load
 from analysis.load import sort_cells
 from analysis.render import table
-from analysis.stats.tests import mcnemar_exact, wilson
+from analysis.stats.inference import mcnemar_exact, wilson
 
 PAIR = ("strategy", "arm", "task_family", "task_seed", "rep")
 # What else a replay must repeat of its real trial: the task's other size knobs and the limits

@@ -17,7 +17,7 @@ from analysis.calibrate import Calibration
 from analysis.calibrate.likelihood import Design, best, probability
 from analysis.calibrate.summaries import KINDS as RETENTION
 from analysis.calibrate.write import GROUPS, comment
-from analysis.stats.tests import wilson
+from analysis.stats.inference import wilson
 
 
 def _binned(ax, x: np.ndarray, y: np.ndarray, fits: dict[str, np.ndarray], bins: int, xlabel: str) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.load import CELL, sort_cells
-from analysis.stats import tests as stats
+from analysis.stats import inference as stats
 
 RECOVERY = ("first_attempt_pass_rate", "recovered_failures", "turns_to_recover", "stale_edits",
             "invariant_recall", "tidy_ups", "traps_taken", "harmless_refused")  # the two error kinds

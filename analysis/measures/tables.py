@@ -14,7 +14,7 @@ import pandas as pd
 
 from analysis.load import CELL, PAIR_KEY, TASK_KEY, accounting, sort_cells
 from analysis.power import pilot
-from analysis.stats import tests as stats
+from analysis.stats import inference as stats
 
 CONTINUOUS = {"tokens_input_total": "input tokens", "cost_usd": "cost (USD)", "latency_s": "latency (s)"}
 # The tests used when a task seed has several reps (docs/power.md, "Seeds and reps").

@@ -27,7 +27,7 @@ import pandas as pd
 from analysis.power import pilot, psi
 from analysis.power import seeds as seedpower
 from analysis.power import sizing as P
-from analysis.stats.tests import wilson
+from analysis.stats.inference import wilson
 
 TRACKING_KEYS = {"tracking.uri": "tracking.uri", "tracking_uri": "tracking.uri",
                  "tracking.experiment": "tracking.experiment", "experiment": "tracking.experiment"}

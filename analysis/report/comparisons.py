@@ -10,7 +10,7 @@ from analysis import render as R
 from analysis.power import pilot
 from analysis.power import seeds as seedpower
 from analysis.report.analyse import Analysis
-from analysis.stats.tests import wilson
+from analysis.stats.inference import wilson
 
 
 def dropped(v: pd.DataFrame) -> list[str]:

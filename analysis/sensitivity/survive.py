@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import POINT, STRATEGY_ORDER
-from analysis.stats.tests import holm, mcnemar_exact, wilcoxon_paired
+from analysis.stats.inference import holm, mcnemar_exact, wilcoxon_paired
 
 PAIR = ["arm", "task_family", "task_seed", "rep"]
 MEASURES = {"success": "success", "tokens": "tokens_input_total"}

@@ -1,2 +1,2 @@
-"""Stats: the tests and intervals the report rests on (`tests.py`). Ground floor: imports no
+"""Stats: the tests and intervals the report rests on (`inference.py`). Ground floor: imports no
 other room."""

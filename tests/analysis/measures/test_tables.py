@@ -11,7 +11,7 @@ import pytest
 from analysis.measures import tables
 from analysis.power import pilot
 from analysis.power import seeds as seedpower
-from analysis.stats import tests as stats
+from analysis.stats import inference as stats
 
 
 def _trials(seeds: int, reps: int, rng) -> pd.DataFrame:

@@ -9,7 +9,7 @@ import pytest
 
 from analysis.power import seeds as SP
 from analysis.power import sizing as P
-from analysis.stats import tests as stats
+from analysis.stats import inference as stats
 
 
 def test_min_seeds_is_where_the_smallest_p_reaches_alpha():

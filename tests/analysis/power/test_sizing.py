@@ -31,7 +31,7 @@ import pytest
 from scipy import stats as st
 
 from analysis.power import sizing as P
-from analysis.stats.tests import mcnemar_exact
+from analysis.stats.inference import mcnemar_exact
 
 
 def test_gpower_manual_mcnemar_obrien_example():

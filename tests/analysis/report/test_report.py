@@ -15,7 +15,7 @@ import pytest
 from analysis.power import seeds as seedpower
 from analysis.report import __main__ as cli
 from analysis.report import build as report
-from analysis.stats import tests as stats
+from analysis.stats import inference as stats
 
 REPO = Path(report.__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from analysis.stats import tests as stats
+from analysis.stats import inference as stats
 
 
 @pytest.mark.parametrize(("k", "n", "lo", "hi"), [

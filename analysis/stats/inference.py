@@ -1,4 +1,5 @@
-"""The statistics of docs/design.md §11, each small enough to check against a textbook value.
+"""The statistics of docs/design.md §11: the textbook ones from scipy and statsmodels, the
+clustered ones (which no library has) written here, each small enough to check by hand.
 
 Conventions: two-sided tests; ``alpha`` is the family-wise level; functions return
 NaN rather than raise when a cell has too little data, because a report over a
@@ -7,13 +8,15 @@ partially finished study must still render.
 
 from __future__ import annotations
 
-import math
 import warnings
 from itertools import product
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as st
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
 
 NAN = float("nan")
 
@@ -22,22 +25,14 @@ def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     """Wilson score interval for k successes in n trials (Newcombe 1998, method 3)."""
     if n <= 0:
         return NAN, NAN
-    z = st.norm.ppf(1 - alpha / 2)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
     # The bounds are exactly 0 at k = 0 and 1 at k = n; float noise must not say otherwise.
-    lo = 0.0 if k == 0 else float(centre - half)
-    hi = 1.0 if k == n else float(centre + half)
-    return lo, hi
+    return (0.0 if k == 0 else float(lo)), (1.0 if k == n else float(hi))
 
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Exact (conditional binomial) two-sided McNemar p for discordant counts b, c."""
-    n = int(b) + int(c)
-    if n == 0:
-        return 1.0
-    return float(min(1.0, 2 * st.binom.cdf(min(b, c), n, 0.5)))
+    return float(mcnemar([[0, int(b)], [int(c), 0]], exact=True).pvalue)
 
 
 def sign_flip_exact(scores: ArrayLike) -> float:
@@ -90,7 +85,7 @@ def mcnemar_clustered(x: ArrayLike, y: ArrayLike, clusters: ArrayLike) -> dict:
 
 def paired_bootstrap_ci(x: ArrayLike, y: ArrayLike, *, clusters: ArrayLike | None = None,
                         n_boot: int = 10_000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI for mean(x - y) over pairs.
+    """Percentile bootstrap CI for mean(x - y) over pairs (scipy's bootstrap).
 
     With ``clusters`` (e.g. the task seed of each pair) whole clusters are resampled:
     reps of the same task share their luck under common random numbers, so treating
@@ -102,13 +97,16 @@ def paired_bootstrap_ci(x: ArrayLike, y: ArrayLike, *, clusters: ArrayLike | Non
     d = d[keep]
     if d.size == 0:
         return NAN, NAN
-    if clusters is None:
-        sums, counts = d, np.ones_like(d)
-    else:
-        codes, _ = _codes(np.asarray(clusters, dtype=object)[keep])
-        sums = np.bincount(codes, weights=d)
-        counts = np.bincount(codes).astype(float)
     rng = np.random.default_rng(seed)
+    if clusters is None:
+        if np.all(d == d[0]):  # scipy calls one value's distribution degenerate; every resample is it
+            return float(d[0]), float(d[0])
+        res = st.bootstrap((d,), np.mean, n_resamples=n_boot, confidence_level=1 - alpha, method="percentile",
+                           rng=rng, vectorized=True)
+        return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    codes, _ = _codes(np.asarray(clusters, dtype=object)[keep])
+    sums = np.bincount(codes, weights=d)
+    counts = np.bincount(codes).astype(float)
     idx = rng.integers(0, sums.size, size=(n_boot, sums.size))
     boot = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
     lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
@@ -141,12 +139,11 @@ def brown_forsythe(*groups: ArrayLike) -> tuple[float, float]:
     arrays = [a[~np.isnan(a)] for a in (np.asarray(g, float) for g in groups)]
     if len(arrays) < 2 or any(a.size < 2 for a in arrays):
         return NAN, NAN
-    dev = [np.abs(a - np.median(a)) for a in arrays]
-    if not any(np.any(d) for d in dev):
+    if not any(np.any(a != np.median(a)) for a in arrays):
         return 0.0, 1.0  # no spread anywhere: ANOVA would divide 0 by 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = st.f_oneway(*dev)
+        res = st.levene(*arrays, center="median")  # Levene's test about the median is Brown–Forsythe's
     return float(res.statistic), float(res.pvalue)
 
 
@@ -155,15 +152,8 @@ def holm(pvalues: ArrayLike) -> np.ndarray:
     p = np.asarray(pvalues, float)
     out = np.full_like(p, NAN)
     ok = ~np.isnan(p)
-    m = int(ok.sum())
-    if m == 0:
-        return out
-    order = np.argsort(p[ok], kind="stable")
-    adj = (m - np.arange(m)) * p[ok][order]
-    adj = np.minimum(np.maximum.accumulate(adj), 1.0)
-    res = np.empty(m)
-    res[order] = adj
-    out[ok] = res
+    if ok.any():
+        out[ok] = multipletests(p[ok], method="holm")[1]
     return out
 
 
