@@ -1,7 +1,7 @@
 """A study's budget: `study.budget_usd` and/or `study.budget_tokens` (docs/scaling.md §3).
 
 The spend is kept in one ledger per study, `<results>/budget/<study>.json`, read and written
-under flock() by every worker on this machine. At multirun start the study callback seeds it
+under a file lock (filelock) by every worker on this machine. At multirun start the study callback seeds it
 from MLflow with what the study's earlier invocations spent (every trial run, whatever its
 status: a failed run was paid for too), and prints the estimate. Before a trial creates its
 MLflow run, `Gate.admit()` reserves what one trial is expected to cost:
@@ -22,7 +22,6 @@ resumes the same trials. Launchers spread over several machines keep one ledger 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
@@ -32,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 from bench.core import procs
 
@@ -91,9 +92,7 @@ def update(path: Path, change: Any) -> Any:
     is a file of its own, and the ledger is replaced whole, so a kill mid-write loses no spend."""
     with _local:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with FileLock(path.with_suffix(".lock"), mode=0o644, poll_interval=0.005):
             state = {**_EMPTY, **(json.loads(path.read_text()) if path.exists() else {})}
             state["reserved"] = {k: v for k, v in state["reserved"].items()
                                  if procs.alive(int(v[2]), v[3] if len(v) > 3 else None)}
@@ -102,8 +101,6 @@ def update(path: Path, change: Any) -> Any:
             tmp.write_text(json.dumps(state, sort_keys=True))
             os.replace(tmp, path)
             return out
-        finally:
-            os.close(fd)  # releases the flock
 
 
 

@@ -7,7 +7,6 @@ mlflow` costs ~2 s, so it happens once per process, lazily.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import os
 import threading
@@ -15,6 +14,8 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 from bench.config import TrialConfig
 from bench.core import procs, redact
@@ -113,8 +114,7 @@ def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mappin
     if memo in _PARENTS:
         return _PARENTS[memo]
     lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / ".study.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(lock_dir / ".study.lock"):
         found = client.search_runs([exp_id], filter_string=f"tags.`ctxbench.kind` = 'study' and tags.study = '{study}'",
                                    max_results=1)
         if found:
@@ -148,8 +148,7 @@ def trial_claim(lock_dir: Path, config_hash: str) -> Iterator[None]:
     claims.mkdir(parents=True, exist_ok=True)
     # Never unlinked: removing a lock file another process has open would give a third a new
     # file, and two holders. An empty file per config the study ran costs an inode.
-    with _CLAIMING, open(claims / f"{config_hash}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _CLAIMING, FileLock(claims / f"{config_hash}.lock"):
         yield
 
 

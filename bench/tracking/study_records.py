@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
 from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("ctxbench.study")
@@ -105,11 +106,8 @@ def record_plan(client: Any, run_id: str, study: str, lock_dir: Path, entries: l
                 invocation: dict[str, Any]) -> dict[str, int]:
     """Merge this invocation's planned trials into the study's plan (bench.study.plan.merge)
     under a lock, so two invocations of one study on this host never lose each other's."""
-    import fcntl
-
     lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / ".plan.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(lock_dir / ".plan.lock"):
         plan, numbers = merge(read_plan(client, run_id), study, invocation, entries)
         client.log_dict(run_id, plan, PLAN)
     client.set_tag(run_id, "n_trials", str(numbers["plan_size"]))

@@ -2,11 +2,11 @@
 
 A provider limits an account, not a process: requests per minute and input/output tokens per
 minute (`model.rate_limit`, conf/model/base/transport.yaml). Each limit is a token bucket that
-holds at most 90% of a minute's allowance (BURST) and refills continuously, as the providers' own do. The
-buckets of one key live in one small JSON file under $CTXBENCH_LIMIT_DIR (default
-$TMPDIR/ctxbench-limits-<uid>), read and written under flock(): joblib's worker processes,
-threads inside a worker and two studies on one machine all draw from the same allowance, since
-they spend the same account's. (Launchers spread over several machines get one allowance per
+holds at most 90% of a minute's allowance (BURST) and refills continuously, as the providers' own
+do. The buckets of one key live in one small JSON file under $CTXBENCH_LIMIT_DIR (default
+$TMPDIR/ctxbench-limits-<uid>), read and written under a file lock beside it (filelock: flock):
+joblib's worker processes, threads inside a worker and two studies on one machine all draw from
+the same allowance, since they spend the same account's. (Launchers spread over several machines get one allowance per
 machine: divide the limits by the number of machines, as for max_concurrency.)
 
 - `acquire(input_tokens)` before a call: waits until a request and the estimated input tokens
@@ -24,7 +24,6 @@ Without any limit configured the file still carries pauses, so one worker's 429 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -35,6 +34,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+
+from filelock import FileLock
 
 from bench.core.types import Usage
 
@@ -107,7 +108,7 @@ class SharedLimiter:
         self.key, self.limit, self._root = key, limit, root
         self._name = f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
         self._clock, self._sleep = clock, sleep
-        self._local = threading.Lock()  # threads of one process queue here before the flock
+        self._local = threading.Lock()  # threads of one process queue here before the file lock
 
     @classmethod
     def for_key(cls, key: str, limit: RateLimit) -> SharedLimiter:
@@ -126,28 +127,31 @@ class SharedLimiter:
         with self._local:
             path = self.path
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                raw = os.pread(fd, STATE_BYTES, 0).strip()
+            # Polled, not queued in the kernel: 5 ms is well under a call's own latency.
+            with FileLock(path.with_suffix(".lock"), mode=0o600, poll_interval=0.005):
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
                 try:
-                    state = json.loads(raw) if raw else {}
-                except json.JSONDecodeError:  # a writer killed mid-write: start from full buckets
-                    state = {}
-                now = self._clock()
-                scale = float(state.get("scale", 1.0))
-                last = float(state.get("t", now))
-                for name, rate in self._rates().items():
-                    if rate is not None:
-                        state[name] = refill(float(state.get(name, rate * BURST)), rate * BURST, rate * scale,
-                                             now - last)
-                state["t"] = now
-                out = change(state, now)
-                # Rewritten in place, padded to a fixed size: no truncate, so no journal commit per call.
-                os.pwrite(fd, json.dumps(state).encode().ljust(STATE_BYTES), 0)
-                return out
-            finally:
-                os.close(fd)  # releases the flock
+                    return self._change(fd, change)
+                finally:
+                    os.close(fd)
+
+    def _change(self, fd: int, change: Callable[[dict[str, Any], float], Any]) -> Any:
+        raw = os.pread(fd, STATE_BYTES, 0).strip()
+        try:
+            state = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:  # a writer killed mid-write: start from full buckets
+            state = {}
+        now = self._clock()
+        scale = float(state.get("scale", 1.0))
+        last = float(state.get("t", now))
+        for name, rate in self._rates().items():
+            if rate is not None:
+                state[name] = refill(float(state.get(name, rate * BURST)), rate * BURST, rate * scale, now - last)
+        state["t"] = now
+        out = change(state, now)
+        # Rewritten in place, padded to a fixed size: no truncate, so no journal commit per call.
+        os.pwrite(fd, json.dumps(state).encode().ljust(STATE_BYTES), 0)
+        return out
 
     def acquire(self, input_tokens: int) -> float:
         """Wait for a request and `input_tokens` of allowance; returns the seconds waited."""

@@ -11,8 +11,8 @@
 - Concurrency: at most `model.max_concurrency` calls in flight per (provider, base_url,
   model_id) on this machine. Inside a process a semaphore holds threads back; across
   processes (Hydra's joblib launcher runs trials in loky worker *processes*) slot files in
-  $CTXBENCH_SLOT_DIR (default: $TMPDIR/ctxbench-slots-<uid>) are flock()ed, so joblib
-  workers share one limit. Launchers on several machines (ray, slurm) get one limit per machine.
+  $CTXBENCH_SLOT_DIR (default: $TMPDIR/ctxbench-slots-<uid>) are locked (filelock: flock), so
+  joblib workers share one limit. Launchers on several machines (ray, slurm) get one limit per machine.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from filelock import FileLock, Timeout
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from bench.core import redact
@@ -177,27 +178,23 @@ class Slots:
     @contextmanager
     def hold(self) -> Iterator[None]:
         with self._sem:
-            fd = self._lock_file()
+            slot = self._free_slot()
             try:
                 yield
             finally:
-                if fd is not None:
-                    os.close(fd)  # closing the descriptor releases its flock
+                slot.release()
 
-    def _lock_file(self) -> int | None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: the in-process semaphore only
-            return None
+    def _free_slot(self) -> FileLock:
+        """The first of the n slot files no process holds, waiting until one is free."""
         self._paths[0].parent.mkdir(parents=True, exist_ok=True)
         while True:
             for path in self._paths:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                slot = FileLock(path, timeout=0, mode=0o600)
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return fd
-                except OSError:
-                    os.close(fd)
+                    slot.acquire()
+                    return slot
+                except Timeout:
+                    continue
             time.sleep(0.05)
 
 
