@@ -93,8 +93,8 @@ def calibrate(trials: list[Trial], name: str, *, base: str = "sim", free: Sequen
         raise SystemExit(f"the trials were played by {len(models)} models ({', '.join(models)}): calibrate one at a time")
     prior = model_config(base)["params"]
     crn = all(t.provider in SIM_PROVIDERS for t in trials) if crn is None else crn
-    obs = [o for t in trials for o in observations(t.records, t.name)]
-    kept = [k for t in trials for k in retention(t.records, match)]
+    obs = [o for t in trials for o in observations(t.log, t.name)]
+    kept = [k for t in trials for k in retention(t.log, match)]
     if crn:
         obs = dedupe(obs)
         kept = list({(k.kind, k.key): k for k in reversed(kept)}.values())[::-1]  # the first of each draw
@@ -102,7 +102,7 @@ def calibrate(trials: list[Trial], name: str, *, base: str = "sim", free: Sequen
     estimates = dict(fitted.estimates)
     for kind in RETENTION:
         estimates[kind] = binomial(kept, kind, prior[kind], level)
-    cs = [c for t in trials for c in calls(t.records)]
+    cs = [c for t in trials for c in calls(t.log)]
     estimates.update(fit_latency(cs, level))
     estimates.update(fit_cache(cs, prior))
     for key, value in prior.items():

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from ctxlog import events as ev
 from ctxlog.reader import Log
 
 EDITS = ("edit_file", "write_file", "delete_file")
@@ -45,27 +46,27 @@ def rates(logs: Iterable[Path]) -> dict[str, tuple[int, int]]:
     """(hits, chances) per parameter over the given event logs."""
     out = {"p_look_history": [0, 0], "p_check_changes": [0, 0], "p_reread_before_edit": [0, 0]}
     for path in logs:
-        steps: list[list[dict]] = []  # per step, its model_call records
-        for r in Log.from_path(Path(path), strict=True).records():  # the one reader (ctxlog/reader.py)
-            if r["kind"] == "step_start":
+        steps: list[list[ev.ModelCall]] = []  # per step, its model calls
+        for e in Log.from_path(Path(path), strict=True).events:  # the one reader (ctxlog/reader.py)
+            if isinstance(e, ev.StepStart):
                 steps.append([])
-            elif r["kind"] == "model_call" and r.get("purpose") == "turn" and steps:
-                steps[-1].append(r)
+            elif isinstance(e, ev.ModelCall) and e.purpose == "turn" and steps:
+                steps[-1].append(e)
         seen: set[str] = set()
         looked = False
         for calls in steps:
             if not calls:
                 continue
-            first = [_git_log(c) for c in calls[0].get("tool_calls") or ()]
+            first = [_git_log(c) for c in calls[0].tool_calls or ()]
             out["p_look_history"][0] += "plain" in first
             out["p_look_history"][1] += 1
             if looked:
                 out["p_check_changes"][0] += "range" in first
                 out["p_check_changes"][1] += 1
-            looked = looked or any(_git_log(c) for r in calls for c in r.get("tool_calls") or ())
+            looked = looked or any(_git_log(c) for r in calls for c in r.tool_calls or ())
             read, mine = set(), set()
             for r in calls:
-                for c in r.get("tool_calls") or ():
+                for c in r.tool_calls or ():
                     p = str((c.get("args") or {}).get("path", ""))
                     if c.get("name") == "read_file":
                         read.add(p)
@@ -73,7 +74,7 @@ def rates(logs: Iterable[Path]) -> dict[str, tuple[int, int]]:
                         mine.add(p)
                         out["p_reread_before_edit"][0] += p in read
                         out["p_reread_before_edit"][1] += 1
-            seen |= {str((c.get("args") or {}).get("path", "")) for r in calls for c in r.get("tool_calls") or ()
+            seen |= {str((c.get("args") or {}).get("path", "")) for r in calls for c in r.tool_calls or ()
                      if c.get("name") in ("read_file", *EDITS)}
     return {k: (v[0], v[1]) for k, v in out.items()}
 

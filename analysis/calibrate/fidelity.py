@@ -28,6 +28,7 @@ from analysis.calibrate.sources import Trial, load
 from analysis.load import sort_cells
 from analysis.render import table
 from analysis.stats.inference import mcnemar_exact, wilson
+from ctxlog import events as ev
 
 PAIR = ("strategy", "arm", "task_family", "task_seed", "rep")
 # What else a replay must repeat of its real trial: the task's other size knobs and the limits
@@ -39,12 +40,11 @@ REPLAYED = ("task.size.filler", "task.size.callers", "limits.max_turns", "limits
 def frame(trials: Iterable[Trial]) -> pd.DataFrame:
     rows = []
     for t in trials:
-        calls = [r for r in t.records if r["kind"] == "model_call"]
-        usage = [r.get("usage") or {} for r in calls]
+        usage = [r.usage or {} for r in t.log.of(ev.ModelCall)]
         rows.append({"strategy": t.get("strategy.name"), "arm": t.get("arm.name"), "task_family": t.get("task.family"),
                      "task_seed": t.get("task.seed"), "rep": t.get("rep", 0), "steps": t.get("task.size.steps"),
-                     "success": int(t.end.get("status") == "success"), "turns": int(t.end.get("turn", 0)),
-                     "failure_reason": str(t.end.get("failure_reason") or ""),
+                     "success": int(t.end.status == "success"), "turns": int(t.end.turn or 0),
+                     "failure_reason": t.end.failure_reason,
                      "prompt_tokens": sum(u.get("input", 0) + u.get("cache_read", 0) + u.get("cache_write", 0)
                                           for u in usage),
                      "model": t.get("model.name"), "trial": t.name,

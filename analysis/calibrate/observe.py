@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.calibrate.reading import Context, Said, content_sha, file_blocks, normal, perceive
+from ctxlog import events as ev
 from ctxlog.reader import Log
 from ctxlog.statements import covers
 
@@ -45,31 +46,36 @@ class Obs:
     turn: int
 
 
-def observations(records: list[dict[str, Any]], trial: str) -> list[Obs]:
-    log = Log.from_records(records)  # the one reader: each turn's call with the context it was sent
+def observations(source: Log | list[dict[str, Any]], trial: str) -> list[Obs]:
+    log = Log.read(source)  # the one reader: each turn's call with the context it was sent
     seed = log.start.seed if log.start.seed is not None else trial
     sent = {c.reply.seq: c.messages for c in log.calls
             if c.reply is not None and c.context.purpose == "turn" and c.messages is not None}
     last: tuple[int, Context] | None = None  # a reply's tidy_up events follow its model_call
     actual = _Actual()
-    results = {(int(r["turn"]), r["call_id"]): r for r in records if r["kind"] == "tool_result"}
+    results = {(r.turn, r.call_id): r for r in log.of(ev.ToolResult)}
     out: list[Obs] = []
-    for r in records:
-        kind = r["kind"]
-        actual.see(r)
-        if kind == "model_call" and r.get("seq") in sent:
-            ctx = perceive(list(sent[r["seq"]]))
-            last = (int(r["turn"]), ctx)
-            calls = r.get("tool_calls") or []
-            out += _handoffs(ctx, calls, seed, trial, int(r["turn"]))
-            out += _edits(ctx, calls, results, actual, seed, trial, int(r["turn"]))
-        elif kind == "tidy_up" and last is not None and last[0] == int(r["turn"]):
+    for e in log.events:
+        actual.see(e)
+        if isinstance(e, ev.ModelCall) and e.seq in sent:
+            ctx = perceive(list(sent[e.seq]))
+            last = (_turn(e), ctx)
+            calls = e.tool_calls or []
+            out += _handoffs(ctx, calls, seed, trial, _turn(e))
+            out += _edits(ctx, calls, results, actual, seed, trial, _turn(e))
+        elif isinstance(e, ev.TidyUp) and last is not None and last[0] == _turn(e):
             ctx = last[1]
             occ = tuple((st.token, st.in_summary and not st.marked) for st in ctx.said
-                        if covers(st.text, list(r.get("anchors") or ())))
-            out.append(Obs("tidy", bool(r["taken"]), occ, ctx.total, ctx.fresh_from,
-                           (seed, ctx.step, ctx.attempt(), "tidy:" + str(r["key"])), trial, int(r["turn"])))
+                        if covers(st.text, list(e.anchors or ())))
+            out.append(Obs("tidy", bool(e.taken), occ, ctx.total, ctx.fresh_from,
+                           (seed, ctx.step, ctx.attempt(), "tidy:" + str(e.key)), trial, _turn(e)))
     return out
+
+
+def _turn(e: ev.Event) -> int:
+    if e.turn is None:  # the harness numbers every model call and tidy-up: a log without is not one of ours
+        raise ValueError(f"a {e.kind} event (seq {e.seq}) has no turn number")
+    return e.turn
 
 
 def _occurrences(ctx: Context, norm: str) -> tuple[tuple[float, bool], ...]:
@@ -154,8 +160,8 @@ def _splits(tail: str, written: list[tuple[str, str]], limit: int = 16) -> list[
     return out
 
 
-def _edits(ctx: Context, calls: list[dict[str, Any]], results: dict[tuple, dict], actual: _Actual, seed, trial: str,
-           turn: int) -> list[Obs]:
+def _edits(ctx: Context, calls: list[dict[str, Any]], results: dict[tuple, ev.ToolResult], actual: _Actual, seed,
+           trial: str, turn: int) -> list[Obs]:
     paths: dict[str, str] = {}
     for c in calls:
         path = (c.get("args") or {}).get("path")
@@ -170,7 +176,7 @@ def _edits(ctx: Context, calls: list[dict[str, Any]], results: dict[tuple, dict]
         key = (seed, ctx.step, ctx.attempt(), f"file:{path}@{newest.sha}")
         occ = ((newest.token, False),)
         if how == "replace" and not older:
-            failed = any(_failed(results.get((turn, c["id"]), {})) for c in calls
+            failed = any(_failed(results.get((turn, c["id"]))) for c in calls
                          if c.get("name") == "edit_file" and (c.get("args") or {}).get("path") == path)
             out.append(Obs("stale_replace", failed, occ, ctx.total, ctx.fresh_from, key, trial, turn))
         elif how == "write" and older:
@@ -182,8 +188,8 @@ def _edits(ctx: Context, calls: list[dict[str, Any]], results: dict[tuple, dict]
     return out
 
 
-def _failed(result: dict[str, Any]) -> bool:
-    return bool(result) and not result.get("ok") and "search text" in str(result.get("output", ""))
+def _failed(result: ev.ToolResult | None) -> bool:
+    return result is not None and not result.ok and "search text" in str(result.output)
 
 
 class _Actual:
@@ -191,37 +197,36 @@ class _Actual:
 
     def __init__(self) -> None:
         self.sha: dict[str, str] = {}
-        self._calls: dict[str, dict[str, Any]] = {}
+        self._calls: dict[str, ev.ToolCall] = {}
         self._waiting: dict[str, str] = {}  # edit call id -> path whose new content its tool message shows
 
-    def see(self, r: dict[str, Any]) -> None:
-        kind = r["kind"]
-        if kind in ("step_start", "head_refresh"):
-            for path, content in r.get("files") or ():
+    def see(self, r: ev.Event) -> None:
+        if isinstance(r, ev.StepStart | ev.HeadRefresh):
+            for path, content in r.files or ():
                 self.sha[path] = content_sha(content)
-        elif kind == "drift":
-            for path, sha in (r.get("shas") or {}).items():
+        elif isinstance(r, ev.Drift):
+            for path, sha in (r.shas or {}).items():
                 self._set(path, sha)
-        elif kind == "tool_call":
-            self._calls[r["call_id"]] = r
-        elif kind == "tool_result" and r.get("ok"):
-            call = self._calls.get(r["call_id"], {})
-            args, name = call.get("args") or {}, call.get("name")
+        elif isinstance(r, ev.ToolCall):
+            self._calls[r.call_id] = r
+        elif isinstance(r, ev.ToolResult) and r.ok:
+            call = self._calls.get(r.call_id)
+            args, name = (call.args or {}, call.name) if call is not None else ({}, None)
             path = str(args.get("path", ""))
             if name == "write_file":
                 self._set(path, content_sha(str(args.get("content", ""))))
             elif name == "delete_file":
                 self._set(path, None)
             elif name == "edit_file":
-                block = [b for b in file_blocks(str(r.get("output", ""))) if b[1] == path]
+                block = [b for b in file_blocks(str(r.output)) if b[1] == path]
                 self._set(path, block[-1][2] if block else None)
                 if not block:
-                    self._waiting[r["call_id"]] = path
-        elif kind == "message" and r["message"].get("role") == "tool":
-            path = self._waiting.pop(str(r["message"].get("tool_call_id")), None)
-            block = [b for b in file_blocks(str(r["message"].get("content") or "")) if b[1] == path]
-            if path and block and path not in self.sha:
-                self.sha[path] = block[-1][2]
+                    self._waiting[r.call_id] = path
+        elif isinstance(r, ev.Message) and r.message.get("role") == "tool":
+            shown = self._waiting.pop(str(r.message.get("tool_call_id")), "")  # the path its edit changed
+            block = [b for b in file_blocks(str(r.message.get("content") or "")) if b[1] == shown]
+            if shown and block and shown not in self.sha:
+                self.sha[shown] = block[-1][2]
 
     def _set(self, path: str, sha: str | None) -> None:
         if sha is None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ctxlog import events as ev
 from ctxlog.reader import Log
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -25,16 +26,17 @@ VERDICTS = ("success", "failure")
 @dataclass
 class Trial:
     name: str
-    records: list[dict[str, Any]]
+    log: Log  # its events, through the one reader (ctxlog/reader.py)
     config: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def start(self) -> dict[str, Any]:
-        return next((r for r in self.records if r["kind"] == "trial_start"), {})
+    def start(self) -> ev.TrialStart:
+        return self.log.start
 
     @property
-    def end(self) -> dict[str, Any]:
-        return next((r for r in reversed(self.records) if r["kind"] == "trial_end"), {})
+    def end(self) -> ev.TrialEnd:
+        """The trial's end; an empty one (no status) when the log has none: the trial never ended."""
+        return self.log.end or ev.TrialEnd()
 
     @property
     def provider(self) -> str:
@@ -48,9 +50,9 @@ class Trial:
 
 
 def parse(text: str, name: str, config_text: str | None = None) -> Trial:
-    records = Log.from_text(text, strict=True, name=name).records()
+    log = Log.from_text(text, strict=True, name=name)
     config = yaml.safe_load(config_text) if config_text else {}
-    return Trial(name, records, config if isinstance(config, dict) else {})
+    return Trial(name, log, config if isinstance(config, dict) else {})
 
 
 def _from_path(path: Path) -> list[Trial]:
@@ -100,4 +102,4 @@ def load(targets: list[str], tracking_uri: str, experiment: str = "ctxbench") ->
         if not found:
             raise SystemExit(f"{target}: no event log there, no such run and no trials in a study of that name")
         trials += found
-    return [t for t in trials if t.end.get("status") in VERDICTS]
+    return [t for t in trials if t.end.status in VERDICTS]

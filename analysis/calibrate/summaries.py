@@ -44,8 +44,8 @@ class Kept:
     key: tuple
 
 
-def retention(records: list[dict[str, Any]], match: str = "exact") -> list[Kept]:
-    log = Log.from_records(records)  # the one reader: the summariser's context rebuilt
+def retention(source: Log | list[dict[str, Any]], match: str = "exact") -> list[Kept]:
+    log = Log.read(source)  # the one reader: the summariser's context rebuilt
     seed = log.start.seed
     shown: tuple[dict[str, Any], ...] | None = None
     out: list[Kept] = []

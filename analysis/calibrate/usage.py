@@ -19,6 +19,7 @@ than it shows in the log (it seldom does).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,8 @@ import numpy as np
 from scipy import optimize, stats
 
 from analysis.calibrate.fit import Estimate
+from ctxlog import events as ev
+from ctxlog.reader import Log
 
 ROUNDING = 1e-4  # seconds: the event log rounds latencies to 4 decimals (bench/trial/loop.py)
 
@@ -40,13 +43,12 @@ class Call:
     latency: float | None
 
 
-def calls(records: list[dict[str, Any]]) -> list[Call]:
+def calls(log: Log | Iterable[dict[str, Any]]) -> list[Call]:
     out = []
-    for r in records:
-        if r["kind"] == "model_call":
-            u, t = r.get("usage") or {}, r.get("t") or {}
-            out.append(Call(int(u.get("input", 0)), int(u.get("output", 0)), int(u.get("cache_read", 0)),
-                            int(u.get("cache_write", 0)), t.get("ttft_s"), t.get("latency_s")))
+    for r in Log.read(log).of(ev.ModelCall):
+        u, t = r.usage or {}, r.t or {}
+        out.append(Call(int(u.get("input", 0)), int(u.get("output", 0)), int(u.get("cache_read", 0)),
+                        int(u.get("cache_write", 0)), t.get("ttft_s"), t.get("latency_s")))
     return out
 
 

@@ -20,6 +20,7 @@ from analysis.calibrate.likelihood import FREE, Design, best, probability
 from analysis.calibrate.observe import Obs
 from analysis.calibrate.recovery import splits, truth
 from analysis.calibrate.sources import load, parse
+from ctxlog import events as ev
 from tests.helpers.store import seeded
 
 REPO = Path(__file__).resolve().parents[3]
@@ -99,12 +100,11 @@ def test_restated_protection_equals_the_sims_own(sim_trials):
     for t in trials:
         from analysis.calibrate.observe import observations
 
-        decisions = {(r["turn"], d["key"]): d for r in t.records if r["kind"] == "model_call"
-                     for d in r.get("decisions", ())}
-        chances = {(r["turn"], r["key"]): r for r in t.records if r["kind"] == "tidy_up"}
+        decisions = {(r.turn, d["key"]): d for r in t.log.of(ev.ModelCall) for d in r.decisions or ()}
+        chances = {(r.turn, r.key): r for r in t.log.of(ev.TidyUp)}
         assert set(decisions) <= set(chances)
-        assert all(chances[k]["taken"] == d["done"] for k, d in decisions.items())
-        tidy = [o for o in observations(t.records, t.name) if o.kind == "tidy"]
+        assert all(chances[k].taken == d["done"] for k, d in decisions.items())
+        tidy = [o for o in observations(t.log, t.name) if o.kind == "tidy"]
         params = t.get("model.params")
         for o, q in zip(tidy, best(params, Design.of(tidy)), strict=True):
             d = decisions.get((o.turn, o.key[3].removeprefix("tidy:")))
