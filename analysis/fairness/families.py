@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import stats as st
 
 from analysis.load import CELL, PAIR_KEY
-from analysis.power import sizing as P
+from analysis.power import sizing
 
 FAMILY = "task_family"
 
@@ -110,7 +110,7 @@ def variance(trials: pd.DataFrame) -> pd.DataFrame:
     out.attrs["balanced"] = bool(cells.nunique() == 1 and len(cells) == t[list(CELL)].drop_duplicates().shape[0]
                                  * t["task"].nunique())
     out.attrs["reps"] = int(cells.min()) if len(cells) else 0
-    iccs = [P.icc_oneway(g["success"].astype(float), g["task"]) for _, g in t.groupby(list(CELL))]
+    iccs = [sizing.icc_oneway(g["success"].astype(float), g["task"]) for _, g in t.groupby(list(CELL))]
     iccs = [x for x in iccs if not math.isnan(x)]
     out.attrs["seed_icc"] = float(np.mean(iccs)) if iccs else math.nan
     out.attrs["n"] = len(t)

@@ -24,9 +24,8 @@ import sys
 
 import pandas as pd
 
-from analysis.power import pilot, psi
+from analysis.power import pilot, psi, sizing
 from analysis.power import seeds as seedpower
-from analysis.power import sizing as P
 from analysis.stats.inference import wilson
 
 TRACKING_KEYS = {"tracking.uri": "tracking.uri", "tracking_uri": "tracking.uri",
@@ -55,8 +54,8 @@ def parser() -> argparse.ArgumentParser:
     cont = p.add_argument_group("continuous measure (tokens, cost, latency; Wilcoxon signed-rank)")
     cont.add_argument("--sd-diff", type=float, help="SD of the paired differences")
     cont.add_argument("--diff", type=float, help="mean paired difference to detect (same units)")
-    cont.add_argument("--are", type=float, default=P.ARE_MIN,
-                      help=f"efficiency of signed-rank vs t (default {P.ARE_MIN}: worst case; 0.955 if normal)")
+    cont.add_argument("--are", type=float, default=sizing.ARE_MIN,
+                      help=f"efficiency of signed-rank vs t (default {sizing.ARE_MIN}: worst case; 0.955 if normal)")
     plan = p.add_argument_group("test and plan")
     plan.add_argument("--alpha", type=float, default=0.05, help="family-wise level (default 0.05)")
     plan.add_argument("--comparisons", "-K", type=int, help="comparisons in the Holm family (default 1; "
@@ -120,7 +119,7 @@ def _binary_rates(a: argparse.Namespace) -> tuple[float, float]:
     else:
         if not (0 <= a.psi <= 1 and abs(a.delta) <= a.psi):
             raise InputError(f"--psi {a.psi}, --delta {a.delta}: need 0 <= |delta| <= psi <= 1")
-        p10, p01 = P.split(a.psi, a.delta)
+        p10, p01 = sizing.split(a.psi, a.delta)
     if not (0 <= p10 <= 1 and 0 <= p01 <= 1 and p10 + p01 <= 1):
         raise InputError(f"--p10 {p10}, --p01 {p01}: each in [0, 1] and p10 + p01 <= 1")
     if p10 == p01:
@@ -131,46 +130,46 @@ def _binary_rates(a: argparse.Namespace) -> tuple[float, float]:
 def _seeds_for(n_pairs: float, reps: int, icc: float, alpha: float = 1.0) -> int:
     """Seeds whose effective pairs reach n_pairs: ceil(n * DE / reps); with several reps, at
     least the seeds a test over seeds needs to reach alpha at all (``seedpower.min_seeds``)."""
-    seeds = math.ceil(n_pairs * P.design_effect(reps, icc) / reps - 1e-9)
+    seeds = math.ceil(n_pairs * sizing.design_effect(reps, icc) / reps - 1e-9)
     return max(seeds, seedpower.min_seeds(alpha)) if reps > 1 else seeds
 
 
 def explicit_binary(a: argparse.Namespace, out) -> None:
     if a.rates is not None:  # independent draws first (a real model); then what shared draws would give
         k = a.comparisons or 1
-        n_sh = P.mcnemar_n(*P.split(psi.shared(a.delta), a.delta), P.holm_alpha(a.alpha, k), a.power)
+        n_sh = sizing.mcnemar_n(*sizing.split(psi.shared(a.delta), a.delta), sizing.holm_alpha(a.alpha, k), a.power)
         print(f"success rates {a.rates[0]:.3f} vs {a.rates[1]:.3f}: psi if independent = {a.psi:.3f} "
               f"(sized below); psi if shared = |delta| = {abs(a.delta):.3f} would need only {n_sh} pairs", file=out)
     p10, p01 = _binary_rates(a)
     k, reps, icc = a.comparisons or 1, a.reps or 1, a.icc if a.icc is not None else 0.0
-    alpha = P.holm_alpha(a.alpha, k)
-    n = P.mcnemar_n(p10, p01, alpha, a.power)
+    alpha = sizing.holm_alpha(a.alpha, k)
+    n = sizing.mcnemar_n(p10, p01, alpha, a.power)
     print(f"exact McNemar, two-sided, Holm over K={k}: sized at its first step, alpha/K = {alpha:.4g}", file=out)
     print(f"discordance p10 = {p10:.3f}, p01 = {p01:.3f} (psi = {p10 + p01:.3f}, delta = {p10 - p01:+.3f})",
           file=out)
     print(f"independent pairs for {a.power:.0%} power: {n} exact (Connor approximation "
-          f"{P.mcnemar_n_approx(p10, p01, alpha, a.power):.1f}, conditional approximation "
-          f"{P.mcnemar_n_approx(p10, p01, alpha, a.power, 'conditional'):.1f})", file=out)
+          f"{sizing.mcnemar_n_approx(p10, p01, alpha, a.power):.1f}, conditional approximation "
+          f"{sizing.mcnemar_n_approx(p10, p01, alpha, a.power, 'conditional'):.1f})", file=out)
     seeds = _seeds_for(n, reps, icc) if reps == 1 else seedpower.seeds_for(reps, icc, p10, p01, alpha, a.power)
     test = "" if reps == 1 else (f" for the sign flip over seeds (power simulated; it needs at least "
                                  f"{seedpower.min_seeds(alpha)} seeds)")
-    print(f"task seeds at {reps} rep(s) per seed, ICC {icc:.2f} (design effect {P.design_effect(reps, icc):.2f})"
+    print(f"task seeds at {reps} rep(s) per seed, ICC {icc:.2f} (design effect {sizing.design_effect(reps, icc):.2f})"
           f"{test}: {seeds} seeds x {reps} = {seeds * reps} pairs", file=out)
     if a.seeds:
-        n_eff = P.effective_pairs(a.seeds, reps, icc)
-        power, mde = ((P.mcnemar_power(math.floor(n_eff), p10, p01, alpha),
-                       P.mcnemar_mde(n_eff, p10 + p01, alpha, a.power)) if reps == 1 else
+        n_eff = sizing.effective_pairs(a.seeds, reps, icc)
+        power, mde = ((sizing.mcnemar_power(math.floor(n_eff), p10, p01, alpha),
+                       sizing.mcnemar_mde(n_eff, p10 + p01, alpha, a.power)) if reps == 1 else
                       (seedpower.power(a.seeds, reps, icc, p10, p01, alpha),
                        seedpower.mde(a.seeds, reps, icc, p10 + p01, alpha, a.power)))
         print(f"plan {a.seeds} seeds x {reps} rep(s): n_eff = {n_eff:.1f} pairs, power {power:.3f} (Connor at n_eff "
-              f"{P.mcnemar_power_approx(math.floor(n_eff), p10, p01, alpha):.3f}); MDE at {a.power:.0%} power "
+              f"{sizing.mcnemar_power_approx(math.floor(n_eff), p10, p01, alpha):.3f}); MDE at {a.power:.0%} power "
               f"{mde:.3f} at psi {p10 + p01:.3f}", file=out)
 
 
 def explicit_continuous(a: argparse.Namespace, out) -> None:
     k, reps, icc = a.comparisons or 1, a.reps or 1, a.icc if a.icc is not None else 0.0
-    alpha = P.holm_alpha(a.alpha, k)
-    n = P.paired_n(a.diff, a.sd_diff, alpha, a.power, a.are)
+    alpha = sizing.holm_alpha(a.alpha, k)
+    n = sizing.paired_n(a.diff, a.sd_diff, alpha, a.power, a.are)
     print(f"Wilcoxon signed-rank, two-sided, ARE {a.are:.3f}, Holm over K={k}: alpha/K = {alpha:.4g}", file=out)
     print(f"mean difference {a.diff:g}, SD of differences {a.sd_diff:g} (d = {abs(a.diff) / a.sd_diff:.3f})",
           file=out)
@@ -178,10 +177,10 @@ def explicit_continuous(a: argparse.Namespace, out) -> None:
     print(f"independent pairs for {a.power:.0%} power: {n}; at {reps} rep(s) per seed, ICC {icc:.2f}: "
           f"{seeds} seeds x {reps} = {seeds * reps} pairs", file=out)
     if a.seeds:
-        n_eff = P.effective_pairs(a.seeds, reps, icc)
+        n_eff = sizing.effective_pairs(a.seeds, reps, icc)
         print(f"plan {a.seeds} seeds x {reps} rep(s): n_eff = {n_eff:.1f}, power "
-              f"{P.paired_power(n_eff, a.diff, a.sd_diff, alpha, a.are):.3f}; MDE at {a.power:.0%} power "
-              f"{P.paired_mde(n_eff, a.sd_diff, alpha, a.power, a.are):.4g}", file=out)
+              f"{sizing.paired_power(n_eff, a.diff, a.sd_diff, alpha, a.are):.3f}; MDE at {a.power:.0%} power "
+              f"{sizing.paired_mde(n_eff, a.sd_diff, alpha, a.power, a.are):.4g}", file=out)
 
 
 def _tracking(overrides: list[str]) -> dict[str, str]:
@@ -204,18 +203,18 @@ def pilot_tables(trials: pd.DataFrame, a: argparse.Namespace) -> tuple[pd.DataFr
     cont = tables.continuous_vs_reference(trials, a.reference)
     rows = []
     k = a.comparisons or max(len(vs), 1)
-    alpha = P.holm_alpha(a.alpha, k)
+    alpha = sizing.holm_alpha(a.alpha, k)
     for r in vs.itertuples():
         reps = a.reps or max(1, round(r.n_pairs / r.n_seeds))
         icc = a.icc if a.icc is not None else r.icc
-        need = [_seeds_for(P.mcnemar_n(*P.split(x, a.effect), alpha, a.power), reps, icc) if reps == 1 else
-                seedpower.seeds_for(reps, icc, *P.split(x, a.effect), alpha, a.power)
+        need = [_seeds_for(sizing.mcnemar_n(*sizing.split(x, a.effect), alpha, a.power), reps, icc) if reps == 1 else
+                seedpower.seeds_for(reps, icc, *sizing.split(x, a.effect), alpha, a.power)
                 for x in (r.psi, wilson(r.b + r.c, r.n_pairs)[1], psi.independent(r.rate, r.rate_ref))]
         seeds = a.seeds or r.n_seeds
-        n_eff = math.floor(P.effective_pairs(seeds, reps, icc))
-        power, mde = ((P.mcnemar_power(n_eff, *P.split(r.psi, a.effect), alpha),
-                       P.mcnemar_mde(n_eff, r.psi, alpha, a.power)) if reps == 1 else
-                      (seedpower.power(seeds, reps, icc, *P.split(r.psi, a.effect), alpha),
+        n_eff = math.floor(sizing.effective_pairs(seeds, reps, icc))
+        power, mde = ((sizing.mcnemar_power(n_eff, *sizing.split(r.psi, a.effect), alpha),
+                       sizing.mcnemar_mde(n_eff, r.psi, alpha, a.power)) if reps == 1 else
+                      (seedpower.power(seeds, reps, icc, *sizing.split(r.psi, a.effect), alpha),
                        seedpower.mde(seeds, reps, icc, r.psi, alpha, a.power)))
         rows.append({"arm": r.arm, "strategy": r.strategy, "pilot pairs (seeds)": f"{r.n_pairs} ({r.n_seeds})",
                      "p10 / p01": f"{r.b / r.n_pairs:.2f} / {r.c / r.n_pairs:.2f}", "ICC": pilot.icc_label(icc, r.icc_note if a.icc is None else "given"),
@@ -231,14 +230,14 @@ def pilot_tables(trials: pd.DataFrame, a: argparse.Namespace) -> tuple[pd.DataFr
             icc = a.icc if a.icc is not None else r.icc
             diff = a.rel_diff * abs(r.mean_ref)
             ok = r.sd_diff > 0 and diff > 0
-            n = P.paired_n(diff, r.sd_diff, P.holm_alpha(a.alpha, kc), a.power, a.are) if ok else math.nan
+            n = sizing.paired_n(diff, r.sd_diff, sizing.holm_alpha(a.alpha, kc), a.power, a.are) if ok else math.nan
             seeds = a.seeds or r.n_seeds
-            mde = P.paired_mde(P.effective_pairs(seeds, reps, icc), r.sd_diff, P.holm_alpha(a.alpha, kc),
+            mde = sizing.paired_mde(sizing.effective_pairs(seeds, reps, icc), r.sd_diff, sizing.holm_alpha(a.alpha, kc),
                                a.power, a.are)
             crow.append({"measure": measure, "arm": r.arm, "strategy": r.strategy,
                          "pilot pairs (seeds)": f"{r.n_pairs} ({r.n_seeds})", "SD of diff": f"{r.sd_diff:.4g}",
                          "ICC": f"{icc:.2f}", f"effect ({a.rel_diff:.0%} of ref)": f"{diff:.4g}",
-                         f"seeds x{reps}": _seeds_for(n, reps, icc, P.holm_alpha(a.alpha, kc)) if ok else "–",
+                         f"seeds x{reps}": _seeds_for(n, reps, icc, sizing.holm_alpha(a.alpha, kc)) if ok else "–",
                          f"plan {seeds}x{reps}: MDE": f"{mde:.4g}"})
     return pd.DataFrame(rows), pd.DataFrame(crow)
 
@@ -265,7 +264,7 @@ def from_pilot(a: argparse.Namespace, out) -> None:
     k = a.comparisons or len(binary)
     print(f"pilot {a.pilot!r}: {len(trials)} finished trials at {cfg['tracking.uri']}"
           + (f" (families {', '.join(a.family)})" if a.family else "") + "; reference "
-          f"{a.reference!r}; Holm over K={k}, sized at alpha/K = {P.holm_alpha(a.alpha, k):.4g}, "
+          f"{a.reference!r}; Holm over K={k}, sized at alpha/K = {sizing.holm_alpha(a.alpha, k):.4g}, "
           f"target power {a.power:.0%}", file=out)
     print(f"\nsuccess (exact McNemar; with several reps per seed, the sign flip over seeds, simulated); the pilot's "
           f"draws: {mode}; 'psi indep.' = p1(1-p2) + p2(1-p1) at the pilot's rates:", file=out)

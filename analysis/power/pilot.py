@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from analysis.power import seeds as seedpower
-from analysis.power import sizing as P
+from analysis.power import sizing
 
 EFFECT = 0.10  # the report's reference effect: a 10-point difference in success rate
 TARGET = 0.80  # the power at which a minimal detectable effect is quoted
@@ -36,7 +36,7 @@ class Pairs:
 
     @property
     def design_effect(self) -> float:
-        return P.design_effect(self.per_seed, self.icc) if self.n else math.nan
+        return sizing.design_effect(self.per_seed, self.icc) if self.n else math.nan
 
     @property
     def n_eff(self) -> float:
@@ -50,7 +50,7 @@ def _pairs(values: np.ndarray, clusters: ArrayLike) -> Pairs:
     per_seed = float((sizes.astype(float) ** 2).sum() / n) if n else 1.0
     if per_seed <= 1:
         return Pairs(n, int(sizes.size), 1.0, 0.0, "one pair per seed")
-    icc = P.icc_oneway(values, clusters)
+    icc = sizing.icc_oneway(values, clusters)
     if math.isnan(icc):
         # Too few seeds (or no variation) to estimate: count seeds, not pairs -- the
         # conservative end, since the inference is about the population of seeds.
@@ -103,13 +103,13 @@ def binary_power(d: Binary, alpha: float, k: int, effect: float = EFFECT, target
     """
     if not d.pairs.n:
         return {"power": math.nan, "mde": math.nan}
-    a, n_eff = P.holm_alpha(alpha, k), math.floor(d.pairs.n_eff)
+    a, n_eff = sizing.holm_alpha(alpha, k), math.floor(d.pairs.n_eff)
     if d.pairs.per_seed > 1:
         s, m, icc = d.pairs.seeds, max(2, round(d.pairs.per_seed)), d.pairs.icc
-        return {"power": seedpower.power(s, m, icc, *P.split(d.psi, effect), a),
+        return {"power": seedpower.power(s, m, icc, *sizing.split(d.psi, effect), a),
                 "mde": seedpower.mde(s, m, icc, d.psi, a, target)}
-    return {"power": P.mcnemar_power(n_eff, *P.split(d.psi, effect), a),
-            "mde": P.mcnemar_mde(n_eff, d.psi, a, target)}
+    return {"power": sizing.mcnemar_power(n_eff, *sizing.split(d.psi, effect), a),
+            "mde": sizing.mcnemar_mde(n_eff, d.psi, a, target)}
 
 
 @dataclass(frozen=True)
@@ -141,17 +141,17 @@ def continuous(diff: ArrayLike, clusters: ArrayLike) -> Continuous:
 
 
 def continuous_mde(c: Continuous, alpha: float, k: int, target: float = TARGET,
-                   are: float = P.ARE_MIN) -> float:
+                   are: float = sizing.ARE_MIN) -> float:
     """Smallest mean shift the signed-rank test detects at alpha/k with ``target`` power:
     on the pairs, or with several reps per seed on the seed means (their own SD, no ICC
     needed; inf with fewer seeds than the test needs to reach alpha/k at all)."""
     if not c.pairs.n:
         return math.nan
-    a = P.holm_alpha(alpha, k)
+    a = sizing.holm_alpha(alpha, k)
     if c.pairs.per_seed > 1 and c.pairs.seeds < seedpower.min_seeds(a):
         return math.inf  # whatever the spread: these seeds cannot reach alpha/k
     if not c.sd > 0:
         return math.nan  # no spread in the pilot to scale a shift by
     if c.pairs.per_seed > 1:
-        return P.paired_mde(c.pairs.seeds, c.seed_sd, a, target, are) if c.seed_sd > 0 else math.nan
-    return P.paired_mde(c.pairs.n_eff, c.sd, a, target, are)
+        return sizing.paired_mde(c.pairs.seeds, c.seed_sd, a, target, are) if c.seed_sd > 0 else math.nan
+    return sizing.paired_mde(c.pairs.n_eff, c.sd, a, target, are)

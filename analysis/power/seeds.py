@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from analysis.power import sizing as P
+from analysis.power import sizing
 
 SIMS = 2000  # Monte Carlo SE of a power <= 0.011
 # From this many seeds on, exact McNemar at n_eff is used instead of simulating: it was
@@ -78,7 +78,7 @@ def power(seeds: int, reps: int, icc: float, p10: float, p01: float, alpha: floa
     if seeds < min_seeds(alpha):
         return 0.0
     if seeds >= LARGE:
-        return P.mcnemar_power(math.floor(P.effective_pairs(seeds, reps, icc)), p10, p01, alpha)
+        return sizing.mcnemar_power(math.floor(sizing.effective_pairs(seeds, reps, icc)), p10, p01, alpha)
     d = _seed_sums(_uniforms(seeds, reps, icc, sims, seed), p10, p01)
     return float((sign_flip_p(d) <= alpha).mean())
 
@@ -90,7 +90,7 @@ def mde(seeds: int, reps: int, icc: float, psi: float, alpha: float, target: flo
     if seeds < min_seeds(alpha):
         return math.inf
     if seeds >= LARGE:
-        return P.mcnemar_mde(P.effective_pairs(seeds, reps, icc), psi, alpha, target)
+        return sizing.mcnemar_mde(sizing.effective_pairs(seeds, reps, icc), psi, alpha, target)
     u = _uniforms(seeds, reps, icc, sims, seed)
 
     def hits(delta: float) -> float:
@@ -110,11 +110,11 @@ def seeds_for(reps: int, icc: float, p10: float, p01: float, alpha: float, targe
     """Fewest seeds x ``reps`` whose sign-flip test reaches ``target`` power: bisection over
     seeds, starting from the exact McNemar size at n_eff (which is too optimistic with
     few seeds, so the answer is never below it by much)."""
-    n = P.mcnemar_n(p10, p01, alpha, target)
-    lo = max(min_seeds(alpha), math.ceil(n * P.design_effect(reps, icc) / reps - 1e-9)) - 1
+    n = sizing.mcnemar_n(p10, p01, alpha, target)
+    lo = max(min_seeds(alpha), math.ceil(n * sizing.design_effect(reps, icc) / reps - 1e-9)) - 1
     hi = lo + 1
     while power(hi, reps, icc, p10, p01, alpha) < target:
-        if hi > P.MAX_PAIRS // reps:
+        if hi > sizing.MAX_PAIRS // reps:
             raise ValueError(f"p10={p10}, p01={p01}: {target:.0%} power needs more than {hi:,} seeds")
         lo, hi = hi, 2 * hi
     while hi - lo > 1:  # invariant: power(hi) >= target
