@@ -1,6 +1,6 @@
 """A study's progress: the trials its sweep plans, and the `progress.jsonl` records its jobs
 append (one line each, from whichever process ran the trial), summarised as `done/total,
-failures, ETA` (the meter and the times formatted by tqdm)."""
+failures, ETA`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 log = logging.getLogger("ctxbench.study")
 
@@ -38,6 +37,15 @@ def planned_jobs(cfg: DictConfig) -> list[list[str]] | None:
         return None
 
 
+def _fmt_s(s: float) -> str:
+    s = int(round(s))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
 def summarize(records: Sequence[Mapping[str, Any]], total: int | None, elapsed_s: float) -> dict[str, Any]:
     latest: dict[Any, Mapping[str, Any]] = {}
     for r in records:  # a job recorded twice (a launcher retry) counts once: its latest record
@@ -54,18 +62,15 @@ def summarize(records: Sequence[Mapping[str, Any]], total: int | None, elapsed_s
 
 
 def progress_line(study: str, s: Mapping[str, Any]) -> str:
-    """One log line per finished job, from whichever worker ran it: tqdm's meter (no live bar:
-    the workers are separate processes, and the line goes to each one's log)."""
     c = s["counts"]
-    meter = (tqdm.format_meter(s["done"], s["total"], s["elapsed_s"], ascii=True,
-                               bar_format="{n_fmt}/{total_fmt} {percentage:3.0f}%|{bar:20}|")
-             if s["total"] else f"{s['done']}/?")
-    eta = tqdm.format_interval(s["eta_s"]) if s["eta_s"] is not None else "?"
-    return (f"[study {study}] {meter} done: {c.get('success', 0)} ok, "
+    total = s["total"] if s["total"] is not None else "?"
+    pct = f" ({100 * s['done'] / s['total']:.0f}%)" if s["total"] else ""
+    eta = _fmt_s(s["eta_s"]) if s["eta_s"] is not None else "?"
+    return (f"[study {study}] {s['done']}/{total}{pct} done: {c.get('success', 0)} ok, "
             f"{c.get('failure', 0)} failed, {c.get('error', 0) + c.get('killed', 0)} infra errors, "
             f"{c.get('crashed', 0)} crashed, {c.get('skipped', 0) + c.get('running_elsewhere', 0)} skipped"
             + (f", {c['budget_exhausted']} not started (budget)" if c.get("budget_exhausted") else "")
-            + f" | elapsed {tqdm.format_interval(s['elapsed_s'])}, ETA {eta}")
+            + f" | elapsed {_fmt_s(s['elapsed_s'])}, ETA {eta}")
 
 
 def read_progress(path: Path) -> list[dict[str, Any]]:

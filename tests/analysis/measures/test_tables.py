@@ -53,7 +53,7 @@ def test_several_reps_per_seed_get_the_seed_test_and_seed_bootstrap():
     assert (v["ci_lo"], v["ci_hi"]) == stats.paired_bootstrap_ci(led["success"], raw["success"],
                                                                  clusters=led["task_seed"].astype(str))
     assert (v["ci_lo"], v["ci_hi"]) != stats.paired_bootstrap_ci(led["success"], raw["success"])
-    assert v["power"] == seedpower.power(10, 3, v["icc"], *pilot.P.split(v["psi"], pilot.EFFECT), 0.05)
+    assert v["power"] == seedpower.power(10, 3, v["icc"], *pilot.sizing.split(v["psi"], pilot.EFFECT), 0.05)
 
 
 def test_continuous_with_reps_tests_seed_means():
@@ -64,7 +64,7 @@ def test_continuous_with_reps_tests_seed_means():
     means = d.groupby(led["task_seed"]).mean().to_numpy()
     assert c["test"] == tables.SEED_WILCOXON and (c["n_pairs"], c["n_seeds"]) == (16, 8)
     assert c["p"] == pytest.approx(stats.wilcoxon_paired(means, np.zeros(8))[1])
-    assert c["mde"] == pytest.approx(pilot.P.paired_mde(8, means.std(ddof=1), 0.05, 0.8, pilot.P.ARE_MIN))
+    assert c["mde"] == pytest.approx(pilot.sizing.paired_mde(8, means.std(ddof=1), 0.05, 0.8, pilot.sizing.ARE_MIN))
     few = tables.continuous_vs_reference(_trials(4, 2, np.random.default_rng(3)), "raw",
                                          measures=("tokens_input_total",)).iloc[0]
     assert few["mde"] == math.inf   # 4 seeds cannot reach 0.05: the smallest p is 2/16

@@ -269,11 +269,7 @@ def test_progress_counts_outcomes_once_per_job_and_estimates_the_rest():
     assert s["counts"] == {"skipped": 1, "success": 2, "failure": 1, "crashed": 1}
     assert s["eta_s"] == pytest.approx(5 / (4 / 40.0))
     line = progress_line("grid", s)
-    assert line.startswith("[study grid] 5/10  50%|##########          | done: 2 ok, 1 failed, 0 infra errors, "
-                           "1 crashed, 1 skipped"), line
-    assert line.endswith("| elapsed 00:40, ETA 00:50"), line  # 5 left at 4 executed per 40 s: skips are free
-    unknown = progress_line("grid", summarize(recs, total=None, elapsed_s=0.0))
-    assert "5/? done" in unknown and unknown.endswith("ETA ?"), unknown
+    assert "5/10 (50%) done: 2 ok, 1 failed, 0 infra errors, 1 crashed, 1 skipped" in line and "ETA 50s" in line
 
 
 def test_a_crashed_job_is_recorded_and_does_not_stop_the_study(tmp_path):
