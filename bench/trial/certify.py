@@ -21,6 +21,10 @@ its one message says main returned 0 normally and every test the harness's own c
 passed. Code that exits early (`os._exit(0)` on import, `sys.exit(0)` in a test) sends no
 passing message.
 
+The `check` event records the git tree sha of the copy the judge ran on (`tree`); once the
+check has returned, the working copy must still be that tree, and the step's commit must be it
+too (certified_tree.py): any difference is the agent's failure `uncertified_tree`.
+
 With `sandbox.check_cache`, a verdict that a check of the study reached on exactly the same
 state is reused instead of running the check again (checkcache.py): `prepare` still runs
 first, and the `check` event that follows a `check_cached` one is the reused verdict.
@@ -45,6 +49,7 @@ from bench.eventlog.events import EventLog
 from bench.sandbox.base import ExecResult, Sandbox
 from bench.sandbox.judge import tree_entries
 from bench.sandbox.paths import canonical
+from bench.trial import certified_tree
 from bench.trial.checkcache import CheckCache, Judged, keep, lookup
 from bench.trial.harness_copy import (
     HarnessCopy as HarnessCopy,  # re-exported: tools and tests use it from here
@@ -168,11 +173,13 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
     groups = [("check", parse(command))] + [(inv.id, parse(inv.check or "")) for inv in invariants or ()]
     t0 = time.monotonic()
     state, key, hit = lookup(cache, sandbox, [("check", command)] + [(i.id, i.check or "") for i in invariants or ()])
+    entries = tree_entries(sandbox.workdir, sandbox.list_files(), copy.files, copy.protected)
+    tree = certified_tree.tree_of(entries)  # what the judge certifies: the recorded tree must be it
     if hit is not None:
         res, judged = ExecResult(hit.exit_code, hit.output, time.monotonic() - t0, False), hit.judged
         log.append(ev.CheckCached(turn=turn, step=step_id, key=key, origin=hit.origin))
     else:
-        res, judged, clean = _run(sandbox, groups, copy, state)
+        res, judged, clean = _run(sandbox, groups, copy, state, entries)
         if clean and key is not None:
             keep(cache, key, res, judged, step=step_id, turn=turn)
     if res.ended:
@@ -190,13 +197,17 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
     log.append(ev.Check(turn=turn, step=step_id, command=command, exit_code=res.exit_code, passed=passed,
                         timed_out=res.timed_out, output=output[-FAILURE_TAIL_CHARS:],
                         parts=[{"part": p.text, "ok": ok, "why": why} for p, (ok, why, _) in check],
-                        invariants=[i.id for i in invariants or ()], t={"duration_s": round(res.duration_s, 4)}))
+                        invariants=[i.id for i in invariants or ()], tree=tree,
+                        t={"duration_s": round(res.duration_s, 4)}))
+    certified_tree.after_check(sandbox, log, turn, step_id, tree)
+    if passed:
+        certified_tree.hold(sandbox, log, turn, step_id, tree)
     return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out, codes, violations,
                         ended + list(res.ended))
 
 
 def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: HarnessCopy,
-         state: str | None) -> tuple[ExecResult, Judged, bool]:
+         state: str | None, entries: Mapping[str, tuple[str, bytes]]) -> tuple[ExecResult, Judged, bool]:
     """Run every part through the launcher (the judge) in one exec, on a fresh copy of the
     committed tree; judge each part from the judge's report. Also says whether the sandbox is
     still pristine after it (`state`: the working copy before it)."""
@@ -204,7 +215,7 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
     if was:
         state = state or sandbox.state_sha()
         sandbox.before_check()
-    tree = sandbox.judge_copy(tree_entries(sandbox.workdir, sandbox.list_files(), copy.files, copy.protected))
+    tree = sandbox.judge_copy(entries)
     res = sandbox.exec(_script(groups, tree, sandbox.agent_uid, sorted(copy.files)), reap=True, judge=True,
                        probe=was)  # the probe after the reap, in the same exec (pristine.py)
     lines = [line[len("report "):] for line in res.report.splitlines()]
