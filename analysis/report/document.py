@@ -70,6 +70,19 @@ def _share(k, n) -> str:
     return "– (n=0)" if pd.isna(n) or not n else f"{R.num(k / n)} ({int(k)}/{int(n)})"
 
 
+def _hidden(t: pd.DataFrame) -> pd.DataFrame:
+    """Success per task family with the visible checks only and with the hidden ones too
+    (bench/trial/hidden_checks.py); trials recorded before hidden checks have no visible-only figure."""
+    rows = []
+    for family, g in t.groupby("task_family", sort=True):
+        seen = g["success_visible"].dropna() if "success_visible" in g else pd.Series(dtype=float)
+        rows.append({"family": family, "n": len(g),
+                     "visible only": R.num(seen.mean()) + f" (n={len(seen)})" if len(seen) else "-",
+                     "visible + hidden": R.num(g["success"].mean()),
+                     "failed only hidden": int((seen > g.loc[seen.index, "success"]).sum())})
+    return pd.DataFrame(rows)
+
+
 def _mismatch(a: Analysis) -> pd.DataFrame:
     w = a.within
     return pd.DataFrame({
@@ -189,6 +202,9 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
             "every planned trial, an excluded or missing one counting as a failure. [Wilson 95% CI] (n).", "",
             R.table(_headline(a)), *_basis(t, sample),
             f"![success]({figs['success']})", "",
+            "### Visible-only against visible-plus-hidden success", "",
+            "Each family's final acceptance includes hidden checks the agent never sees (tasks/common/hidden.py); "
+            "*visible only* is the verdict without them (finished trials):", "", R.table(_hidden(t)), "",
             f"### Paired vs `{a.reference}` (b = strategy succeeded where the reference failed)", "",
             "A pair is a trial and its reference twin (same task seed, rep and arm); a pair is analysed when both "
             "finished, else dropped: because one side was excluded, else because one side is missing. The same "
