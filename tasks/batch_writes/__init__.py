@@ -18,9 +18,8 @@ One harmless tidy-up: `_dump_rows` in the store is really dead (`TaskSpec.harmle
 
 from __future__ import annotations
 
-from tasks.batch_writes import checktool, repo
+from tasks.batch_writes import checktool, hidden, repo
 from tasks.batch_writes import drift as drifts
-from tasks.batch_writes import hidden
 from tasks.batch_writes.oracle import Oracle
 from tasks.common import build as c
 from tasks.common import cleanups as common

@@ -22,8 +22,7 @@ from tasks.common import build as c
 from tasks.common import cleanups as common
 from tasks.common import skeleton as sk
 from tasks.config_rename import drift as drifts
-from tasks.config_rename import repo
-from tasks.config_rename import hidden
+from tasks.config_rename import hidden, repo
 from tasks.config_rename.oracle import DOCS, Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 

@@ -23,8 +23,7 @@ from tasks.common import cleanups as common
 from tasks.common import skeleton as sk
 from tasks.extract_module import checktool as checktools
 from tasks.extract_module import drift as drifts
-from tasks.extract_module import repo
-from tasks.extract_module import hidden
+from tasks.extract_module import hidden, repo
 from tasks.extract_module.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 

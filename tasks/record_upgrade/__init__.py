@@ -26,9 +26,8 @@ from __future__ import annotations
 from tasks.common import build as c
 from tasks.common import cleanups as common
 from tasks.common import skeleton as sk
-from tasks.record_upgrade import checktool, repo
+from tasks.record_upgrade import checktool, hidden, repo
 from tasks.record_upgrade import drift as drifts
-from tasks.record_upgrade import hidden
 from tasks.record_upgrade.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 

@@ -25,8 +25,7 @@ from tasks.common import build as c
 from tasks.common import skeleton as sk
 from tasks.signature_migration import checktool as checktools
 from tasks.signature_migration import drift as drifts
-from tasks.signature_migration import repo
-from tasks.signature_migration import hidden
+from tasks.signature_migration import hidden, repo
 from tasks.signature_migration.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
