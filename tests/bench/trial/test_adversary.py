@@ -70,7 +70,10 @@ EXPECT.update({
     "git_options": (0, {"tool_errors": 24}),  # each refused before host git runs
     "perm_blind": ((1, None), {}),  # the restore after the `run`: both planted files, through mode 000
 })
-REASON = {"deep_tree": "content_error", "huge_file": "content_error"}  # the others: the task not done
+# bad_names: a file whose name is not UTF-8 is never in the judge's copy, so the tree recorded is
+# not the tree certified (bench/trial/certified_tree.py)
+REASON = {"deep_tree": "content_error", "huge_file": "content_error", "bad_names": "uncertified_tree"}
+# the others: the task not done
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.
 OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",)}
