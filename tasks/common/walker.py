@@ -93,7 +93,7 @@ def assigned(rel, name):
 
 
 def dataclass_fields(rel, cls):
-    """The fields, in order, of the one `@dataclass class cls` of `rel`, or None."""
+    """The fields, in order, of the one dataclass `cls` of `rel` (decorated with dataclass), or None."""
     found = bindings(rel, cls)
     if len(found) != 1 or not isinstance(found[0], ast.ClassDef):
         return None
