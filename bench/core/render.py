@@ -19,7 +19,7 @@ import jinja2
 from tasks.spec import Invariant, Step, TaskSpec
 
 # The text lives in bench/core/templates/ (jinja2, StrictUndefined: a missing field is an error,
-# never an empty string in a model's context). tests/bench/core/test_render.py holds the output
+# never an empty string in a model's context). tests/bench/core/test_render.py compares the output
 # to the f-strings these templates replaced, byte for byte: records and config hashes hang on it.
 _TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("bench.core", "templates"),
                                 undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)

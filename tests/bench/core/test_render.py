@@ -1,5 +1,5 @@
 """The model-visible text, rendered by bench/core/templates/, is byte for byte what the
-f-strings it replaced wrote (tests/bench/core/render_before.py keeps them): records and config
+f-strings it replaced wrote (tests/helpers/render_before.py keeps them): records and config
 hashes hang on every character. Compared over generated tasks of every family (their plans,
 invariants, steps and files) and over edge cases the families never produce (empty plans,
 empty files, text with template syntax in it)."""
@@ -15,7 +15,7 @@ import pytest
 import tasks
 from bench.core import render
 from tasks.spec import Invariant, Step
-from tests.bench.core import render_before as before
+from tests.helpers import render_before as before
 
 SEEDS = range(8)
 
