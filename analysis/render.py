@@ -6,12 +6,24 @@ No tabulate dependency: a markdown table is a few lines of string joining.
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import numbers
 import re
 from pathlib import Path
 
+import jinja2
 import pandas as pd
+
+
+@functools.cache
+def templates(package: str) -> jinja2.Environment:
+    """The jinja2 templates of an analysis room (``<package>/templates/``): a field the page
+    names and the code does not give is an error (StrictUndefined), never an empty cell; HTML
+    templates (``*.html.j2``, ``*.svg.j2``) escape what they print, markdown ones do not."""
+    return jinja2.Environment(loader=jinja2.PackageLoader(package, "templates"), undefined=jinja2.StrictUndefined,
+                              autoescape=jinja2.select_autoescape(("html.j2", "svg.j2"), default_for_string=False),
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
 def num(x, digits: int = 2) -> str:
