@@ -99,4 +99,4 @@ def summary(d: Diff) -> str:
         "a": _facts(d.only_in["a"], d.only_in["b"], "B"), "b": _facts(d.only_in["b"], d.only_in["a"], "A")}
     return render.templates("analysis.diff").get_template("summary.html.j2").render(
         t=d.diverged_at, trigger=r.get("trigger"), trigger_turn=r.get("trigger_turn"), trigger_side=side,
-        lag=r.get("lag_turns"), only_in=only_in, tree=d.tree, heads=bool(d.a.step_heads() and d.b.step_heads()))
+        lag=r.get("lag_turns"), only_in=only_in, tree=d.tree and {"final": False, **d.tree}, heads=bool(d.a.step_heads() and d.b.step_heads()))
