@@ -149,3 +149,12 @@ def report_on_disk(study, runs, tmp_path_factory):
                          runs=runs, log_mlflow=False)
     assert rep is not None and rep.pages is not None
     return rep
+
+
+def report_screenshots(terminalreporter, started: float) -> None:
+    """The screenshots this session took, named at the end of pytest's output (tests/conftest.py)."""
+    shots = sorted(p for p in SCREENSHOTS.glob("*.png") if p.stat().st_mtime >= started)
+    if shots:
+        terminalreporter.write_sep("-", "browser screenshots")
+        for p in shots:
+            terminalreporter.write_line(str(p))

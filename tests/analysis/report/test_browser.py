@@ -27,17 +27,20 @@ def test_report_index_in_a_browser(browser, report_on_disk):
     assert shot.stat().st_size > 10_000
 
 
-def test_a_missing_figure_and_a_dead_link_are_seen(browser, report_on_disk, tmp_path):
-    # The checks above can fail: the same page with one figure pointing nowhere and one link to
-    # a diff page that is not there.
+def test_a_missing_figure_and_a_dead_link_are_seen(browser, report_on_disk):
+    # The checks above can fail: the same page, beside the real one (so its other links resolve),
+    # with one figure pointing nowhere and one link to a diff page that is not there.
     html = (report_on_disk.out_dir / "index.html").read_text()
     head, sep, tail = html.partition('src="data:image/png;base64,')
     broken = head + 'src="figures/nonesuch.png" data-was="' + tail
     link = next(iter(report_on_disk.pages.mismatch.values()))
     broken = broken.replace(f'href="{link}"', 'href="diff/nonesuch.html"', 1)
-    page = tmp_path / "index.html"
+    page = report_on_disk.out_dir / "broken.html"
     page.write_text(broken)
-    seen = load(browser, page)
+    try:
+        seen = load(browser, page)
+    finally:
+        page.unlink()
     assert seen.broken_images == ["figures/nonesuch.png"]
-    assert seen.broken_links == ["diff/nonesuch.html (no such file beside index.html)"]
+    assert seen.broken_links == ["diff/nonesuch.html (no such file beside broken.html)"]
     assert any("nonesuch.png" in e for e in seen.errors)
