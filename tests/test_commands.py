@@ -61,8 +61,11 @@ def test_run_passes_argv_to_preflight_then_hydra(monkeypatch, capsys):
 
 
 def test_installed_scripts_answer_help():
-    installed = {ep.name: ep.value for ep in metadata.distribution("ctxbench").entry_points
-                 if ep.group == "console_scripts"}
+    try:
+        installed = {ep.name: ep.value for ep in metadata.distribution("ctxbench").entry_points
+                     if ep.group == "console_scripts"}
+    except metadata.PackageNotFoundError:
+        installed = {}
     if installed != SCRIPTS:
         problem = (f"the installed ctxbench declares {sorted(installed)} but pyproject.toml {sorted(SCRIPTS)}; "
                    "reinstall it (make venv, or pip install -e .)")
