@@ -47,6 +47,7 @@ def cli() -> None:
     """`python -m bench` and the `ctxbench-run` console script: the same argv reaches the same
     preflight and then Hydra (whose job name is `__main__` either way: hydra.main names it after
     this module)."""
+    global _prepared
     from bench import preflight
 
     _prepared = preflight.check(sys.argv[1:])  # bad input: one line, exit 2, before Hydra writes anything

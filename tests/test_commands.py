@@ -43,12 +43,16 @@ def test_run_passes_argv_to_preflight_then_hydra(monkeypatch, capsys):
     from bench import preflight
 
     cli = metadata.EntryPoint("ctxbench-run", SCRIPTS["ctxbench-run"], "console_scripts").load()
-    seen = []
-    monkeypatch.setattr(preflight, "check", lambda argv: seen.append(list(argv)))
+    import bench.__main__ as entry
+
+    seen, built = [], object()
+    monkeypatch.setattr(preflight, "check", lambda argv: seen.append(list(argv)) or built)
+    monkeypatch.setattr(entry, "_prepared", None)
     monkeypatch.setattr(sys, "argv", ["ctxbench-run", "--help"])
     with pytest.raises(SystemExit) as exit_:
         cli()
     assert exit_.value.code == 0 and seen == [["--help"]]
+    assert entry._prepared is built  # what preflight built is what the trial gets (bench.trial.runner.run)
     out = capsys.readouterr().out
     assert "strategy: " in out and "arm: baseline" in out  # Hydra's help lists the config groups
 
