@@ -147,6 +147,7 @@ class TrialConfig:
     config_hash: str
     resume: bool = True
     sample: Mapping[str, str] | None = None  # study_sample(): tags saying how the seeds were chosen
+    agent: Mapping[str, Any] | None = None  # who plays (conf/agent/, bench/agents/spec.py); None: ctxbench's loop
 
     @property
     def run_name(self) -> str:
@@ -159,6 +160,8 @@ _NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment", "res
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
     semantic = {k: v for k, v in resolved.items() if k not in _NON_SEMANTIC}
+    if isinstance(semantic.get("agent"), Mapping) and semantic["agent"].get("name") == "own":
+        del semantic["agent"]  # agent=own is what a trial is with `agent` left out (docs/agents.md)
     if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
         # nor does the rate limit: it changes when calls are sent, not what they answer
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
@@ -189,6 +192,7 @@ def load(cfg: DictConfig | Mapping) -> TrialConfig:
         results_dir=Path(str(resolved.get("results_dir") or ROOT / "results")),
         resolved=resolved, config_hash=config_hash(resolved), resume=bool(resolved.get("resume", True)),
         sample=study_sample(resolved.get("study") or {}),
+        agent=resolved.get("agent") if isinstance(resolved.get("agent"), Mapping) else None,
     )
 
 
