@@ -68,17 +68,9 @@ class ModelProxy:
         self.turn = 0  # the next main-thread request's turn number (a player may set it)
         self.counts: dict[str, int] = {}  # requests by thread (and refused ones as "refused")
         self.infra_failure: str | None = None  # the first failure that is not the agent's
-        self.socket_path = socket_path
+        self.socket_path, self.tcp = socket_path, tcp
         self._servers: list[socketserver.BaseServer] = []
         self._threads: list[threading.Thread] = []
-        if tcp:
-            self._servers.append(_TCPServer(("127.0.0.1", 0), _Handler))
-        if socket_path is not None:
-            socket_path.unlink(missing_ok=True)
-            self._servers.append(_UnixServer(str(socket_path), _Handler))
-            os.chmod(socket_path, 0o666)  # the agent in the sandbox runs as another uid
-        for s in self._servers:
-            s.app = self  # type: ignore[attr-defined]
 
     @property
     def url(self) -> str:
@@ -96,6 +88,17 @@ class ModelProxy:
         return self.window + (self.overhead or 0) if self.relative else self.window
 
     def start(self) -> ModelProxy:
+        """Listen (again: a player may serve each turn and stop between turns; the counts, the
+        threads and the measured overhead are the trial's and stay)."""
+        self.stop()
+        if self.tcp:
+            self._servers.append(_TCPServer(("127.0.0.1", 0), _Handler))
+        if self.socket_path is not None:
+            self.socket_path.unlink(missing_ok=True)
+            self._servers.append(_UnixServer(str(self.socket_path), _Handler))
+            os.chmod(self.socket_path, 0o666)  # the agent in the sandbox runs as another uid
+        for s in self._servers:
+            s.app = self  # type: ignore[attr-defined]
         for s in self._servers:
             t = threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
                                  name="ctxbench-proxy")
@@ -109,6 +112,7 @@ class ModelProxy:
             s.server_close()
         for t in self._threads:
             t.join(timeout=5)
+        self._servers, self._threads = [], []
         if self.socket_path is not None:
             self.socket_path.unlink(missing_ok=True)
 

@@ -1,5 +1,5 @@
 """mini-swe-agent's dialect: one tool, `bash {command}`, results rendered by its observation
-template (`<returncode>N</returncode>\\n<output>\\n...</output>`), and the end of a task the command
+template (mini.yaml's `{"returncode": N, "output": ...}`, or the default XML-like one), and the end of a task the command
 whose output begins `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`.
 
 Each ctxbench call is one command of a fixed form, and each form reads back to the call exactly
@@ -31,6 +31,7 @@ from bench.core.render import file_block
 from bench.core.types import Completion, Message, ToolCall
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+SUBMITTED = "[submitted: the harness certifies the step]"
 TAG = "CTXBENCH_EOF"
 EDIT = ("import sys,pathlib\n"
         "p,s,r=sys.argv[1:4];f=pathlib.Path(p);t=f.read_text();n=t.count(s) if s else 0\n"
@@ -126,7 +127,18 @@ def decode(command: str) -> tuple[str, dict[str, Any]]:
 
 
 def observation(text: str) -> tuple[int | None, str]:
-    """(return code, output) of mini's rendered observation; (None, text) for any other text."""
+    """(return code, output) of mini's rendered observation, in either of its templates (mini.yaml's
+    JSON, the default XML-like one); (None, text) for any other text. An output mini elided reads
+    as its head and tail with the elision marked, as the model saw it."""
+    try:
+        d = json.loads(text)
+    except ValueError:
+        d = None
+    if isinstance(d, dict) and isinstance(d.get("returncode"), int):
+        out = d.get("output")
+        if not isinstance(out, str):
+            out = f"{d.get('output_head', '')}\n[{d.get('elided_chars', '?')} characters elided]\n{d.get('output_tail', '')}"
+        return int(d["returncode"]), out
     m = _OBS_RE.search(text)
     if not m:
         return None, text
@@ -152,6 +164,8 @@ def result(name: str, args: dict[str, Any], text: str) -> str:
         return f"edited {path}\n{file_block(path, out)}"
     if name == "delete_file":
         return f"deleted {path}"
+    if name == "submit_step":  # the verdict comes as the next instruction (the harness certifies after the turn)
+        return SUBMITTED
     return out.removesuffix("\n") if name in ("list_files", "grep") else out
 
 

@@ -68,6 +68,7 @@ def test_commands_do_what_ctxbenchs_tools_do(tmp_path):
     rc, out = _sh(encode("submit_step", {"notes": "n"}), tmp_path)
     assert rc == 0 and out.splitlines()[0] == SUBMIT  # mini's end of task (LocalEnvironment._check_finished)
     assert observation(_obs(0, "x\n")) == (0, "x\n")
+    assert observation('{\n  "returncode": 2,\n  "output": "no\\n"\n}') == (2, "no\n")  # mini.yaml's template
 
 
 def _completion(calls):
