@@ -36,7 +36,8 @@ from bench.tracking import budget, tracing
 from bench.tracking.runs import TrialRun, previous_runs, trial_claim
 from bench.tracking.task_input import log_task_input
 from bench.trial.checkcache import CheckCache
-from bench.trial.loop import LoopSettings, TrialLoop
+from bench.trial.driver import Limits, StepDriver
+from bench.trial.loop import LoopPlayer, LoopSettings
 from bench.trial.record import Trial, TrialResult, classify, finish
 from bench.trial.watchdog import trial_watchdog
 from ctxlog import events as ev
@@ -191,9 +192,9 @@ def play(trial: Trial, parts: Parts) -> None:
         # taken and before any cleanup, which it must never interrupt.
         with judged(trial), trial_watchdog(tcfg.limits.trial_timeout_s):
             sandbox = cleanup.enter_context(sandbox_for(trial, parts))
-            loop = start(trial, parts, sandbox)
+            driver, player = start(trial, parts, sandbox)
             try:
-                loop.run()
+                driver.run(player)
             except TrialFailed as exc:  # a verdict: the final tree is still recorded
                 trial.fail(exc.reason, exc.detail)
             except Exception:  # e.g. provider_error: the tree as the model left it, if the sandbox answers
@@ -208,7 +209,8 @@ def final_tree(trial: Trial, sandbox: Sandbox) -> None:
     trial.final_diff = sandbox.git("diff", sandbox.base_commit)
 
 
-def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> TrialLoop:
+def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> tuple[StepDriver, LoopPlayer]:
+    """Log trial_start; the harness's step driver and the player of the trial (ctxbench's own loop)."""
     tcfg, seed = trial.cfg, trial.cfg.task.seed * 1000 + trial.cfg.rep
     assert trial.events is not None, "Trial.open() comes first"
     trial.events.append(ev.TrialStart(
@@ -216,14 +218,13 @@ def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> TrialLoop:
         arm=tcfg.arm.name, model=tcfg.model.get("name"), rep=tcfg.rep, seed=seed, window=parts.window,
         max_output=parts.max_output, base_commit=sandbox.base_commit, config_hash=tcfg.config_hash,
         schema=ev.SCHEMA))
-    settings = LoopSettings(window=parts.window, max_output=parts.max_output, max_turns=tcfg.limits.max_turns,
-                            max_turns_per_step=tcfg.limits.max_turns_per_step,
-                            deadline=trial.started + tcfg.limits.trial_timeout_s, seed=seed, drift=tcfg.arm.drift,
-                            exec_timeout_s=parts.sandbox.exec_timeout_s)
+    limits = Limits(max_turns=tcfg.limits.max_turns, max_turns_per_step=tcfg.limits.max_turns_per_step,
+                    deadline=trial.started + tcfg.limits.trial_timeout_s, drift=tcfg.arm.drift)
     cache = CheckCache.for_study(tcfg.results_dir, tcfg.study, {
         "run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study}) if parts.sandbox.check_cache else None
-    loop = TrialLoop(parts.task, sandbox, parts.strategy, parts.provider, trial.events, settings, cache=cache)
-    return loop
+    player = LoopPlayer(parts.strategy, parts.provider, LoopSettings(
+        window=parts.window, max_output=parts.max_output, seed=seed, exec_timeout_s=parts.sandbox.exec_timeout_s))
+    return StepDriver(parts.task, sandbox, trial.events, limits, cache=cache), player
 
 
 @contextlib.contextmanager
