@@ -40,7 +40,7 @@ from bench.core.render import check_result, invariant_line, policy_block, task_b
 from bench.eventlog.events import TOOL_OUTPUT_TAIL_CHARS
 from bench.providers.base import Provider
 from bench.proxy.server import ModelProxy
-from bench.trial.player import GAVE_UP, SUBMITTED, Instruction, Seat, StepTurnsUsed, TurnEnd
+from bench.trial.player import Instruction, Seat, StepTurnsUsed, TurnEnd
 from bench.trial.tools import Tools
 from ctxlog import events as ev
 
@@ -199,9 +199,9 @@ class MiniPlayer:
             except ValueError:
                 claim = {}
             notes = str(claim.get("notes") or "") if isinstance(claim, dict) else ""
-            return TurnEnd(SUBMITTED, notes=notes or str(end.get("submission") or ""))
+            return TurnEnd("submitted", notes=notes or str(end.get("submission") or ""))
         if status in GAVE_UP_STATUSES:
-            return TurnEnd(GAVE_UP)
+            return TurnEnd("gave_up")
         if status in ABORTED_ON_WINDOW or (self.proxy.counts.get("refused") and "context" in detail.lower()):
             raise outcomes.failure("context_overflow", f"mini-swe-agent aborted the step: {detail[:300]}")
         if status == "hang":
@@ -226,13 +226,16 @@ class MiniPlayer:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise AgentGone("hang", f"mini-swe-agent did not end its turn within {self.turn_timeout_s:g}s")
-                if not sel.select(min(left, 1.0)):
+                ready = sel.select(min(left, 0.5))
+                if os.fstat(self.stderr.fileno()).st_size > self.output_limit:
+                    raise AgentGone("flood", f"mini-swe-agent printed more than {self.output_limit} bytes")
+                if not ready:
                     continue
                 chunk = self.proc.stdout.readline(self.output_limit + 1)
                 if not chunk:
                     raise AgentGone("exited", f"mini-swe-agent exited with {self.proc.wait()} ({self._tail()})")
                 line += chunk
-                if len(line) > self.output_limit or os.fstat(self.stderr.fileno()).st_size > self.output_limit:
+                if len(line) > self.output_limit:
                     raise AgentGone("flood", f"mini-swe-agent printed more than {self.output_limit} bytes")
         try:
             msg = json.loads(line)
