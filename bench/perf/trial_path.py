@@ -7,11 +7,13 @@ and prints:
 
 - modules and lines: the project's modules in `sys.modules` at the end of the trial, and their lines;
 - files to follow one turn: the project files whose code runs during one acting turn (from one
-  call of the strategy's `build` to the next), the median and the largest over the trial's turns,
+  call of the strategy's `build` to the next; the last turn, which runs on into the trial's end, is
+  left out), the median and the largest over the trial's turns,
   with and without the simulated model (`bench/sim/`, the model's inside, not the harness's);
 - loop.py's project imports: the `import` lines of bench/trial/loop.py naming a project module;
-- compositions and builds: how many times the config is composed (`bench.config.compose` and
-  Hydra's own composition) and the task generated (`tasks.generate`) in the trial.
+- compositions and builds: how many times the config is composed (Hydra's composition, for
+  preflight and for the job) and the trial's parts are built (`tasks.generate` called by the harness,
+  not by the simulated model reading the task id; `make_strategy`; `make_provider`).
 
 Figures, not timings: nothing here depends on the machine.
 """
@@ -75,7 +77,9 @@ def counting(module: Any, name: str, counts: dict[str, int], key: str) -> Callab
     original = getattr(module, name)
 
     def wrapped(*a: Any, **k: Any) -> Any:
-        counts[key] = counts.get(key, 0) + 1
+        caller = project_file(sys._getframe(1).f_code.co_filename) or ""
+        if not caller.startswith(("bench/sim/", "tasks/")):  # the simulated model regenerates the task it reads
+            counts[key] = counts.get(key, 0) + 1
         return original(*a, **k)
 
     setattr(module, name, wrapped)
@@ -99,13 +103,13 @@ def main(argv: list[str]) -> None:
                 counting(providers, "make_provider", counts, "provider builds")]
         turns = Turns()
         try:
-            preflight.check(overrides)
+            prepared = preflight.check(overrides)
             from bench.trial import runner
 
-            tcfg = config.load(config.compose(overrides))  # what @hydra.main hands the job
+            cfg = config.compose(overrides)  # what @hydra.main hands the job
             sys.setprofile(turns)
             try:
-                result = runner.run(tcfg)
+                result = runner.run(cfg, prepared) if prepared is not None else runner.run(cfg)
             finally:
                 sys.setprofile(None)
         finally:
@@ -114,7 +118,7 @@ def main(argv: list[str]) -> None:
     modules = sorted({rel for m in list(sys.modules.values())
                       if (rel := project_file(getattr(m, "__file__", None) or "")) is not None})
     lines = sum(len((ROOT / m).read_text().splitlines()) for m in modules)
-    acting = [t for t in turns.turns if t]
+    acting = [t for t in turns.turns if t][:-1]  # the last runs on into the trial's end
     full = [len(t) for t in acting]
     no_sim = [len({f for f in t if not f.startswith("bench/sim/")}) for t in acting]
     print(f"trial: {result.status} in {result.turns} turns")
@@ -122,7 +126,8 @@ def main(argv: list[str]) -> None:
     print(f"files run in one turn: median {statistics.median(full):g}, max {max(full)} "
           f"(without the sim: median {statistics.median(no_sim):g}, max {max(no_sim)})")
     biggest = max(acting, key=lambda t: len({f for f in t if not f.startswith('bench/sim/')}))
-    print("  the largest turn, without the sim:", ", ".join(sorted(f for f in biggest if not f.startswith("bench/sim/"))))
+    shown = sorted(f for f in biggest if not f.startswith("bench/sim/"))
+    print("  the largest turn, without the sim:", ", ".join(shown))
     imports = loop_imports()
     print(f"loop.py's project imports: {len({i.rsplit('.', 1)[0] for i in imports})} modules, {len(imports)} names")
     print(f"config compositions: {counts.get('compositions', 0)} (preflight and the job), "

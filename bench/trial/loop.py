@@ -22,7 +22,6 @@ from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, request_hash
 from bench.eventlog import events as E
 from bench.providers.base import ContextOverflow, Provider
-from bench.tracking import tracing
 from bench.trial import budget, tidy_ups
 from bench.trial import steps as S
 from bench.trial.player import GAVE_UP, SUBMITTED, Instruction, Seat, StepTurnsUsed, TurnEnd
@@ -53,6 +52,9 @@ class LoopPlayer:
         self.learned: tuple = ()
         self.summary: Summary | None = None
         self.turn = 0  # the index of the turn being played (the referee counts them)
+        # The step being played: its index, where its notice is in the transcript, its failed attempts.
+        self.index, self.step_start, self.attempt = 0, 0, 0
+        self.last_failure: str | None = None
         self.head: StepHead | None = None  # the current step head; FILES re-read after a compaction
         # What a request holds besides its messages, by the harness's own count (the tool schemas),
         # and the provider's counts of the turns' requests next to the harness's (bench/trial/budget.py).
@@ -68,8 +70,9 @@ class LoopPlayer:
         """Turn after turn until a submit_step is certified, or the step's turns are spent."""
         self.transcript.append(Message(role="user", content=instruction.text))
         self.head = instruction.head
-        if not instruction.retry:
-            self.index, self.step_start, self.attempt, self.last_failure = instruction.index, len(self.transcript) - 1, 0, None
+        if not instruction.retry:  # a new step: its notice starts it, no attempt failed yet
+            self.index, self.step_start = instruction.index, len(self.transcript) - 1
+            self.attempt, self.last_failure = 0, None
         while True:
             try:
                 if self.step():
@@ -84,6 +87,7 @@ class LoopPlayer:
     def step(self) -> bool:
         """Build the context, call the model, act on its reply; True once a check passed."""
         self.turn = self.referee.take_turn()
+        assert self.head is not None, "play() hands over the step head before the first turn"
         state = State(task=self.task, tools=TOOLS, transcript=tuple(self.transcript), turn=self.turn,
                       step_index=self.index, step_start=self.step_start, attempt=self.attempt,
                       certified=tuple(self.certified), learned=self.learned, last_failure=self.last_failure,
@@ -99,18 +103,16 @@ class LoopPlayer:
     def _act(self, reply: Completion, built: Built) -> bool:
         passed, results, tried = False, [], self.attempt
         for call in reply.tool_calls:
-            # A model may send anything as arguments; the log and the trace get an object.
+            # A model may send anything as arguments; the log (and so the trace) gets an object.
             shown = call.args if isinstance(call.args, dict) else {"(not an object)": repr(call.args)[:2000]}
             self.log.append(ev.ToolCall(turn=self.turn, call_id=call.id, name=call.name, args=shown))
-            with tracing.tool_span(self.turn, call.name, shown, call_id=call.id) as span:
-                if call.name == "submit_step":
-                    text, ok = self._submit(call.args)
-                    passed = passed or ok
-                else:
-                    res = self.tools.call(call.name, call.args)
-                    text, ok = res.text, res.ok
-                    self._record_tool(call.name, res)
-                span.set_outputs({"ok": ok, "result": text[-tracing.SPAN_TEXT_CHARS:]})
+            if call.name == "submit_step":
+                text, ok = self._submit(call.args)
+                passed = passed or ok
+            else:
+                res = self.tools.call(call.name, call.args)
+                text, ok = res.text, res.ok
+                self._record_tool(call.name, res)
             self.log.append(ev.ToolResult(turn=self.turn, call_id=call.id, name=call.name, ok=ok,
                                           output=text[-E.TOOL_OUTPUT_TAIL_CHARS:]))
             self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
@@ -186,18 +188,15 @@ class LoopPlayer:
         tokens = tokens if tokens is not None else 0
         self.log.context(self.turn, messages, tokens=tokens, stable=stable, purpose=purpose)
         rhash = request_hash(messages, tools, self.cfg.max_output, self.cfg.seed)
-        with tracing.model_span(self.turn, rhash, model_id=self.provider.model_id, messages=messages,
-                                attrs={"ctxbench.purpose": purpose}) as span:
-            cpu0 = time.thread_time()  # this trial's thread only: trials may share a process
-            try:
-                reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
-                                               cache_breakpoint=stable or None)
-            except ContextOverflow as exc:  # the provider's own window: the context is the agent's
-                self.log.append(ev.ContextOverflow(turn=self.turn, tokens=tokens, budget=self.cfg.window,
-                                                   detail=str(exc)[:E.ERROR_DETAIL_CHARS]))
-                raise outcomes.failure("context_overflow", str(exc)[:E.FAILURE_DETAIL_TAIL_CHARS]) from exc
-            span.set_completion(reply)
-            cpu_s = time.thread_time() - cpu0
+        cpu0 = time.thread_time()  # this trial's thread only: trials may share a process
+        try:
+            reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
+                                           cache_breakpoint=stable or None)
+        except ContextOverflow as exc:  # the provider's own window: the context is the agent's
+            self.log.append(ev.ContextOverflow(turn=self.turn, tokens=tokens, budget=self.cfg.window,
+                                               detail=str(exc)[:E.ERROR_DETAIL_CHARS]))
+            raise outcomes.failure("context_overflow", str(exc)[:E.FAILURE_DETAIL_TAIL_CHARS]) from exc
+        cpu_s = time.thread_time() - cpu0
         harness = tokens + (self.overhead if tools else 0)  # the whole request, by the harness's count
         estimated = bool(reply.extra.get("usage_estimated"))
         if purpose == "turn" and tokens > 0 and not estimated and reply.usage.prompt > 0:

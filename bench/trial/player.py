@@ -32,7 +32,9 @@ from bench.trial.certify import HarnessCopy
 from strategies.base import Certified, StepHead
 from tasks.spec import Step, TaskSpec
 
-SUBMITTED, GAVE_UP = "submitted", "gave_up"
+Claim = Literal["submitted", "gave_up"]
+SUBMITTED: Claim = "submitted"
+GAVE_UP: Claim = "gave_up"
 
 
 class StepTurnsUsed(Exception):
@@ -90,7 +92,7 @@ class Instruction:
 class TurnEnd:
     """What a player claims when it ends its turn."""
 
-    claim: Literal["submitted", "gave_up"]
+    claim: Claim
     certified: bool = False  # the referee certified the step during the turn (the own loop's submit_step)
     notes: str = ""  # the hand-off, when the harness certifies after the turn
 
