@@ -71,3 +71,31 @@ def test_not_installed_or_another_version_says_how_to_install(tmp_path):
     (here / "venv" / "bin" / "python").write_text("")
     assert I.installed(spec, tmp_path) == here / "venv" / "bin" / "python"
     assert I.install(spec, tmp_path) == here  # stamped: nothing happens
+
+
+def test_the_player_of_each_agent(monkeypatch):
+    """What the runner's hook gets (bench/agents/players.py): None for ctxbench's own loop, mini's
+    player with the sim speaking its dialect, one line for an agent without a player yet."""
+    from types import SimpleNamespace
+
+    from bench.agents import players
+    from bench.agents.mini import MiniPlayer
+    from bench.providers import make_provider
+    from bench.sim.dialects import DialectProvider
+
+    def parts(tcfg):
+        return SimpleNamespace(provider=make_provider(tcfg.model), window=12000, max_output=4096,
+                               sandbox=SimpleNamespace(exec_timeout_s=30.0))
+
+    own = load(compose(["agent=own"]))
+    assert players.make_player(own, parts(own), 1) is None
+    tcfg = load(compose(["agent=mini_swe_agent", "arm=compaction"]))
+    player = players.make_player(tcfg, parts(tcfg), 1)
+    assert isinstance(player, MiniPlayer) and isinstance(player.provider, DialectProvider)
+    assert (player.window, player.relative) == (12000, False)
+    real = load(compose(["agent=mini_swe_agent", "model=openai"]))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert not isinstance(players.model_provider(player.spec, real.model, object()), DialectProvider)
+    cc = load(compose(["agent=claude_code"]))
+    with pytest.raises(ConfigError, match="agent=claude_code has no player yet"):
+        players.make_player(cc, parts(cc), 1)
