@@ -150,8 +150,15 @@ class TrialConfig:
     agent: Mapping[str, Any] | None = None  # who plays (conf/agent/, bench/agents/spec.py); None: ctxbench's loop
 
     @property
+    def level(self) -> str:
+        """The trial's level beside the arms: its strategy for ctxbench's own loop, else the
+        agent that manages its own context (docs/agents.md): the `strategy` tag and run name."""
+        agent = (self.agent or {}).get("name")
+        return str(agent) if agent and agent != "own" else str(self.strategy["name"])
+
+    @property
     def run_name(self) -> str:
-        return f"{self.strategy['name']}·{self.arm.name}·{self.task.family}#{self.task.seed}·rep{self.rep}"
+        return f"{self.level}·{self.arm.name}·{self.task.family}#{self.task.seed}·rep{self.rep}"
 
 
 # Keys that do not change what a trial computes: where results go and how they are tracked.

@@ -25,13 +25,25 @@ def model_provider(spec: AgentSpec, model_cfg: Any, provider: Provider) -> Provi
     return DialectProvider(provider, DIALECTS.load(spec.dialect))
 
 
-def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
+def validate(tcfg: TrialConfig) -> AgentSpec:
+    """Bad input before anything exists (bench/preflight.py builds the parts through runner.prepare):
+    an agent with no player, not installed or at another version is one line, never a trial's error."""
     spec = AgentSpec.from_dict(tcfg.agent)
     if spec.own:
-        return None
+        return spec
     if not spec.player:
         raise ConfigError(f"agent={spec.name} has no player yet (agent.player is empty); docs/agents.md says which "
                           "agents play today")
+    from bench.agents.install import installed
+
+    installed(spec)
+    return spec
+
+
+def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
+    spec = validate(tcfg)
+    if spec.own:
+        return None
     module, _, attr = spec.player.partition(":")
     cls = getattr(importlib.import_module(module), attr)
     relative = spec.arm(tcfg.arm.name).get("window") == "relative"
