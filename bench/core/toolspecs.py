@@ -13,6 +13,9 @@ Results the model sees (see bench.trial.tools for the dispatcher):
 
 from __future__ import annotations
 
+from functools import cache
+from typing import Any
+
 from bench.core.types import ToolSpec
 
 
@@ -45,3 +48,12 @@ TOOLS: tuple[ToolSpec, ...] = (
              _obj({"notes": _STR, "invariants": {"type": "array", "items": _STR}}, ["notes"])),
 )
 
+
+
+@cache
+def validator(name: str) -> Any:
+    """The JSON-schema validator of the published tool `name`, or None for a name not published."""
+    import jsonschema
+
+    spec = next((t for t in TOOLS if t.name == name), None)
+    return None if spec is None else jsonschema.Draft202012Validator(spec.parameters)
