@@ -72,7 +72,7 @@ def run(git_dir: Path, workdir: Path, home: Path, args: tuple[str, ...],
     full_env = {
         "PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C", "HOME": str(home),
         "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(workdir),
-        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
         "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat",
         "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE,
         "GIT_COMMITTER_NAME": COMMITTER[0], "GIT_COMMITTER_EMAIL": COMMITTER[1],

@@ -16,6 +16,10 @@ spelt, `..` and symlinks resolved (bench/trial/tools.py, `Tools._inside`): `git 
 a path outside the work tree (`../../etc/passwd`) is, by git's own rule, `diff --no-index`,
 which opens host files as the harness's user. Git decides "outside" lexically
 (`path_inside_repo`), the harness lexically and through symlinks, so --no-index never starts.
+Git also reads paths inside an operand: after pathspec magic (`:(top)/abs`, `:!../x`) and in
+revision syntax (`HEAD:/abs`, `HEAD:../x`), and stats them. Rather than copy git's parsers,
+every part of an operand git may read as a path (`path_readings`: the whole, and whatever
+follows a `:` or `)`, exclusion marks dropped) must be a relative path inside the copy.
 """
 
 from __future__ import annotations
@@ -86,6 +90,13 @@ def refusal(subcommand: str, args: list[str]) -> str | None:
                     f"or reach other repositories never are); allowed: {' '.join(sorted(FLAGS[subcommand]))}, "
                     "-n<N>, -U<N>, --format=..., --since=...")
     return None
+
+
+def path_readings(operand: str) -> list[str]:
+    """Every part of `operand` git may read as a path: the whole, and each rest after a `:`
+    or a `)` (pathspec magic, `REV:path`), without leading exclusion marks (`!`, `^`)."""
+    cuts = [0] + [i + 1 for i, ch in enumerate(operand) if ch in ":)"]
+    return list(dict.fromkeys(operand[i:].lstrip("!^") for i in cuts))
 
 
 def operands(subcommand: str, args: list[str]) -> list[str]:

@@ -122,14 +122,18 @@ class Tools:
                            ok=False, policy_violation=f"{action} {path!r}")
 
     def _inside(self, operand: str) -> None:
-        """PathRefused unless `operand`, read as a path, names the working copy or a path in it
-        however spelt (`..`, symlinks): host git would otherwise switch `diff` to --no-index by
-        itself and open a host file (git_tool.py). A revision passes: it names no path."""
-        if all(part in ("", ".") for part in operand.split("/")):
-            return  # the working copy's root
-        _, landed = self.sandbox.resolve(operand)  # PathRefused when it climbs out (canonical)
-        if landed is None:
-            raise PathRefused(f"git argument {operand!r:.80} leads outside the working copy through a symlink")
+        """PathRefused unless every part of `operand` git may read as a path (git_tool.py,
+        `path_readings`) names the working copy or a path in it however spelt (`..`, symlinks):
+        host git would otherwise stat host files, or switch `diff` to --no-index by itself and
+        open them. A plain revision passes: read as a path it names a file of the copy or none."""
+        for path in git_tool.path_readings(operand):
+            if path.startswith("/"):
+                raise PathRefused(f"git argument {operand!r:.80} names an absolute path ({path!r:.80})")
+            if all(part in ("", ".") for part in path.split("/")):
+                continue  # the working copy's root (or nothing)
+            _, landed = self.sandbox.resolve(path)  # PathRefused when it climbs out (canonical)
+            if landed is None:
+                raise PathRefused(f"git argument {operand!r:.80} leads outside the working copy through a symlink")
 
     # -- the tools ------------------------------------------------------------------------
     def read_file(self, path: str) -> ToolOutcome:
