@@ -128,12 +128,12 @@ class Tools:
         open them. A plain revision passes: read as a path it names a file of the copy or none."""
         for path in git_tool.path_readings(operand):
             if path.startswith("/"):
-                raise PathRefused(f"git argument {operand!r:.80} names an absolute path ({path!r:.80})")
+                raise PathRefused(f"argument {operand!r:.80} names an absolute path ({path!r:.80})")
             if all(part in ("", ".") for part in path.split("/")):
                 continue  # the working copy's root (or nothing)
             _, landed = self.sandbox.resolve(path)  # PathRefused when it climbs out (canonical)
             if landed is None:
-                raise PathRefused(f"git argument {operand!r:.80} leads outside the working copy through a symlink")
+                raise PathRefused(f"argument {operand!r:.80} leads outside the working copy through a symlink")
 
     # -- the tools ------------------------------------------------------------------------
     def read_file(self, path: str) -> ToolOutcome:
