@@ -223,16 +223,18 @@ class StreamAccumulator:
         if not self.done:
             raise TransientError("the stream ended before message_stop")
         text = "".join(b.get("text", "") for _, b in sorted(self.blocks.items()) if b.get("type") == "text")
-        calls, broken = [], []
+        calls: list[ToolCall] = []
+        broken: list[dict[str, Any]] = []
         for _, b in sorted(self.blocks.items()):
             if b.get("type") != "tool_use":
                 continue
             # Whatever the id, name and arguments are, ToolCall admits them (bench/core/emitted.py).
             args = parse_args(b["json"]) if b["json"] else b.get("input") or {}
+            name: Any = b.get("name")
             if args is None:
-                broken.append({"id": b.get("id"), "name": b.get("name"), "arguments": b["json"]})
+                broken.append({"id": b.get("id"), "name": name, "arguments": b["json"]})
             else:
-                calls.append(ToolCall(b.get("id") or f"toolu_{len(calls)}", b.get("name"), args))
+                calls.append(ToolCall(b.get("id") or f"toolu_{len(calls)}", name, args))
         stop = STOP_FROM_WIRE.get(self.stop or "", "error")
         extra: dict[str, Any] = {"wire_stop_reason": self.stop}
         if broken:

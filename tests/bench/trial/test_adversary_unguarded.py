@@ -4,7 +4,8 @@ the real Docker sandbox: each wins, so test_adversary.py's verdicts for them mea
     attack        guard removed (monkeypatch)            what winning looks like
     deep_args     emitted.admit_args (bounds, schema)    the trial crashes: harness_error, FAILED
     surrogates    emitted.carry (lone surrogates)        a context the next request cannot encode
-    bad_submit    emitted.admit_args                     `"invariants": 5` logged; recording crashes
+    bad_submit    emitted.admit_args                     `"invariants": 5` logged, which the
+                                                         recording's measures cannot read
     huge_args     emitted.admit_args                     the 2 MiB value logged again and again
     long_command  emitted.MAX_ARG_STRLEN                 `exit=N` and no reason
     git_paths     Tools._inside                          host git answers about host files
@@ -24,6 +25,7 @@ from bench.core.outcomes import AGENT, INFRA
 from bench.core.types import Message
 from bench.providers.wire import anthropic, openai
 from bench.trial.tools import Tools
+from ctxlog.statements import words
 from tests.bench.trial.adversary_run import play
 from tests.helpers.store import seeded
 
@@ -78,12 +80,28 @@ def test_lone_surrogates_make_a_context_no_provider_can_send_without_the_boundar
     assert _unencodable(events), "without the boundary a message holds a lone surrogate"
 
 
+def _hand_offs_unreadable(events: Path) -> list[str]:
+    """Logged messages whose submit_step hand-off the recording's measures cannot read (they
+    read every message of a later step's first context: bench/eventlog/measures.py)."""
+    bad = []
+    for line in events.read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] == "message":
+            calls = record["message"].get("tool_calls") or ()
+            try:
+                words(str(record["message"].get("content") or ""), [(c["name"], c["args"]) for c in calls])
+            except TypeError:
+                bad.append(record["sha"])
+    return bad
+
+
 def test_a_submit_the_schema_refuses_breaks_the_recording_without_the_boundary(results, monkeypatch, tmp_path,
                                                                                docker_ready):
+    obs, events = _play("bad_submit", results, monkeypatch, tmp_path)
+    assert obs["outcome_class"] == AGENT and _hand_offs_unreadable(events) == []
     monkeypatch.setattr(emitted, "admit_args", _carried_as_is)
     obs, events = _play("bad_submit", results, monkeypatch, tmp_path)
-    assert '"invariants":5' in events.read_text()
-    assert obs.get("outcome_class") != AGENT or obs.get("errors") or "crash" in obs, obs
+    assert '"invariants":5' in events.read_text() and _hand_offs_unreadable(events)
 
 
 def test_a_huge_argument_floods_the_log_without_the_boundary(results, monkeypatch, tmp_path, docker_ready):
@@ -92,7 +110,7 @@ def test_a_huge_argument_floods_the_log_without_the_boundary(results, monkeypatc
     _, unguarded = _play("huge_args", results, monkeypatch, tmp_path)
     large = 2 << 20
     assert guarded.stat().st_size < large  # the three 2 MiB values: 2,000-character excerpts
-    assert unguarded.stat().st_size > 3 * 3 * large  # each value at least three times per turn
+    assert unguarded.stat().st_size > 3 * 2 * large  # each value twice per turn (model_call, tool_call)
 
 
 def test_a_command_past_max_arg_strlen_gets_no_reason_without_the_guard(results, monkeypatch, tmp_path,
