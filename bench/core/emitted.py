@@ -14,7 +14,7 @@ its arguments, which the dispatcher (bench/trial/tools.py) answers with a tool e
 sees; a reply past its text or call bounds is a `stop_reason="error"` reply, which the loop
 fails as `model_error` (the agent's failure, bench/core/outcomes.py).
 
-Pure: imports nothing of the harness but the tool schemas, lazily (toolspecs imports types).
+Pure: imports nothing of the harness but the tool schemas (toolspecs.py, below types.py).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import json
 import math
 import re
 from typing import Any
+
+from bench.core.toolspecs import validator
 
 # The bounds, named once. The published schemas (bench/core/toolspecs.py) are at most 3 levels
 # deep (an object holding an array of strings) and one tool call writes one file.
@@ -83,8 +85,6 @@ def admit_args(name: str, args: Any) -> dict[str, Any]:
     plain = _plain(args)
     if isinstance(plain, str):
         return refused(plain, args)
-    from bench.core.toolspecs import validator  # toolspecs imports types, which imports this module
-
     check = validator(name)
     if check is not None:
         problem = next(iter(check.iter_errors(plain)), None)

@@ -13,10 +13,19 @@ Results the model sees (see bench.trial.tools for the dispatcher):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from bench.core.types import ToolSpec
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """(Also `bench.core.types.ToolSpec`.) Defined here, with no import of types.py, so the
+    boundary that checks calls against these schemas (emitted.py) sits below types.py."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
 
 
 def _obj(props: dict, required: list[str]) -> dict:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from bench.core import emitted
+from bench.core.toolspecs import ToolSpec as ToolSpec  # defined beside the tools it describes
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -219,11 +220,6 @@ class Completion:
         return Message(role="assistant", content=self.content, tool_calls=self.tool_calls)
 
 
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str
-    parameters: dict[str, Any]  # JSON schema of the arguments object
 
 
 def request_hash(messages: tuple[Message, ...] | list[Message], tools: tuple[ToolSpec, ...] | list[ToolSpec],
