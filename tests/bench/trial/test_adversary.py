@@ -114,6 +114,7 @@ def check(attack: str, obs: dict[str, Any]) -> None:
     for key, least in minimums.items():
         assert obs["metrics"][key] >= least, (key, obs["metrics"])
     assert obs["containers_left"] == [] and obs["scratch_left"] == [], obs
+    assert obs["host_processes_left"] == [], obs["host_processes_left"]
 
 
 @pytest.fixture(scope="module")
