@@ -57,6 +57,8 @@ test: setup lint local-model
 	@# tests/bench/trial/test_git_paths.py watches host git's syscalls with strace (Debian's; skipped without).
 	@command -v strace >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace; }
+	@# The browser tests open the report and a diff page in headless Chromium (Debian's, as root).
+	scripts/ensure_browser.sh
 	CTXBENCH_REQUIRE_DOCKER=1 CTXBENCH_REQUIRE_LOCAL_MODEL=1 $(BIN)/pytest -q -n 3 -m "not slow"
 
 # A small study on the real local model (SmolLM2-135M under llama-server), then its report, the
