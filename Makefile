@@ -58,6 +58,9 @@ lint: venv
 test: setup lint local-model agents
 	@# The tracking-server test needs PostgreSQL's server binaries (installed here, as root, if absent).
 	scripts/tracking_server.sh install
+	@# tests/bench/trial/test_git_paths.py watches host git's syscalls with strace (Debian's; skipped without).
+	@command -v strace >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace; }
 	@# The browser tests open the report and a diff page in headless Chromium (Debian's, as root).
 	scripts/ensure_browser.sh
 	CTXBENCH_REQUIRE_DOCKER=1 CTXBENCH_REQUIRE_LOCAL_MODEL=1 $(BIN)/pytest -q -n 3 -m "not slow"
