@@ -38,7 +38,7 @@ from bench.tracking.task_input import log_task_input
 from bench.trial.checkcache import CheckCache
 from bench.trial.driver import Limits, StepDriver
 from bench.trial.loop import LoopPlayer, LoopSettings
-from bench.trial.player import Player
+from bench.trial.player import PLAYERS, Player
 from bench.trial.record import Trial, TrialResult, classify, finish
 from bench.trial.watchdog import trial_watchdog
 from ctxlog import events as ev
@@ -132,9 +132,7 @@ def prepare(tcfg: TrialConfig) -> Parts:
     sandbox = SandboxConfig.from_dict(tcfg.sandbox)
     window = arm_window(tcfg)
     if tcfg.level != tcfg.strategy["name"]:  # an external agent plays: its player and install first
-        from bench.agents.players import validate
-
-        validate(tcfg)
+        PLAYERS.load("external").validate(tcfg)
     provider = providers.make_provider(tcfg.model)
     return Parts(task, strategy, provider, sandbox, window, int(tcfg.model["max_output"]))
 
@@ -264,9 +262,8 @@ def _agent_player(tcfg: TrialConfig, parts: Parts, seed: int) -> Player | None:
     loop. Imported only then: a trial of the own loop never loads the agents' code."""
     if tcfg.level == tcfg.strategy["name"]:
         return None
-    from bench.agents.players import make_player
-
-    return make_player(tcfg, parts, seed)
+    player: Player = PLAYERS.load("external").make(tcfg, parts, seed)
+    return player
 
 
 @contextlib.contextmanager
