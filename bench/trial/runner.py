@@ -244,7 +244,7 @@ def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> tuple[StepDriver, Pla
     tcfg, seed = trial.cfg, trial.cfg.task.seed * 1000 + trial.cfg.rep
     assert trial.events is not None, "Trial.open() comes first"
     trial.events.append(ev.TrialStart(
-        turn=0, trial_id=tcfg.config_hash, task_id=parts.task.task_id, strategy=tcfg.strategy["name"],
+        turn=0, trial_id=tcfg.config_hash, task_id=parts.task.task_id, strategy=tcfg.level,
         arm=tcfg.arm.name, model=tcfg.model.get("name"), rep=tcfg.rep, seed=seed, window=parts.window,
         max_output=parts.max_output, base_commit=sandbox.base_commit, config_hash=tcfg.config_hash,
         schema=ev.SCHEMA))
