@@ -206,7 +206,7 @@ def play(trial: Trial, parts: Parts) -> None:
     judged inside the cleanup: the verdict is taken (and the watchdog disarmed) before any
     cleanup runs, which reads it (an interrupted trial's sandbox is not kept) and never raises."""
     tcfg = trial.cfg
-    attrs = {"strategy": tcfg.strategy["name"], "arm": tcfg.arm.name, "task_id": parts.task.task_id, "rep": tcfg.rep}
+    attrs = {"strategy": tcfg.level, "arm": tcfg.arm.name, "task_id": parts.task.task_id, "rep": tcfg.rep}
     with contextlib.ExitStack() as cleanup:
         with judged(trial), trial_watchdog(tcfg.limits.trial_timeout_s):
             trial.open()
