@@ -70,10 +70,25 @@ EXPECT.update({
     "git_options": (0, {"tool_errors": 24}),  # each refused before host git runs
     "perm_blind": ((1, None), {}),  # the restore after the `run`: both planted files, through mode 000
 })
-REASON = {"deep_tree": "content_error", "huge_file": "content_error"}  # the others: the task not done
+# -- issue 42: what the model emits (bench/core/emitted.py) and git's own path handling ------
+EXPECT.update({
+    "deep_args": (0, {"tool_errors": 2}),  # both calls refused where they entered, as tool errors
+    "surrogates": (0, {"tool_errors": 1}),  # carried as `\udc80` text; the unknown tool a tool error
+    "bad_submit": (0, {"tool_errors": 1}),  # the 5,000-character name: an unknown tool
+    "huge_args": (0, {"tool_errors": 3}),  # each 2 MiB write refused, its log a 2,000-character excerpt
+    "long_command": (0, {"tool_errors": 1}),
+    "git_paths": (10, {}),  # every way out, refused before host git runs
+})
+OUTPUT_SEEN_42 = {"long_command": ("MAX_ARG_STRLEN",), "deep_args": ("nested deeper than",),
+                  "huge_args": ("arguments longer than",)}
+# bad_names: a file whose name is not UTF-8 is never in the judge's copy, so the tree recorded is
+# not the tree certified (bench/trial/certified_tree.py)
+REASON = {"deep_tree": "content_error", "huge_file": "content_error", "bad_names": "uncertified_tree"}
+# the others: the task not done
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.
-OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",)}
+OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",),
+               **OUTPUT_SEEN_42}
 # In-process forgery: no check may pass, not even the first step's (a forged part once did).
 NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe"}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
@@ -102,6 +117,7 @@ def check(attack: str, obs: dict[str, Any]) -> None:
     for key, least in minimums.items():
         assert obs["metrics"][key] >= least, (key, obs["metrics"])
     assert obs["containers_left"] == [] and obs["scratch_left"] == [], obs
+    assert obs["host_processes_left"] == [], obs["host_processes_left"]
 
 
 @pytest.fixture(scope="module")
