@@ -28,6 +28,8 @@ REASONS: dict[str, str] = {
     "model_error": AGENT,          # the model stopped with stop_reason error / refusal
     "content_error": AGENT,        # what the agent put in its working copy defeated a host-side
                                    # operation (bench/sandbox/content.py: too deep, git refused it)
+    "resource_exhausted": AGENT,   # the agent's processes took the sandbox's memory until its
+                                   # container died of it (bench/sandbox/docker.py)
     # Infrastructure failures: nothing the model did explains them.
     "sandbox_lost": INFRA,         # the container or the engine went away
     "provider_error": INFRA,       # the provider failed after its retries
