@@ -120,8 +120,7 @@ def _run_part(part, tree, uid, quiet, trusted):
     if server == 0:
         try:
             ours.close()
-            remote.serve(theirs.fileno(), tree)
-            shutil.rmtree(home, ignore_errors=True)  # its own: the judge never becomes the agent to remove it
+            remote.serve(theirs.fileno(), tree, home)
         finally:
             os._exit(1)
     theirs.close()
@@ -174,6 +173,10 @@ def _run_part(part, tree, uid, quiet, trusted):
         ended.append(f"{server} (the part's server)")
         os.kill(server, signal.SIGKILL)  # the judge's CAP_KILL: its own child, from outside its uid
         served = os.waitstatus_to_exitcode(os.waitpid(server, 0)[1])
+    try:  # a server that ended early (os._exit on import) left its HOME: /tmp is root's, so an empty one goes
+        os.rmdir(home)
+    except OSError:  # removed by the server, or holding what the code under test left: the probe sees it
+        pass
     exit_code = os.waitstatus_to_exitcode(status)
     return {"exit": 128 - exit_code if exit_code < 0 else exit_code, "claims": len(claims),
             "claim": claims[0] if claims else None, "server": served, "ended": ended}
