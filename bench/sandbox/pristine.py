@@ -154,8 +154,10 @@ class Tracking:
         """Why `reusable` is False ('' while it is True), for the log."""
         if self.reusable:
             return ""
-        return self.not_pristine_because or ("a check ran the agent's code here: what it left in the "
-                                             "namespace (the pid counter, network counters) is not probed")
+        if self._code_ran_in is not None and self._pristine.ok and self._track:  # before "closed": pool.release
+            return ("a check ran the agent's code here: what it left in the namespaces (the pid counter, "
+                    "network counters) no probe puts back")
+        return self.not_pristine_because
 
     def state_sha(self) -> str:
         """Every entry of the working copy, hashed (`manifest`). A working copy past the
