@@ -179,53 +179,17 @@ if _o.environ.get('HOME', '').startswith('/tmp/ctxbench-check-'):  # in a check'
 
 # The container's pid 1 through memory: fill the tmpfs mounts (their pages count against the
 # container's memory limit and no kill frees them), put the process back at the OOM killer's
-# default (the judge made it first in line; lowering back to 0 needs no privilege), then hold
-# kernel memory (full pipes) in processes each smaller than pid 1, so that pid 1 is the largest
-# when the memory runs out. Before issue 42 the container died: `sandbox_lost`, ours.
-OOM_PID1 = r'''
-import fcntl, os, time
-def rss(pid):
-    for line in open(f'/proc/{pid}/status'):
-        if line.startswith('VmRSS:'):
-            return int(line.split()[1])
-    return 0
-open('/proc/self/oom_score_adj', 'w').write('0')
-for path in ('/tmp/fill', '/dev/shm/fill'):
-    try:
-        with open(path, 'wb') as f:
-            while True:
-                f.write(b'\1' * (1 << 20))
-    except OSError:
-        pass
-print('pid 1 rss kB', rss(1), flush=True)
-while True:  # each child: a sleep (smaller than pid 1) holding pipes full of data
-    fds = []
-    try:
-        for _ in range(400):
-            r, w = os.pipe()
-            try:
-                fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
-            except OSError:
-                pass
-            os.set_blocking(w, False)
-            try:
-                while True:
-                    os.write(w, b'\1' * 65536)
-            except OSError:
-                pass
-            fds += [r, w]
-    except OSError:
-        pass
-    try:
-        pid = os.fork()
-    except OSError:
-        time.sleep(0.05)
-        continue
-    if pid == 0:
-        os.execv('/bin/sleep', ['sleep', '600'])
-    for fd in fds:
-        os.close(fd)
-'''
+# default (the judge put it first in line; going back to 0 needs no privilege), then start
+# processes each just smaller than pid 1 (a shell holding a string) until the memory runs out, so
+# that pid 1 is the largest process when the OOM killer picks. Before issue 42: `sandbox_lost`.
+OOM_PID1 = (
+    "echo 0 > /proc/self/oom_score_adj; "
+    "dd if=/dev/zero of=/tmp/fill bs=1M 2>/dev/null; dd if=/dev/zero of=/dev/shm/fill bs=1M 2>/dev/null; "
+    "rss=$(awk '/^VmRSS/{print $2}' /proc/1/status); size=$(( (rss - 3072) * 1024 )); "
+    "echo \"pid 1 rss ${rss} kB, each holder $size bytes\"; "
+    "i=0; while [ $i -lt 300 ]; do "
+    "sh -c \"x=\\$(head -c $size /dev/zero | tr '\\\\0' a); sleep 600\" & i=$((i+1)); sleep 0.02; done; "
+    "sleep 30")
 
 ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
     # Code under test forges the judge's report on the judge's reap's stderr (issue 42).
@@ -236,7 +200,7 @@ ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
     # One `run` fills the tmpfs mounts and holds the rest of the memory in processes smaller than
     # pid 1 (issue 42: the OOM killer picked the container's init, 6 of 6 runs `sandbox_lost`).
     "oom_pid1": [
-        [write("oom.py", OOM_PID1), run("timeout 60 python3 oom.py; echo done", timeout_s=90)],
+        [run(OOM_PID1, timeout_s=90)],
         [run("echo still here")],
         [SUBMIT],
     ],

@@ -70,12 +70,20 @@ EXPECT.update({
     "git_options": (0, {"tool_errors": 24}),  # each refused before host git runs
     "perm_blind": ((1, None), {}),  # the restore after the `run`: both planted files, through mode 000
 })
-REASON = {"deep_tree": "content_error", "huge_file": "content_error"}  # the others: the task not done
+# -- issue 42: what the judge lends the agent (bench/providers/attacks/channel.py) -------------
+EXPECT.update({
+    "judge_channel": (0, {"processes_killed": 1}),  # no forged line is ever written: no guard has to notice one
+    "oom_pid1": (0, {}),
+})
+# the others: the task not done. oom_pid1: the container's death by memory is the agent's where
+# pid 1 cannot be kept from the OOM killer (an engine without CAP_SYS_RESOURCE), else it lives on.
+REASON = {"deep_tree": ("content_error",), "huge_file": ("content_error",),
+          "oom_pid1": ("resource_exhausted", "step_failed")}
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.
 OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",)}
 # In-process forgery: no check may pass, not even the first step's (a forged part once did).
-NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe"}
+NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe", "judge_channel"}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
                Path("/tmp/ctxbench-host-probe"), Path("/tmp/sitecustomize.py"), Path("/tmp/ctxbench-git-out"),
                Path.home() / ".local/lib/python3.11/site-packages/zz.pth"]
@@ -85,7 +93,7 @@ def check(attack: str, obs: dict[str, Any]) -> None:
     """What every attack must leave, root or not."""
     assert "crash" not in obs, obs
     assert (obs["mlflow_status"], obs["outcome_class"], obs["success"]) == ("FINISHED", AGENT, 0.0), obs
-    assert obs["failure_reason"] in ([REASON[attack]] if attack in REASON else ["step_failed", "final_check_failed"])
+    assert obs["failure_reason"] in REASON.get(attack, ("step_failed", "final_check_failed")), obs["failure_reason"]
     assert obs["errors"] == [], "the harness never fails on an attack"
     want, minimums = EXPECT[attack]
     assert obs["policy_violations"] == obs["violation_events"]
