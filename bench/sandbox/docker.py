@@ -3,10 +3,10 @@
 The container sees only the trial's working copy (bind-mounted at /work; the git dir stays on
 the host, see workcopy.py) and, read-only at /judge, the tree a certification runs on; no
 network, capped memory/cpu/pids, no privilege escalation, a read-only rootfs with a tmpfs /tmp.
-Agent commands run as an unprivileged uid without capabilities; pid 1 and every certification
-as the container's root, holding only CAP_SETUID/SETGID/CHOWN (judge.py). Its pid 1 is a tiny
-reaper that ignores every signal (a namespace's init cannot be killed from inside), so
-`kill -9 -1` ends the agent's own processes, never the container.
+Agent commands run as an unprivileged uid without capabilities; pid 1, every exec's wrapper and
+every certification as the container's root, holding only CAP_SETUID/SETGID/CHOWN/KILL (judge.py).
+Its pid 1 is a tiny reaper that ignores every signal (a namespace's init cannot be killed from
+inside), so the judge's `kill -9 -1` ends every other process, never the container.
 
 `exec(..., reap=True)` ends whatever the command left running (background jobs, daemons,
 fork bombs) before it returns, from the exec's own shell, and lists them in

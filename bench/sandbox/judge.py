@@ -6,8 +6,9 @@ launcher, docker.py) is the judge; the agent's commands and the code under test 
 AGENT_UID. The kernel then keeps them apart: a process may signal, ptrace or read the memory
 (process_vm_readv, /proc/PID/mem) of another only with the same uid or a capability, and the
 agent's processes have none (no-new-privileges, every capability dropped when setpriv or the
-launcher changes uid). So the agent cannot take over pid 1 or the launcher, and `kill -9 -1`
-as the agent ends every process of the agent's, which is how a reap ends them all.
+launcher changes uid). So the agent cannot take over pid 1 or the launcher. No process of the
+judge's ever runs as the agent's uid: the reap is the judge's own shell's `kill -9 -1` (root with
+CAP_KILL), never the agent asked to end itself (issue 42).
 
 AGENT_UID is the host user's own uid, so what the agent writes in the bind-mounted working
 copy stays the harness's to remove; a harness running as root gets a fixed unprivileged uid
