@@ -13,7 +13,10 @@ from omegaconf import DictConfig
 from bench.config import CONF_DIR
 
 if TYPE_CHECKING:
-    from bench.trial.runner import TrialResult
+    from bench.trial.runner import Prepared, TrialResult
+
+# A plain run's config and parts as bench.preflight validated and built them, for its trial.
+_prepared: Prepared | None = None
 
 
 def _terminate(signum, frame):  # a SIGTERM (e.g. from a scheduler) ends the trial as KILLED
@@ -28,7 +31,7 @@ def main(cfg: DictConfig) -> TrialResult:
 
     if threading.current_thread() is threading.main_thread():  # not in hydra/launcher=ctxbench_threads
         signal.signal(signal.SIGTERM, _terminate)
-    result = run(cfg)
+    result = run(cfg, _prepared)
     if result.status == "budget_exhausted":
         print("not started: the study's budget is spent (study.budget_usd / study.budget_tokens)")
         return result
@@ -43,5 +46,5 @@ def main(cfg: DictConfig) -> TrialResult:
 if __name__ == "__main__":
     from bench import preflight
 
-    preflight.check(sys.argv[1:])  # bad input: one line, exit 2, before Hydra writes anything
+    _prepared = preflight.check(sys.argv[1:])  # bad input: one line, exit 2, before Hydra writes anything
     main()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
@@ -167,12 +167,23 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def load(cfg: DictConfig | Mapping) -> TrialConfig:
-    """Validate the composed config into a TrialConfig (the one conversion at the entry point)."""
+def resolve(cfg: DictConfig | Mapping) -> dict[str, Any]:
+    """The composed config as plain data, interpolations resolved, without Hydra's own node
+    (whose job-time values, such as the sweep's subdir, exist only inside a Hydra job)."""
+    if isinstance(cfg, DictConfig) and "hydra" in cfg:
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            del cfg["hydra"]
     container = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     assert isinstance(container, dict)
-    resolved: dict[str, Any] = {str(k): v for k, v in container.items()}
-    resolved.pop("hydra", None)
+    out: dict[str, Any] = {str(k): v for k, v in container.items()}
+    out.pop("hydra", None)
+    return out
+
+
+def load(cfg: DictConfig | Mapping) -> TrialConfig:
+    """Validate the composed config into a TrialConfig (the one conversion at the entry point)."""
+    resolved = resolve(cfg)
     for group in ("strategy", "arm", "task", "model", "sandbox", "tracking", "limits"):
         if not isinstance(resolved.get(group), Mapping):
             raise ConfigError(f"config group {group!r} is missing; choose one, e.g. {group}=<option>")

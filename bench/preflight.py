@@ -9,25 +9,28 @@ tracking store and, when a job uses it, the Docker engine and the sandbox image 
 first problem prints one line naming the key and what is allowed, and exits with status 2:
 no results folder, no MLflow run, no container. A combination that is wrong only together
 (two sweeps at their later values) is caught when its trial starts.
+
+A plain run is composed once here (the composition that finds out whether it is a sweep is
+also its job's) and its parts are built once: `check` returns them (`runner.Prepared`) and
+bench/__main__.py hands them to the trial, which neither validates nor builds again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import HydraException
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from hydra.errors import HydraException, MissingConfigException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from bench.config import ConfigError, TrialConfig, compose, load
-from bench.trial.runner import prepare
+from bench.trial.runner import Prepared, prepare
 
 EXIT_BAD_INPUT = 2
 
@@ -36,51 +39,62 @@ class BadInput(ValueError):
     """The command line cannot run; the message is the one line the user sees."""
 
 
-def check(argv: list[str]) -> None:
-    """Exit 2 with one line on stderr if the command line cannot run; return if it can."""
+def check(argv: list[str]) -> Prepared | None:
+    """Exit 2 with one line on stderr if the command line cannot run. If it can: a plain run's
+    validated config and built parts, for its trial; None for a sweep or a flag of Hydra's."""
     args = [a for a in argv if a not in ("-m", "--multirun")]
     if any(a.startswith("-") for a in args):  # Hydra's own flags (--help, --cfg, ...): Hydra's to handle
-        return
+        return None
+    prepared: Prepared | None = None
     try:
-        jobs = plan(args, multirun=len(args) != len(argv))
+        jobs, first, sweep = _plan(args, multirun=len(args) != len(argv))
         trials = []
-        for job in jobs:
+        for k, job in enumerate(jobs):
             try:
-                trials.append(validate(job))
+                built = validate(job, first if k == 0 else None, keep=not sweep)
             except BadInput as exc:
                 raise BadInput(f"{exc} (in the job {' '.join(job)})" if len(jobs) > 1 else str(exc)) from exc
+            trials.append(built.trial)
+            prepared = built if not sweep else None
         reachable(trials)
     except BadInput as exc:
+        if prepared is not None:
+            prepared.close()
         print(f"ctxbench: bad input: {exc}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
+    return prepared
 
 
 def _line(exc: BaseException) -> str:
-    """An exception as one line (Hydra's messages span several)."""
-    text = f"{exc}\n{exc.__cause__ or ''}".strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    options = re.search(r"Available options in '[^']+':\s*(.*?)(?:\n\s*\n|Config search path|$)", text, re.S)
-    if options:
-        first += f" (allowed: {', '.join(options.group(1).split())})"
-    missing = re.search(r"Could not override '([^']+)'", text)
-    if missing and "not in struct" in text:
-        parent, _, key = missing.group(1).rpartition(".")
-        node = OmegaConf.select(compose([]), parent) if parent else None
-        allowed = f"; allowed keys: {', '.join(map(str, node))}" if node is not None and hasattr(node, "keys") else ""
-        first = f"{missing.group(1)}: no such key{allowed} (add a new key with +{missing.group(1)}=...)"
+    """An exception as one line (Hydra's messages span several), from what it carries."""
+    chain = [exc, *([exc.__cause__] if exc.__cause__ else [])]
+    first = next((line for e in chain for line in str(e).splitlines() if line.strip()), type(exc).__name__)
+    for e in chain:
+        if isinstance(e, MissingConfigException) and e.options:  # a config group option that is not there
+            first += f" (allowed: {', '.join(e.options)})"
+        elif isinstance(e, (ConfigAttributeError, ConfigKeyError)) and e.full_key and isinstance(exc, HydraException):
+            # an override of a key the config does not have
+            node = e.parent_node
+            allowed = f"; allowed keys: {', '.join(map(str, node))}" if isinstance(node, DictConfig) else ""
+            first = f"{e.full_key}: no such key{allowed} (add a new key with +{e.full_key}=...)"
     return " ".join(first.split())
 
 
 def plan(overrides: list[str], multirun: bool) -> list[list[str]]:
     """The jobs to validate: one per value of each swept key, the others at their first value."""
+    return _plan(overrides, multirun)[0]
+
+
+def _plan(overrides: list[str], multirun: bool) -> tuple[list[list[str]], DictConfig | None, bool]:
+    """The jobs, the composition of the first (with Hydra's own node), and whether it is a sweep."""
     parser = OverridesParser.create()
     try:
         parsed = parser.parse_overrides(overrides)
         first = [f"{o.get_key_element()}={next(iter(o.sweep_string_iterator()))}" if o.is_sweep_override()
                  else str(o.input_line) for o in parsed]
         base = compose(first, return_hydra_config=True)
-        mode = OmegaConf.select(base, "hydra.mode")
-        if multirun or str(mode).endswith("MULTIRUN"):
+        sweep = multirun or str(OmegaConf.select(base, "hydra.mode")).endswith("MULTIRUN")
+        if sweep:
             swept = base.hydra.sweeper.get("params")
             params = OmegaConf.to_container(swept, resolve=False) if swept else {}
             assert isinstance(params, dict)
@@ -95,19 +109,27 @@ def plan(overrides: list[str], multirun: bool) -> list[list[str]]:
     jobs = [firsts]
     for k, values in enumerate(keyed.values()):
         jobs += [firsts[:k] + [v] + firsts[k + 1:] for v in values[1:]]
-    return jobs
+    # A sweep's first job adds the sweeper's values to the command line's: composed anew.
+    return jobs, base if firsts == first else None, sweep
 
 
-def validate(overrides: list[str]) -> TrialConfig:
-    """Compose one job and build its parts (then drop them), as the trial would."""
+def validate(overrides: list[str], composed: DictConfig | None = None, keep: bool = False) -> Prepared:
+    """Compose one job (unless given its composition) and build its parts, as the trial would.
+    With `keep`, the parts are handed on (the caller closes them); else they are dropped."""
     try:
-        tcfg = load(compose(overrides))
-        # A recording provider would make the cassette's folder: check the model without it.
+        tcfg = load(composed if composed is not None else compose(overrides))
+        # A recording provider would make the cassette's folder: check the model without it, and
+        # leave the recording provider to the trial.
+        recording = "record" in tcfg.model
         model = {k: v for k, v in tcfg.model.items() if k != "record"}
-        prepare(dataclasses.replace(tcfg, model=model)).provider.close()
+        parts = prepare(dataclasses.replace(tcfg, model=model))
     except (ConfigError, HydraException, OmegaConfBaseException, ValueError, KeyError, TypeError) as exc:
         raise BadInput(_line(exc)) from exc
-    return tcfg
+    prepared = Prepared(tcfg, parts)
+    if keep and not recording:
+        return prepared
+    prepared.close()
+    return Prepared(tcfg, None)
 
 
 def reachable(trials: list[TrialConfig]) -> None:

@@ -22,12 +22,18 @@ STRATEGIES = Registry("strategy.name", {
     "subagent": "strategies.subagent:SubagentStrategy",
     "masking": "strategies.masking:MaskingStrategy",
 }, hint="choose one with strategy=<name> (see conf/strategy/)", group="ctxbench.strategies")
+# What the loop reads off a strategy class besides build/summary_request (strategies/base.py).
+HOOKS = ("name", "config_class", "requires_handoff", "fresh_session_per_step", "invariants_from")
 
 
 def make_strategy(cfg: Mapping[str, Any]) -> Strategy:
     """The strategy named by `cfg["name"]`, configured by the other keys of `cfg`."""
     name = cfg.get("name")
     strategy_cls = STRATEGIES.load(name)
+    missing = [hook for hook in HOOKS if not hasattr(strategy_cls, hook)]
+    if missing:
+        raise ValueError(f"strategy.name={name!r}: {strategy_cls.__name__} does not state {', '.join(missing)}; "
+                         "every strategy declares the hooks of strategies/base.py Strategy (docs/plugins.md)")
     config_cls = strategy_cls.config_class
     known = {f.name for f in dataclasses.fields(config_cls) if f.init}
     kwargs: dict[str, Any] = {}

@@ -94,9 +94,18 @@ class Built:
 
 
 class Strategy(Protocol):
+    """Every member is read by ctxbench's own loop (bench/trial/loop.py); each strategy states
+    each one (docs/plugins.md)."""
+
     name: str
     # A step cannot be certified before the model has said what later steps must not undo.
     requires_handoff: bool
+    # A new session at every step head (subagent's fresh brief): logged with `step_start`.
+    fresh_session_per_step: bool
+    # Where the invariants carried to later steps (`State.learned`) come from when a step is
+    # certified: "model", only what the model wrote in its hand-off; "harness", the step's
+    # established invariants first, then the model's (a channel: bench/trial/steps.py `learn`).
+    invariants_from: str
 
     @property
     def channels(self) -> dict[str, bool]:

@@ -73,6 +73,7 @@ class LedgerStrategy:
     name = NAME
     config_class = LedgerConfig
     requires_handoff = True
+    fresh_session_per_step = False
 
     def __init__(self, config: LedgerConfig | None = None) -> None:
         self.config = config or LedgerConfig()

@@ -56,6 +56,8 @@ def masked(transcript: Sequence[Message], keep_recent_turns: int) -> tuple[Messa
 class MaskingStrategy:
     name = NAME
     requires_handoff = False
+    fresh_session_per_step = False
+    invariants_from = "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
 
     @property
     def channels(self) -> dict[str, bool]:

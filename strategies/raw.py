@@ -30,6 +30,8 @@ class RawStrategy:
     name = "raw"
     config_class = RawConfig
     requires_handoff = False
+    fresh_session_per_step = False
+    invariants_from = "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
 
     @property
     def channels(self) -> dict[str, bool]:

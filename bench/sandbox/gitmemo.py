@@ -4,7 +4,7 @@ Every step head reads its history (steps.read_head: `git log --oneline base..HEA
 diff --stat base`), and the sim looks at it (`git log --stat -n N`). With fixed identities,
 dates and config (hostgit.py), a commit's sha names its whole history, so trials whose
 histories reach the same commits ask git the same question and get the same answer: over one
-seed's 16 cells, 86% of these had been asked before (docs/scaling.md §9, eighth pass). Each was
+seed's 16 cells, most of these had been asked before (docs/scaling.md §9). Each was
 a git process.
 
 Only exact shapes are kept (`_key`): `git log` with `--oneline`, `--stat` or `--format=%h %an:

@@ -3,7 +3,7 @@ into the container, and the judge's copy), and its git dir in memory where there
 
 Each object git writes is a file created, renamed and, at the next trial, removed. On this
 machine's journaled disk (ext4 with online discard) that made the harness's in-process commits
-cost twice the CPU they cost on a tmpfs (docs/scaling.md §9, eighth pass), so the git dir goes
+cost twice the CPU they cost on a tmpfs (docs/scaling.md §9), so the git dir goes
 to /dev/shm when it is a tmpfs with MIN_FREE_BYTES free, else beside the working copy. No
 container sees it either way. What the agent can make it hold is bounded: one trial's files
 may grow by content.MAX_GROWTH_BYTES (checked as WorkingCopy settles), and at most

@@ -15,6 +15,10 @@ a sqlite tracking store. A no-op unless `configure(True)` was called (`tracking.
 Everything that enters a span passes through `bench.core.redact.scrub` (secret-named keys,
 secret values from the environment and the providers' registered keys).
 A tracing failure is logged and never fails a trial.
+
+A trial is traced by a subscriber of its event log (`TrialSpans`, bench/trial/record.py's
+`Recorder`): a `context` event opens a model span and its `model_call` closes it, a
+`tool_call` opens a tool span and its `tool_result` closes it; the loop itself calls nothing here.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from dataclasses import asdict
 from typing import Any
 
 from bench.core.redact import scrub
-from bench.core.types import Completion, Message, context_sha
+from bench.core.types import Completion, Message, ToolCall, Usage, context_sha
+from ctxlog import events as ev
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +154,80 @@ def tool_span(turn: int, name: str, args: Mapping[str, Any], *, call_id: str | N
     """A TOOL span for one tool call; set its result with `span.set_outputs({...})`."""
     a = {"ctxbench.turn": turn, "ctxbench.tool": name, "ctxbench.tool_call_id": call_id or ""}
     return _span(f"tool {name}", "TOOL", a, dict(args))
+
+
+class TrialSpans:
+    """The spans of one trial, opened and closed by the events its log is written (a subscriber
+    of bench/trial/record.py's Recorder). A span whose closing event never comes (the call raised,
+    the trial ended) is closed as failed by the next event that is not its own, or by `close`."""
+
+    def __init__(self) -> None:
+        self._messages: dict[str, dict[str, Any]] = {}  # sha -> message, from the `message` events
+        self._model: tuple[Any, Span] | None = None
+        self._tool: tuple[Any, Span] | None = None
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Message):
+            self._messages[event.sha] = event.message
+            return
+        if isinstance(event, ev.ModelCall) and self._model is not None:
+            self._model[1].set_attributes({"ctxbench.request_hash": event.request_hash,
+                                           "mlflow.llm.model": event.model_id})
+            self._model[1].set_completion(_completion(event))
+            self._end("_model")
+            return
+        if isinstance(event, ev.ToolResult) and self._tool is not None:
+            self._tool[1].set_outputs({"ok": event.ok, "result": event.output[-SPAN_TEXT_CHARS:]})
+            self._end("_tool")
+            return
+        self._end("_model", failed=type(event).__name__)  # a model call answers before anything else happens
+        if isinstance(event, ev.Context):
+            messages = [self._messages.get(sha, {}) for sha in event.messages]
+            self._model = self._open(_model_span(event, messages))
+        elif isinstance(event, ev.ToolCall):
+            self._end("_tool", failed="ToolCall")
+            self._tool = self._open(tool_span(event.turn or 0, event.name, event.args, call_id=event.call_id))
+        elif isinstance(event, (ev.Error, ev.TrialEnd)):
+            self._end("_tool", failed=type(event).__name__)
+
+    def close(self) -> None:
+        """End what is still open (the trial ended inside a call)."""
+        self._end("_model", failed="the trial ended")
+        self._end("_tool", failed="the trial ended")
+
+    @staticmethod
+    def _open(cm: Any) -> tuple[Any, Span]:
+        return cm, cm.__enter__()
+
+    def _end(self, which: str, failed: str | None = None) -> None:
+        opened = getattr(self, which)
+        if opened is None:
+            return
+        setattr(self, which, None)
+        cm, _ = opened
+        try:
+            if failed is None:
+                cm.__exit__(None, None, None)
+            else:
+                exc = RuntimeError(f"the call did not return ({failed})")
+                cm.__exit__(RuntimeError, exc, None)
+        except Exception:
+            log.warning("tracing: could not end a span", exc_info=True)
+
+
+def _model_span(event: ev.Context, messages: list[dict[str, Any]]) -> Any:
+    """model_span's span from a logged context: the messages new since the last reply as inputs."""
+    a: dict[str, Any] = {"ctxbench.turn": event.turn or 0, "ctxbench.purpose": event.purpose,
+                         "ctxbench.n_messages": len(messages), "ctxbench.context_sha": event.sha}
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    return _span(f"model turn {event.turn or 0}", "CHAT_MODEL", a, {"messages": messages[last + 1:]})
+
+
+def _completion(e: ev.ModelCall) -> Completion:
+    return Completion(content=e.content, tool_calls=tuple(ToolCall(**c) for c in e.tool_calls),
+                      stop_reason=e.stop_reason, usage=Usage(**e.usage), latency_s=float(e.t.get("latency_s", 0.0)),
+                      ttft_s=float(e.t.get("ttft_s", 0.0)), model_id=e.model_id,
+                      request_hash=e.provider_request_hash or "", cost_usd=e.cost_usd)
 
 
 def completion_outputs(c: Completion) -> dict[str, Any]:

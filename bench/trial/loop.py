@@ -1,10 +1,12 @@
-"""The agent loop of one trial (docs/design.md §2): drift, context, model call, tools, certification.
+"""ctxbench's own agent loop (docs/design.md §2): one Player of a trial (bench/trial/player.py).
 
-The loop only plays: it keeps the state the next turn is built from and logs what happens as
-events (ctxlog/events.py). It keeps no books: every count and total of the trial is read back
-from the log (bench/eventlog/tally.py, measures.py). Only the harness writes step status, from
-the check's own report (certify.py). Every way a trial can end badly is a named failure reason
-of bench.core.outcomes, never a success.
+Its shape is mini-swe-agent's: `play` runs `step` until the turn ends; a `step` builds the
+context with the strategy, calls the model and acts on the reply through the tools. A
+`submit_step` is the end of its turn: the referee (the harness, bench/trial/driver.py) certifies
+then and there, and the verdict is the tool's result the model reads. Limits are the referee's,
+raised as exceptions. The loop keeps the state the next turn is built from and logs what happens
+as events (ctxlog/events.py); it keeps no books: every count and total of the trial is read back
+from the log (bench/eventlog/tally.py, measures.py).
 """
 
 from __future__ import annotations
@@ -12,129 +14,113 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import Any
 
-from bench.core import outcomes, queued
-from bench.core.render import HANDOFF_QUESTION, check_result, current_step_block, invariant_line
+from bench.core import outcomes
+from bench.core.render import HANDOFF_QUESTION
 from bench.core.tokens import count_text
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, request_hash
 from bench.eventlog import events as E
-from bench.eventlog.events import EventLog
 from bench.providers.base import ContextOverflow, Provider
-from bench.sandbox.base import Sandbox
-from bench.tracking import tracing
 from bench.trial import budget, tidy_ups
-from bench.trial import certify as C
 from bench.trial import steps as S
-from bench.trial.checkcache import CheckCache
+from bench.trial.player import GAVE_UP, SUBMITTED, Instruction, Seat, StepTurnsUsed, TurnEnd
 from bench.trial.tools import ToolOutcome, Tools
 from ctxlog import events as ev
 from strategies.base import Built, Certified, State, StepHead, Strategy, Summary
-from tasks.spec import TaskSpec
 
 NUDGE = "No tool call. Continue the current step with the tools, then call submit_step."
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoopSettings:
     window: int
     max_output: int
-    max_turns: int
-    max_turns_per_step: int
-    deadline: float  # time.monotonic() past which the trial fails with `timeout`
     seed: int
-    drift: bool
     exec_timeout_s: float = 60.0
 
 
-class TrialLoop:
-    def __init__(self, task: TaskSpec, sandbox: Sandbox, strategy: Strategy, provider: Provider,
-                 log: EventLog, settings: LoopSettings, tracer: Any = None, cache: CheckCache | None = None):
-        self.task, self.sandbox, self.strategy, self.provider = task, sandbox, strategy, provider
-        self.log, self.cfg, self.tracer, self.cache = log, settings, tracer, cache
-        self.copy = C.HarnessCopy(task)  # protected files as the harness knows them, kept on the host
-        self.tools = Tools(sandbox, self.copy, exec_timeout_s=settings.exec_timeout_s)
+class LoopPlayer:
+    """ctxbench's own agent: a Player (bench/trial/player.py) whose every turn is built by the
+    strategy, answered by the provider and acted on through the tools."""
+
+    def __init__(self, strategy: Strategy, provider: Provider, settings: LoopSettings):
+        self.strategy, self.provider, self.cfg = strategy, provider, settings
+        self.fresh_session_per_step = strategy.fresh_session_per_step
         self.transcript: list[Message] = []
         self.certified: list[Certified] = []
         self.learned: tuple = ()
         self.summary: Summary | None = None
-        self.turn, self._queued = 0, queued.since_now()  # time queued for the study's allowance, from here
+        self.turn = 0  # the index of the turn being played (the referee counts them)
+        # The step being played: its index, where its notice is in the transcript, its failed attempts.
+        self.index, self.step_start, self.attempt = 0, 0, 0
+        self.last_failure: str | None = None
         self.head: StepHead | None = None  # the current step head; FILES re-read after a compaction
         # What a request holds besides its messages, by the harness's own count (the tool schemas),
         # and the provider's counts of the turns' requests next to the harness's (bench/trial/budget.py).
         self.overhead = count_text(json.dumps([t.__dict__ for t in TOOLS], sort_keys=True))
         self.counts: list[tuple[int, int]] = []
 
-    # -- the whole trial ------------------------------------------------------------------
-    def run(self) -> None:
-        """Play the trial to its end; returns on success, raises TrialFailed (or worse) otherwise."""
-        last_commit = self.sandbox.base_commit
-        for index, step in enumerate(self.task.steps):
-            if self.cfg.drift:
-                S.apply_drift(self.task, step, self.sandbox, self.log, self.turn, self.copy.apply)
-            head, dirty = S.read_head(step, self.sandbox, last_commit)
-            self.log.append(ev.StepStart(
-                turn=self.turn, step=step.id, index=index, repo_commit=head.repo_commit, tree=head.tree,
-                files=[[p, c] for p, c in head.files], drift_note=head.drift_note, dirty_files=dirty,
-                new_session=getattr(self.strategy, "fresh_session_per_step", False),
-                invariants=[[i.id, list(i.anchors)] for i in self.task.standing(index)]))
-            self.transcript.append(Message(role="user", content=current_step_block(step)))
-            self.head = head
-            if not self._run_step(index):
-                raise outcomes.failure("step_failed", f"{step.id} not certified within its turn budget")
-            last_commit = self.sandbox.commit(f"{step.id}: {step.title}", S.AGENT_AUTHOR)
-        final = C.certify(self.sandbox, self.copy, self.log, self.turn, "final", self.task.final_check,
-                          cache=self.cache)
-        if not final.passed:
-            raise outcomes.failure("final_check_failed", final.output[-E.FAILURE_DETAIL_TAIL_CHARS:])
+    # -- the Player -----------------------------------------------------------------------
+    def start(self, seat: Seat) -> None:
+        self.task, self.sandbox, self.log, self.referee = seat.task, seat.sandbox, seat.log, seat.referee
+        self.tools = Tools(seat.sandbox, seat.copy, exec_timeout_s=self.cfg.exec_timeout_s)
 
-    # -- one step -------------------------------------------------------------------------
-    def _run_step(self, index: int) -> bool:
-        assert self.head is not None, "run() reads the step head before running the step"
-        step_start, attempt, last_failure = len(self.transcript) - 1, 0, None
-        for _ in range(self.cfg.max_turns_per_step):
-            if self.turn >= self.cfg.max_turns:
-                raise outcomes.failure("turn_budget", f"{self.cfg.max_turns} turns used")
-            if time.monotonic() > self.cfg.deadline + self._queued():  # queueing is the study's (core/queued.py)
-                raise outcomes.failure("timeout", "trial wall-clock limit reached")
-            state = State(task=self.task, tools=TOOLS, transcript=tuple(self.transcript), turn=self.turn,
-                          step_index=index, step_start=step_start, attempt=attempt,
-                          certified=tuple(self.certified), learned=self.learned, last_failure=last_failure,
-                          head=self.head, summary=self.summary, window=self.window(),
-                          max_output=self.cfg.max_output)
-            built = self._build(state)
-            reply = self._call(built.messages, TOOLS, built.stable, built.tokens, purpose="turn")
-            self.transcript.append(reply.as_message())
-            self.turn += 1
-            if not reply.tool_calls:
-                self.transcript.append(Message(role="user", content=NUDGE))
-                continue
-            passed, results, tried = False, [], attempt
-            for call in reply.tool_calls:
-                # A model may send anything as arguments; the log and the trace get an object.
-                shown = call.args if isinstance(call.args, dict) else {"(not an object)": repr(call.args)[:2000]}
-                self.log.append(ev.ToolCall(turn=self.turn - 1, call_id=call.id, name=call.name, args=shown))
-                with tracing.tool_span(self.turn - 1, call.name, shown, call_id=call.id) as span:
-                    if call.name == "submit_step":
-                        text, ok, failure = self._submit(index, call.args)
-                        passed = passed or ok
-                        if failure is not None:
-                            attempt, last_failure = attempt + 1, failure
-                    else:
-                        res = self.tools.call(call.name, call.args)
-                        text, ok = res.text, res.ok
-                        self._record_tool(call.name, res)
-                    span.set_outputs({"ok": ok, "result": text[-tracing.SPAN_TEXT_CHARS:]})
-                self.log.append(ev.ToolResult(turn=self.turn - 1, call_id=call.id, name=call.name, ok=ok,
-                                              output=text[-E.TOOL_OUTPUT_TAIL_CHARS:]))
-                self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
-                results.append((call.name, call.args, text, ok))
-            for chance in tidy_ups.chances(self.task, self.task.steps[index].id, built.messages, results):
-                self.log.append(ev.TidyUp(turn=self.turn - 1, step=self.task.steps[index].id, attempt=tried, **chance))
-            if passed:
-                return True
-        return False
+    def play(self, instruction: Instruction) -> TurnEnd:
+        """Turn after turn until a submit_step is certified, or the step's turns are spent."""
+        self.transcript.append(Message(role="user", content=instruction.text))
+        self.head = instruction.head
+        if not instruction.retry:  # a new step: its notice starts it, no attempt failed yet
+            self.index, self.step_start = instruction.index, len(self.transcript) - 1
+            self.attempt, self.last_failure = 0, None
+        while True:
+            try:
+                if self.step():
+                    return TurnEnd(SUBMITTED, certified=True)
+            except StepTurnsUsed:
+                return TurnEnd(GAVE_UP)
+
+    def reap(self) -> None:
+        """Nothing to end: every `run` ends what it started before its result comes back (tools.py)."""
+
+    # -- one turn -------------------------------------------------------------------------
+    def step(self) -> bool:
+        """Build the context, call the model, act on its reply; True once a check passed."""
+        self.turn = self.referee.take_turn()
+        assert self.head is not None, "play() hands over the step head before the first turn"
+        state = State(task=self.task, tools=TOOLS, transcript=tuple(self.transcript), turn=self.turn,
+                      step_index=self.index, step_start=self.step_start, attempt=self.attempt,
+                      certified=tuple(self.certified), learned=self.learned, last_failure=self.last_failure,
+                      head=self.head, summary=self.summary, window=self.window(), max_output=self.cfg.max_output)
+        built = self._build(state)
+        reply = self._call(built.messages, TOOLS, built.stable, built.tokens, purpose="turn")
+        self.transcript.append(reply.as_message())
+        if not reply.tool_calls:
+            self.transcript.append(Message(role="user", content=NUDGE))
+            return False
+        return self._act(reply, built)
+
+    def _act(self, reply: Completion, built: Built) -> bool:
+        passed, results, tried = False, [], self.attempt
+        for call in reply.tool_calls:
+            # A model may send anything as arguments; the log (and so the trace) gets an object.
+            shown = call.args if isinstance(call.args, dict) else {"(not an object)": repr(call.args)[:2000]}
+            self.log.append(ev.ToolCall(turn=self.turn, call_id=call.id, name=call.name, args=shown))
+            if call.name == "submit_step":
+                text, ok = self._submit(call.args)
+                passed = passed or ok
+            else:
+                res = self.tools.call(call.name, call.args)
+                text, ok = res.text, res.ok
+                self._record_tool(call.name, res)
+            self.log.append(ev.ToolResult(turn=self.turn, call_id=call.id, name=call.name, ok=ok,
+                                          output=text[-E.TOOL_OUTPUT_TAIL_CHARS:]))
+            self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
+            results.append((call.name, call.args, text, ok))
+        step_id = self.task.steps[self.index].id
+        for chance in tidy_ups.chances(self.task, step_id, built.messages, results):
+            self.log.append(ev.TidyUp(turn=self.turn, step=step_id, attempt=tried, **chance))
+        return passed
 
     def window(self) -> int:
         """The window the strategy may fill, in the harness's tokens (bench/trial/budget.py)."""
@@ -142,7 +128,7 @@ class TrialLoop:
 
     def _record_tool(self, name: str, res: ToolOutcome) -> None:
         """The events of a tool result: policy violations, mistakes, ended processes."""
-        turn = self.turn - 1
+        turn = self.turn
         if res.policy_violation:
             self.log.append(ev.PolicyViolation(turn=turn, tool=str(name), detail=res.policy_violation))
         if res.error:
@@ -150,31 +136,20 @@ class TrialLoop:
         if res.ended:
             self.log.append(ev.ProcessKilled(turn=turn, when=f"after {name}", processes=list(res.ended)))
 
-    def _submit(self, index: int, args: object) -> tuple[str, bool, str | None]:
-        """Certify from the check's own report. Returns (text for the model, passed, failure)."""
-        step = self.task.steps[index]
-        args = args if isinstance(args, dict) else {}
-        notes = str(args.get("notes") or "").strip()
+    def _submit(self, args: object) -> tuple[str, bool]:
+        """submit_step ends the turn: the referee certifies now, and its verdict is the tool's result."""
+        notes, submitted = submission(args)
         if self.strategy.requires_handoff and not notes:
-            return HANDOFF_QUESTION, False, None
-        standing = S.in_force(self.task, index)
-        chk = C.certify(self.sandbox, self.copy, self.log, self.turn - 1, step.id, step.check, standing, self.cache)
-        self.log.append(ev.StepStatus(turn=self.turn - 1, step=step.id, status="passed" if chk.passed else "failed"))
-        if not chk.passed:
-            tail = chk.output[-S.FAILURE_TAIL_CHARS:]
-            return check_result(step.id, False, chk.exit_code, tail), False, tail
-        # Invariants count once the step is certified: a failed attempt's tree is not the agent's answer.
-        S.record_invariants(self.log, self.turn - 1, standing, chk.invariant_codes)
-        invariants = args.get("invariants")
-        submitted = [str(x) for x in invariants] if isinstance(invariants, list) else []
-        self.learned = S.learn(step, submitted, self.learned, getattr(self.strategy, "invariants_from", "harness"))
-        self.certified.append(Certified(step_id=step.id, check=step.check, tree_sha=self.sandbox.tree_sha(),
-                                        notes=notes[:S.NOTES_CAP_CHARS],
-                                        diffstat=self.sandbox.git("diff", "--stat", "HEAD").strip()))
-        text = check_result(step.id, True, 0, "")
-        if step.establishes:
-            text += "\nEstablished by this step:\n" + "\n".join(invariant_line(i) for i in step.establishes)
-        return text, True, None
+            return HANDOFF_QUESTION, False
+        verdict = self.referee.certify(self.index, self.turn, notes)
+        if not verdict.passed:
+            self.attempt, self.last_failure = self.attempt + 1, verdict.failure
+            return verdict.text, False
+        step = self.task.steps[self.index]
+        self.learned = S.learn(step, submitted, self.learned, self.strategy.invariants_from)
+        assert verdict.certified is not None
+        self.certified.append(verdict.certified)
+        return verdict.text, True
 
     # -- context and model calls ----------------------------------------------------------
     def _build(self, state: State) -> Built:
@@ -213,18 +188,15 @@ class TrialLoop:
         tokens = tokens if tokens is not None else 0
         self.log.context(self.turn, messages, tokens=tokens, stable=stable, purpose=purpose)
         rhash = request_hash(messages, tools, self.cfg.max_output, self.cfg.seed)
-        with tracing.model_span(self.turn, rhash, model_id=self.provider.model_id, messages=messages,
-                                attrs={"ctxbench.purpose": purpose}) as span:
-            cpu0 = time.thread_time()  # this trial's thread only: trials may share a process
-            try:
-                reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
-                                               cache_breakpoint=stable or None)
-            except ContextOverflow as exc:  # the provider's own window: the context is the agent's
-                self.log.append(ev.ContextOverflow(turn=self.turn, tokens=tokens, budget=self.cfg.window,
-                                                   detail=str(exc)[:E.ERROR_DETAIL_CHARS]))
-                raise outcomes.failure("context_overflow", str(exc)[:E.FAILURE_DETAIL_TAIL_CHARS]) from exc
-            span.set_completion(reply)
-            cpu_s = time.thread_time() - cpu0
+        cpu0 = time.thread_time()  # this trial's thread only: trials may share a process
+        try:
+            reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
+                                           cache_breakpoint=stable or None)
+        except ContextOverflow as exc:  # the provider's own window: the context is the agent's
+            self.log.append(ev.ContextOverflow(turn=self.turn, tokens=tokens, budget=self.cfg.window,
+                                               detail=str(exc)[:E.ERROR_DETAIL_CHARS]))
+            raise outcomes.failure("context_overflow", str(exc)[:E.FAILURE_DETAIL_TAIL_CHARS]) from exc
+        cpu_s = time.thread_time() - cpu0
         harness = tokens + (self.overhead if tools else 0)  # the whole request, by the harness's count
         estimated = bool(reply.extra.get("usage_estimated"))
         if purpose == "turn" and tokens > 0 and not estimated and reply.usage.prompt > 0:
@@ -245,3 +217,12 @@ class TrialLoop:
             raise outcomes.failure("model_error",
                                    f"stop_reason={reply.stop_reason}: {reply.content[:E.MODEL_ERROR_HEAD_CHARS]}")
         return reply
+
+
+def submission(args: object) -> tuple[str, list[str]]:
+    """submit_step's arguments as (the hand-off notes, the invariants the model submitted).
+    A model may send anything: what is not a string list is dropped."""
+    args = args if isinstance(args, dict) else {}
+    notes = str(args.get("notes") or "").strip()
+    invariants = args.get("invariants")
+    return notes, [str(x) for x in invariants] if isinstance(invariants, list) else []

@@ -1,5 +1,8 @@
 """A trial as it is played and recorded: its verdict, its event log and artifacts, its MLflow run.
 
+Every event of a trial is written through one `Recorder`: its event log, then each subscriber
+(tracing: bench/tracking/tracing.py `TrialSpans`).
+
 `Trial.fail` feeds bench.core.outcomes.Verdict (the first reason is kept; a later one is an
 `error` event, and never gives back a success). `finish` closes the event log, writes the
 artifacts and ends the MLflow run, each step guarded: a step that fails (a full disk, a
@@ -36,6 +39,24 @@ from ctxlog.reader import Log
 from tasks.spec import TaskSpec
 
 log = logging.getLogger("ctxbench")
+
+
+class Recorder(EventLog):
+    """The trial's one writer of events: the event log first, then each subscriber, in order. A
+    subscriber that fails is logged and changes nothing about the trial."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.subscribers: list[Callable[[ev.Event], None]] = []
+
+    def append(self, event: ev.Event) -> dict[str, Any]:
+        record = super().append(event)
+        for subscriber in self.subscribers:
+            try:
+                subscriber(event)
+            except Exception:
+                log.warning("a subscriber of the event log failed on %s", event.kind, exc_info=True)
+        return record
 
 
 @dataclass(frozen=True)
@@ -76,7 +97,7 @@ class Trial:
     verdict: Verdict = field(default_factory=Verdict)
     trial_id: str = ""
     out_dir: Path | None = None
-    events: EventLog | None = None
+    events: Recorder | None = None
     final_diff: str = ""
     final_tree_sha: str = ""
     sandbox_cost: dict[str, Any] = field(default_factory=dict)  # volatile: `make bench` reads it (trial_end `t`)
@@ -86,7 +107,7 @@ class Trial:
         """The trial's folder, event log and config (may fail: a full disk, say)."""
         self.trial_id = f"{self.cfg.config_hash}-{uuid.uuid4().hex[:8]}"
         self.out_dir = self.cfg.results_dir / "trials" / self.trial_id
-        self.events = EventLog(self.out_dir / "events.jsonl")
+        self.events = Recorder(self.out_dir / "events.jsonl")
         (self.out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(dict(self.cfg.resolved))))
 
     def fail(self, reason: str, detail: str = "") -> None:

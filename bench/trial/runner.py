@@ -26,7 +26,7 @@ from omegaconf import DictConfig
 import strategies
 import tasks
 from bench import providers
-from bench.config import TrialConfig, load
+from bench.config import TrialConfig, load, resolve
 from bench.core.outcomes import INTERRUPTED, TrialFailed
 from bench.providers.base import Provider
 from bench.sandbox import create as create_sandbox
@@ -36,7 +36,8 @@ from bench.tracking import budget, tracing
 from bench.tracking.runs import TrialRun, previous_runs, trial_claim
 from bench.tracking.task_input import log_task_input
 from bench.trial.checkcache import CheckCache
-from bench.trial.loop import LoopSettings, TrialLoop
+from bench.trial.driver import Limits, StepDriver
+from bench.trial.loop import LoopPlayer, LoopSettings
 from bench.trial.record import Trial, TrialResult, classify, finish
 from bench.trial.watchdog import trial_watchdog
 from ctxlog import events as ev
@@ -60,10 +61,30 @@ class Parts:
     max_output: int
 
 
-def run(cfg: DictConfig | TrialConfig) -> TrialResult:
-    """One trial; its result is also the Hydra job's return value (bench/__main__.py)."""
-    tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
-    parts = prepare(tcfg)
+@dataclass(frozen=True)
+class Prepared:
+    """A trial's config, validated, and its parts, built (by bench.preflight, for a plain run)."""
+
+    trial: TrialConfig
+    parts: Parts | None  # None: validated only (a sweep's job, a recording provider)
+
+    def close(self) -> None:
+        if self.parts is not None:
+            _close_quietly(self.parts.provider)
+
+
+def run(cfg: DictConfig | TrialConfig, prepared: Prepared | None = None) -> TrialResult:
+    """One trial; its result is also the Hydra job's return value (bench/__main__.py). With
+    `prepared` for this very config (what Hydra composed is what preflight validated), its
+    config and parts are used as they are: a trial validates and builds once."""
+    if prepared is not None and prepared.parts is not None and not isinstance(cfg, TrialConfig) \
+            and resolve(cfg) == prepared.trial.resolved:
+        tcfg, parts = prepared.trial, prepared.parts
+    else:
+        if prepared is not None:
+            prepared.close()
+        tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
+        parts = prepare(tcfg)
     gate = budget.Gate.for_trial(tcfg.resolved.get("study") or {}, tcfg.results_dir, tcfg.study)
     with contextlib.ExitStack() as stack:
         stack.callback(_close_quietly, parts.provider)
@@ -74,9 +95,7 @@ def run(cfg: DictConfig | TrialConfig) -> TrialResult:
         _tag_server(claimed, parts.provider)
         trial = Trial(tcfg, parts.task, claimed)
         try:
-            with judged(trial):
-                trial.open()
-                play(trial, parts)
+            play(trial, parts)
         finally:
             finish(trial)
             spent = trial.tally()
@@ -180,20 +199,28 @@ def judged(trial: Trial) -> Iterator[None]:
 
 
 def play(trial: Trial, parts: Parts) -> None:
+    """Open the trial's record, trace and sandbox, and let the player play. Whatever ends it is
+    judged inside the cleanup: the verdict is taken (and the watchdog disarmed) before any
+    cleanup runs, which reads it (an interrupted trial's sandbox is not kept) and never raises."""
     tcfg = trial.cfg
-    tracing.configure(tcfg.tracking.tracing, tracking_uri=tcfg.tracking.uri, experiment=tcfg.tracking.experiment)
     attrs = {"strategy": tcfg.strategy["name"], "arm": tcfg.arm.name, "task_id": parts.task.task_id, "rep": tcfg.rep}
     with contextlib.ExitStack() as cleanup:
-        root = cleanup.enter_context(tracing.trial_trace(tcfg.run_name, attrs, run_id=trial.run.run_id))
-        cleanup.callback(lambda: root.set_outputs({"status": trial.verdict.status,
-                                                   "failure_reason": trial.verdict.reason}))
-        # The watchdog ends a trial stuck inside one call; it is disarmed before the verdict is
-        # taken and before any cleanup, which it must never interrupt.
         with judged(trial), trial_watchdog(tcfg.limits.trial_timeout_s):
+            trial.open()
+            tracing.configure(tcfg.tracking.tracing, tracking_uri=tcfg.tracking.uri,
+                              experiment=tcfg.tracking.experiment)
+            root = cleanup.enter_context(tracing.trial_trace(tcfg.run_name, attrs, run_id=trial.run.run_id))
+            cleanup.callback(lambda: root.set_outputs({"status": trial.verdict.status,
+                                                       "failure_reason": trial.verdict.reason}))
+            if tcfg.tracking.tracing:  # the spans follow the events (bench/tracking/tracing.py)
+                spans = tracing.TrialSpans()
+                assert trial.events is not None
+                trial.events.subscribers.append(spans)
+                cleanup.callback(spans.close)
             sandbox = cleanup.enter_context(sandbox_for(trial, parts))
-            loop = start(trial, parts, sandbox)
+            driver, player = start(trial, parts, sandbox)
             try:
-                loop.run()
+                driver.run(player)
             except TrialFailed as exc:  # a verdict: the final tree is still recorded
                 trial.fail(exc.reason, exc.detail)
             except Exception:  # e.g. provider_error: the tree as the model left it, if the sandbox answers
@@ -208,7 +235,8 @@ def final_tree(trial: Trial, sandbox: Sandbox) -> None:
     trial.final_diff = sandbox.git("diff", sandbox.base_commit)
 
 
-def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> TrialLoop:
+def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> tuple[StepDriver, LoopPlayer]:
+    """Log trial_start; the harness's step driver and the player of the trial (ctxbench's own loop)."""
     tcfg, seed = trial.cfg, trial.cfg.task.seed * 1000 + trial.cfg.rep
     assert trial.events is not None, "Trial.open() comes first"
     trial.events.append(ev.TrialStart(
@@ -216,14 +244,13 @@ def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> TrialLoop:
         arm=tcfg.arm.name, model=tcfg.model.get("name"), rep=tcfg.rep, seed=seed, window=parts.window,
         max_output=parts.max_output, base_commit=sandbox.base_commit, config_hash=tcfg.config_hash,
         schema=ev.SCHEMA))
-    settings = LoopSettings(window=parts.window, max_output=parts.max_output, max_turns=tcfg.limits.max_turns,
-                            max_turns_per_step=tcfg.limits.max_turns_per_step,
-                            deadline=trial.started + tcfg.limits.trial_timeout_s, seed=seed, drift=tcfg.arm.drift,
-                            exec_timeout_s=parts.sandbox.exec_timeout_s)
+    limits = Limits(max_turns=tcfg.limits.max_turns, max_turns_per_step=tcfg.limits.max_turns_per_step,
+                    deadline=trial.started + tcfg.limits.trial_timeout_s, drift=tcfg.arm.drift)
     cache = CheckCache.for_study(tcfg.results_dir, tcfg.study, {
         "run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study}) if parts.sandbox.check_cache else None
-    loop = TrialLoop(parts.task, sandbox, parts.strategy, parts.provider, trial.events, settings, cache=cache)
-    return loop
+    player = LoopPlayer(parts.strategy, parts.provider, LoopSettings(
+        window=parts.window, max_output=parts.max_output, seed=seed, exec_timeout_s=parts.sandbox.exec_timeout_s))
+    return StepDriver(parts.task, sandbox, trial.events, limits, cache=cache), player
 
 
 @contextlib.contextmanager
@@ -240,9 +267,12 @@ def sandbox_for(trial: Trial, parts: Parts) -> Iterator[Sandbox]:
         yield sandbox
     finally:
         if sandbox is not None:
-            after = sandbox.cost()  # what this trial cost the sandbox, for `make bench`
-            trial.sandbox_cost = {"sandbox_reused": before["trials"] > 1, **{
-                f"sandbox_{k}": round(after[k] - before.get(k, 0), 4) for k in after if k != "trials"}}
+            try:
+                after = sandbox.cost()  # what this trial cost the sandbox, for `make bench`
+                trial.sandbox_cost = {"sandbox_reused": before["trials"] > 1, **{
+                    f"sandbox_{k}": round(after[k] - before.get(k, 0), 4) for k in after if k != "trials"}}
+            except Exception:
+                log.warning("reading the sandbox's cost failed", exc_info=True)
             try:
                 pool.release(sandbox, parts.sandbox, labels, interrupted=trial.verdict.outcome_class == INTERRUPTED)
                 closed = True

@@ -88,8 +88,7 @@ def record_invariants(log: EventLog, turn: int, invariants: list[Invariant], cod
     return violations
 
 
-def learn(step: Step, submitted: list[str], learned: tuple[Invariant, ...],
-          source: str = "harness") -> tuple[Invariant, ...]:
+def learn(step: Step, submitted: list[str], learned: tuple[Invariant, ...], source: str) -> tuple[Invariant, ...]:
     """Append the model's own invariants (capped, oldest notes first out) and, when `source` is
     "harness" (a strategy's `invariants_from`), the step's established ones first; with "model"
     only what the model wrote in its hand-off is carried."""

@@ -93,3 +93,48 @@ def test_the_command_line_exits_2_with_one_line_and_writes_nothing(tmp_path, arg
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr and proc.stdout == ""
     assert list(tmp_path.iterdir()) == []  # no hydra/ run folder, no mlflow.db, no trials/
+
+
+def test_a_plain_run_is_composed_once_and_its_parts_built_once(results, monkeypatch):
+    """Preflight's composition is its job's, and the parts it built are the trial's: the trial
+    neither validates nor builds again (bench/trial/runner.py `run(cfg, prepared)`)."""
+    import hydra._internal.config_loader_impl as loader
+
+    from bench.config import compose
+    from bench.trial import runner
+
+    compose_once = loader.ConfigLoaderImpl.load_configuration
+    seen: list[int] = []
+    monkeypatch.setattr(loader.ConfigLoaderImpl, "load_configuration",
+                        lambda *a, **k: seen.append(1) or compose_once(*a, **k))
+    args = ["task.seed=3", "limits.max_turns=1", LOCAL]
+    prepared = preflight.check(args)
+    assert len(seen) == 1 and prepared is not None and prepared.parts is not None
+    assert prepared.trial.task.seed == 3 and prepared.parts.task.seed == 3
+    assert preflight.check(["-m", "experiment=demo", LOCAL]) is None  # a sweep's jobs build in their workers
+
+    def build_again(tcfg):
+        raise AssertionError("the trial built its parts again")
+
+    monkeypatch.setattr(runner, "prepare", build_again)
+    result = runner.run(compose(args), prepared)
+    assert result.failure_reason == "turn_budget"  # it ran, on preflight's parts
+
+
+def test_parts_built_for_another_config_are_closed_and_not_used(results, monkeypatch):
+    from bench.config import compose
+    from bench.trial import runner
+
+    prepared = preflight.check(["task.seed=3", LOCAL])
+    assert prepared is not None and prepared.parts is not None
+    closed, built = [], []
+
+    def build(tcfg):
+        built.append(tcfg.task.seed)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(prepared.parts.provider, "close", lambda: closed.append(1))
+    monkeypatch.setattr(runner, "prepare", build)
+    with pytest.raises(RuntimeError, match="stop here"):
+        runner.run(compose(["task.seed=4", LOCAL]), prepared)
+    assert closed == [1] and built == [4]

@@ -61,6 +61,8 @@ _MODULES = {
             name = "recent"
             config_class = RecentConfig
             requires_handoff = False
+            fresh_session_per_step = False
+            invariants_from = "model"
 
             def __init__(self, config=None):
                 self.config = config or RecentConfig()

@@ -1,7 +1,7 @@
 """Hand-built tasks and states for strategy tests, and `run`: a strategy driven through the REAL loop.
 
 `run(strategy, task, ...)` plays a fixed script per step (read the touches, edit one, run the
-check, submit) through `bench.trial.loop.TrialLoop` itself, with the scripted provider and
+check, submit) through the harness's step driver and ctxbench's own loop (`bench.trial.driver`, `bench.trial.loop`), with the scripted provider and
 LocalSandbox: the harness's own step heads (FILES read fresh, and re-read after a compaction),
 attempts counted from 0, certification by a check run in the sandbox, drift committed by the
 harness. The script does not depend on the strategy, so traces of different strategies line up.
@@ -28,7 +28,8 @@ from bench.eventlog.events import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.sandbox import create
 from bench.sandbox.base import SandboxConfig
-from bench.trial.loop import LoopSettings, TrialLoop
+from bench.trial.driver import Limits, StepDriver
+from bench.trial.loop import LoopPlayer, LoopSettings
 from ctxlog import events as ev
 from ctxlog.reader import Log
 from strategies.base import Built, Certified, State, StepHead, Strategy
@@ -145,10 +146,11 @@ def run(strategy: Strategy, task: TaskSpec, *, window: int = 200_000, max_output
     try:
         with tempfile.TemporaryDirectory(prefix="ctxbench-strategy-") as tmp:
             events = EventLog(Path(tmp) / "events.jsonl")
-            settings = LoopSettings(window=window, max_output=max_output, max_turns=10_000, max_turns_per_step=16,
-                                    deadline=time.monotonic() + 600, seed=0, drift=drift_before is not None)
-            TrialLoop(task, sandbox, recording, ScriptedProvider(script_for(task, fail_first)), events,
-                      settings).run()  # type: ignore[arg-type]
+            limits = Limits(max_turns=10_000, max_turns_per_step=16, deadline=time.monotonic() + 600,
+                            drift=drift_before is not None)
+            player = LoopPlayer(recording, ScriptedProvider(script_for(task, fail_first)),  # type: ignore[arg-type]
+                                LoopSettings(window=window, max_output=max_output, seed=0))
+            StepDriver(task, sandbox, events, limits).run(player)
             events.close()
     finally:
         sandbox.close()

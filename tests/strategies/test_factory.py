@@ -33,7 +33,21 @@ def test_every_strategy_has_a_config_file_and_builds_from_it():
         assert isinstance(s, cls) and s.name == name
     assert (RawStrategy.requires_handoff, CompactionStrategy.requires_handoff) == (False, False)
     assert (LedgerStrategy.requires_handoff, SubagentStrategy.requires_handoff) == (True, True)
-    assert SubagentStrategy.fresh_session_per_step and not hasattr(LedgerStrategy, "fresh_session_per_step")
+    assert SubagentStrategy.fresh_session_per_step and not LedgerStrategy.fresh_session_per_step
+
+
+def test_every_strategy_states_every_hook_the_loop_reads():
+    """No hook is read with a default: each strategy says it (strategies/base.py Strategy)."""
+    stated = {name: (STRATEGIES.load(name).fresh_session_per_step, make_strategy(load(name)).invariants_from)
+              for name in STRATEGIES}
+    assert stated == {"raw": (False, "model"), "compaction": (False, "model"), "masking": (False, "model"),
+                      "ledger": (False, "model"), "subagent": (True, "model")}
+
+
+def test_a_strategy_that_does_not_state_a_hook_fails_in_one_line(monkeypatch):
+    monkeypatch.delattr(RawStrategy, "fresh_session_per_step")
+    with pytest.raises(ValueError, match=r"^strategy.name='raw': RawStrategy does not state fresh_session_per_step;"):
+        make_strategy(load("raw"))
 
 
 def test_yaml_defaults_match_the_code_defaults():

@@ -1,5 +1,5 @@
 """Properties every strategy must have, on scripted runs through the real loop
-(tests/helpers/strategy_loop.py: bench.trial.loop.TrialLoop, the scripted provider, LocalSandbox):
+(tests/helpers/strategy_loop.py: bench.trial.driver.StepDriver with bench.trial.loop.LoopPlayer, the scripted provider, LocalSandbox):
 9 steps for the ten traces every property reads, 12 where the growth with the steps is the claim."""
 
 from __future__ import annotations

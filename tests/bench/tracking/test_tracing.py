@@ -10,6 +10,7 @@ import pytest
 from bench.core import redact
 from bench.core.types import Completion, ToolCall, Usage
 from bench.tracking import tracing
+from ctxlog import events as ev
 from tests.helpers.serve_support import CONVERSATION
 
 CANARY = "sk-CANARY-tracing-7f3a9c2e1b"
@@ -114,3 +115,43 @@ def test_scrub_and_registered_secrets():
     redact.register("registered-secret-99")
     out = redact.scrub({"x-api-key": "v", "api_key_env": "OPENAI_API_KEY", "nested": ["registered-secret-99!"]})
     assert out == {"x-api-key": redact.REDACTED, "api_key_env": "OPENAI_API_KEY", "nested": [f"{redact.REDACTED}!"]}
+
+
+def _model_call(turn):
+    c = _completion(turn)
+    return ev.ModelCall(turn=turn, model_id=c.model_id, request_hash=f"rh{turn}", provider_request_hash=c.request_hash,
+                        stop_reason=c.stop_reason, usage=c.usage.__dict__, cost_usd=c.cost_usd, content=c.content,
+                        tool_calls=[t.__dict__ for t in c.tool_calls], t={"latency_s": c.latency_s, "ttft_s": c.ttft_s})
+
+
+def test_a_trial_is_traced_by_a_subscriber_of_its_event_log(store, tmp_path):
+    """The loop calls nothing in tracing: the spans follow the events the Recorder writes."""
+    from bench.trial.record import Recorder
+
+    _, exp_id = store
+    tracing.configure(True)
+    rec = Recorder(tmp_path / "events.jsonl")
+    spans = tracing.TrialSpans()
+    rec.subscribers.append(spans)
+    with tracing.trial_trace("events-trial", {"strategy": "raw"}):
+        for turn in (1, 2):
+            rec.context(turn, CONVERSATION[: 2 + 3 * turn], tokens=10, stable=2)
+            rec.append(_model_call(turn))
+            rec.append(ev.ToolCall(turn=turn, call_id=f"c{turn}", name="read_file", args={"path": "a.py"}))
+            rec.append(ev.ToolResult(turn=turn, call_id=f"c{turn}", name="read_file", ok=True, output="x = 1"))
+        rec.context(3, CONVERSATION, tokens=10, stable=2)  # a call that never returns: the trial ends
+        rec.append(ev.Error(turn=3, reason="provider_error", detail="gone"))
+        spans.close()
+    rec.close()
+    trace = next(t for t in _traces(exp_id) if t.data.spans[0].name == "events-trial")
+    got = trace.data.spans
+    assert [s.name for s in got] == ["events-trial", "model turn 1", "tool read_file", "model turn 2",
+                                     "tool read_file", "model turn 3"]
+    assert all(s.parent_id == got[0].span_id for s in got[1:])
+    model = got[3]
+    assert model.inputs["messages"] == [m.to_dict() for m in CONVERSATION[7:8]]
+    assert model.outputs["content"] == "reply 2" and model.outputs["request_hash"] == "h2"
+    assert model.attributes["ctxbench.request_hash"] == "rh2" and model.attributes["ctxbench.n_messages"] == 8
+    assert model.attributes["mlflow.chat.tokenUsage"]["cache_read_input_tokens"] == 1024
+    assert got[4].inputs == {"path": "a.py"} and got[4].outputs == {"ok": True, "result": "x = 1"}
+    assert str(got[5].status.status_code).endswith("ERROR")  # closed as failed by the error event

@@ -68,7 +68,7 @@ def test_learn_carries_the_harness_invariants_or_only_the_models():
     step = Step("s02", "t", "i", ("a.py",), "true", (inv,))
     earlier = (Invariant("n-s01-1", "an earlier note", stated="s01"),)
     said = ["Keep accepting the legacy form until s12.", "  ", "x" * 300]
-    harness = S.learn(step, said, earlier)
+    harness = S.learn(step, said, earlier, "harness")
     assert [i.id for i in harness] == ["n-s01-1", "compat-form", "n-s02-1", "n-s02-3"]
     model = S.learn(step, said, earlier, "model")
     assert [i.id for i in model] == ["n-s01-1", "n-s02-1", "n-s02-3"]  # the step's own invariant is not carried

@@ -140,8 +140,8 @@ def test_a_harness_bug_is_an_infrastructure_failure(scripted_trial, monkeypatch)
     def bug(self, *a, **k):
         raise AttributeError("a bug of ours")
 
-    monkeypatch.setattr(loop.TrialLoop, "_refresh_files", bug)
-    monkeypatch.setattr(loop.TrialLoop, "_build", bug)
+    monkeypatch.setattr(loop.LoopPlayer, "_refresh_files", bug)
+    monkeypatch.setattr(loop.LoopPlayer, "_build", bug)
     result, tcfg = scripted_trial(SOLVE)
     assert _verdict(result, tcfg) == ("FAILED", INFRA, 0.0, "harness_error")
 
