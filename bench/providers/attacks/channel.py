@@ -189,7 +189,7 @@ OOM_PID1 = (
     "echo \"pid 1 rss ${rss} kB, each holder $size bytes\"; "
     "i=0; while [ $i -lt 300 ]; do "
     "sh -c \"x=\\$(head -c $size /dev/zero | tr '\\\\0' a); sleep 600\" & i=$((i+1)); sleep 0.02; done; "
-    "sleep 30")
+    "sleep 5")
 
 ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
     # Code under test forges the judge's report on the judge's reap's stderr (issue 42).

@@ -181,6 +181,7 @@ def non_root(docker_ready) -> Iterator[dict[str, dict[str, Any]]]:
         remove_tree(str(home))
 
 
+@pytest.mark.timeout(1800)  # the fixture plays the whole suite in one process: bounded by its own timeout
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_attack_fails_as_the_agents_own_failure_with_the_harness_not_root(attack, non_root):
     obs = non_root[attack]
