@@ -67,11 +67,11 @@ def sb(sandbox_cfg: SandboxConfig) -> Iterator[DockerSandbox]:
     s.close()
 
 
-def _attack(sb: DockerSandbox, tmp_path: Path) -> certify_module.CheckOutcome:
+def _attack(sb: DockerSandbox, tmp_path: Path, n: int = 0) -> certify_module.CheckOutcome:
     sb.write_file("held.py", HOLD_AND_FORGE)
     sb.write_file("calc.py", "import held  # noqa\n" + WRONG)
     task = tiny_task()  # the check, then its standing invariant probe: the launcher must start a second part
-    return certify(sb, HarnessCopy(task), EventLog(tmp_path / "e.jsonl"), 0, "s01", CHECK,
+    return certify(sb, HarnessCopy(task), EventLog(tmp_path / f"e{n}.jsonl"), 0, "s01", CHECK,
                    invariants=list(task.steps[0].establishes))
 
 
@@ -100,7 +100,9 @@ def test_without_its_guards_the_forged_report_passes_wrong_code(sb: DockerSandbo
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     remove_guards(monkeypatch)
     # The attack races the old reap's listing (~1 in 8 tries lost it here): three tries.
-    outs = [_attack(sb, tmp_path) for _ in range(3)]
+    outs = []
+    while len(outs) < 3 and not any(o.passed for o in outs):
+        outs.append(_attack(sb, tmp_path, len(outs)))
     assert any(o.passed for o in outs), [o.output[-300:] for o in outs]  # a - b certified as add: it wins
 
 
