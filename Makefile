@@ -54,6 +54,8 @@ lint: venv
 test: setup lint local-model
 	@# The tracking-server test needs PostgreSQL's server binaries (installed here, as root, if absent).
 	scripts/tracking_server.sh install
+	@# The browser tests open the report and a diff page in headless Chromium (Debian's, as root).
+	scripts/ensure_browser.sh
 	CTXBENCH_REQUIRE_DOCKER=1 CTXBENCH_REQUIRE_LOCAL_MODEL=1 $(BIN)/pytest -q -n 3 -m "not slow"
 
 # A small study on the real local model (SmolLM2-135M under llama-server), then its report, the

@@ -1,17 +1,31 @@
-"""Markdown and HTML rendering for the report: number formats that always carry n.
-
-No tabulate dependency: a markdown table is a few lines of string joining.
-"""
+"""Markdown and HTML rendering for the report: number formats that always carry n, markdown
+tables and the HTML page (their templates in analysis/templates/, jinja2)."""
 
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import numbers
 import re
 from pathlib import Path
 
+import jinja2
 import pandas as pd
+from markupsafe import Markup
+
+
+@functools.cache
+def templates(package: str) -> jinja2.Environment:
+    """The jinja2 templates of an analysis room (``<package>/templates/``): a field the page
+    names and the code does not give is an error (StrictUndefined), never an empty cell; HTML
+    templates (``*.html.j2``, ``*.svg.j2``) escape what they print, markdown ones do not."""
+    return jinja2.Environment(loader=jinja2.PackageLoader(package, "templates"), undefined=jinja2.StrictUndefined,
+                              autoescape=jinja2.select_autoescape(("html.j2", "svg.j2"), default_for_string=False),
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+_TEXT = templates("analysis")
 
 
 def num(x, digits: int = 2) -> str:
@@ -52,29 +66,17 @@ def est_ci(est, lo, hi, n, digits: int = 2) -> str:
 
 
 def table(frame: pd.DataFrame, formats: dict | None = None) -> str:
-    """A markdown table; ``formats`` maps a column to a callable producing its text."""
+    """A markdown table; ``formats`` maps a column to a callable producing its text (others: `num`).
+    A column added to the frame is a column of the table: nothing else to change."""
     if frame is None or frame.empty:
-        return "_(no rows)_\n"
+        return _TEXT.get_template("table.md.j2").render(header=[], rows=[])
     formats = formats or {}
     cols = list(frame.columns)
-    lines = ["| " + " | ".join(str(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for _, row in frame.iterrows():
-        cells = []
-        for c in cols:
-            v = row[c]
-            text = formats[c](v) if c in formats else num(v)
-            cells.append(text.replace("|", "\\|"))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1200px;margin:2em auto;
-padding:0 1em;color:#222;line-height:1.45}
-table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em}
-th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#f3f3f3}
-img{max-width:100%;border:1px solid #eee;margin:0.5em 0}code{background:#f5f5f5;padding:0 3px}
-"""
+    # iterrows, not itertuples: a row is one Series, so an int column beside float ones prints as
+    # the floats do (the tables always printed so).
+    rows = [[(formats[c](row[c]) if c in formats else num(row[c])).replace("|", "\\|") for c in cols]
+            for _, row in frame.iterrows()]
+    return _TEXT.get_template("table.md.j2").render(header=[str(c) for c in cols], rows=rows)
 
 
 def html(markdown_text: str, base: Path, title: str) -> str:
@@ -92,5 +94,4 @@ def html(markdown_text: str, base: Path, title: str) -> str:
         return f'src="data:image/png;base64,{data}"'
 
     body = re.sub(r'src="([^"]+\.png)"', inline, body)
-    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
-            f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n")
+    return _TEXT.get_template("page.html.j2").render(title=title, body=Markup(body))

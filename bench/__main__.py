@@ -1,4 +1,4 @@
-"""`python -m bench [overrides]`: one trial; `python -m bench -m ...`: a sweep."""
+"""`python -m bench [overrides]` (or `ctxbench-run`): one trial; `python -m bench -m ...`: a sweep."""
 
 from __future__ import annotations
 
@@ -43,8 +43,16 @@ def main(cfg: DictConfig) -> TrialResult:
     return result
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """`python -m bench` and the `ctxbench-run` console script: the same argv reaches the same
+    preflight and then Hydra (whose job name is `__main__` either way: hydra.main names it after
+    this module)."""
+    global _prepared
     from bench import preflight
 
     _prepared = preflight.check(sys.argv[1:])  # bad input: one line, exit 2, before Hydra writes anything
     main()
+
+
+if __name__ == "__main__":
+    cli()

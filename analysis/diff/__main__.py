@@ -190,13 +190,18 @@ def summary_line(d: Diff) -> str:
         + f"; {where}"
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m analysis.diff", description=__doc__.split("\n\n")[0])
+    p.add_argument("a", help="run id, events.jsonl or trial directory")
+    p.add_argument("b", nargs="?", help="the trial to compare with (default: A's baseline twin)")
+    p.add_argument("--rep-twin", action="store_true", help="compare with another rep of A's cell")
+    p.add_argument("-o", "--out", type=Path, help="page path (default results/diff/A_vs_B.html)")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: the project's config)")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis.diff", description=__doc__.split("\n\n")[0])
-    ap.add_argument("a", help="run id, events.jsonl or trial directory")
-    ap.add_argument("b", nargs="?", help="the trial to compare with (default: A's baseline twin)")
-    ap.add_argument("--rep-twin", action="store_true", help="compare with another rep of A's cell")
-    ap.add_argument("-o", "--out", type=Path, help="page path (default results/diff/A_vs_B.html)")
-    ap.add_argument("--tracking-uri", help="MLflow tracking URI (default: the project's config)")
+    ap = parser()
     args = ap.parse_args(argv)
     if args.b and args.rep_twin:
         ap.error("give B or --rep-twin, not both")

@@ -13,6 +13,7 @@ MLflow parent run. Exit code 1, with a message, when there is nothing to analyse
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from analysis.load import Runs, load_runs
@@ -22,6 +23,13 @@ from analysis.settings import REPO, defaults
 KEYS = ("tracking.uri", "tracking.experiment", "study.name", "report.dir", "report.reference",
         "report.reference_arm", "report.mlflow", "report.divergence")
 ALIASES = {"study": "study.name", "tracking_uri": "tracking.uri", "experiment": "tracking.experiment"}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__.split("\n\n")[0])
+    p.add_argument("overrides", nargs="*", metavar="key=value",
+                   help=f"keys: {', '.join(KEYS)}; study=NAME for study.name (defaults: analysis.settings)")
+    return p
 
 
 def parse_overrides(argv: list[str]) -> dict[str, str]:
@@ -51,7 +59,7 @@ def _no_runs_message(uri: str, experiment: str, study: str | None, runs: Runs | 
 
 def main(argv: list[str] | None = None) -> int:
     cfg = defaults()
-    cfg.update(parse_overrides(sys.argv[1:] if argv is None else argv))
+    cfg.update(parse_overrides(parser().parse_args(sys.argv[1:] if argv is None else argv).overrides))
 
     def key(name: str, fallback: str) -> str:
         return cfg.get(name) or fallback

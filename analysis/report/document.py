@@ -1,5 +1,7 @@
-"""The report's text, all of it: `document` writes every section in order, headline tables
-first, every number beside its n (its tables in comparisons.py, its appendix in appendix.py)."""
+"""The report's text: `document` fills analysis/report/templates/index.md.j2, which holds every
+section in order, headline tables first, every number beside its n (its tables in comparisons.py,
+its appendix in appendix.py). A table's columns are its frame's: a new column is one more entry
+in the frame built here or in comparisons.py."""
 
 from __future__ import annotations
 
@@ -113,11 +115,11 @@ def _attribution_text(a: Analysis) -> str:
             "in either log (`mismatch_vs_baseline_pairs.csv` has the turn, the lag and which log).")
 
 
-def _mismatch_rows(a: Analysis, pages: Pages | None) -> list[str]:
-    """One row per trial whose outcome differs from its baseline twin, linked to its diff page."""
+def _mismatch_rows(a: Analysis, pages: Pages | None) -> str:
+    """One row per trial whose outcome differs from its baseline twin, linked to its diff page ("" when none)."""
     p = a.across
     if p.empty or not p["outcome_differs"].any():
-        return []
+        return ""
     m = p.loc[p["outcome_differs"]]
     links = pages.mismatch if pages else {}
     rows = pd.DataFrame({
@@ -130,28 +132,20 @@ def _mismatch_rows(a: Analysis, pages: Pages | None) -> list[str]:
         "side by side": [f"[diff]({links[r]})" if r in links else "–" for r in m["run_id"]],
         "run": m["run_id"].map(lambda r: f"`{r[:12]}`"),
     })
-    return ["Each mismatch, linked to its side-by-side page (also in the trial's MLflow run, Artifacts → "
-            "`diff/vs_baseline.html`; `python -m analysis.diff RUN_ID` rebuilds it):", "",
-            R.table(sort_cells(rows, ("arm", "strategy")))]
+    return R.table(sort_cells(rows, ("arm", "strategy")))
 
 
-def _rep_rows(a: Analysis, pages: Pages | None) -> list[str]:
+def _rep_rows(a: Analysis, pages: Pages | None) -> str:
+    """Consecutive reps whose final trees differ, linked to their diff pages ("" when none)."""
     if not pages or not pages.reps:
-        return []
+        return ""
     t = a.runs.trials.set_index("run_id")
     rows = pd.DataFrame([{"strategy": t.at[x, "strategy"], "arm": t.at[x, "arm"],
                           "task": f"{t.at[x, 'task_family']} #{t.at[x, 'task_seed']}",
                           "reps": f"{t.at[x, 'rep']} vs {t.at[y, 'rep']}",
                           "success": f"{int(t.at[x, 'success'])} / {int(t.at[y, 'success'])}",
                           "side by side": f"[diff]({link})"} for (x, y), link in pages.reps.items()])
-    rows = sort_cells(rows)
-    return ["Consecutive reps whose final trees differ, side by side (`python -m analysis.diff RUN_ID --rep-twin`):", "",
-            R.table(rows)]
-
-
-def _banner(sample: labels.Sample) -> list[str]:
-    html = labels.banner_html(sample)
-    return [html, ""] if html else []
+    return R.table(sort_cells(rows))
 
 
 def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> list[str]:
@@ -164,84 +158,42 @@ def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> l
     return out
 
 
+def _interaction(inter: dict) -> dict:
+    """The interaction tests' figures as the text prints them (None where a test did not run)."""
+    return {"n_tasks": inter.get("n_tasks"), "n_contrasts": inter.get("n_contrasts"),
+            "perm_p": R.pval(inter.get("perm_p")), "glm_note": inter.get("glm_note"), "glm_df": inter.get("glm_df"),
+            "glm_stat": R.num(inter.get("glm_stat")), "glm_p": R.pval(inter.get("glm_p")), "glm_n": inter.get("glm_n"),
+            "glm_clusters": inter.get("glm_clusters")}
+
+
 def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None = None) -> str:
-    t, runs, inter = a.runs.trials, a.runs, a.interaction_result
+    """The report's markdown: its words are analysis/report/templates/index.md.j2, its figures here."""
+    t, runs = a.runs.trials, a.runs
     reps = t.groupby(["strategy", "arm", "task_family", "task_seed"]).size()
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     sample = labels.sample(t)
-    out = [f"# {title}", "", *_banner(sample),
-           f"Generated {now} from `{runs.tracking_uri}`, experiment `{runs.experiment}`. "
-           f"**{len(t)} finished trials** analysed ({_count(t['strategy'].nunique(), 'strategy', 'strategies')} × "
-           f"{_count(t['arm'].nunique(), 'arm')}, "
-           f"{_count(t.groupby(['task_family', 'task_seed']).ngroups, 'task')}, {_span(reps)} rep(s) per "
-           f"task and cell, model(s): {', '.join(map(str, sorted(t['model'].dropna().unique())))}); "
-           f"**{len(runs.excluded)} excluded** (see §7). " + _plan_sentence(a), "",
-           f"Comparisons are paired on (task seed, rep) against strategy `{a.reference}` within each arm; "
-           "intervals are 95%, bootstrap intervals resample whole tasks, and Holm's correction runs over each "
-           "family = one measure across all its (arm, strategy) comparisons.", ""]
     notes = a.notes + [f"study {k!r}: how its task seeds were chosen was not recorded (its trials predate the "
                        "study.sample tag), so whether they were selected is unknown" for k in sample.unrecorded]
-    out += [f"> note: {n}" for n in notes] + ([""] if notes else [])
-    out += ["## 1. Success", "",
-            "Every planned trial, per cell: **finished** (a verdict: success or agent failure), **excluded** (it ran "
-            "but has no verdict: infrastructure failure, interrupted, still running, superseded; why in brackets) or "
-            "**missing** (it never ran). Success **per protocol** counts finished trials; by **intention to treat**, "
-            "every planned trial, an excluded or missing one counting as a failure. [Wilson 95% CI] (n).", "",
-            R.table(_headline(a)), *_basis(t, sample),
-            f"![success]({figs['success']})", "",
-            f"### Paired vs `{a.reference}` (b = strategy succeeded where the reference failed)", "",
-            "A pair is a trial and its reference twin (same task seed, rep and arm); a pair is analysed when both "
-            "finished, else dropped: because one side was excluded, else because one side is missing. The same "
-            "pairs carry the paired tests of §2.", "",
-            R.table(C.vs_reference(a)), *([_no_pairs(a), ""] if _no_pairs(a) else []), *_basis(t, sample, cells=False),
-            C.power_text(a), "",
-            "### Strategy × arm interaction", "",
-            f"Sign-flip permutation test over {inter.get('n_tasks')} tasks of the {inter.get('n_contrasts')} "
-            f"difference-in-differences contrasts: **p = {R.pval(inter.get('perm_p'))}**. "
-            + (f"Logistic GLM (task-clustered SEs), joint Wald test of {inter.get('glm_df')} interaction terms: "
-               f"χ² = {R.num(inter.get('glm_stat'))}, p = {R.pval(inter.get('glm_p'))} (n = {inter.get('glm_n')}, "
-               f"{inter.get('glm_clusters')} clusters)." if not inter.get("glm_note") else
-               f"Logistic GLM not reported: {inter.get('glm_note')}."), "",
-            "Contrast = (strategy − reference in the arm) − (strategy − reference in baseline), in success-rate units:",
-            "", R.table(C.interaction(a)),
-            "## 2. Tokens, cost and latency", "",
-            "Paired mean difference (strategy − reference) [task-bootstrap 95% CI] and Wilcoxon signed-rank test "
-            "(on each seed's mean difference when a seed has several reps):", "",
-            R.table(C.continuous(a)),
-            f"MDE: the smallest mean shift the signed-rank test detects with {pilot.TARGET:.0%} power at Holm's "
-            "first step of its measure's family, from the SD of the paired differences and the effective pairs "
-            "(as above), or of the seed means and the number of seeds when a seed has several reps; the "
-            "signed-rank test is taken at its worst-case efficiency, 0.864 of the t test's.", "",
-            "Run-to-run token spread for equivalent objectives (input tokens minus the mean of the reps of the same "
-            f"task in the same cell), Brown–Forsythe test vs `{a.reference}`"
-            + (f" — {a.variance.attrs['note']}" if "note" in a.variance.attrs else "") + ":", "",
-            R.table(C.variance(a)),
-            f"![tokens]({figs['tokens_per_turn']})", "", f"![latency]({figs['latency_per_turn']})", "",
-            "The harness's count of each request (messages and tool schemas) against the provider's, per model: "
-            "error = (provider − harness) / provider; the budget follows the provider's count once known:", "",
-            R.table(a.tokens) if not a.tokens.empty else "(no trial logged the harness's count)", "",
-            "## 3. Mismatch", "", "### Within a cell (rep pairs on the same task seed)", "", R.table(_mismatch(a)),
-            *_rep_rows(a, pages),
-            f"### Against `{a.reference_arm}`", "", _attribution_text(a), "",
-            R.table(a.attribution), f"![mismatch attribution]({figs['mismatch_attribution']})", "",
-            *_mismatch_rows(a, pages), *([f"> note: {n}" for n in pages.notes] + [""] if pages and pages.notes
-                                         else []),
-            *([f"### Trajectory divergence from `{a.reference_arm}` (every pair, whatever the outcome)", "",
-               "n_diverged of n_compared pairs whose tool calls part at some turn; median_turn is the first "
-               "such turn; the remaining columns count the nearest preceding event:", "",
-               R.table(a.divergence)] if not a.divergence.empty else []),
-            "## 4. Cache hits are not correctness", "",
-            "A cache hit proves a prefix was reused, not that the run reached the same result. Per cell:", "",
-            R.table(_cache(a)), f"![cache vs consistency]({figs['cache_vs_consistency']})", "",
-            f"![cache hit per turn]({figs['cache_hit_per_turn']})", "",
-            "## 5. Cost per success", "",
-            R.table(C.cost(a)),
-            f"![cost per success]({figs['cost_per_success']})", "",
-            "## 6. How finished trials failed", "", R.table(a.failures),
-            "## 7. Excluded trials", "",
-            "Not analysed: trials that did not finish (FAILED = harness error, KILLED = interrupted) and older "
-            "duplicates of a re-run trial.", "", R.table(a.excluded),
-            *appendix.section(a.instrument),
-            "## Files", "", "Every table above (and the tidy trial table) is in `tables/*.csv`; figures in `figures/`.", ""]
+    tables = {
+        "headline": R.table(_headline(a)), "vs_reference": R.table(C.vs_reference(a)),
+        "interaction": R.table(C.interaction(a)), "continuous": R.table(C.continuous(a)),
+        "variance": R.table(C.variance(a)),
+        "tokens": R.table(a.tokens) if not a.tokens.empty else "(no trial logged the harness's count)",
+        "mismatch": R.table(_mismatch(a)), "reps": _rep_rows(a, pages), "attribution": R.table(a.attribution),
+        "mismatches": _mismatch_rows(a, pages), "divergence": R.table(a.divergence) if not a.divergence.empty else "",
+        "cache": R.table(_cache(a)), "cost": R.table(C.cost(a)), "failures": R.table(a.failures),
+        "excluded": R.table(a.excluded),
+    }
+    text = R.templates("analysis.report").get_template("index.md.j2").render(
+        title=title, banner=labels.banner_html(sample), now=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        tracking_uri=runs.tracking_uri, experiment=runs.experiment, n_trials=len(t),
+        strategies=_count(t["strategy"].nunique(), "strategy", "strategies"), arms=_count(t["arm"].nunique(), "arm"),
+        tasks=_count(t.groupby(["task_family", "task_seed"]).ngroups, "task"), reps=_span(reps),
+        models=", ".join(map(str, sorted(t["model"].dropna().unique()))), n_excluded=len(runs.excluded),
+        plan_sentence=_plan_sentence(a), reference=a.reference, reference_arm=a.reference_arm, notes=notes,
+        tables=tables, figs=figs, basis="\n".join(_basis(t, sample)),
+        basis_overall="\n".join(_basis(t, sample, cells=False)), no_pairs=_no_pairs(a), power_text=C.power_text(a),
+        inter=_interaction(a.interaction_result), target_power=f"{pilot.TARGET:.0%}",
+        variance_note=a.variance.attrs.get("note"), attribution_text=_attribution_text(a),
+        page_notes=pages.notes if pages else [], appendix="\n".join(appendix.section(a.instrument)))
     # "Which conclusions survive": only a sensitivity study has one (its own command prints it too).
-    return "\n".join(out) + sensitivity_section(t)
+    return text + sensitivity_section(t)

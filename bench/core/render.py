@@ -2,9 +2,9 @@
 
 The markers are plain and human-readable (a real model reads them as easily as the
 simulated one): `[task:ID]`, `[inv:ID] text`, `[step:ID] title`, file blocks with path
-and content hash, `[check:ID passed|failed exit=N]`. The simulated model perceives a
-context only through the parse functions below, so it never sees harness state that is
-not in the messages.
+and content hash, `[check:ID passed|failed exit=N]`, written by the jinja2 templates in
+bench/core/templates/. The simulated model perceives a context only through the parse
+functions below, so it never sees harness state that is not in the messages.
 """
 
 from __future__ import annotations
@@ -12,17 +12,26 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
+from typing import Any
+
+import jinja2
 
 from tasks.spec import Invariant, Step, TaskSpec
 
-SYSTEM_PROMPT = """You are a careful software engineer working in a git repository through tools.
-Work one plan step at a time. Read the files a step touches before editing them; edit with
-edit_file (exact search/replace) or write_file; run the step's check with `run` if useful;
-call submit_step when the step is done. Only the harness marks a step as passed, by running
-its check. Respect every invariant: a constraint stated once holds until a step lifts it."""
+# The text lives in bench/core/templates/ (jinja2, StrictUndefined: a missing field is an error,
+# never an empty string in a model's context). tests/bench/core/test_render.py compares the output
+# to the f-strings these templates replaced, byte for byte: records and config hashes hang on it.
+_TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("bench.core", "templates"),
+                                undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+_LINES: Any = _TEMPLATES.get_template("lines.txt.j2").module  # its macros, one a marker
 
-HANDOFF_QUESTION = ("Before this step can be certified, answer in submit_step: what must later "
-                    "steps not undo? (notes, and any new invariants)")
+
+def _render(name: str, **fields: object) -> str:
+    return _TEMPLATES.get_template(name).render(**fields)
+
+
+SYSTEM_PROMPT = _render("system_prompt.txt.j2")
+HANDOFF_QUESTION = _render("handoff_question.txt.j2")
 
 _FILE_RE = re.compile(r'<file path="(?P<path>[^"]+)" sha="(?P<sha>[0-9a-f]+)">\n(?P<body>.*?)</file>', re.S)
 _INV_RE = re.compile(r"^\[inv:(?P<id>[A-Za-z0-9_.-]+)\] (?P<text>.+)$", re.M)
@@ -36,8 +45,7 @@ def content_sha(content: str) -> str:
 
 
 def file_block(path: str, content: str) -> str:
-    body = content if content.endswith("\n") or not content else content + "\n"
-    return f'<file path="{path}" sha="{content_sha(content)}">\n{body}</file>'
+    return _render("file.txt.j2", path=path, sha=content_sha(content), content=content)
 
 
 def parse_file_blocks(text: str) -> list[tuple[str, str, str]]:
@@ -57,7 +65,7 @@ def parse_file_blocks(text: str) -> list[tuple[str, str, str]]:
 
 
 def invariant_line(inv: Invariant) -> str:
-    return f"[inv:{inv.id}] {inv.text}"
+    return str(_LINES.invariant_line(inv))
 
 
 def parse_invariants(text: str) -> list[tuple[str, str]]:
@@ -65,7 +73,7 @@ def parse_invariants(text: str) -> list[tuple[str, str]]:
 
 
 def step_line(step: Step) -> str:
-    return f"[step:{step.id}] {step.title}"
+    return str(_LINES.step_line(step))
 
 
 def parse_task_id(text: str) -> str | None:
@@ -74,15 +82,7 @@ def parse_task_id(text: str) -> str | None:
 
 
 def current_step_block(step: Step, last_failure: str | None = None) -> str:
-    lines = [
-        f"CURRENT STEP [step:{step.id}] {step.title}",
-        step.instructions,
-        "Touches: " + ", ".join(step.touches),
-        f"Check: `{step.check}`",
-    ]
-    if last_failure:
-        lines += ["LAST FAILURE:", last_failure]
-    return "\n".join(lines)
+    return _render("current_step.txt.j2", step=step, last_failure=last_failure)
 
 
 def parse_current_step(text: str) -> str | None:
@@ -92,8 +92,7 @@ def parse_current_step(text: str) -> str | None:
 
 
 def check_result(step_id: str, passed: bool, exit_code: int, output: str) -> str:
-    head = f"[check:{step_id} passed]" if passed else f"[check:{step_id} failed exit={exit_code}]"
-    return head + ("\n" + output if output else "")
+    return _render("check.txt.j2", step_id=step_id, passed=passed, exit_code=exit_code, output=output)
 
 
 def parse_check_results(text: str) -> list[tuple[str, bool, int | None]]:
@@ -102,25 +101,13 @@ def parse_check_results(text: str) -> list[tuple[str, bool, int | None]]:
 
 
 def policy_block(task: TaskSpec) -> str:
-    protected = ", ".join(task.protected) or "(none)"
-    return ("POLICY (enforced by the harness, whatever the conversation says):\n"
-            f"- Protected paths, read-only for you: {protected}. Writes there are refused and logged.\n"
-            "- Commands run in a sandbox with no network. Only the harness marks steps passed.")
+    return _render("policy.txt.j2", task=task)
 
 
 def plan_lines(steps: Iterable[Step]) -> str:
-    return "\n".join(step_line(s) for s in steps)
+    return str(_LINES.plan_lines(list(steps)))
 
 
 def task_block(task: TaskSpec) -> str:
     """The task message: identity, statement, plan-time invariants, the whole plan."""
-    parts = [
-        f"[task:{task.task_id}] {task.title}",
-        task.text,
-        f"Test command: `{task.test_command}`",
-        "INVARIANTS",
-        "\n".join(invariant_line(i) for i in task.invariants) or "(none)",
-        "PLAN",
-        plan_lines(task.steps),
-    ]
-    return "\n\n".join(parts)
+    return _render("task.txt.j2", task=task)
