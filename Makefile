@@ -17,7 +17,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.ctxbench-installed
 
 .DEFAULT_GOAL := setup
-.PHONY: venv docker setup lint test test-slow demo bench tracking-server tracking-server-stop local-model real-pilot
+.PHONY: venv docker setup lint test test-slow demo bench tracking-server tracking-server-stop local-model real-pilot agents
 
 venv: $(STAMP)
 
@@ -45,15 +45,22 @@ setup: venv docker
 local-model:
 	nice -n 10 scripts/ensure_local_model.sh
 
+# External agents (docs/agents.md), from the registries by name into a cache outside the repository.
+agents: venv
+	nice -n 10 scripts/ensure_agents.sh
+
 lint: venv
 	$(BIN)/ruff check ctxlog bench tasks strategies analysis tests
 	$(BIN)/mypy ctxlog bench strategies
 
 # -n 3: three xdist workers on 2 cores. The tests wait on Docker execs, subprocesses and servers
 # far more than they compute: 13:11 against ~22 min in one process, here.
-test: setup lint local-model
+test: setup lint local-model agents
 	@# The tracking-server test needs PostgreSQL's server binaries (installed here, as root, if absent).
 	scripts/tracking_server.sh install
+	@# tests/bench/trial/test_git_paths.py watches host git's syscalls with strace (Debian's; skipped without).
+	@command -v strace >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace; }
 	@# The browser tests open the report and a diff page in headless Chromium (Debian's, as root).
 	scripts/ensure_browser.sh
 	CTXBENCH_REQUIRE_DOCKER=1 CTXBENCH_REQUIRE_LOCAL_MODEL=1 $(BIN)/pytest -q -n 3 -m "not slow"

@@ -147,10 +147,18 @@ class TrialConfig:
     config_hash: str
     resume: bool = True
     sample: Mapping[str, str] | None = None  # study_sample(): tags saying how the seeds were chosen
+    agent: Mapping[str, Any] | None = None  # who plays (conf/agent/, bench/agents/spec.py); None: ctxbench's loop
+
+    @property
+    def level(self) -> str:
+        """The trial's level beside the arms: its strategy for ctxbench's own loop, else the
+        agent that manages its own context (docs/agents.md): the `strategy` tag and run name."""
+        agent = (self.agent or {}).get("name")
+        return str(agent) if agent and agent != "own" else str(self.strategy["name"])
 
     @property
     def run_name(self) -> str:
-        return f"{self.strategy['name']}·{self.arm.name}·{self.task.family}#{self.task.seed}·rep{self.rep}"
+        return f"{self.level}·{self.arm.name}·{self.task.family}#{self.task.seed}·rep{self.rep}"
 
 
 # Keys that do not change what a trial computes: where results go and how they are tracked.
@@ -159,6 +167,8 @@ _NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment", "res
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
     semantic = {k: v for k, v in resolved.items() if k not in _NON_SEMANTIC}
+    if isinstance(semantic.get("agent"), Mapping) and semantic["agent"].get("name") == "own":
+        del semantic["agent"]  # agent=own is what a trial is with `agent` left out (docs/agents.md)
     if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
         # nor does the rate limit: it changes when calls are sent, not what they answer
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
@@ -200,6 +210,7 @@ def load(cfg: DictConfig | Mapping) -> TrialConfig:
         results_dir=Path(str(resolved.get("results_dir") or ROOT / "results")),
         resolved=resolved, config_hash=config_hash(resolved), resume=bool(resolved.get("resume", True)),
         sample=study_sample(resolved.get("study") or {}),
+        agent=resolved.get("agent") if isinstance(resolved.get("agent"), Mapping) else None,
     )
 
 

@@ -271,6 +271,58 @@ class TidyUp(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AgentRequest(Event):
+    """A request an external agent sent to the model proxy (bench/proxy/), its body byte for byte.
+
+    `thread` is what the proxy made of it: `main` (the agent's own turns), `side` (a title, a
+    commit message), `subagent`, `compaction` (the agent's own summary request), `count_tokens`.
+    A request the proxy forwarded is followed by its `context` and `model_call` records; a refused
+    one by a `context_overflow`; then always an `agent_reply`. `verify` decodes `body` again and
+    checks it gives the same context and request hash."""
+
+    kind: ClassVar[str] = "agent_request"
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("signal",)
+    api: str = ""  # anthropic | openai_chat | openai_responses | anthropic_count
+    path: str = ""
+    thread: str = "main"
+    body: str = ""  # the request body as sent (UTF-8 text; JSON)
+    body_sha: str = ""
+    tokens: int = 0  # the whole request by the proxy's count
+    max_tokens: int = 0  # the reply limit forwarded to the model (the agent's, capped at the model's)
+    window: int = 0  # the window it was held to (0: none)
+    overhead: int = 0  # the agent's fixed overhead (system + tools of its first request), in the proxy's tokens
+    signal: str | None = None  # the agent's own word on the thread (Codex's request_kind), when it gave one
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentReply(Event):
+    """What the model proxy sent back for the `agent_request` before it, byte for byte."""
+
+    kind: ClassVar[str] = "agent_reply"
+    api: str = ""
+    status: int = 200
+    stream: bool = False
+    body: str = ""  # the JSON body, or the whole SSE text
+    body_sha: str = ""
+    usage: Fields = field(default_factory=dict)  # the provider's usage (input, output, cache_read, cache_write)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentTurn(Event):
+    """An external agent's turn ended (bench/agents/): one instruction given, how the agent ended."""
+
+    kind: ClassVar[str] = "agent_turn"
+    agent: str = ""
+    step: str = ""
+    attempt: int = 0
+    instruction: str = ""
+    exit_code: int | None = None
+    requests: int = 0  # model requests the proxy saw during the turn
+    agent_count: int | None = None  # the agent's own count of its model calls, where it reports one
+    detail: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Unknown(Event):
     """A kind this schema does not know: its fields, its `kind` too, are all in `extra`."""
 
@@ -278,7 +330,7 @@ class Unknown(Event):
 CLASSES: dict[str, type[Event]] = {c.kind: c for c in (
     TrialStart, Message, Context, ModelCall, ToolCall, ToolResult, Check, StepStart, HeadRefresh, StepStatus,
     Compaction, ContextTruncation, ContextOverflow, OutputTruncation, Drift, PolicyViolation, Invariant, Error,
-    TrialEnd, ToolError, ProcessKilled, CheckCached, TidyUp)}
+    TrialEnd, ToolError, ProcessKilled, CheckCached, TidyUp, AgentRequest, AgentReply, AgentTurn)}
 KINDS = frozenset(CLASSES)
 
 

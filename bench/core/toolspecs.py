@@ -13,7 +13,19 @@ Results the model sees (see bench.trial.tools for the dispatcher):
 
 from __future__ import annotations
 
-from bench.core.types import ToolSpec
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """(Also `bench.core.types.ToolSpec`.) Defined here, with no import of types.py, so the
+    boundary that checks calls against these schemas (emitted.py) sits below types.py."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
 
 
 def _obj(props: dict, required: list[str]) -> dict:
@@ -45,3 +57,12 @@ TOOLS: tuple[ToolSpec, ...] = (
              _obj({"notes": _STR, "invariants": {"type": "array", "items": _STR}}, ["notes"])),
 )
 
+
+
+@cache
+def validator(name: str) -> Any:
+    """The JSON-schema validator of the published tool `name`, or None for a name not published."""
+    import jsonschema
+
+    spec = next((t for t in TOOLS if t.name == name), None)
+    return None if spec is None else jsonschema.Draft202012Validator(spec.parameters)

@@ -13,13 +13,27 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from bench.core import emitted
+from bench.core.toolspecs import ToolSpec as ToolSpec  # defined beside the tools it describes
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 @dataclass(frozen=True)
 class ToolCall:
+    """One tool call as the model made it, admitted where it is made (bench/core/emitted.py):
+    id and name bounded strings, arguments plain JSON within the bounds and its tool's schema,
+    or the refusal the dispatcher answers. A call read back from the log is not admitted again
+    (`Message.from_dict`): it is what was admitted when it entered."""
+
     id: str
     name: str
     args: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        name = emitted.admit_name(self.name)
+        object.__setattr__(self, "id", emitted.admit_id(self.id))
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "args", emitted.admit_args(name, self.args))
 
 
 @dataclass(frozen=True)
@@ -36,6 +50,14 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
 
+    def __post_init__(self) -> None:
+        # Text that enters a context (a tool result naming an undecodable file, a check's output)
+        # is made carryable here, once: the next provider request must be able to encode it.
+        for key in ("content", "name", "tool_call_id"):
+            value = getattr(self, key)
+            if isinstance(value, str):
+                object.__setattr__(self, key, emitted.carry(value))
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
@@ -48,13 +70,11 @@ class Message:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
-        return cls(
-            role=d["role"],
-            content=d["content"],
-            tool_calls=tuple(ToolCall(**c) for c in d.get("tool_calls", ())),
-            tool_call_id=d.get("tool_call_id"),
-            name=d.get("name"),
-        )
+        """A logged message exactly as it was written (admitted when it entered): not admitted
+        again, so its sha is the one the log holds, whatever an older harness let through."""
+        return _as_logged(cls, role=d["role"], content=d["content"],
+                          tool_calls=tuple(_as_logged(ToolCall, **c) for c in d.get("tool_calls", ())),
+                          tool_call_id=d.get("tool_call_id"), name=d.get("name"))
 
     def canonical(self) -> str:
         """canonical_json(self.to_dict()), made once: every turn hashes every message of its
@@ -71,6 +91,14 @@ class Message:
             cached = hashlib.sha256(self.canonical().encode()).hexdigest()
             object.__setattr__(self, "_sha", cached)
         return cached
+
+
+def _as_logged(cls: Any, **values: Any) -> Any:
+    """An instance of the frozen dataclass `cls` with `values` as they are, without __post_init__."""
+    obj = object.__new__(cls)
+    for f in fields(cls):
+        object.__setattr__(obj, f.name, values.get(f.name, f.default))
+    return obj
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -168,15 +196,30 @@ class Completion:
     cost_usd: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """The reply admitted (bench/core/emitted.py): a reply past its bounds is the model's
+        error (`stop_reason="error"`, failed by the loop as `model_error`), cut to them."""
+        content = emitted.carry(self.content if isinstance(self.content, str) else "")
+        calls = tuple(c if isinstance(c, ToolCall) else ToolCall(f"call_{i}", getattr(c, "name", c), {})
+                      for i, c in enumerate(self.tool_calls or ()))
+        problem = ""
+        if len(content) > emitted.MAX_REPLY_CHARS:
+            problem = f"a reply of {len(content)} characters (at most {emitted.MAX_REPLY_CHARS})"
+            content = content[:emitted.MAX_REPLY_CHARS]
+        if len(calls) > emitted.MAX_TOOL_CALLS:
+            problem = f"{len(calls)} tool calls in one reply (at most {emitted.MAX_TOOL_CALLS})"
+            calls = calls[:emitted.MAX_TOOL_CALLS]
+        object.__setattr__(self, "content", content)
+        object.__setattr__(self, "tool_calls", calls)
+        object.__setattr__(self, "model_id", emitted.admit_id(self.model_id))
+        if problem and self.stop_reason != "max_tokens":
+            object.__setattr__(self, "stop_reason", "error")
+            self.extra["error"] = problem
+
     def as_message(self) -> Message:
         return Message(role="assistant", content=self.content, tool_calls=self.tool_calls)
 
 
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str
-    parameters: dict[str, Any]  # JSON schema of the arguments object
 
 
 def request_hash(messages: tuple[Message, ...] | list[Message], tools: tuple[ToolSpec, ...] | list[ToolSpec],

@@ -7,6 +7,8 @@ Exit 0 when everything matches; 1 on any mismatch, broken chain or unreadable lo
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, context_sha, request_hash, sha256_text
 from bench.eventlog.events import line_sha
+from bench.proxy.api import APIS, Request
 from ctxlog import events as ev
 from ctxlog.reader import Log
 
@@ -35,6 +38,7 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
             if Message.from_dict(m.message).sha() != m.sha:
                 problems.append(f"seq {m.seq}: message content does not match its sha")
         seed, max_output = log.start.seed, log.start.max_output
+        proxied = _proxied(log, problems)
         for call in log.calls:
             if call.messages is None:
                 missing = sum(s not in log.messages for s in call.context.messages)
@@ -47,8 +51,15 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
             rebuilt += 1
             reply = call.reply
             tools = TOOLS if reply is not None and reply.purpose == "turn" else ()
+            limit = max_output
+            if call.context.seq in proxied:  # an external agent's request: its own tools and reply limit
+                request = proxied[call.context.seq]
+                decoded = _decode(request)
+                if context_sha(decoded.messages) != call.context.sha:
+                    problems.append(f"seq {request.seq}: the request body does not decode to the logged context")
+                tools, limit = decoded.tools, request.max_tokens
             if reply is not None and seed is not None \
-                    and request_hash(ctx, tools, max_output, seed) != reply.request_hash:
+                    and request_hash(ctx, tools, limit, seed) != reply.request_hash:
                 problems.append(f"seq {reply.seq}: request hash does not match the rebuilt context")
     except (ValueError, KeyError, TypeError) as exc:
         problems.append(f"unreadable log: {exc}")
@@ -59,6 +70,25 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
     if rebuilt == 0 and not problems:
         problems.append("no contexts in the log")
     return rebuilt, problems
+
+
+def _decode(request: ev.AgentRequest) -> Request:
+    return APIS[request.api].decode(json.loads(request.body))
+
+
+def _proxied(log: Log, problems: list[str]) -> dict[int, ev.AgentRequest]:
+    """The model proxy's requests (docs/agents.md) by the seq of the context logged for each, after
+    checking every request's and reply's body against its sha."""
+    out: dict[int, ev.AgentRequest] = {}
+    pending: ev.AgentRequest | None = None
+    for e in log.events:
+        if isinstance(e, ev.AgentRequest | ev.AgentReply):
+            if hashlib.sha256(e.body.encode("utf-8", errors="surrogateescape")).hexdigest() != e.body_sha:
+                problems.append(f"seq {e.seq}: {e.kind} body does not match its sha")
+            pending = e if isinstance(e, ev.AgentRequest) and e.api in APIS else None
+        elif isinstance(e, ev.Context) and pending is not None:
+            out[e.seq], pending = pending, None
+    return out
 
 
 def _from_run(run_id: str, uri: str | None) -> tuple[Path, str | None]:

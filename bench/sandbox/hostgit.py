@@ -15,12 +15,17 @@
 * Every call has its own timeout (TIMEOUT_S) and output bound (MAX_OUTPUT_BYTES): a hang or
   a flood on the agent's content ends here, with or without the trial's watchdog, as a
   GitError (the agent's: content.ContentError).
+* However a call ends (its timeout, its bound, git's own exit, or the trial's watchdog landing
+  anywhere in it, again and again), git and anything it started are killed (their own process
+  group) and reaped before `run` returns or raises: no git outlives its call, so none outlives
+  its trial (`_end`).
 """
 
 from __future__ import annotations
 
 import os
 import selectors
+import signal
 import subprocess
 import time
 from collections.abc import Mapping
@@ -67,23 +72,48 @@ def run(git_dir: Path, workdir: Path, home: Path, args: tuple[str, ...],
     full_env = {
         "PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C", "HOME": str(home),
         "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(workdir),
-        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
         "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat",
         "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE,
         "GIT_COMMITTER_NAME": COMMITTER[0], "GIT_COMMITTER_EMAIL": COMMITTER[1],
         **(env or {}),
     }
-    with subprocess.Popen(["git", *args], cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+    proc = subprocess.Popen(["git", *args], cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
         out, err, why = _bounded(proc)
-        if why:
-            proc.kill()
-            raise GitError(f"git {' '.join(args)[:200]} {why}")
+    finally:
+        _end(proc)
+    if why:
+        raise GitError(f"git {' '.join(args)[:200]} {why}")
     if proc.returncode != 0:
         # The scratch dir's host path is none of the agent's business: named as the container sees it.
         why = _text(err).strip().replace(str(workdir), "/work").replace(str(git_dir), "<git dir>")
         raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {why}")
     return _text(out)
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Kill `proc`'s process group unless it has exited, and reap it, whatever is raised
+    meanwhile: the trial's watchdog fires every few seconds and may land here too; what it
+    raised is raised again once the process is gone (the first of them, if several)."""
+    pending: BaseException | None = None
+    while True:
+        try:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # git's group: it and whatever it started
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+            break
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, after the reap
+            pending = pending or exc
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    if pending is not None:
+        raise pending
 
 
 def _bounded(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes, str]:

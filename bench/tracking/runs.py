@@ -193,7 +193,7 @@ class TrialRun:
         self.cfg = cfg
         self.client = _client(cfg.tracking.uri)
         exp = experiment_id(self.client, cfg.tracking.experiment, cfg.tracking.artifact_root)
-        tags = {"ctxbench.kind": "trial", "study": cfg.study, "strategy": str(cfg.strategy["name"]),
+        tags = {"ctxbench.kind": "trial", "study": cfg.study, "strategy": cfg.level,
                 "arm": cfg.arm.name, "task_family": cfg.task.family, "task_seed": str(cfg.task.seed),
                 "rep": str(cfg.rep), "model": model_identity(cfg.model), "model_name": str(cfg.model.get("name", "")),
                 "model_id": str(cfg.model.get("model_id") or ""), "model_endpoint": str(cfg.model.get("base_url") or ""),
@@ -201,6 +201,8 @@ class TrialRun:
                 "failure_reason": "", "config_hash": cfg.config_hash, "git_sha": code_version(), "pid": str(os.getpid()),
                 "pid_start": str(procs.start_ticks(os.getpid()) or ""),
                 "host": os.uname().nodename, **(cfg.sample or {}), **extra_tags}
+        if cfg.level != cfg.strategy["name"]:  # an agent plays: its own context policy is the level
+            tags["agent"] = cfg.level
         if cfg.study != "adhoc":
             tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None, cfg.sample,
                                                       single=True)

@@ -10,7 +10,16 @@ an argument is passed only if it is
 * a revision or a pathspec: no leading `-` or `/`, printable, short;
 * anything after `--`: a pathspec, under the same rule but for the leading `-`.
 
-Anything else is refused before git runs (a tool error naming the argument).
+Anything else is refused before git runs (a tool error naming the argument). And every operand
+(a revision or a pathspec, `operands`) must name the working copy or a path in it however
+spelt, `..` and symlinks resolved (bench/trial/tools.py, `Tools._inside`): `git diff A B` with
+a path outside the work tree (`../../etc/passwd`) is, by git's own rule, `diff --no-index`,
+which opens host files as the harness's user. Git decides "outside" lexically
+(`path_inside_repo`), the harness lexically and through symlinks, so --no-index never starts.
+Git also reads paths inside an operand: after pathspec magic (`:(top)/abs`, `:!../x`) and in
+revision syntax (`HEAD:/abs`, `HEAD:../x`), and stats them. Rather than copy git's parsers,
+every part of an operand git may read as a path (`path_readings`: the whole, and whatever
+follows a `:` or `)`, exclusion marks dropped) must be a relative path inside the copy.
 """
 
 from __future__ import annotations
@@ -81,3 +90,22 @@ def refusal(subcommand: str, args: list[str]) -> str | None:
                     f"or reach other repositories never are); allowed: {' '.join(sorted(FLAGS[subcommand]))}, "
                     "-n<N>, -U<N>, --format=..., --since=...")
     return None
+
+
+def path_readings(operand: str) -> list[str]:
+    """Every part of `operand` git may read as a path: the whole, and each rest after a `:`
+    or a `)` (pathspec magic, `REV:path`), without leading exclusion marks (`!`, `^`)."""
+    cuts = [0] + [i + 1 for i, ch in enumerate(operand) if ch in ":)"]
+    return list(dict.fromkeys(operand[i:].lstrip("!^") for i in cuts))
+
+
+def operands(subcommand: str, args: list[str]) -> list[str]:
+    """The arguments `refusal` let through that are not options: revisions and pathspecs."""
+    out: list[str] = []
+    pathspecs = False
+    for arg in _attach_counts(subcommand, args):
+        if pathspecs or not arg.startswith("-"):
+            out.append(arg)
+        elif arg == "--":
+            pathspecs = True
+    return out

@@ -138,6 +138,8 @@ class LoopPlayer:
 
     def _submit(self, args: object) -> tuple[str, bool]:
         """submit_step ends the turn: the referee certifies now, and its verdict is the tool's result."""
+        if (refused := Tools.submit_refusal(args)) is not None:  # not its schema: a tool error, nothing certified
+            return refused, False
         notes, submitted = submission(args)
         if self.strategy.requires_handoff and not notes:
             return HANDOFF_QUESTION, False

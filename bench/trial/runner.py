@@ -38,6 +38,7 @@ from bench.tracking.task_input import log_task_input
 from bench.trial.checkcache import CheckCache
 from bench.trial.driver import Limits, StepDriver
 from bench.trial.loop import LoopPlayer, LoopSettings
+from bench.trial.player import Player
 from bench.trial.record import Trial, TrialResult, classify, finish
 from bench.trial.watchdog import trial_watchdog
 from ctxlog import events as ev
@@ -130,6 +131,10 @@ def prepare(tcfg: TrialConfig) -> Parts:
     strategy = strategies.make_strategy(tcfg.strategy)
     sandbox = SandboxConfig.from_dict(tcfg.sandbox)
     window = arm_window(tcfg)
+    if tcfg.level != tcfg.strategy["name"]:  # an external agent plays: its player and install first
+        from bench.agents.players import validate
+
+        validate(tcfg)
     provider = providers.make_provider(tcfg.model)
     return Parts(task, strategy, provider, sandbox, window, int(tcfg.model["max_output"]))
 
@@ -235,8 +240,9 @@ def final_tree(trial: Trial, sandbox: Sandbox) -> None:
     trial.final_diff = sandbox.git("diff", sandbox.base_commit)
 
 
-def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> tuple[StepDriver, LoopPlayer]:
-    """Log trial_start; the harness's step driver and the player of the trial (ctxbench's own loop)."""
+def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> tuple[StepDriver, Player]:
+    """Log trial_start; the harness's step driver and the player of the trial: an external agent
+    (`agent=`, bench/agents/players.py) or ctxbench's own loop."""
     tcfg, seed = trial.cfg, trial.cfg.task.seed * 1000 + trial.cfg.rep
     assert trial.events is not None, "Trial.open() comes first"
     trial.events.append(ev.TrialStart(
@@ -248,9 +254,19 @@ def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> tuple[StepDriver, Loo
                     deadline=trial.started + tcfg.limits.trial_timeout_s, drift=tcfg.arm.drift)
     cache = CheckCache.for_study(tcfg.results_dir, tcfg.study, {
         "run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study}) if parts.sandbox.check_cache else None
-    player = LoopPlayer(parts.strategy, parts.provider, LoopSettings(
+    player = _agent_player(tcfg, parts, seed) or LoopPlayer(parts.strategy, parts.provider, LoopSettings(
         window=parts.window, max_output=parts.max_output, seed=seed, exec_timeout_s=parts.sandbox.exec_timeout_s))
     return StepDriver(parts.task, sandbox, trial.events, limits, cache=cache), player
+
+
+def _agent_player(tcfg: TrialConfig, parts: Parts, seed: int) -> Player | None:
+    """An external agent's player when `agent=` names one (docs/agents.md); None for ctxbench's own
+    loop. Imported only then: a trial of the own loop never loads the agents' code."""
+    if tcfg.level == tcfg.strategy["name"]:
+        return None
+    from bench.agents.players import make_player
+
+    return make_player(tcfg, parts, seed)
 
 
 @contextlib.contextmanager

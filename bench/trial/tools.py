@@ -24,11 +24,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import jsonschema
-
+from bench.core import emitted
 from bench.core.outcomes import TrialFailed
 from bench.core.render import file_block
-from bench.core.toolspecs import TOOLS
+from bench.core.toolspecs import TOOLS, validator
 from bench.sandbox.base import GitError, PathRefused, Sandbox, SandboxLost
 from bench.sandbox.paths import AbsolutePath
 from bench.trial import git_tool
@@ -38,7 +37,6 @@ MAX_GREP_LINES = 200
 MAX_LINE_CHARS = 400
 MAX_FILE_BYTES = 200_000  # a read_file beyond this is cut, and says so
 MAX_GIT_CHARS = 20_000
-_VALIDATORS = {t.name: jsonschema.Draft202012Validator(t.parameters) for t in TOOLS}
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,11 @@ class ToolOutcome:
     changed: tuple[str, ...] = ()  # paths the call wrote
     error: str | None = None  # the kind of mistake, for a `tool_error` event
     ended: tuple[str, ...] = ()  # processes a `run` left behind, ended (a `process_killed` event)
+
+    def __post_init__(self) -> None:
+        # What the model sees is carried once (an undecodable file name, a command's output):
+        # the event log, the next request and the pages then hold valid Unicode.
+        object.__setattr__(self, "text", emitted.carry(self.text))
 
 
 def _mistake(kind: str, text: str) -> ToolOutcome:
@@ -70,9 +73,12 @@ class Tools:
         if handler is None or not isinstance(name, str):
             return _mistake("unknown_tool", f"unknown tool {name!r}; the tools are: "
                                             f"{', '.join(t.name for t in TOOLS)}")
+        why = emitted.refusal(args)  # refused where the call entered (bench/core/emitted.py)
+        if why is not None:
+            return _mistake("bad_arguments", f"{why}; {name} was not run")
         if not isinstance(args, Mapping):
             return _mistake("bad_arguments", f"arguments for {name} must be a JSON object, got {args!r:.200}")
-        problem = next(iter(_VALIDATORS[name].iter_errors(dict(args))), None)
+        problem = next(iter(validator(name).iter_errors(dict(args))), None)
         if problem is not None:
             where = "/".join(str(p) for p in problem.absolute_path)
             return _mistake("bad_arguments", f"bad arguments for {name}{' at ' + where if where else ''}: "
@@ -92,6 +98,16 @@ class Tools:
         except Exception as exc:  # the boundary: anything else a call on the agent's files raises
             return _mistake("io_error", f"{type(exc).__name__}: {exc}"[:500])
 
+    @staticmethod
+    def submit_refusal(args: object) -> str | None:
+        """What the model is told when `submit_step`'s arguments are not what its schema says
+        (the loop's `_submit` asks before it certifies anything), or None when they are.
+        `args` as the loop receives them: a call's admitted arguments, or anything at all."""
+        why = emitted.refusal(args)
+        if why is None:
+            why = emitted.refusal(emitted.admit_args("submit_step", args))
+        return None if why is None else f"ERROR: {why}; the step was not submitted"
+
     # -- policy ---------------------------------------------------------------------------
     def _writable(self, path: str, action: str) -> str | ToolOutcome:
         """The canonical path, or the refusal (a policy violation) for a write/edit/delete."""
@@ -104,6 +120,20 @@ class Tools:
         via = "" if hit == rel and rel == path else f" (as {path!r})"
         return ToolOutcome(f"ERROR: {hit} is protected (read-only by policy){via}; {action} refused",
                            ok=False, policy_violation=f"{action} {path!r}")
+
+    def _inside(self, operand: str) -> None:
+        """PathRefused unless every part of `operand` git may read as a path (git_tool.py,
+        `path_readings`) names the working copy or a path in it however spelt (`..`, symlinks):
+        host git would otherwise stat host files, or switch `diff` to --no-index by itself and
+        open them. A plain revision passes: read as a path it names a file of the copy or none."""
+        for path in git_tool.path_readings(operand):
+            if path.startswith("/"):
+                raise PathRefused(f"argument {operand!r:.80} names an absolute path ({path!r:.80})")
+            if all(part in ("", ".") for part in path.split("/")):
+                continue  # the working copy's root (or nothing)
+            _, landed = self.sandbox.resolve(path)  # PathRefused when it climbs out (canonical)
+            if landed is None:
+                raise PathRefused(f"argument {operand!r:.80} leads outside the working copy through a symlink")
 
     # -- the tools ------------------------------------------------------------------------
     def read_file(self, path: str) -> ToolOutcome:
@@ -174,6 +204,11 @@ class Tools:
     def run(self, command: str, timeout_s: float | None = None) -> ToolOutcome:
         if timeout_s is not None and not timeout_s > 0:
             return _mistake("bad_arguments", f"timeout_s must be > 0, got {timeout_s!r}")
+        size = len(command.encode("utf-8", "surrogatepass"))
+        if size >= emitted.MAX_ARG_STRLEN:  # execve would refuse it (E2BIG): say so, not `exit=1`
+            return _mistake("bad_arguments", f"the command is {size} bytes; Linux passes at most "
+                            f"{emitted.MAX_ARG_STRLEN - 1} bytes as one argument (MAX_ARG_STRLEN): write "
+                            "it to a script with write_file and run the script")
         timeout = min(float(timeout_s or self.exec_timeout_s), self.exec_timeout_s)
         res = self.sandbox.exec(command, timeout=timeout, reap=True)
         head = f"exit={res.exit_code}" + (f" (timed out after {timeout:g}s)" if res.timed_out else "")
@@ -192,6 +227,8 @@ class Tools:
         refused = git_tool.refusal(subcommand, extra)
         if refused is not None:
             return _mistake("bad_arguments", refused)
+        for operand in git_tool.operands(subcommand, extra):
+            self._inside(operand)
         out = self.sandbox.git(subcommand, *extra)
         if "\0" in out[:8192]:
             return _mistake("binary_output", f"git {subcommand} printed binary data; not shown")

@@ -15,76 +15,66 @@ from typing import Any
 
 from tasks.batch_writes import repo
 from tasks.common import build as c
-from tasks.common import cleanups as common
-from tasks.spec import Cleanup, Edit, StepPlan
+from tasks.common.oracle import FamilyOracle, KindHook, add_function, put_section
+from tasks.spec import Cleanup, Edit
 
 
-class Oracle:
+class Oracle(FamilyOracle[repo.Names]):
     def __init__(self, n: repo.Names, meta: c.Meta, doc: str):
-        self.n, self.meta, self.doc = n, meta, doc
+        super().__init__(n, meta)
+        self.doc = doc
 
-    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
-        kind, needs, scope = self.meta[step_id]
-        reads = c.missing_reads(needs, perceived)
-        if reads:
-            return reads
-        n, store, backend = self.n, self.n.store_path, self.n.backend_path
-        edits: list[Edit] = []
-        if kind == "create" and f"def {n.bulk}(" not in perceived[store]:
-            edits += _insert_after(store, perceived[store], n.save, repo.bulk_function(n))
-        elif kind == "tidy" and "def saved_ids(" not in perceived[store]:
-            edits += _insert_after(store, perceived[store], n.bulk, repo.ids_function(n))
-        elif kind == "docs":
-            ed = c.FileEditor(self.doc, perceived[self.doc])
-            section = repo.bulk_section(n, limit(perceived[backend]), chain(perceived[store], n))
-            at = ed.text.find(repo.BULK)
-            if at < 0:
-                ed.replace_span(len(ed.text), len(ed.text), "\n" + section)
-            elif ed.text[at:] != section:
-                ed.replace_span(at, len(ed.text), section)
-            edits += ed.edits
-        elif kind == "final":
-            ed = c.FileEditor(store, perceived[store])
-            c.delete_def(ed, n.save)
-            edits += ed.edits
-            ed = c.FileEditor(backend, perceived[backend])  # small: rewritten whole, from the copy held
-            if c.delete_def(ed, "put"):
-                edits.append(Edit(backend, "write", content=ed.text))
-        if kind in ("batch", "final"):
-            for path in sorted(p for p in perceived if c.in_scope(p, scope) and p not in (store, backend)):
-                ed = c.FileEditor(path, perceived[path])
-                _migrate_loops(ed, n)
-                edits += ed.edits
-        return StepPlan(edits=tuple(edits))
+    def kinds(self) -> Mapping[str, KindHook]:
+        return {"create": self._create, "tidy": self._tidy, "docs": self._docs, "final": self._final}
 
-    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
+    def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, store = self.n, self.n.store_path
-        out = common.dead_code(perceived, paths)
-        for path in paths:
-            text = perceived.get(path)
-            if text is None or not c.in_scope(path, ("",)):
-                continue
-            for name, node in _tuples(text):
-                if name == n.hooks and path == store:
-                    out += _sort(path, text, node, name, f"sort-hooks:{path}:{name}",
-                                 f"sort {name} alphabetically, like the other registries")
-                elif name.endswith("_COLUMNS"):
-                    out += _sort(path, text, node, name, f"sort-columns:{path}:{name}",
-                                 f"sort {name} alphabetically")
-            if path == store and (span := c.def_span(text, n.bulk)) and "range(" in text[span[0]:span[1]]:
-                ed = c.FileEditor(path, text)
-                ed.replace_span(*span, repo.one_call(n))
-                out.append(Cleanup(f"one-call:{path}:{n.bulk}", (n.bulk, "chunks"), tuple(ed.edits),
-                                   "write all rows in one put_many call: the chunk loop looks needless"))
-        return tuple(out)
+        return add_function(store, perceived[store], n.bulk, n.save, repo.written("bulk_function", n))
 
+    def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n, store = self.n, self.n.store_path
+        return add_function(store, perceived[store], "saved_ids", n.bulk, repo.written("ids_function", n))
 
-def _insert_after(path: str, text: str, name: str, source: str) -> list[Edit]:
-    ed = c.FileEditor(path, text)
-    at = c.def_span(text, name)
-    end = at[1] if at else len(text)
-    ed.replace_span(end, end, "\n\n" + source + ("\n\n" if end < len(text) else ""))
-    return ed.edits
+    def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n = self.n
+        section = repo.bulk_section(n, limit(perceived[n.backend_path]), chain(perceived[n.store_path], n))
+        return put_section(self.doc, perceived[self.doc], repo.BULK, section)
+
+    def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n, store, backend = self.n, self.n.store_path, self.n.backend_path
+        ed = c.FileEditor(store, perceived[store])
+        c.delete_def(ed, n.save)
+        edits = ed.edits
+        ed = c.FileEditor(backend, perceived[backend])  # small: rewritten whole, from the copy held
+        if c.delete_def(ed, "put"):
+            edits.append(Edit(backend, "write", content=ed.text))
+        return edits
+
+    def unswept(self) -> tuple[str, ...]:
+        return self.n.store_path, self.n.backend_path
+
+    def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
+        ed = c.FileEditor(path, perceived[path])
+        _migrate_loops(ed, self.n)
+        return ed.edits
+
+    def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
+        n, store = self.n, self.n.store_path
+        if not c.in_scope(path, ("",)):
+            return []
+        out = []
+        for name, node in _tuples(text):
+            if name == n.hooks and path == store:
+                out += _sort(path, text, node, name, f"sort-hooks:{path}:{name}",
+                             f"sort {name} alphabetically, like the other registries")
+            elif name.endswith("_COLUMNS"):
+                out += _sort(path, text, node, name, f"sort-columns:{path}:{name}", f"sort {name} alphabetically")
+        if path == store and (span := c.def_span(text, n.bulk)) and "range(" in text[span[0]:span[1]]:
+            ed = c.FileEditor(path, text)
+            ed.replace_span(*span, repo.written("one_call", n))
+            out.append(Cleanup(f"one-call:{path}:{n.bulk}", (n.bulk, "chunks"), tuple(ed.edits),
+                               "write all rows in one put_many call: the chunk loop looks needless"))
+        return out
 
 
 def _tuples(text: str) -> list[tuple[str, ast.Tuple]]:

@@ -1,8 +1,8 @@
 """Machinery shared by the task families: size knobs, seeded names, filler code, and edits
 computed over *perceived* file text.
 
-Every family builds its repository from string templates and its oracle from the helpers
-here. Nothing in this module reads the real repository: an oracle's edits come only from the
+Every family renders its repository from jinja2 templates (tasks/common/render.py) with the
+names and values drawn here, and builds its oracle's edits from the helpers here. Nothing in this module reads the real repository: an oracle's edits come only from the
 text it is handed, so a stale copy yields the stale (failing or clobbering) edit a real
 engineer would make.
 """
@@ -13,9 +13,10 @@ import ast
 import functools
 import random
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from tasks.common.render import snippet
 from tasks.common.runner import RUN_TESTS
 from tasks.spec import Edit, StepPlan
 
@@ -110,6 +111,58 @@ def fillers(rng: random.Random, k: int, taken: set[str]) -> list[tuple[str, str]
         taken.add(name)
         out.append((name, rng.choice(_FILLERS).format(name=name, a=a, b=b, n=rng.randint(2, 9))))
     return out
+
+
+# One write site of a caller module: (resource, function name, how the module spells the API call)
+# -> (the function's source, its test), drawing the family's own values
+Site = Callable[[str, str, str], tuple[str, str]]
+
+
+def caller_module(rng: random.Random, api: tuple[str, str, str], pkg: str, mod: str, doc: str, sites: int,
+                  filler: int, sibling: tuple[str, str] | None, verbs: tuple[str, ...], site: Site
+                  ) -> tuple[str, list[str], list[str]]:
+    """A caller module of the API `api` (package, module, function): `sites` functions calling
+    it (`site`), filler helpers between them and, with `sibling`, one using a sibling module's
+    helper. Returns its text, its tests and its filler helpers' names."""
+    core, api_mod, fn = api
+    attr = rng.random() < 0.3  # `from core import module` + `module.fn(...)` instead of `fn(...)`
+    call = f"{api_mod}.{fn}" if attr else fn
+    head = [f'"""{pkg.capitalize()} {mod}: {doc}"""', "", f"from {core} import {api_mod}" if attr
+            else f"from {core}.{api_mod} import {fn}"]
+    if sibling:
+        head.append(f"from {pkg}.{sibling[0]} import {sibling[1]}")
+    bodies, tests = [], []
+    taken: set[str] = set()
+    for res in rng.sample(RESOURCES, sites):
+        body, test = site(res, site_name(rng, verbs, res, taken), call)
+        bodies.append(body)
+        tests.append(test)
+    helpers = fillers(rng, filler, taken)
+    for _name, src in helpers:
+        bodies.insert(rng.randint(0, len(bodies)), src)
+    if sibling:
+        bodies.append(count_rows(f"count_{mod}_rows", f"How many rows the {sibling[0]} helper keeps.", sibling[1]))
+    return caller_text(head, bodies), tests, [name for name, _ in helpers]
+
+
+def site_name(rng: random.Random, verbs: Iterable[str], res: str, taken: set[str]) -> str:
+    """`<verb>_<res>`, a verb drawn until the name is not in `taken` (which is updated)."""
+    verbs = tuple(verbs)
+    func = f"{rng.choice(verbs)}_{res}"
+    while func in taken:
+        func = f"{rng.choice(verbs)}_{res}"
+    taken.add(func)
+    return func
+
+
+def caller_text(head: list[str], bodies: list[str]) -> str:
+    """A caller module: its head lines, then its functions two blank lines apart."""
+    return snippet("common/callers.py.j2", "module", head, [b.rstrip("\n") for b in bodies])
+
+
+def count_rows(name: str, doc: str, helper: str) -> str:
+    """A function of a caller module that uses a helper of a sibling module (the package's call graph)."""
+    return snippet("common/callers.py.j2", "count_rows", name, doc, helper)
 
 
 # ---- reading perceived Python text ----

@@ -5,66 +5,72 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tasks.common import build as c
-from tasks.common import cleanups as common
+from tasks.common.oracle import FamilyOracle, KindHook
 from tasks.config_rename import repo
-from tasks.spec import Cleanup, Edit, StepPlan
+from tasks.spec import Cleanup, Edit
 
 DOCS = ("docs/configuration.md", "docs/deploy.md")
 
 
-class Oracle:
+class Oracle(FamilyOracle[repo.Names]):
     """A competent engineer's edits for each step, computed only from perceived text."""
 
-    def __init__(self, n: repo.Names, meta: c.Meta):
-        self.n, self.meta = n, meta
+    def kinds(self) -> Mapping[str, KindHook]:
+        return {"create": self._create, "tidy": self._tidy, "docs": self._docs, "final": self._final}
 
-    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
-        kind, needs, scope = self.meta[step_id]
-        reads = c.missing_reads(needs, perceived)
-        if reads:
-            return reads
+    def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
-        edits: list[Edit] = []
-        if kind == "create" and f"def {n.acc}(" not in perceived.get(n.settings, ""):
-            edits.append(Edit(n.settings, "write", content=repo.settings_module(n)))
-        if kind == "tidy":
-            ed = c.FileEditor(n.settings, perceived[n.settings])
-            if c.def_span(ed.text, f"{n.acc}_int") is None and (at := c.def_span(ed.text, n.acc)):
-                ed.replace_span(at[1], at[1], "\n\n" + repo.int_function(n))
-            edits += ed.edits
-        text_files = DOCS if kind == "docs" else sorted(
-            p for p in perceived if kind == "final" and p.endswith((".md", ".json"))
-            and not p.startswith(("tests/", "tools/", "fixtures/")))
-        for path in text_files:
-            ed = c.FileEditor(path, perceived[path])
-            _rename_text(ed, n)
-            if kind == "docs":
-                _document_default(ed, n, template_default(perceived[f"{n.app}/config.py"], n))
-            edits += ed.edits
-        config = f"{n.app}/config.py"
-        for path in sorted(p for p in perceived if c.in_scope(p, scope) and p != n.settings):
-            ed = c.FileEditor(path, perceived[path])
-            _migrate_reads(ed, n)
-            if path == config and ed.edits:  # a small module: rewritten whole, from the copy on view
-                edits.append(Edit(config, "write", content=ed.text))
-            else:
-                edits += ed.edits
-        return StepPlan(edits=tuple(edits))
+        return [] if f"def {n.acc}(" in perceived.get(n.settings, "") else [
+            Edit(n.settings, "write", content=repo.settings_module(n))]
 
-    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
+    def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
-        out = common.dead_code(perceived, paths)
-        if n.settings in paths and n.settings in perceived:
-            ed = c.FileEditor(n.settings, perceived[n.settings])
-            _drop_fallback(ed, n)
-            if ed.edits:
-                out.append(Cleanup(f"fallback:{n.settings}:{n.acc}", (n.acc, "fallback"), tuple(ed.edits),
-                                   f"delete the fallback to {n.old!r} from {n.acc}: no visible code names it"))
-        return tuple(out)
+        ed = c.FileEditor(n.settings, perceived[n.settings])
+        if c.def_span(ed.text, f"{n.acc}_int") is None and (at := c.def_span(ed.text, n.acc)):
+            ed.replace_span(at[1], at[1], "\n\n" + repo.written("int_function", n))
+        return ed.edits
+
+    def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        default = template_default(perceived[f"{self.n.app}/config.py"], self.n)
+        return self._rename_in(DOCS, perceived, default)
+
+    def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        return self._rename_in(sorted(p for p in perceived if p.endswith((".md", ".json"))
+                                      and not p.startswith(("tests/", "tools/", "fixtures/"))), perceived)
+
+    def _rename_in(self, paths: Iterable[str], perceived: Mapping[str, str], default: object = None) -> list[Edit]:
+        """The key renamed in docs and data; in the docs, the table's default as config.py has it."""
+        edits = []
+        for path in paths:
+            ed = c.FileEditor(path, perceived[path])
+            _rename_text(ed, self.n)
+            if default is not None:
+                _document_default(ed, self.n, default)
+            edits += ed.edits
+        return edits
+
+    def unswept(self) -> tuple[str, ...]:
+        return (self.n.settings,)
+
+    def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
+        ed = c.FileEditor(path, perceived[path])
+        _migrate_reads(ed, self.n)
+        if path == f"{self.n.app}/config.py" and ed.edits:  # a small module: rewritten whole, from the copy on view
+            return [Edit(path, "write", content=ed.text)]
+        return ed.edits
+
+    def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
+        n = self.n
+        if path != n.settings:
+            return []
+        ed = c.FileEditor(n.settings, text)
+        _drop_fallback(ed, n)
+        return [Cleanup(f"fallback:{n.settings}:{n.acc}", (n.acc, "fallback"), tuple(ed.edits),
+                        f"delete the fallback to {n.old!r} from {n.acc}: no visible code names it")] if ed.edits else []
 
 
 def _migrate_reads(ed: c.FileEditor, n: repo.Names) -> None:

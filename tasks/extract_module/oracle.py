@@ -8,81 +8,89 @@ from collections.abc import Mapping
 from typing import Any
 
 from tasks.common import build as c
-from tasks.common import cleanups as common
+from tasks.common.oracle import FamilyOracle, KindHook
 from tasks.extract_module import repo
-from tasks.spec import Cleanup, Edit, StepPlan
+from tasks.spec import Cleanup, Edit
 
 
-class Oracle:
+class Oracle(FamilyOracle[repo.Names]):
     """A competent engineer's edits for each step, computed only from perceived text."""
 
     def __init__(self, n: repo.Names, meta: c.Meta, last: str):
-        self.n, self.meta, self.last = n, meta, last
+        super().__init__(n, meta)
+        self.last = last
 
-    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
-        kind, needs, scope = self.meta[step_id]
-        reads = c.missing_reads(needs, perceived)
-        if reads:
-            return reads
-        n, util = self.n, self.n.path(self.n.util)
+    def kinds(self) -> Mapping[str, KindHook]:
+        return {"create": self._create, "shims": self._shims, "tidy": self._tidy, "docs": self._docs,
+                "final": self._final}
+
+    def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n = self.n
         gdir, gmod = f"{n.app}/{n.grp}", f"{n.app}/{n.grp}/{n.gmod}.py"
-        edits: list[Edit] = []
-        if kind == "create" and gmod not in perceived:
-            edits += [Edit(gmod, "write", content=_extracted(perceived[util], n)),
-                      Edit(f"{gdir}/__init__.py", "write", content=_package_init(n))]
-        if kind == "shims":
-            ed = c.FileEditor(util, perceived[util])
-            moved = [g for g in n.group if c.def_span(ed.text, g)]
-            for g in moved:
-                c.delete_def(ed, g)
-            if moved:
-                _after_imports(ed, f"# Re-export shims: moved to {n.app}.{n.grp}; removed at {self.last}.\n"
-                                   f"from {n.app}.{n.grp} import {', '.join(moved)}  # noqa: F401\n")
-            edits += ed.edits
-        if kind == "tidy":
-            ed = c.FileEditor(util, perceived[util])
-            tree = c.parse(ed.text)
-            if tree and not any(isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "__all__"
-                                for x in tree.body):
-                own = sorted(x.name for x in tree.body if isinstance(x, ast.FunctionDef) and x.name[0] != "_")
-                _after_imports(ed, f"\n__all__ = {own!r}\n")
-            edits += ed.edits
-        if kind == "docs":
-            tree = c.parse(perceived[gmod])
-            listed = [f"- `{d.name}`: {(ast.get_docstring(d) or '').splitlines()[0]}\n" for d in
-                      (tree.body if tree else ()) if isinstance(d, ast.FunctionDef) and ast.get_docstring(d)]
-            edits.append(Edit(f"docs/{n.grp}.md", "write", content=f"# {n.app}.{n.grp}\n\nText helpers, moved out of "
-                              f"`{n.app}.{n.util}`; import them from `{n.app}.{n.grp}`.\n\n" + "".join(listed)))
-        if kind == "final":
-            # The registry is small: rewritten whole, from the copy the engineer holds.
-            plugins = n.path(n.plugins)
-            ed = c.FileEditor(plugins, perceived[plugins])
-            _retarget(ed, n)
-            if ed.text != perceived[plugins]:
-                edits.append(Edit(plugins, "write", content=ed.text))
-            ed = c.FileEditor(util, perceived[util])
-            _drop_shims(ed, n)
-            edits += ed.edits
-        # Every file in scope the engineer can see: imports of moved names, renamed helpers.
-        renamed = _renamed(perceived.get(n.path(n.helpers), ""))
-        for path in sorted(p for p in perceived if c.in_scope(p, scope) and p not in (util, n.path(n.helpers))):
-            ed = c.FileEditor(path, perceived[path])
-            if kind in ("batch", "final"):
-                _move_imports(ed, n)
-            _rename(ed, renamed)
-            edits += ed.edits
-        return StepPlan(edits=tuple(edits))
+        if gmod in perceived:
+            return []
+        return [Edit(gmod, "write", content=_extracted(perceived[n.path(n.util)], n)),
+                Edit(f"{gdir}/__init__.py", "write", content=repo.written("package_init", n))]
 
-    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
+    def _shims(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, util = self.n, self.n.path(self.n.util)
-        out = common.dead_code(perceived, paths)
-        if util in paths and util in perceived:
-            ed = c.FileEditor(util, perceived[util])
-            _drop_shims(ed, n)
-            if ed.edits:
-                out.append(Cleanup(f"reexport-shims:{util}", (util, "re-export"), tuple(ed.edits),
-                                   f"delete the re-export shims from {util}: no visible module imports them"))
-        return tuple(out)
+        ed = c.FileEditor(util, perceived[util])
+        moved = [g for g in n.group if c.def_span(ed.text, g)]
+        for g in moved:
+            c.delete_def(ed, g)
+        if moved:
+            _after_imports(ed, f"# Re-export shims: moved to {n.app}.{n.grp}; removed at {self.last}.\n"
+                               f"from {n.app}.{n.grp} import {', '.join(moved)}  # noqa: F401\n")
+        return ed.edits
+
+    def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        util = self.n.path(self.n.util)
+        ed = c.FileEditor(util, perceived[util])
+        tree = c.parse(ed.text)
+        if tree and not any(isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "__all__"
+                            for x in tree.body):
+            own = sorted(x.name for x in tree.body if isinstance(x, ast.FunctionDef) and x.name[0] != "_")
+            _after_imports(ed, f"\n__all__ = {own!r}\n")
+        return ed.edits
+
+    def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n = self.n
+        tree = c.parse(perceived[f"{n.app}/{n.grp}/{n.gmod}.py"])
+        listed = [(d.name, (ast.get_docstring(d) or "").splitlines()[0]) for d in (tree.body if tree else ())
+                  if isinstance(d, ast.FunctionDef) and ast.get_docstring(d)]
+        return [Edit(f"docs/{n.grp}.md", "write", content=repo.written("group_doc", n, listed))]
+
+    def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n, util, plugins = self.n, self.n.path(self.n.util), self.n.path(self.n.plugins)
+        edits = []
+        # The registry is small: rewritten whole, from the copy the engineer holds.
+        ed = c.FileEditor(plugins, perceived[plugins])
+        _retarget(ed, n)
+        if ed.text != perceived[plugins]:
+            edits.append(Edit(plugins, "write", content=ed.text))
+        ed = c.FileEditor(util, perceived[util])
+        _drop_shims(ed, n)
+        return edits + ed.edits
+
+    def unswept(self) -> tuple[str, ...]:
+        return self.n.path(self.n.util), self.n.path(self.n.helpers)
+
+    def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
+        """Imports of moved names (batch and last steps), helpers renamed by a colleague (every step)."""
+        ed = c.FileEditor(path, perceived[path])
+        if kind in ("batch", "final"):
+            _move_imports(ed, self.n)
+        _rename(ed, _renamed(perceived.get(self.n.path(self.n.helpers), "")))
+        return ed.edits
+
+    def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
+        n, util = self.n, self.n.path(self.n.util)
+        if path != util:
+            return []
+        ed = c.FileEditor(util, text)
+        _drop_shims(ed, n)
+        return [Cleanup(f"reexport-shims:{util}", (util, "re-export"), tuple(ed.edits),
+                        f"delete the re-export shims from {util}: no visible module imports them")] if ed.edits else []
 
 
 def _extracted(util_text: str, n: repo.Names) -> str:
@@ -94,13 +102,7 @@ def _extracted(util_text: str, n: repo.Names) -> str:
     imports = [f"from {i.module} import {', '.join(a.name for a in i.names if a.name in used)}"
                for i in (tree.body if tree else ()) if isinstance(i, ast.ImportFrom)
                and i.module != f"{n.app}.{n.grp}" and any(a.name in used for a in i.names)]
-    return (f'"""Text helpers, moved out of {n.app}.{n.util}."""\n\n' + "\n".join(imports) + "\n\n\n"
-            + "\n\n".join(defs))
-
-
-def _package_init(n: repo.Names) -> str:
-    return (f'"""Text formatting for {n.app}."""\n\nfrom {n.app}.{n.grp}.{n.gmod} import {", ".join(n.group)}\n\n'
-            f"__all__ = {list(n.group)!r}\n")
+    return repo.written("extracted", n, imports, defs)
 
 
 def _after_imports(ed: c.FileEditor, block: str) -> None:

@@ -1,5 +1,9 @@
 """Repository text for `extract_module`: seeded names, the grab-bag utility module, callers,
-the string-keyed plugin registry (the trap), shipped tests, the check tool and drift files."""
+the string-keyed plugin registry (the trap), shipped tests, the check tool and drift files.
+
+The text is in tasks/extract_module/templates/; here every seeded value is drawn, in a
+fixed order, and handed to a template.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,10 @@ import functools
 import random
 from dataclasses import dataclass
 
-from tasks.common.build import FIELDS, RESOURCES
+from tasks.common.build import FIELDS, RESOURCES, count_rows
+from tasks.common.render import render, snippet
+
+FUNCTIONS, TESTS = "extract_module/functions.py.j2", "extract_module/tests.py.j2"
 
 # Moved group: cohesive text helpers, each built on the helper `{h}` from the helpers module.
 GROUP = {
@@ -81,22 +88,11 @@ def util_module(n: Names, order: list[tuple[str, str]], h: str) -> str:
     """The grab-bag, defs in `order` ("g"roup name, "s"tay name or "f"iller source); `h` names
     the helper, so the rename drift rebuilds the same file with the new name."""
     defs = [group_def(x, h) if kind == "g" else stay_def(x) if kind == "s" else x for kind, x in order]
-    return (f'"""Small helpers used across {n.app}: text formatting and number handling."""\n\n'
-            f"from {n.app}.{n.helpers} import {h}\n\n\n" + "\n\n".join(defs))
+    return render("extract_module/util.py.j2", n=n, h=h, defs=defs)
 
 
 def helpers_module(n: Names, renamed: bool = False) -> str:
-    head = f'"""Low-level text handling shared by {n.app}."""\n\n'
-    reg = "# Renamed helpers (old name -> new name); tools/check_imports.py flags the old names.\n"
-    if not renamed:
-        return (head + reg + "RENAMED = {}\n\n\n" f"def {n.h}(text):\n"
-                '    """Collapse runs of whitespace to single spaces and strip the ends."""\n'
-                '    return " ".join(text.split())\n')
-    return (head + reg + f'RENAMED = {{"{n.h}": "{n.h2}"}}\n\n\n' f"def {n.h2}(text):\n"
-            '    """Collapse runs of whitespace to single spaces and strip the ends."""\n'
-            '    return " ".join(text.split())\n\n\n'
-            f'def {n.h}(text):\n    """Deprecated name of {n.h2}; kept one release for outside users."""\n'
-            f"    return {n.h2}(text)\n")
+    return render("extract_module/helpers.py.j2", n=n, renamed=renamed)
 
 
 @functools.lru_cache(maxsize=8)
@@ -131,66 +127,42 @@ def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int,
         row = {"name": rng.choice(SAMPLES), f: rng.randint(-20, 150),
                "items": [{"title": t} for t in rng.sample(SAMPLES, 2)]}
         body = form.format(g=g, k=k, f=f, res=res)
-        bodies.append(f'def {func}(row):\n    """Display form of one {res} row."""\n    {body}\n')
+        bodies.append(snippet(FUNCTIONS, "site", func, res, body))
         want = evaluate(n, body.removeprefix("return "), row=row)
-        tests.append(f"def test_{mod}_{func}():\n    got = {mod}.{func}({row!r})\n"
-                     f'    assert got == {want!r}, "{pkg}/{mod}.py: {func} changed: " + repr(got)\n')
+        tests.append(snippet(TESTS, "site_test", pkg, mod, func, row, want))
     bodies += [src for _, src in helpers]
     if sibling:
-        bodies.append(f'def count_{mod}_rows(rows):\n    """Rows kept by {sibling[0]}.{sibling[1]}."""\n'
-                      f"    return len({sibling[1]}(rows))\n")
+        bodies.append(count_rows(f"count_{mod}_rows", f"Rows kept by {sibling[0]}.{sibling[1]}.", sibling[1]))
     rng.shuffle(bodies)
-    head = f'"""{pkg.capitalize()} {mod}: display helpers for the {mod} pages."""\n\n'
-    head += f"from {n.app}.{n.util} import {', '.join(sorted(set(used_g) | used_k))}\n"
-    if sibling:
-        head += f"from {pkg}.{sibling[0]} import {sibling[1]}\n"
-    return head + "\n\n" + "\n\n".join(bodies), tests
+    return snippet(FUNCTIONS, "caller_module", n, pkg, mod, sorted(set(used_g) | used_k), sibling, bodies), tests
+
+
+def written(name: str, n: Names, *args: object) -> str:
+    """The code a step's edit writes (the oracle's): macro `name` of functions.py.j2."""
+    return snippet(FUNCTIONS, name, n, *args)
 
 
 def plugins_module(n: Names, entries: list[tuple[str, str]]) -> str:
-    table = "".join(f'    "{key}": "{n.app}.{n.util}:{fn}",\n' for key, fn in entries)
-    return (f'"""Formatter plugins, referenced by name from exported reports (docs/plugins.md).\n\n'
-            'Entries are "module:attribute" strings resolved on first use, so importing this\n'
-            f'module stays cheap and reports can name formatters that live anywhere.\n"""\n\n'
-            f"import importlib\n\nFORMATTERS = {{\n{table}}}\n\n\n"
-            f'def {n.resolve}(name):\n    """The callable registered under `name`."""\n'
-            '    module, _, attr = FORMATTERS[name].partition(":")\n'
-            "    return getattr(importlib.import_module(module), attr)\n")
+    return render("extract_module/plugins.py.j2", n=n, entries=entries)
 
 
 def plugins_test(n: Names, entries: list[tuple[str, str]], rng: random.Random) -> str:
-    body = ""
+    cases = []
     for key, fn in entries:
         arg = rng.choice(SAMPLES) if fn in GROUP else rng.randint(1, 150)
-        want = evaluate(n, f"{fn}(arg)", arg=arg)
-        body += (f'\n\ndef test_plugin_{key}():\n    got = {n.resolve}("{key}")({arg!r})\n'
-                 f'    assert got == {want!r}, "{n.app}/{n.plugins}.py: formatter {key} gave " + repr(got)\n')
-    return (f'"""Formatters resolved by name through {n.app}/{n.plugins}.py (shipped; read-only)."""\n\n'
-            f"from {n.app}.{n.plugins} import {n.resolve}\n{body}")
+        cases.append((key, arg, evaluate(n, f"{fn}(arg)", arg=arg)))
+    return snippet(TESTS, "plugins_test", n, cases)
 
 
 def util_test(n: Names) -> str:
-    lines = "".join(f"    assert {s}({v!r}) == {evaluate(n, f'{s}(v)', v=v)!r}, \"{n.path(n.util)}: {s}\"\n"
-                    for s in n.stay for v in (7, 130))
-    return (f'"""The numeric helpers that stay in {n.app}.{n.util} (shipped; read-only)."""\n\n'
-            f"from {n.app}.{n.util} import {', '.join(n.stay)}\n\n\ndef test_numeric_helpers():\n{lines}")
+    return snippet(TESTS, "util_test", n, [(s, v, evaluate(n, f"{s}(v)", v=v)) for s in n.stay for v in (7, 130)])
 
 
 def new_caller(n: Names, pkg: str, mod: str, g: str) -> tuple[str, str]:
-    src = (f'"""{pkg.capitalize()} {mod}: subject lines for the weekly digest mail."""\n\n'
-           f"from {n.app}.{n.util} import {g}\n\n\n"
-           f'def subject(row):\n    """Mail subject for one row."""\n    return "Weekly: {{}}".format({g}(row["name"]))\n')
     want = evaluate(n, f'"Weekly: {{}}".format({g}(row["name"]))', row={"name": SAMPLES[0]})
-    test = (f'"""The {pkg}.{mod} digest subjects (added with it)."""\n\nfrom {pkg} import {mod}\n\n\n'
-            f"def test_{mod}_subject():\n    got = {mod}.subject({{'name': {SAMPLES[0]!r}}})\n"
-            f'    assert got == {want!r}, "{pkg}/{mod}.py: subject gave " + repr(got)\n')
-    return src, test
+    return snippet(FUNCTIONS, "new_caller", n, pkg, mod, g), snippet(TESTS, "new_caller_test", pkg, mod, SAMPLES[0], want)
 
 
 def docs(n: Names, entries: list[tuple[str, str]]) -> dict[str, str]:
-    listed = "".join(f"- `{key}` -> `{n.app}.{n.util}:{fn}`\n" for key, fn in entries)
-    return {"docs/plugins.md": f"# Formatter plugins\n\nReports name formatters by key; `{n.app}/{n.plugins}.py` "
-                               f"maps each key to a\n`module:attribute` string resolved on first use:\n\n{listed}",
-            f"docs/{n.util}.md": f"# {n.app}.{n.util}\n\nText helpers: {', '.join(n.group)}.\n"
-                                 f"Number helpers: {', '.join(n.stay)}.\n"}
-
+    return {"docs/plugins.md": snippet(FUNCTIONS, "plugins_doc", n, entries),
+            f"docs/{n.util}.md": snippet(FUNCTIONS, "util_doc", n)}

@@ -16,68 +16,64 @@ from collections.abc import Mapping
 
 from tasks.common import build as c
 from tasks.common import cleanups as common
+from tasks.common.oracle import FamilyOracle, KindHook, add_function, put_section
 from tasks.record_upgrade import repo
-from tasks.spec import Cleanup, Edit, StepPlan
+from tasks.spec import Cleanup, Edit
 
 EUROS = '["amount"] / 100'
 
 
-class Oracle:
+class Oracle(FamilyOracle[repo.Names]):
     def __init__(self, n: repo.Names, meta: c.Meta, doc: str):
-        self.n, self.meta, self.doc = n, meta, doc
+        super().__init__(n, meta)
+        self.doc = doc
 
-    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
-        kind, needs, scope = self.meta[step_id]
-        reads = c.missing_reads(needs, perceived)
-        if reads:
-            return reads
-        n, codec, schema = self.n, self.n.codec_path, self.n.schema_path
-        edits: list[Edit] = []
-        if kind == "create" and f"def {n.new}(" not in perceived[codec]:
-            edits += _insert_after(codec, perceived[codec], n.old, repo.new_function(n))
-        elif kind == "tidy" and "def is_current(" not in perceived[codec]:
-            edits += _insert_after(codec, perceived[codec], n.decode, repo.current_function())
-        elif kind == "docs":
-            ed = c.FileEditor(self.doc, perceived[self.doc])
-            section = repo.current_section(n, fields(perceived[schema]))
-            at = ed.text.find(repo.CURRENT)
-            if at < 0:
-                ed.replace_span(len(ed.text), len(ed.text), "\n" + section)
-            elif ed.text[at:] != section:
-                ed.replace_span(at, len(ed.text), section)
-            edits += ed.edits
-        elif kind == "final":
-            ed = c.FileEditor(codec, perceived[codec])
-            c.delete_def(ed, n.old)
-            edits += ed.edits
-            text = perceived[schema]  # small: rewritten whole, from the copy held
-            kept = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("V1_SEP"))
-            if kept != text:
-                edits.append(Edit(schema, "write", content=kept))
-        if kind in ("batch", "final"):
-            for path in sorted(p for p in perceived if c.in_scope(p, scope) and p not in (codec, schema)):
-                ed = c.FileEditor(path, perceived[path])
-                _migrate(ed, n)
-                edits += ed.edits
-        return StepPlan(edits=tuple(edits))
+    def kinds(self) -> Mapping[str, KindHook]:
+        return {"create": self._create, "tidy": self._tidy, "docs": self._docs, "final": self._final}
 
-    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
+    def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, codec = self.n, self.n.codec_path
-        out = common.dead_code(perceived, paths)
-        for path in paths:
-            text = perceived.get(path)
-            if text is None or not c.in_scope(path, ("",)):
-                continue
-            if path == codec:
-                out += _drop_guard(n, path, text) + _drop_v1(n, path, text)
-            for name in common.top_defs(text):
-                span = c.def_span(text, name)
-                if span and EUROS in text[span[0]:span[1]]:
-                    ed = c.FileEditor(path, text)
-                    ed.replace_span(span[0], span[1], text[span[0]:span[1]].replace(EUROS, '["amount"]'))
-                    out.append(Cleanup(f"finish-cents:{path}:{name}", (name, "euros"), tuple(ed.edits),
-                                       f"{name} still converts amounts to euros as format 1 did: export cents"))
-        return tuple(out)
+        return add_function(codec, perceived[codec], n.new, n.old, repo.written("new_function", n))
+
+    def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n, codec = self.n, self.n.codec_path
+        return add_function(codec, perceived[codec], "is_current", n.decode, repo.written("current_function", n))
+
+    def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        section = repo.current_section(self.n, fields(perceived[self.n.schema_path]))
+        return put_section(self.doc, perceived[self.doc], repo.CURRENT, section)
+
+    def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n, codec, schema = self.n, self.n.codec_path, self.n.schema_path
+        ed = c.FileEditor(codec, perceived[codec])
+        c.delete_def(ed, n.old)
+        edits = ed.edits
+        text = perceived[schema]  # small: rewritten whole, from the copy held
+        kept = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("V1_SEP"))
+        if kept != text:
+            edits.append(Edit(schema, "write", content=kept))
+        return edits
+
+    def unswept(self) -> tuple[str, ...]:
+        return self.n.codec_path, self.n.schema_path
+
+    def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
+        ed = c.FileEditor(path, perceived[path])
+        _migrate(ed, self.n)
+        return ed.edits
+
+    def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
+        if not c.in_scope(path, ("",)):
+            return []
+        out = _drop_guard(self.n, path, text) + _drop_v1(self.n, path, text) if path == self.n.codec_path else []
+        for name in common.top_defs(text):
+            span = c.def_span(text, name)
+            if span and EUROS in text[span[0]:span[1]]:
+                ed = c.FileEditor(path, text)
+                ed.replace_span(span[0], span[1], text[span[0]:span[1]].replace(EUROS, '["amount"]'))
+                out.append(Cleanup(f"finish-cents:{path}:{name}", (name, "euros"), tuple(ed.edits),
+                                   f"{name} still converts amounts to euros as format 1 did: export cents"))
+        return out
 
 
 def _drop_guard(n: repo.Names, path: str, text: str) -> list[Cleanup]:
@@ -97,18 +93,10 @@ def _drop_v1(n: repo.Names, path: str, text: str) -> list[Cleanup]:
     if f"def {n.new}(" not in text or not span or n.parse_v1 not in text[span[0]:span[1]]:
         return []
     ed = c.FileEditor(path, text)
-    ed.replace_span(span[0], span[1], repo.decode_function(n, v1=False))
+    ed.replace_span(span[0], span[1], repo.written("decode_function", n, False))
     c.delete_def(ed, n.parse_v1)
     return [Cleanup(f"v1-branch:{path}:{n.decode}", (n.decode, "format-1"), tuple(ed.edits),
                     f"drop the format-1 branch of {n.decode} and {n.parse_v1}: everything writes format 2 now")]
-
-
-def _insert_after(path: str, text: str, name: str, source: str) -> list[Edit]:
-    ed = c.FileEditor(path, text)
-    at = c.def_span(text, name)
-    end = at[1] if at else len(text)
-    ed.replace_span(end, end, "\n\n" + source + ("\n\n" if end < len(text) else ""))
-    return ed.edits
 
 
 def fields(schema_text: str) -> tuple[str, ...]:

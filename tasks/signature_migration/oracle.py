@@ -10,83 +10,92 @@ from typing import Any, TypeGuard
 
 from tasks.common import build as c
 from tasks.common import cleanups as common
+from tasks.common.oracle import FamilyOracle, KindHook
 from tasks.signature_migration import repo
-from tasks.spec import Cleanup, Edit, StepPlan
+from tasks.spec import Cleanup, Edit
 
 
-class Oracle:
-    def __init__(self, n: repo.Names, meta: c.Meta):
-        self.n, self.meta = n, meta
+class Oracle(FamilyOracle[repo.Names]):
+    @property
+    def client(self) -> str:
+        return f"{self.n.core}/{self.n.client}.py"
 
-    def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
-        kind, needs, scope = self.meta[step_id]
-        reads = c.missing_reads(needs, perceived)
-        if reads:
-            return reads
-        n, client = self.n, f"{self.n.core}/{self.n.client}.py"
-        router = f"{n.core}/{n.router}.py"
-        edits: list[Edit] = []
-        if kind == "create":
-            path = f"{n.core}/{n.pmod}.py"
-            if f"class {n.P}" not in perceived.get(path, ""):
-                edits.append(Edit(path, "write", content=repo.policy_module(n)))
-        elif kind == "compat":
-            ed = c.FileEditor(client, perceived[client])
-            c.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
-            fdef = function(ed.text, n.fn)
-            if fdef is not None and fdef.args.vararg is None:
-                starts = c.offsets(ed.text)
-                ed.replace_span(starts[fdef.lineno - 1], starts[fdef.end_lineno or fdef.lineno],
-                                repo.compat_function(n))
+    @property
+    def router(self) -> str:
+        return f"{self.n.core}/{self.n.router}.py"
+
+    def kinds(self) -> Mapping[str, KindHook]:
+        return {"create": self._create, "compat": self._compat, "tidy": self._tidy, "docs": self._docs,
+                "final": self._final}
+
+    def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n = self.n
+        path = f"{n.core}/{n.pmod}.py"
+        return [] if f"class {n.P}" in perceived.get(path, "") else [
+            Edit(path, "write", content=repo.written("policy_module", n))]
+
+    def _compat(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n = self.n
+        ed = c.FileEditor(self.client, perceived[self.client])
+        c.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
+        fdef = function(ed.text, n.fn)
+        if fdef is not None and fdef.args.vararg is None:
+            starts = c.offsets(ed.text)
+            ed.replace_span(starts[fdef.lineno - 1], starts[fdef.end_lineno or fdef.lineno], repo.written("compat_function", n))
+        return ed.edits
+
+    def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        n = self.n
+        ed = c.FileEditor(self.client, perceived[self.client])
+        fdef = function(ed.text, n.fn)
+        if fdef is not None and function(ed.text, f"{n.fn}_all") is None:
+            end = c.offsets(ed.text)[fdef.end_lineno or fdef.lineno]
+            ed.replace_span(end, end, "\n\n" + repo.written("all_function", n))
+        return ed.edits
+
+    def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        edits = []
+        for path in needs[:1]:
+            ed = c.FileEditor(path, perceived[path])
+            _document(ed, self.n, routes(perceived[self.router]))
             edits += ed.edits
-        elif kind == "tidy":
-            ed = c.FileEditor(client, perceived[client])
-            fdef = function(ed.text, n.fn)
-            if fdef is not None and function(ed.text, f"{n.fn}_all") is None:
-                end = c.offsets(ed.text)[fdef.end_lineno or fdef.lineno]
-                ed.replace_span(end, end, "\n\n" + repo.all_function(n))
-            edits += ed.edits
-        elif kind == "docs":
-            for path in needs[:1]:
-                ed = c.FileEditor(path, perceived[path])
-                _document(ed, n, routes(perceived[router]))
-                edits += ed.edits
-        if kind == "final":
-            # The route table is small: rewritten whole, from the copy the engineer holds.
-            ed = c.FileEditor(router, perceived[router])
-            _migrate_routes(ed, n)
-            if ed.text != perceived[router]:
-                edits.append(Edit(router, "write", content=ed.text))
-            ed = c.FileEditor(client, perceived[client])
-            strict(ed, n)
-            edits += ed.edits
-        if kind in ("batch", "final"):  # every legacy call the engineer can see in scope
-            for path in sorted(p for p in perceived if c.in_scope(p, scope) and p != router):
-                ed = c.FileEditor(path, perceived[path])
-                _migrate_calls(ed, n)
-                edits += ed.edits
-        return StepPlan(edits=tuple(edits))
+        return edits
 
-    def cleanups(self, perceived: Mapping[str, str], paths: tuple[str, ...]) -> tuple[Cleanup, ...]:
-        n, client = self.n, f"{self.n.core}/{self.n.client}.py"
-        out = common.dead_code(perceived, paths)
-        for path in paths:
-            text = perceived.get(path)
-            if text is None:
-                continue
-            if path == client:
-                ed = c.FileEditor(client, text)
-                strict(ed, n)
-                if ed.edits and _has_legacy_branch(text, n):
-                    out.append(Cleanup(f"legacy-form:{client}:{n.fn}", (n.fn, "legacy form"), tuple(ed.edits),
-                                       f"delete the legacy form of {n.fn}: no visible caller uses it"))
-                inline = _inline_send(text, perceived, client)
-                if inline:
-                    out.append(Cleanup(f"inline-send:{client}", ("_send",), inline,
-                                       f"inline _send into {n.fn}, its only visible caller"))
-            elif c.in_scope(path, ("",)):
-                out += _fold_constants(path, text, perceived, n)
-        return tuple(out)
+    def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        router, edits = self.router, []
+        # The route table is small: rewritten whole, from the copy the engineer holds.
+        ed = c.FileEditor(router, perceived[router])
+        _migrate_routes(ed, self.n)
+        if ed.text != perceived[router]:
+            edits.append(Edit(router, "write", content=ed.text))
+        ed = c.FileEditor(self.client, perceived[self.client])
+        strict(ed, self.n)
+        return edits + ed.edits
+
+    def unswept(self) -> tuple[str, ...]:
+        return (self.router,)
+
+    def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
+        """Every legacy call the engineer can see in scope."""
+        ed = c.FileEditor(path, perceived[path])
+        _migrate_calls(ed, self.n)
+        return ed.edits
+
+    def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
+        n, client = self.n, self.client
+        if path != client:
+            return _fold_constants(path, text, perceived, n) if c.in_scope(path, ("",)) else []
+        out = []
+        ed = c.FileEditor(client, text)
+        strict(ed, n)
+        if ed.edits and _has_legacy_branch(text, n):
+            out.append(Cleanup(f"legacy-form:{client}:{n.fn}", (n.fn, "legacy form"), tuple(ed.edits),
+                               f"delete the legacy form of {n.fn}: no visible caller uses it"))
+        inline = _inline_send(text, perceived, client)
+        if inline:
+            out.append(Cleanup(f"inline-send:{client}", ("_send",), inline,
+                               f"inline _send into {n.fn}, its only visible caller"))
+        return out
 
 
 def function(text: str, name: str) -> ast.FunctionDef | None:

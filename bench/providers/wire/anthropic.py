@@ -17,8 +17,9 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from bench.core.emitted import parse_args
 from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage
-from bench.providers.http.transport import StreamResult, TransientError, parse_tool_args
+from bench.providers.http.transport import StreamResult, TransientError
 
 SYSTEM_PREFIX = "[system]\n"
 EPHEMERAL = {"type": "ephemeral"}
@@ -170,6 +171,13 @@ def with_raw_calls(text: str, broken: list[dict[str, Any]]) -> str:
     return f"{text}\n{raw}" if text else raw
 
 
+def text_piece(value: Any) -> str:
+    """A streamed piece of text as a string, whatever the wire sent (a number, null, an object)."""
+    if isinstance(value, str) or value is None:
+        return value or ""
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
 class StreamAccumulator:
     """Folds raw Messages stream events (SDK models or dicts) into a StreamResult."""
 
@@ -198,9 +206,9 @@ class StreamAccumulator:
         elif kind == "content_block_delta":
             block, delta = self.blocks[ev["index"]], ev.get("delta") or {}
             if delta.get("type") == "text_delta":
-                block["text"] = block.get("text", "") + delta.get("text", "")
+                block["text"] = text_piece(block.get("text")) + text_piece(delta.get("text"))
             elif delta.get("type") == "input_json_delta":
-                block["json"] += delta.get("partial_json", "")
+                block["json"] += text_piece(delta.get("partial_json"))
             if self.ttft is None and (delta.get("text") or delta.get("partial_json")):
                 self.ttft = self.clock() - self.start
         elif kind == "message_delta":
@@ -215,15 +223,18 @@ class StreamAccumulator:
         if not self.done:
             raise TransientError("the stream ended before message_stop")
         text = "".join(b.get("text", "") for _, b in sorted(self.blocks.items()) if b.get("type") == "text")
-        calls, broken = [], []
+        calls: list[ToolCall] = []
+        broken: list[dict[str, Any]] = []
         for _, b in sorted(self.blocks.items()):
             if b.get("type") != "tool_use":
                 continue
-            args = parse_tool_args(b["json"]) if b["json"] else dict(b.get("input") or {})
+            # Whatever the id, name and arguments are, ToolCall admits them (bench/core/emitted.py).
+            args = parse_args(b["json"]) if b["json"] else b.get("input") or {}
+            name: Any = b.get("name")
             if args is None:
-                broken.append({"id": b.get("id"), "name": b.get("name"), "arguments": b["json"]})
+                broken.append({"id": b.get("id"), "name": name, "arguments": b["json"]})
             else:
-                calls.append(ToolCall(b["id"], b["name"], args))
+                calls.append(ToolCall(b.get("id") or f"toolu_{len(calls)}", name, args))
         stop = STOP_FROM_WIRE.get(self.stop or "", "error")
         extra: dict[str, Any] = {"wire_stop_reason": self.stop}
         if broken:

@@ -17,8 +17,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from bench.core.emitted import parse_args
 from bench.core.types import Message, ToolCall, ToolSpec
-from bench.providers.http.transport import parse_tool_args
 
 RESULT_OPEN = "<tool_result name=\"{name}\">"
 RESULT_CLOSE = "</tool_result>"
@@ -78,7 +78,7 @@ def parse_call(text: str, tools: Sequence[ToolSpec], call_id: str) -> ToolCall |
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
         return None
-    doc = parse_tool_args(text[start:end + 1])
+    doc = parse_args(text[start:end + 1])
     if doc is None or doc.get("name") not in {t.name for t in tools}:
         return None
     args = doc.get("arguments")

@@ -15,9 +15,10 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
+from bench.core.emitted import parse_args
 from bench.core.types import Completion, Message, Role, ToolCall, ToolSpec, Usage
-from bench.providers.http.transport import StreamResult, TransientError, parse_tool_args
-from bench.providers.wire.anthropic import with_raw_calls
+from bench.providers.http.transport import StreamResult, TransientError
+from bench.providers.wire.anthropic import text_piece, with_raw_calls
 
 FINISH_FROM_WIRE = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
                     "length": "max_tokens", "content_filter": "refusal"}
@@ -87,7 +88,7 @@ def from_wire(body: Mapping[str, Any]) -> list[Message]:
             out.append(Message(role="tool", content=_text(d.get("content")), tool_call_id=tid,
                                name=names.get(tid) if tid else None))
             continue
-        calls = tuple(ToolCall(c["id"], c["function"]["name"], parse_tool_args(c["function"].get("arguments") or "") or {})
+        calls = tuple(ToolCall(c["id"], c["function"]["name"], parse_args(c["function"].get("arguments") or "") or {})
                       for c in d.get("tool_calls") or ())
         names.update((c.id, c.name) for c in calls)
         out.append(Message(role=cast(Role, role), content=_text(d.get("content")), tool_calls=calls,
@@ -189,7 +190,7 @@ class ChunkAccumulator:
             delta = choice.get("delta") or {}
             if delta.get("content"):
                 self._first_token()
-                self.text.append(delta["content"])
+                self.text.append(text_piece(delta["content"]))
             if delta.get("refusal"):
                 self._first_token()
                 self.refusal.append(delta["refusal"])
@@ -199,7 +200,7 @@ class ChunkAccumulator:
                 fn = tc.get("function") or {}
                 slot["id"] = slot["id"] or tc.get("id") or ""
                 slot["name"] = slot["name"] or fn.get("name") or ""
-                slot["arguments"] += fn.get("arguments") or ""
+                slot["arguments"] += text_piece(fn.get("arguments"))
             if choice.get("finish_reason"):
                 self.finish = choice["finish_reason"]
 
@@ -209,7 +210,7 @@ class ChunkAccumulator:
             raise TransientError("the stream ended without a finish_reason")
         calls, broken = [], []
         for index, slot in sorted(self.calls.items()):
-            args = parse_tool_args(slot["arguments"])
+            args = parse_args(slot["arguments"])
             call_id = slot["id"] or f"call_{index}"
             if args is None:
                 broken.append({"id": call_id, "name": slot["name"], "arguments": slot["arguments"]})

@@ -99,9 +99,9 @@ def test_finish_reasons_are_mapped(finish, ours):
 
 
 def test_stop_after_tool_calls_counts_as_tool_use():  # vLLM/Ollama sometimes say "stop"
-    res = _fold(_chunks([{"tool_calls": [{"index": 0, "id": "t", "function": {"name": "run", "arguments": "{}"}}]}],
+    res = _fold(_chunks([{"tool_calls": [{"index": 0, "id": "t", "function": {"name": "run", "arguments": "{\"command\": \"ls\"}"}}]}],
                         finish="stop"))
-    assert res.stop_reason == "tool_use" and res.tool_calls[0].args == {}
+    assert res.stop_reason == "tool_use" and res.tool_calls[0].args == {"command": "ls"}
 
 
 def test_malformed_tool_arguments_are_an_error_stop_with_the_raw_text():

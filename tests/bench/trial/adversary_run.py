@@ -13,9 +13,23 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from bench.config import compose, load
 from bench.providers.attacks import ATTACKS
 from bench.trial.runner import run
+
+
+def _host_processes() -> list[str]:
+    """This process's live descendants (host git, a local server...): none may outlive a trial."""
+    out = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(f"{proc.pid} {proc.name()}")
+        except psutil.NoSuchProcess:
+            pass
+    return out
 
 
 def play(attack: str, results: Path) -> dict[str, Any]:
@@ -23,7 +37,9 @@ def play(attack: str, results: Path) -> dict[str, Any]:
     tcfg = load(compose(["model=adversary", f"model.attack={attack}", "task.size.steps=6",
                          f"limits.max_turns_per_step={len(ATTACKS[attack]) + 1}", f"study.name=adv-{attack}",
                          "resume=false"]))
+    before = set(_host_processes())
     result = run(tcfg)
+    left_procs = [p for p in _host_processes() if p not in before]
     from mlflow.tracking import MlflowClient
 
     mrun = MlflowClient(tcfg.tracking.uri).get_run(result.run_id)
@@ -39,7 +55,7 @@ def play(attack: str, results: Path) -> dict[str, Any]:
             "violation_events": len(violations), "violations": violations[:30],
             "errors": [r.get("detail", "")[:300] for r in records if r["kind"] == "error"],
             "metrics": {k: m.get(k, 0.0) for k in ("processes_killed", "tool_errors")},
-            "containers_left": left, "output": output,
+            "containers_left": left, "output": output, "host_processes_left": left_procs,
             "checks_passed": [r.get("step") for r in records if r["kind"] == "check" and r.get("passed")],
             "scratch_left": sorted(p.name for p in Path(tempfile.gettempdir()).glob("ctxbench-sbx-*"))}
 

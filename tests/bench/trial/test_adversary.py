@@ -70,6 +70,17 @@ EXPECT.update({
     "git_options": (0, {"tool_errors": 24}),  # each refused before host git runs
     "perm_blind": ((1, None), {}),  # the restore after the `run`: both planted files, through mode 000
 })
+# -- issue 42: what the model emits (bench/core/emitted.py) and git's own path handling ------
+EXPECT.update({
+    "deep_args": (0, {"tool_errors": 2}),  # both calls refused where they entered, as tool errors
+    "surrogates": (0, {"tool_errors": 1}),  # carried as `\udc80` text; the unknown tool a tool error
+    "bad_submit": (0, {"tool_errors": 1}),  # the 5,000-character name: an unknown tool
+    "huge_args": (0, {"tool_errors": 3}),  # each 2 MiB write refused, its log a 2,000-character excerpt
+    "long_command": (0, {"tool_errors": 1}),
+    "git_paths": (10, {}),  # every way out, refused before host git runs
+})
+OUTPUT_SEEN_42 = {"long_command": ("MAX_ARG_STRLEN",), "deep_args": ("nested deeper than",),
+                  "huge_args": ("arguments longer than",)}
 # -- issue 42: what the judge lends the agent (bench/providers/attacks/channel.py) -------------
 EXPECT.update({
     "judge_channel": (0, {"processes_killed": 1}),  # no forged line is ever written: no guard has to notice one
@@ -81,7 +92,8 @@ REASON = {"deep_tree": ("content_error",), "huge_file": ("content_error",),
           "oom_pid1": ("resource_exhausted", "step_failed")}
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.
-OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",)}
+OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",),
+               **OUTPUT_SEEN_42}
 # In-process forgery: no check may pass, not even the first step's (a forged part once did).
 NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe", "judge_channel"}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
@@ -110,6 +122,7 @@ def check(attack: str, obs: dict[str, Any]) -> None:
     for key, least in minimums.items():
         assert obs["metrics"][key] >= least, (key, obs["metrics"])
     assert obs["containers_left"] == [] and obs["scratch_left"] == [], obs
+    assert obs["host_processes_left"] == [], obs["host_processes_left"]
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from bench.core.toolspecs import TOOLS
 from bench.sandbox.paths import PathRefused
 from bench.trial.certify import HarnessCopy
-from bench.trial.tools import MAX_FILE_BYTES, Tools
+from bench.trial.tools import MAX_FILE_BYTES, ToolOutcome, Tools
 from tests.bench.trial.conftest import TEST_CALC, tiny_task
 
 
@@ -145,3 +145,19 @@ def test_missing_files_and_directories_are_tool_results(tools):
 def test_path_refusal_is_the_canonicaliser(box):
     with pytest.raises(PathRefused):
         box.read_file("a/../../x")
+
+
+def test_a_command_past_max_arg_strlen_is_refused_with_its_reason(tools):
+    from bench.core import emitted
+
+    out = tools.call("run", {"command": "true " + "#" * emitted.MAX_ARG_STRLEN})
+    assert not out.ok and out.error == "bad_arguments" and "MAX_ARG_STRLEN" in out.text and "script" in out.text
+    assert tools.call("run", {"command": "true " + "#" * 1000}).ok  # a long honest command runs
+    # (Without the guard Docker answers `exit=1` and no reason: test_adversary_unguarded.py.)
+
+
+def test_what_a_tool_answers_is_carried():
+    """An undecodable file name (read as a lone surrogate) in a result becomes text the next
+    request can encode, the same way wherever it came from."""
+    out = ToolOutcome("bad\udcff.py", ok=True)
+    assert out.text == "bad\\udcff.py" and out.text.encode("utf-8")

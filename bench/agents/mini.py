@@ -1,0 +1,253 @@
+"""mini-swe-agent as a Player of a trial (bench/trial/player.py; docs/agents.md).
+
+mini's own agent logic runs in a process of its own venv (bench/agents/mini_driver.py), one
+session for the whole trial: each step is the next instruction of that session, played by a
+process that resumes the session's file and ends with the turn (so `reap` has nothing of the
+agent left to end). Its model calls go to the trial's model proxy on loopback (bench/proxy/),
+served during the turn, which records them; each command it
+runs comes here and runs in the trial's sandbox through ctxbench's own `run` tool (the same
+sandbox, uid, limits, reaping and protected-file restore as ctxbench's loop), and is logged as a
+`tool_call`/`tool_result` of the model call that asked for it.
+
+Why mini's process on the host is honest: it only templates messages, calls the model and hands
+each command over; a model's reply cannot make it do anything else (mini executes actions only
+through the environment, which is ours), and it never sees the working copy, so the agent's
+reach is the sandbox's, as for ctxbench's own loop.
+
+How its turn ends, in the outcome table (bench/core/outcomes.py): mini's end-of-task echo is a
+submission (the harness certifies); the harness's turn limits stop it (`gave_up` the step, or the
+trial's `turn_budget`/`timeout`); mini aborting on a context-window error is `context_overflow`;
+any other abort, a driver that dies, hangs past `limits.turn_timeout_s` or floods past
+`limits.output_limit_bytes` is the agent's `model_error`/`timeout` — unless the proxy saw the
+model behind it fail (`provider_error`) or the harness crash (`harness_error`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.agents.install import installed
+from bench.agents.spec import AgentSpec
+from bench.core import outcomes
+from bench.core.render import check_result, invariant_line, policy_block, task_block
+from bench.eventlog.events import TOOL_OUTPUT_TAIL_CHARS
+from bench.providers.base import Provider
+from bench.proxy.server import ModelProxy
+from bench.trial.player import Instruction, Seat, StepTurnsUsed, TurnEnd
+from bench.trial.tools import Tools
+from ctxlog import events as ev
+
+DRIVER = Path(__file__).with_name("mini_driver.py")
+ABORTED_ON_WINDOW = ("ContextWindowExceededError",)
+GAVE_UP_STATUSES = ("LimitsExceeded", "RepeatedFormatError", "TimeExceeded")
+KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR")  # the driver gets these of ours and no other (no keys)
+
+
+class AgentGone(Exception):
+    """The driver process ended, hung or flooded: the agent's failure (`detail` says which)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+class MiniPlayer:
+    fresh_session_per_step = False  # one session for the whole trial
+
+    def __init__(self, spec: AgentSpec, provider: Provider, *, seed: int, window: int, relative: bool,
+                 max_output: int, exec_timeout_s: float) -> None:
+        self.spec, self.provider, self.seed = spec, provider, seed
+        self.window, self.relative, self.max_output, self.exec_timeout_s = window, relative, max_output, exec_timeout_s
+        self.turn_timeout_s = float(spec.limits.get("turn_timeout_s", 300))
+        self.output_limit = int(spec.limits.get("output_limit_bytes", 1_000_000))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.proxy: ModelProxy | None = None
+        self.started = False
+        self.last_index = -1
+        self.turn = 0  # the referee's index of the model call in flight (tool calls are logged at it)
+
+    # -- the Player protocol -------------------------------------------------------------------
+    def start(self, seat: Seat) -> None:
+        self.seat = seat
+        self.python = installed(self.spec)  # a ConfigError naming how to install it, before anything runs
+        self.tools = Tools(seat.sandbox, seat.copy, exec_timeout_s=self.exec_timeout_s)
+        self.proxy = ModelProxy(self.provider, seat.log, seed=self.seed, window=self.window, relative=self.relative,
+                                max_output=self.max_output)
+        self.home = tempfile.TemporaryDirectory(prefix="ctxbench-mini-")
+        self.state = Path(self.home.name) / "session.json"
+        self.env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
+        self.env.update(self.spec.env)
+        self.env.update({"HOME": self.home.name, "MSWEA_GLOBAL_CONFIG_DIR": self.home.name,
+                         "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1"})
+
+    def play(self, instruction: Instruction) -> TurnEnd:
+        assert self.proxy is not None
+        before, first = self.proxy.requests, not self.started
+        text = self._instruction(instruction)
+        self.started, self.last_index = True, instruction.index
+        pending: outcomes.TrialFailed | None = None
+        end: dict[str, Any] = {}
+        deadline = time.monotonic() + self.turn_timeout_s
+        self.proxy.start()
+        self.stderr = open(Path(self.home.name) / "driver.stderr", "w+b")  # noqa: SIM115 - closed by reap
+        self.proc = subprocess.Popen([str(self.python), str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, env=self.env, cwd=self.home.name, start_new_session=True)
+        try:
+            self._send({"config": {"api_base": self.proxy.url + "/v1", "model_name": self.spec.model_id,
+                                   "state": str(self.state)}})
+            self._send({"instruct": text})
+            while not end:
+                msg = self._recv(deadline)
+                if "turn" in msg:
+                    try:
+                        self.turn = self.seat.referee.take_turn()
+                        self.proxy.turn = self.turn
+                        self._send({"go": True})
+                    except StepTurnsUsed as exc:
+                        self._send({"stop": str(exc)})
+                    except outcomes.TrialFailed as exc:  # turn_budget, timeout: after mini has stopped
+                        pending = exc
+                        self._send({"stop": exc.reason})
+                elif "exec" in msg:
+                    self._send(self._exec(str(msg["exec"]), str(msg.get("id") or "")))
+                elif "end" in msg:
+                    end = msg
+            exit_code: int | None = self.proc.wait(timeout=30)
+        except AgentGone as gone:
+            end = {"end": gone.reason, "detail": str(gone)}
+            exit_code = self.proc.poll()
+        except subprocess.TimeoutExpired:
+            exit_code = None
+        finally:
+            self.reap()
+        self.seat.log.append(ev.AgentTurn(
+            turn=self.turn, agent=self.spec.name, step=instruction.step.id, attempt=int(instruction.retry),
+            instruction=text if first else text[-2000:], exit_code=exit_code,
+            requests=self.proxy.requests - before, agent_count=end.get("n_calls"),
+            detail=f"{end.get('end', '')}: {end.get('detail', '')}"[:2000]))
+        return self._verdict(end, pending)
+
+    def reap(self) -> None:
+        """End mini's process of this turn (it exits by itself once it has saved the session) and
+        stop serving the model. Nothing of the agent runs in the sandbox between its commands: each
+        `run` reaps what it started before its result comes back (bench/trial/tools.py)."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=10)
+        if self.proc is not None:
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+            self.stderr.close()
+        self.proc = None
+        if self.proxy is not None:
+            self.proxy.stop()
+
+    # -- one turn ------------------------------------------------------------------------------
+    def _instruction(self, instruction: Instruction) -> str:
+        """The user message: the task first; after a certified step its verdict, as ctxbench's own
+        loop shows it (the driver certifies after the turn and hands over only the next step)."""
+        task = self.seat.task
+        if not self.started:  # mini puts it after "Please solve this issue: ": the task's marker opens a line
+            return f"\n{task_block(task)}\n\n{policy_block(task)}\n\n{instruction.text}"
+        if instruction.retry or instruction.index == self.last_index:
+            return instruction.text
+        done = task.steps[self.last_index]
+        verdict = check_result(done.id, True, 0, "")
+        if done.establishes:
+            verdict += "\nEstablished by this step:\n" + "\n".join(invariant_line(i) for i in done.establishes)
+        return f"{verdict}\n\n{instruction.text}"
+
+    def _exec(self, command: str, call_id: str) -> dict[str, Any]:
+        log, turn = self.seat.log, self.turn
+        log.append(ev.ToolCall(turn=turn, call_id=call_id, name="bash", args={"command": command}))
+        res = self.tools.run(command)
+        head, _, output = res.text.partition("\n")
+        code = head.split()[0].removeprefix("exit=") if head.startswith("exit=") else "-1"
+        notes = [line for line in output.split("\n")[:2] if line.startswith(("NOTE:", "POLICY:"))]
+        if res.policy_violation:
+            log.append(ev.PolicyViolation(turn=turn, tool="bash", detail=res.policy_violation))
+        if res.ended:
+            log.append(ev.ProcessKilled(turn=turn, when="after bash", processes=list(res.ended)))
+        log.append(ev.ToolResult(turn=turn, call_id=call_id, name="bash", ok=res.ok,
+                                 output=res.text[-TOOL_OUTPUT_TAIL_CHARS:]))
+        timed_out = "(timed out" in head
+        return {"output": output, "returncode": int(code) if code.lstrip("-").isdigit() else -1,
+                "exception_info": ("the command timed out" if timed_out else "") + " ".join(notes)}
+
+    def _verdict(self, end: dict[str, Any], pending: outcomes.TrialFailed | None) -> TurnEnd:
+        assert self.proxy is not None
+        if self.proxy.infra_failure:  # the model behind the proxy failed, or we did: never the agent's
+            reason, _, detail = self.proxy.infra_failure.partition(": ")
+            raise outcomes.failure(reason, detail)
+        if pending is not None:
+            raise pending
+        status, detail = str(end.get("end", "")), str(end.get("detail", ""))
+        if status == "Submitted":
+            try:
+                claim = json.loads(str(end.get("submission") or "{}"))
+            except ValueError:
+                claim = {}
+            notes = str(claim.get("notes") or "") if isinstance(claim, dict) else ""
+            return TurnEnd("submitted", notes=notes or str(end.get("submission") or ""))
+        if status in GAVE_UP_STATUSES:
+            return TurnEnd("gave_up")
+        if status in ABORTED_ON_WINDOW or (self.proxy.counts.get("refused") and "context" in detail.lower()):
+            raise outcomes.failure("context_overflow", f"mini-swe-agent aborted the step: {detail[:300]}")
+        if status == "hang":
+            raise outcomes.failure("timeout", detail)
+        raise outcomes.failure("model_error", f"mini-swe-agent stopped ({status}): {detail[:300]}")
+
+    # -- the driver's pipe ---------------------------------------------------------------------
+    def _send(self, obj: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise AgentGone("exited", f"mini-swe-agent's process is gone ({self._tail()})") from exc
+
+    def _recv(self, deadline: float) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None
+        line = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            while not line.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AgentGone("hang", f"mini-swe-agent did not end its turn within {self.turn_timeout_s:g}s")
+                ready = sel.select(min(left, 0.5))
+                if os.fstat(self.stderr.fileno()).st_size > self.output_limit:
+                    raise AgentGone("flood", f"mini-swe-agent printed more than {self.output_limit} bytes")
+                if not ready:
+                    continue
+                chunk = self.proc.stdout.readline(self.output_limit + 1)
+                if not chunk:
+                    raise AgentGone("exited", f"mini-swe-agent exited with {self.proc.wait()} ({self._tail()})")
+                line += chunk
+                if len(line) > self.output_limit:
+                    raise AgentGone("flood", f"mini-swe-agent printed more than {self.output_limit} bytes")
+        try:
+            msg = json.loads(line)
+        except ValueError as exc:
+            raise AgentGone("garbled", f"mini-swe-agent sent a line that is not the protocol: {line[:200]!r}") from exc
+        return msg if isinstance(msg, dict) else {}
+
+    def _tail(self) -> str:
+        self.stderr.flush()
+        self.stderr.seek(0, os.SEEK_END)
+        size = self.stderr.tell()
+        self.stderr.seek(max(size - 600, 0))
+        text = self.stderr.read().decode(errors="replace").strip().splitlines()
+        self.stderr.seek(0, os.SEEK_END)
+        return text[-1] if text else "no output"

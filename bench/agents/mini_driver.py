@@ -1,0 +1,152 @@
+"""mini-swe-agent's side of a trial: run by the player (bench/agents/mini.py) with the Python of
+mini's own venv, so it imports only the standard library and `minisweagent`, never ctxbench.
+
+mini's own agent logic (`DefaultAgent`: its templates, `step`, `query`, its parsing of tool calls,
+its observation format, its end-of-task echo) plays; three seams of mini's Python API are used:
+- the caller owns `agent.messages`: each instruction is the next user message of one session
+  (mini's `run()` would reset it), so step k's request carries every earlier turn. The session
+  is a file (`state`: the messages, the outputs of the last message's actions, the call count),
+  resumed by the next turn's process, as Claude Code resumes its session file: nothing of the
+  agent outlives its turn;
+- the environment is pluggable: each command goes to the harness, which runs it in the trial's
+  sandbox with the same guards as ctxbench's own `run` tool (this process never touches the
+  working copy);
+- the model is mini's LitellmModel pointed at the harness's model proxy on loopback.
+
+Protocol: JSON lines. The harness writes to stdin; this process answers on the stdout it was given
+(everything else mini or litellm prints goes to stderr).
+
+    <- {"config": {...}}                 api_base, model_name, state (the session file), settings
+    <- {"instruct": TEXT}                the instruction of this turn
+    -> {"turn": N}  <- {"go": true} | {"stop": REASON}      before every model call (the harness counts turns)
+    -> {"exec": CMD, "id": CALL_ID}  <- {"output": TEXT, "returncode": N}
+    -> {"end": EXIT_STATUS, "submission": TEXT, "detail": TEXT, "n_calls": N}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+_OUT = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)  # whatever mini or litellm prints (mini's banner on import) must not reach the protocol's stream
+sys.stdout = sys.stderr
+
+import yaml  # noqa: E402 - after the redirection above
+from minisweagent.agents.default import DefaultAgent  # noqa: E402
+from minisweagent.config import builtin_config_dir  # noqa: E402
+from minisweagent.environments.local import LocalEnvironment  # noqa: E402
+from minisweagent.exceptions import FormatError, InterruptAgentFlow, LimitsExceeded  # noqa: E402
+from minisweagent.models.litellm_model import LitellmModel  # noqa: E402
+
+
+def send(obj: dict[str, Any]) -> None:
+    _OUT.write(json.dumps(obj) + "\n")
+    _OUT.flush()
+
+
+def recv() -> dict[str, Any]:
+    line = sys.stdin.readline()
+    if not line:
+        raise SystemExit(0)  # the harness closed the session
+    return json.loads(line)
+
+
+class HarnessEnvironment(LocalEnvironment):
+    """mini's local environment with `execute` sent to the harness; its end-of-task check is mini's own."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.outputs: list[dict[str, Any]] = []  # outputs of the current model message's actions
+
+    def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+        send({"exec": action.get("command", ""), "id": action.get("tool_call_id", "")})
+        reply = recv()
+        output = {"output": str(reply.get("output", "")), "returncode": int(reply.get("returncode", -1)),
+                  "exception_info": str(reply.get("exception_info", ""))}
+        self.outputs.append(output)
+        self._check_finished(output)
+        return output
+
+
+class SessionAgent(DefaultAgent):
+    """DefaultAgent with one session over many instructions, and the harness's turn count."""
+
+    def query(self) -> dict:
+        send({"turn": self.n_calls})
+        answer = recv()
+        if answer.get("stop"):
+            raise LimitsExceeded({"role": "exit", "content": "LimitsExceeded",
+                                  "extra": {"exit_status": "LimitsExceeded", "submission": "",
+                                            "detail": answer["stop"]}})
+        self.env.outputs = []
+        return super().query()
+
+    def instruct(self, text: str) -> dict:
+        if not self.messages:
+            self.extra_template_vars |= {"task": text}
+            self.add_messages(
+                self.model.format_message(role="system", content=self._render_template(self.config.system_template)),
+                self.model.format_message(role="user", content=self._render_template(self.config.instance_template)))
+        else:
+            while self.messages and self.messages[-1].get("role") == "exit":
+                self.messages.pop()
+            last = self.messages[-1] if self.messages else {}
+            actions = last.get("extra", {}).get("actions", []) if last.get("role") == "assistant" else []
+            if actions:  # the turn ended inside this message's actions: their observations, as mini renders them
+                self.add_messages(*self.model.format_observation_messages(last, self.env.outputs,
+                                                                          self.get_template_vars()))
+            self.add_messages(self.model.format_message(role="user", content=text))
+        while True:
+            try:
+                self.step()
+                self.n_consecutive_format_errors = 0
+            except FormatError as e:
+                self.n_consecutive_format_errors += 1
+                self.add_messages(*e.messages)
+                if 0 < self.config.max_consecutive_format_errors <= self.n_consecutive_format_errors:
+                    self.add_messages({"role": "exit", "content": "RepeatedFormatError",
+                                       "extra": {"exit_status": "RepeatedFormatError", "submission": ""}})
+            except InterruptAgentFlow as e:
+                self.add_messages(*e.messages)
+            if self.messages[-1].get("role") == "exit":
+                return self.messages[-1].get("extra", {})
+
+
+def main() -> int:
+    cfg = recv()["config"]
+    base = yaml.safe_load((builtin_config_dir / "mini.yaml").read_text())
+    agent_cfg = {**base["agent"], "step_limit": 0, "cost_limit": 0.0, **cfg.get("agent", {})}
+    agent_cfg.pop("mode", None)  # the interactive agent's key; this one is not interactive
+    model = LitellmModel(**{**base["model"], "model_name": cfg["model_name"],
+                            "model_kwargs": {**base["model"].get("model_kwargs", {}), "api_base": cfg["api_base"],
+                                             "api_key": "ctxbench-proxy", **cfg.get("model_kwargs", {})},
+                            "cost_tracking": "ignore_errors"})
+    env = HarnessEnvironment(**{**base.get("environment", {}), **cfg.get("environment", {})})
+    agent = SessionAgent(model, env, **agent_cfg)
+    state = Path(cfg["state"])
+    if state.exists():  # the session so far
+        saved = json.loads(state.read_text())
+        agent.messages, env.outputs, agent.n_calls = saved["messages"], saved["outputs"], saved["n_calls"]
+        agent.extra_template_vars |= saved.get("template_vars", {})
+    text = recv()["instruct"]
+    try:
+        extra = agent.instruct(text)
+        end = {"end": extra.get("exit_status", ""), "submission": extra.get("submission", ""),
+               "detail": extra.get("detail", "")}
+    except Exception as exc:  # mini aborts the step (e.g. ContextWindowExceededError): say which
+        agent.messages.append({"role": "exit", "content": str(exc), "extra": {"exit_status": type(exc).__name__}})
+        end = {"end": type(exc).__name__, "submission": "", "detail": f"{exc}"[-2000:],
+               "trace": traceback.format_exc()[-4000:]}
+    state.write_text(json.dumps({"messages": agent.messages, "outputs": env.outputs, "n_calls": agent.n_calls,
+                                 "template_vars": {"task": agent.extra_template_vars.get("task", "")}}, default=repr))
+    send({**end, "n_calls": agent.n_calls})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""The player of a trial from its `agent` config (docs/agents.md): None for ctxbench's own loop.
+
+The runner's one hook (bench/trial/runner.py `start`):
+
+    player = make_player(tcfg, parts, seed) or LoopPlayer(...)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from bench.agents.spec import AgentSpec
+from bench.config import ConfigError, TrialConfig
+from bench.providers.base import Provider
+
+
+def model_provider(spec: AgentSpec, model_cfg: Any, provider: Provider) -> Provider:
+    """What the proxy forwards to: the sim speaks the agent's tool dialect (bench/sim/dialects/);
+    any other model is the agent's model as it is."""
+    if model_cfg.get("provider") != "sim" or not spec.dialect:
+        return provider
+    from bench.sim.dialects import DIALECTS, DialectProvider
+
+    return DialectProvider(provider, DIALECTS.load(spec.dialect))
+
+
+def validate(tcfg: TrialConfig) -> AgentSpec:
+    """Bad input before anything exists (bench/preflight.py builds the parts through runner.prepare):
+    an agent with no player, not installed or at another version is one line, never a trial's error."""
+    spec = AgentSpec.from_dict(tcfg.agent)
+    if spec.own:
+        return spec
+    if not spec.player:
+        raise ConfigError(f"agent={spec.name} has no player yet (agent.player is empty); docs/agents.md says which "
+                          "agents play today")
+    from bench.agents.install import installed
+
+    installed(spec)
+    return spec
+
+
+def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
+    spec = validate(tcfg)
+    if spec.own:
+        return None
+    module, _, attr = spec.player.partition(":")
+    cls = getattr(importlib.import_module(module), attr)
+    relative = spec.arm(tcfg.arm.name).get("window") == "relative"
+    return cls(spec, model_provider(spec, tcfg.model, parts.provider), seed=seed, window=parts.window,
+               relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s)

@@ -1,0 +1,162 @@
+"""mini-swe-agent plays a trial: installed from PyPI by scripts/ensure_agents.sh, its own agent
+logic, commands in the Docker sandbox, the sim behind the model proxy. The harness drives and
+certifies; every model request is on the record and verifies; step k's request carries the
+earlier steps' turns; a drift commit is in the repository the agent works on at the next step.
+And an agent that exits, hangs or floods is the agent's failure, named, never infrastructure."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import tasks
+from bench.agents import mini
+from bench.agents.install import cache_root
+from bench.agents.players import model_provider
+from bench.agents.spec import AgentSpec
+from bench.config import ConfigError, compose
+from bench.core import outcomes
+from bench.eventlog.events import EventLog
+from bench.eventlog.verify import verify
+from bench.providers import make_provider
+from bench.sandbox import create
+from bench.trial.driver import Limits, StepDriver
+from ctxlog import events as ev
+from ctxlog.reader import Log
+from tests.bench.trial.conftest import tiny_task
+
+SEED = 7000
+
+
+@pytest.fixture
+def box():
+    from omegaconf import OmegaConf
+
+    from bench.config import CONF_DIR
+    from bench.sandbox.base import SandboxConfig
+    from tests.bench.trial.conftest import FILES
+
+    sandbox = create(SandboxConfig.from_dict(OmegaConf.load(CONF_DIR / "sandbox" / "local.yaml")), FILES, "mini-fake")
+    yield sandbox
+    sandbox.close()
+
+
+def _spec() -> AgentSpec:
+    from omegaconf import OmegaConf
+
+    return AgentSpec.from_dict(OmegaConf.to_container(compose(["agent=mini_swe_agent"]).agent, resolve=True))
+
+
+@pytest.fixture(scope="module")
+def mini_installed() -> AgentSpec:
+    spec = _spec()
+    try:
+        mini.installed(spec)
+    except ConfigError as exc:
+        if os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1":  # make test installs it (scripts/ensure_agents.sh)
+            pytest.fail(str(exc), pytrace=False)
+        pytest.skip(f"{exc} ({cache_root()})")
+    return spec
+
+
+def _play(task, sandbox, log: EventLog, player, drift: bool, **limits) -> str:
+    log.append(ev.TrialStart(trial_id="t", task_id=task.task_id, strategy="agent", arm="drift", seed=SEED,
+                             max_output=8192, base_commit=sandbox.base_commit, schema=ev.SCHEMA))
+    settings = {"max_turns": 200, "max_turns_per_step": 16, "deadline": time.monotonic() + 1200, "drift": drift,
+                **limits}
+    try:
+        StepDriver(task, sandbox, log, Limits(**settings)).run(player)
+        return ""
+    except outcomes.TrialFailed as exc:
+        return exc.reason
+    finally:
+        log.close()
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(1500)  # a mini process per turn imports litellm: ~5 s of CPU each
+def test_mini_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(mini_installed, sandbox_cfg, docker_ready,
+                                                                           tmp_path):
+    task = tasks.generate("record_upgrade", 0, steps=6)
+    # the oracle (the sim that succeeds on every generated task in every arm): this test is about the
+    # plumbing, so a step the sim's own mistakes would fail must not hide it
+    model_cfg = compose(["model=oracle"]).model
+    provider = model_provider(mini_installed, model_cfg, make_provider(model_cfg))
+    player = mini.MiniPlayer(mini_installed, provider, seed=SEED, window=int(model_cfg.window), relative=False,
+                             max_output=8192, exec_timeout_s=sandbox_cfg.exec_timeout_s)
+    sandbox = create(sandbox_cfg, dict(task.files), "mini-e2e", {"ctxbench.test": "agents"})
+    try:
+        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=True)
+        drift_in_repo = sandbox.git("log", "--format=%H")
+    finally:
+        sandbox.close()
+    log = Log.from_path(tmp_path / "events.jsonl")
+    turns, requests = log.of(ev.AgentTurn), log.of(ev.AgentRequest)
+    passed = [s.step for s in log.of(ev.StepStatus) if s.status == "passed"]
+    assert reason == "" and len(passed) == len(task.steps), (reason, [t.detail for t in turns])
+    # every model request is on the record: as many as mini's own count of its calls
+    assert len(requests) == turns[-1].agent_count == sum(t.requests for t in turns) > 0
+    rebuilt, problems = verify(tmp_path / "events.jsonl")
+    assert problems == [] and rebuilt == len(requests)
+    # step 2's first request carries step 1's turns: one session
+    by_step = {}
+    for call in log.calls:
+        step = next((s.step for s in reversed(log.of(ev.StepStart)) if s.seq < call.context.seq), None)
+        by_step.setdefault(step, []).append(call.messages)
+    last_of_s01, first_of_s02 = by_step["s01"][-1], by_step["s02"][0]
+    assert first_of_s02[: len(last_of_s01)] == last_of_s01 and len(first_of_s02) > len(last_of_s01)
+    # a drift commit landed between steps and is in the repository the agent works on
+    drifts = log.of(ev.Drift)
+    assert drifts and all(d.commit in drift_in_repo for d in drifts)
+    after = [t for t in turns if t.seq > drifts[0].seq]
+    assert after, "the step after the drift was played"
+
+
+FAKE_DRIVERS = {
+    "exits": "import sys; sys.stdin.readline(); sys.exit(1)\n",
+    "hangs": "import sys, time\nsys.stdin.readline(); sys.stdin.readline(); time.sleep(60)\n",
+    "floods": "import os, sys\nsys.stdin.readline(); sys.stdin.readline()\nos.write(2, b'x' * (4 << 20))\n"
+              "import time; time.sleep(60)\n",
+    "garbles": "import sys\nsys.stdin.readline(); sys.stdin.readline(); print('hello from the agent'); sys.stdout.flush()\n"
+               "import time; time.sleep(60)\n",
+}
+EXPECTED = {"exits": "model_error", "hangs": "timeout", "floods": "model_error", "garbles": "model_error"}
+
+
+@pytest.mark.parametrize("how", sorted(FAKE_DRIVERS))
+def test_an_agent_that_exits_hangs_floods_or_garbles_is_the_agents_failure(how, box, tmp_path, monkeypatch):
+    driver = tmp_path / "driver.py"
+    driver.write_text(FAKE_DRIVERS[how])
+    monkeypatch.setattr(mini, "DRIVER", driver)
+    monkeypatch.setattr(mini, "installed", lambda spec: Path(sys.executable))
+    spec = AgentSpec.from_dict({**_spec().__dict__, "install": {"registry": "pypi", "package": "mini-swe-agent",
+                                                                  "bin": "venv/bin/python"},
+                                "limits": {"turn_timeout_s": 3, "output_limit_bytes": 1 << 20}}
+                               | {"commands": {}, "env": {}, "config_files": {}, "compaction": {}, "arms": {}})
+    model_cfg = compose(["model=sim"]).model
+    player = mini.MiniPlayer(spec, make_provider(model_cfg), seed=SEED, window=0, relative=False, max_output=1000,
+                             exec_timeout_s=10)
+    started = time.monotonic()
+    reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    assert reason == EXPECTED[how] and outcomes.outcome_class(reason) == outcomes.AGENT
+    assert time.monotonic() - started < 30 and player.proc is None  # reaped: nothing of it outlives the turn
+    (turn,) = Log.from_path(tmp_path / "events.jsonl").of(ev.AgentTurn)
+    assert turn.requests == 0 and turn.detail
+
+
+def test_mini_meets_the_emulated_overflow_and_it_is_a_context_overflow(mini_installed, box, tmp_path):
+    """The proxy refuses as OpenAI does (`context_length_exceeded`); litellm reads that as
+    ContextWindowExceededError, mini aborts the step: the agent's context overflow, never ours."""
+    model_cfg = compose(["model=sim"]).model
+    player = mini.MiniPlayer(mini_installed, make_provider(model_cfg), seed=SEED, window=500, relative=False,
+                             max_output=1000, exec_timeout_s=10)
+    reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    log = Log.from_path(tmp_path / "events.jsonl")
+    (refusal,) = [r for r in log.of(ev.AgentReply) if r.status == 400]
+    assert '"code": "context_length_exceeded"' in refusal.body and not log.of(ev.ModelCall)
+    assert reason == "context_overflow", [t.detail for t in log.of(ev.AgentTurn)]
+    assert log.of(ev.ContextOverflow)[0].window == 500
