@@ -1,8 +1,8 @@
 """The player of a trial from its `agent` config (docs/agents.md): None for ctxbench's own loop.
 
-The runner's one hook (bench/trial/runner.py `start`):
-
-    player = make_player(tcfg, parts, seed) or LoopPlayer(...)
+The trial reaches this module only by name, through `bench.trial.player.PLAYERS` (a registry
+entry, so bench/trial never imports the agents, which import it): `validate` in runner.prepare
+(so preflight says one line), `make` in runner.start.
 """
 
 from __future__ import annotations
@@ -49,3 +49,13 @@ def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
     relative = spec.arm(tcfg.arm.name).get("window") == "relative"
     return cls(spec, model_provider(spec, tcfg.model, parts.provider), seed=seed, window=parts.window,
                relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s)
+
+
+class ExternalAgents:
+    """What `bench.trial.player.PLAYERS["external"]` loads."""
+
+    validate = staticmethod(validate)
+    make = staticmethod(make_player)
+
+
+EXTERNAL = ExternalAgents()

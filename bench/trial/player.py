@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from bench.core.registry import Registry
 from bench.eventlog.events import EventLog
 from bench.sandbox.base import Sandbox
 from bench.trial.certify import HarnessCopy
@@ -35,6 +36,11 @@ from tasks.spec import Step, TaskSpec
 Claim = Literal["submitted", "gave_up"]
 SUBMITTED: Claim = "submitted"
 GAVE_UP: Claim = "gave_up"
+
+# External agents (`agent=<name>`, conf/agent/, docs/agents.md) are loaded by name: they build on
+# this module, so the harness names them only here, as a registry entry (docs/design.md §5).
+PLAYERS = Registry("agent", {"external": "bench.agents.players:EXTERNAL"},
+                   hint="choose an agent with agent=<name> (see conf/agent/)", group="ctxbench.players")
 
 
 class StepTurnsUsed(Exception):

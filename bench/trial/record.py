@@ -166,6 +166,9 @@ def finish(trial: Trial) -> None:
     tags = {"status": v.status, "failure_reason": v.reason, "outcome_class": v.outcome_class,
             "final_tree_sha": trial.final_tree_sha, "events_sha256": digest}
     records = events.log() if events is not None else Log([])  # parsed once for every reader below
+    answered = list(dict.fromkeys(c.model_id for c in records.of(ev.ModelCall) if c.model_id))
+    if len(answered) > 1:  # the provider changed the model mid-trial: the trial's `model` tag is not the whole story
+        tags["model_ids"] = ",".join(answered)
     try:
         trial.run.finish(v.mlflow_status, tags=tags, final={**final_metrics(o, wall), **trial_measures(records),
                                                             **error_kinds(trial.task, records)},

@@ -38,7 +38,7 @@ from bench.tracking.task_input import log_task_input
 from bench.trial.checkcache import CheckCache
 from bench.trial.driver import Limits, StepDriver
 from bench.trial.loop import LoopPlayer, LoopSettings
-from bench.trial.player import Player
+from bench.trial.player import PLAYERS, Player
 from bench.trial.record import Trial, TrialResult, classify, finish
 from bench.trial.watchdog import trial_watchdog
 from ctxlog import events as ev
@@ -132,9 +132,7 @@ def prepare(tcfg: TrialConfig) -> Parts:
     sandbox = SandboxConfig.from_dict(tcfg.sandbox)
     window = arm_window(tcfg)
     if tcfg.level != tcfg.strategy["name"]:  # an external agent plays: its player and install first
-        from bench.agents.players import validate
-
-        validate(tcfg)
+        PLAYERS.load("external").validate(tcfg)
     provider = providers.make_provider(tcfg.model)
     return Parts(task, strategy, provider, sandbox, window, int(tcfg.model["max_output"]))
 
@@ -208,7 +206,7 @@ def play(trial: Trial, parts: Parts) -> None:
     judged inside the cleanup: the verdict is taken (and the watchdog disarmed) before any
     cleanup runs, which reads it (an interrupted trial's sandbox is not kept) and never raises."""
     tcfg = trial.cfg
-    attrs = {"strategy": tcfg.strategy["name"], "arm": tcfg.arm.name, "task_id": parts.task.task_id, "rep": tcfg.rep}
+    attrs = {"strategy": tcfg.level, "arm": tcfg.arm.name, "task_id": parts.task.task_id, "rep": tcfg.rep}
     with contextlib.ExitStack() as cleanup:
         with judged(trial), trial_watchdog(tcfg.limits.trial_timeout_s):
             trial.open()
@@ -246,7 +244,7 @@ def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> tuple[StepDriver, Pla
     tcfg, seed = trial.cfg, trial.cfg.task.seed * 1000 + trial.cfg.rep
     assert trial.events is not None, "Trial.open() comes first"
     trial.events.append(ev.TrialStart(
-        turn=0, trial_id=tcfg.config_hash, task_id=parts.task.task_id, strategy=tcfg.strategy["name"],
+        turn=0, trial_id=tcfg.config_hash, task_id=parts.task.task_id, strategy=tcfg.level,
         arm=tcfg.arm.name, model=tcfg.model.get("name"), rep=tcfg.rep, seed=seed, window=parts.window,
         max_output=parts.max_output, base_commit=sandbox.base_commit, config_hash=tcfg.config_hash,
         schema=ev.SCHEMA))
@@ -264,9 +262,8 @@ def _agent_player(tcfg: TrialConfig, parts: Parts, seed: int) -> Player | None:
     loop. Imported only then: a trial of the own loop never loads the agents' code."""
     if tcfg.level == tcfg.strategy["name"]:
         return None
-    from bench.agents.players import make_player
-
-    return make_player(tcfg, parts, seed)
+    player: Player = PLAYERS.load("external").make(tcfg, parts, seed)
+    return player
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ status, tags and the event log checked; and cleanup that holds when recording it
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 
@@ -169,3 +170,23 @@ def test_every_figure_mlflow_holds_is_read_back_from_the_log(scripted_trial):
     run_md = (result.events_path.parent / "RUN.md").read_text()  # RUN.md reads the same log
     assert "- [x] `s01`" in run_md and "steps passed: 1/1; turns: 5;" in run_md
     assert f"policy violations {count['policy_violation']}" in run_md
+
+
+def test_a_model_id_changed_mid_trial_is_a_tag(scripted_trial, monkeypatch):
+    """A provider may answer with another model than the one asked for (a fallback, a silent
+    upgrade): the `model` tag is the configured identity, so the ids that answered are tagged."""
+    real = ScriptedProvider.complete
+
+    def switching(self, *args, **kwargs):
+        reply = real(self, *args, **kwargs)
+        return dataclasses.replace(reply, model_id="scripted-v2") if self.calls > 1 else reply
+
+    monkeypatch.setattr(ScriptedProvider, "complete", switching)
+    result, tcfg = scripted_trial(SOLVE)
+    first = mlflow_run(tcfg, result.run_id).data.tags["model_ids"].split(",")
+    assert len(first) == 2 and first[1] == "scripted-v2"
+
+
+def test_one_model_id_adds_no_tag(scripted_trial):
+    result, tcfg = scripted_trial(SOLVE)
+    assert "model_ids" not in mlflow_run(tcfg, result.run_id).data.tags
