@@ -114,6 +114,7 @@ class ToolResult(Event):
 @dataclass(frozen=True, kw_only=True)
 class Check(Event):
     kind: ClassVar[str] = "check"
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("tree", "hidden")
     step: str = ""  # a step id, or "final"
     command: str = ""
     exit_code: int | None = None
@@ -122,6 +123,9 @@ class Check(Event):
     output: str = ""
     parts: list[Fields] = field(default_factory=list)
     invariants: list[str] = field(default_factory=list)
+    tree: str | None = None  # the git tree sha of the judge's copy it ran on (absent before issue 42)
+    # the final acceptance's hidden checks, apart from `passed` (visible): {"passed", "parts"}
+    hidden: Fields | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,6 +203,16 @@ class Drift(Event):
     author: str = ""
     files: list[str] = field(default_factory=list)
     shas: dict[str, str | None] = field(default_factory=dict)  # path -> content sha (None: deleted)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Commit(Event):
+    """A certified step committed: its tree is the one the judge certified (certified_tree.py)."""
+    kind: ClassVar[str] = "commit"
+    step: str = ""
+    commit: str = ""
+    tree: str = ""
+    certified: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -330,7 +344,7 @@ class Unknown(Event):
 CLASSES: dict[str, type[Event]] = {c.kind: c for c in (
     TrialStart, Message, Context, ModelCall, ToolCall, ToolResult, Check, StepStart, HeadRefresh, StepStatus,
     Compaction, ContextTruncation, ContextOverflow, OutputTruncation, Drift, PolicyViolation, Invariant, Error,
-    TrialEnd, ToolError, ProcessKilled, CheckCached, TidyUp, AgentRequest, AgentReply, AgentTurn)}
+    TrialEnd, ToolError, ProcessKilled, CheckCached, TidyUp, AgentRequest, AgentReply, AgentTurn, Commit)}
 KINDS = frozenset(CLASSES)
 
 

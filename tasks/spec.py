@@ -154,6 +154,10 @@ class TaskSpec:
     # `Cleanup.key` prefixes of tidy-ups that are right: code that is really dead, whose removal
     # the task rewards (refusing one is the other error kind, beside a trap taken)
     harmless: tuple[str, ...] = ()
+    # The final acceptance's hidden checks (tasks/common/hidden.py): test files the harness holds
+    # and never writes to the working copy, a pure function of the task's seed, and their command
+    hidden: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    hidden_check: str = ""
 
     def step(self, step_id: str) -> Step:
         for s in self.steps:

@@ -32,6 +32,8 @@ FINAL_METRICS = (
     "stale_edits", "invariant_recall", "trap_hazard", "tidy_ups", "tidy_up_chances",
     # both error kinds of a tidy-up (bench/trial/tidy_errors.py)
     "traps_taken", "trap_chances", "harmless_refused", "harmless_chances",
+    # the verdict without the final acceptance's hidden checks (bench/trial/hidden_checks.py)
+    "success_visible",
 )
 CURVE_METRICS = (
     "prompt_tokens", "cached_tokens", "output_tokens", "context_tokens", "cumulative_tokens",

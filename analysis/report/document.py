@@ -158,6 +158,19 @@ def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> l
     return out
 
 
+def _hidden(t: pd.DataFrame) -> pd.DataFrame:
+    """Success per task family with the visible checks only and with the hidden ones too
+    (bench/trial/hidden_checks.py); trials recorded before hidden checks have no visible-only figure."""
+    rows = []
+    for family, g in t.groupby("task_family", sort=True):
+        seen = g["success_visible"].dropna() if "success_visible" in g else pd.Series(dtype=float)
+        rows.append({"family": family, "n": len(g),
+                     "visible only": R.num(seen.mean()) + f" (n={len(seen)})" if len(seen) else "-",
+                     "visible + hidden": R.num(g["success"].mean()),
+                     "failed only hidden": int((seen > g.loc[seen.index, "success"]).sum())})
+    return pd.DataFrame(rows)
+
+
 def _interaction(inter: dict) -> dict:
     """The interaction tests' figures as the text prints them (None where a test did not run)."""
     return {"n_tasks": inter.get("n_tasks"), "n_contrasts": inter.get("n_contrasts"),
@@ -174,7 +187,7 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
     notes = a.notes + [f"study {k!r}: how its task seeds were chosen was not recorded (its trials predate the "
                        "study.sample tag), so whether they were selected is unknown" for k in sample.unrecorded]
     tables = {
-        "headline": R.table(_headline(a)), "vs_reference": R.table(C.vs_reference(a)),
+        "headline": R.table(_headline(a)), "hidden": R.table(_hidden(t)), "vs_reference": R.table(C.vs_reference(a)),
         "interaction": R.table(C.interaction(a)), "continuous": R.table(C.continuous(a)),
         "variance": R.table(C.variance(a)),
         "tokens": R.table(a.tokens) if not a.tokens.empty else "(no trial logged the harness's count)",

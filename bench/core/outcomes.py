@@ -28,6 +28,8 @@ REASONS: dict[str, str] = {
     "model_error": AGENT,          # the model stopped with stop_reason error / refusal
     "content_error": AGENT,        # what the agent put in its working copy defeated a host-side
                                    # operation (bench/sandbox/content.py: too deep, git refused it)
+    "uncertified_tree": AGENT,     # the working copy after a check, or a step's commit, is not the
+                                   # tree the judge certified (bench/trial/certified_tree.py)
     "resource_exhausted": AGENT,   # the agent's processes took the sandbox's memory until its
                                    # container died of it (bench/sandbox/docker.py)
     # Infrastructure failures: nothing the model did explains them.

@@ -23,6 +23,9 @@ the model: `invariant_recall` is read from the logged contexts, not from the sim
                            unlike the product of (1 - p_tempt (1 - q)), which a trial that
                            springs a trap early cuts short of its later decisions
   tidy_ups, tidy_up_chances  decisions that did the tidy-up, and all decisions
+  success_visible          the verdict without the final acceptance's hidden checks (bench/trial/
+                           hidden_checks.py): 1 for a success, and for a trial that failed its final
+                           check only on the hidden parts (the visible ones passed); else 0
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def trial_measures(records: list[Record] | Log) -> dict[str, float]:
         "turns_to_recover": float(sum(checks[i][0] - checks[0][0] for checks, i in recovered)),
         "stale_edits": float(_stale_edits(log)),
         "invariant_recall": sum(recall) / len(recall) if recall else 1.0,
+        "success_visible": _success_visible(log),
     }
     decisions = _decisions(log)
     if decisions is not None:
@@ -79,6 +83,18 @@ def step_curves(records: list[Record] | Log, per_turn: list[dict[str, float]]) -
         if 0 <= turn < len(rows):
             rows[turn]["step_first_attempt_pass"] = float(ok)
     return rows
+
+
+def _success_visible(log: Log) -> float:
+    end = log.first(ev.TrialEnd)
+    if end is None:
+        return 0.0
+    if end.success:
+        return 1.0
+    final = [c for c in log.of(ev.Check) if c.step == "final"]
+    held = final[-1].hidden if final else None
+    return float(end.failure_reason == "final_check_failed" and bool(final[-1].passed) and isinstance(held, dict)
+                 and not held.get("passed"))
 
 
 def _checks_by_step(log: Log) -> dict[str, list[tuple[int, bool]]]:

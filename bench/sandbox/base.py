@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -127,7 +127,8 @@ class Sandbox(Protocol):
     File ops take repo-relative paths through paths.canonical: ValueError (PathRefused) for
     escapes, absolute paths, symlinks and .git; FileNotFoundError if missing. `resolve` says
     where a path lands through symlinks; `restore` puts protected files back (workcopy.py).
-    git/commit/tree_sha run host git against a git dir outside the working copy (GitError when
+    `hold` makes the next commit refuse any tree but the one a check just certified
+    (bench/trial/certified_tree.py). git/commit/tree_sha run host git against a git dir outside the working copy (GitError when
     git refuses); commits use fixed dates, so equal files and messages give equal shas.
     `pristine`, `state_sha`, `before_check`/`after_check` and `renew` serve the check cache and
     sandbox reuse (pristine.py, workcopy.py), `reusable` reuse alone (no check ran code here); `identity` is what else decides how a check runs."""
@@ -150,6 +151,7 @@ class Sandbox(Protocol):
     def list_files(self) -> list[str]: ...
     def git(self, *args: str) -> str: ...
     def commit(self, message: str, author: str) -> str: ...
+    def hold(self, tree: str, committed: Callable[[str, str], None]) -> None: ...
     def tree_sha(self) -> str: ...
     def close(self, interrupted: bool = False) -> None: ...
     @property

@@ -26,7 +26,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from . import gitmemo, gittree, hostgit, libgit, restore, scratch
@@ -62,6 +62,8 @@ class WorkingCopy(Tracking, WorkFiles):
         self._blobs: dict[str, tuple[tuple[int, ...], bytes]] = {}  # gittree._tree's: a file's stat and blob sha
         self._seen: dict[str, tuple[int, int, int, int]] = {}  # a regular file: its size, mtime, ctime, inode
         self._grown = 0  # bytes of files new or changed this trial: what its git history may have taken in
+        # the tree a passing certification just ran on, and who hears of the next commit (`hold`)
+        self._held: tuple[str, Callable[[str, str], None]] | None = None
         self._root = Path(tempfile.mkdtemp(prefix="ctxbench-sbx-")).resolve()
         self.workdir = self._root / "work"
         self._git_root = self._root
@@ -95,7 +97,7 @@ class WorkingCopy(Tracking, WorkFiles):
         for name in os.listdir(self.workdir):
             restore.remove(self.workdir, name)
         remove_tree(str(self._git_dir))
-        self.trial_id, self._git_trees, self._seen, self._grown = trial_id, False, {}, 0
+        self.trial_id, self._git_trees, self._seen, self._grown, self._held = trial_id, False, {}, 0, None
         self._trials += 1
         self._init_repo(files)
 
@@ -116,11 +118,26 @@ class WorkingCopy(Tracking, WorkFiles):
         tree = self._tree[1] if self._tree[0] == self._changes and not self._unsettled else ""
         return gitmemo.ask(self._git_dir, args, self._head, "" if clean else tree, clean, lambda: self._git(*args))
 
+    def hold(self, tree: str, committed: Callable[[str, str], None]) -> None:
+        """The next commit must be `tree`, the tree a certification just passed on
+        (bench/trial/certified_tree.py): `commit` calls `committed(tree it would commit, "")`
+        first, which raises on a difference, then `committed(tree, commit sha)`. A later
+        passing certification replaces the hold; a failing one leaves it (the step was
+        certified on the held tree, whatever was tried after)."""
+        self._held = (tree, committed)
+
     @agent_content
     def commit(self, message: str, author: str) -> str:
         m = _AUTHOR_RE.match(author)
         if not m:
             raise ValueError(f"author must look like 'Name <email>', got {author!r}")
+        held, self._held = self._held, None
+        tree = ""
+        if held is not None:  # a certified step's commit: exactly the tree the judge certified
+            tree = self.tree_sha()
+            held[1](tree, "")
+            if tree != held[0]:  # `committed` must refuse it; a belt
+                raise AssertionError("a commit of a tree other than the certified one was not refused")
         self._settle()
         name, email = m.groups()
         staged = None if self._git_trees else self._staged_now()
@@ -129,6 +146,8 @@ class WorkingCopy(Tracking, WorkFiles):
             hostgit.commit(self._git_dir, self.workdir, self._root, message, name, email)
             self._head = gittree.head_commit(self._git_dir) or self._git("rev-parse", "HEAD").strip()
         self._clean_at = self._changes
+        if held is not None:
+            held[1](tree, self._head)
         return self._head
 
     @agent_content

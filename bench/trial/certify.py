@@ -21,6 +21,10 @@ its one message says main returned 0 normally and every test the harness's own c
 passed. Code that exits early (`os._exit(0)` on import, `sys.exit(0)` in a test) sends no
 passing message.
 
+The `check` event records the git tree sha of the copy the judge ran on (`tree`); once the
+check has returned, the working copy must still be that tree, and the step's commit must be it
+too (certified_tree.py): any difference is the agent's failure `uncertified_tree`.
+
 With `sandbox.check_cache`, a verdict that a check of the study reached on exactly the same
 state is reused instead of running the check again (checkcache.py): `prepare` still runs
 first, and the `check` event that follows a `check_cached` one is the reused verdict.
@@ -45,6 +49,7 @@ from bench.eventlog.events import EventLog
 from bench.sandbox.base import ExecResult, Sandbox
 from bench.sandbox.judge import tree_entries
 from bench.sandbox.paths import canonical
+from bench.trial import certified_tree, hidden_checks
 from bench.trial.checkcache import CheckCache, Judged, keep, lookup
 from bench.trial.harness_copy import (
     HarnessCopy as HarnessCopy,  # re-exported: tools and tests use it from here
@@ -166,13 +171,20 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
     `cache`, a verdict found for the same state is reused instead (checkcache.py)."""
     ended, violations = prepare(sandbox, copy, log, turn, f"check {step_id}")
     groups = [("check", parse(command))] + [(inv.id, parse(inv.check or "")) for inv in invariants or ()]
+    keyed = [("check", command)] + [(i.id, i.check or "") for i in invariants or ()]
+    hidden = hidden_checks.files(copy, step_id)
+    if hidden:  # the final acceptance's hidden checks: a group of their own, last (hidden_checks.py)
+        groups.append((hidden_checks.GROUP, parse(copy.hidden_check)))
+        keyed.append((hidden_checks.GROUP, hidden_checks.key(copy)))
     t0 = time.monotonic()
-    state, key, hit = lookup(cache, sandbox, [("check", command)] + [(i.id, i.check or "") for i in invariants or ()])
+    state, key, hit = lookup(cache, sandbox, keyed)
+    entries = tree_entries(sandbox.workdir, sandbox.list_files(), copy.files, copy.protected)
+    tree = certified_tree.tree_of(entries)  # what the judge certifies: the recorded tree must be it
     if hit is not None:
         res, judged = ExecResult(hit.exit_code, hit.output, time.monotonic() - t0, False), hit.judged
         log.append(ev.CheckCached(turn=turn, step=step_id, key=key, origin=hit.origin))
     else:
-        res, judged, clean = _run(sandbox, groups, copy, state)
+        res, judged, clean = _run(sandbox, groups, copy, state, entries, hidden)
         if clean and key is not None:
             keep(cache, key, res, judged, step=step_id, turn=turn)
     if res.ended:
@@ -186,17 +198,28 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
     output = scrub(res.output)
     if not passed and res.exit_code == 0:  # the exit status says pass: say why it is not
         output += "".join(f"\n[certification] {p.text}: {why}" for p, (ok, why, _) in check if not ok)
-    codes = {label: int(not all(ok for ok, _, _ in v)) for (label, _), v in zip(groups[1:], judged[1:], strict=True)}
+    probes = len(invariants or ())
+    codes = {label: int(not all(ok for ok, _, _ in v))
+             for (label, _), v in zip(groups[1:1 + probes], judged[1:1 + probes], strict=True)}
+    held = hidden_checks.verdict(groups[-1][1], judged[-1], res.timed_out) if hidden else None
+    if held is not None and not held["passed"]:
+        output += "".join(f"\n[hidden] {p['part']}: {p['why']}" for p in held["parts"] if not p["ok"])
     log.append(ev.Check(turn=turn, step=step_id, command=command, exit_code=res.exit_code, passed=passed,
                         timed_out=res.timed_out, output=output[-FAILURE_TAIL_CHARS:],
                         parts=[{"part": p.text, "ok": ok, "why": why} for p, (ok, why, _) in check],
-                        invariants=[i.id for i in invariants or ()], t={"duration_s": round(res.duration_s, 4)}))
+                        invariants=[i.id for i in invariants or ()], tree=tree, hidden=held,
+                        t={"duration_s": round(res.duration_s, 4)}))
+    certified_tree.after_check(sandbox, log, turn, step_id, tree)
+    passed = passed and (held is None or held["passed"])  # the verdict: visible and hidden
+    if passed:
+        certified_tree.hold(sandbox, log, turn, step_id, tree)
     return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out, codes, violations,
                         ended + list(res.ended))
 
 
 def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: HarnessCopy,
-         state: str | None) -> tuple[ExecResult, Judged, bool]:
+         state: str | None, entries: Mapping[str, tuple[str, bytes]],
+         hidden: Mapping[str, str]) -> tuple[ExecResult, Judged, bool]:
     """Run every part through the launcher (the judge) in one exec, on a fresh copy of the
     committed tree; judge each part from the judge's report. Also says whether the sandbox is
     still pristine after it (`state`: the working copy before it)."""
@@ -204,9 +227,14 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
     if was:
         state = state or sandbox.state_sha()
         sandbox.before_check()
-    tree = sandbox.judge_copy(tree_entries(sandbox.workdir, sandbox.list_files(), copy.files, copy.protected))
-    res = sandbox.exec(_script(groups, tree, sandbox.agent_uid, sorted(copy.files)), reap=True, judge=True,
-                       probe=was)  # the probe after the reap, in the same exec (pristine.py)
+    tree = sandbox.judge_copy(hidden_checks.with_files(entries, hidden))
+    try:
+        res = sandbox.exec(_script(groups, tree, sandbox.agent_uid, sorted({**copy.files, **hidden})), reap=True,
+                           judge=True, probe=was)  # the probe after the reap, in the same exec (pristine.py)
+    finally:
+        if hidden:  # out of the judge's copy before any command of the agent's can read it
+            sandbox.judge_copy(entries)
+    files = {**copy.files, **hidden}
     whole, refused = accepted(res)
     try:
         report = {(g, i): rec for g, i, rec in whole.get("parts", ())}
@@ -222,7 +250,7 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
             if refused:
                 judged[-1].append((False, refused, not res.timed_out))  # a timeout can cut the launcher short
             elif (g, i) in report:
-                judged[-1].append(_judge(part, report[(g, i)], copy.files))
+                judged[-1].append(_judge(part, report[(g, i)], files))
             elif i and judged[-1][-1][0] is False:
                 judged[-1].append((False, "not run: the part before it failed", False))
             else:

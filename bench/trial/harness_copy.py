@@ -28,6 +28,8 @@ class HarnessCopy:
         self.protected = Protected(task.protected)
         self.files = {p: c for p, c in task.files if self.protected(p)}
         self.known = dict(task.files)
+        # the final acceptance's hidden checks: held here, written only into its judge's copy (certify.py)
+        self.hidden, self.hidden_check = dict(task.hidden), task.hidden_check
         self.flagged: set[tuple[str, str]] = set()
         self.scanned: dict[str, tuple[int, int, int, int]] = {}  # path: its size, mtime, ctime, inode when scanned
 

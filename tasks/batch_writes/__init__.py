@@ -18,7 +18,7 @@ One harmless tidy-up: `_dump_rows` in the store is really dead (`TaskSpec.harmle
 
 from __future__ import annotations
 
-from tasks.batch_writes import checktool, repo
+from tasks.batch_writes import checktool, hidden, repo
 from tasks.batch_writes import drift as drifts
 from tasks.batch_writes.oracle import Oracle
 from tasks.common import build as c
@@ -121,4 +121,5 @@ def generate(seed: int, **size: int) -> TaskSpec:
     return sk.spec(f, title=f"Move {n.core}.{n.store}.{n.save}(row) callers to {n.bulk}(rows)", text=text, files=files,
                    invariants=tuple(invariants), steps=plan,
                    final_check=f"{c.SUITE} && {TOOL} final && {TOOL} hooks && {TOOL} columns && {TOOL} bulk", traps=traps,
-                   drift=drift, oracle=Oracle(n, f.meta, doc), harmless=(common.DEAD_PRIVATE,))
+                   drift=drift, oracle=Oracle(n, f.meta, doc), harmless=(common.DEAD_PRIVATE,),
+                   hidden=hidden.checks(n, f.seed))

@@ -64,8 +64,9 @@ def bulk():
 
 
 def hooks():
-    from @CORE@ import @STORE@
-    got = tuple(h.__name__ for h in getattr(@STORE@, HOOKS, ()))
+    """The hooks' order, read from the source: a function's `__name__` is what its process says."""
+    value = assigned(STORE, HOOKS)
+    got = tuple(getattr(e, "id", ast.unparse(e)) for e in getattr(value, "elts", ()))
     return [] if got == CHAIN else [f"{STORE}:1: {HOOKS} runs {got}; each hook takes what the one before returns: {CHAIN}"]
 
 
@@ -104,11 +105,12 @@ def docs(paths):
 
 
 def final():
+    """What must be gone is read from the source (FACTS), and asked of the code too."""
     from @CORE@ import @BACKEND@, @STORE@
     out = []
-    if hasattr(@STORE@, SAVE):
+    if bindings(STORE, SAVE) or hasattr(@STORE@, SAVE):
         out.append(f"{STORE}:1: {SAVE} must be gone: every caller stores rows with {BULK}")
-    if hasattr(@BACKEND@, "put"):
+    if bindings(BACKEND, "put") or hasattr(@BACKEND@, "put"):
         out.append(f"{BACKEND}:1: the per-row put must be gone")
     return out + per_row(["."])
 

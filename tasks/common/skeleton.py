@@ -166,9 +166,10 @@ def dead_helper(f: Frame, files: dict[str, str], modules: list[list[str]], drift
 
 def spec(f: Frame, *, title: str, text: str, files: Mapping[str, str], invariants: tuple[Invariant, ...],
          steps: list[Step], final_check: str, traps: list[Trap], drift: tuple[Drift, ...], oracle: Oracle,
-         harmless: tuple[str, ...] = ()) -> TaskSpec:
+         harmless: tuple[str, ...] = (), hidden: tuple[tuple[tuple[str, str], ...], str] = ((), "")) -> TaskSpec:
     return TaskSpec(
         task_id=task_id(f.family, f.seed, **{k: v for k, v in f.knobs.items() if f.defaults.get(k) != v}),
         family=f.family, seed=f.seed, title=title, text=text, files=tuple(sorted(files.items())),
         invariants=invariants, steps=tuple(steps), final_check=final_check, protected=c.PROTECTED,
-        traps=tuple(traps), drift=drift, test_command=c.SUITE, oracle=oracle, harmless=harmless)
+        traps=tuple(traps), drift=drift, test_command=c.SUITE, oracle=oracle, harmless=harmless,
+        hidden=hidden[0], hidden_check=hidden[1])

@@ -22,7 +22,7 @@ from tasks.common import build as c
 from tasks.common import cleanups as common
 from tasks.common import skeleton as sk
 from tasks.config_rename import drift as drifts
-from tasks.config_rename import repo
+from tasks.config_rename import hidden, repo
 from tasks.config_rename.oracle import DOCS, Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
@@ -134,4 +134,4 @@ def generate(seed: int, **size: int) -> TaskSpec:
                               "whichever key name it carries.", c.FAST_SUITE, anchors=("same value",)),
                     *(sk.legacy_invariant(iid, p) for iid, p in legacy)),
         steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} fallback && {TOOL} direct", traps=traps,
-        drift=drift, oracle=Oracle(n, meta), harmless=harmless)
+        drift=drift, oracle=Oracle(n, meta), harmless=harmless, hidden=hidden.checks(n, f.seed))

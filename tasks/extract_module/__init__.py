@@ -23,7 +23,7 @@ from tasks.common import cleanups as common
 from tasks.common import skeleton as sk
 from tasks.extract_module import checktool as checktools
 from tasks.extract_module import drift as drifts
-from tasks.extract_module import repo
+from tasks.extract_module import hidden, repo
 from tasks.extract_module.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
@@ -136,7 +136,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
                     sk.legacy_invariant("util-legacy", in_util),
                     *([sk.legacy_invariant("shared-legacy", in_caller)] if in_caller else [])),
         steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} nocycle", traps=traps, drift=drift,
-        oracle=Oracle(n, meta, last), harmless=harmless)
+        oracle=Oracle(n, meta, last), harmless=harmless, hidden=hidden.checks(n, f.seed))
 
 
 def _test_of(module: str) -> str:

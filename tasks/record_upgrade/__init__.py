@@ -26,7 +26,7 @@ from __future__ import annotations
 from tasks.common import build as c
 from tasks.common import cleanups as common
 from tasks.common import skeleton as sk
-from tasks.record_upgrade import checktool, repo
+from tasks.record_upgrade import checktool, hidden, repo
 from tasks.record_upgrade import drift as drifts
 from tasks.record_upgrade.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
@@ -138,4 +138,5 @@ def generate(seed: int, **size: int) -> TaskSpec:
     return sk.spec(f, title=f"Move {n.core}.{n.codec}.{n.old}(rec) writers to {n.new}(rec)", text=text, files=files,
                    invariants=tuple(invariants), steps=plan,
                    final_check=f"{c.SUITE} && {TOOL} final && {TOOL} retry && {TOOL} export && {TOOL} archive",
-                   traps=traps, drift=drift, oracle=Oracle(n, f.meta, doc), harmless=harmless)
+                   traps=traps, drift=drift, oracle=Oracle(n, f.meta, doc), harmless=harmless,
+                   hidden=hidden.checks(n, f.seed))

@@ -120,9 +120,9 @@ def docs(paths):
 def final():
     from @CORE@ import @CODEC@, @SCHEMA@
     out = []
-    if hasattr(@CODEC@, OLD):
+    if bindings(CODEC, OLD) or hasattr(@CODEC@, OLD):  # read from the source (FACTS), and asked
         out.append(f"{CODEC}:1: {OLD} must be gone: every writer writes format 2")
-    if hasattr(@SCHEMA@, "V1_SEP"):
+    if bindings(SCHEMA, "V1_SEP") or hasattr(@SCHEMA@, "V1_SEP"):
         out.append(f"{SCHEMA}:1: V1_SEP must be gone: nothing writes format 1")
     return out + writers(["."])
 

@@ -25,7 +25,7 @@ from tasks.common import build as c
 from tasks.common import skeleton as sk
 from tasks.signature_migration import checktool as checktools
 from tasks.signature_migration import drift as drifts
-from tasks.signature_migration import repo
+from tasks.signature_migration import hidden, repo
 from tasks.signature_migration.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
@@ -146,7 +146,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
                                  f"python3 -B -c 'from {host[:-3].replace('/', '.')} import {', '.join(const)}'",
                                  anchors=(const[0],))] if const else [])),
         steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} policy && {TOOL} send", traps=traps,
-        drift=drift, oracle=Oracle(n, meta), harmless=harmless)
+        drift=drift, oracle=Oracle(n, meta), harmless=harmless, hidden=hidden.checks(n, f.seed))
 
 
 def _plant_constant_user(rng: random.Random, n: repo.Names, files: dict[str, str], host: str, const: str,

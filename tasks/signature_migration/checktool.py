@@ -47,19 +47,9 @@ def legacy_calls(paths):
     return out
 
 
-def params(fn):
-    """(positional-or-keyword count, every parameter's count) of a plain function: read from its
-    code object, which the harness's checks can ask of the code under test in another process."""
-    code = fn.__code__
-    flags = code.co_flags
-    return code.co_argcount - code.co_posonlyargcount, (code.co_argcount + code.co_kwonlyargcount
-                                                       + bool(flags & 4) + bool(flags & 8))
-
-
 def policy():
-    from @CORE@.@PMOD@ import @P@
-    names = list(getattr(@P@, "__dataclass_fields__", None) or ())
-    return [] if names == [T, R] else [f"{PMOD}:1: {P} fields are {names}, expected {[T, R]}"]
+    names = dataclass_fields(PMOD, P)
+    return [] if names == [T, R] else [f"{PMOD}:1: {P} must be a dataclass with fields {[T, R]}; it has {names}"]
 
 
 def compat():
@@ -82,9 +72,8 @@ def all_():
 
 
 def send():
-    import @CORE@.@CLIENT@ as client
-    fn = getattr(client, "_send", None)
-    if fn is None or params(fn)[1] != 3:
+    found = params(function(CLIENT, "_send"))
+    if found is None or found[1] != 3:
         return [f"{CLIENT}:1: _send(url, {T}, {R}) must stay a module-level function"]
     return []
 
@@ -119,14 +108,20 @@ def docs(paths):
 
 
 def final():
-    from @CORE@ import @CLIENT@, @ROUTER@
-    from @CORE@.@PMOD@ import @P@
+    """Facts about the code, read from its source (tasks/common/walker.py, FACTS)."""
     out = []
-    if params(getattr(@CLIENT@, FN)) != (2, 2):
-        out.append(f"{CLIENT}:1: {FN} must take exactly (url, policy): the legacy form is removed")
-    for name, (_module, attr, args) in @ROUTER@.ROUTES.items():
-        if attr == FN and not (len(args) == 1 and isinstance(args[0], @P@)):
-            out.append(f"{ROUTER}:1: route {name!r} still passes legacy arguments {args!r}")
+    if params(function(CLIENT, FN)) != (2, 2):
+        out.append(f"{CLIENT}:1: {FN} must be a plain function taking exactly (url, policy): the legacy form is removed")
+    table = assigned(ROUTER, "ROUTES")
+    for key, entry in zip(getattr(table, "keys", []), getattr(table, "values", [])):
+        elts = getattr(entry, "elts", [])
+        if len(elts) == 3 and getattr(elts[1], "value", None) == FN:
+            args = getattr(elts[2], "elts", [])
+            if not (len(args) == 1 and isinstance(args[0], ast.Call) and getattr(args[0].func, "id", None) == P):
+                out.append(f"{ROUTER}:1: route {getattr(key, 'value', key)!r} still passes legacy arguments "
+                           f"{ast.unparse(elts[2])}; pass a {P}(...)")
+    if not isinstance(table, ast.Dict):
+        out.append(f"{ROUTER}:1: ROUTES must stay one dict literal")
     return out + legacy_calls(["."])
 
 

@@ -67,6 +67,9 @@ def test_the_reader_gives_the_measures_and_counts_mlflow_recorded(text, recorded
     t = tally(records)
     got = {**final_metrics(t, recorded["final"]["wall_s"]), **trial_measures(records)}
     want = recorded["final"]
+    # measures added since the log was recorded: an old log has no hidden checks (issue 42), so
+    # its verdict without them is its verdict
+    assert got.pop("success_visible") == want["success"]
     assert sorted(got) == sorted(want)
     assert {k: (got[k], want[k]) for k in want if not _same(k, got[k], want[k])} == {}
     assert got["compactions"] == 3 and got["drift_events"] == 3 and got["context_truncations"] == 1

@@ -86,9 +86,11 @@ EXPECT.update({
     "judge_channel": (0, {"processes_killed": 1}),  # no forged line is ever written: no guard has to notice one
     "oom_pid1": (0, {}),
 })
-# the others: the task not done. oom_pid1: the container's death by memory is the agent's where
-# pid 1 cannot be kept from the OOM killer (an engine without CAP_SYS_RESOURCE), else it lives on.
-REASON = {"deep_tree": ("content_error",), "huge_file": ("content_error",),
+# bad_names: a file whose name is not UTF-8 is never in the judge's copy, so the tree recorded is
+# not the tree certified (bench/trial/certified_tree.py). oom_pid1: the container's death by memory
+# is the agent's where pid 1 cannot be kept from the OOM killer (an engine without
+# CAP_SYS_RESOURCE), else it lives on. The others: the task not done.
+REASON = {"deep_tree": ("content_error",), "huge_file": ("content_error",), "bad_names": ("uncertified_tree",),
           "oom_pid1": ("resource_exhausted", "step_failed")}
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.

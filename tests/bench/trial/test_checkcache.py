@@ -116,7 +116,9 @@ LEFTOVERS = {
     "file in /tmp rewritten as it was": "open('/tmp/there', 'w').close()",  # only its change time moves
     "SysV shared memory": "import ctypes\nassert ctypes.CDLL(None).shmget(0, 4096, 0o1600) >= 0",
     "process": "import subprocess\nsubprocess.Popen(['sleep', '60'], start_new_session=True)",
-    "file in the working copy": "open('/work/left.txt', 'w').close()",  # checks run on the judge's copy
+    # checks run on the judge's copy; a file of the tree written there is the agent's failure
+    # (uncertified_tree: test_certified_tree.py), one git ignores only changes the state
+    "file in the working copy": "open('/work/left.pyc', 'w').close()",
     # The working copy's root outlives a renew: a mark on it is a message to the next trial.
     "xattr on the working copy's root": "import os\nos.setxattr('/work', 'user.k', b'answer')",
     "mode of the working copy's root": "import os\nos.chmod('/work', 0o750)",
