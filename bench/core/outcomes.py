@@ -30,6 +30,8 @@ REASONS: dict[str, str] = {
                                    # operation (bench/sandbox/content.py: too deep, git refused it)
     "uncertified_tree": AGENT,     # the working copy after a check, or a step's commit, is not the
                                    # tree the judge certified (bench/trial/certified_tree.py)
+    "resource_exhausted": AGENT,   # the agent's processes took the sandbox's memory until its
+                                   # container died of it (bench/sandbox/docker.py)
     # Infrastructure failures: nothing the model did explains them.
     "sandbox_lost": INFRA,         # the container or the engine went away
     "provider_error": INFRA,       # the provider failed after its retries

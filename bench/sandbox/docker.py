@@ -3,10 +3,10 @@
 The container sees only the trial's working copy (bind-mounted at /work; the git dir stays on
 the host, see workcopy.py) and, read-only at /judge, the tree a certification runs on; no
 network, capped memory/cpu/pids, no privilege escalation, a read-only rootfs with a tmpfs /tmp.
-Agent commands run as an unprivileged uid without capabilities; pid 1 and every certification
-as the container's root, holding only CAP_SETUID/SETGID/CHOWN (judge.py). Its pid 1 is a tiny
-reaper that ignores every signal (a namespace's init cannot be killed from inside), so
-`kill -9 -1` ends the agent's own processes, never the container.
+Agent commands run as an unprivileged uid without capabilities; pid 1, every exec's wrapper and
+every certification as the container's root, holding only CAP_SETUID/SETGID/CHOWN/KILL (judge.py).
+Its pid 1 is a tiny reaper that ignores every signal (a namespace's init cannot be killed from
+inside), so the judge's `kill -9 -1` ends every other process, never the container.
 
 `exec(..., reap=True)` ends whatever the command left running (background jobs, daemons,
 fork bombs) before it returns, from the exec's own shell, and lists them in
@@ -31,6 +31,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from bench.core.outcomes import TrialFailed, failure
+
 from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost, exec_limit
 from .engine import (
     _client,
@@ -50,6 +52,7 @@ from .judge import (
     AGENT_UID,
     JUDGE_MOUNT,
     PROBE_S,
+    REAP,
     JudgeCopy,
     agent_argv,
     give_to_agent,
@@ -63,10 +66,9 @@ from .workcopy import WorkingCopy
 log = logging.getLogger(__name__)
 
 GRACE_S = 2.0  # host-side guard: how long past the in-container timeout we keep waiting
-_MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec, so it can be killed
-_KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "' + _MARK + '=$1" "$d/environ" '
-                '&& kill -9 "${d#/proc/}" 2>/dev/null; done; true')
+_MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec (its create is retried by it)
 _SENTINEL = b"\0ctxbench-exec-completed\n"
+_PID1_OOM: list[bool | None] = [None]  # may this engine set oom_score_adj -1000? (None: not tried yet)
 # pid 1: ignores every signal it may (init of a pid namespace: SIGKILL from inside is dropped
 # too), and SIGCHLD ignored makes the kernel reap orphans, so zombies never eat the pids limit.
 _INIT = ("import signal\n"
@@ -103,13 +105,14 @@ class DockerSandbox(WorkingCopy):
         cfg = self._cfg
         client = _client()
         slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", self.trial_id)[:40]
+        tmp_b, shm_b = tmpfs_bytes(cfg.memory)
         all_labels = {**(labels or {}), **owner_labels(), "ctxbench": "1", "ctxbench.trial": self.trial_id}
 
         def remove_half_created() -> None:  # a hung create may still have made the container
             for c in client.api.containers(all=True, filters={"label": [f"ctxbench.trial={self.trial_id}"]}):
                 client.api.remove_container(c["Id"], force=True)
 
-        try:
+        def start(protect: bool) -> Any:
             return _retry_once("container start", lambda: client.containers.run(
                 cfg.image, ["python3", "-I", "-S", "-c", _INIT], detach=True,
                 name=f"ctxbench-{slug}-{uuid.uuid4().hex[:8]}",
@@ -118,15 +121,34 @@ class DockerSandbox(WorkingCopy):
                 network_mode="none", mem_limit=cfg.memory, memswap_limit=cfg.memory,
                 nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
                 init=False,  # _INIT is pid 1 (see the module docstring); removal is a SIGKILL
-                # CAP_SETUID/SETGID to hand a command to the agent's uid, CHOWN to give it the copy;
-                # no CAP_KILL, SYS_PTRACE or DAC_*: the judge cannot reach the agent's processes or files
-                # either, and needs not. The agent's uid holds no capability at all.
-                cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "CHOWN"], security_opt=["no-new-privileges"],
-                read_only=True, tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777"},
+                # CAP_SETUID/SETGID to hand a command to the agent's uid, CHOWN to give it the copy,
+                # KILL to end the agent's processes from outside their uid (judge.py's REAP); no
+                # SYS_PTRACE or DAC_*. The agent's uid holds no capability at all.
+                cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "CHOWN", "KILL"], security_opt=["no-new-privileges"],
+                # pid 1 out of the OOM killer's reach where the engine may grant it (it needs
+                # CAP_SYS_RESOURCE); the judge's shell puts each agent command first in line (judge.py).
+                **({"oom_score_adj": -1000} if protect else {}),
+                read_only=True, tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={tmp_b},mode=1777"}, shm_size=shm_b,
                 mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind"),
                         docker.types.Mount(target=JUDGE_MOUNT, source=str(self._judge.root), type="bind",
                                            read_only=True)],
             ), before_retry=remove_half_created)
+
+        try:
+            protect = _PID1_OOM[0] is not False
+            try:
+                container = start(protect)
+            except docker.errors.APIError:
+                if not protect or _PID1_OOM[0] is not None:
+                    raise
+                remove_half_created()  # an engine without CAP_SYS_RESOURCE refuses -1000 (runc cannot write it)
+                container = start(False)
+                _PID1_OOM[0] = False
+                log.warning("this Docker engine cannot keep pid 1 out of the OOM killer's reach "
+                            "(oom_score_adj -1000 refused): a container the agent's code kills by memory "
+                            "is the agent's failure (docs/threat_model.md)")
+            _PID1_OOM[0] = _PID1_OOM[0] if _PID1_OOM[0] is not None else protect
+            return container
         except docker.errors.ImageNotFound as e:
             raise RuntimeError(f"sandbox image {cfg.image!r} not found; build it with `make docker` "
                                "(scripts/build_image.sh)") from e
@@ -192,10 +214,9 @@ class DockerSandbox(WorkingCopy):
             return (exec_id, *_open_stream(self._api, self._sock_path, exec_id))
 
         try:
-            # A hung create/start is retried once as a new exec, after killing whatever the
-            # first attempt may have started (its processes carry the same marker).
-            exec_id, sock, first = _retry_once("exec start", create_and_start,
-                                               before_retry=lambda: self._kill_marked(marker))
+            # A hung create/start is retried once as a new exec, after ending whatever the
+            # first attempt may have started.
+            exec_id, sock, first = _retry_once("exec start", create_and_start, before_retry=self._kill_all)
         except errors as e:
             raise self._lost(e) from e
         try:
@@ -214,9 +235,9 @@ class DockerSandbox(WorkingCopy):
         else:  # the stream outlived timeout + grace (the engine hung, or stdout is held open)
             exit_code, timed_out = 137, True
         if timed_out:
-            # `timeout` kills only its own process group; whatever escaped it with setsid still
-            # carries this exec's env marker.
-            self._kill_marked(marker)
+            # The wrapper's own reap ends what escaped `timeout`'s process group, unless the
+            # stream outlived the grace: then a root shell of its own ends everything but pid 1.
+            self._kill_all()
             self._check_alive()
         # Newlines only: splitlines() also breaks at \r, \x1c and the like, which a process name
         # in the reap's list can hold, and a line it made would start where the agent chose.
@@ -224,8 +245,10 @@ class DockerSandbox(WorkingCopy):
         ended = tuple(line[6:] for line in lines if line.startswith("ended "))
         if reap and not completed:  # the wrapper never reached its reap: reap on its own
             ended += self._exec(":", None, True).ended
-        # The judge's report: written on fd 3 by the launcher only (judge_argv); the first is its.
-        report = "\n".join(line for line in lines if line.startswith("report ")) if judge else ""
+        # The judge's report: written on fd 3 by the launcher only (judge_argv), and read only from
+        # a wrapper that ran to its end, whose exit status is then the launcher's own (certify.py
+        # accepts a report only with that status).
+        report = "\n".join(line for line in lines if line.startswith("report ")) if judge and completed else ""
         # The probe's output counts only from a wrapper that reached its end (pristine.py).
         return ExecResult(exit_code, tail.text(), duration, timed_out, ended, report,
                           probed(lines, completed) if probe else None)
@@ -236,10 +259,11 @@ class DockerSandbox(WorkingCopy):
         except _engine_errors() as e:
             raise self._lost(e) from e
 
-    def _kill_marked(self, marker: str) -> None:
+    def _kill_all(self) -> None:
+        """End every process but pid 1 from the judge's root shell (REAP), after a command that
+        outlived its timeout or an exec start retried: nothing else of the harness's runs then."""
         try:
-            kid = self._api.exec_create(self._id, ["sh", "-c", _KILL_MARKED, "sh", marker],
-                                        user=f"{AGENT_UID}:{AGENT_UID}")["Id"]  # only the agent's uid can
+            kid = self._api.exec_create(self._id, ["sh", "-c", REAP], user="0:0")["Id"]
             self._api.exec_start(kid)
         except _engine_errors() as e:
             log.warning("sandbox %s: could not kill timed-out processes: %s", self.trial_id, e)
@@ -251,7 +275,13 @@ class DockerSandbox(WorkingCopy):
             try:
                 state = _retry_once("container inspect", lambda: self._api.inspect_container(self._id))["State"]
             except _engine_errors() as e:
-                raise self._lost(e) from e
+                raise SandboxLost(f"sandbox {self.trial_id}: container {self._id[:12]} lost: {e}") from e
+            if not state.get("Running") and state.get("OOMKilled"):
+                # Only the agent's code and what it left (its processes, its files in the tmpfs
+                # mounts, which count against the memory limit) can fill the container's memory:
+                # the judge's own use is bounded and small. Its failure, not ours (issue 42).
+                raise failure("resource_exhausted", f"sandbox {self.trial_id}: the container's memory "
+                              f"({self._cfg.memory}) was exhausted and its pid 1 killed by the OOM killer")
             if not state.get("Running"):
                 raise SandboxLost(f"sandbox {self.trial_id}: container {self._id[:12]} is "
                                   f"{state.get('Status')} (exit {state.get('ExitCode')}, "
@@ -260,7 +290,14 @@ class DockerSandbox(WorkingCopy):
                 return
             time.sleep(0.02)
 
-    def _lost(self, e: BaseException) -> SandboxLost:
+    def _lost(self, e: BaseException) -> Exception:
+        """What an engine error on this sandbox means: the agent's failure if its container died
+        of memory the agent's code took (`_check_alive`), else the sandbox is lost."""
+        try:
+            self._check_alive()
+        except (SandboxLost, TrialFailed) as dead:
+            if isinstance(dead, TrialFailed):
+                return dead
         return SandboxLost(f"sandbox {self.trial_id}: container {self._id[:12]} lost: {e}")
 
     def close(self, interrupted: bool = False) -> None:
@@ -274,6 +311,16 @@ class DockerSandbox(WorkingCopy):
                 log.warning("sandbox %s: could not remove container %s: %s", self.trial_id, self._id[:12], e)
         log.debug("sandbox %s closed (interrupted=%s)", self.trial_id, interrupted)
         super().close(interrupted)
+
+
+def tmpfs_bytes(memory: str) -> tuple[int, int]:
+    """Sizes of /tmp and /dev/shm: memory the agent can fill and no OOM kill frees (tmpfs pages
+    count against the container's memory limit). Together at most 3/8 of the limit, so the
+    judge keeps room to run after the agent filled both (issue 42)."""
+    units = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    m = memory.lower()
+    limit = int(m[:-1]) * units[m[-1]] if m[-1] in units else int(m)
+    return min(256 << 20, limit // 4), min(64 << 20, limit // 8)
 
 
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,

@@ -6,8 +6,9 @@ launcher, docker.py) is the judge; the agent's commands and the code under test 
 AGENT_UID. The kernel then keeps them apart: a process may signal, ptrace or read the memory
 (process_vm_readv, /proc/PID/mem) of another only with the same uid or a capability, and the
 agent's processes have none (no-new-privileges, every capability dropped when setpriv or the
-launcher changes uid). So the agent cannot take over pid 1 or the launcher, and `kill -9 -1`
-as the agent ends every process of the agent's, which is how a reap ends them all.
+launcher changes uid). So the agent cannot take over pid 1 or the launcher. No process of the
+judge's ever runs as the agent's uid: the reap is the judge's own shell's `kill -9 -1` (root with
+CAP_KILL), never the agent asked to end itself (issue 42).
 
 AGENT_UID is the host user's own uid, so what the agent writes in the bind-mounted working
 copy stays the harness's to remove; a harness running as root gets a fixed unprivileged uid
@@ -36,26 +37,38 @@ JUDGE_MOUNT = "/judge"
 TREE = "tree"  # the copy's directory under the judge's mount (fixed: pytest prints its rootdir)
 COPY_LIMIT = 64 << 20  # bytes in one judge's copy: more is the agent's junk, and the check fails on it
 
-# Every wrapper's $1 timeout, $2 command, $3 reap flag; the reap lists and ends every process of
-# the agent's uid: pid 1 and the judge's are another uid's, out of its reach (and of `kill -1`).
-# Builtins only until the kill loop, so it works under a fork bomb at the pids limit.
-# kill(-1) reports success while any other process exists, signalled or not (the judge's shell,
-# in a judge's exec): so `left` asks /proc whether a process of this uid is still there.
-REAP = ('u=; while read -r k v _; do [ "$k" = Uid: ] && u=$v && break; done < /proc/self/status; '
-        'left() { for d in /proc/[0-9]*; do [ "${d#/proc/}" = $$ ] && continue; '
-        'while read -r k v _; do [ "$k" = Uid: ] || continue; [ "$v" = "$u" ] && return 0; break; '
-        'done < "$d/status" 2>/dev/null; done; return 1; }; '
-        'n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; '
-        '{ [ "$p" = 1 ] || [ "$p" = $$ ] || [ "$p" = "$PPID" ]; } && continue; '
+# Every wrapper's $1 timeout, $2 command, $3 reap flag. Every wrapper is the judge's (the
+# container's root): only an agent command itself runs as AGENT_UID, and it never holds the
+# exec's stderr, the channel the harness reads (the sentinel, the reap's list, the judge's
+# report and probe). The reap runs in the exec's own root shell, which holds CAP_KILL and no
+# other process's uid: `kill -9 -1` ends every process of the container but pid 1 and this
+# shell, the agent's and the comparers' alike, atomically (the kernel signals them all under
+# one lock, so no fork bomb or process that keeps changing its pid outruns it), with shell
+# builtins until the kill (no fork: it works with every pid taken). The agent is never asked to
+# end itself and no process of the judge's ever becomes the agent (issue 42: a reap run as the
+# agent's uid was dumpable, and a process of the agent's wrote a report on its stderr).
+REAP = ('n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; { [ "$p" = 1 ] || [ "$p" = $$ ]; } && continue; '
         'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
         '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
-        'i=0; while [ $i -lt 500 ] && kill -9 -1 2>/dev/null && left; do i=$((i+1)); done; '
-        # SIGKILLed is not yet gone on a busy machine: wait (up to ~5 s) until nothing is left.
-        'i=0; while [ $i -lt 100 ] && left; do kill -9 -1 2>/dev/null; i=$((i+1)); sleep 0.05; done')
-_AS_AGENT = f'setpriv --reuid={AGENT_UID} --regid={AGENT_UID} --clear-groups'
+        'left() { for d in /proc/[0-9]*; do case ${d#/proc/} in 1|$$) ;; *) [ -e "$d/stat" ] && return 0;; esac; done; '
+        'return 1; }; '
+        # SIGKILLed is not yet gone on a busy machine: kill again and wait (up to ~5 s) until nothing is left.
+        'i=0; while [ $i -lt 100 ] && left; do kill -9 -1 2>/dev/null; i=$((i+1)); [ $i -gt 1 ] && sleep 0.05; done')
 _DONE = 'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
-# An agent command: the whole wrapper, its `timeout` and its reap, runs as the agent.
-AGENT_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
+# What bounds the agent's processes, set by the judge's shell just before it hands a command to
+# the agent's uid (none of it can be undone without a capability): first in the OOM killer's
+# line (pid 1 is out of it: docker.py), and a cap on open files. Processes and memory are the
+# container's cgroup's (pids_limit, memory), which the judge needs no share of to end them: the
+# reap forks nothing. RLIMIT_NPROC is not used: the kernel counts it per uid across the host,
+# so it would be shared with other trials' agents and, with the harness not root, with the
+# harness's own processes (AGENT_UID is its uid).
+AGENT_NOFILE = 1024
+_BOUND = f'echo 1000 > /proc/self/oom_score_adj && ulimit -n {AGENT_NOFILE} && '
+_AS_AGENT = f'setpriv --reuid={AGENT_UID} --regid={AGENT_UID} --clear-groups'
+# An agent command: the judge's shell runs `timeout` and the reap; only `sh -c "$2"` is the
+# agent's, its stderr made the exec's stdout (the output the model sees) by the judge's shell
+# before it hands the command over.
+AGENT_WRAPPER = (f'timeout -s KILL "$1" sh -c \'{_BOUND}exec {_AS_AGENT} sh -c "$1" 2>&1\' ctxbench "$2"; rc=$?; '
                  f'if [ "$3" = 1 ]; then {REAP}; fi; {_DONE}')
 PROBE_S = 10  # the probe's own timeout, past the command's: it normally takes ~20 ms
 PROBE_LIMIT = 256 << 10  # bytes of probe output: a longer one counts as failed (pristine.py)
@@ -67,10 +80,10 @@ PROBE_END = "ctxbench-probe-end"  # its last line: a probe cut short by the time
 # that reads as the launcher's report or the reap's list; the head bounds the shell's memory.
 _PROBED = (f'if [ -n "$4" ]; then p=$(timeout -s KILL {PROBE_S} sh -c "$4; echo {PROBE_END}" 2>&1 '
            f'| head -c {PROBE_LIMIT + 1}); printf "%s\\n" "$p" | sed "s/^/probe /" >&2; fi; ')
-# A judge's exec (a certification, a probe): the command as root, the reap as the agent (root
-# holds no CAP_KILL: it could not end the agent's processes, and needs not), the probe as root.
-JUDGE_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
-                 f"if [ \"$3\" = 1 ]; then {_AS_AGENT} sh -c '{REAP}'; fi; {_PROBED}{_DONE}")
+# A judge's exec (a certification, a probe): the reap before it (whatever is left, the launcher
+# does not trust that the host reaped), the command, the reap after it, the probe, all as root.
+JUDGE_WRAPPER = (f'if [ "$3" = 1 ]; then {REAP}; fi; timeout -s KILL "$1" sh -c "$2"; rc=$?; '
+                 f'if [ "$3" = 1 ]; then {REAP}; fi; {_PROBED}{_DONE}')
 
 
 def give_to_agent(workdir: Path) -> None:
@@ -85,10 +98,9 @@ def give_to_agent(workdir: Path) -> None:
 
 
 def agent_argv(limit: str, cmd: str, reap: bool) -> list[str]:
-    """The exec's argv for a command of the agent's (started as the container's root)."""
+    """The exec's argv for a command of the agent's (the wrapper is the container's root's)."""
     own = f"chown -hR {AGENT_UID}:{AGENT_UID} /work 2>/dev/null; " if os.getuid() == 0 else ""
-    return ["sh", "-c", f'{own}exec {_AS_AGENT} sh -c "$0" ctxbench "$@"', AGENT_WRAPPER, limit,
-            "exec 2>&1\n" + cmd, str(int(reap))]
+    return ["sh", "-c", own + AGENT_WRAPPER, "ctxbench", limit, cmd, str(int(reap))]
 
 
 def judge_argv(limit: str, cmd: str, reap: bool, probe: str = "") -> list[str]:

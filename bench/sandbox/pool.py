@@ -2,9 +2,10 @@
 
 Starting and removing a container costs ~1 s of wall time and ~0.5 s of the engine's CPU per
 trial, more than everything else a trial does once its checks are cached. So a worker process
-keeps the sandbox of its last trial, when that sandbox is pristine (pristine.py: no command of
-the agent's ran in it, every check left the container exactly as before), and hands it to its
-next trial of the same study and sandbox config:
+keeps the sandbox of its last trial, when that sandbox is pristine and no check ran code in it
+(pristine.py `reusable`: no command of the agent's ran in it and every check of its trial was a
+check-cache hit; a check that runs moves what no probe can put back, such as the pid counter),
+and hands it to its next trial of the same study and sandbox config:
 
 1. `renew` first verifies the reset: one harness exec ends every process but the container's
    pid 1 (there must be none) and probes the state outside the working copy, which must equal
@@ -55,7 +56,7 @@ def acquire(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
 def release(sandbox: Sandbox, cfg: SandboxConfig, labels: Mapping[str, str] | None = None,
             interrupted: bool = False) -> None:
     """Keep a pristine sandbox for the next trial; close any other (raises what close raises)."""
-    if cfg.reuse and not interrupted and sandbox.pristine:
+    if cfg.reuse and not interrupted and sandbox.reusable:
         previous = _idle.pop(_slot(cfg, labels), None)
         if previous is not None and previous is not sandbox:
             _close_quietly(previous)
@@ -63,7 +64,7 @@ def release(sandbox: Sandbox, cfg: SandboxConfig, labels: Mapping[str, str] | No
         return
     if cfg.reuse and not interrupted:
         log.info("sandbox %s not kept for the next trial: %s", sandbox.trial_id,
-                 sandbox.not_pristine_because)
+                 sandbox.not_reusable_because)
     sandbox.close(interrupted=interrupted)
 
 

@@ -113,6 +113,7 @@ class Tracking:
         self._changes = 0  # bumped by anything that may change the working copy (workcopy.py's caches)
         self._unsettled = False  # a command may still be running: no cached listing holds
         self._digests: Digests | None = None  # made at the first hash (the working copy exists by then)
+        self._code_ran_in: int | None = None  # the trial (`_trials`) whose check last ran code here
 
     def _ran(self, reap: bool) -> None:
         """A command is about to run in the sandbox: it taints it (a check settles it again,
@@ -123,7 +124,19 @@ class Tracking:
 
     @property
     def pristine(self) -> bool:
-        return self._track and self._pristine.ok and not self._closed
+        return self._track and self._pristine.ok and not self._closed and not self._touched_by_another_trial
+
+    @property
+    def _touched_by_another_trial(self) -> bool:
+        return self._code_ran_in is not None and self._code_ran_in != self._trials
+
+    @property
+    def reusable(self) -> bool:
+        """May this sandbox go to the next trial (pool.py)? Only if pristine and no check ever ran
+        code here: a check runs the agent's code, and what a process leaves in the container's
+        namespaces (the pid counter, the loopback's counters, the kernel's other per-namespace
+        state) no probe can reset or read whole, so it would be a message to the next trial."""
+        return self.pristine and self._code_ran_in is None
 
     @property
     def not_pristine_because(self) -> str:
@@ -132,7 +145,19 @@ class Tracking:
             return ""
         # Why it was lost comes before "closed": a sandbox that lost it is closed by then (pool.release).
         return ("not tracked (neither the check cache nor reuse is on)" if not self._track
-                else self._pristine.lost if not self._pristine.ok else "closed")
+                else self._pristine.lost if not self._pristine.ok
+                else "a check of an earlier trial ran its code here" if self._touched_by_another_trial
+                else "closed")
+
+    @property
+    def not_reusable_because(self) -> str:
+        """Why `reusable` is False ('' while it is True), for the log."""
+        if self.reusable:
+            return ""
+        if self._code_ran_in is not None and self._pristine.ok and self._track:  # before "closed": pool.release
+            return ("a check ran the agent's code here: what it left in the namespaces (the pid counter, "
+                    "network counters) no probe puts back")
+        return self.not_pristine_because
 
     def state_sha(self) -> str:
         """Every entry of the working copy, hashed (`manifest`). A working copy past the
@@ -164,6 +189,7 @@ class Tracking:
         """After a check's exec (`probe`: the one its judge took after the reap, None where the
         backend has none) and its harness dir are gone: pristine again only if it was, no process
         is left, the working copy is still `state` and the probe is the reference."""
+        self._code_ran_in = self._trials  # whatever the check did: it ran the agent's code here
         if not (self._track and was):
             return False
         kept = not ended and self.state_sha() == state

@@ -235,21 +235,20 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
         if hidden:  # out of the judge's copy before any command of the agent's can read it
             sandbox.judge_copy(entries)
     files = {**copy.files, **hidden}
-    lines = [line[len("report "):] for line in res.report.splitlines()]
+    whole, refused = accepted(res)
     try:
-        whole = json.loads(lines[0]) if len(lines) == 1 else {}
         report = {(g, i): rec for g, i, rec in whole.get("parts", ())}
     except (ValueError, TypeError, AttributeError):
-        whole, report = {}, {}
-    inside = tuple(whole.get("ended") or ()) + tuple(p for rec in report.values() for p in rec.get("ended") or ())
+        whole, report, refused = {}, {}, "the judge's report does not parse"
+    inside = tuple(p for rec in report.values() if isinstance(rec, dict) for p in rec.get("ended") or ())
     res = dataclasses.replace(res, ended=inside + res.ended)
     clean = sandbox.after_check(was, state or "", res.ended, res.probe)
     judged: Judged = []
     for g, (_, parts) in enumerate(groups):
         judged.append([])
         for i, part in enumerate(parts):
-            if len(lines) > 1:
-                judged[-1].append((False, f"{len(lines)} reports on the judge's channel: one was forged", True))
+            if refused:
+                judged[-1].append((False, refused, not res.timed_out))  # a timeout can cut the launcher short
             elif (g, i) in report:
                 judged[-1].append(_judge(part, report[(g, i)], files))
             elif i and judged[-1][-1][0] is False:
@@ -257,6 +256,28 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
             else:
                 judged[-1].append((False, "no report: the judge ended before it (the timeout, or a crash)", False))
     return res, judged, clean
+
+
+def accepted(res: ExecResult) -> tuple[dict, str]:
+    """The launcher's report, or why it is refused. A report counts only from the launcher the
+    judge started: exactly one `report` line on the judge's channel (which no process of the
+    agent's ever holds: judge.py), from an exec that ran to its end (the sandbox drops it
+    otherwise) and exited with the status the report says the launcher exited with. A line anyone
+    else wrote, with the launcher dead or alive, is not the launcher's (issue 42: a reap running
+    as the agent's uid held the channel, and its line was taken whatever the exec's status)."""
+    lines = [line[len("report "):] for line in res.report.splitlines()]
+    if not lines:
+        return {}, ""
+    if len(lines) > 1:
+        return {}, f"{len(lines)} reports on the judge's channel: one was forged"
+    try:
+        whole = json.loads(lines[0])
+    except ValueError:
+        return {}, "the judge's report does not parse: forged"
+    if not isinstance(whole, dict) or whole.get("rc") != res.exit_code:
+        rc = whole.get("rc") if isinstance(whole, dict) else None
+        return {}, f"a report says the launcher exited {rc!r}, but the exec exited {res.exit_code}: not the launcher's"
+    return whole, ""
 
 
 def _script(groups: list[tuple[str, tuple[Part, ...]]], tree: str, uid: int | None, trusted: list[str]) -> str:
@@ -298,6 +319,8 @@ def _judge(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, str,
 
 def _verdict(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, str, bool]:
     status, claims, rep = seen.get("exit"), seen.get("claims"), seen.get("claim")
+    if seen.get("error") and not claims:  # the launcher could not start the part: the agent holds what it needs
+        return False, str(seen["error"])[:300], False
     if not claims or not isinstance(rep, dict):
         early = status == 0  # a status of 0 without the launcher's message: an exit before the check returned
         return False, ("no report: the process ended before the check returned (os._exit, a crash, "

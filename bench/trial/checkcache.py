@@ -10,11 +10,12 @@ The key is a sha256 over everything that decides a check's result:
 * the check command and the standing invariant probes run with it (id and command, in order);
 * the harness's own check code: the sources of every module that shapes a check's exit status,
   output or verdict (certify.py, launcher.py and the modules it ships, this module,
-  harness_copy.py's report limit, the sandboxes' exec, output tail, paths and report reading:
-  `HARNESS_SHA`), so a fixed judge never reuses an old verdict.
+  harness_copy.py's report limit, the sandboxes' exec, its wrappers and reap (judge.py), output
+  tail, paths and report reading: `HARNESS_SHA`), so a fixed judge never reuses an old verdict.
 
 A verdict is looked up and stored only while the sandbox is pristine: no command of the
-agent's ran in it and no check left anything outside the working copy (bench/sandbox/pristine.py).
+agent's ran in it, no check left anything outside the working copy, and no check of an earlier
+trial ran code in it (bench/sandbox/pristine.py).
 It is stored only when the check also left no process, did not time out, changed nothing in
 the working copy and no report was forged. Anything else runs as if there were no cache.
 
@@ -47,7 +48,8 @@ _HERE = Path(__file__).resolve().parent
 _SOURCES = (_HERE / "certify.py", _HERE / "launcher.py", _HERE / "remote.py", _HERE / "comparer.py",
             _HERE / "checkcache.py", _HERE / "harness_copy.py",
             *(_HERE.parent / "sandbox" / f"{m}.py"
-              for m in ("docker", "local", "engine", "base", "paths", "workcopy", "workfiles", "pristine", "restore")))
+              for m in ("docker", "judge", "local", "engine", "base", "paths", "workcopy", "workfiles", "pristine",
+                        "restore")))
 HARNESS_SHA = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 

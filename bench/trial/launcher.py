@@ -11,10 +11,16 @@ under test; the *comparer* drops to COMPARER_UID and runs the part on the harnes
 (TRUSTED: the protected paths), every module of the agent's a proxy of the server's (remote.py),
 so every comparison is made here, on data. The judge reads the comparer's exit status itself
 (waitpid) and its one message from a pipe no process of the agent's holds (another uid cannot
-open /proc/PID/fd, ptrace, signal or read its memory), then ends every process of the agent's
-uid before the next part. Within a group a part runs only if the one before exited 0 (as `&&`);
-the probes' output is discarded; the exit status is the check group's (killed by a signal:
-128 + the signal). When all parts are done the judge writes one line, `report JSON`, on fd 3.
+open /proc/PID/fd, ptrace, signal or read its memory), ends a server that outlived its part
+(the judge holds CAP_KILL: it never becomes the agent to end it) and lists whatever else of the
+agent's or the comparer's is left, which the exec's own root shell ends, all at once, when the
+launcher is done (bench/sandbox/judge.py). No process of the judge's ever runs as the agent's
+uid. A part whose processes cannot be started (the agent's code holds every pid or all the
+memory) fails, and the report says so. Within a group a part runs only if the one before exited
+0 (as `&&`); the probes' output is discarded; the exit status is the check group's (killed by a
+signal: 128 + the signal). When all parts are done the judge writes one line, `report JSON`,
+on fd 3, with that status (`rc`): the harness takes the report only from an exec that exited
+with it (certify.py).
 
 In the comparer, `script`/`runner` load TARGET under a name that is not `__main__` and call its
 `main(args)` (the runner with a `report` callback naming its tests), `code` runs the harness's
@@ -24,6 +30,7 @@ Only a normal return counts: SystemExit or any other exception is reported as su
 
 import json
 import os
+import resource
 import select
 import shutil
 import signal
@@ -35,6 +42,7 @@ import types
 
 REPORT_FD = 3  # the judge's report channel (bench/sandbox/judge.py): never open in a child
 SERVER_EXIT_S = 5.0  # how long an ended part waits for the code under test's process to exit by itself
+AGENT_NOFILE = 1024  # open files of the code under test (judge.py's bound on agent commands)
 
 
 class _SourceOnly:
@@ -69,11 +77,10 @@ class _SourceOnly:
 
 
 def run_plan(groups, tree, uid, trusted=()):
-    """The judge: run every part (`_child`), end what each left, write the report on REPORT_FD."""
+    """The judge: run every part (`_child`), write the report on REPORT_FD."""
     if any(part[0] == "pytest" for parts in groups for part in parts):
         import pytest  # noqa: F401  - once, before any code under test, for every child
     done, rc = [], 0
-    early = _reap(uid, None)  # whatever of the agent's is still there (the host reaped it; this does not trust that)
     for g, parts in enumerate(groups):
         code = 0
         for i, part in enumerate(parts):
@@ -85,7 +92,7 @@ def run_plan(groups, tree, uid, trusted=()):
         if g == 0:
             rc = code
     sys.stdout.flush()
-    line = ("report " + json.dumps({"parts": done, "ended": early}) + "\n").encode()
+    line = ("report " + json.dumps({"parts": done, "rc": rc}) + "\n").encode()
     while line:
         line = line[os.write(REPORT_FD, line):]
     os._exit(rc)
@@ -94,23 +101,37 @@ def run_plan(groups, tree, uid, trusted=()):
 def _child(part, tree, uid, quiet, trusted):
     """One part: the server (as `uid`, code under test) and the comparer (as COMPARER_UID, the
     verdict). Returns what the judge saw: the comparer's exit status and messages, the server's
-    exit status, and the processes left (ended here). Nothing the server sends reaches the judge."""
+    exit status, and the processes left. Nothing the server sends reaches the judge."""
+    try:
+        return _run_part(part, tree, uid, quiet, trusted)
+    except OSError as e:  # fork or pipe refused: the agent's processes hold the pids, memory or files
+        return {"exit": 1, "claims": 0, "claim": None, "server": None, "ended": _processes_of(uid),
+                "error": f"the judge could not start the part ({e.strerror or e}): the processes of the "
+                         "code under test hold what it needs"}
+
+
+def _run_part(part, tree, uid, quiet, trusted):
     kind, target, args = part[0], part[1], part[2:]
     home = os.path.join(tempfile.gettempdir(), "ctxbench-check-" + os.urandom(8).hex())
     ours, theirs = socket.socketpair()
     sys.stdout.flush()
     sys.stderr.flush()
-    server = _fork(uid, tree, home, quiet)
+    server = _fork(uid, tree, home, quiet, agent=True)
     if server == 0:
         try:
             ours.close()
-            remote.serve(theirs.fileno(), tree)
+            remote.serve(theirs.fileno(), tree, home)
         finally:
             os._exit(1)
     theirs.close()
     r, w = os.pipe()
     own = os.path.join(tempfile.gettempdir(), "ctxbench-judge-" + os.urandom(8).hex())  # not derivable from `home`
-    decider = _fork(None if uid is None else COMPARER_UID, tree, own, quiet, r)
+    try:
+        decider = _fork(None if uid is None else COMPARER_UID, tree, own, quiet, r)
+    except OSError:
+        os.kill(server, signal.SIGKILL)
+        os.waitpid(server, 0)
+        raise
     if decider == 0:
         code = 1
         try:
@@ -145,21 +166,34 @@ def _child(part, tree, uid, quiet, trusted):
             served = os.waitstatus_to_exitcode(sstatus)
         else:
             time.sleep(0.005)
-    ended = _reap(uid, home)
+    # Whatever is still there is listed, and ended by the exec's root shell after the launcher
+    # (judge.py's REAP: all at once, which a pid at a time from here could not be).
+    ended = [p for p in _processes_of(uid) if p.split()[0] != str(server)]
     if served is None:
+        ended.append(f"{server} (the part's server)")
+        os.kill(server, signal.SIGKILL)  # the judge's CAP_KILL: its own child, from outside its uid
         served = os.waitstatus_to_exitcode(os.waitpid(server, 0)[1])
+    try:  # a server that ended early (os._exit on import) left its HOME: /tmp is root's, so an empty one goes
+        os.rmdir(home)
+    except OSError:  # removed by the server, or holding what the code under test left: the probe sees it
+        pass
     exit_code = os.waitstatus_to_exitcode(status)
     return {"exit": 128 - exit_code if exit_code < 0 else exit_code, "claims": len(claims),
             "claim": claims[0] if claims else None, "server": served, "ended": ended}
 
 
-def _fork(uid, tree, home, quiet, *close):
-    """A child as `uid` in `tree`, with a fresh HOME, without the judge's report channel."""
+def _fork(uid, tree, home, quiet, *close, agent=False):
+    """A child as `uid` in `tree`, with a fresh HOME, without the judge's report channel. The
+    agent's (`agent`: the server) first in the OOM killer's line, with at most AGENT_NOFILE files."""
     pid = os.fork()
     if pid == 0:
         try:
             for fd in (REPORT_FD, *close):
                 os.close(fd)
+            if agent and uid is not None:
+                with open("/proc/self/oom_score_adj", "w") as f:
+                    f.write("1000")
+                resource.setrlimit(resource.RLIMIT_NOFILE, (AGENT_NOFILE, AGENT_NOFILE))
             _become(uid)
             os.mkdir(home, 0o700)
             os.environ.update(HOME=home, TMPDIR=home)
@@ -208,40 +242,13 @@ def _become(uid):
         os.setuid(uid)
 
 
-def _reap(uid, home):
-    """End every process of the agent's uid (all of them: the part is over) and remove the
-    child's HOME, from a child of the judge's as that uid (root holds no CAP_KILL). Returns
-    "pid name" of each process ended."""
-    ended = _processes_of(uid) if uid is not None else []
-    for _ in range(200):  # at the pids limit a fork fails for as long as the agent's processes hold it
-        try:
-            pid = os.fork()
-            break
-        except BlockingIOError:
-            time.sleep(0.025)
-    else:
-        return ended + ["(could not fork to end them)"]
-    if pid == 0:
-        try:
-            _become(uid)
-            # kill(-1) says success while any other process exists (this judge): ask /proc instead
-            for i in range(600 if ended else 0):
-                os.kill(-1, signal.SIGKILL)  # every process of this uid but this one
-                if not _processes_of(uid, os.getpid()):
-                    break
-                time.sleep(0.01 if i > 100 else 0)
-            if home:
-                shutil.rmtree(home, ignore_errors=True)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
-    return ended
-
-
-def _processes_of(uid, but=None):
+def _processes_of(uid):
+    """"pid name" of every process of the agent's uid and the comparers' (none without a uid)."""
+    if uid is None:
+        return []
     found = []
     for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == but:
+        if not d.isdigit():
             continue
         try:
             with open(f"/proc/{d}/status") as f:
@@ -250,7 +257,7 @@ def _processes_of(uid, but=None):
                 name = f.read().strip()
         except (OSError, ValueError, StopIteration):
             continue
-        if owner == uid:
+        if owner in (uid, COMPARER_UID):
             found.append(f"{d} {name}")
     return found
 

@@ -20,6 +20,7 @@ never a verdict.
 import builtins
 import json
 import os
+import shutil
 import sys
 import traceback
 
@@ -36,8 +37,9 @@ def _write(fd, obj):
 
 
 # --- the server: the agent's uid, the agent's code ---------------------------------------------
-def serve(fd, tree):
-    """Answer requests on `fd` until it closes (then exit 0). Runs the code under test."""
+def serve(fd, tree, home=None):
+    """Answer requests on `fd` until it closes (then remove `home`, its HOME, and exit 0: the
+    judge never becomes the agent's uid to remove it). Runs the code under test."""
     refs: dict = {}
     ids: dict = {}
     sys.path.insert(0, tree)
@@ -78,6 +80,8 @@ def serve(fd, tree):
     while True:
         line = rfile.readline()
         if not line:
+            if home:
+                shutil.rmtree(home, ignore_errors=True)
             os._exit(0)
         try:
             op, *args = json.loads(line)

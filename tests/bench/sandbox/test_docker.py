@@ -274,7 +274,10 @@ def test_container_is_locked_down(sb: DockerSandbox, sandbox_cfg: SandboxConfig)
     assert hc["NanoCpus"] == int(sandbox_cfg.cpus * 1e9)
     assert hc["NetworkMode"] == "none"
     assert hc["CapDrop"] == ["ALL"] and "no-new-privileges" in hc["SecurityOpt"]
-    assert sorted(hc["CapAdd"]) == ["CHOWN", "SETGID", "SETUID"]  # the judge's; never KILL, SYS_PTRACE, DAC_*
+    # the judge's: KILL ends the agent's processes from outside their uid; never SYS_PTRACE, DAC_*
+    assert sorted(hc["CapAdd"]) == ["CHOWN", "KILL", "SETGID", "SETUID"]
+    # what the agent can fill in memory that no kill frees: 3/8 of the limit at most (issue 42)
+    assert hc["Tmpfs"]["/tmp"].endswith(f"size={128 << 20},mode=1777") and hc["ShmSize"] == 64 << 20
     assert not hc["Init"] and hc["ReadonlyRootfs"] is True  # pid 1 is the signal-proof reaper (_INIT)
     assert sorted((m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]) == [
         ("bind", str(sb.workdir.parent / "judge"), "/judge", False), ("bind", str(sb.workdir), "/work", True)]

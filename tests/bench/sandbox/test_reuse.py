@@ -75,9 +75,16 @@ def entries(box: DockerSandbox) -> set[str]:
     return out
 
 
+def referenced(box: DockerSandbox) -> None:
+    """The probe a first check would take as its reference, with no check (no code) run: a
+    sandbox whose every check was a cache hit, the only kind that goes to the next trial."""
+    box.before_check()
+    assert box._pristine.reference is not None and box.reusable
+
+
 def test_a_renewed_sandbox_has_exactly_the_new_tasks_files_and_a_fresh_history(cfg, labels, make):
     a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
-    checked(a)
+    referenced(a)
     a.write_file("pkg/core.py", "def add(a, b):\n    return b + a\n")  # the agent's work, committed
     old = a.commit("agent work", "Agent <agent@example.com>")
     for junk in ("pkg/__pycache__", "build/empty"):  # what a build leaves, ignored by git or empty
@@ -128,7 +135,7 @@ LEFT = {
 def test_renew_refuses_what_was_left_outside_the_working_copy_and_the_container_goes(cfg, labels, make, left):
     a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
     behind_the_harness(a, "touch /tmp/there")
-    checked(a)
+    referenced(a)
     behind_the_harness(a, LEFT[left])
     assert a.pristine, "the tracking missed it: renew's own probe must find it"
     pool.release(a, cfg, labels)
@@ -136,6 +143,49 @@ def test_renew_refuses_what_was_left_outside_the_working_copy_and_the_container_
     b = pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
     assert b is not a and len(make.made) == 2 and b.pristine
     assert not container_exists(a.container_id) and not a.workdir.exists()
+
+
+# -- what a check leaves in the container's namespaces (issue 42) ------------------------------
+# A check runs the agent's code. Trial 1's moves the pid counter and the loopback's counters,
+# which no probe can put back; trial 2's reads them: a message from one trial to the next.
+SEND = ("python3 -c \"import os, socket\n"
+        "for _ in range(500):\n    pid = os.fork()\n    os._exit(0) if pid == 0 else os.waitpid(pid, 0)\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "[s.sendto(b'x' * 1000, ('127.0.0.1', 9)) for _ in range(200)]\"")
+READ = "cat /proc/sys/kernel/ns_last_pid; awk '/lo:/{print $2}' /proc/net/dev"
+
+
+def _message(cfg, labels, make) -> tuple[DockerSandbox, DockerSandbox, str, list[int]]:
+    """Trial 1's check sends; trial 2's check reads: (trial 1's sandbox, trial 2's, why trial 2's
+    is not pristine before it read, what it read)."""
+    a = pool.acquire(cfg, FILES_A, "trial-1", labels, make=make)
+    was, state = a.pristine, a.state_sha()
+    a.before_check()
+    res = a.exec(SEND, reap=True, judge=True, probe=was)
+    assert res.exit_code == 0, res.output
+    a.after_check(was, state, res.ended, res.probe)
+    assert a.pristine, "the probe sees nothing of it: only refusing reuse keeps it from trial 2"
+    pool.release(a, cfg, labels)
+    b = pool.acquire(cfg, FILES_B, "trial-2", labels, make=make)
+    why = b.not_pristine_because
+    read = [int(x) for x in b.exec(READ, reap=True, judge=True).output.split()]
+    return a, b, why, read
+
+
+def test_a_sandbox_a_check_ran_code_in_goes_to_no_other_trial(cfg, labels, make):
+    a, b, _, (last_pid, lo_bytes) = _message(cfg, labels, make)
+    assert b is not a and not container_exists(a.container_id)
+    assert last_pid < 500 and lo_bytes < 200_000, "trial 2 read trial 1's message"
+    assert a.not_reusable_because.startswith("a check ran the agent's code here")
+
+
+def test_without_the_refusal_the_next_trial_reads_the_message_and_caches_nothing(cfg, labels, make, monkeypatch):
+    """The guard removed (a pristine sandbox is reusable, as before issue 42): trial 2 reads what
+    trial 1's check left, which the probe missed; the check cache still refuses trial 2's verdicts."""
+    monkeypatch.setattr(DockerSandbox, "reusable", property(lambda self: self.pristine))
+    a, b, why, (last_pid, lo_bytes) = _message(cfg, labels, make)
+    assert b is a and last_pid >= 500 and lo_bytes >= 200_000  # the message got through
+    assert why == "a check of an earlier trial ran its code here"  # so no verdict of it is looked up or stored
 
 
 @pytest.mark.parametrize("after_a_check", [False, True])

@@ -81,16 +81,23 @@ EXPECT.update({
 })
 OUTPUT_SEEN_42 = {"long_command": ("MAX_ARG_STRLEN",), "deep_args": ("nested deeper than",),
                   "huge_args": ("arguments longer than",)}
+# -- issue 42: what the judge lends the agent (bench/providers/attacks/channel.py) -------------
+EXPECT.update({
+    "judge_channel": (0, {"processes_killed": 1}),  # no forged line is ever written: no guard has to notice one
+    "oom_pid1": (0, {}),
+})
 # bad_names: a file whose name is not UTF-8 is never in the judge's copy, so the tree recorded is
-# not the tree certified (bench/trial/certified_tree.py)
-REASON = {"deep_tree": "content_error", "huge_file": "content_error", "bad_names": "uncertified_tree"}
-# the others: the task not done
+# not the tree certified (bench/trial/certified_tree.py). oom_pid1: the container's death by memory
+# is the agent's where pid 1 cannot be kept from the OOM killer (an engine without
+# CAP_SYS_RESOURCE), else it lives on. The others: the task not done.
+REASON = {"deep_tree": ("content_error",), "huge_file": ("content_error",), "bad_names": ("uncertified_tree",),
+          "oom_pid1": ("resource_exhausted", "step_failed")}
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.
 OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",),
                **OUTPUT_SEEN_42}
 # In-process forgery: no check may pass, not even the first step's (a forged part once did).
-NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe"}
+NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe", "judge_channel"}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
                Path("/tmp/ctxbench-host-probe"), Path("/tmp/sitecustomize.py"), Path("/tmp/ctxbench-git-out"),
                Path.home() / ".local/lib/python3.11/site-packages/zz.pth"]
@@ -100,7 +107,7 @@ def check(attack: str, obs: dict[str, Any]) -> None:
     """What every attack must leave, root or not."""
     assert "crash" not in obs, obs
     assert (obs["mlflow_status"], obs["outcome_class"], obs["success"]) == ("FINISHED", AGENT, 0.0), obs
-    assert obs["failure_reason"] in ([REASON[attack]] if attack in REASON else ["step_failed", "final_check_failed"])
+    assert obs["failure_reason"] in REASON.get(attack, ("step_failed", "final_check_failed")), obs["failure_reason"]
     assert obs["errors"] == [], "the harness never fails on an attack"
     want, minimums = EXPECT[attack]
     assert obs["policy_violations"] == obs["violation_events"]
@@ -189,6 +196,7 @@ def non_root(docker_ready) -> Iterator[dict[str, dict[str, Any]]]:
         remove_tree(str(home))
 
 
+@pytest.mark.timeout(1800)  # the fixture plays the whole suite in one process: bounded by its own timeout
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_attack_fails_as_the_agents_own_failure_with_the_harness_not_root(attack, non_root):
     obs = non_root[attack]

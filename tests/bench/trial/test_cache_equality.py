@@ -2,7 +2,9 @@
 through the real entry point (`python -m bench -m experiment=grid`, 2 joblib workers, model=sim,
 the Docker sandbox) with `sandbox.check_cache` and `sandbox.reuse` on, and again with both off,
 gives every trial the same verdict, the same check, invariant and violation events and the same
-final tree; the run with them on reused verdicts and sandboxes, the other none.
+final tree; the run with them on reused verdicts, the other none. (A sandbox goes to the next
+trial only if no check ran code in it, every check of its trial a cache hit (issue 42); whether
+this slice has such a trial depends on the workers' order: test_reuse_trials.py makes one.)
 
 The slice is 2 strategies x 2 arms of one seed of one shrunk task: 4 trials, two of which fail
 (config_rename seed 1 under drift_compaction), so both kinds of verdict are compared. Seed 0
@@ -42,7 +44,7 @@ def test_cache_and_reuse_change_no_verdict_and_no_tree(tmp_path, docker_ready):
     off, cached_off, reused_off = trial_outcomes(tmp_path / "off")
     assert len(off) == 4 and on.keys() == off.keys()
     assert {o.success for o in off.values()} == {True, False}, "the slice compares both verdicts"
-    assert cached > 0 and reused > 0, "the cached run reused verdicts and sandboxes"
+    assert cached > 0, "the cached run reused verdicts"
     assert (cached_off, reused_off) == (0, 0) and not (tmp_path / "off" / "check-cache").exists()
     for config_hash, want in off.items():
         got = on[config_hash]

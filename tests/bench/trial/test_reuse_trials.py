@@ -72,17 +72,22 @@ KEEP_TRIES = 3
 
 
 def kept_after_honest(trials: Callable[..., tuple[Any, DockerSandbox]]) -> DockerSandbox:
-    """The sandbox of an honest trial, kept by the pool. Not keeping one is the safe miss (a new
-    sandbox, no verdict reused), and twice in CI, never here, an honest trial's was not kept: so
-    the test retries it, and warns each miss with its reason (pristine.py), which the run's
-    warnings summary shows. Three misses in a row fail."""
+    """The sandbox of an honest trial, kept by the pool. The first honest trial runs its checks
+    (its code ran there: its sandbox goes to no other trial, issue 42) and stores their verdicts;
+    the next one's every check is a cache hit, so no code runs in its sandbox and the pool keeps
+    it. Not keeping that one is the safe miss (a new sandbox, no verdict reused), and twice in
+    CI an honest trial's was not kept: so the test retries it, and warns each miss with its
+    reason (pristine.py), which the run's warnings summary shows. Three misses in a row fail."""
+    first, box = trials(HONEST)
+    assert first.success and pool.idle() == 0, "a sandbox a check ran code in went to the pool"
+    assert box.not_reusable_because.startswith("a check ran the agent's code here")
     reasons = []
     for _ in range(KEEP_TRIES):
-        first, box = trials(HONEST)
-        assert first.success and not _end(first)["t"]["sandbox_reused"]
+        hit, box = trials(HONEST)
+        assert hit.success and not _end(hit)["t"]["sandbox_reused"]
         if pool.idle() == 1:
             return box
-        reasons.append(box.not_pristine_because)
+        reasons.append(box.not_reusable_because)
         warnings.warn(f"an honest trial's sandbox was not kept: {reasons[-1]}", stacklevel=2)
     pytest.fail(f"no honest trial's sandbox was kept in {KEEP_TRIES} tries: {reasons}")
 
