@@ -57,7 +57,7 @@ def install(spec: AgentSpec, root: Path | None = None) -> Path:
     here.mkdir(parents=True)
     pkg = spec.install
     if pkg.registry == "pypi":
-        subprocess.run([pkg.python, "-m", "venv", str(here / "venv")], check=True)
+        subprocess.run([pkg.python or sys.executable, "-m", "venv", str(here / "venv")], check=True)
         subprocess.run([str(here / "venv" / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check",
                         f"{pkg.package}=={spec.version}"], check=True)
     else:

@@ -7,11 +7,11 @@ entry, so bench/trial never imports the agents, which import it): `validate` in 
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from bench.agents.spec import AgentSpec
 from bench.config import ConfigError, TrialConfig
+from bench.core.registry import Registry
 from bench.providers.base import Provider
 
 
@@ -37,15 +37,19 @@ def validate(tcfg: TrialConfig) -> AgentSpec:
     from bench.agents.install import installed
 
     installed(spec)
+    _player_class(spec)  # a misspelt agent.player is bad input too, not a crash when the trial starts
     return spec
+
+
+def _player_class(spec: AgentSpec) -> Any:
+    return Registry("agent.player", {}, hint="name a class as 'package.module:Class' (conf/agent/)").load(spec.player)
 
 
 def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
     spec = validate(tcfg)
     if spec.own:
         return None
-    module, _, attr = spec.player.partition(":")
-    cls = getattr(importlib.import_module(module), attr)
+    cls = _player_class(spec)
     relative = spec.arm(tcfg.arm.name).get("window") == "relative"
     return cls(spec, model_provider(spec, tcfg.model, parts.provider), seed=seed, window=parts.window,
                relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s)

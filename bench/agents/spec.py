@@ -34,7 +34,7 @@ class Install:
     registry: str
     package: str
     bin: str  # the executable, relative to the install's folder
-    python: str = "python3.11"  # pypi: the interpreter its venv is made with
+    python: str = ""  # pypi: the interpreter its venv is made with; empty: the one running ctxbench
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class AgentSpec:
             raise ConfigError(f"agent.install must name registry ({'|'.join(REGISTRIES)}), package and bin; "
                               f"got {dict(raw)}")
         install = Install(str(raw["registry"]), str(raw["package"]), str(raw["bin"]),
-                          str(raw.get("python") or "python3.11"))
+                          str(raw.get("python") or ""))
         runs, wire = str(d.get("runs") or "host"), str(d.get("wire_api") or "")
         if runs not in RUNS:
             raise ConfigError(f"agent.runs={runs!r} is not one of {', '.join(RUNS)}")

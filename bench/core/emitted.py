@@ -38,6 +38,7 @@ MAX_REPLY_CHARS = 1 << 20  # a reply's text (a max_tokens of 32k tokens is ~130k
 MAX_ARG_STRLEN = 32 * 4096  # Linux: one argv string, its NUL included (a `run` command is one)
 SENT_EXCERPT_CHARS = 2000  # what a refused call keeps of what was sent, for the model and the log
 REFUSED_KEY = "ctxbench_refused"  # the arguments of a call that could not be carried
+MAX_REFUSAL_CHARS = 500  # the reason a refused call carries
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -78,8 +79,9 @@ def admit_id(call_id: Any) -> str:
 def admit_args(name: str, args: Any) -> dict[str, Any]:
     """The arguments as carried: plain, bounded and valid for the published tool `name`, or
     `refused(...)`. An unknown tool's arguments are only bounded (the dispatcher names the tool)."""
-    if refusal(args) is not None:
-        return args  # admitted before (a call rebuilt from a carried one)
+    why = refusal(args)
+    if why is not None:  # admitted before (a call rebuilt from a carried one), or a model sending that shape
+        return refused(carry(why)[:MAX_REFUSAL_CHARS], args["sent"])  # so carried and bounded again either way
     if not isinstance(args, dict):
         return refused(f"arguments for {name} must be a JSON object, got {type(args).__name__}", args)
     plain = _plain(args)

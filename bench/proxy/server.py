@@ -234,6 +234,14 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length)
         headers = {k.lower(): v for k, v in self.headers.items()}
         try:
-            self._send(*self.app.handle(urlsplit(self.path).path, raw, headers))
+            answer = self.app.handle(urlsplit(self.path).path, raw, headers)
+        except Exception as exc:  # the proxy itself broke (its codecs, its recorder): ours, never the agent's
+            log.exception("model proxy: handling a request crashed")
+            self.app.infra_failure = self.app.infra_failure or f"harness_error: {type(exc).__name__}: {exc}"
+            which = A.api_for(urlsplit(self.path).path) or "anthropic"
+            answer = A.APIS["anthropic" if which == "anthropic_count" else which].error(
+                500, "api_error", "the model proxy failed")
+        try:
+            self._send(*answer)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the agent hung up

@@ -276,7 +276,9 @@ class DockerSandbox(WorkingCopy):
                 state = _retry_once("container inspect", lambda: self._api.inspect_container(self._id))["State"]
             except _engine_errors() as e:
                 raise SandboxLost(f"sandbox {self.trial_id}: container {self._id[:12]} lost: {e}") from e
-            if not state.get("Running") and state.get("OOMKilled"):
+            # OOMKilled says the cgroup saw an OOM kill at some point, not that pid 1 died of it: where
+            # the engine kept pid 1 out of the OOM killer's reach, a dead container is not the agent's.
+            if not state.get("Running") and state.get("OOMKilled") and _PID1_OOM[0] is not True:
                 # Only the agent's code and what it left (its processes, its files in the tmpfs
                 # mounts, which count against the memory limit) can fill the container's memory:
                 # the judge's own use is bounded and small. Its failure, not ours (issue 42).

@@ -78,12 +78,14 @@ def run(git_dir: Path, workdir: Path, home: Path, args: tuple[str, ...],
         "GIT_COMMITTER_NAME": COMMITTER[0], "GIT_COMMITTER_EMAIL": COMMITTER[1],
         **(env or {}),
     }
-    proc = subprocess.Popen(["git", *args], cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:
+    proc: subprocess.Popen[bytes] | None = None
+    try:  # the watchdog may fire as soon as Popen returns: the kill is in the finally from then on
+        proc = subprocess.Popen(["git", *args], cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         out, err, why = _bounded(proc)
     finally:
-        _end(proc)
+        if proc is not None:
+            _end(proc)
     if why:
         raise GitError(f"git {' '.join(args)[:200]} {why}")
     if proc.returncode != 0:

@@ -148,3 +148,19 @@ def test_parse_args_never_raises():
     assert emitted.refusal(emitted.parse_args(_deep_json(100_000)))
     assert emitted.refusal(emitted.parse_args('"' + "x" * (emitted.MAX_ARGS_CHARS + 2048) + '"'))
     assert emitted.parse_args('{"a": "\\udc80"}') == {"a": "\udc80"}  # carried by ToolCall, not here
+
+
+def test_a_model_sending_the_refused_shape_is_carried_and_bounded_again():
+    """The shape a refused call is carried with is no way around the boundary: a model that sends
+    it itself gets it admitted like anything else (a lone surrogate, a deep list)."""
+    from bench.core.types import Message, ToolCall
+
+    deep: list = []
+    inner = deep
+    for _ in range(5000):
+        inner.append([])
+        inner = inner[0]
+    for sent in ("\udc80", deep):
+        call = ToolCall("c1", "write_file", {"ctxbench_refused": "x\udc80", "sent": sent})
+        message = Message(role="assistant", content="", tool_calls=(call,))
+        assert message.canonical().encode()  # neither UnicodeEncodeError nor RecursionError

@@ -209,6 +209,20 @@ def test_a_failing_model_is_infrastructure_never_the_agents(tmp_path, exc, reaso
         assert proxy.infra_failure is not None and proxy.infra_failure.startswith(reason)
 
 
+def test_a_crash_of_the_proxy_itself_is_the_harness_error_never_the_agents(tmp_path, monkeypatch):
+    from bench.proxy import api as A
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a codec bug")
+
+    monkeypatch.setattr(A.Anthropic, "reply", staticmethod(broken))
+    with _proxy(tmp_path) as proxy:
+        with pytest.raises(anthropic.InternalServerError):
+            anthropic.Anthropic(base_url=proxy.url, api_key="x", max_retries=0).messages.create(
+                model="m", max_tokens=10, tools=[BASH], messages=[{"role": "user", "content": "hi"}])
+        assert proxy.infra_failure is not None and proxy.infra_failure.startswith("harness_error")
+
+
 def test_bad_request_body_is_answered_400_and_recorded(tmp_path):
     with _proxy(tmp_path) as proxy:
         conn = http.client.HTTPConnection("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))
