@@ -17,9 +17,10 @@ reach is the sandbox's, as for ctxbench's own loop.
 How its turn ends, in the outcome table (bench/core/outcomes.py): mini's end-of-task echo is a
 submission (the harness certifies); the harness's turn limits stop it (`gave_up` the step, or the
 trial's `turn_budget`/`timeout`); mini aborting on a context-window error is `context_overflow`;
-any other abort, a driver that dies, hangs past `limits.turn_timeout_s` or floods past
-`limits.output_limit_bytes` is the agent's `model_error`/`timeout` — unless the proxy saw the
-model behind it fail (`provider_error`) or the harness crash (`harness_error`).
+any other abort of mini or litellm, a driver that dies, hangs past `limits.turn_timeout_s` or
+floods past `limits.output_limit_bytes` is the agent's `model_error`/`timeout` — unless the proxy
+saw the model behind it fail (`provider_error`), or the harness crashed (`harness_error`: in the
+proxy, or ctxbench's own code in the driver, which says so; its traceback is in `agent_turn`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,20 @@ from ctxlog import events as ev
 DRIVER = Path(__file__).with_name("mini_driver.py")
 ABORTED_ON_WINDOW = ("ContextWindowExceededError",)
 GAVE_UP_STATUSES = ("LimitsExceeded", "RepeatedFormatError", "TimeExceeded")
+HARNESS_ERROR = "harness_error"  # mini_driver.py's `end` for a bug on our side of it (not mini's abort)
+DETAIL_CHARS = 2000
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR")  # the driver gets these of ours and no other (no keys)
+
+
+def _turn_detail(end: dict[str, Any]) -> str:
+    """An `agent_turn`'s detail: how the turn ended and, for an abort or a crash, the driver's
+    traceback (its last lines, which name where)."""
+    head = f"{end.get('end', '')}: {end.get('detail', '')}"
+    trace = str(end.get("trace") or "")
+    if not trace:
+        return head[:DETAIL_CHARS]
+    head = head[:DETAIL_CHARS // 4]
+    return f"{head}\n{trace[-(DETAIL_CHARS - len(head) - 1):]}"
 
 
 class AgentGone(Exception):
@@ -131,7 +145,7 @@ class MiniPlayer:
             turn=self.turn, agent=self.spec.name, step=instruction.step.id, attempt=int(instruction.retry),
             instruction=text if first else text[-2000:], exit_code=exit_code,
             requests=self.proxy.requests - before, agent_count=end.get("n_calls"),
-            detail=f"{end.get('end', '')}: {end.get('detail', '')}"[:2000]))
+            detail=_turn_detail(end)))
         return self._verdict(end, pending)
 
     def reap(self) -> None:
@@ -193,6 +207,8 @@ class MiniPlayer:
         if pending is not None:
             raise pending
         status, detail = str(end.get("end", "")), str(end.get("detail", ""))
+        if status == HARNESS_ERROR:  # ctxbench's side of the driver broke: ours, never the agent's
+            raise outcomes.failure("harness_error", f"mini-swe-agent's driver: {detail[:300]}")
         if status == "Submitted":
             try:
                 claim = json.loads(str(end.get("submission") or "{}"))
