@@ -23,6 +23,7 @@ from bench.core import outcomes
 from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
 from bench.providers import make_provider
+from bench.providers.scripted import ScriptedProvider
 from bench.sandbox import create
 from bench.trial.driver import Limits, StepDriver
 from ctxlog import events as ev
@@ -166,9 +167,9 @@ def test_a_bug_in_our_side_of_the_driver_is_the_harness_error_never_the_agents(m
     driver = tmp_path / "driver.py"
     driver.write_text(BROKEN_ENVIRONMENT.format(driver=str(mini.DRIVER)))
     monkeypatch.setattr(mini, "DRIVER", driver)
-    model_cfg = compose(["model=sim"]).model
-    player = mini.MiniPlayer(mini_installed, model_provider(mini_installed, model_cfg, make_provider(model_cfg)),
-                             seed=SEED, window=0, relative=False, max_output=1000, exec_timeout_s=10)
+    provider = ScriptedProvider([[{"name": "bash", "args": {"command": "ls"}}]], when_done="stop")
+    player = mini.MiniPlayer(mini_installed, provider, seed=SEED, window=0, relative=False, max_output=1000,
+                             exec_timeout_s=10)
     reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     log = Log.from_path(tmp_path / "events.jsonl")
     assert reason == "harness_error" and outcomes.outcome_class(reason) != outcomes.AGENT
