@@ -37,10 +37,11 @@ from typing import Any
 from bench.agents.install import installed
 from bench.agents.spec import AgentSpec
 from bench.core import outcomes
-from bench.core.render import check_result, invariant_line, policy_block, task_block
+from bench.core.render import policy_block, step_passed, task_block
 from bench.eventlog.events import TOOL_OUTPUT_TAIL_CHARS
 from bench.providers.base import Provider
 from bench.proxy.server import ModelProxy
+from bench.trial.loop import record_tool
 from bench.trial.player import Instruction, Seat, StepTurnsUsed, TurnEnd
 from bench.trial.tools import Tools
 from ctxlog import events as ev
@@ -170,34 +171,28 @@ class MiniPlayer:
     # -- one turn ------------------------------------------------------------------------------
     def _instruction(self, instruction: Instruction) -> str:
         """The user message: the task first; after a certified step its verdict, as ctxbench's own
-        loop shows it (the driver certifies after the turn and hands over only the next step)."""
+        loop reads it (the driver certifies after the turn and hands over only the next step)."""
         task = self.seat.task
         if not self.started:  # mini puts it after "Please solve this issue: ": the task's marker opens a line
             return f"\n{task_block(task)}\n\n{policy_block(task)}\n\n{instruction.text}"
         if instruction.retry or instruction.index == self.last_index:
             return instruction.text
-        done = task.steps[self.last_index]
-        verdict = check_result(done.id, True, 0, "")
-        if done.establishes:
-            verdict += "\nEstablished by this step:\n" + "\n".join(invariant_line(i) for i in done.establishes)
-        return f"{verdict}\n\n{instruction.text}"
+        return f"{step_passed(task.steps[self.last_index])}\n\n{instruction.text}"
 
     def _exec(self, command: str, call_id: str) -> dict[str, Any]:
+        """One command of mini's, run and logged as ctxbench's own loop runs and logs a `run`."""
         log, turn = self.seat.log, self.turn
         log.append(ev.ToolCall(turn=turn, call_id=call_id, name="bash", args={"command": command}))
         res = self.tools.run(command)
-        head, _, output = res.text.partition("\n")
-        code = head.split()[0].removeprefix("exit=") if head.startswith("exit=") else "-1"
-        notes = [line for line in output.split("\n")[:2] if line.startswith(("NOTE:", "POLICY:"))]
-        if res.policy_violation:
-            log.append(ev.PolicyViolation(turn=turn, tool="bash", detail=res.policy_violation))
-        if res.ended:
-            log.append(ev.ProcessKilled(turn=turn, when="after bash", processes=list(res.ended)))
+        record_tool(log, turn, "bash", res)
         log.append(ev.ToolResult(turn=turn, call_id=call_id, name="bash", ok=res.ok,
                                  output=res.text[-TOOL_OUTPUT_TAIL_CHARS:]))
-        timed_out = "(timed out" in head
-        return {"output": output, "returncode": int(code) if code.lstrip("-").isdigit() else -1,
-                "exception_info": ("the command timed out" if timed_out else "") + " ".join(notes)}
+        # mini shows the output without our `exit=` line (it renders the return code itself), and a
+        # timeout and the harness's notes as its `exception_info`
+        output = res.text.partition("\n")[2] if res.exit_code is not None else res.text
+        notes = [line for line in output.split("\n")[:2] if line.startswith(("NOTE:", "POLICY:"))]
+        return {"output": output, "returncode": -1 if res.exit_code is None else res.exit_code,
+                "exception_info": ("the command timed out" if res.timed_out else "") + " ".join(notes)}
 
     def _verdict(self, end: dict[str, Any], pending: outcomes.TrialFailed | None) -> TurnEnd:
         assert self.proxy is not None
