@@ -14,10 +14,10 @@ import threading
 from typing import Any, Protocol
 
 from bench.core.types import Completion, Message, request_hash
-from bench.eventlog.events import ERROR_DETAIL_CHARS
 from bench.proxy.api import Request
 from ctxlog import events as ev
 
+ERROR_DETAIL_CHARS = 500  # bench/eventlog/events.py's; not imported: verify.py there imports this package
 PURPOSE = {"main": "turn", "compaction": "compaction", "side": "side", "subagent": "subagent"}
 
 
