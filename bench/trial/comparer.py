@@ -119,7 +119,7 @@ def _serve_hidden(tree, hidden):
         data = _served.get(os.fspath(path))
         return data if data is not None else _get(self, path)
 
-    importlib.machinery.SourceFileLoader.get_data = get_hidden
+    importlib.machinery.SourceFileLoader.get_data = get_hidden  # type: ignore[method-assign]  # this process only
 
 
 def _pytest(args, rec):
