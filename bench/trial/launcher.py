@@ -1,6 +1,7 @@
 """The check launcher, the judge: runs INSIDE the sandbox as the container's root,
-`python3 -I -B -c "$LAUNCHER" --plan PLAN --tree TREE --trusted FILES --remote SRC [--uid UID]`
-(bench/trial/certify.py builds it; SRC is bench/trial/remote.py). Not imported by the harness.
+`python3 -I -B -c "$LAUNCHER" --plan PLAN --tree TREE --trusted FILES --modules SRC [--hidden FIFO] [--uid UID]`
+(bench/trial/certify.py builds it; SRC is bench/trial/remote.py and comparer.py). Not imported by
+the harness. FIFO: where the final acceptance's hidden checks come from, once (`_receive`).
 
 A plan is the check's parts, then each standing invariant probe's (JSON: a list of groups, each
 a list of `[KIND, TARGET, ARGS...]`). The judge never runs code under test, and neither does
