@@ -234,6 +234,9 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
                            reap=True, judge=True, probe=was)  # the probe after the reap, in the same exec (pristine.py)
     files = {**copy.files, **hidden}
     whole, refused = accepted(res)
+    if whole.get("hidden") == "lost":  # the launcher ran no part: the harness's channel failed, not the agent
+        raise InfraFailure("harness_error", "the hidden checks never reached the judge (bench/trial/hidden_checks.py)")
+    unkept = whole.get("hidden") == "unwritable"  # no part ran: the agent's files fill /tmp
     try:
         report = {(g, i): rec for g, i, rec in whole.get("parts", ())}
     except (ValueError, TypeError, AttributeError):
@@ -247,6 +250,8 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
         for i, part in enumerate(parts):
             if refused:
                 judged[-1].append((False, refused, not res.timed_out))  # a timeout can cut the launcher short
+            elif unkept:
+                judged[-1].append((False, "not run: the judge could not keep the hidden checks (/tmp is full)", False))
             elif (g, i) in report:
                 judged[-1].append(_judge(part, report[(g, i)], files))
             elif i and judged[-1][-1][0] is False:

@@ -82,7 +82,10 @@ class _SourceOnly:
 def run_plan(groups, tree, uid, trusted=(), hidden=""):
     """The judge: take the hidden checks off their channel (`_receive`), run every part
     (`_child`), write the report on REPORT_FD."""
-    held = _receive(hidden, uid)  # first: no process of the agent's exists yet (the exec's reap ran)
+    held, lost = _receive(hidden, uid)  # first: no process of the agent's exists yet (the exec's reap ran)
+    if lost:  # no part runs: a reader of the agent's must never meet a writer still waiting for ours
+        _drop(held, uid)
+        _report({"parts": [], "rc": 1, "hidden": lost}, 1)
     if any(part[0] == "pytest" for parts in groups for part in parts):
         import pytest  # noqa: F401  - once, before any code under test, for every child
     done, rc = [], 0
@@ -97,8 +100,12 @@ def run_plan(groups, tree, uid, trusted=(), hidden=""):
         if g == 0:
             rc = code
     _drop(held, uid)
+    _report({"parts": done, "rc": rc}, rc)
+
+
+def _report(whole, rc):
     sys.stdout.flush()
-    line = ("report " + json.dumps({"parts": done, "rc": rc}) + "\n").encode()
+    line = ("report " + json.dumps(whole) + "\n").encode()
     while line:
         line = line[os.write(REPORT_FD, line):]
     os._exit(rc)
@@ -109,24 +116,28 @@ def _receive(channel, uid):
     `channel` (a FIFO the harness writes once) and writes them into a fresh directory (mkdtemp:
     0700, a name no one held) that it then gives to the comparers' uid, which alone can read it.
     The judge never holds the text, so no server it forks inherits it in its memory. Returns the
-    directory (None without a channel); a delivery that fails leaves it empty, and the hidden
-    parts fail on a missing file."""
+    directory (None without a channel) and, if that failed, why: "lost" (nothing came: the
+    harness's), "unwritable" (it could not be kept: /tmp is full, which only the agent fills)."""
     if not channel:
-        return None
-    held = tempfile.mkdtemp(prefix="ctxbench-hidden-")
+        return None, ""
+    try:
+        held = tempfile.mkdtemp(prefix="ctxbench-hidden-")
+    except OSError:
+        return None, "unwritable"
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        code = 1
+        code = 2  # until the text came
         try:
             os.close(REPORT_FD)
             signal.alarm(HIDDEN_WAIT_S)  # a writer that never comes ends this child, not the check
             data, fd = b"", os.open(channel, os.O_RDONLY)
             while chunk := os.read(fd, 65536):
                 data += chunk
-            files = json.loads(data)
-            if isinstance(files, dict):
+            signal.alarm(0)
+            if isinstance(json.loads(data), dict):
+                code = 1  # until it is kept
                 path = os.path.join(held, HIDDEN_FILE)
                 out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
                 view = memoryview(data)
@@ -139,8 +150,8 @@ def _receive(channel, uid):
                 code = 0
         finally:
             os._exit(code)
-    os.waitpid(pid, 0)
-    return held
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return held, {0: "", 1: "unwritable"}.get(code, "lost")
 
 
 def _drop(held, uid):

@@ -5,10 +5,12 @@ can during the final check (bench/providers/attacks/hidden.py) finds nothing to 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
 
+from bench.core.outcomes import InfraFailure
 from bench.eventlog.events import EventLog
 from bench.eventlog.measures import trial_measures
 from bench.providers.attacks import hidden as peek_attack
@@ -126,3 +128,16 @@ def test_without_hidden_checks_special_casing_succeeds(scripted_trial):
     script = [[{"name": "write_file", "args": {"path": "calc.py", "content": SPECIAL}}], SOLVE[1]]
     res, _ = scripted_trial(script)  # the same task, no hidden checks: the guard removed
     assert res.success
+
+
+def test_hidden_checks_that_never_reach_the_judge_are_the_harnesss_failure(box, log, monkeypatch, tmp_path):
+    """What comes off the channel is not the harness's: the launcher runs no part (a reader of the
+    agent's must never meet a writer still waiting), and the check is a harness_error, never the
+    agent's failure."""
+    garbled = tmp_path / "channel"
+    garbled.write_text("not the harness's JSON")
+    monkeypatch.setattr(hidden_checks, "deliver", lambda *_: contextlib.nullcontext(str(garbled)))
+    box.write_file("calc.py", CALC)
+    with pytest.raises(InfraFailure) as err:
+        certify(box, HarnessCopy(hidden_task()), log, 0, "final", FINAL)
+    assert err.value.reason == "harness_error" and "never reached the judge" in str(err.value)
