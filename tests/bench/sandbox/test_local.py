@@ -187,9 +187,10 @@ def test_background_jobs_do_not_block_and_die_at_close(local_cfg: SandboxConfig)
 
 
 def test_default_timeout_and_truncation_come_from_config(local_cfg: SandboxConfig) -> None:
-    box = create(dataclasses.replace(local_cfg, exec_timeout_s=0.5, output_limit_chars=300), FILES, "local-cfg")
+    # 3 s: long enough for `seq` on a loaded machine (0.5 s timed it out under CI's three workers)
+    box = create(dataclasses.replace(local_cfg, exec_timeout_s=3.0, output_limit_chars=300), FILES, "local-cfg")
     try:
-        assert box.exec("sleep 5").timed_out
+        assert box.exec("sleep 30").timed_out
         r = box.exec("seq 1 100000")
         assert len(r.output) <= 300 and r.output.endswith("99999\n100000\n") and "truncated" in r.output
     finally:
