@@ -144,18 +144,41 @@ def binds(node):
     return out
 
 
-FACTS = {}
+FACTS, TREES = {}, {}
+
+
+def parsed_source(rel):
+    """The ast of a file of the tree, or None if it is missing or does not parse (parsed once)."""
+    if rel not in TREES:
+        path = ROOT / rel
+        try:
+            TREES[rel] = ast.parse(path.read_text(), rel) if path.is_file() else None
+        except (SyntaxError, ValueError, UnicodeDecodeError):
+            TREES[rel] = None
+    return TREES[rel]
+
+
+def _elsewhere(rel, names):
+    """Why another module of the tree may bind names of `rel` at run time, or None: it can bind
+    any module's names, or it writes an attribute named like one `rel` binds (`client.push = ...`)."""
+    for path in sources(["."]):
+        other = path.relative_to(ROOT).as_posix()
+        tree = parsed_source(other) if other != rel else None
+        dynamic = _dynamic(tree) if tree is not None else None
+        if dynamic:
+            return f"{other}:{dynamic[0]} uses {dynamic[1]}, which can bind names of any module at run time"
+        for node in ast.walk(tree) if tree is not None else []:
+            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and node.attr in names \
+                    and getattr(node.value, "id", None) not in ("self", "cls"):
+                return f"{other}:{node.lineno} writes an attribute {node.attr}, which may rebind it in {rel}"
+    return None
 
 
 def facts(rel):
     """({name: the top-level statements of `rel` that bind it}, why nothing about `rel` is certain
     or None). A missing or unparsable file is unknown."""
     if rel not in FACTS:
-        path = ROOT / rel
-        try:
-            tree = ast.parse(path.read_text(), rel) if path.is_file() else None
-        except (SyntaxError, ValueError, UnicodeDecodeError):
-            tree = None
+        tree = parsed_source(rel)
         found, why = {}, None if tree is not None else "it is missing or does not parse"
         dynamic = _dynamic(tree) if tree is not None else None
         if dynamic:  # named first: it is the reason, whatever statement holds it
@@ -173,7 +196,7 @@ def facts(rel):
                 what = f"binds {', '.join(sorted(set(names)))} other than by a plain definition" if names \
                     else f"is a top-level {type(node).__name__.lower()}"
                 why = f"line {node.lineno} {what}"
-        FACTS[rel] = found, why
+        FACTS[rel] = found, why or _elsewhere(rel, set(found))
     return FACTS[rel]
 
 

@@ -155,3 +155,18 @@ def test_every_family_fails_a_fact_it_cannot_read(family, tool, module, tmp_path
     write_repo(tmp_path, files)
     code, out = run_check(tmp_path, f"python3 -B tools/{tool}")
     assert code == 1 and f"{rel}:1: facts about this module are read from its source" in out, out
+
+
+@pytest.mark.parametrize(("other", "named"), [
+    ("from {core} import {client}\n\n{client}.{fn} = lambda url, *a: None\n", "writes an attribute {fn}"),
+    ("def _later(m):\n    m.{fn} = None\n", "writes an attribute {fn}"),
+    ("import sys\n", "uses sys, which can bind names of any module"),
+])
+def test_another_module_that_can_rebind_the_function_makes_its_facts_unknown(other, named, tmp_path):
+    spec, files = _final_tree("signature_migration", 2, tmp_path)
+    n = spec.oracle.n
+    subs = {"core": n.core, "client": n.client, "fn": n.fn}
+    files[f"{n.core}/_patch.py"] = other.format(**subs)
+    write_repo(tmp_path, files)
+    code, out = run_check(tmp_path, "python3 -B tools/check_api.py final")
+    assert code == 1 and f"{n.core}/_patch.py:" in out and named.format(**subs) in out, out
