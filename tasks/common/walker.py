@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from tasks.common.build import fill_template
 
-SOURCES = '''def sources(paths, suffixes=(".py",)):
+SOURCES = '''import ast  # FACTS below reads the tree with it; stamped whole, the block needs nothing else
+
+
+def sources(paths, suffixes=(".py",)):
     """The files under `paths` (repo-relative) ending in `suffixes`, in sorted order; directories
     in SKIP, hidden (`.`) or private (`_`, e.g. __pycache__) are not walked."""
     for p in paths:
