@@ -91,4 +91,4 @@ tracking-server-stop:
 
 bench: setup
 	$(BIN)/python -m bench.perf
-	$(BIN)/python -m analysis.diff.bench
+	$(BIN)/python -m analysis.diff.pagecost

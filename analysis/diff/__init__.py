@@ -3,7 +3,7 @@ contexts (`trajectory.py`); within-cell tree mismatch and the cross-arm divergen
 (`mismatch.py`); the side-by-side page (`html.py`, `sections.py`); its timing (`bench.py`).
 
     python -m analysis.diff RUN_ID [RUN_ID_B | --rep-twin] [-o page.html]   (docs/diff.md)
-    python -m analysis.diff.bench                                             (make bench)
+    python -m analysis.diff.pagecost                                             (make bench)
 
 Stands on `load` and `settings`.
 """

@@ -4,7 +4,7 @@ Per model call the harness logs its own count of the whole request (messages and
 its tokenizer) as the per-turn metric `harness_tokens`, beside the provider's `prompt_tokens`.
 They differ by the model's tokenizer, the chat template and what a server adds (a real
 llama-server counted 1,663 tokens where the harness counted 659). The context budget follows the
-provider's count once it has one (bench/trial/budget.py); this table shows, per model, how far
+provider's count once it has one (bench/trial/context_window.py); this table shows, per model, how far
 the harness's own count was off: error = (provider - harness) / provider, so a positive error
 is a request the harness under-counted.
 """

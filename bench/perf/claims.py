@@ -41,7 +41,7 @@ def measure(n: int, results: Path, uri: str | None = None, one_lock: bool = Fals
         _wal()
     import tasks
     from bench.config import compose, load
-    from bench.tracking import budget
+    from bench.tracking import study_budget as budget
     from bench.trial import runner
 
     study = f"claims-{uuid.uuid4().hex[:6]}"

@@ -35,6 +35,7 @@ from pathlib import Path
 AGENT_UID = os.getuid() or 10001
 JUDGE_MOUNT = "/judge"
 TREE = "tree"  # the copy's directory under the judge's mount (fixed: pytest prints its rootdir)
+HIDDEN_CHANNEL = "hidden"  # beside TREE: the final acceptance's one-time channel for its hidden checks (hidden_checks.py)
 COPY_LIMIT = 64 << 20  # bytes in one judge's copy: more is the agent's junk, and the check fails on it
 
 # Every wrapper's $1 timeout, $2 command, $3 reap flag. Every wrapper is the judge's (the
@@ -84,6 +85,12 @@ _PROBED = (f'if [ -n "$4" ]; then p=$(timeout -s KILL {PROBE_S} sh -c "$4; echo 
 # does not trust that the host reaped), the command, the reap after it, the probe, all as root.
 JUDGE_WRAPPER = (f'if [ "$3" = 1 ]; then {REAP}; fi; timeout -s KILL "$1" sh -c "$2"; rc=$?; '
                  f'if [ "$3" = 1 ]; then {REAP}; fi; {_PROBED}{_DONE}')
+
+
+def judge_root(workdir: Path) -> Path:
+    """The host directory that holds the judge's copy (JUDGE_MOUNT in a container: docker.py; the
+    copy itself: local.py): beside the working copy, under the sandbox's own scratch directory."""
+    return workdir.parent / "judge"
 
 
 def give_to_agent(workdir: Path) -> None:

@@ -81,7 +81,7 @@ class StudyCallback(Callback):
         self.launcher_pid = 0
         self._job_started = threading.local()  # per thread: hydra/launcher=ctxbench_threads runs jobs as threads
         self._env_before: str | None = None
-        self.budget: Any = None  # bench.tracking.budget.Budget when study.budget_* is set
+        self.budget: Any = None  # bench.tracking.study_budget.Budget when study.budget_* is set
         self.ledger: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:  # the launchers pickle the callback; a thread-local is not picklable
@@ -138,7 +138,7 @@ class StudyCallback(Callback):
 
     def _open_budget(self, config: DictConfig) -> None:
         """With study.budget_*: the ledger seeded with what earlier invocations spent, and the estimate."""
-        from bench.tracking import budget as B
+        from bench.tracking import study_budget as B
 
         self.budget = B.Budget.from_study(OmegaConf.to_container(config.study, resolve=True))  # type: ignore[arg-type]
         if self.budget is None:
@@ -154,7 +154,7 @@ class StudyCallback(Callback):
     def _budget_line(self, s: dict[str, Any]) -> str:
         if self.budget is None or self.ledger is None:
             return ""
-        from bench.tracking import budget as B
+        from bench.tracking import study_budget as B
 
         remaining = None if s["total"] is None else s["total"] - s["done"] + s["counts"].get(B.BUDGET_EXHAUSTED, 0)
         return " | " + B.describe(self.budget, B.read(Path(self.ledger)), remaining)

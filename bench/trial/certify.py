@@ -33,6 +33,7 @@ first, and the `check` event that follows a `check_cached` one is the reused ver
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import fnmatch
 import functools
@@ -227,15 +228,15 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
     if was:
         state = state or sandbox.state_sha()
         sandbox.before_check()
-    tree = sandbox.judge_copy(hidden_checks.with_files(entries, hidden))
-    try:
-        res = sandbox.exec(_script(groups, tree, sandbox.agent_uid, sorted({**copy.files, **hidden})), reap=True,
-                           judge=True, probe=was)  # the probe after the reap, in the same exec (pristine.py)
-    finally:
-        if hidden:  # out of the judge's copy before any command of the agent's can read it
-            sandbox.judge_copy(entries)
+    tree = sandbox.judge_copy(entries)  # never the hidden checks: they reach the launcher alone (hidden_checks.py)
+    with hidden_checks.deliver(sandbox, tree, hidden) if hidden else contextlib.nullcontext("") as channel:
+        res = sandbox.exec(_script(groups, tree, sandbox.agent_uid, sorted({**copy.files, **hidden}), channel),
+                           reap=True, judge=True, probe=was)  # the probe after the reap, in the same exec (pristine.py)
     files = {**copy.files, **hidden}
     whole, refused = accepted(res)
+    if whole.get("hidden") == "lost":  # the launcher ran no part: the harness's channel failed, not the agent
+        raise InfraFailure("harness_error", "the hidden checks never reached the judge (bench/trial/hidden_checks.py)")
+    unkept = whole.get("hidden") == "unwritable"  # no part ran: the agent's files fill /tmp
     try:
         report = {(g, i): rec for g, i, rec in whole.get("parts", ())}
     except (ValueError, TypeError, AttributeError):
@@ -249,6 +250,8 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
         for i, part in enumerate(parts):
             if refused:
                 judged[-1].append((False, refused, not res.timed_out))  # a timeout can cut the launcher short
+            elif unkept:
+                judged[-1].append((False, "not run: the judge could not keep the hidden checks (/tmp is full)", False))
             elif (g, i) in report:
                 judged[-1].append(_judge(part, report[(g, i)], files))
             elif i and judged[-1][-1][0] is False:
@@ -280,7 +283,8 @@ def accepted(res: ExecResult) -> tuple[dict, str]:
     return whole, ""
 
 
-def _script(groups: list[tuple[str, tuple[Part, ...]]], tree: str, uid: int | None, trusted: list[str]) -> str:
+def _script(groups: list[tuple[str, tuple[Part, ...]]], tree: str, uid: int | None, trusted: list[str],
+            hidden: str = "") -> str:
     with open(_LAUNCHER_PATH, encoding="utf-8") as f:
         launcher = f.read()
     shipped = []
@@ -296,6 +300,7 @@ def _script(groups: list[tuple[str, tuple[Part, ...]]], tree: str, uid: int | No
         '${CTXBENCH_SANDBOX:+CTXBENCH_SANDBOX=$CTXBENCH_SANDBOX} '
         f'python3 -I -B -c "$LAUNCHER" --plan {shlex.quote(json.dumps(plan))} --tree {shlex.quote(tree)} '
         f'--trusted {shlex.quote(json.dumps(trusted))} --modules "$MODULES"'
+        + (f" --hidden {shlex.quote(hidden)}" if hidden else "")  # a FIFO's path: never the text
         + (f" --uid {uid}" if uid is not None else "")])
 
 

@@ -10,6 +10,7 @@ are the server's, and an audit hook refuses to compile or exec any such file, wh
 
 import importlib.abc
 import importlib.machinery
+import json
 import os
 import runpy
 import sys
@@ -77,11 +78,14 @@ class _Proxies(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def install(fd, tree, trusted):
+def install(fd, tree, trusted, hidden=None):
     """Make this process a comparer: the agent's modules are the server's on `fd`, and no file of
-    the tree that is not in `trusted` (protected paths, relative) is ever compiled here."""
+    the tree that is not in `trusted` (protected paths, relative) is ever compiled here. `hidden`:
+    the hidden checks' file, in a directory only this uid can read (launcher.py)."""
     remote = Remote(fd)
     tree = os.path.realpath(tree)
+    if hidden:
+        _serve_hidden(tree, hidden)
     finder = _Proxies(remote, tree, frozenset(trusted))
     sys.meta_path.insert(0, finder)
 
@@ -97,6 +101,25 @@ def install(fd, tree, trusted):
 
     sys.addaudithook(audit)
     return remote
+
+
+def _serve_hidden(tree, hidden):
+    """The hidden test files ({path: text}), read from `hidden` and handed to the loader as if they were the
+    tree's (`tools/hidden/...`, a protected path: trusted), so the runner names their tests as it
+    names any. They are never in the tree itself, which the code under test can read."""
+    try:
+        with open(hidden, encoding="utf-8") as f:
+            files = json.load(f)
+    except (OSError, ValueError):
+        return  # not delivered: the hidden parts find no file, and fail
+    served = {os.path.join(tree, path): text.encode() for path, text in files.items()}
+    get_data = importlib.machinery.SourceFileLoader.get_data
+
+    def get_hidden(self, path, _served=served, _get=get_data):
+        data = _served.get(os.fspath(path))
+        return data if data is not None else _get(self, path)
+
+    importlib.machinery.SourceFileLoader.get_data = get_hidden  # type: ignore[method-assign]  # this process only
 
 
 def _pytest(args, rec):

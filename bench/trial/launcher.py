@@ -1,6 +1,7 @@
 """The check launcher, the judge: runs INSIDE the sandbox as the container's root,
-`python3 -I -B -c "$LAUNCHER" --plan PLAN --tree TREE --trusted FILES --remote SRC [--uid UID]`
-(bench/trial/certify.py builds it; SRC is bench/trial/remote.py). Not imported by the harness.
+`python3 -I -B -c "$LAUNCHER" --plan PLAN --tree TREE --trusted FILES --modules SRC [--hidden FIFO] [--uid UID]`
+(bench/trial/certify.py builds it; SRC is bench/trial/remote.py and comparer.py). Not imported by
+the harness. FIFO: where the final acceptance's hidden checks come from, once (`_receive`).
 
 A plan is the check's parts, then each standing invariant probe's (JSON: a list of groups, each
 a list of `[KIND, TARGET, ARGS...]`). The judge never runs code under test, and neither does
@@ -43,6 +44,8 @@ import types
 REPORT_FD = 3  # the judge's report channel (bench/sandbox/judge.py): never open in a child
 SERVER_EXIT_S = 5.0  # how long an ended part waits for the code under test's process to exit by itself
 AGENT_NOFILE = 1024  # open files of the code under test (judge.py's bound on agent commands)
+HIDDEN_WAIT_S = 30  # how long the hidden checks' reader waits for the harness's writer
+HIDDEN_FILE = "hidden.json"  # in the comparers' own directory: {path: text} of the hidden test files
 
 
 class _SourceOnly:
@@ -76,41 +79,108 @@ class _SourceOnly:
             del sys.path_importer_cache[path]  # a finder made before the hook was in place
 
 
-def run_plan(groups, tree, uid, trusted=()):
-    """The judge: run every part (`_child`), write the report on REPORT_FD."""
+def run_plan(groups, tree, uid, trusted=(), hidden=""):
+    """The judge: take the hidden checks off their channel (`_receive`), run every part
+    (`_child`), write the report on REPORT_FD."""
+    held, lost = _receive(hidden, uid)  # first: no process of the agent's exists yet (the exec's reap ran)
+    if lost:  # no part runs: a reader of the agent's must never meet a writer still waiting for ours
+        _drop(held, uid)
+        _report({"parts": [], "rc": 1, "hidden": lost}, 1)
     if any(part[0] == "pytest" for parts in groups for part in parts):
         import pytest  # noqa: F401  - once, before any code under test, for every child
     done, rc = [], 0
     for g, parts in enumerate(groups):
         code = 0
         for i, part in enumerate(parts):
-            rec = _child(part, tree, uid, g > 0, trusted)
+            rec = _child(part, tree, uid, g > 0, trusted, held)
             done.append([g, i, rec])
             code = rec["exit"]
             if code != 0:
                 break
         if g == 0:
             rc = code
+    _drop(held, uid)
+    _report({"parts": done, "rc": rc}, rc)
+
+
+def _report(whole, rc):
     sys.stdout.flush()
-    line = ("report " + json.dumps({"parts": done, "rc": rc}) + "\n").encode()
+    line = ("report " + json.dumps(whole) + "\n").encode()
     while line:
         line = line[os.write(REPORT_FD, line):]
     os._exit(rc)
 
 
-def _child(part, tree, uid, quiet, trusted):
+def _receive(channel, uid):
+    """The hidden checks (bench/trial/hidden_checks.py): a child of the judge's reads them off
+    `channel` (a FIFO the harness writes once) and writes them into a fresh directory (mkdtemp:
+    0700, a name no one held) that it then gives to the comparers' uid, which alone can read it.
+    The judge never holds the text, so no server it forks inherits it in its memory. Returns the
+    directory (None without a channel) and, if that failed, why: "lost" (nothing came: the
+    harness's), "unwritable" (it could not be kept: /tmp is full, which only the agent fills)."""
+    if not channel:
+        return None, ""
+    try:
+        held = tempfile.mkdtemp(prefix="ctxbench-hidden-")
+    except OSError:
+        return None, "unwritable"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 2  # until the text came
+        try:
+            os.close(REPORT_FD)
+            signal.alarm(HIDDEN_WAIT_S)  # a writer that never comes ends this child, not the check
+            data, fd = b"", os.open(channel, os.O_RDONLY)
+            while chunk := os.read(fd, 65536):
+                data += chunk
+            signal.alarm(0)
+            if isinstance(json.loads(data), dict):
+                code = 1  # until it is kept
+                path = os.path.join(held, HIDDEN_FILE)
+                out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(out, view):]
+                os.close(out)
+                if uid is not None:
+                    os.chown(path, COMPARER_UID, COMPARER_UID)
+                    os.chown(held, COMPARER_UID, COMPARER_UID)
+                code = 0
+        finally:
+            os._exit(code)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return held, {0: "", 1: "unwritable"}.get(code, "lost")
+
+
+def _drop(held, uid):
+    """Remove the hidden checks' directory: back to root first (CAP_CHOWN; no CAP_DAC_OVERRIDE
+    lets root into a 0700 directory of another uid)."""
+    if held is None:
+        return
+    if uid is not None:
+        for path in (held, os.path.join(held, HIDDEN_FILE)):
+            try:
+                os.chown(path, 0, 0)
+            except OSError:
+                pass
+    shutil.rmtree(held, ignore_errors=True)
+
+
+def _child(part, tree, uid, quiet, trusted, held=None):
     """One part: the server (as `uid`, code under test) and the comparer (as COMPARER_UID, the
     verdict). Returns what the judge saw: the comparer's exit status and messages, the server's
     exit status, and the processes left. Nothing the server sends reaches the judge."""
     try:
-        return _run_part(part, tree, uid, quiet, trusted)
+        return _run_part(part, tree, uid, quiet, trusted, held)
     except OSError as e:  # fork or pipe refused: the agent's processes hold the pids, memory or files
         return {"exit": 1, "claims": 0, "claim": None, "server": None, "ended": _processes_of(uid),
                 "error": f"the judge could not start the part ({e.strerror or e}): the processes of the "
                          "code under test hold what it needs"}
 
 
-def _run_part(part, tree, uid, quiet, trusted):
+def _run_part(part, tree, uid, quiet, trusted, held):
     kind, target, args = part[0], part[1], part[2:]
     home = os.path.join(tempfile.gettempdir(), "ctxbench-check-" + os.urandom(8).hex())
     ours, theirs = socket.socketpair()
@@ -135,7 +205,7 @@ def _run_part(part, tree, uid, quiet, trusted):
     if decider == 0:
         code = 1
         try:
-            peer = comparer.install(ours.fileno(), tree, trusted)
+            peer = comparer.install(ours.fileno(), tree, trusted, held and os.path.join(held, HIDDEN_FILE))
             rec = {"kind": kind, "target": target}
             code = comparer.launch(kind, target, args, rec)
             rec.update(server_gone=peer.gone, server_garbled=peer.garbled, server_exited=peer.exited)
@@ -279,4 +349,5 @@ if __name__ == "__main__":
     _SourceOnly.install()
     uid = int(opts["--uid"]) if opts.get("--uid") else None
     COMPARER_UID = 10002 if uid != 10002 else 10003  # neither the agent's nor the judge's
-    run_plan(json.loads(opts["--plan"]), opts["--tree"], uid, json.loads(opts.get("--trusted", "[]")))
+    run_plan(json.loads(opts["--plan"]), opts["--tree"], uid, json.loads(opts.get("--trusted", "[]")),
+             opts.get("--hidden", ""))

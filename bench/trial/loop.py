@@ -22,7 +22,7 @@ from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, request_hash
 from bench.eventlog import events as E
 from bench.providers.base import ContextOverflow, Provider
-from bench.trial import budget, tidy_ups
+from bench.trial import context_window, tidy_ups
 from bench.trial import steps as S
 from bench.trial.player import GAVE_UP, SUBMITTED, Instruction, Seat, StepTurnsUsed, TurnEnd
 from bench.trial.tools import ToolOutcome, Tools
@@ -57,7 +57,7 @@ class LoopPlayer:
         self.last_failure: str | None = None
         self.head: StepHead | None = None  # the current step head; FILES re-read after a compaction
         # What a request holds besides its messages, by the harness's own count (the tool schemas),
-        # and the provider's counts of the turns' requests next to the harness's (bench/trial/budget.py).
+        # and the provider's counts of the turns' requests next to the harness's (bench/trial/context_window.py).
         self.overhead = count_text(json.dumps([t.__dict__ for t in TOOLS], sort_keys=True))
         self.counts: list[tuple[int, int]] = []
 
@@ -123,8 +123,8 @@ class LoopPlayer:
         return passed
 
     def window(self) -> int:
-        """The window the strategy may fill, in the harness's tokens (bench/trial/budget.py)."""
-        return budget.window(self.cfg.window, self.cfg.max_output, self.overhead, self.counts)
+        """The window the strategy may fill, in the harness's tokens (bench/trial/context_window.py)."""
+        return context_window.window(self.cfg.window, self.cfg.max_output, self.overhead, self.counts)
 
     def _record_tool(self, name: str, res: ToolOutcome) -> None:
         """The events of a tool result: policy violations, mistakes, ended processes."""

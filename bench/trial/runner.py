@@ -32,7 +32,7 @@ from bench.providers.base import Provider
 from bench.sandbox import create as create_sandbox
 from bench.sandbox import pool, sweep
 from bench.sandbox.base import Sandbox, SandboxConfig
-from bench.tracking import budget, tracing
+from bench.tracking import study_budget, tracing
 from bench.tracking.runs import TrialRun, previous_runs, trial_claim
 from bench.tracking.task_input import log_task_input
 from bench.trial.checkcache import CheckCache
@@ -86,7 +86,7 @@ def run(cfg: DictConfig | TrialConfig, prepared: Prepared | None = None) -> Tria
             prepared.close()
         tcfg = cfg if isinstance(cfg, TrialConfig) else load(cfg)
         parts = prepare(tcfg)
-    gate = budget.Gate.for_trial(tcfg.resolved.get("study") or {}, tcfg.results_dir, tcfg.study)
+    gate = study_budget.Gate.for_trial(tcfg.resolved.get("study") or {}, tcfg.results_dir, tcfg.study)
     with contextlib.ExitStack() as stack:
         stack.callback(_close_quietly, parts.provider)
         stack.callback(gate.release)  # a reservation never outlives the trial, settled or not
@@ -147,7 +147,7 @@ def arm_window(tcfg: TrialConfig) -> int:
     return min(tcfg.arm.window, model) if tcfg.arm.window else model
 
 
-def claim(tcfg: TrialConfig, task: TaskSpec, gate: budget.Gate) -> TrialRun | TrialResult:
+def claim(tcfg: TrialConfig, task: TaskSpec, gate: study_budget.Gate) -> TrialRun | TrialResult:
     """This trial's new MLflow run, or the result of the earlier run that makes it unnecessary,
     or `budget_exhausted` (no run: a rerun with a larger budget starts it)."""
     while True:
@@ -156,12 +156,12 @@ def claim(tcfg: TrialConfig, task: TaskSpec, gate: budget.Gate) -> TrialRun | Tr
             if earlier is not None:
                 return earlier
             verdict = gate.admit()
-            if verdict == budget.ADMITTED:
+            if verdict == study_budget.ADMITTED:
                 run = TrialRun(tcfg, {"task_id": task.task_id}, params=False)
                 break
-            if verdict == budget.REFUSED:
+            if verdict == study_budget.REFUSED:
                 log.info("%s: not started, the study's budget is spent", tcfg.run_name)
-                return TrialResult("", budget.BUDGET_EXHAUSTED, False, budget.BUDGET_EXHAUSTED, 0, Path(""),
+                return TrialResult("", study_budget.BUDGET_EXHAUSTED, False, study_budget.BUDGET_EXHAUSTED, 0, Path(""),
                                    skipped=True)
         gate.wait()  # the pilot trial runs alone; wait for it outside the lock
     # Outside the lock, which every trial's start on this host waits for: the params are ~40% of

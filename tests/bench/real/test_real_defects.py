@@ -21,7 +21,7 @@ from bench.core.toolspecs import TOOLS
 from bench.core.types import Message
 from bench.providers import make_provider
 from bench.providers.base import ContextOverflow
-from bench.trial import budget
+from bench.trial import context_window
 from tests.bench.real.test_real_trials import real_trial
 
 pytestmark = [pytest.mark.docker, pytest.mark.real]
@@ -102,7 +102,7 @@ def test_the_budget_holds_by_the_servers_count(llama):
     try:
         first = (Message("system", "You are a coding agent."), Message("user", text[:1500]))
         counts = [(count_messages(first), _prompt(provider, first))]
-        allowed = budget.window(window, reserve, overhead, counts) - reserve
+        allowed = context_window.window(window, reserve, overhead, counts) - reserve
         naive = window - reserve
         assert allowed < naive
         cut = 1500

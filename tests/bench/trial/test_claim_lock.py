@@ -11,7 +11,7 @@ import time
 
 import tasks
 from bench.config import TrialConfig, compose, load
-from bench.tracking import budget
+from bench.tracking import study_budget as budget
 from bench.tracking.runs import TrialRun, flatten, trial_claim
 from bench.trial import runner
 from tests.helpers.store import seeded

@@ -1,4 +1,4 @@
-"""The study budget's ledger and gate (bench/tracking/budget.py): estimates, reservations of
+"""The study budget's ledger and gate (bench/tracking/study_budget.py): estimates, reservations of
 trials in flight, the pilot, refusals that stick, dead workers' reservations, validation."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from bench.core import procs
-from bench.tracking.budget import (
+from bench.tracking.study_budget import (
     ADMITTED,
     REFUSED,
     WAIT,
@@ -80,7 +80,7 @@ def test_tokens_budget(tmp_path):
 def test_a_dead_workers_reservation_is_dropped_and_seed_starts_over(tmp_path):
     path = ledger_path(tmp_path, "s")
     study = {"budget_usd": 1.5, "trial_estimate_usd": 1.0}
-    code = ("from bench.tracking.budget import Gate; import sys; "
+    code = ("from bench.tracking.study_budget import Gate; import sys; "
             f"g = Gate.for_trial({study!r}, sys.argv[1], 's'); print(g.admit())")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ADMITTED  # and then that process exited without settling

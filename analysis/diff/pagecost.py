@@ -1,4 +1,4 @@
-"""``python -m analysis.diff.bench [TURNS]``: time the diff page of two long trials (run by
+"""``python -m analysis.diff.pagecost [TURNS]``: time the diff page of two long trials (run by
 ``make bench``). Target: a 300-turn pair renders in under a second into a page of a few MB.
 
 The two logs are constructed in the harness's format (messages stored once, contexts as
@@ -91,7 +91,7 @@ def measure(turns: int = 300, repeat: int = 3) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     res = measure(int(args[0]) if args else 300)
-    print(f"analysis.diff.bench: {res['turns']}-turn pair ({res['log_mb']} MB log each) -> page "
+    print(f"analysis.diff.pagecost: {res['turns']}-turn pair ({res['log_mb']} MB log each) -> page "
           f"{res['page_mb']} MB in {res['seconds']:.3f} s (parse + compare + render, best of 3)")
     out = REPO / "results" / "diff_bench.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@ defect 3): what the harness counted as 938 tokens must not reach a 2,048-token s
 
 from __future__ import annotations
 
-from bench.trial.budget import relation, window
+from bench.trial.context_window import relation, window
 
 
 def test_before_any_count_the_tool_schemas_are_taken_off():
