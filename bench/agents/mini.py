@@ -17,9 +17,10 @@ reach is the sandbox's, as for ctxbench's own loop.
 How its turn ends, in the outcome table (bench/core/outcomes.py): mini's end-of-task echo is a
 submission (the harness certifies); the harness's turn limits stop it (`gave_up` the step, or the
 trial's `turn_budget`/`timeout`); mini aborting on a context-window error is `context_overflow`;
-any other abort, a driver that dies, hangs past `limits.turn_timeout_s` or floods past
-`limits.output_limit_bytes` is the agent's `model_error`/`timeout` — unless the proxy saw the
-model behind it fail (`provider_error`) or the harness crash (`harness_error`).
+any other abort of mini or litellm, a driver that dies, hangs past `limits.turn_timeout_s` or
+floods past `limits.output_limit_bytes` is the agent's `model_error`/`timeout` — unless the proxy
+saw the model behind it fail (`provider_error`), or the harness crashed (`harness_error`: in the
+proxy, or ctxbench's own code in the driver, which says so; its traceback is in `agent_turn`).
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ from typing import Any
 from bench.agents.install import installed
 from bench.agents.spec import AgentSpec
 from bench.core import outcomes
-from bench.core.render import check_result, invariant_line, policy_block, task_block
+from bench.core.render import policy_block, step_passed, task_block
 from bench.eventlog.events import TOOL_OUTPUT_TAIL_CHARS
 from bench.providers.base import Provider
 from bench.proxy.server import ModelProxy
+from bench.trial.loop import record_tool
 from bench.trial.player import Instruction, Seat, StepTurnsUsed, TurnEnd
 from bench.trial.tools import Tools
 from ctxlog import events as ev
@@ -47,7 +49,20 @@ from ctxlog import events as ev
 DRIVER = Path(__file__).with_name("mini_driver.py")
 ABORTED_ON_WINDOW = ("ContextWindowExceededError",)
 GAVE_UP_STATUSES = ("LimitsExceeded", "RepeatedFormatError", "TimeExceeded")
+HARNESS_ERROR = "harness_error"  # mini_driver.py's `end` for a bug on our side of it (not mini's abort)
+DETAIL_CHARS = 2000
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR")  # the driver gets these of ours and no other (no keys)
+
+
+def _turn_detail(end: dict[str, Any]) -> str:
+    """An `agent_turn`'s detail: how the turn ended and, for an abort or a crash, the driver's
+    traceback (its last lines, which name where)."""
+    head = f"{end.get('end', '')}: {end.get('detail', '')}"
+    trace = str(end.get("trace") or "")
+    if not trace:
+        return head[:DETAIL_CHARS]
+    head = head[:DETAIL_CHARS // 4]
+    return f"{head}\n{trace[-(DETAIL_CHARS - len(head) - 1):]}"
 
 
 class AgentGone(Exception):
@@ -131,7 +146,7 @@ class MiniPlayer:
             turn=self.turn, agent=self.spec.name, step=instruction.step.id, attempt=int(instruction.retry),
             instruction=text if first else text[-2000:], exit_code=exit_code,
             requests=self.proxy.requests - before, agent_count=end.get("n_calls"),
-            detail=f"{end.get('end', '')}: {end.get('detail', '')}"[:2000]))
+            detail=_turn_detail(end)))
         return self._verdict(end, pending)
 
     def reap(self) -> None:
@@ -156,34 +171,28 @@ class MiniPlayer:
     # -- one turn ------------------------------------------------------------------------------
     def _instruction(self, instruction: Instruction) -> str:
         """The user message: the task first; after a certified step its verdict, as ctxbench's own
-        loop shows it (the driver certifies after the turn and hands over only the next step)."""
+        loop reads it (the driver certifies after the turn and hands over only the next step)."""
         task = self.seat.task
         if not self.started:  # mini puts it after "Please solve this issue: ": the task's marker opens a line
             return f"\n{task_block(task)}\n\n{policy_block(task)}\n\n{instruction.text}"
         if instruction.retry or instruction.index == self.last_index:
             return instruction.text
-        done = task.steps[self.last_index]
-        verdict = check_result(done.id, True, 0, "")
-        if done.establishes:
-            verdict += "\nEstablished by this step:\n" + "\n".join(invariant_line(i) for i in done.establishes)
-        return f"{verdict}\n\n{instruction.text}"
+        return f"{step_passed(task.steps[self.last_index])}\n\n{instruction.text}"
 
     def _exec(self, command: str, call_id: str) -> dict[str, Any]:
+        """One command of mini's, run and logged as ctxbench's own loop runs and logs a `run`."""
         log, turn = self.seat.log, self.turn
         log.append(ev.ToolCall(turn=turn, call_id=call_id, name="bash", args={"command": command}))
         res = self.tools.run(command)
-        head, _, output = res.text.partition("\n")
-        code = head.split()[0].removeprefix("exit=") if head.startswith("exit=") else "-1"
-        notes = [line for line in output.split("\n")[:2] if line.startswith(("NOTE:", "POLICY:"))]
-        if res.policy_violation:
-            log.append(ev.PolicyViolation(turn=turn, tool="bash", detail=res.policy_violation))
-        if res.ended:
-            log.append(ev.ProcessKilled(turn=turn, when="after bash", processes=list(res.ended)))
+        record_tool(log, turn, "bash", res)
         log.append(ev.ToolResult(turn=turn, call_id=call_id, name="bash", ok=res.ok,
                                  output=res.text[-TOOL_OUTPUT_TAIL_CHARS:]))
-        timed_out = "(timed out" in head
-        return {"output": output, "returncode": int(code) if code.lstrip("-").isdigit() else -1,
-                "exception_info": ("the command timed out" if timed_out else "") + " ".join(notes)}
+        # mini shows the output without our `exit=` line (it renders the return code itself), and a
+        # timeout and the harness's notes as its `exception_info`
+        output = res.text.partition("\n")[2] if res.exit_code is not None else res.text
+        notes = [line for line in output.split("\n")[:2] if line.startswith(("NOTE:", "POLICY:"))]
+        return {"output": output, "returncode": -1 if res.exit_code is None else res.exit_code,
+                "exception_info": ("the command timed out" if res.timed_out else "") + " ".join(notes)}
 
     def _verdict(self, end: dict[str, Any], pending: outcomes.TrialFailed | None) -> TurnEnd:
         assert self.proxy is not None
@@ -193,6 +202,8 @@ class MiniPlayer:
         if pending is not None:
             raise pending
         status, detail = str(end.get("end", "")), str(end.get("detail", ""))
+        if status == HARNESS_ERROR:  # ctxbench's side of the driver broke: ours, never the agent's
+            raise outcomes.failure("harness_error", f"mini-swe-agent's driver: {detail[:300]}")
         if status == "Submitted":
             try:
                 claim = json.loads(str(end.get("submission") or "{}"))

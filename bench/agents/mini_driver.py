@@ -20,7 +20,13 @@ Protocol: JSON lines. The harness writes to stdin; this process answers on the s
     <- {"instruct": TEXT}                the instruction of this turn
     -> {"turn": N}  <- {"go": true} | {"stop": REASON}      before every model call (the harness counts turns)
     -> {"exec": CMD, "id": CALL_ID}  <- {"output": TEXT, "returncode": N}
-    -> {"end": EXIT_STATUS, "submission": TEXT, "detail": TEXT, "n_calls": N}
+    -> {"end": EXIT_STATUS, "submission": TEXT, "detail": TEXT, "n_calls": N, "trace": TEXT}
+
+How a turn can stop short: mini or litellm raising one of their own errors (AGENT_ABORTS: the
+model call failing, the window refused, ...) is the agent aborting, and `end` is the error's
+name; any other exception is a bug on ctxbench's side of this seam (SessionAgent,
+HarnessEnvironment, the protocol), and `end` is HARNESS_ERROR: never the agent's. Either way
+`trace` is the traceback, which the harness keeps in the turn's `agent_turn` event.
 """
 
 from __future__ import annotations
@@ -36,12 +42,23 @@ _OUT = os.fdopen(os.dup(1), "w", buffering=1)
 os.dup2(2, 1)  # whatever mini or litellm prints (mini's banner on import) must not reach the protocol's stream
 sys.stdout = sys.stderr
 
-import yaml  # noqa: E402 - after the redirection above
+import litellm.exceptions  # noqa: E402 - after the redirection above
+import openai  # noqa: E402
+import yaml  # noqa: E402
 from minisweagent.agents.default import DefaultAgent  # noqa: E402
 from minisweagent.config import builtin_config_dir  # noqa: E402
 from minisweagent.environments.local import LocalEnvironment  # noqa: E402
 from minisweagent.exceptions import FormatError, InterruptAgentFlow, LimitsExceeded  # noqa: E402
 from minisweagent.models.litellm_model import LitellmModel  # noqa: E402
+
+HARNESS_ERROR = "harness_error"
+# mini's and litellm's own errors, read from mini-swe-agent 2.4.6: litellm's API errors all derive
+# from openai's (ContextWindowExceededError from openai.BadRequestError); the rest of
+# litellm.exceptions (BudgetExceededError, ModelNotMappedError, ...) are its own checks.
+AGENT_ABORTS: tuple[type[BaseException], ...] = (
+    openai.OpenAIError, InterruptAgentFlow,
+    *(v for v in vars(litellm.exceptions).values() if isinstance(v, type) and issubclass(v, Exception)))
+TRACE_CHARS = 4000
 
 
 def send(obj: dict[str, Any]) -> None:
@@ -117,8 +134,8 @@ class SessionAgent(DefaultAgent):
                 return self.messages[-1].get("extra", {})
 
 
-def main() -> int:
-    cfg = recv()["config"]
+def session(cfg: dict[str, Any]) -> tuple[SessionAgent, HarnessEnvironment]:
+    """mini's agent with its own config, pointed at the proxy, resuming the session so far."""
     base = yaml.safe_load((builtin_config_dir / "mini.yaml").read_text())
     agent_cfg = {**base["agent"], "step_limit": 0, "cost_limit": 0.0, **cfg.get("agent", {})}
     agent_cfg.pop("mode", None)  # the interactive agent's key; this one is not interactive
@@ -133,17 +150,33 @@ def main() -> int:
         saved = json.loads(state.read_text())
         agent.messages, env.outputs, agent.n_calls = saved["messages"], saved["outputs"], saved["n_calls"]
         agent.extra_template_vars |= saved.get("template_vars", {})
+    return agent, env
+
+
+def stopped(status: str, exc: BaseException) -> dict[str, Any]:
+    return {"end": status, "submission": "", "detail": f"{exc}"[-2000:], "trace": traceback.format_exc()[-TRACE_CHARS:]}
+
+
+def main() -> int:
+    cfg = recv()["config"]
+    try:
+        agent, env = session(cfg)
+    except Exception as exc:  # nothing of the agent has run yet: building the session is ours
+        send({**stopped(HARNESS_ERROR, exc), "n_calls": 0})
+        return 1
     text = recv()["instruct"]
     try:
         extra = agent.instruct(text)
         end = {"end": extra.get("exit_status", ""), "submission": extra.get("submission", ""),
                "detail": extra.get("detail", "")}
-    except Exception as exc:  # mini aborts the step (e.g. ContextWindowExceededError): say which
+    except AGENT_ABORTS as exc:  # mini aborts the step (e.g. ContextWindowExceededError): say which
         agent.messages.append({"role": "exit", "content": str(exc), "extra": {"exit_status": type(exc).__name__}})
-        end = {"end": type(exc).__name__, "submission": "", "detail": f"{exc}"[-2000:],
-               "trace": traceback.format_exc()[-4000:]}
-    state.write_text(json.dumps({"messages": agent.messages, "outputs": env.outputs, "n_calls": agent.n_calls,
-                                 "template_vars": {"task": agent.extra_template_vars.get("task", "")}}, default=repr))
+        end = stopped(type(exc).__name__, exc)
+    except Exception as exc:  # a bug of ours (SessionAgent, HarnessEnvironment): never the agent's abort
+        end = stopped(HARNESS_ERROR, exc)
+    Path(cfg["state"]).write_text(json.dumps(
+        {"messages": agent.messages, "outputs": env.outputs, "n_calls": agent.n_calls,
+         "template_vars": {"task": agent.extra_template_vars.get("task", "")}}, default=repr))
     send({**end, "n_calls": agent.n_calls})
     return 0
 

@@ -95,6 +95,15 @@ def check_result(step_id: str, passed: bool, exit_code: int, output: str) -> str
     return _render("check.txt.j2", step_id=step_id, passed=passed, exit_code=exit_code, output=output)
 
 
+def step_passed(step: Step) -> str:
+    """The verdict a certified step's player reads: its check passed, and the invariants it
+    established (the harness's certification, bench/trial/driver.py, whoever plays)."""
+    text = check_result(step.id, True, 0, "")
+    if step.establishes:
+        text += "\nEstablished by this step:\n" + "\n".join(invariant_line(i) for i in step.establishes)
+    return text
+
+
 def parse_check_results(text: str) -> list[tuple[str, bool, int | None]]:
     return [(m.group("id"), m.group("verdict") == "passed", int(m.group("code")) if m.group("code") else None)
             for m in _CHECK_RE.finditer(text)]

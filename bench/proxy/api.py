@@ -2,20 +2,23 @@
 from a harness `Completion` through the codecs of bench/providers/wire/ (the loopback server's
 own), and each with its provider's refusal of an over-window request, byte for byte.
 
-    api = API_BY_PATH(path)                   # anthropic | openai_chat | openai_responses
+    api = APIS[api_for(path)]                 # anthropic | openai_chat | openai_responses
     req = api.decode(body)                    # messages, tools, max_tokens, stream
-    status, ctype, data = api.reply(completion, model, stream)
+    status, ctype, data = api.reply(completion, model, stream, rid)
     status, ctype, data = api.refusal(tokens, window)
 
+A reply's ids come from the caller (`reply_id`: the request's sha, the trial's seed and the
+proxy's count of replies) and its `created` stamp is the fixed CREATED, so the same trial with the
+same seeds sends the same bytes and records the same `agent_reply` (docs/design.md §12 rule 6).
+
 The refusal texts are the providers' own: Claude Code parses Anthropic's with
-`prompt is too long[^0-9]*(\\d+)\\s*tokens?\\s*>\\s*(\\d+)` and compacts (../shared/facts/agents.md).
+`prompt is too long[^0-9]*(\\d+)\\s*tokens?\\s*>\\s*(\\d+)` and compacts (docs/agents.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +31,7 @@ from bench.providers.wire import responses as rw
 JSON = "application/json"
 SSE = "text/event-stream"
 DEFAULT_MAX_TOKENS = 4096
+CREATED = 1_700_000_000  # every reply's `created`: a clock here would make two runs of a trial differ
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,10 @@ def _sse(events: Any) -> bytes:
                    for name, data in events).encode()
 
 
-def _rid() -> str:
-    return uuid.uuid4().hex[:24]
+def reply_id(body_sha: str, seed: int, n: int) -> str:
+    """A reply's id from what determines it: the request's bytes, the trial's seed and the
+    proxy's count of replies (two identical requests still get two ids)."""
+    return hashlib.sha256(f"{seed}:{n}:{body_sha}".encode()).hexdigest()[:24]
 
 
 class Anthropic:
@@ -64,8 +70,8 @@ class Anthropic:
                        bool(body.get("stream")), str(body.get("model") or ""))
 
     @staticmethod
-    def reply(c: Completion, model: str, stream: bool) -> tuple[int, str, bytes]:
-        mid = f"msg_{_rid()}"
+    def reply(c: Completion, model: str, stream: bool, rid: str) -> tuple[int, str, bytes]:
+        mid = f"msg_{rid}"
         if stream:
             return 200, SSE, _sse(aw.sse_events(c, model, mid))
         return 200, JSON, _dumps(aw.message_json(c, model, mid))
@@ -90,8 +96,9 @@ class OpenAIChat:
                        bool(body.get("stream")), str(body.get("model") or ""))
 
     @staticmethod
-    def reply(c: Completion, model: str, stream: bool, include_usage: bool = True) -> tuple[int, str, bytes]:
-        cid, created = f"chatcmpl-{_rid()}", int(time.time())
+    def reply(c: Completion, model: str, stream: bool, rid: str, include_usage: bool = True
+              ) -> tuple[int, str, bytes]:
+        cid, created = f"chatcmpl-{rid}", CREATED
         if not stream:
             return 200, JSON, _dumps(ow.completion_json(c, model, cid, created))
         lines = [f"data: {json.dumps(d, ensure_ascii=False)}\n\n" for d in ow.sse_chunks(c, model, cid, created,
@@ -120,8 +127,8 @@ class OpenAIResponses:
                        rw.max_tokens(body, DEFAULT_MAX_TOKENS), bool(body.get("stream")), str(body.get("model") or ""))
 
     @staticmethod
-    def reply(c: Completion, model: str, stream: bool) -> tuple[int, str, bytes]:
-        rid, created = _rid(), int(time.time())
+    def reply(c: Completion, model: str, stream: bool, rid: str) -> tuple[int, str, bytes]:
+        created = CREATED
         if stream:
             return 200, SSE, _sse(rw.sse_events(c, model, rid, created))
         return 200, JSON, _dumps(rw.response_json(c, model, rid, created))

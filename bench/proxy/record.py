@@ -17,7 +17,7 @@ from bench.core.types import Completion, Message, request_hash
 from bench.proxy.api import Request
 from ctxlog import events as ev
 
-ERROR_DETAIL_CHARS = 500  # as bench/eventlog/events.py's (which imports this package for verify, so not imported)
+ERROR_DETAIL_CHARS = 500  # bench/eventlog/events.py's; not imported: verify.py there imports this package
 PURPOSE = {"main": "turn", "compaction": "compaction", "side": "side", "subagent": "subagent"}
 
 

@@ -9,7 +9,9 @@ Completions (`/v1/chat/completions`) and the OpenAI Responses API (`/v1/response
 (SSE) and not, decoding each request into harness messages (bench/proxy/api.py) and forwarding
 it to the trial's provider (sim, replay, local or real: bench.providers, so the limiter, budget,
 retries and error table of bench/providers/http/ hold). Every request and reply goes into the
-trial's event log byte for byte (bench/proxy/record.py).
+trial's event log byte for byte (bench/proxy/record.py); a reply's ids follow from the request,
+the seed and the proxy's count, never a clock or chance (bench/proxy/api.py), so the same trial
+records the same replies.
 
 Window pressure as a provider applies it: a request longer than the window is refused with the
 emulated provider's own status and body (Anthropic's `prompt is too long: N tokens > M maximum`,
@@ -38,7 +40,7 @@ from urllib.parse import urlsplit
 from bench.core.tokens import count_messages, tools_tokens
 from bench.providers.base import ContextOverflow, Provider, ProviderError
 from bench.proxy import api as A
-from bench.proxy.record import EventLog, Recorder
+from bench.proxy.record import EventLog, Recorder, sha
 from bench.proxy.threads import Threads, agent_signal
 
 log = logging.getLogger("bench.proxy")
@@ -67,6 +69,7 @@ class ModelProxy:
         self.overhead: int | None = None  # measured from the agent's first main request
         self.turn = 0  # the next main-thread request's turn number (a player may set it)
         self.counts: dict[str, int] = {}  # requests by thread (and refused ones as "refused")
+        self.answered = 0  # model replies sent: with the seed and the request's sha, a reply's id
         self.infra_failure: str | None = None  # the first failure that is not the agent's
         self.socket_path, self.tcp = socket_path, tcp
         self._servers: list[socketserver.BaseServer] = []
@@ -175,7 +178,9 @@ class ModelProxy:
             if thread == "main":
                 self.turn += 1
             self.recorder.call(turn, thread, req, max_tokens, tokens, reply, {"proxy_s": time.monotonic() - t0})
-            status, ctype, data = api.reply(reply, req.model or self.model_name, req.stream)
+            rid = A.reply_id(sha(raw), self.seed, self.answered)
+            self.answered += 1
+            status, ctype, data = api.reply(reply, req.model or self.model_name, req.stream, rid)
             return self._reply(which, status, ctype, data, t0, reply.usage.__dict__, turn, req.stream)
 
     def _reply(self, which: str, status: int, ctype: str, data: bytes, t0: float, usage: dict[str, Any] | None = None,

@@ -4,7 +4,7 @@ Read from the request stream, and from the agent's own signal where it gives one
 - Codex says it in the header `x-codex-turn-metadata` (`request_kind: turn|compaction`);
 - a compaction request asks for a summary: Claude Code ends with a user message beginning
   "CRITICAL: Respond with TEXT ONLY", Codex with "You are performing a CONTEXT CHECKPOINT
-  COMPACTION" (../shared/facts/agents.md), ctxbench's own summariser with COMPACTION_MARKER;
+  COMPACTION" (docs/agents.md, "Threads"), ctxbench's own summariser with COMPACTION_MARKER;
 - the main thread is the system prompt of the first request that offered tools; a request with
   tools and another system prompt is a subagent's; a request without tools that is not a
   compaction is a side call (a title, a commit message).

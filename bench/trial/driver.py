@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 
 from bench.core import outcomes, queued
-from bench.core.render import check_result, current_step_block, invariant_line
+from bench.core.render import check_result, current_step_block, step_passed
 from bench.eventlog.events import FAILURE_DETAIL_TAIL_CHARS, EventLog
 from bench.sandbox.base import Sandbox
 from bench.trial import certify, steps
@@ -118,9 +118,6 @@ class StepDriver:
             return Certification(False, check_result(step.id, False, chk.exit_code, tail), failure=tail)
         # Invariants count once the step is certified: a failed attempt's tree is not the agent's answer.
         steps.record_invariants(self.log, turn, standing, chk.invariant_codes)
-        text = check_result(step.id, True, 0, "")
-        if step.establishes:
-            text += "\nEstablished by this step:\n" + "\n".join(invariant_line(i) for i in step.establishes)
-        return Certification(True, text, certified=Certified(
+        return Certification(True, step_passed(step), certified=Certified(
             step_id=step.id, check=step.check, tree_sha=self.sandbox.tree_sha(), notes=notes[:steps.NOTES_CAP_CHARS],
             diffstat=self.sandbox.git("diff", "--stat", "HEAD").strip()))

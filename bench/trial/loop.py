@@ -112,7 +112,7 @@ class LoopPlayer:
             else:
                 res = self.tools.call(call.name, call.args)
                 text, ok = res.text, res.ok
-                self._record_tool(call.name, res)
+                record_tool(self.log, self.turn, call.name, res)
             self.log.append(ev.ToolResult(turn=self.turn, call_id=call.id, name=call.name, ok=ok,
                                           output=text[-E.TOOL_OUTPUT_TAIL_CHARS:]))
             self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
@@ -125,16 +125,6 @@ class LoopPlayer:
     def window(self) -> int:
         """The window the strategy may fill, in the harness's tokens (bench/trial/context_window.py)."""
         return context_window.window(self.cfg.window, self.cfg.max_output, self.overhead, self.counts)
-
-    def _record_tool(self, name: str, res: ToolOutcome) -> None:
-        """The events of a tool result: policy violations, mistakes, ended processes."""
-        turn = self.turn
-        if res.policy_violation:
-            self.log.append(ev.PolicyViolation(turn=turn, tool=str(name), detail=res.policy_violation))
-        if res.error:
-            self.log.append(ev.ToolError(turn=turn, tool=str(name), error=res.error, detail=res.text[:300]))
-        if res.ended:
-            self.log.append(ev.ProcessKilled(turn=turn, when=f"after {name}", processes=list(res.ended)))
 
     def _submit(self, args: object) -> tuple[str, bool]:
         """submit_step ends the turn: the referee certifies now, and its verdict is the tool's result."""
@@ -219,6 +209,17 @@ class LoopPlayer:
             raise outcomes.failure("model_error",
                                    f"stop_reason={reply.stop_reason}: {reply.content[:E.MODEL_ERROR_HEAD_CHARS]}")
         return reply
+
+
+def record_tool(log: E.EventLog, turn: int, name: str, res: ToolOutcome) -> None:
+    """The events of a tool result besides the result itself: policy violations, mistakes, ended
+    processes (every player's tools, bench/agents/ too)."""
+    if res.policy_violation:
+        log.append(ev.PolicyViolation(turn=turn, tool=str(name), detail=res.policy_violation))
+    if res.error:
+        log.append(ev.ToolError(turn=turn, tool=str(name), error=res.error, detail=res.text[:300]))
+    if res.ended:
+        log.append(ev.ProcessKilled(turn=turn, when=f"after {name}", processes=list(res.ended)))
 
 
 def submission(args: object) -> tuple[str, list[str]]:

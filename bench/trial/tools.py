@@ -47,6 +47,8 @@ class ToolOutcome:
     changed: tuple[str, ...] = ()  # paths the call wrote
     error: str | None = None  # the kind of mistake, for a `tool_error` event
     ended: tuple[str, ...] = ()  # processes a `run` left behind, ended (a `process_killed` event)
+    exit_code: int | None = None  # a `run` command's exit status (the `exit=` of its text); None if it did not run
+    timed_out: bool = False  # a `run` command the harness stopped at its timeout
 
     def __post_init__(self) -> None:
         # What the model sees is carried once (an undecodable file name, a command's output):
@@ -220,7 +222,8 @@ class Tools:
         if violation:
             head += f"\nPOLICY: the command changed protected files, restored: {violation}"
         return ToolOutcome(f"{head}\n{scrub(res.output)}", ok=res.exit_code == 0 and not res.timed_out,
-                           policy_violation=violation, ended=res.ended)
+                           policy_violation=violation, ended=res.ended, exit_code=res.exit_code,
+                           timed_out=res.timed_out)
 
     def git(self, subcommand: str, args: list[str] | None = None) -> ToolOutcome:
         extra = list(args or [])

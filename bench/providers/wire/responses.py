@@ -1,6 +1,6 @@
 """Harness messages <-> the OpenAI Responses API (`POST /v1/responses`), server side.
 
-Codex speaks only this API (../shared/facts/agents.md), so the model proxy (bench/proxy/) decodes
+Codex speaks only this API (docs/agents.md), so the model proxy (bench/proxy/) decodes
 its requests with `from_wire` and answers with `response_json` or `sse_events`.
 
 Mapping: `instructions` and `developer`/`system` message items -> system messages; `user` and

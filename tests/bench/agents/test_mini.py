@@ -23,6 +23,7 @@ from bench.core import outcomes
 from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
 from bench.providers import make_provider
+from bench.providers.scripted import ScriptedProvider
 from bench.sandbox import create
 from bench.trial.driver import Limits, StepDriver
 from ctxlog import events as ev
@@ -146,6 +147,35 @@ def test_an_agent_that_exits_hangs_floods_or_garbles_is_the_agents_failure(how, 
     assert time.monotonic() - started < 30 and player.proc is None  # reaped: nothing of it outlives the turn
     (turn,) = Log.from_path(tmp_path / "events.jsonl").of(ev.AgentTurn)
     assert turn.requests == 0 and turn.detail
+
+
+BROKEN_ENVIRONMENT = """import importlib.util, sys
+spec = importlib.util.spec_from_file_location("mini_driver", {driver!r})
+driver = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(driver)
+def execute(self, action, cwd="", *, timeout=None):
+    raise KeyError("a bug in ctxbench's environment")
+driver.HarnessEnvironment.execute = execute
+sys.exit(driver.main())
+"""
+
+
+def test_a_bug_in_our_side_of_the_driver_is_the_harness_error_never_the_agents(mini_installed, box, tmp_path,
+                                                                               monkeypatch):
+    """mini's real driver, its environment (ctxbench's code) raising on the first command: not
+    one of mini's or litellm's errors, so it is the harness's failure, traceback in agent_turn."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(BROKEN_ENVIRONMENT.format(driver=str(mini.DRIVER)))
+    monkeypatch.setattr(mini, "DRIVER", driver)
+    provider = ScriptedProvider([[{"name": "bash", "args": {"command": "ls"}}]], when_done="stop")
+    player = mini.MiniPlayer(mini_installed, provider, seed=SEED, window=0, relative=False, max_output=1000,
+                             exec_timeout_s=10)
+    reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    log = Log.from_path(tmp_path / "events.jsonl")
+    assert reason == "harness_error" and outcomes.outcome_class(reason) != outcomes.AGENT
+    (turn,) = log.of(ev.AgentTurn)
+    assert turn.requests == 1 and turn.detail.startswith("harness_error: ")
+    assert "Traceback" in turn.detail and "a bug in ctxbench's environment" in turn.detail
 
 
 def test_mini_meets_the_emulated_overflow_and_it_is_a_context_overflow(mini_installed, box, tmp_path):

@@ -109,6 +109,37 @@ def test_openai_chat_and_responses_through_the_sdk(tmp_path, stream):
     assert last[2]["tool_calls"][0]["name"] == "bash" and last[3]["content"] == "print(1)"
 
 
+def _answer_all_apis(tmp_path: Path, seed: int) -> list[dict]:
+    """Each API, streamed and not, answered by a proxy with `seed`; the log's records without
+    their volatile parts (`t`, `prev`: docs/design.md §12 rule 6)."""
+    chat = {"model": "m", "messages": [{"role": "user", "content": "go"}],
+            "tools": [{"type": "function", "function": {"name": "bash", "parameters": BASH["input_schema"]}}]}
+    requests = [("/v1/messages", {"model": "m", "max_tokens": 100, "tools": [BASH],
+                                  "messages": [{"role": "user", "content": "go"}]}),
+                ("/v1/chat/completions", chat),
+                ("/v1/responses", {"model": "m", "input": "go", "tools": [
+                    {"type": "function", "name": "exec_command", "parameters": BASH["input_schema"]}]})]
+    provider = ScriptedProvider(SCRIPT * 6, when_done="stop")
+    proxy = ModelProxy(provider, _log(tmp_path), seed=seed)
+    for stream in (False, True):
+        for path, body in requests:
+            status, _, _ = proxy.handle(path, json.dumps({**body, "stream": stream}).encode(), {})
+            assert status == 200
+    records = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k not in ("t", "prev")} for r in records]
+
+
+def test_the_same_seed_records_the_same_replies_byte_for_byte(tmp_path):
+    first, second = _answer_all_apis(tmp_path / "a", SEED), _answer_all_apis(tmp_path / "b", SEED)
+    replies = [r for r in first if r["kind"] == "agent_reply"]
+    assert len(replies) == 6 and {r["api"] for r in replies} == {"anthropic", "openai_chat", "openai_responses"}
+    assert first == second  # ids and stamps included: nothing of a clock or chance in a reply
+    ids = [json.loads(r["body"])["id"] for r in replies if not r["stream"]]
+    assert len(set(ids)) == 3  # a reply id per reply, not one for all
+    other = [r["body"] for r in _answer_all_apis(tmp_path / "c", SEED + 1) if r["kind"] == "agent_reply"]
+    assert other != [r["body"] for r in replies]  # the seed is part of the id
+
+
 def test_window_refusals_are_the_providers_own_bytes_and_read_as_context_overflow(tmp_path):
     long = "word " * 400
     with _proxy(tmp_path, window=200) as proxy:
@@ -132,7 +163,7 @@ def test_window_refusals_are_the_providers_own_bytes_and_read_as_context_overflo
     assert len(log.of(ev.ContextOverflow)) == 3
     for reply in refusals:  # the harness's own error table takes each for what it is
         assert error_table.kind_of(reply.status, reply.body).kind == "context_overflow"
-    # Claude Code's own parse of the text (../shared/facts/agents.md)
+    # Claude Code's own parse of the text (docs/agents.md)
     import re
     m = re.search(r"prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)", json.loads(refusals[0].body)["error"]["message"])
     assert m is not None and (int(m.group(1)), int(m.group(2))) == (tokens, 200)

@@ -73,7 +73,8 @@ EXPECT.update({
 # -- issue 42: what the model emits (bench/core/emitted.py) and git's own path handling ------
 EXPECT.update({
     "deep_args": (0, {"tool_errors": 2}),  # both calls refused where they entered, as tool errors
-    "surrogates": (0, {"tool_errors": 1}),  # carried as `\udc80` text; the unknown tool a tool error
+    "surrogates": (1, {"tool_errors": 1}),  # carried as `\udc80` text; the unknown tool a tool error; the
+    # undecodable file name is not in the judge's copy: the uncertified tree is a violation, as bad_names
     "bad_submit": (0, {"tool_errors": 1}),  # the 5,000-character name: an unknown tool
     "huge_args": (0, {"tool_errors": 3}),  # each 2 MiB write refused, its log a 2,000-character excerpt
     "long_command": (0, {"tool_errors": 1}),
@@ -91,11 +92,14 @@ EXPECT.update({
 # is the agent's where pid 1 cannot be kept from the OOM killer (an engine without
 # CAP_SYS_RESOURCE), else it lives on. The others: the task not done.
 REASON = {"deep_tree": ("content_error",), "huge_file": ("content_error",), "bad_names": ("uncertified_tree",),
+          "surrogates": ("uncertified_tree",),  # its undecodable file name, as bad_names: not in the judge's copy
           "oom_pid1": ("resource_exhausted", "step_failed")}
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.
-OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"), "ptrace_from_check": ("ptrace 1: EPERM",),
-               **OUTPUT_SEEN_42}
+# ptrace_from_check: the first step's check reads what it needs from the source (issue 42, item 3)
+# and fails there, so the planted module never runs in it; ptrace_pid1 keeps the EPERM evidence.
+OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"),
+               "ptrace_from_check": ("Policy must be a dataclass",), **OUTPUT_SEEN_42}
 # In-process forgery: no check may pass, not even the first step's (a forged part once did).
 NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe", "judge_channel"}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
