@@ -67,7 +67,7 @@ def hooks():
     """The hooks' order, read from the source: a function's `__name__` is what its process says."""
     value = assigned(STORE, HOOKS)
     got = tuple(getattr(e, "id", ast.unparse(e)) for e in getattr(value, "elts", ()))
-    return [] if got == CHAIN else [f"{STORE}:1: {HOOKS} runs {got}; each hook takes what the one before returns: {CHAIN}"]
+    return [] if got == CHAIN else doubt(STORE) or [f"{STORE}:1: {HOOKS} runs {got}; each hook takes what the one before returns: {CHAIN}"]
 
 
 def columns():
@@ -107,7 +107,7 @@ def docs(paths):
 def final():
     """What must be gone is read from the source (FACTS), and asked of the code too."""
     from @CORE@ import @BACKEND@, @STORE@
-    out = []
+    out = doubt(STORE, BACKEND)
     if bindings(STORE, SAVE) or hasattr(@STORE@, SAVE):
         out.append(f"{STORE}:1: {SAVE} must be gone: every caller stores rows with {BULK}")
     if bindings(BACKEND, "put") or hasattr(@BACKEND@, "put"):

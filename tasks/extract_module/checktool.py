@@ -81,7 +81,7 @@ def package():
             out.append(f"{APP}/{GRP}/{GMOD}.py:1: {name} must be defined here and exported by {APP}.{GRP}")
         elif [fn(s) for s in SAMPLES] != GROUP[name]:
             out.append(f"{APP}/{GRP}/{GMOD}.py:1: {name} behaves differently from the original")
-    return out + nocycle() + renamed([f"{APP}/{GRP}"])
+    return doubt(f"{APP}/{GRP}/{GMOD}.py") + out + nocycle() + renamed([f"{APP}/{GRP}"])
 
 
 def reexports():
@@ -118,7 +118,7 @@ def nocycle():
 
 
 def final():
-    out = [f"{UTIL_PY}:1: {name} is still available from {APP}.{UTIL}; delete the re-export"
+    out = doubt(UTIL_PY) + [f"{UTIL_PY}:1: {name} is still available from {APP}.{UTIL}; delete the re-export"
            for name in GROUP if bindings(UTIL_PY, name) or hasattr(importlib.import_module(f"{APP}.{UTIL}"), name)]
     registry = importlib.import_module(f"{APP}.{PLUGINS}").FORMATTERS
     out += [f"{APP}/{PLUGINS}.py:1: formatter {key!r} still points at {target}"

@@ -119,7 +119,7 @@ def docs(paths):
 
 def final():
     from @CORE@ import @CODEC@, @SCHEMA@
-    out = []
+    out = doubt(CODEC, SCHEMA)
     if bindings(CODEC, OLD) or hasattr(@CODEC@, OLD):  # read from the source (FACTS), and asked
         out.append(f"{CODEC}:1: {OLD} must be gone: every writer writes format 2")
     if bindings(SCHEMA, "V1_SEP") or hasattr(@SCHEMA@, "V1_SEP"):

@@ -49,7 +49,7 @@ def legacy_calls(paths):
 
 def policy():
     names = dataclass_fields(PMOD, P)
-    return [] if names == [T, R] else [f"{PMOD}:1: {P} must be a dataclass with fields {[T, R]}; it has {names}"]
+    return [] if names == [T, R] else doubt(PMOD) or [f"{PMOD}:1: {P} must be a dataclass with fields {[T, R]}; it has {names}"]
 
 
 def compat():
@@ -74,7 +74,7 @@ def all_():
 def send():
     found = params(function(CLIENT, "_send"))
     if found is None or found[1] != 3:
-        return [f"{CLIENT}:1: _send(url, {T}, {R}) must stay a module-level function"]
+        return doubt(CLIENT) or [f"{CLIENT}:1: _send(url, {T}, {R}) must stay a module-level function"]
     return []
 
 
@@ -109,7 +109,7 @@ def docs(paths):
 
 def final():
     """Facts about the code, read from its source (tasks/common/walker.py, FACTS)."""
-    out = []
+    out = doubt(CLIENT, ROUTER)
     if params(function(CLIENT, FN)) != (2, 2):
         out.append(f"{CLIENT}:1: {FN} must be a plain function taking exactly (url, policy): the legacy form is removed")
     table = assigned(ROUTER, "ROUTES")
