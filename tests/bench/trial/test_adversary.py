@@ -97,9 +97,10 @@ REASON = {"deep_tree": ("content_error",), "huge_file": ("content_error",), "bad
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.
 # ptrace_from_check: the first step's check reads what it needs from the source (issue 42, item 3)
-# and fails there, so the planted module never runs in it; ptrace_pid1 keeps the EPERM evidence.
+# and fails there on the missing module, so the planted module never runs in it; ptrace_pid1 keeps
+# the EPERM evidence.
 OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"),
-               "ptrace_from_check": ("Policy must be a dataclass",), **OUTPUT_SEEN_42}
+               "ptrace_from_check": ("remote/policy.py:1: ",), **OUTPUT_SEEN_42}
 # In-process forgery: no check may pass, not even the first step's (a forged part once did).
 NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe", "judge_channel"}
 HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
