@@ -17,12 +17,20 @@ from bench.providers.base import Provider
 
 def model_provider(spec: AgentSpec, model_cfg: Any, provider: Provider) -> Provider:
     """What the proxy forwards to: the sim speaks the agent's tool dialect (bench/sim/dialects/);
-    any other model is the agent's model as it is."""
+    any other model is the agent's model as it is.
+
+    A recorded sim (`model.record=PATH`) is recorded outside its dialect: the cassette holds the
+    requests the proxy forwarded and the replies the agent got, in the agent's own tools, so
+    `model.provider=replay` plays the agent trial back with no sim and no dialect (docs/agents.md)."""
     if model_cfg.get("provider") != "sim" or not spec.dialect:
         return provider
+    from bench.providers.replay import RecordingProvider
     from bench.sim.dialects import DIALECTS, DialectProvider
 
-    return DialectProvider(provider, DIALECTS.load(spec.dialect))
+    dialect = DIALECTS.load(spec.dialect)
+    if isinstance(provider, RecordingProvider):
+        return RecordingProvider(DialectProvider(provider.inner, dialect), provider.path)
+    return DialectProvider(provider, dialect)
 
 
 def validate(tcfg: TrialConfig) -> AgentSpec:
