@@ -238,6 +238,8 @@ class MiniPlayer:
                 if left <= 0:
                     raise AgentGone("hang", f"mini-swe-agent did not end its turn within {self.turn_timeout_s:g}s")
                 ready = sel.select(min(left, 0.5))
+                if self.proxy is not None and self.proxy.infra_failure:  # mini would retry a 500 for minutes
+                    raise AgentGone("model_failed", f"the model behind the proxy failed: {self.proxy.infra_failure}")
                 if os.fstat(self.stderr.fileno()).st_size > self.output_limit:
                     raise AgentGone("flood", f"mini-swe-agent printed more than {self.output_limit} bytes")
                 if not ready:

@@ -71,6 +71,12 @@ def test_a_mini_trial_replays_offline_to_the_same_tree(mini_installed, tmp_path,
     cassette.write_text("\n".join(lines[:1]) + "\n")
     lost = _trial(monkeypatch, results, "model=replay", f"model.cassette={cassette}")
     assert lost.failure_reason == "provider_error" and outcomes.outcome_class(lost.failure_reason) != outcomes.AGENT
+    # and the turn ends there: mini is not left retrying the proxy's 500 (its 10 tries, minutes of
+    # backoff); what may slip in first is the OpenAI client's own 2 quick retries of the one call
+    first, *failed = [r["status"] for r in _records(lost.events_path, "agent_reply")]
+    assert first == 200 and set(failed) == {500} and len(failed) <= 3
+    (turn,) = _records(lost.events_path, "agent_turn")
+    assert turn["detail"].startswith("model_failed: the model behind the proxy failed: provider_error")
 
 
 def test_a_recorded_sim_is_recorded_outside_the_agents_dialect(tmp_path):
