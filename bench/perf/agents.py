@@ -194,6 +194,8 @@ def text(r: dict[str, Any]) -> str:
             lines.append(f"  {name:<42} p50 {v['overhead_ms_p50']:7.2f} ms  p99 {v['overhead_ms_p99']:7.2f} ms  "
                          f"(direct provider call {v['direct_ms_p50']} ms, {v['body_chars']} chars)")
     m = r.get("memory")
+    if r.get("memory_skipped"):
+        lines.append(f"  memory per agent trial in flight: not measured ({r['memory_skipped']})")
     if m:
         lines.append(f"  memory per {m['agent']} trial in flight        {m['mb_per_trial_in_flight']} MB "
                      f"(peak {m['trials_in_flight_peak']} in flight: harness {m['harness_rss_peak_mb']} MB + "
@@ -201,10 +203,19 @@ def text(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(requests: int, agent_trials: int, tmp: Path) -> dict[str, Any]:
+def run(requests: int, agent_trials: int, tmp: Path, agent: str = "mini_swe_agent") -> dict[str, Any]:
+    from bench.agents.install import installed, spec_named
+    from bench.config import ConfigError
+
+    tmp.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"proxy": proxy_overhead(requests, tmp)}
     if agent_trials:
-        report["memory"] = agent_memory(tmp / "agents", agent_trials)
+        try:
+            installed(spec_named(agent))
+        except ConfigError as exc:  # make bench without `make agents`: say so, measure the rest
+            report["memory_skipped"] = str(exc)
+            return report
+        report["memory"] = agent_memory(tmp / "trials", agent_trials, agent)
     return report
 
 

@@ -13,6 +13,7 @@ Every trial, MLflow store and Hydra dir it makes lives in a temp dir, removed af
 | task_generate_ms | per family, default size, warm | < 50 |
 | (certify) | a step check with its probes and the final acceptance through `certify` (bench.perf.checkcost) | reported |
 | plan_s | hashing the 480-job grid's plan at multirun start (bench.study.plan) | <= 60 |
+| (agents) | the model proxy's overhead per request (p50, p99) and memory per agent trial in flight (bench.perf.agents) | reported |
 
 Where a trial's time goes is measured by wrapping the harness's own functions (self time,
 nested phases subtracted): `phases` in bench.json. That instrumentation is bench.perf.phases;
@@ -188,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="default: <results>/bench.json")
     p.add_argument("--keep", action="store_true", help="keep the temp results dir")
     p.add_argument("--inflight-trials", type=int, default=32, help="I/O-bound regime: trials in flight (0: skip)")
+    p.add_argument("--proxy-requests", type=int, default=200, help="agent trials: requests through the proxy (0: skip)")
+    p.add_argument("--agent-trials", type=int, default=4, help="agent trials: mini trials in flight for memory (0: skip)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     for noisy in ("mlflow", "alembic", "ctxbench", "bench"):
@@ -234,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{a.inflight_trials} trials in flight against an emulated rate limit ...", flush=True)
             report["inflight"] = inflight.inflight_run(tmp / "inflight", a.inflight_trials, a.inflight_trials,
                                                        600, 1_000_000, 1.0)
+        if a.proxy_requests:  # the model proxy and external agents' trials (bench/perf/agents.py)
+            print("agent trials: the model proxy's overhead, memory per agent trial in flight ...", flush=True)
+            from bench.perf import agents
+
+            report["agents"] = agents.run(a.proxy_requests, a.agent_trials, tmp / "agents")
     finally:
         if not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -292,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
         text += "\n\nboth regimes, each figure beside its target or floor:\n" + table(both)
     if "inflight" in report:
         text += "\n\n" + inflight.text(report["inflight"])
+    if "agents" in report:
+        from bench.perf import agents
+
+        text += "\n\n" + agents.text(report["agents"])
     report["table"] = text
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
