@@ -12,7 +12,9 @@ command that installs it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,14 +38,35 @@ def installed(spec: AgentSpec, root: Path | None = None) -> Path:
     stamp = here / STAMP
     if not stamp.exists():
         others = sorted(p.name for p in root.glob(f"{spec.name}-*") if (p / STAMP).exists()) if root.exists() else []
-        also = f" (the cache has {', '.join(others)}, not {spec.version})" if others else ""
+        also = (f" (the cache has {', '.join(others)}, not {spec.version}: agent.version="
+                f"{others[-1].removeprefix(spec.name + '-')} uses it)") if others else ""
         raise ConfigError(f"agent {spec.name} {spec.version} is not installed in {root}{also}; "
                           f"run scripts/ensure_agents.sh {spec.name}")
     exe = here / spec.install.bin
     if not exe.exists():
         raise ConfigError(f"agent {spec.name}: {exe} is missing from its install; remove {here} and run "
                           f"scripts/ensure_agents.sh {spec.name}")
+    found = installed_version(spec, here)
+    if found != spec.version:  # the install was changed in place (a pip or npm upgrade inside it)
+        raise ConfigError(f"agent {spec.name}: {here} holds {spec.install.package} {found or '(none)'}, not "
+                          f"{spec.version}; remove {here} and run scripts/ensure_agents.sh {spec.name}")
     return exe
+
+
+def installed_version(spec: AgentSpec, here: Path) -> str:
+    """The package's version as its install records it (the registry's own metadata, read from
+    disk: no process started): a PyPI package's dist-info, an npm package's package.json."""
+    assert spec.install is not None
+    pkg = spec.install.package
+    if spec.install.registry == "pypi":
+        name = re.sub(r"[-_.]+", "_", pkg).lower()
+        found = sorted(p.name for p in here.glob("venv/lib/python*/site-packages/*.dist-info")
+                       if p.name.lower().startswith(name + "-"))
+        return found[0][len(name) + 1:-len(".dist-info")] if len(found) == 1 else ""
+    try:
+        return str(json.loads((here / "node_modules" / pkg / "package.json").read_text()).get("version") or "")
+    except (OSError, ValueError):
+        return ""
 
 
 def install(spec: AgentSpec, root: Path | None = None) -> Path:

@@ -72,7 +72,8 @@ class _Timed:
     """The provider, each `complete` timed: the direct call inside a proxied request."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner, self.model_id, self.took = inner, inner.model_id, []
+        self.inner, self.model_id = inner, inner.model_id
+        self.took: list[float] = []
 
     def complete(self, *args: Any, **kw: Any) -> Any:
         t0 = time.perf_counter()

@@ -69,6 +69,9 @@ def test_not_installed_or_another_version_says_how_to_install(tmp_path):
         I.installed(spec, tmp_path)
     (here / "venv" / "bin").mkdir(parents=True)
     (here / "venv" / "bin" / "python").write_text("")
+    with pytest.raises(ConfigError, match=r"holds mini-swe-agent \(none\), not 2\.4\.6"):
+        I.installed(spec, tmp_path)
+    (here / "venv" / "lib" / "python3.11" / "site-packages" / "mini_swe_agent-2.4.6.dist-info").mkdir(parents=True)
     assert I.installed(spec, tmp_path) == here / "venv" / "bin" / "python"
     assert I.install(spec, tmp_path) == here  # stamped: nothing happens
 
