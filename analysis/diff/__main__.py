@@ -80,7 +80,9 @@ def _dir_meta(trial_dir: Path) -> dict[str, Any]:
             node = node.get(k) if isinstance(node, dict) else None
         return node
 
-    meta = {"study": get("study", "name"), "strategy": get("strategy", "name"), "arm": get("arm", "name"),
+    agent = get("agent", "name")  # an agent's trial: the agent is its level, as its MLflow tags say
+    level = agent if agent not in (None, "own") else get("strategy", "name")
+    meta = {"study": get("study", "name"), "strategy": level, "arm": get("arm", "name"),
             "task_family": get("task", "family"), "task_seed": get("task", "seed"), "rep": get("rep"),
             "model": get("model", "name"), "study.sample": get("study", "sample"),
             "study.sample_note": get("study", "sample_note")}

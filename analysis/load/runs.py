@@ -17,8 +17,11 @@ import pandas as pd
 
 from analysis.load import plans
 
+# `strategy` is the trial's level: its strategy for ctxbench's own loop, or the external agent that
+# played it (which also sets `agent`, empty for the own loop): an agent is a level like a strategy
+# everywhere the analysis groups, pairs or plots (docs/agents.md).
 TRIAL_TAGS = (
-    "study", "strategy", "arm", "task_family", "task_seed", "rep", "model", "status",
+    "study", "strategy", "agent", "arm", "task_family", "task_seed", "rep", "model", "status",
     "failure_reason", "outcome_class", "config_hash", "git_sha", "final_tree_sha",
 )
 FINAL_METRICS = (
@@ -252,6 +255,7 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
             frame[key] = None
     frame["study"] = frame["study"].fillna("adhoc")
     frame["failure_reason"] = frame["failure_reason"].fillna("")
+    frame["agent"] = frame["agent"].fillna("")  # "" : ctxbench's own loop played
     # pandas drops NaN keys when grouping: a missing label must not make trials vanish.
     for key in ("strategy", "arm", "model", "task_family"):
         frame[key] = frame[key].fillna("unknown")

@@ -120,7 +120,7 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
                     cfg = reused[same_keys]
                 ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
                 tcfg = load(cfg)
-                entry.update(config_hash=tcfg.config_hash, strategy=str(tcfg.strategy["name"]),
+                entry.update(config_hash=tcfg.config_hash, strategy=tcfg.level,  # an agent is a level (docs/agents.md)
                              arm=tcfg.arm.name, task_family=tcfg.task.family, task_seed=tcfg.task.seed,
                              rep=tcfg.rep, model=model_identity(tcfg.model),
                              sensitivity_point=_point(tcfg.resolved))
