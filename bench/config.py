@@ -154,7 +154,12 @@ class TrialConfig:
         """The trial's level beside the arms: its strategy for ctxbench's own loop, else the
         agent that manages its own context (docs/agents.md): the `strategy` tag and run name."""
         agent = (self.agent or {}).get("name")
-        return str(agent) if agent and agent != "own" else str(self.strategy["name"])
+        if not agent or agent == "own":
+            return str(self.strategy["name"])
+        if (self.agent or {}).get("context") == "strategy":  # ctxbench's strategy over its list: mini+masking
+            return f"{agent}+{self.strategy['name']}"
+        rewrite = ((self.agent or {}).get("proxy_rewrite") or {}).get("name")
+        return f"{agent}+proxy_{rewrite}" if rewrite and rewrite != "none" else str(agent)
 
     @property
     def run_name(self) -> str:
@@ -169,6 +174,10 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
     semantic = {k: v for k, v in resolved.items() if k not in _NON_SEMANTIC}
     if isinstance(semantic.get("agent"), Mapping) and semantic["agent"].get("name") == "own":
         del semantic["agent"]  # agent=own is what a trial is with `agent` left out (docs/agents.md)
+    elif isinstance(semantic.get("agent"), Mapping):  # the agent's own context policy is the trial as it was
+        semantic["agent"] = {k: v for k, v in semantic["agent"].items()
+                             if not (k == "context" and v == "own")
+                             and not (k == "proxy_rewrite" and isinstance(v, Mapping) and v.get("name", "none") == "none")}
     if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
         # nor does the rate limit: it changes when calls are sent, not what they answer
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}

@@ -295,7 +295,7 @@ class AgentRequest(Event):
     checks it gives the same context and request hash."""
 
     kind: ClassVar[str] = "agent_request"
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("signal",)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("signal", "rewrite")
     api: str = ""  # anthropic | openai_chat | openai_responses | anthropic_count
     path: str = ""
     thread: str = "main"
@@ -306,6 +306,9 @@ class AgentRequest(Event):
     window: int = 0  # the window it was held to (0: none)
     overhead: int = 0  # the agent's fixed overhead (system + tools of its first request), in the proxy's tokens
     signal: str | None = None  # the agent's own word on the thread (Codex's request_kind), when it gave one
+    # the proxy's rewrite applied to it (bench/proxy/rewrite.py), by its label: the model saw the
+    # rewritten request (the `context` that follows), `body` stays the agent's
+    rewrite: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

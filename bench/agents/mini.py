@@ -35,16 +35,21 @@ from pathlib import Path
 from typing import Any
 
 from bench.agents.install import installed
+from bench.agents.mini_context import PREFIX, MiniContext
 from bench.agents.spec import AgentSpec
 from bench.core import outcomes
 from bench.core.render import policy_block, step_passed, task_block
+from bench.core.types import Message
 from bench.eventlog.events import TOOL_OUTPUT_TAIL_CHARS
 from bench.providers.base import Provider
+from bench.proxy.api import Request
 from bench.proxy.server import ModelProxy
-from bench.trial.loop import record_tool
+from bench.trial import steps as S
+from bench.trial.loop import record_tool, submission
 from bench.trial.player import Instruction, Seat, StepTurnsUsed, TurnEnd
 from bench.trial.tools import Tools
 from ctxlog import events as ev
+from strategies.base import Certified, Strategy
 
 DRIVER = Path(__file__).with_name("mini_driver.py")
 ABORTED_ON_WINDOW = ("ContextWindowExceededError",)
@@ -74,11 +79,16 @@ class AgentGone(Exception):
 
 
 class MiniPlayer:
-    fresh_session_per_step = False  # one session for the whole trial
+    applies_strategy = True  # mini's list is ours to build: `agent.context=strategy` (bench/agents/mini_context.py)
 
     def __init__(self, spec: AgentSpec, provider: Provider, *, seed: int, window: int, relative: bool,
-                 max_output: int, exec_timeout_s: float) -> None:
+                 max_output: int, exec_timeout_s: float, strategy: Strategy | None = None) -> None:
         self.spec, self.provider, self.seed = spec, provider, seed
+        self.strategy = strategy  # None: mini's own policy (the whole list every call)
+        # one session for the whole trial; under `subagent` a fresh context at every step head
+        self.fresh_session_per_step = bool(strategy and strategy.fresh_session_per_step)
+        self.context: MiniContext | None = None
+        self.claim: dict[str, Any] = {}  # the last submission's hand-off, for the strategy's durable state
         self.window, self.relative, self.max_output, self.exec_timeout_s = window, relative, max_output, exec_timeout_s
         self.turn_timeout_s = float(spec.limits.get("turn_timeout_s", 300))
         self.output_limit = int(spec.limits.get("output_limit_bytes", 1_000_000))
@@ -94,7 +104,9 @@ class MiniPlayer:
         self.python = installed(self.spec)  # a ConfigError naming how to install it, before anything runs
         self.tools = Tools(seat.sandbox, seat.copy, exec_timeout_s=self.exec_timeout_s)
         self.proxy = ModelProxy(self.provider, seat.log, seed=self.seed, window=self.window, relative=self.relative,
-                                max_output=self.max_output)
+                                max_output=self.max_output, rewrite=self.spec.proxy_rewrite)
+        if self.strategy is not None:
+            self.context = MiniContext(self.strategy, seat.task, self.window, self.max_output)
         self.home = tempfile.TemporaryDirectory(prefix="ctxbench-mini-")
         self.state = Path(self.home.name) / "session.json"
         self.env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
@@ -106,6 +118,8 @@ class MiniPlayer:
         assert self.proxy is not None
         before, first = self.proxy.requests, not self.started
         text = self._instruction(instruction)
+        if self.context is not None:
+            self._follow(instruction, text)
         self.started, self.last_index = True, instruction.index
         pending: outcomes.TrialFailed | None = None
         end: dict[str, Any] = {}
@@ -116,7 +130,7 @@ class MiniPlayer:
                                      stderr=self.stderr, env=self.env, cwd=self.home.name, start_new_session=True)
         try:
             self._send({"config": {"api_base": self.proxy.url + "/v1", "model_name": self.spec.model_id,
-                                   "state": str(self.state)}})
+                                   "state": str(self.state), "view": self.context is not None}})
             self._send({"instruct": text})
             while not end:
                 msg = self._recv(deadline)
@@ -124,7 +138,10 @@ class MiniPlayer:
                     try:
                         self.turn = self.seat.referee.take_turn()
                         self.proxy.turn = self.turn
-                        self._send({"go": True})
+                        if self.context is None:
+                            self._send({"go": True})
+                        else:
+                            self._send({"go": True, "messages": self._view(msg)})
                     except StepTurnsUsed as exc:
                         self._send({"stop": str(exc)})
                     except outcomes.TrialFailed as exc:  # turn_budget, timeout: after mini has stopped
@@ -210,6 +227,8 @@ class MiniPlayer:
             except ValueError:
                 claim = {}
             notes = str(claim.get("notes") or "") if isinstance(claim, dict) else ""
+            self.claim = claim if isinstance(claim, dict) and claim.get("notes") else {
+                "notes": notes or str(end.get("submission") or "")}
             return TurnEnd("submitted", notes=notes or str(end.get("submission") or ""))
         if status in GAVE_UP_STATUSES:
             return TurnEnd("gave_up")
@@ -218,6 +237,69 @@ class MiniPlayer:
         if status == "hang":
             raise outcomes.failure("timeout", detail)
         raise outcomes.failure("model_error", f"mini-swe-agent stopped ({status}): {detail[:300]}")
+
+    # -- ctxbench's strategy over mini's list (agent.context=strategy) ----------------------
+    def _follow(self, instruction: Instruction, text: str) -> None:
+        """The strategy's durable state, as the own loop keeps it: a new step certifies the last
+        one (read back from the trial's check and commit events) and learns its hand-off."""
+        ctx = self.context
+        assert ctx is not None
+        ctx.head = instruction.head
+        if instruction.retry:  # a failed check: its result is the last failure, as the loop shows it
+            ctx.attempt, ctx.last_failure = ctx.attempt + 1, text
+            return
+        if self.started and instruction.index != ctx.step_index:
+            self._certified(ctx.step_index)
+        ctx.step_index, ctx.attempt, ctx.last_failure = instruction.index, 0, None
+        self.step_text = text if self.started else None  # its notice: the user message that says it
+
+    def _certified(self, index: int) -> None:
+        ctx = self.context
+        assert ctx is not None
+        step = self.seat.task.steps[index]
+        log = self.seat.log.log()
+        if not any(c.step == step.id and (c.passed if c.passed is not None else c.exit_code == 0)
+                   for c in log.of(ev.Check)):
+            return  # given up, not certified
+        commit = next((c for c in reversed(log.of(ev.Commit)) if c.step == step.id), None)
+        diffstat = self.seat.sandbox.git("diff", "--stat", f"{commit.commit}~1", commit.commit).strip() \
+            if commit is not None and commit.commit else ""
+        notes, submitted = submission(self.claim)
+        ctx.certified.append(Certified(step_id=step.id, check=step.check, tree_sha=commit.tree if commit else "",
+                                       notes=notes[:S.NOTES_CAP_CHARS], diffstat=diffstat))
+        ctx.learned = S.learn(step, submitted, ctx.learned, ctx.strategy.invariants_from)
+        self.claim = {}
+
+    def _view(self, ask: dict[str, Any]) -> list[Any]:
+        """The messages of this call: the strategy over mini's list (bench/agents/mini_context.py),
+        its compactions and truncations logged as the own loop logs them."""
+        ctx = self.context
+        assert ctx is not None and self.proxy is not None
+        wire, tools = list(ask.get("messages") or []), list(ask.get("tools") or [])
+        if getattr(self, "step_text", None):  # the step's notice: the last user message saying it
+            at = max(i for i, m in enumerate(wire) if m.get("role") == "user" and m.get("content") == self.step_text)
+            ctx.step_start, self.step_text = at - PREFIX, None
+        ctx.window = self.proxy.effective_window()
+        state = ctx.state(wire, self.turn, tools)
+        built = ctx.strategy.build(state)
+        if built.compact:
+            request = ctx.strategy.summary_request(state)
+            reply = self.provider.complete(request, (), max_tokens=self.max_output, seed=self.seed)
+            with self.proxy.recorder.lock:  # as the own loop logs its summariser's call
+                self.proxy.recorder.call(self.turn, "compaction", Request(request, (), self.max_output, False, ""),
+                                         self.max_output, built.tokens, reply, {})
+            state = ctx.with_summary(state, reply.content)
+            after = ctx.strategy.build(state)
+            self.seat.log.append(ev.Compaction(
+                turn=self.turn, tokens_before=built.tokens, tokens_after=after.tokens,
+                summary_sha=Message(role="user", content=reply.content).sha(), summary=reply.content,
+                upto=state.summary.upto if state.summary else 0, usage=reply.usage.__dict__))
+            built = after
+        if built.dropped:
+            self.seat.log.append(ev.ContextTruncation(turn=self.turn, dropped_messages=built.dropped,
+                                                      tokens_before=built.tokens_before_drop,
+                                                      tokens_after=built.tokens))
+        return ctx.view(wire, built, state)
 
     # -- the driver's pipe ---------------------------------------------------------------------
     def _send(self, obj: dict[str, Any]) -> None:

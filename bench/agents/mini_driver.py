@@ -19,6 +19,9 @@ Protocol: JSON lines. The harness writes to stdin; this process answers on the s
     <- {"config": {...}}                 api_base, model_name, state (the session file), settings
     <- {"instruct": TEXT}                the instruction of this turn
     -> {"turn": N}  <- {"go": true} | {"stop": REASON}      before every model call (the harness counts turns)
+       with config `view`: -> {"turn": N, "messages": [...], "tools": [...]}  <- {"go": true, "messages": [...]}
+       the harness builds what the model sees from mini's list (bench/agents/mini_context.py); mini
+       keeps its whole list, and this call alone is made with the harness's messages
     -> {"exec": CMD, "id": CALL_ID}  <- {"output": TEXT, "returncode": N}
     -> {"end": EXIT_STATUS, "submission": TEXT, "detail": TEXT, "n_calls": N, "trace": TEXT}
 
@@ -49,7 +52,7 @@ from minisweagent.agents.default import DefaultAgent  # noqa: E402
 from minisweagent.config import builtin_config_dir  # noqa: E402
 from minisweagent.environments.local import LocalEnvironment  # noqa: E402
 from minisweagent.exceptions import FormatError, InterruptAgentFlow, LimitsExceeded  # noqa: E402
-from minisweagent.models.litellm_model import LitellmModel  # noqa: E402
+from minisweagent.models.litellm_model import BASH_TOOL, LitellmModel  # noqa: E402
 
 HARNESS_ERROR = "harness_error"
 # mini's and litellm's own errors, read from mini-swe-agent 2.4.6: litellm's API errors all derive
@@ -90,16 +93,34 @@ class HarnessEnvironment(LocalEnvironment):
         return output
 
 
+class ViewModel(LitellmModel):
+    """mini's LitellmModel, sending the harness's messages for a call when it gave some (`view`)."""
+
+    view: list[dict] | None = None
+
+    def query(self, messages: list[dict[str, str]], **kwargs: Any) -> dict:
+        view, self.view = self.view, None
+        return super().query(view if view is not None else messages, **kwargs)
+
+
 class SessionAgent(DefaultAgent):
     """DefaultAgent with one session over many instructions, and the harness's turn count."""
 
+    view = False  # the harness builds each call's messages from this list (config `view`)
+
     def query(self) -> dict:
-        send({"turn": self.n_calls})
+        ask: dict[str, Any] = {"turn": self.n_calls}
+        if self.view:
+            ask |= {"messages": [{k: v for k, v in m.items() if k != "extra"} for m in self.messages],
+                    "tools": [BASH_TOOL]}
+        send(ask)
         answer = recv()
         if answer.get("stop"):
             raise LimitsExceeded({"role": "exit", "content": "LimitsExceeded",
                                   "extra": {"exit_status": "LimitsExceeded", "submission": "",
                                             "detail": answer["stop"]}})
+        if self.view:
+            self.model.view = answer["messages"]  # type: ignore[attr-defined]
         self.env.outputs = []
         return super().query()
 
@@ -139,12 +160,13 @@ def session(cfg: dict[str, Any]) -> tuple[SessionAgent, HarnessEnvironment]:
     base = yaml.safe_load((builtin_config_dir / "mini.yaml").read_text())
     agent_cfg = {**base["agent"], "step_limit": 0, "cost_limit": 0.0, **cfg.get("agent", {})}
     agent_cfg.pop("mode", None)  # the interactive agent's key; this one is not interactive
-    model = LitellmModel(**{**base["model"], "model_name": cfg["model_name"],
+    model = ViewModel(**{**base["model"], "model_name": cfg["model_name"],
                             "model_kwargs": {**base["model"].get("model_kwargs", {}), "api_base": cfg["api_base"],
                                              "api_key": "ctxbench-proxy", **cfg.get("model_kwargs", {})},
                             "cost_tracking": "ignore_errors"})
     env = HarnessEnvironment(**{**base.get("environment", {}), **cfg.get("environment", {})})
     agent = SessionAgent(model, env, **agent_cfg)
+    agent.view = bool(cfg.get("view"))
     state = Path(cfg["state"])
     if state.exists():  # the session so far
         saved = json.loads(state.read_text())

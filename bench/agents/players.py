@@ -37,7 +37,10 @@ def validate(tcfg: TrialConfig) -> AgentSpec:
     from bench.agents.install import installed
 
     installed(spec)
-    _player_class(spec)  # a misspelt agent.player is bad input too, not a crash when the trial starts
+    cls = _player_class(spec)  # a misspelt agent.player is bad input too, not a crash when the trial starts
+    if spec.context == "strategy" and not getattr(cls, "applies_strategy", False):
+        raise ConfigError(f"agent.context=strategy: {spec.name}'s message list lives in its own process, not ours; "
+                          "use the proxy's rewrites instead (agent.proxy_rewrite.name=masking|trim, docs/agents.md)")
     return spec
 
 
@@ -51,8 +54,9 @@ def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
         return None
     cls = _player_class(spec)
     relative = spec.arm(tcfg.arm.name).get("window") == "relative"
+    strategy = {"strategy": parts.strategy} if spec.context == "strategy" else {}  # mini_context.py
     return cls(spec, model_provider(spec, tcfg.model, parts.provider), seed=seed, window=parts.window,
-               relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s)
+               relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s, **strategy)
 
 
 class ExternalAgents:

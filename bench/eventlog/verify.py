@@ -17,6 +17,7 @@ from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, context_sha, request_hash, sha256_text
 from bench.eventlog.events import line_sha
 from bench.proxy.api import APIS, Request
+from bench.proxy.rewrite import Rewrite
 from ctxlog import events as ev
 from ctxlog.reader import Log
 
@@ -73,7 +74,9 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
 
 
 def _decode(request: ev.AgentRequest) -> Request:
-    return APIS[request.api].decode(json.loads(request.body))
+    """The request the model saw: the agent's body decoded, and the proxy's rewrite applied again."""
+    decoded = APIS[request.api].decode(json.loads(request.body))
+    return Rewrite.from_label(request.rewrite).apply(decoded)[0] if request.rewrite else decoded
 
 
 def _proxied(log: Log, problems: list[str]) -> dict[int, ev.AgentRequest]:

@@ -41,6 +41,7 @@ from bench.core.tokens import count_messages, tools_tokens
 from bench.providers.base import ContextOverflow, Provider, ProviderError
 from bench.proxy import api as A
 from bench.proxy.record import EventLog, Recorder, sha
+from bench.proxy.rewrite import Rewrite
 from bench.proxy.threads import Threads, agent_signal
 
 log = logging.getLogger("bench.proxy")
@@ -60,8 +61,9 @@ def overhead_tokens(req: A.Request) -> int:
 class ModelProxy:
     def __init__(self, provider: Provider, log_: EventLog, *, seed: int, window: int = 0, relative: bool = False,
                  max_output: int | None = None, socket_path: Path | None = None, tcp: bool = True,
-                 model_name: str = "") -> None:
+                 model_name: str = "", rewrite: Rewrite | None = None) -> None:
         self.provider, self.seed = provider, seed
+        self.rewrite = rewrite  # what the proxy does to the main thread's requests (bench/proxy/rewrite.py)
         self.recorder = Recorder(log_, seed)
         self.window, self.relative, self.max_output = int(window), relative, max_output
         self.model_name = model_name or getattr(provider, "model_id", "model")
@@ -154,8 +156,14 @@ class ModelProxy:
                 self.overhead = overhead_tokens(req)
             max_tokens = min(req.max_tokens, self.max_output) if self.max_output else req.max_tokens
             window, turn = self.effective_window(), self.turn
-            self.recorder.request(turn, which, path, thread, raw, tokens=tokens, max_tokens=max_tokens,
-                                  window=window, overhead=self.overhead or 0, signal=signal)
+            label, dropped, before = None, 0, tokens
+            if self.rewrite is not None and thread == "main":  # the agent's bytes stay the record, with the label
+                req, dropped = self.rewrite.apply(req)
+                label, tokens = self.rewrite.label, request_tokens(req)
+            self.recorder.request(turn, which, path, thread, raw, tokens=before, max_tokens=max_tokens,
+                                  window=window, overhead=self.overhead or 0, signal=signal, rewrite=label)
+            if dropped:
+                self.recorder.truncated(turn, dropped, before, tokens)
             if window and tokens > window:
                 self.counts["refused"] = self.counts.get("refused", 0) + 1
                 status, ctype, data = api.refusal(tokens, window)
