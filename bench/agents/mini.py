@@ -1,9 +1,9 @@
 """mini-swe-agent as a Player of a trial (bench/trial/player.py; docs/agents.md).
 
 mini's own agent logic runs in a process of its own venv (bench/agents/mini_driver.py), one
-session for the whole trial: each step is the next instruction of that session, played by a
-process that resumes the session's file and ends with the turn (so `reap` has nothing of the
-agent left to end). Its model calls go to the trial's model proxy on loopback (bench/proxy/),
+session for the whole trial: each step is the next instruction of that session, given over the
+pipe of one long-lived process (`keep_process`; it waits idle on the host between turns, holding
+nothing in the sandbox), or of a new process resuming the session's file when the last one ended. Its model calls go to the trial's model proxy on loopback (bench/proxy/),
 served during the turn, which records them; each command it
 runs comes here and runs in the trial's sandbox through ctxbench's own `run` tool (the same
 sandbox, uid, limits, reaping and protected-file restore as ctxbench's loop), and is logged as a
@@ -31,6 +31,7 @@ import selectors
 import subprocess
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,25 @@ def _turn_detail(end: dict[str, Any]) -> str:
     return f"{head}\n{trace[-(DETAIL_CHARS - len(head) - 1):]}"
 
 
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, 9)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+    _close_pipes(proc)
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:  # a process that died with input unread: nothing to flush to
+                pass
+
+
 class AgentGone(Exception):
     """The driver process ended, hung or flooded: the agent's failure (`detail` says which)."""
 
@@ -82,8 +102,14 @@ class MiniPlayer:
     applies_strategy = True  # mini's list is ours to build: `agent.context=strategy` (bench/agents/mini_context.py)
 
     def __init__(self, spec: AgentSpec, provider: Provider, *, seed: int, window: int, relative: bool,
-                 max_output: int, exec_timeout_s: float, strategy: Strategy | None = None) -> None:
+                 max_output: int, exec_timeout_s: float, strategy: Strategy | None = None,
+                 keep_process: bool = True) -> None:
         self.spec, self.provider, self.seed = spec, provider, seed
+        # one process for the trial, given one instruction after another over its pipe (else one per
+        # turn, resuming the session file: ~5 s of CPU importing litellm each time)
+        self.keep_process = keep_process
+        self.idle = False  # its process ended its turn by the protocol and waits for the next instruction
+        self.printed = 0
         self.strategy = strategy  # None: mini's own policy (the whole list every call)
         # one session for the whole trial; under `subagent` a fresh context at every step head
         self.fresh_session_per_step = bool(strategy and strategy.fresh_session_per_step)
@@ -125,13 +151,15 @@ class MiniPlayer:
         end: dict[str, Any] = {}
         deadline = time.monotonic() + self.turn_timeout_s
         self.proxy.start()
-        self.stderr = open(Path(self.home.name) / "driver.stderr", "w+b")  # noqa: SIM115 - closed by reap
-        self.proc = subprocess.Popen([str(self.python), str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, env=self.env, cwd=self.home.name, start_new_session=True)
         try:
-            self._send({"config": {"api_base": self.proxy.url + "/v1", "model_name": self.spec.model_id,
-                                   "state": str(self.state), "view": self.context is not None}})
-            self._send({"instruct": text})
+            if self.proc is not None and self.proc.poll() is not None:
+                self.close()
+            if self.proc is None:  # the first turn, or the last one's process ended: a new one resumes the session
+                self._spawn()
+            assert self.proc is not None
+            self.printed = os.fstat(self.stderr.fileno()).st_size  # what it may print is counted per turn
+            self.idle = False
+            self._send({"instruct": text, "api_base": self.proxy.url + "/v1"})
             while not end:
                 msg = self._recv(deadline)
                 if "turn" in msg:
@@ -151,10 +179,14 @@ class MiniPlayer:
                     self._send(self._exec(str(msg["exec"]), str(msg.get("id") or "")))
                 elif "end" in msg:
                     end = msg
-            exit_code: int | None = self.proc.wait(timeout=30)
+            if self.keep_process and end.get("end") != HARNESS_ERROR:
+                exit_code: int | None = None  # it waits for the next instruction (reap leaves it)
+                self.idle = self.proc.poll() is None
+            else:
+                exit_code = self.proc.wait(timeout=30)
         except AgentGone as gone:
             end = {"end": gone.reason, "detail": str(gone)}
-            exit_code = self.proc.poll()
+            exit_code = self.proc.poll() if self.proc is not None else None
         except subprocess.TimeoutExpired:
             exit_code = None
         finally:
@@ -167,9 +199,20 @@ class MiniPlayer:
         return self._verdict(end, pending)
 
     def reap(self) -> None:
-        """End mini's process of this turn (it exits by itself once it has saved the session) and
-        stop serving the model. Nothing of the agent runs in the sandbox between its commands: each
-        `run` reaps what it started before its result comes back (bench/trial/tools.py)."""
+        """Stop serving the model and end mini's process, unless it ended its turn by the protocol
+        and waits, idle, for the next instruction (`keep_process`): it is on the host, blocked on
+        its stdin, and holds nothing in the sandbox. Nothing of the agent runs in the sandbox
+        between its commands: each `run` reaps what it started before its result comes back
+        (bench/trial/tools.py)."""
+        if self.proxy is not None:
+            self.proxy.stop()
+        if self.idle and self.proc is not None and self.proc.poll() is None:
+            return
+        self.close()
+
+    def close(self) -> None:
+        """End mini's process (the trial is over, or its turn ended otherwise than by the protocol)."""
+        self.idle = False
         if self.proc is not None and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, 9)
@@ -177,13 +220,19 @@ class MiniPlayer:
                 pass
             self.proc.wait(timeout=10)
         if self.proc is not None:
-            for pipe in (self.proc.stdin, self.proc.stdout):
-                if pipe is not None:
-                    pipe.close()
+            _close_pipes(self.proc)
             self.stderr.close()
         self.proc = None
-        if self.proxy is not None:
-            self.proxy.stop()
+
+    def _spawn(self) -> None:
+        self.stderr = open(Path(self.home.name) / "driver.stderr", "w+b")  # noqa: SIM115 - closed by close()
+        self.proc = subprocess.Popen([str(self.python), str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, env=self.env, cwd=self.home.name, start_new_session=True)
+        # the Player protocol has no end of trial: an idle process ends with its player (or ctxbench)
+        weakref.finalize(self, _end, self.proc)
+        self._send({"config": {"api_base": self.proxy.url + "/v1" if self.proxy else "", "model_name": self.spec.model_id,
+                               "state": str(self.state), "view": self.context is not None,
+                               "stay": self.keep_process}})
 
     # -- one turn ------------------------------------------------------------------------------
     def _instruction(self, instruction: Instruction) -> str:
@@ -320,7 +369,7 @@ class MiniPlayer:
                 if left <= 0:
                     raise AgentGone("hang", f"mini-swe-agent did not end its turn within {self.turn_timeout_s:g}s")
                 ready = sel.select(min(left, 0.5))
-                if os.fstat(self.stderr.fileno()).st_size > self.output_limit:
+                if os.fstat(self.stderr.fileno()).st_size - self.printed > self.output_limit:
                     raise AgentGone("flood", f"mini-swe-agent printed more than {self.output_limit} bytes")
                 if not ready:
                     continue

@@ -4,10 +4,10 @@ mini's own venv, so it imports only the standard library and `minisweagent`, nev
 mini's own agent logic (`DefaultAgent`: its templates, `step`, `query`, its parsing of tool calls,
 its observation format, its end-of-task echo) plays; three seams of mini's Python API are used:
 - the caller owns `agent.messages`: each instruction is the next user message of one session
-  (mini's `run()` would reset it), so step k's request carries every earlier turn. The session
-  is a file (`state`: the messages, the outputs of the last message's actions, the call count),
-  resumed by the next turn's process, as Claude Code resumes its session file: nothing of the
-  agent outlives its turn;
+  (mini's `run()` would reset it), so step k's request carries every earlier turn. One process
+  takes the trial's instructions one after another (config `stay`); the session is also saved to
+  a file after each (`state`: the messages, the outputs of the last message's actions, the call
+  count), which a new process resumes when the last one ended (or without `stay`, every turn);
 - the environment is pluggable: each command goes to the harness, which runs it in the trial's
   sandbox with the same guards as ctxbench's own `run` tool (this process never touches the
   working copy);
@@ -16,8 +16,9 @@ its observation format, its end-of-task echo) plays; three seams of mini's Pytho
 Protocol: JSON lines. The harness writes to stdin; this process answers on the stdout it was given
 (everything else mini or litellm prints goes to stderr).
 
-    <- {"config": {...}}                 api_base, model_name, state (the session file), settings
-    <- {"instruct": TEXT}                the instruction of this turn
+    <- {"config": {...}}                 api_base, model_name, state (the session file), view, stay, settings
+    <- {"instruct": TEXT, "api_base": URL}   the instruction of this turn (and the proxy's address for it);
+                                         with `stay` the process waits for the next one after `end`
     -> {"turn": N}  <- {"go": true} | {"stop": REASON}      before every model call (the harness counts turns)
        with config `view`: -> {"turn": N, "messages": [...], "tools": [...]}  <- {"go": true, "messages": [...]}
        the harness builds what the model sees from mini's list (bench/agents/mini_context.py); mini
@@ -186,21 +187,25 @@ def main() -> int:
     except Exception as exc:  # nothing of the agent has run yet: building the session is ours
         send({**stopped(HARNESS_ERROR, exc), "n_calls": 0})
         return 1
-    text = recv()["instruct"]
-    try:
-        extra = agent.instruct(text)
-        end = {"end": extra.get("exit_status", ""), "submission": extra.get("submission", ""),
-               "detail": extra.get("detail", "")}
-    except AGENT_ABORTS as exc:  # mini aborts the step (e.g. ContextWindowExceededError): say which
-        agent.messages.append({"role": "exit", "content": str(exc), "extra": {"exit_status": type(exc).__name__}})
-        end = stopped(type(exc).__name__, exc)
-    except Exception as exc:  # a bug of ours (SessionAgent, HarnessEnvironment): never the agent's abort
-        end = stopped(HARNESS_ERROR, exc)
-    Path(cfg["state"]).write_text(json.dumps(
-        {"messages": agent.messages, "outputs": env.outputs, "n_calls": agent.n_calls,
-         "template_vars": {"task": agent.extra_template_vars.get("task", "")}}, default=repr))
-    send({**end, "n_calls": agent.n_calls})
-    return 0
+    while True:  # one instruction, or (config `stay`) one after another until the harness closes stdin
+        ask = recv()
+        if ask.get("api_base"):  # the proxy serves each turn on a port of its own
+            agent.model.config.model_kwargs["api_base"] = ask["api_base"]
+        try:
+            extra = agent.instruct(ask["instruct"])
+            end = {"end": extra.get("exit_status", ""), "submission": extra.get("submission", ""),
+                   "detail": extra.get("detail", "")}
+        except AGENT_ABORTS as exc:  # mini aborts the step (e.g. ContextWindowExceededError): say which
+            agent.messages.append({"role": "exit", "content": str(exc), "extra": {"exit_status": type(exc).__name__}})
+            end = stopped(type(exc).__name__, exc)
+        except Exception as exc:  # a bug of ours (SessionAgent, HarnessEnvironment): never the agent's abort
+            end = stopped(HARNESS_ERROR, exc)
+        Path(cfg["state"]).write_text(json.dumps(  # a process of the next turn resumes it, should this one end
+            {"messages": agent.messages, "outputs": env.outputs, "n_calls": agent.n_calls,
+             "template_vars": {"task": agent.extra_template_vars.get("task", "")}}, default=repr))
+        send({**end, "n_calls": agent.n_calls})
+        if not cfg.get("stay") or end["end"] == HARNESS_ERROR:
+            return 0
 
 
 if __name__ == "__main__":
