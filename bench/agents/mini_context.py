@@ -9,7 +9,7 @@ policy, the whole list every call), so a trial without it is what it was.
 How each strategy maps, honestly:
 - the stable prefix is mini's own (its system prompt and first user message: the task, the policy
   and step 1), never ctxbench's, so mini's templates and tool still hold; the strategy's budget is
-  the window less what mini's prefix and tool take beyond ctxbench's;
+  the window less the reply reserve, mini's tool, and what mini's prefix takes beyond ctxbench's;
 - the transcript is everything after that prefix, in the harness's neutral form (the proxy's own
   OpenAI Chat codec), and the step notice is the instruction the harness gave (bench/agents/mini.py);
 - `raw` and `masking` apply as they are; `compaction` (and ledger's backstop) is summarised by the
@@ -68,9 +68,10 @@ class MiniContext:
     def state(self, wire: Sequence[Mapping[str, Any]], turn: int, mini_tools: Sequence[Mapping[str, Any]]) -> State:
         msgs = to_messages(wire)
         assert self.head is not None, "the player hands over the step head before the first call"
-        # The strategy counts ctxbench's prefix and no tools; the model gets mini's prefix and tool.
+        # The strategy counts ctxbench's prefix and its messages only (the loop takes its tools off
+        # the window first); the model gets mini's prefix and mini's tool.
         extra = count_messages(msgs[:PREFIX]) - count_messages(stable_prefix(self.task))
-        extra += tools_tokens(ow.tools_from_wire(mini_tools))[1] - tools_tokens(TOOLS)[1]
+        extra += tools_tokens(ow.tools_from_wire(mini_tools))[1]
         return State(task=self.task, tools=TOOLS, transcript=msgs[PREFIX:], turn=turn, step_index=self.step_index,
                      step_start=self.step_start, attempt=self.attempt, certified=tuple(self.certified),
                      learned=self.learned, last_failure=self.last_failure, head=self.head, summary=self.summary,

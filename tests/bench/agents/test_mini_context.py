@@ -13,10 +13,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from bench.agents import mini
-from bench.agents.mini_context import PREFIX, MiniContext
+from bench.agents.mini_context import PREFIX, MiniContext, to_messages
 from bench.agents.players import validate
 from bench.agents.spec import AgentSpec
 from bench.config import ConfigError, compose, config_hash, load
+from bench.core.tokens import count_messages
 from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
 from bench.providers.scripted import ScriptedProvider
@@ -73,6 +74,7 @@ def test_raw_drops_the_oldest_turns_past_the_window_and_keeps_the_step_notice():
     view = ctx.view(wire, built, state)
     assert built.dropped > 0 and view[:PREFIX] == wire[:PREFIX] and len(view) < len(wire)
     assert wire[8] in view and view[-1] is wire[-1]
+    assert count_messages(to_messages(view)) <= ctx.window - 1000  # what the model gets fits the budget
 
 
 def _two_steps():
