@@ -114,6 +114,7 @@ class MiniPlayer:
         # one session for the whole trial; under `subagent` a fresh context at every step head
         self.fresh_session_per_step = bool(strategy and strategy.fresh_session_per_step)
         self.context: MiniContext | None = None
+        self.step_text: str | None = None  # a new step's instruction, until it is found in mini's list
         self.claim: dict[str, Any] = {}  # the last submission's hand-off, for the strategy's durable state
         self.window, self.relative, self.max_output, self.exec_timeout_s = window, relative, max_output, exec_timeout_s
         self.turn_timeout_s = float(spec.limits.get("turn_timeout_s", 300))
@@ -325,9 +326,11 @@ class MiniPlayer:
         ctx = self.context
         assert ctx is not None and self.proxy is not None
         wire, tools = list(ask.get("messages") or []), list(ask.get("tools") or [])
-        if getattr(self, "step_text", None):  # the step's notice: the last user message saying it
-            at = max(i for i, m in enumerate(wire) if m.get("role") == "user" and m.get("content") == self.step_text)
-            ctx.step_start, self.step_text = at - PREFIX, None
+        if self.step_text is not None:  # the step's notice: the last user message saying it
+            at = next((i for i in reversed(range(PREFIX, len(wire)))
+                       if wire[i].get("role") == "user" and wire[i].get("content") == self.step_text), None)
+            if at is not None:
+                ctx.step_start, self.step_text = at - PREFIX, None
         ctx.window = self.proxy.effective_window()
         state = ctx.state(wire, self.turn, tools)
         built = ctx.strategy.build(state)
