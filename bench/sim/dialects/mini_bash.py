@@ -149,9 +149,13 @@ def observation(text: str) -> tuple[int | None, str]:
 def result(name: str, args: dict[str, Any], text: str) -> str:
     """A command's observation as ctxbench's tool would have returned it."""
     rc, out = observation(text)
+    return text if rc is None else rendered(name, args, rc, out)
+
+
+def rendered(name: str, args: dict[str, Any], rc: int, out: str) -> str:
+    """What ctxbench's tool returns for a command of one of the forms that exited `rc` printing
+    `out` (every dialect whose tool runs a shell command reads its results back through this)."""
     path = str(args.get("path", ""))
-    if rc is None:
-        return text
     if name == "run":
         return f"exit={rc}\n{out}"
     if rc != 0:
