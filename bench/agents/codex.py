@@ -250,15 +250,19 @@ def _read(res: ExecResult) -> dict[str, Any]:
             continue
         if not isinstance(event, dict):
             continue
-        kind, item = event.get("type"), event.get("item") if isinstance(event.get("item"), dict) else {}
+        kind, item, error = event.get("type"), _object(event.get("item")), _object(event.get("error"))
         if kind == "turn.completed":
             completed = True
         elif kind == "item.completed" and item.get("type") == "agent_message":
             message = str(item.get("text") or "")
         elif kind in ("turn.failed", "error"):
-            errors.append(str((event.get("error") or {}).get("message") if kind == "turn.failed"
-                              else event.get("message")))
+            errors.append(str(error.get("message") if kind == "turn.failed" else event.get("message")))
     tail = [line for line in body.splitlines() if line.strip()][-3:]
-    detail = "; ".join(errors) or ("turn.completed" if completed else " | ".join(tail))
+    detail = "; ".join(errors) or ("turn.completed" if completed else " | ".join(tail)) or \
+        f"no output (exit {res.exit_code}{', timed out' if res.timed_out else ''})"
     return {"exit": found.get("exit"), "bytes": found.get("bytes"), "rollout": found.get("rollout"),
             "completed": completed, "message": message, "detail": detail}
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
