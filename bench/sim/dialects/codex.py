@@ -19,6 +19,9 @@ before it, then a blank line); beside other calls it is mini's `printf` command 
 turn ends only on a reply without calls). Read back, such a message is the assistant's
 `submit_step` call and its result `[submitted: ...]`, as mini's dialect renders it.
 
+A command that writes both stdout and stderr reads back in the order Codex shows them (not
+always the order they were written, as ctxbench's `run` shows them): that is what the model saw.
+
 Everything else passes through as Codex sent it: its developer prompt, `<environment_context>`,
 calls of its other tools, and a result of any other form (a command still running, an error of
 Codex's own) as its text.

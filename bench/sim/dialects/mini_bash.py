@@ -50,7 +50,9 @@ GREP = ("import fnmatch,os,re,sys\n"
         " except (UnicodeDecodeError,OSError):continue\n"
         " h+=[f'{f}:{i}:{l[:300]}' for i,l in enumerate(t.splitlines(),1) if x.search(l)]\n"
         "print('\\n'.join(h[:200]) or '(no matches)')")
-_HEREDOC_RE = re.compile(r"\A(?P<cmd>cat|head -c -1) > (?P<path>\S+) <<'(?P<tag>CTXBENCH_EOF\d*)'\n(?P<body>.*)"
+# the path as shlex.quote writes it: bare safe characters, or '...' pieces joined by "'" for a quote
+_HEREDOC_RE = re.compile(r"\A(?P<cmd>cat|head -c -1) > (?P<path>(?:'[^']*'|\"'\"|[^\s'\"])+) "
+                         r"<<'(?P<tag>CTXBENCH_EOF\d*)'\n(?P<body>.*)"
                          r"\n(?P=tag)\Z", re.S)
 _OBS_RE = re.compile(r"<returncode>(?P<rc>-?\d+)</returncode>\n(?:<output>\n(?P<out>.*)</output>)?", re.S)
 
@@ -159,11 +161,11 @@ def rendered(name: str, args: dict[str, Any], rc: int, out: str) -> str:
     if name == "run":
         return f"exit={rc}\n{out}"
     if rc != 0:
-        return out if out.startswith("ERROR") else f"ERROR: {out.strip() or f'exit={rc}'}"
+        return out.removesuffix("\n") if out.startswith("ERROR") else f"ERROR: {out.strip() or f'exit={rc}'}"
     if name == "read_file":
         return file_block(path, out)
-    if name == "write_file":
-        return f"wrote {path}\n{file_block(path, out)}"
+    if name == "write_file":  # the command prints nothing; ctxbench's tool shows what it wrote
+        return f"wrote {path}\n{file_block(path, str(args.get('content', '')))}"
     if name == "edit_file":
         return f"edited {path}\n{file_block(path, out)}"
     if name == "delete_file":
