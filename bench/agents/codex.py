@@ -203,9 +203,11 @@ class CodexPlayer:
                         f'printf %s "$CTXBENCH_FILE_{i}" > "$HOME"/{shlex.quote(p)} && '
                         for i, p in enumerate(self.spec.config_files))
         out = '"$HOME/.ctxbench-turn.out"'
-        return (f"{files}python3 -I -S {PROXY_DIR}/{FORWARDER.name} {PORT} {PROXY_DIR}/{SOCKET} "
+        return (f"{files}fw=$(python3 -I -S {PROXY_DIR}/{FORWARDER.name} {PORT} {PROXY_DIR}/{SOCKET}) "
                 f"|| exit {FORWARDER_FAILED}\n"
                 f'{{ {codex} </dev/null; echo "ctxbench-exit $?"; }} 2>&1 | head -c {self.output_limit + 1} > {out}\n'
+                # the forwarder is ours: ended here, so the reap names only what the agent left running
+                'kill -9 "$fw"; i=0; while [ $i -lt 200 ] && kill -0 "$fw" 2>/dev/null; do i=$((i+1)); sleep 0.01; done\n'
                 f"tail -c {KEEP_CHARS} {out}\n"
                 f'printf "\\nctxbench-bytes %s\\n" "$(wc -c < {out})"\n'
                 f'printf "ctxbench-rollout %s\\n" "$(cat "$CODEX_HOME"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null '

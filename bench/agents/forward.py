@@ -7,8 +7,8 @@ model proxy only through its bind-mounted unix socket (docs/agents.md).
 Runs in the sandbox with the image's python3 and the standard library only (hence no import of
 ctxbench). It returns once the socket answers and it listens (exit 3: the
 socket is not there, which is the harness's failure, never the agent's), serving from a child process that holds none of the
-caller's descriptors (so an exec that started it ends when its own command does), and lives until
-the turn's reap ends it. It runs as the agent's uid inside the agent's own exec: it carries only
+caller's descriptors (so an exec that started it ends when its own command does), whose pid it
+prints; the caller ends it (and the turn's reap, if the caller could not). It runs as the agent's uid inside the agent's own exec: it carries only
 what the agent could send to the socket itself, and no judge ever reads anything of it.
 """
 
@@ -75,8 +75,10 @@ def main(argv: list) -> int:
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", int(argv[0])))
     listener.listen(64)
-    if os.fork():
-        return 0  # listening: the caller may connect now
+    child = os.fork()
+    if child:
+        print(child)  # listening: the caller may connect now, and end it by this pid
+        return 0
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)

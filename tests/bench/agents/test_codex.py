@@ -104,6 +104,7 @@ def test_codex_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(code
     # every model request is on the record: as many as Codex's own rollout files count
     assert len(requests) == turns[-1].agent_count == sum(t.requests for t in turns) > 0
     assert {r.thread for r in requests} == {"main"} and {r.signal for r in requests} == {"turn"}
+    assert not log.of(ev.ProcessKilled)  # the forwarder is ended by its turn; nothing else was left running
     rebuilt, problems = verify(tmp_path / "events.jsonl")
     assert problems == [] and rebuilt == len(requests)
     # step 2's first request carries step 1's turns: one session
