@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from bench.agents import codex
 from bench.agents.install import cache_root
 from bench.agents.spec import AgentSpec
-from bench.config import ConfigError, compose
+from bench.config import ConfigError, compose, load
 from bench.core.render import file_block
 from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
@@ -113,3 +113,51 @@ def test_codex_s_requests_through_the_proxy_and_its_results_read_back_exactly(co
     assert [c.name for m in own if m.role == "assistant" for c in m.tool_calls] == [n for n, _ in STEP_ONE] + \
         ["submit_step"]
 
+
+
+def test_the_codex_player_from_its_config(codex_exe):
+    """What the runner gets for agent=codex (bench/agents/players.py): the sim speaking Codex's
+    dialect, the arm's window mode, and the two read-only mounts its sandbox is made with (its
+    install; the proxy's folder, holding the forwarder); its config file filled in for the turn."""
+    from types import SimpleNamespace
+
+    from bench.agents import players
+    from bench.providers import make_provider
+    from bench.sim.dialects import DialectProvider
+
+    tcfg = load(compose(["agent=codex", "arm=compaction"]))
+    parts = SimpleNamespace(provider=make_provider(tcfg.model), window=12000, max_output=4096,
+                            sandbox=SimpleNamespace(exec_timeout_s=30.0))
+    player = players.make_player(tcfg, parts, 1)
+    assert isinstance(player, codex.CodexPlayer) and isinstance(player.provider, DialectProvider)
+    assert (player.window, player.relative) == (12000, True)
+    (install, folder) = player.mounts
+    assert (install.target, folder.target) == (codex.AGENT_DIR, codex.PROXY_DIR)
+    assert codex_exe.is_relative_to(install.source)
+    assert (folder.source / "forward.py").read_text() == codex.FORWARDER.read_text()
+    env = player._env("do the step")
+    assert env["CTXBENCH_INSTRUCTION"] == "do the step" and 'base_url = "http://127.0.0.1:7878/v1"' in \
+        env["CTXBENCH_FILE_0"] and 'model = "ctxbench-sim"' in env["CTXBENCH_FILE_0"]
+    assert f"{codex.AGENT_DIR}/node_modules/" in player._script(True) and " resume --last " in player._script(False)
+
+
+def test_a_turn_s_output_read_back():
+    """What the player reads of a turn: Codex's JSON events, then the turn script's own lines."""
+    from bench.sandbox.base import ExecResult
+
+    events = [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+              {"type": "item.completed", "item": {"type": "agent_message", "text": "first"}},
+              {"type": "item.completed", "item": {"type": "agent_message", "text": "done: kept x"}},
+              {"type": "turn.completed", "usage": {}}]
+    body = "WARNING: a line of Codex's stderr\n" + "".join(json.dumps(e) + "\n" for e in events)
+    tail = "ctxbench-exit 0\n\nctxbench-bytes 412\nctxbench-rollout 5\n"
+    end = codex._read(ExecResult(0, body + tail, 1.0, False))
+    assert (end["exit"], end["bytes"], end["rollout"], end["completed"], end["message"]) == (0, 412, 5, True,
+                                                                                             "done: kept x")
+    failed = codex._read(ExecResult(0, '{"type":"turn.failed","error":{"message":"stream disconnected"}}\n'
+                                       "ctxbench-exit 1\n\nctxbench-bytes 70\nctxbench-rollout 0\n", 1.0, False))
+    assert (failed["exit"], failed["completed"], failed["detail"]) == (1, False, "stream disconnected")
+    # the agent printing the script's own lines first changes nothing: the script's come last
+    forged = codex._read(ExecResult(0, "ctxbench-exit 0\nctxbench-rollout 99\n" + body + tail, 1.0, False))
+    assert (forged["exit"], forged["rollout"]) == (0, 5)
+    assert codex._read(ExecResult(137, "", 5.0, True))["detail"] == "no output (exit 137, timed out)"
