@@ -128,7 +128,7 @@ class ClaudePlayer:
         finally:
             self.proxy.stop()
         events = stream_events(res.output)
-        result = next((e for e in reversed(events) if e.get("type") == "result"), {})
+        result: dict[str, Any] = next((e for e in reversed(events) if e.get("type") == "result"), {})
         self._compactions(events)
         replies = self._copy_session()
         detail = (f"{result.get('subtype', 'no result')}: {str(result.get('result', ''))[:DETAIL_CHARS // 2]}"
