@@ -14,9 +14,12 @@ The sim's calls become Claude Code's, and read back exactly:
 Claude Code's results, as ctxbench's tools would have returned them (bench/trial/tools.py):
 a Read's numbered lines (`N<TAB>text`, a final newline its own empty numbered line) are the file
 block; a Write is `wrote PATH` and the file block of what was written; an Edit is `edited PATH`
-only (Claude Code does not show the file after an edit, and the dialect does not guess it); a
-Bash result is its output, `Exit code N` first when it failed; `<tool_use_error>` is `ERROR:`.
-Anything else (a reminder Claude Code adds, a call the sim did not make) passes as it is.
+and the file after it, from the file as the context last showed it (Claude Code shows nothing
+after an edit and refuses an Edit of a file changed since it was shown, so this is the file);
+a Read Claude Code answers "unchanged since your last Read" is the file as last shown; a Bash
+result is its output, `Exit code N` first when it failed; `<tool_use_error>` is `ERROR:`. The
+`<system-reminder>` blocks Claude Code appends to a Read are not the file and are left out of
+it; anything else (a reminder in a message of its own, a call the sim did not make) passes as it is.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ _SUBMIT_RE = re.compile(rf"(?:\A|\n){SUBMIT} (?P<id>\S+) (?P<args>\{{.*\}})\Z", 
 _ERROR_RE = re.compile(r"\A<tool_use_error>(?P<text>.*)</tool_use_error>\Z", re.S)
 _EXIT_RE = re.compile(r"\AExit code (?P<rc>-?\d+)(?:\n|\Z)")
 _REMINDER_RE = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.S)
-_LINE_RE = re.compile(r"\A(?P<n>\d+)\t(?P<text>.*)\Z", re.S)
+_LINE_RE = re.compile(r"\A(?P<n>\d+)(?:\t(?P<text>.*))?\Z", re.S)  # an empty last line may lose its tab
+UNCHANGED = "Wasted call — file unchanged since your last Read"  # Claude Code's answer to a Read it thinks needless
 
 
 def _abs(path: str) -> str:
@@ -89,23 +93,39 @@ def read_text(content: str) -> str | None:
         m = _LINE_RE.match(line)
         if not m or int(m.group("n")) != i:
             return None
-        out.append(m.group("text"))
+        out.append(m.group("text") or "")
     return "\n".join(out)
 
 
-def result(name: str, args: dict[str, Any], content: str) -> str:
-    """A Claude Code tool_result as ctxbench's tool would have returned it."""
+def result(name: str, args: dict[str, Any], content: str, known: dict[str, str] | None = None) -> str:
+    """A Claude Code tool_result as ctxbench's tool would have returned it. `known`: each file's
+    text as the context last showed it (Claude Code's own record of what the model has seen: it
+    answers a Read of a file it holds unchanged with UNCHANGED, and shows nothing after an Edit),
+    kept up to date here call by call."""
+    known = {} if known is None else known
+    path = str(args.get("path", ""))
     err = _ERROR_RE.match(content.strip())
     if err:
         return f"ERROR: {err.group('text').strip()}"
-    path = str(args.get("path", ""))
     if name == "read_file":
-        text = read_text(content)
-        return content if text is None else file_block(path, text)
+        text = known.get(path) if content.startswith(UNCHANGED) else read_text(content)
+        if text is None:
+            return content
+        known[path] = text
+        return file_block(path, text)
     if name == "write_file":
-        return f"wrote {path}\n{file_block(path, str(args.get('content', '')))}"
+        known[path] = str(args.get("content", ""))
+        return f"wrote {path}\n{file_block(path, known[path])}"
     if name == "edit_file":
-        return f"edited {path}"
+        # A successful Edit replaced the one occurrence in the file as last shown (Claude Code refuses
+        # an Edit of a file changed since): the file after it, where the context showed the file before.
+        before, search = known.pop(path, None), str(args.get("search", ""))
+        if before is None or not search or before.count(search) != 1:
+            return f"edited {path}"
+        known[path] = before.replace(search, str(args.get("replace", "")), 1)
+        return f"edited {path}\n{file_block(path, known[path])}"
+    if name == "delete_file":
+        known.pop(path, None)
     if name in ("run", "delete_file", "list_files", "grep", "git", "submit_step"):
         m = _EXIT_RE.match(content)
         rc, out = (int(m.group("rc")), content[m.end():]) if m else (0, content)
@@ -131,6 +151,7 @@ class ClaudeCode:
     def to_ctxbench(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         out: list[Message] = []
         calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        known: dict[str, str] = {}  # path -> its text as the context last showed it
         for m in messages:
             if m.role == "assistant" and m.tool_calls:
                 own = []
@@ -145,7 +166,7 @@ class ClaudeCode:
                 out.append(Message(role="tool", content=mini_bash.SUBMITTED, tool_call_id=call_id, name="submit_step"))
             elif m.role == "tool" and m.tool_call_id in calls:
                 name, args = calls[m.tool_call_id]
-                out.append(dataclasses.replace(m, content=result(name, args, m.content), name=name))
+                out.append(dataclasses.replace(m, content=result(name, args, m.content, known), name=name))
             else:
                 out.append(m)
         return tuple(out)

@@ -10,7 +10,7 @@ import pytest
 from bench.core.render import file_block
 from bench.core.types import Completion, Message, ToolCall, Usage
 from bench.sim.dialects import DIALECTS
-from bench.sim.dialects.claude_code import DIALECT, SUBMIT, decode, encode, read_text, result
+from bench.sim.dialects.claude_code import DIALECT, SUBMIT, UNCHANGED, decode, encode, read_text, result
 from bench.sim.dialects.mini_bash import SUBMITTED
 
 CALLS = [
@@ -69,6 +69,33 @@ def test_a_call_of_no_form_passes_as_it_is():
 ])
 def test_claude_codes_results_read_as_ctxbenchs(name, args, sent, ours):
     assert result(name, args, sent) == ours
+
+
+def test_a_reminder_claude_code_appends_to_a_read_is_not_the_file():
+    sent = ('1\t"""Batch."""\n2\t\n3\tx = 1\n4\n\n<system-reminder>\nThe task tools haven\'t been used '
+            "recently.\n</system-reminder>\n")  # measured: the empty last line lost its tab
+    assert result("read_file", {"path": "b.py"}, sent) == file_block("b.py", '"""Batch."""\n\nx = 1\n')
+
+
+def test_what_claude_code_does_not_show_again_is_the_file_as_the_context_last_showed_it():
+    """Claude Code answers a Read of a file it holds unchanged with UNCHANGED, and shows nothing after
+    an Edit: ctxbench's tools show the file both times, as the context last showed it."""
+    calls = [ToolCall("r1", "Read", {"file_path": "/work/a.py"}),
+             ToolCall("e1", "Edit", {"replace_all": False, "file_path": "/work/a.py", "old_string": "x = 1",
+                                     "new_string": "x = 2"}),
+             ToolCall("r2", "Read", {"file_path": "/work/a.py"}),
+             ToolCall("e2", "Edit", {"file_path": "/work/u.py", "old_string": "a", "new_string": "b"}),
+             ToolCall("r3", "Read", {"file_path": "/work/u.py"})]
+    sent = ["1\tx = 1\n2\ty = 1\n3\t", "The file /work/a.py has been updated successfully.",
+            f"{UNCHANGED}. Refer to that earlier tool_result instead.", "The file /work/u.py has been updated "
+            "successfully.", f"{UNCHANGED}. Refer to that earlier tool_result instead."]
+    convo = [Message(role="assistant", content="", tool_calls=tuple(calls))] + [
+        Message(role="tool", content=t, tool_call_id=c.id) for c, t in zip(calls, sent, strict=True)]
+    back = [m.content for m in DIALECT.to_ctxbench(tuple(convo))[1:]]
+    assert back[:3] == [file_block("a.py", "x = 1\ny = 1\n"), "edited a.py\n" + file_block("a.py", "x = 2\ny = 1\n"),
+                        file_block("a.py", "x = 2\ny = 1\n")]
+    # a file the context never showed: no guess
+    assert back[3:] == ["edited u.py", sent[4]]
 
 
 def test_a_read_that_is_not_numbered_lines_passes_as_it_is():
