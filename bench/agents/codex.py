@@ -16,7 +16,7 @@ no update check, analytics or plugins) is written into its home on the sandbox's
 turn, from the agent's YAML (conf/agent/codex.yaml).
 
 Every acting model call is a turn the referee counts: the proxy asks it before it forwards a
-main-thread request (`_CountedProxy`); when the step's turns are spent, or a trial limit is
+main-thread request (`ModelProxy.gate`); when the step's turns are spent, or a trial limit is
 reached, the request is refused with a 400, Codex ends its turn, and the step is given up or the
 trial fails as the limit says.
 
@@ -36,7 +36,6 @@ import re
 import shlex
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +44,9 @@ from bench.agents.spec import AgentSpec
 from bench.core import outcomes
 from bench.core.render import policy_block, step_passed, task_block
 from bench.providers.base import Provider
-from bench.proxy import api as A
 from bench.proxy.server import ModelProxy
-from bench.proxy.threads import agent_signal
 from bench.sandbox.base import ExecResult, Mount
-from bench.trial.player import Instruction, Referee, Seat, StepTurnsUsed, TurnEnd
+from bench.trial.player import Instruction, Seat, StepTurnsUsed, TurnEnd
 from ctxlog import events as ev
 
 FORWARDER = Path(__file__).with_name("forward.py")
@@ -60,7 +57,6 @@ PORT = 7878  # the forwarder's, on the sandbox's own loopback (network_mode=none
 KEEP_CHARS = 60_000  # the tail of Codex's output read back per turn: its last message and how it ended
 FORWARDER_FAILED = 97  # the turn's exit when the forwarder could not start: nothing of Codex ran
 DETAIL_CHARS = 2000
-LIMIT_REFUSAL = "ctxbench: the harness's turn limit is reached"
 _LINE_RE = re.compile(r"^ctxbench-(?P<key>exit|bytes|rollout) (?P<value>\d+)$", re.M)
 
 
@@ -69,41 +65,6 @@ def _fill(template: str, values: dict[str, str]) -> str:
     for key, value in values.items():
         template = template.replace("{" + key + "}", value)
     return template
-
-
-class _CountedProxy(ModelProxy):
-    """The trial's proxy, asking the referee before it forwards an acting (main-thread) request:
-    a refused turn is answered 400 and recorded like any request, never forwarded."""
-
-    referee: Referee | None = None
-    spent: str = ""  # why the last acting request was refused (the step's turns are spent)
-    limit: outcomes.TrialFailed | None = None  # a trial limit reached (turn_budget, timeout)
-
-    def handle(self, path: str, raw: bytes, headers: dict[str, str]) -> tuple[int, str, bytes]:
-        if A.api_for(path) != "openai_responses" or self.referee is None:
-            return super().handle(path, raw, headers)
-        with self.recorder.lock:
-            if not self._acting(raw, headers):
-                return super().handle(path, raw, headers)
-            try:
-                self.turn = self.referee.take_turn()
-            except StepTurnsUsed as exc:
-                self.spent = str(exc)
-            except outcomes.TrialFailed as exc:
-                self.limit = exc
-            else:
-                return super().handle(path, raw, headers)
-            self.recorder.request(self.turn, "openai_responses", path, "main", raw)
-            data = A.OpenAIResponses.error(400, "invalid_request_error", f"{LIMIT_REFUSAL}: {self.spent or self.limit}")
-            return self._reply("openai_responses", *data, time.monotonic())
-
-    def _acting(self, raw: bytes, headers: dict[str, str]) -> bool:
-        """A request the proxy serves on the main thread (what `handle` will class it as)."""
-        try:
-            req = A.OpenAIResponses.decode(json.loads(raw or b"{}"))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return False  # the proxy answers it 400 as the agent's bad request
-        return self.threads.classify(req.messages, req.tools, agent_signal(headers)) == "main"
 
 
 class CodexPlayer:
@@ -125,17 +86,18 @@ class CodexPlayer:
         shutil.copyfile(FORWARDER, here / FORWARDER.name)
         (here / FORWARDER.name).chmod(0o444)
         self.mounts = (Mount(spec.cache_dir(cache_root()), AGENT_DIR), Mount(here, PROXY_DIR))
-        self.proxy: _CountedProxy | None = None
+        self.proxy: ModelProxy | None = None
+        self.spent = ""  # why the proxy refused an acting request this turn (the step's turns are spent)
+        self.limit: outcomes.TrialFailed | None = None  # a trial limit reached this turn (turn_budget, timeout)
         self.started = False
         self.last_index = -1
 
     # -- the Player protocol -------------------------------------------------------------------
     def start(self, seat: Seat) -> None:
         self.seat = seat
-        self.proxy = _CountedProxy(self.provider, seat.log, seed=self.seed, window=self.window, relative=self.relative,
-                                   max_output=self.max_output, tcp=False,
-                                   socket_path=Path(self.folder.name) / SOCKET)
-        self.proxy.referee = seat.referee
+        self.proxy = ModelProxy(self.provider, seat.log, seed=self.seed, window=self.window, relative=self.relative,
+                                max_output=self.max_output, tcp=False, socket_path=Path(self.folder.name) / SOCKET)
+        self.proxy.gate = self._gate
 
     def play(self, instruction: Instruction) -> TurnEnd:
         assert self.proxy is not None
@@ -143,7 +105,7 @@ class CodexPlayer:
         before, refused_before, first = proxy.requests, proxy.counts.get("refused", 0), not self.started
         text = self._instruction(instruction)
         self.started, self.last_index = True, instruction.index
-        proxy.spent, proxy.limit, proxy.turn = "", None, self.seat.referee.turns
+        self.spent, self.limit, proxy.turn = "", None, self.seat.referee.turns
         proxy.start()
         try:
             res = self.seat.sandbox.exec(self._script(first), timeout=self.turn_timeout_s, reap=True,
@@ -171,6 +133,18 @@ class CodexPlayer:
             self.proxy.stop()
 
     # -- one turn ------------------------------------------------------------------------------
+    def _gate(self) -> int:
+        """The proxy asks before it forwards an acting request: the referee's turn, or its limit
+        (kept here, so the verdict knows which; the proxy answers the request 400)."""
+        try:
+            return self.seat.referee.take_turn()
+        except StepTurnsUsed as exc:
+            self.spent = str(exc)
+            raise
+        except outcomes.TrialFailed as exc:
+            self.limit = exc
+            raise
+
     def _instruction(self, instruction: Instruction) -> str:
         """The user message: the task first; after a certified step its verdict, as ctxbench's own
         loop reads it (the harness certifies after the turn and hands over only the next step)."""
@@ -221,9 +195,9 @@ class CodexPlayer:
         if res.exit_code == FORWARDER_FAILED and end["bytes"] is None:
             raise outcomes.failure("harness_error", f"the forwarder to the model proxy did not start: "
                                    f"{res.output.strip()[-300:]}")
-        if self.proxy.limit is not None:
-            raise self.proxy.limit
-        if self.proxy.spent:
+        if self.limit is not None:
+            raise self.limit
+        if self.spent:
             return TurnEnd("gave_up")
         if res.timed_out:
             raise outcomes.failure("timeout", f"Codex did not end its turn within {self.turn_timeout_s:g}s")

@@ -153,7 +153,7 @@ def test_the_step_s_turn_limit_holds_for_codex_s_requests(codex_installed, sandb
     log = Log.from_path(tmp_path / "events.jsonl")
     assert len(log.calls) == 1  # one forwarded; the next was refused
     refused = [r for r in log.of(ev.AgentReply) if r.status == 400]
-    assert refused and codex.LIMIT_REFUSAL in refused[0].body
+    assert refused and "ctxbench ended this turn" in refused[0].body
 
 
 FAKES = {  # a stand-in for Codex's binary, as the sandbox runs it
@@ -202,7 +202,7 @@ def test_a_codex_that_exits_hangs_floods_or_garbles_is_the_agents_failure(how, s
 
 def test_a_forwarder_that_cannot_reach_the_proxy_is_the_harness_s_failure(codex_installed, sandbox_cfg, docker_ready,
                                                                         tmp_path, monkeypatch):
-    monkeypatch.setattr(codex._CountedProxy, "start", lambda self: self)  # the proxy never listens
+    monkeypatch.setattr(codex.ModelProxy, "start", lambda self: self)  # the proxy never listens
     player = _player(codex_installed)
     task = tiny_task()
     sandbox = create(sandbox_cfg, dict(task.files), "codex-noproxy", {"ctxbench.test": "agents"}, mounts=player.mounts)
