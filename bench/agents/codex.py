@@ -127,8 +127,8 @@ class CodexPlayer:
         return self._verdict(res, end, proxy.counts.get("refused", 0) > refused_before)
 
     def reap(self) -> None:
-        """Each turn's exec ends every process Codex and its commands left (reap=True), the
-        forwarder's too; between turns nothing of the agent's runs, and the proxy does not listen."""
+        """Each turn's exec ends the forwarder itself, then every process Codex and its commands
+        left (reap=True); between turns nothing of the agent's runs, and the proxy does not listen."""
         if self.proxy is not None:
             self.proxy.stop()
 
