@@ -19,6 +19,8 @@ before it, then a blank line); beside other calls it is mini's `printf` command 
 turn ends only on a reply without calls). Read back, such a message is the assistant's
 `submit_step` call and its result `[submitted: ...]`, as mini's dialect renders it.
 
+Codex runs the several `exec_command` calls of one reply concurrently (its shell tools are
+parallel): a batch of edits of one file runs in Codex's order, not the sim's (docs/agents.md).
 A command that writes both stdout and stderr reads back in the order Codex shows them (not
 always the order they were written, as ctxbench's `run` shows them): that is what the model saw.
 
