@@ -1,8 +1,8 @@
 """Codex's own binary against the model proxy, on the host (no sandbox: the commands are the
 scripted sim's, in a scratch folder): its Responses API requests, in its own shape, are served,
 recorded and verified; `resume --last` carries the first instruction's turns into the next; and
-each ctxbench call, sent as Codex's `exec_command` and run by Codex, reads back through Codex's
-own rendering of the result as exactly what ctxbench's tool returns (bench/sim/dialects/codex.py)."""
+each ctxbench call, sent as Codex's `exec_command` (several of one reply as one command) and run
+by Codex, reads back through Codex's own rendering of the result as exactly what ctxbench's tool returns (bench/sim/dialects/codex.py)."""
 
 from __future__ import annotations
 
@@ -73,8 +73,10 @@ def _config(home: Path, port: int) -> None:
 
 
 def test_codex_s_requests_through_the_proxy_and_its_results_read_back_exactly(codex_exe, tmp_path):
-    script = [[{"name": n, "args": a}] for n, a in STEP_ONE] + [[{"name": "submit_step", "args": {"notes": "one"}}],
-                                                             [{"name": "submit_step", "args": {"notes": "two"}}]]
+    # replies of one call, and of several (one command: Codex would run separate calls concurrently)
+    replies = [STEP_ONE[:2], STEP_ONE[2:3], STEP_ONE[3:4], STEP_ONE[4:]]
+    script = [[{"name": n, "args": a} for n, a in reply] for reply in replies] + \
+        [[{"name": "submit_step", "args": {"notes": "one"}}], [{"name": "submit_step", "args": {"notes": "two"}}]]
     provider = DialectProvider(ScriptedProvider(script, when_done="stop"), DIALECTS.load("codex"))
     log = EventLog(tmp_path / "events.jsonl")
     log.append(ev.TrialStart(trial_id="t", task_id="x", strategy="agent", arm="baseline", seed=SEED, max_output=4096,

@@ -7,12 +7,23 @@ tests/bench/agents/test_codex.py runs the real binary)."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from bench.core.render import file_block
 from bench.core.types import Completion, Message, ToolCall, Usage
 from bench.sim.dialects import DIALECTS, DialectProvider
-from bench.sim.dialects.codex import DIALECT, SUBMIT_ID, output, result, submit_text, submitted
+from bench.sim.dialects.codex import (
+    DIALECT,
+    SUBMIT_ID,
+    batch,
+    output,
+    result,
+    submit_text,
+    submitted,
+    unbatch,
+)
 from bench.sim.dialects.mini_bash import SUBMIT, SUBMITTED
 from tests.bench.sim.test_dialect_mini_bash import CALLS
 
@@ -53,12 +64,36 @@ def test_a_lone_submit_ends_the_turn_as_text_and_reads_back_as_the_call_and_its_
     assert (own[2].role, own[2].tool_call_id, own[2].content) == ("tool", SUBMIT_ID.format(1), SUBMITTED)
 
 
-def test_a_submit_beside_other_calls_is_mini_s_printf_command_since_only_a_reply_without_calls_ends_a_turn():
-    calls = [ToolCall("a", "read_file", {"path": "x.py"}), ToolCall("b", "submit_step", {"notes": "n"})]
+def test_several_calls_of_one_reply_are_one_command_run_in_order_and_read_back_as_each_call(tmp_path):
+    """Codex runs a reply's calls concurrently: the dialect sends them as one command that runs them
+    in the sim's order, and reads its output back as one ctxbench result per call."""
+    calls = [ToolCall("a", "write_file", {"path": "m b.py", "content": "x = 1\n)\n"}),
+             ToolCall("b", "edit_file", {"path": "m b.py", "search": "x = 1", "replace": "x = 2"}),
+             ToolCall("c", "edit_file", {"path": "m b.py", "search": "zzz", "replace": "y"}),
+             ToolCall("d", "read_file", {"path": "m b.py"}), ToolCall("e", "submit_step", {"notes": "n"})]
     reply = DIALECT.from_ctxbench(_completion(calls))
-    assert [c.name for c in reply.tool_calls] == ["exec_command", "exec_command"]
-    back = DIALECT.to_ctxbench((reply.as_message(),))[0].tool_calls
-    assert [(c.name, c.args) for c in back] == [(c.name, c.args) for c in calls]
+    (call,) = reply.tool_calls
+    assert call.name == "exec_command" and unbatch(call.args["cmd"]) is not None
+    done = subprocess.run(["bash", "-lc", call.args["cmd"]], cwd=tmp_path, capture_output=True, text=True)
+    rendered_by_codex = CAPTURED.replace("hello\na.txt\n", done.stdout)
+    own = DIALECT.to_ctxbench((reply.as_message(), Message(role="tool", tool_call_id="a", content=rendered_by_codex)))
+    assert [(c.id, c.name, c.args) for c in own[0].tool_calls] == \
+        [(f"a.{k}", c.name, c.args) for k, c in enumerate(calls)]
+    assert [m.tool_call_id for m in own[1:]] == [f"a.{k}" for k in range(5)]
+    one, two = "x = 1\n)\n", "x = 2\n)\n"
+    assert [m.content for m in own[1:]] == [
+        "wrote m b.py\n" + file_block("m b.py", one), "edited m b.py\n" + file_block("m b.py", two),
+        "ERROR: search text not found in m b.py; re-read the file and retry", file_block("m b.py", two), SUBMITTED]
+    # an output Codex cut in its middle does not split: each call is shown Codex's text
+    cut = DIALECT.to_ctxbench((reply.as_message(), Message(role="tool", tool_call_id="a", content=CAPTURED)))
+    assert [m.content for m in cut[1:]] == [CAPTURED] * 5
+
+
+def test_a_command_that_only_looks_like_a_batch_is_one_command():
+    one = batch(["echo a", "echo b"])
+    for cmd in (one + "echo c\n", one.replace("echo b", "echo b'"), one.replace("(\n", "", 1)):
+        assert unbatch(cmd) is None
+    assert unbatch(one) == ["echo a", "echo b"]
 
 
 def test_text_that_only_looks_like_a_submit_is_text():
