@@ -195,3 +195,19 @@ def test_stream_json_and_the_session_file_are_read_as_claude_code_writes_them():
         '{"type":"assistant","message":{"id":"msg_2","model":"m"}}',
         '{"type":"assistant","message":{"id":"e","model":"<synthetic>"}}'])  # Claude Code's own API-error entry
     assert claude.session_replies(session) == 2
+
+
+def test_agent_claude_code_composes_to_its_player_with_the_sim_speaking_its_dialect(claude_installed):
+    from types import SimpleNamespace
+
+    from bench.agents import players
+    from bench.config import load
+    from bench.sim.dialects import DialectProvider
+
+    tcfg = load(compose(["agent=claude_code", "arm=compaction"]))
+    parts = SimpleNamespace(provider=make_provider(tcfg.model), window=12000, max_output=4096,
+                            sandbox=SimpleNamespace(exec_timeout_s=30.0))
+    player = players.make_player(tcfg, parts, 1)
+    assert isinstance(player, claude.ClaudePlayer) and isinstance(player.provider, DialectProvider)
+    assert (player.window, player.relative) == (12000, True)  # the arm's window above its fixed overhead
+    assert [m.target for m in player.mounts] == [claude.BIN_DIR, claude.SOCKET_DIR]
