@@ -277,3 +277,17 @@ def test_threads_main_side_subagent_compaction():
         == "compaction"
     assert th.classify(main, tools, signal="compaction") == "compaction"
     assert th.classify(main, tools) == "main"
+
+
+def test_claude_codes_billing_header_is_not_its_system_prompt():
+    """Measured: Claude Code's first system block's version suffix changes after its own compaction;
+    its main thread stays the main thread."""
+    from bench.proxy.threads import Threads
+
+    tools, th = (ToolSpec("Bash", "", {}),), Threads()
+
+    def request(header: str) -> tuple[Message, ...]:
+        return (Message(role="system", content=f"x-anthropic-billing-header: cc_version=2.1.197.{header};"),
+                Message(role="system", content="You are Claude Code"), Message(role="user", content="go"))
+
+    assert th.classify(request("31d"), tools) == "main" and th.classify(request("f9d"), tools) == "main"
