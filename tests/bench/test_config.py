@@ -8,7 +8,9 @@ from omegaconf import OmegaConf
 
 import tasks
 from bench.config import CONF_DIR, ROOT, ConfigError, compose, load
+from bench.core.knobs import defaults
 from bench.providers import make_provider
+from bench.providers.http.config import Transport
 from bench.sandbox.base import SandboxConfig
 from strategies import make_strategy
 
@@ -90,9 +92,9 @@ def test_every_model_option_instantiates(name, tmp_path):
 @pytest.mark.parametrize("name", ["anthropic", "openai", "deepseek", "local", "replay"])
 def test_real_models_extend_the_transport_base_and_state_only_what_differs(name):
     own = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml"))
-    base = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "base" / "transport.yaml"))
-    assert isinstance(own, dict) and isinstance(base, dict)
-    assert own.pop("defaults") == ["base/transport@_here_", "_self_"]
+    base = defaults(Transport)
+    assert isinstance(own, dict)
+    assert own.pop("defaults") == ["/knobs/model/transport@_here_", "_self_"]
     repeated = sorted(k for k in own if k in base and own[k] == base[k])
     assert not repeated, f"{name}.yaml repeats the transport base's {repeated}"
     assert set(load(compose([f"model={name}"])).model) >= set(base)
