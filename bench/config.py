@@ -13,20 +13,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from bench.core import knobs
 from bench.core.knobs import ConfigError
-from bench.providers.http.config import Transport
-from strategies import store_knobs
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
 ARMS = ("baseline", "compaction", "drift", "drift_compaction")
 SAMPLES = ("unbiased", "selected")  # study.sample: how the study's task seeds were chosen
-
-# Every knob's default is stated once, in its schema; the YAML options extend these nodes
-# (bench/core/knobs.py). Registered on import, before anything composes.
-store_knobs()
-knobs.store("model", "transport", Transport)
 
 if not OmegaConf.has_resolver("ctxbench_root"):
     # Paths in the config are built from the project root, never from the working directory.
