@@ -43,7 +43,7 @@ def make_strategy(cfg: Mapping[str, Any]) -> Strategy:
 def store_knobs() -> None:
     """Each built-in strategy's defaults as the config node its YAML extends (bench/core/knobs.py)."""
     for name in STRATEGIES:
-        knobs.store("strategy", name, STRATEGIES.load(name).config_class)
+        knobs.store(f"strategy/{name}", STRATEGIES.load(name).config_class)
 
 
 __all__ = ["STRATEGIES", "make_strategy", "store_knobs"]

@@ -41,12 +41,14 @@ def defaults(schema: type[BaseModel]) -> dict[str, Any]:
             if field.default is not PydanticUndefined}
 
 
-def store(group: str, name: str, schema: type[BaseModel]) -> None:
-    """Register the schema's defaults as the config node `/knobs/<group>/<name>` (read by the
-    defaults list of conf/<group>/<name>.yaml). Hydra hands the ConfigStore to launched jobs."""
+def store(node: str, schema: type[BaseModel]) -> None:
+    """Register the schema's defaults as the config node `/knobs/<node>` (`strategy/ledger`,
+    `arm`), which the defaults list of the YAML that uses them names. Hydra hands the ConfigStore
+    to launched jobs."""
     from hydra.core.config_store import ConfigStore
 
-    ConfigStore.instance().store(group=f"knobs/{group}", name=name, node=defaults(schema))
+    group, _, name = f"knobs/{node}".rpartition("/")
+    ConfigStore.instance().store(group=group, name=name, node=defaults(schema))
 
 
 def validate(schema: type[Any], given: Mapping[str, Any], where: str, source: str) -> Any:

@@ -34,7 +34,7 @@ def test_defaults_are_plain_data_as_yaml_states_them():
 
 
 def test_store_registers_the_defaults_under_knobs():
-    store("demo", "demo", Demo)
+    store("demo/demo", Demo)
     node = ConfigStore.instance().load("knobs/demo/demo.yaml").node
     assert dict(node) == {"name": "demo", "turns": [], "timeout_s": 900, "share": 0.5, "limits": {"rpm": None}}
 
