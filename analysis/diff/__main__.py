@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.diff.html import write_page
-from analysis.diff.trajectory import Diff, Trajectory, compare, read_events
+from analysis.diff.mismatch import read_log
+from analysis.diff.trajectory import Diff, Trajectory, compare
 from analysis.load import sqlite_path
 from analysis.settings import REPO
 
@@ -132,8 +133,8 @@ def _final_tree(log: Path) -> str:
     with log.open("rb") as fh:
         fh.seek(max(0, log.stat().st_size - 4096))
         last = fh.read().decode("utf-8", "replace").rstrip("\n").rsplit("\n", 1)[-1]
-    events, _ = read_events(last)
-    return str(events[0].get("final_tree_sha") or "") if events else ""
+    end = read_log(last).end
+    return end.final_tree_sha if end is not None else ""
 
 
 def find_twin(a: Trajectory, mode: str, uri: str | None) -> Trajectory:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.eventlog.events import comparable
+from ctxlog import events as ev
 
 TIMINGS = {"latency_s", "ttft_s", "turn_latency_s", "wall_s", "queue_ms"}  # of the run, not the trial's result
 VOLATILE_TAGS = {"pid", "pid_start", "host", "mlflow.parentRunId", "events_sha256", "mlflow.runName", "study"}
@@ -63,7 +64,7 @@ def _events(path: Path) -> list[dict[str, Any]]:
     their origin names another run) or the sequence numbers they shift: the `check` event after
     one is the verdict, compared as any other."""
     records = comparable([json.loads(x) for x in path.read_text().splitlines()])
-    return [{k: v for k, v in r.items() if k != "seq"} for r in records if r.get("kind") != "check_cached"]
+    return [{k: v for k, v in r.items() if k != "seq"} for r in records if not isinstance(ev.parse(r), ev.CheckCached)]
 
 
 def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
