@@ -19,7 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
+from analysis.load import CELL, PAIR_KEY, TASK_KEY, run_blobs, sort_cells
+from ctxlog.blobs import Source
 from ctxlog.reader import Log
 
 # context_truncation is the raw strategy's answer to the same window pressure that
@@ -46,16 +47,16 @@ def _turn(event: dict) -> int | None:
     return int(t) if isinstance(t, int | float) and not isinstance(t, bool) and t == int(t) else None
 
 
-def read_events(text: str) -> tuple[list[dict], int]:
+def read_events(text: str, blobs: Source | None = None) -> tuple[list[dict], int]:
     """(records in seq order, number of unreadable lines), through the one reader
-    (ctxlog/reader.py). A killed trial can end on a torn line; the records before it still
-    tell the story."""
-    log = Log.from_text(text)
+    (ctxlog/reader.py), large values put back from `blobs`. A killed trial can end on a torn
+    line; the records before it still tell the story."""
+    log = Log.from_text(text, blobs=blobs)
     return sorted(log.records(), key=lambda e: e["seq"]), log.unreadable
 
 
-def parse_events(text: str) -> list[dict]:
-    return read_events(text)[0]
+def parse_events(text: str, blobs: Source | None = None) -> list[dict]:
+    return read_events(text, blobs)[0]
 
 
 def actions_by_turn(events: Iterable[dict]) -> dict[int, list[tuple[str, str]]]:
@@ -139,10 +140,12 @@ def mlflow_event_fetcher(tracking_uri: str, artifact_uris: dict[str, str] | None
     def fetch(run_id: str) -> list[dict] | None:
         try:
             if uris.get(run_id):
-                return parse_events(mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"))
+                return parse_events(mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"),
+                                    run_blobs(uris[run_id]))
             # A download is read and removed at once: a report over a big study leaves no copies behind.
             with tempfile.TemporaryDirectory(prefix="ctxbench-events-") as tmp:
-                return parse_events(Path(client.download_artifacts(run_id, artifact, tmp)).read_text())
+                text = Path(client.download_artifacts(run_id, artifact, tmp)).read_text()
+                return parse_events(text, run_blobs(client.get_run(run_id).info.artifact_uri))
         except Exception:  # a missing artifact surfaces as OSError or MlflowException depending on store
             return None
 

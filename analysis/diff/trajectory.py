@@ -25,6 +25,7 @@ from typing import Any
 
 from analysis.diff import mismatch
 from analysis.diff.mismatch import read_events
+from ctxlog.blobs import DIR, Source, directory
 from ctxlog.reader import Log
 
 # The harness's render markers (bench/core/render.py), re-stated: analysis must not import it.
@@ -66,13 +67,15 @@ class Trajectory:
                 self.meta[key] = value
 
     @classmethod
-    def from_text(cls, text: str, label: str, meta: dict | None = None) -> Trajectory:
-        events, bad = read_events(text)
+    def from_text(cls, text: str, label: str, meta: dict | None = None,
+                  blobs: Source | None = None) -> Trajectory:
+        events, bad = read_events(text, blobs)
         return cls(label, events, dict(meta or {}), bad)
 
     @classmethod
     def from_path(cls, path: Path, label: str | None = None, meta: dict | None = None) -> Trajectory:
-        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), label or str(path), meta)
+        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), label or str(path), meta,
+                             directory(path.parent / DIR))
 
     def first(self, kind: str) -> dict:
         return next((e for e in self.events if e.get("kind") == kind), {})
