@@ -117,6 +117,7 @@ def test_a_huge_argument_floods_the_log_without_the_boundary(results, monkeypatc
     assert unguarded.stat().st_size > 3 * 2 * large  # each value twice per turn (model_call, tool_call)
 
 
+@pytest.mark.timeout(900)  # two trials that write and read megabytes, on a shared machine
 def test_an_allowed_large_argument_floods_the_log_without_the_blob_store(results, monkeypatch, tmp_path,
                                                                          docker_ready):
     _, guarded = _play("large_args", results, monkeypatch, tmp_path)
