@@ -100,6 +100,7 @@ class TrackingConfig:
     experiment: str
     artifact_root: str
     tracing: bool
+    blob_chars: int | None = None  # a longer string value is stored once, by reference (ctxlog/blobs.py)
 
     @classmethod
     def from_dict(cls, d: Mapping) -> TrackingConfig:
@@ -107,8 +108,14 @@ class TrackingConfig:
         if not uri.startswith(("sqlite:", "postgresql", "mysql", "http://", "https://", "databricks")):
             raise ConfigError(f"tracking.uri={uri!r}: this MLflow refuses the file store; use a database "
                               "URI such as sqlite:////abs/path/mlflow.db, or an http:// tracking server")
+        blob_chars = d.get("blob_chars")
+        if blob_chars is not None and (not isinstance(blob_chars, int) or isinstance(blob_chars, bool)
+                                       or blob_chars < 1):
+            raise ConfigError(f"tracking.blob_chars={blob_chars!r}: give a positive number of characters "
+                              "(a longer value is stored once in blobs/), or null to keep every value in its record")
         return cls(uri=uri, experiment=str(_require(d, "experiment", "tracking")),
-                   artifact_root=str(d.get("artifact_root") or ""), tracing=bool(d.get("tracing", False)))
+                   artifact_root=str(d.get("artifact_root") or ""), tracing=bool(d.get("tracing", False)),
+                   blob_chars=blob_chars)
 
 
 def study_sample(study: Mapping) -> dict[str, str]:

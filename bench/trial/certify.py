@@ -210,10 +210,10 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
                         parts=[{"part": p.text, "ok": ok, "why": why} for p, (ok, why, _) in check],
                         invariants=[i.id for i in invariants or ()], tree=tree, hidden=held,
                         t={"duration_s": round(res.duration_s, 4)}))
-    certified_tree.after_check(sandbox, log, turn, step_id, tree)
+    certified_tree.after_check(sandbox, log, turn, step_id, tree, entries)
     passed = passed and (held is None or held["passed"])  # the verdict: visible and hidden
     if passed:
-        certified_tree.hold(sandbox, log, turn, step_id, tree)
+        certified_tree.hold(sandbox, log, turn, step_id, tree, entries)
     return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out, codes, violations,
                         ended + list(res.ended))
 

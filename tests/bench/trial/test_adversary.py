@@ -77,6 +77,7 @@ EXPECT.update({
     # undecodable file name is not in the judge's copy: the uncertified tree is a violation, as bad_names
     "bad_submit": (0, {"tool_errors": 1}),  # the 5,000-character name: an unknown tool
     "huge_args": (0, {"tool_errors": 3}),  # each 2 MiB write refused, its log a 2,000-character excerpt
+    "large_args": (0, {}),  # each 1 MB write carried, and stored once (test_adversary_unguarded.py)
     "long_command": (0, {"tool_errors": 1}),
     "git_paths": (10, {}),  # every way out, refused before host git runs
 })
