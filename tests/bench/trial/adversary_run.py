@@ -96,7 +96,7 @@ def play(attack: str, results: Path, *overrides: str) -> dict[str, Any]:
             "violation_events": len(violations), "violations": violations[:30],
             "errors": [r.get("detail", "")[:300] for r in records if r["kind"] == "error"],
             "metrics": {k: m.get(k, 0.0) for k in ("processes_killed", "tool_errors")},
-            "containers_left": left, "output": output, "host_processes_left": left_procs,
+            "containers_left": left, "output": output, "events": str(result.events_path), "host_processes_left": left_procs,
             "checks_passed": [r.get("step") for r in records if r["kind"] == "check" and r.get("passed")],
             "scratch_left": sorted(p.name for p in Path(tempfile.gettempdir()).glob("ctxbench-sbx-*"))}
 
@@ -121,7 +121,9 @@ def main(argv: list[str] | None = None) -> None:
 
                     guard = stack.enter_context(removed(name))
                 obs = play(name, args.results, *overrides)
-                obs["guard_removed"] = guard
+                from tests.bench.trial.unguard import won
+
+                obs["guard_removed"], obs["won"] = guard, won(name, obs)
         except Exception as exc:  # reported, so the table names the attack that broke the harness
             obs = {"attack": name, "uid": os.getuid(), "crash": f"{type(exc).__name__}: {exc}"[:2000],
                    "host_processes_left": _host_processes()}

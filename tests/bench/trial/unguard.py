@@ -18,20 +18,22 @@ was before the guard, and says which guard it took away.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 
-def _carried_as_is(name: str, args: Any) -> Any:
+def carried_as_is(name: str, args: Any) -> Any:
     return args
 
 
 def _admit(mp: pytest.MonkeyPatch) -> str:
     from bench.core import emitted
 
-    mp.setattr(emitted, "admit_args", _carried_as_is)
+    mp.setattr(emitted, "admit_args", carried_as_is)
     return "emitted.admit_args"
 
 
@@ -84,3 +86,70 @@ def removed(attack: str) -> Iterator[str]:
         raise KeyError(f"no guard removal for {attack!r} (one of {', '.join(REMOVALS)})")
     with pytest.MonkeyPatch.context() as mp:
         yield REMOVALS[attack](mp)
+
+
+# -- what winning looks like, read from a trial's observation (adversary_run.play) and its log --
+def unencodable(events: Path) -> list[str]:
+    """The messages of the log an HTTP provider could not send (its body is UTF-8 JSON)."""
+    from bench.core.types import Message
+    from bench.providers.wire import anthropic, openai
+
+    bad = []
+    for line in events.read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] != "message":
+            continue
+        message = Message.from_dict(record["message"])
+        for body in (anthropic.to_wire([message]), openai.to_wire([message])):
+            try:
+                json.dumps(body, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                bad.append(record["sha"])
+    return bad
+
+
+def hand_offs_unreadable(events: Path) -> list[str]:
+    """Logged messages whose submit_step hand-off the recording's measures cannot read (they
+    read every message of a later step's first context: bench/eventlog/measures.py)."""
+    from ctxlog.statements import words
+
+    bad = []
+    for line in events.read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] == "message":
+            calls = record["message"].get("tool_calls") or ()
+            try:
+                words(str(record["message"].get("content") or ""), [(c["name"], c["args"]) for c in calls])
+            except TypeError:
+                bad.append(record["sha"])
+    return bad
+
+
+HUGE = 3 * 2 * (2 << 20)  # huge_args's three 2 MiB values, each logged twice per turn
+HOST_FILE_ORACLE = "Could not access '../../../../../../../../etc/ctxbench-no-such-file'"
+
+
+def won(attack: str, obs: dict[str, Any]) -> str:
+    """The evidence that `attack` got what it was after in this trial, or "" (also for an attack
+    with no guard-removed form here: its verdict is the outcome table's own columns)."""
+    events = Path(obs["events"])
+    infra = obs["outcome_class"] != "agent_failure" or obs["mlflow_status"] != "FINISHED"
+    if attack in ("deep_args", "oom_pid1"):
+        return f"{obs['mlflow_status']} {obs['outcome_class']} {obs['failure_reason']}" if infra else ""
+    if attack == "surrogates":
+        bad = unencodable(events)
+        return f"{len(bad)} messages no provider can send" if bad else ""
+    if attack == "bad_submit":
+        bad = hand_offs_unreadable(events)
+        return f"{len(bad)} hand-offs the recording cannot read" if bad else ""
+    if attack == "huge_args":
+        size = events.stat().st_size
+        return f"events.jsonl {size / 2**20:.1f} MiB" if size > HUGE else ""
+    if attack == "long_command":
+        told = "exit=" in obs["output"] and "MAX_ARG_STRLEN" not in obs["output"]
+        return "exit=N and no reason" if told else ""
+    if attack == "git_paths":
+        return "host git named a host file" if HOST_FILE_ORACLE in obs["output"] else ""
+    if attack == "judge_channel":
+        return f"{len(obs['checks_passed'])} checks passed with no work" if obs["checks_passed"] else ""
+    return "success=1" if obs["success"] else ""
