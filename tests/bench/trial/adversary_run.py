@@ -50,12 +50,12 @@ def interpreter(user: list[str], env: dict[str, str]) -> list[str] | None:
     return None
 
 
-def adopt_orphans() -> None:
-    """Make this process the subreaper of everything it starts: a host process that detaches
-    (setsid, a double fork) is reparented here instead of to init, so `_host_processes` still
-    sees it (prctl(2), Linux only)."""
+def adopt_orphans(on: bool = True) -> None:
+    """Make this process the subreaper of everything it starts (or no longer): a host process that
+    detaches (setsid, a double fork) is reparented here instead of to init, so `_host_processes`
+    still sees it (prctl(2), Linux only)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
@@ -97,6 +97,7 @@ def play(attack: str, results: Path, *overrides: str) -> dict[str, Any]:
             "errors": [r.get("detail", "")[:300] for r in records if r["kind"] == "error"],
             "metrics": {k: m.get(k, 0.0) for k in ("processes_killed", "tool_errors")},
             "containers_left": left, "output": output, "events": str(result.events_path), "host_processes_left": left_procs,
+            "agent_turns": sum(r["kind"] == "agent_turn" for r in records),
             "checks_passed": [r.get("step") for r in records if r["kind"] == "check" and r.get("passed")],
             "scratch_left": sorted(p.name for p in Path(tempfile.gettempdir()).glob("ctxbench-sbx-*"))}
 

@@ -26,15 +26,15 @@ from bench.providers.attacks import ATTACKS
 from bench.sandbox.content import remove_tree
 from tests.bench.trial.adversary_run import ROOT, as_user, interpreter
 
-COLUMNS = ("attack", "agent", "uid", "guard removed", "MLflow status", "outcome class", "failure reason", "success",
+COLUMNS = ("attack", "agent", "agent turns", "uid", "guard removed", "MLflow status", "outcome class", "failure reason", "success",
            "violations", "containers left", "scratch dirs left", "host processes left", "checks passed", "attack won")
 
 
 def row(obs: dict[str, Any]) -> list[str]:
     if "crash" in obs:
-        return [obs["attack"], obs.get("agent", "?"), str(obs.get("uid")), "", "CRASH", obs["crash"][:120], "", "",
+        return [obs["attack"], obs.get("agent", "?"), "", str(obs.get("uid")), "", "CRASH", obs["crash"][:120], "", "",
                 "", "", "", str(len(obs.get("host_processes_left", []))), "", "crash"]
-    return [obs["attack"], obs["agent"], str(obs["uid"]), obs.get("guard_removed") or "-", obs["mlflow_status"],
+    return [obs["attack"], obs["agent"], str(obs.get("agent_turns", "")), str(obs["uid"]), obs.get("guard_removed") or "-", obs["mlflow_status"],
             str(obs["outcome_class"]), str(obs["failure_reason"]), f"{obs['success']:g}",
             f"{obs['violation_events']:d}", str(len(obs["containers_left"])), str(len(obs["scratch_left"])),
             str(len(obs["host_processes_left"])), str(len(obs["checks_passed"])), obs.get("won") or "no"]

@@ -14,6 +14,7 @@ The guarded runs of the same attacks, root and not, are test_adversary.py's."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,11 @@ import pytest
 
 from bench.core import emitted
 from bench.core.outcomes import AGENT, INFRA
+from bench.core.types import Message
+from bench.providers.wire import anthropic, openai
 from bench.trial.tools import Tools
+from ctxlog.statements import words
 from tests.bench.trial.adversary_run import play
-from tests.bench.trial.unguard import carried_as_is, hand_offs_unreadable, unencodable
 from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
@@ -42,8 +45,28 @@ def _play(attack: str, results: Path, monkeypatch, tmp_path) -> tuple[dict[str, 
     return obs, runs[-1]
 
 
+def _unencodable(events: Path) -> list[str]:
+    """The messages of the log an HTTP provider could not send (its body is UTF-8 JSON)."""
+    bad = []
+    for line in events.read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] != "message":
+            continue
+        message = Message.from_dict(record["message"])
+        for body in (anthropic.to_wire([message]), openai.to_wire([message])):
+            try:
+                json.dumps(body, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                bad.append(record["sha"])
+    return bad
+
+
+def _carried_as_is(name: str, args: Any) -> Any:
+    return args
+
+
 def test_deep_arguments_crash_the_harness_without_the_boundary(results, monkeypatch, tmp_path, docker_ready):
-    monkeypatch.setattr(emitted, "admit_args", carried_as_is)
+    monkeypatch.setattr(emitted, "admit_args", _carried_as_is)
     obs, _ = _play("deep_args", results, monkeypatch, tmp_path)
     assert (obs.get("mlflow_status"), obs.get("outcome_class")) == ("FAILED", INFRA) or "crash" in obs, obs
 
@@ -51,24 +74,39 @@ def test_deep_arguments_crash_the_harness_without_the_boundary(results, monkeypa
 def test_lone_surrogates_make_a_context_no_provider_can_send_without_the_boundary(results, monkeypatch, tmp_path,
                                                                                   docker_ready):
     obs, events = _play("surrogates", results, monkeypatch, tmp_path)
-    assert obs["outcome_class"] == AGENT and unencodable(events) == []  # guarded: every message sends
+    assert obs["outcome_class"] == AGENT and _unencodable(events) == []  # guarded: every message sends
     monkeypatch.setattr(emitted, "carry", lambda text: text)
     obs, events = _play("surrogates", results, monkeypatch, tmp_path)
-    assert unencodable(events), "without the boundary a message holds a lone surrogate"
+    assert _unencodable(events), "without the boundary a message holds a lone surrogate"
+
+
+def _hand_offs_unreadable(events: Path) -> list[str]:
+    """Logged messages whose submit_step hand-off the recording's measures cannot read (they
+    read every message of a later step's first context: bench/eventlog/measures.py)."""
+    bad = []
+    for line in events.read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] == "message":
+            calls = record["message"].get("tool_calls") or ()
+            try:
+                words(str(record["message"].get("content") or ""), [(c["name"], c["args"]) for c in calls])
+            except TypeError:
+                bad.append(record["sha"])
+    return bad
 
 
 def test_a_submit_the_schema_refuses_breaks_the_recording_without_the_boundary(results, monkeypatch, tmp_path,
                                                                                docker_ready):
     obs, events = _play("bad_submit", results, monkeypatch, tmp_path)
-    assert obs["outcome_class"] == AGENT and hand_offs_unreadable(events) == []
-    monkeypatch.setattr(emitted, "admit_args", carried_as_is)
+    assert obs["outcome_class"] == AGENT and _hand_offs_unreadable(events) == []
+    monkeypatch.setattr(emitted, "admit_args", _carried_as_is)
     obs, events = _play("bad_submit", results, monkeypatch, tmp_path)
-    assert '"invariants":5' in events.read_text() and hand_offs_unreadable(events)
+    assert '"invariants":5' in events.read_text() and _hand_offs_unreadable(events)
 
 
 def test_a_huge_argument_floods_the_log_without_the_boundary(results, monkeypatch, tmp_path, docker_ready):
     _, guarded = _play("huge_args", results, monkeypatch, tmp_path)
-    monkeypatch.setattr(emitted, "admit_args", carried_as_is)
+    monkeypatch.setattr(emitted, "admit_args", _carried_as_is)
     _, unguarded = _play("huge_args", results, monkeypatch, tmp_path)
     large = 2 << 20
     assert guarded.stat().st_size < large  # the three 2 MiB values: 2,000-character excerpts

@@ -18,22 +18,19 @@ was before the guard, and says which guard it took away.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-
-def carried_as_is(name: str, args: Any) -> Any:
-    return args
+from tests.bench.trial.test_adversary_unguarded import _carried_as_is, _hand_offs_unreadable, _unencodable
 
 
 def _admit(mp: pytest.MonkeyPatch) -> str:
     from bench.core import emitted
 
-    mp.setattr(emitted, "admit_args", carried_as_is)
+    mp.setattr(emitted, "admit_args", _carried_as_is)
     return "emitted.admit_args"
 
 
@@ -88,43 +85,8 @@ def removed(attack: str) -> Iterator[str]:
         yield REMOVALS[attack](mp)
 
 
-# -- what winning looks like, read from a trial's observation (adversary_run.play) and its log --
-def unencodable(events: Path) -> list[str]:
-    """The messages of the log an HTTP provider could not send (its body is UTF-8 JSON)."""
-    from bench.core.types import Message
-    from bench.providers.wire import anthropic, openai
-
-    bad = []
-    for line in events.read_text().splitlines():
-        record = json.loads(line)
-        if record["kind"] != "message":
-            continue
-        message = Message.from_dict(record["message"])
-        for body in (anthropic.to_wire([message]), openai.to_wire([message])):
-            try:
-                json.dumps(body, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                bad.append(record["sha"])
-    return bad
-
-
-def hand_offs_unreadable(events: Path) -> list[str]:
-    """Logged messages whose submit_step hand-off the recording's measures cannot read (they
-    read every message of a later step's first context: bench/eventlog/measures.py)."""
-    from ctxlog.statements import words
-
-    bad = []
-    for line in events.read_text().splitlines():
-        record = json.loads(line)
-        if record["kind"] == "message":
-            calls = record["message"].get("tool_calls") or ()
-            try:
-                words(str(record["message"].get("content") or ""), [(c["name"], c["args"]) for c in calls])
-            except TypeError:
-                bad.append(record["sha"])
-    return bad
-
-
+# -- what winning looks like, read from a trial's observation (adversary_run.play) and its log
+# (the predicates of test_adversary_unguarded.py, which plays the same attacks in process) -------
 HUGE = 3 * 2 * (2 << 20)  # huge_args's three 2 MiB values, each logged twice per turn
 HOST_FILE_ORACLE = "Could not access '../../../../../../../../etc/ctxbench-no-such-file'"
 
@@ -137,10 +99,10 @@ def won(attack: str, obs: dict[str, Any]) -> str:
     if attack in ("deep_args", "oom_pid1"):
         return f"{obs['mlflow_status']} {obs['outcome_class']} {obs['failure_reason']}" if infra else ""
     if attack == "surrogates":
-        bad = unencodable(events)
+        bad = _unencodable(events)
         return f"{len(bad)} messages no provider can send" if bad else ""
     if attack == "bad_submit":
-        bad = hand_offs_unreadable(events)
+        bad = _hand_offs_unreadable(events)
         return f"{len(bad)} hand-offs the recording cannot read" if bad else ""
     if attack == "huge_args":
         size = events.stat().st_size
