@@ -53,7 +53,7 @@ _SOURCES = (_HERE / "certify.py", _HERE / "launcher.py", _HERE / "remote.py", _H
 HARNESS_SHA = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
-Judged = list[list[tuple[bool, str, bool]]]  # per group, per part: (passed, why not, forged)
+Judged = list[list[tuple[bool, str, bool]]]  # bench/trial/certify.py's: per group, per part (passed, why not, forged)
 
 
 @dataclass(frozen=True)
@@ -123,22 +123,15 @@ class CheckCache:
         self.stores += 1
         return True
 
+    def lookup(self, sandbox: Sandbox, state: str, checks: Sequence[tuple[str, str]]) -> tuple[str, Entry | None]:
+        """(key, entry) before a check in a pristine sandbox whose working copy is `state`."""
+        key = self.key(sandbox.identity(), state, checks)
+        return key, self.get(key)
 
-def lookup(cache: CheckCache | None, sandbox: Sandbox, checks: Sequence[tuple[str, str]]
-           ) -> tuple[str | None, str | None, Entry | None]:
-    """(working copy state, key, entry) before a check; the state only while the sandbox is
-    pristine, the key only with a cache as well, the entry when the cache has the key."""
-    state = sandbox.state_sha() if sandbox.pristine else None
-    if cache is None or state is None:
-        return state, None, None
-    key = cache.key(sandbox.identity(), state, checks)
-    return state, key, cache.get(key)
-
-
-def keep(cache: CheckCache | None, key: str, res: ExecResult, judged: Judged, step: str, turn: int) -> None:
-    """Store a check that ran in a sandbox still pristine after it, unless it timed out or a
-    report was forged: a verdict an attack or the machine's load shaped is never reused."""
-    if cache is None or res.timed_out or res.ended or any(f for verdicts in judged for _, _, f in verdicts):
-        return
-    cache.put(key, Entry(res.exit_code, res.output, round(res.duration_s, 4), judged,
-                         {**cache.origin, "step": step, "turn": turn}))
+    def keep(self, key: str, res: ExecResult, judged: Judged, step: str, turn: int) -> None:
+        """Store a check that ran in a sandbox still pristine after it, unless it timed out or a
+        report was forged: a verdict an attack or the machine's load shaped is never reused."""
+        if res.timed_out or res.ended or any(f for verdicts in judged for _, _, f in verdicts):
+            return
+        self.put(key, Entry(res.exit_code, res.output, round(res.duration_s, 4), judged,
+                            {**self.origin, "step": step, "turn": turn}))

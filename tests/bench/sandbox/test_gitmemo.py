@@ -33,7 +33,7 @@ def _history(wc: WorkingCopy) -> None:
 def twins(monkeypatch):
     """Two working copies with one history, and the git processes each starts."""
     gitmemo.forget()
-    pair = [WorkingCopy("memo-a", FILES), WorkingCopy("memo-b", FILES)]
+    pair = [WorkingCopy("memo-a", FILES, fast_git=True), WorkingCopy("memo-b", FILES, fast_git=True)]
     for wc in pair:
         _history(wc)
     calls: dict[str, list[tuple[str, ...]]] = {"memo-a": [], "memo-b": []}

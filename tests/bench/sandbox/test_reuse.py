@@ -79,7 +79,7 @@ def referenced(box: DockerSandbox) -> None:
     """The probe a first check would take as its reference, with no check (no code) run: a
     sandbox whose every check was a cache hit, the only kind that goes to the next trial."""
     box.before_check()
-    assert box._pristine.reference is not None and box.reusable
+    assert box._tracker._pristine.reference is not None and box.reusable
 
 
 def test_a_renewed_sandbox_has_exactly_the_new_tasks_files_and_a_fresh_history(cfg, labels, make):
@@ -291,7 +291,7 @@ def test_nothing_a_check_leaves_makes_its_probe_read_as_clean(cfg, make, bent):
     box.before_check()
     res = box.exec(BENT[bent], reap=True, judge=True, probe=was)
     assert res.exit_code == 0 and res.report == "" and not res.ended, res.output
-    assert res.probe is not None and res.probe != box._pristine.reference
+    assert res.probe is not None and res.probe != box._tracker._pristine.reference
     if bent == "a probe past its bound":
         assert res.probe.startswith("(probe failed: ")
     else:

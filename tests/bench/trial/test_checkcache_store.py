@@ -22,7 +22,7 @@ from bench.sandbox import SandboxConfig, create, pristine
 from bench.sandbox.local import LocalSandbox
 from bench.trial import checkcache
 from bench.trial.certify import HarnessCopy, certify
-from bench.trial.checkcache import CheckCache, lookup
+from bench.trial.checkcache import CheckCache
 from tests.bench.trial.conftest import CALC, CHECK, FILES, tiny_task
 
 WRONG = "def add(a, b):\n    return a - b\n"
@@ -68,9 +68,8 @@ def cache(tmp_path) -> CheckCache:
 
 
 def key(box: LocalSandbox, cache: CheckCache, checks: list[tuple[str, str]] = CHECKS) -> str:
-    found = lookup(cache, box, checks)[1]
-    assert found is not None
-    return found
+    assert box.pristine
+    return cache.lookup(box, box.state_sha(), checks)[0]
 
 
 def test_the_key_changes_with_everything_that_decides_a_verdict(boxes, cache, monkeypatch):
