@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.sandbox import gitmemo, gittree, libgit, scratch
+from bench.accel import gitmemo, gittree, libgit, scratch
 
 
 class FastGit:

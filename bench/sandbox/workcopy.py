@@ -50,7 +50,7 @@ HARNESS_DIR = ".ctxbench"  # made fresh by the harness for each check (certify.p
 # name, so a working copy with both off (the reference path) imports neither.
 ANNEXES = Registry("sandbox annex", {
     "fast_git": "bench.accel.fastgit:FastGit",  # sandbox.fast_git: git in process, answers kept, git dir in memory
-    "tracking": "bench.sandbox.pristine:Tracker",  # sandbox.check_cache or sandbox.reuse: is it still pristine?
+    "tracking": "bench.accel.pristine:Tracker",  # sandbox.check_cache or sandbox.reuse: is it still pristine?
 })
 UNTRACKED = "not tracked (neither the check cache nor reuse is on)"
 

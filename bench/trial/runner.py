@@ -52,9 +52,9 @@ log = logging.getLogger("ctxbench")
 # The trial's accelerations (bench/accel/, docs/scaling.md), each loaded by name only when its
 # switch is on: a trial with them off (the reference path) imports none.
 ANNEXES = Registry("trial annex", {
-    "check_cache": "bench.trial.checkcache:CheckCache.for_study",  # sandbox.check_cache
-    "reuse_acquire": "bench.sandbox.pool:acquire",  # sandbox.reuse
-    "reuse_release": "bench.sandbox.pool:release",
+    "check_cache": "bench.accel.checkcache:CheckCache.for_study",  # sandbox.check_cache
+    "reuse_acquire": "bench.accel.pool:acquire",  # sandbox.reuse
+    "reuse_release": "bench.accel.pool:release",
 })
 
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
+from bench.accel import pool
 from bench.config import compose, load
 from bench.providers.scripted import ScriptedProvider
-from bench.sandbox import pool
 from bench.sandbox.docker import DockerSandbox
 from tests.bench.trial.conftest import kinds, tiny_task
 from tests.helpers.pristine import container_exists

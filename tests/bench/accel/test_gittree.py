@@ -1,4 +1,4 @@
-"""The tree sha computed in-process (bench/sandbox/gittree.py) is git's, on trees made to trip
+"""The tree sha computed in-process (bench/accel/gittree.py) is git's, on trees made to trip
 it (ignore rules, modes, links, sort order, empty and ignored-only directories), and it hands
 over to git whenever it could differ."""
 
@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from bench.sandbox import gittree
+from bench.accel import gittree
 from bench.sandbox.workcopy import WorkingCopy
 
 BASE = {".gitignore": "__pycache__/\n.pytest_cache/\n", "README.md": "# r\n", "pkg/a.py": "A = 1\n"}

@@ -1,4 +1,4 @@
-"""Sandbox reuse attacked through the real Docker sandbox (bench/sandbox/pool.py, `renew` in
+"""Sandbox reuse attacked through the real Docker sandbox (bench/accel/pool.py, `renew` in
 workcopy.py, pristine.py): a worker hands its last sandbox to its next trial only when no command
 of the agent's ran in it and nothing was left outside the working copy; the next trial then sees
 exactly its own task's files and history, as in a new sandbox. Anything else removes the
@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from bench.sandbox import SandboxConfig, create, pool
+from bench.accel import pool
+from bench.sandbox import SandboxConfig, create
 from bench.sandbox.docker import DockerSandbox
 from bench.sandbox.workcopy import GitError
 from tests.helpers.pristine import behind_the_harness, container_exists, kill_container, tracked

@@ -15,7 +15,7 @@ The key is a sha256 over everything that decides a check's result:
 
 A verdict is looked up and stored only while the sandbox is pristine: no command of the
 agent's ran in it, no check left anything outside the working copy, and no check of an earlier
-trial ran code in it (bench/sandbox/pristine.py).
+trial ran code in it (bench/accel/pristine.py).
 It is stored only when the check also left no process, did not time out, changed nothing in
 the working copy and no report was forged. Anything else runs as if there were no cache.
 
@@ -44,12 +44,11 @@ from bench.core.types import canonical_json
 from bench.sandbox.base import ExecResult, Sandbox
 
 FORMAT = 1
-_HERE = Path(__file__).resolve().parent
-_SOURCES = (_HERE / "certify.py", _HERE / "launcher.py", _HERE / "remote.py", _HERE / "comparer.py",
-            _HERE / "checkcache.py", _HERE / "harness_copy.py",
-            *(_HERE.parent / "sandbox" / f"{m}.py"
-              for m in ("docker", "judge", "local", "engine", "base", "paths", "workcopy", "workfiles", "pristine",
-                        "restore")))
+_BENCH = Path(__file__).resolve().parents[1]
+_SOURCES = (*(_BENCH / "trial" / f"{m}.py" for m in ("certify", "launcher", "remote", "comparer", "harness_copy")),
+            *(_BENCH / "accel" / f"{m}.py" for m in ("checkcache", "pristine")),
+            *(_BENCH / "sandbox" / f"{m}.py"
+              for m in ("docker", "judge", "local", "engine", "base", "paths", "workcopy", "workfiles", "restore")))
 HARNESS_SHA = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 

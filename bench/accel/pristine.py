@@ -1,5 +1,5 @@
 """Is a sandbox still exactly as the harness made it, apart from its working copy? The question
-both the check cache (bench/trial/checkcache.py) and sandbox reuse (pool.py) must answer
+both the check cache (bench/accel/checkcache.py) and sandbox reuse (pool.py) must answer
 before they trust what a check did once, or hand a container to the next trial
 (docs/threat_model.md, "Reused verdicts and reused sandboxes").
 
@@ -42,8 +42,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .content import ContentError, read_capped, readable, walk
-from .judge import PROBE as PROBE  # what the judge runs after a check's reap, while pristine
+from bench.sandbox.content import ContentError, read_capped, readable, walk
+from bench.sandbox.judge import PROBE as PROBE  # what the judge runs after a check's reap, while pristine
 
 
 class Pristine:

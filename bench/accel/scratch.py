@@ -20,7 +20,7 @@ import os
 import threading
 from pathlib import Path
 
-from . import engine
+from bench.sandbox import engine
 
 MEMORY_FS = Path(engine.MEMORY_FS)
 MIN_FREE_BYTES = 4 << 30  # below this much free memory filesystem, git dirs stay on disk

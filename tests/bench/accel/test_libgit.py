@@ -1,4 +1,4 @@
-"""The harness's commits made in process (bench/sandbox/libgit.py) are git's own, object for
+"""The harness's commits made in process (bench/accel/libgit.py) are git's own, object for
 object, on histories made to trip them (deletions, a file turned into a directory and back,
 odd names, links, modes, ignored build artefacts); they leave an index host git reads as its
 own; the host's user config cannot reach them; and they hand over to host git wherever the
@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.accel import libgit
 from bench.config import ROOT
-from bench.sandbox import hostgit, libgit
+from bench.sandbox import hostgit
 from bench.sandbox.content import RACY_NS
 from bench.sandbox.workcopy import WorkingCopy
-from tests.bench.sandbox.test_gittree import BASE, _random_tree
+from tests.bench.accel.test_gittree import BASE, _random_tree
 
 AUTHOR = "Agent Smith <agent@x.org>"
 
@@ -124,7 +125,7 @@ def test_an_index_changed_behind_its_back_hands_the_commit_to_host_git(pair, mon
     (twin.workdir / "pkg" / "a.py").write_text("changed\n")
     wc._changes += 1
     spawned = _host_git_calls(monkeypatch, wc)
-    with caplog.at_level("INFO", logger="bench.sandbox.libgit"):
+    with caplog.at_level("INFO", logger="bench.accel.libgit"):
         assert wc.commit("behind", AUTHOR) == twin.commit("behind", "Agent Smith", "agent@x.org")
     assert ("add", "-A") in spawned and "host git commits" in caplog.text
     (wc.workdir / "pkg" / "b.py").write_text("next\n")  # and the next commit is in process again

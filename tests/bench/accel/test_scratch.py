@@ -1,4 +1,4 @@
-"""Where a sandbox's git dir lives (bench/sandbox/scratch.py), and what an agent can make it
+"""Where a sandbox's git dir lives (bench/accel/scratch.py), and what an agent can make it
 hold: in memory only while there is room and few enough of the process's sandboxes hold one
 there, never in a dir someone else made, gone with the sandbox; and a trial whose files grow
 past content.MAX_GROWTH_BYTES is the agent's ContentError before host git keeps them."""
@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from bench.sandbox import content, engine, scratch, workcopy
+from bench.accel import scratch
+from bench.sandbox import content, engine, workcopy
 from bench.sandbox.content import ContentError
 from bench.sandbox.workcopy import WorkingCopy
 
