@@ -49,7 +49,7 @@ def trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSan
         made.append(box)
         return box
 
-    monkeypatch.setattr(runner.pool, "acquire", acquire)
+    monkeypatch.setattr(pool, "acquire", acquire)  # the runner loads it by name (runner.ANNEXES) at each trial
 
     def play(script: list) -> tuple[Any, DockerSandbox]:
         cfg = compose(["model=adversary", "sandbox.check_cache=true", "sandbox.reuse=true", "resume=false",
