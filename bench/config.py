@@ -13,6 +13,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from bench.sandbox.base import ANNEX_SWITCHES
+
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
 ARMS = ("baseline", "compaction", "drift", "drift_compaction")
@@ -179,8 +181,8 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
     if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
         # nor does the rate limit: it changes when calls are sent, not what they answer
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
-    if isinstance(semantic.get("sandbox"), Mapping):  # reusing verdicts or sandboxes changes no result
-        semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ("check_cache", "reuse")}
+    if isinstance(semantic.get("sandbox"), Mapping):  # the sandbox's accelerations change no result
+        semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ANNEX_SWITCHES}
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
