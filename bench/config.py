@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, StrictBool, StrictF
 
 from bench.core import knobs
 from bench.core.knobs import ConfigError, Knobs
+from bench.sandbox.base import ANNEX_SWITCHES
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
@@ -107,6 +108,13 @@ class TrackingConfig(Knobs):
                                                              "empty = MLflow's default")
     tracing: StrictBool = Field(default=False, description="one MLflow trace per trial: a span per model call "
                                                            "and tool call")
+    # 256 KiB: above every value of ordinary trials (sim and scripted at most 24 KB, real agents'
+    # request bodies at most ~311 KB in 2,389 logs measured, 5 of 90 bodies above it), a quarter of
+    # one tool call's argument bound (1 MiB), so what floods a log is stored once.
+    # 0, not null, for never: a null knob takes its default (bench/core/knobs.py).
+    blob_chars: Annotated[StrictInt, Field(ge=0)] = Field(
+        default=262144, description="a string value of the event log longer than this is stored once in "
+                                    "blobs/<sha256> beside events.jsonl (docs/design.md §6); 0: never")
 
 
 def study_sample(study: Mapping) -> dict[str, str]:
@@ -170,8 +178,8 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
     if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
         # nor does the rate limit: it changes when calls are sent, not what they answer
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
-    if isinstance(semantic.get("sandbox"), Mapping):  # reusing verdicts or sandboxes changes no result
-        semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ("check_cache", "reuse")}
+    if isinstance(semantic.get("sandbox"), Mapping):  # the sandbox's accelerations change no result
+        semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ANNEX_SWITCHES}
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

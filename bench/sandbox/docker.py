@@ -51,6 +51,7 @@ from .engine import sweep as sweep
 from .judge import (
     AGENT_UID,
     JUDGE_MOUNT,
+    PROBE,
     PROBE_S,
     REAP,
     JudgeCopy,
@@ -60,7 +61,6 @@ from .judge import (
     probe_failed,
     probed,
 )
-from .pristine import PROBE
 from .workcopy import WorkingCopy
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class DockerSandbox(WorkingCopy):
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None) -> None:
-        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
+        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse, fast_git=cfg.fast_git)
         self._cfg = cfg
         self._judge = JudgeCopy(self._root / "judge")  # the judge's copy of the tree, read-only inside
         try:

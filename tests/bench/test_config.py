@@ -105,6 +105,17 @@ def test_every_tracking_option_validates(name):
     assert load(compose([f"tracking={name}"])).tracking.uri.startswith("sqlite:///")
 
 
+def test_the_blob_threshold_is_validated_and_changes_no_config_hash():
+    """tracking.blob_chars (how the event log stores large values: ctxlog/blobs.py)."""
+    plain = load(compose())
+    assert plain.tracking.blob_chars == 262144
+    never = load(compose(["tracking.blob_chars=0"]))
+    assert never.tracking.blob_chars == 0 and never.config_hash == plain.config_hash
+    for bad in ("-5", "big", "true", "2.5"):
+        with pytest.raises(ConfigError, match="tracking.blob_chars"):
+            load(compose([f"tracking.blob_chars={bad}"]))
+
+
 @pytest.mark.parametrize("over,match", [
     ("model.tool_calls=json", "model.tool_calls='json' is not one of native, grammar"),
     ("model.stream=maybe", "model.stream must be true or false"),

@@ -25,8 +25,8 @@ import atexit
 import logging
 from collections.abc import Callable, Mapping
 
-from . import create
-from .base import Sandbox, SandboxConfig
+from bench.sandbox import create
+from bench.sandbox.base import Sandbox, SandboxConfig
 
 log = logging.getLogger(__name__)
 
