@@ -8,7 +8,7 @@ sandbox mounts read-only (`mounts`: bench/sandbox/base.py's Mount); it reaches t
 first, `--resume` after, each one exec of the sandbox that ends with the turn and is reaped.
 
 Every model call Claude Code makes goes through the proxy, which records it (bench/proxy/) and,
-before forwarding a main-thread request, asks the referee for the turn (`ModelProxy.gate`): when
+before forwarding an acting request (main thread or subagent), asks the referee for the turn (`ModelProxy.gate`): when
 a turn limit says no, Claude Code gets a 400 naming it and ends its turn, and the step is given
 up (`StepTurnsUsed`) or the trial ends (`turn_budget`, `timeout`). Its own compactions are the
 proxy's `compaction` thread, and stream-json's `compact_boundary` is logged as a `compaction`

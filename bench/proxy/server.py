@@ -72,9 +72,10 @@ class ModelProxy:
         self.counts: dict[str, int] = {}  # requests by thread (and refused ones as "refused")
         self.answered = 0  # model replies sent: with the seed and the request's sha, a reply's id
         self.infra_failure: str | None = None  # the first failure that is not the agent's
-        # Asked before each main-thread request is forwarded, by a player whose agent makes its model
-        # calls out of the harness's sight (Claude Code in the sandbox): the referee's turn number, or
-        # an exception when a turn limit says no; the agent then gets a 400 naming it, and its turn ends.
+        # Asked before each acting request (main thread or subagent: it offers tools) is forwarded, by a
+        # player whose agent makes its model calls out of the harness's sight (Claude Code in the
+        # sandbox, where any process can reach the socket): the referee's turn number, or an exception
+        # when a turn limit says no; the agent then gets a 400 naming it, and its turn ends.
         self.gate: Callable[[], int] | None = None
         self.socket_path, self.tcp = socket_path, tcp
         self._servers: list[socketserver.BaseServer] = []
@@ -157,7 +158,7 @@ class ModelProxy:
             thread = self.threads.classify(req.messages, req.tools, signal)
             if thread == "main" and self.overhead is None:
                 self.overhead = overhead_tokens(req)
-            if thread == "main" and self.gate is not None:
+            if thread in ("main", "subagent") and self.gate is not None:  # the turns that act (with tools)
                 try:
                     self.turn = self.gate()
                 except Exception as exc:  # a harness limit: the player knows which (it raised it)

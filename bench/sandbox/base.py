@@ -31,6 +31,9 @@ SANDBOXES = Registry("sandbox.kind", {
     "docker": "bench.sandbox.docker:create",
     "local": "bench.sandbox.local:create",
 }, hint="choose one with sandbox=<kind> (see conf/sandbox/)", group="ctxbench.sandboxes")
+# The sandbox's accelerations (bench/accel/, docs/scaling.md): each changes how fast a trial runs,
+# never what it records, so none is in the config hash (bench/config.py) or a check's identity.
+ANNEX_SWITCHES = ("check_cache", "reuse", "fast_git")
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
 
 
@@ -46,10 +49,11 @@ class SandboxConfig:
     output_limit_chars: int
     check_cache: bool  # reuse a check's verdict where the whole state that decides it is the same
     reuse: bool  # hand a pristine sandbox to the worker's next trial instead of a new one
+    fast_git: bool  # the harness's git in process, its answers kept, its git dir in memory (bench/accel/fastgit.py)
 
     def limits(self) -> dict[str, Any]:
         """What changes how a command runs (not the image tag: a backend names its content)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("check_cache", "reuse", "image")}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in (*ANNEX_SWITCHES, "image")}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SandboxConfig:
@@ -80,7 +84,7 @@ class SandboxConfig:
             SANDBOXES.check(d["kind"])
         except UnknownChoice as exc:
             raise ValueError(f"sandbox config: {exc}") from None
-        for key in ("check_cache", "reuse"):
+        for key in ANNEX_SWITCHES:
             if not isinstance(d[key], bool):
                 raise bad(key, "true or false")
         if not _MEMORY_RE.match(str(d["memory"])):
@@ -96,6 +100,7 @@ class SandboxConfig:
             output_limit_chars=number("output_limit_chars", True, 200),
             check_cache=d["check_cache"],
             reuse=d["reuse"],
+            fast_git=d["fast_git"],
         )
 
 

@@ -52,6 +52,7 @@ from .engine import sweep as sweep
 from .judge import (
     AGENT_UID,
     JUDGE_MOUNT,
+    PROBE,
     PROBE_S,
     REAP,
     JudgeCopy,
@@ -61,7 +62,6 @@ from .judge import (
     probe_failed,
     probed,
 )
-from .pristine import PROBE
 from .workcopy import WorkingCopy
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class DockerSandbox(WorkingCopy):
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None, mounts: Sequence[Mount] = ()) -> None:
-        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
+        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse, fast_git=cfg.fast_git)
         self._cfg = cfg
         self.mounts = tuple(mounts)  # an external agent's folders, read-only (base.Mount); () for the own loop
         self._judge = JudgeCopy(self._root / "judge")  # the judge's copy of the tree, read-only inside

@@ -45,7 +45,7 @@ class LocalSandbox(WorkingCopy):
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None) -> None:
-        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
+        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse, fast_git=cfg.fast_git)
         self._cfg = cfg
         self._home = self._root / "home"  # outside the working copy, so nothing lands in the tree
         self._home.mkdir()

@@ -28,14 +28,14 @@ import tasks
 from bench import providers
 from bench.config import TrialConfig, load, resolve
 from bench.core.outcomes import INTERRUPTED, TrialFailed
+from bench.core.registry import Registry
 from bench.providers.base import Provider
 from bench.sandbox import create as create_sandbox
-from bench.sandbox import pool, sweep
+from bench.sandbox import sweep
 from bench.sandbox.base import Mount, Sandbox, SandboxConfig
 from bench.tracking import study_budget, tracing
 from bench.tracking.runs import TrialRun, previous_runs, trial_claim
 from bench.tracking.task_input import log_task_input
-from bench.trial.checkcache import CheckCache
 from bench.trial.driver import Limits, StepDriver
 from bench.trial.loop import LoopPlayer, LoopSettings
 from bench.trial.player import PLAYERS, Player
@@ -48,6 +48,14 @@ from tasks.spec import TaskSpec
 __all__ = ["TrialResult", "run"]
 
 log = logging.getLogger("ctxbench")
+
+# The trial's accelerations (bench/accel/, docs/scaling.md), each loaded by name only when its
+# switch is on: a trial with them off (the reference path) imports none.
+ANNEXES = Registry("trial annex", {
+    "check_cache": "bench.accel.checkcache:CheckCache.for_study",  # sandbox.check_cache
+    "reuse_acquire": "bench.accel.pool:acquire",  # sandbox.reuse
+    "reuse_release": "bench.accel.pool:release",
+})
 
 
 @dataclass(frozen=True)
@@ -255,7 +263,7 @@ def start(trial: Trial, parts: Parts, sandbox: Sandbox, agent: Player | None = N
         schema=ev.SCHEMA))
     limits = Limits(max_turns=tcfg.limits.max_turns, max_turns_per_step=tcfg.limits.max_turns_per_step,
                     deadline=trial.started + tcfg.limits.trial_timeout_s, drift=tcfg.arm.drift)
-    cache = CheckCache.for_study(tcfg.results_dir, tcfg.study, {
+    cache = ANNEXES.load("check_cache")(tcfg.results_dir, tcfg.study, {
         "run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study}) if parts.sandbox.check_cache else None
     player = agent or LoopPlayer(parts.strategy, parts.provider, LoopSettings(
         window=parts.window, max_output=parts.max_output, seed=seed, exec_timeout_s=parts.sandbox.exec_timeout_s))
@@ -273,7 +281,7 @@ def _agent_player(tcfg: TrialConfig, parts: Parts, seed: int) -> Player | None:
 
 @contextlib.contextmanager
 def sandbox_for(trial: Trial, parts: Parts, mounts: Sequence[Mount] = ()) -> Iterator[Sandbox]:
-    """The trial's sandbox (with `sandbox.reuse`, the worker's last one renewed: bench/sandbox/pool.py;
+    """The trial's sandbox (with `sandbox.reuse`, the worker's last one renewed: bench/accel/pool.py;
     with an external agent's `mounts`, read-only folders its player needs inside, always a new one).
     On the way out it is closed or kept for the next trial; if it never came up, or would not
     close, its containers are swept by this run's label."""
@@ -281,8 +289,10 @@ def sandbox_for(trial: Trial, parts: Parts, mounts: Sequence[Mount] = ()) -> Ite
     sandbox = None
     closed = False
     try:
-        sandbox = pool.acquire(parts.sandbox, dict(parts.task.files), trial.trial_id, labels, make=create_sandbox,
-                               mounts=mounts)
+        files = dict(parts.task.files)
+        sandbox = ANNEXES.load("reuse_acquire")(parts.sandbox, files, trial.trial_id, labels, make=create_sandbox,
+                                                mounts=mounts) \
+            if parts.sandbox.reuse else create_sandbox(parts.sandbox, files, trial.trial_id, labels, mounts=mounts)
         before = sandbox.cost()
         yield sandbox
     finally:
@@ -294,7 +304,11 @@ def sandbox_for(trial: Trial, parts: Parts, mounts: Sequence[Mount] = ()) -> Ite
             except Exception:
                 log.warning("reading the sandbox's cost failed", exc_info=True)
             try:
-                pool.release(sandbox, parts.sandbox, labels, interrupted=trial.verdict.outcome_class == INTERRUPTED)
+                interrupted = trial.verdict.outcome_class == INTERRUPTED
+                if parts.sandbox.reuse:
+                    ANNEXES.load("reuse_release")(sandbox, parts.sandbox, labels, interrupted=interrupted)
+                else:
+                    sandbox.close(interrupted=interrupted)
                 closed = True
             except Exception:
                 log.warning("closing the sandbox failed; sweeping by label", exc_info=True)

@@ -19,7 +19,10 @@ after an edit and refuses an Edit of a file changed since it was shown, so this 
 a Read Claude Code answers "unchanged since your last Read" is the file as last shown; a Bash
 result is its output, `Exit code N` first when it failed; `<tool_use_error>` is `ERROR:`. The
 `<system-reminder>` blocks Claude Code appends to a Read are not the file and are left out of
-it; anything else (a reminder in a message of its own, a call the sim did not make) passes as it is.
+it. Claude Code's own compaction reads as ctxbench's: its summary request is a compaction request
+(its prompt under the sim's marker line), and the message that carries the summary afterwards a
+summary message. Anything else (a reminder in a message of its own, a call the sim did not make)
+passes as it is.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from typing import Any
 from bench.core.render import file_block
 from bench.core.types import Completion, Message, ToolCall
 from bench.sim.dialects import mini_bash
+from bench.sim.perception import SUMMARY_MARK
+from bench.sim.provider import COMPACTION_MARKER
 
 WORK = "/work"  # the working copy inside the sandbox, Claude Code's cwd (bench/sandbox/docker.py)
 SUBMIT = "SUBMIT_STEP"
@@ -39,6 +44,12 @@ _SUBMIT_RE = re.compile(rf"(?:\A|\n){SUBMIT} (?P<id>\S+) (?P<args>\{{.*\}})\Z", 
 _ERROR_RE = re.compile(r"\A<tool_use_error>(?P<text>.*)</tool_use_error>\Z", re.S)
 _EXIT_RE = re.compile(r"\AExit code (?P<rc>-?\d+)(?:\n|\Z)")
 _REMINDER_RE = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.S)
+# Claude Code's own compaction (measured): its summary request's last user message, and the user
+# message that carries the summary in the requests after it.
+COMPACTION_OPENING = "CRITICAL: Respond with TEXT ONLY"
+CONTINUED = ("This session is being continued from a previous conversation that ran out of context. "
+             "The summary below covers the earlier portion of the conversation.")
+AFTER_SUMMARY = "\n\nIf you need specific details from before compaction"
 _LINE_RE = re.compile(r"\A(?P<n>\d+)(?:\t(?P<text>.*))?\Z", re.S)  # an empty last line may lose its tab
 UNCHANGED = "Wasted call — file unchanged since your last Read"  # Claude Code's answer to a Read it thinks needless
 
@@ -147,6 +158,23 @@ def submission(text: str) -> tuple[str, str, dict[str, Any]] | None:
     return (text[:m.start()], m.group("id"), args) if isinstance(args, dict) else None
 
 
+def compaction_request(text: str) -> str | None:
+    """Claude Code's request for a summary, as ctxbench's (its prompt, under the marker line the
+    sim answers with a summary), or None."""
+    return f"{COMPACTION_MARKER}\n{text}" if text.lstrip().startswith(COMPACTION_OPENING) else None
+
+
+def continuation(text: str) -> str | None:
+    """Claude Code's message that carries its summary after a compaction, as ctxbench's summary
+    message (strategies/_common.py's heading, which the sim reads summaries by), or None."""
+    if not text.startswith(CONTINUED):
+        return None
+    body = text[len(CONTINUED):].lstrip("\n")
+    summary, sep, rest = body.partition(AFTER_SUMMARY)
+    return (f"{SUMMARY_MARK} TURNS (Claude Code compacted them; this summary replaces them)\n\n{summary.rstrip()}"
+            + (f"\n\n{sep.lstrip()}{rest}" if sep else ""))
+
+
 class ClaudeCode:
     def to_ctxbench(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         out: list[Message] = []
@@ -167,6 +195,8 @@ class ClaudeCode:
             elif m.role == "tool" and m.tool_call_id in calls:
                 name, args = calls[m.tool_call_id]
                 out.append(dataclasses.replace(m, content=result(name, args, m.content, known), name=name))
+            elif m.role == "user" and (own := compaction_request(m.content) or continuation(m.content)) is not None:
+                out.append(dataclasses.replace(m, content=own))
             else:
                 out.append(m)
         return tuple(out)

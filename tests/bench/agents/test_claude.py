@@ -195,3 +195,38 @@ def test_stream_json_and_the_session_file_are_read_as_claude_code_writes_them():
         '{"type":"assistant","message":{"id":"msg_2","model":"m"}}',
         '{"type":"assistant","message":{"id":"e","model":"<synthetic>"}}'])  # Claude Code's own API-error entry
     assert claude.session_replies(session) == 2
+
+
+def test_agent_claude_code_composes_to_its_player_with_the_sim_speaking_its_dialect(claude_installed):
+    from types import SimpleNamespace
+
+    from bench.agents import players
+    from bench.config import load
+    from bench.sim.dialects import DialectProvider
+
+    tcfg = load(compose(["agent=claude_code", "arm=compaction"]))
+    parts = SimpleNamespace(provider=make_provider(tcfg.model), window=12000, max_output=4096,
+                            sandbox=SimpleNamespace(exec_timeout_s=30.0))
+    player = players.make_player(tcfg, parts, 1)
+    assert isinstance(player, claude.ClaudePlayer) and isinstance(player.provider, DialectProvider)
+    assert (player.window, player.relative) == (12000, True)  # the arm's window above its fixed overhead
+    assert [m.target for m in player.mounts] == [claude.BIN_DIR, claude.SOCKET_DIR]
+
+
+def test_each_compact_boundary_is_a_compaction_event_with_the_summary_the_proxy_answered(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(claude, "installed", lambda spec: tmp_path / "claude")
+    player = claude.ClaudePlayer(_spec(), None, seed=1, window=0, relative=True,  # type: ignore[arg-type]
+                                 max_output=1, exec_timeout_s=1)
+    log = EventLog(tmp_path / "events.jsonl")
+    log.append(ev.ModelCall(turn=4, purpose="compaction", content="SUMMARY OF EARLIER TURNS ..."))
+    player.seat = SimpleNamespace(log=log)  # type: ignore[assignment]
+    player.proxy = SimpleNamespace(turn=5)  # type: ignore[assignment]
+    player._compactions(claude.stream_events(
+        '{"type":"system","subtype":"compact_boundary","compact_metadata":{"trigger":"auto","pre_tokens":25165,'
+        '"post_tokens":5947}}\n{"type":"result","subtype":"success","is_error":false}\n'))
+    log.close()
+    (c,) = Log.from_path(tmp_path / "events.jsonl").of(ev.Compaction)
+    assert (c.turn, c.tokens_before, c.tokens_after, c.summary) == (5, 25165, 5947, "SUMMARY OF EARLIER TURNS ...")
+    assert c.usage == {"trigger": "auto"} and c.summary_sha

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from bench.sandbox import Mount, SandboxConfig, create, pool
+from bench.accel import pool
+from bench.sandbox import Mount, SandboxConfig, create
 from bench.sandbox.docker import DockerSandbox
 from bench.sandbox.judge import AGENT_UID
 

@@ -141,3 +141,20 @@ def test_a_conversation_reads_back_as_ctxbenchs_own():
 
 def test_the_dialect_is_registered():
     assert DIALECTS.load("claude_code") is DIALECT
+
+
+def test_claude_codes_own_compaction_reads_as_ctxbenchs():
+    """Measured texts: its summary request's last user message, and the message carrying the
+    summary after it. The sim answers the first with a summary and reads the second as one."""
+    from bench.sim.perception import SUMMARY_MARK
+    from bench.sim.provider import COMPACTION_MARKER
+
+    ask = "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\n- Do NOT use Read, Bash"
+    carried = ("This session is being continued from a previous conversation that ran out of context. The summary "
+               "below covers the earlier portion of the conversation.\n\n[task:t1] the summary\n\nIf you need "
+               "specific details from before compaction (like exact code snippets), read the full transcript at: /x")
+    back = DIALECT.to_ctxbench((Message(role="user", content=ask), Message(role="user", content=carried)))
+    assert back[0].content == f"{COMPACTION_MARKER}\n{ask}"
+    assert back[1].content.startswith(f"{SUMMARY_MARK} TURNS") and "\n\n[task:t1] the summary\n\nIf you need" in back[1].content
+    plain = Message(role="user", content="This session is about something else")
+    assert DIALECT.to_ctxbench((plain,)) == (plain,)

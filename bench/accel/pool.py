@@ -25,8 +25,8 @@ import atexit
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
-from . import create
-from .base import Mount, Sandbox, SandboxConfig
+from bench.sandbox import create
+from bench.sandbox.base import Mount, Sandbox, SandboxConfig
 
 log = logging.getLogger(__name__)
 
