@@ -1,7 +1,9 @@
 """One small frozen class per event kind: the schema of `events.jsonl` (docs/design.md §6).
 
 A record is `{seq, turn, kind, prev, <the class's fields>, t}`: `seq` and `prev` (the hash
-chain) are the writer's (bench/eventlog/events.py), `t` holds volatile timings. Readers get the
+chain) are the writer's (bench/eventlog/events.py), `t` holds volatile timings, and `blobs`
+(only in a record with a value too large to hold) says where its values stored once by content
+are (ctxlog/blobs.py; the reader puts them back). Readers get the
 classes back through `parse` (ctxlog/reader.py). `SCHEMA` is written in `trial_start.schema`;
 version 1, the log before these classes, has no `schema` and the same fields, and reads as is.
 Fields a class does not know land in `extra`, an unknown kind is `Unknown`, and every field has
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 SCHEMA = 2
-ENVELOPE = ("seq", "turn", "kind", "prev", "t")
+ENVELOPE = ("seq", "turn", "kind", "prev", "t", "blobs")  # blobs: the writer's references (ctxlog/blobs.py)
 Fields = dict[str, Any]
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from analysis.diff.html import write_page
 from analysis.diff.mismatch import read_log
 from analysis.diff.trajectory import Diff, Trajectory, compare
-from analysis.load import sqlite_path
+from analysis.load import run_blobs, sqlite_path
 from analysis.settings import REPO
 
 IDENTITY = ("study", "model", "strategy", "arm", "task_family", "task_seed", "rep")
@@ -63,7 +63,8 @@ def from_run(run) -> Trajectory:
         text = mlflow.artifacts.load_text(f"{run.info.artifact_uri.rstrip('/')}/events.jsonl")
     except Exception as exc:  # the store's own error type varies with the store
         raise DiffError(f"run {run.info.run_id} has no readable events.jsonl ({type(exc).__name__})") from exc
-    return Trajectory.from_text(text, run.info.run_name or run.info.run_id, _run_meta(run))
+    return Trajectory.from_text(text, run.info.run_name or run.info.run_id, _run_meta(run),
+                                run_blobs(run.info.artifact_uri))
 
 
 def _dir_meta(trial_dir: Path) -> dict[str, Any]:

@@ -19,8 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
+from analysis.load import CELL, PAIR_KEY, TASK_KEY, run_blobs, sort_cells
 from ctxlog import events as ev
+from ctxlog.blobs import Source as BlobSource
 from ctxlog.reader import Log
 
 # context_truncation is the raw strategy's answer to the same window pressure that
@@ -33,11 +34,12 @@ Source = Log | Iterable[dict]  # a parsed log, or its records (tests build recor
 EventFetcher = Callable[[str], "Log | None"]
 
 
-def read_log(text: str) -> Log:
-    """The one reader (ctxlog/reader.py), its events in seq order. A killed trial can end on
-    a torn line: it is counted in `unreadable`, and the records before it still tell the story."""
-    log = Log.from_text(text)
-    return Log(sorted(log.events, key=lambda e: e.seq), log.unreadable, log.lines)
+def read_log(text: str, blobs: BlobSource | None = None) -> Log:
+    """The one reader (ctxlog/reader.py), its events in seq order, large values put back from
+    `blobs`. A killed trial can end on a torn line: it is counted in `unreadable`, and the records
+    before it still tell the story."""
+    log = Log.from_text(text, blobs=blobs)
+    return Log(sorted(log.events, key=lambda e: e.seq), log.unreadable, log.lines, log.blob_problems)
 
 
 def actions_by_turn(source: Source) -> dict[int, list[tuple[str, str]]]:
@@ -119,10 +121,12 @@ def mlflow_event_fetcher(tracking_uri: str, artifact_uris: dict[str, str] | None
     def fetch(run_id: str) -> Log | None:
         try:
             if uris.get(run_id):
-                return read_log(mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"))
+                return read_log(mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"),
+                                run_blobs(uris[run_id]))
             # A download is read and removed at once: a report over a big study leaves no copies behind.
             with tempfile.TemporaryDirectory(prefix="ctxbench-events-") as tmp:
-                return read_log(Path(client.download_artifacts(run_id, artifact, tmp)).read_text())
+                text = Path(client.download_artifacts(run_id, artifact, tmp)).read_text()
+                return read_log(text, run_blobs(client.get_run(run_id).info.artifact_uri))
         except Exception:  # a missing artifact surfaces as OSError or MlflowException depending on store
             return None
 

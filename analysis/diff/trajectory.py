@@ -29,6 +29,7 @@ from typing import Any
 from analysis.diff import mismatch
 from analysis.diff.mismatch import read_log
 from ctxlog import events as ev
+from ctxlog.blobs import DIR, Source, directory
 from ctxlog.reader import Log
 
 # The harness's render markers (bench/core/render.py), re-stated: analysis must not import it.
@@ -68,12 +69,14 @@ class Trajectory:
         return self.log.unreadable
 
     @classmethod
-    def from_text(cls, text: str, label: str, meta: dict | None = None) -> Trajectory:
-        return cls(label, read_log(text), dict(meta or {}))
+    def from_text(cls, text: str, label: str, meta: dict | None = None,
+                  blobs: Source | None = None) -> Trajectory:
+        return cls(label, read_log(text, blobs), dict(meta or {}))
 
     @classmethod
     def from_path(cls, path: Path, label: str | None = None, meta: dict | None = None) -> Trajectory:
-        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), label or str(path), meta)
+        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), label or str(path), meta,
+                             directory(path.parent / DIR))
 
     # -- outcome ------------------------------------------------------------------------
     @property

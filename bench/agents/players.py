@@ -14,11 +14,15 @@ from bench.config import ConfigError, TrialConfig
 from bench.core.registry import Registry
 from bench.providers.base import Provider
 
+SPEAKS_CTXBENCH = ("sim", "scripted")  # models that call ctxbench's own tools: the sim, the attack suite's
+
 
 def model_provider(spec: AgentSpec, model_cfg: Any, provider: Provider) -> Provider:
-    """What the proxy forwards to: the sim speaks the agent's tool dialect (bench/sim/dialects/);
-    any other model is the agent's model as it is."""
-    if model_cfg.get("provider") != "sim" or not spec.dialect:
+    """What the proxy forwards to: a model that speaks ctxbench's tools (the sim, a scripted
+    attack of bench/providers/attacks/) speaks the agent's tool dialect (bench/sim/dialects/), so
+    whatever it tells ctxbench's loop to do it tells the agent; any other model is the agent's
+    model as it is."""
+    if model_cfg.get("provider") not in SPEAKS_CTXBENCH or not spec.dialect:
         return provider
     from bench.sim.dialects import DIALECTS, DialectProvider
 

@@ -32,6 +32,7 @@ import os
 import socketserver
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,11 @@ class ModelProxy:
         self.counts: dict[str, int] = {}  # requests by thread (and refused ones as "refused")
         self.answered = 0  # model replies sent: with the seed and the request's sha, a reply's id
         self.infra_failure: str | None = None  # the first failure that is not the agent's
+        # Asked before each acting request (main thread or subagent: it offers tools) is forwarded, by a
+        # player whose agent makes its model calls out of the harness's sight (Claude Code in the
+        # sandbox, where any process can reach the socket): the referee's turn number, or an exception
+        # when a turn limit says no; the agent then gets a 400 naming it, and its turn ends.
+        self.gate: Callable[[], int] | None = None
         self.socket_path, self.tcp = socket_path, tcp
         self._servers: list[socketserver.BaseServer] = []
         self._threads: list[threading.Thread] = []
@@ -154,6 +160,14 @@ class ModelProxy:
             thread = self.threads.classify(req.messages, req.tools, signal)
             if thread == "main" and self.overhead is None:
                 self.overhead = overhead_tokens(req)
+            if thread in ("main", "subagent") and self.gate is not None:  # the turns that act (with tools)
+                try:
+                    self.turn = self.gate()
+                except Exception as exc:  # a harness limit: the player knows which (it raised it)
+                    self.counts["stopped"] = self.counts.get("stopped", 0) + 1
+                    self.recorder.request(self.turn, which, path, thread, raw, tokens=tokens, signal=signal)
+                    return self._reply(which, *api.error(400, "invalid_request_error",
+                                                         f"ctxbench ended this turn: {exc}"), t0)
             max_tokens = min(req.max_tokens, self.max_output) if self.max_output else req.max_tokens
             window, turn = self.effective_window(), self.turn
             label, dropped, before = None, 0, tokens
