@@ -11,45 +11,48 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+# The analysis's own knobs. tracking.* and where the report goes are the harness's, read from
+# the composed config (conf/tracking/, results_dir), never restated here.
+REPORT = {"study.name": None, "report.reference": "raw", "report.reference_arm": "baseline",
+          "report.mlflow": "true", "report.divergence": "outcome"}
+
+
+class SettingsError(ValueError):
+    """The project's config cannot give the analysis its settings; the message says why."""
+
+
 def defaults(conf_dir: Path = REPO / "conf") -> dict[str, str | None]:
-    out: dict[str, str | None] = {
-        "tracking.uri": f"sqlite:///{REPO / 'results' / 'mlflow.db'}", "tracking.experiment": "ctxbench",
-        "study.name": None, "report.dir": str(REPO / "results" / "report"), "report.reference": "raw",
-        "report.reference_arm": "baseline", "report.mlflow": "true", "report.divergence": "outcome"}
-    out.update(_from_hydra(conf_dir))
-    return out
+    return {**_from_hydra(conf_dir), **REPORT}
 
 
 def _from_hydra(conf_dir: Path) -> dict[str, str]:
-    """tracking.* (and the report dir under results_dir) from the project's Hydra config
-    when it composes; {} otherwise.
-
-    The report must keep working while that config changes under it, so any failure
-    to compose or resolve falls back to the built-in defaults.
-    """
+    """tracking.uri, tracking.experiment and the report dir (under results_dir) from the project's
+    Hydra config. A config that does not compose is an error of one line, not a silent default."""
     if not (conf_dir / "config.yaml").is_file():
-        return {}
-    try:
-        from hydra import compose, initialize_config_dir
-        from omegaconf import OmegaConf
+        raise SettingsError(f"{conf_dir}/config.yaml is missing: the analysis reads tracking.* and results_dir "
+                            "from the project's config; run it from a ctxbench checkout")
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
 
-        if not OmegaConf.has_resolver("ctxbench_root"):
-            # Same meaning as the harness's resolver (the project root), which analysis
-            # cannot import: paths in the config are rooted there, never at the cwd.
-            OmegaConf.register_new_resolver("ctxbench_root", lambda: str(REPO))
+    if not OmegaConf.has_resolver("ctxbench_root"):
+        # Same meaning as the harness's resolver (the project root), which analysis
+        # cannot import: paths in the config are rooted there, never at the cwd.
+        OmegaConf.register_new_resolver("ctxbench_root", lambda: str(REPO))
+    try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
             cfg = compose(config_name="config")
-        found = {}
-        for key in ("tracking.uri", "tracking.experiment", "results_dir"):
-            value = OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
-            if isinstance(value, str) and value:
-                found[key] = value
-        if "results_dir" in found:
-            found["report.dir"] = str(Path(found.pop("results_dir")) / "report")
-    except Exception:
-        return {}
-    uri = found.get("tracking.uri", "")
+        found = {key: OmegaConf.select(cfg, key, default=None) for key in ("tracking.uri", "tracking.experiment",
+                                                                          "results_dir")}
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SettingsError(f"{conf_dir} does not compose ({first}); fix it, "
+                            "`python -m bench --cfg job` shows the same error") from None
+    missing = [key for key, value in found.items() if not isinstance(value, str) or not value]
+    if missing:
+        raise SettingsError(f"{missing[0]} is not set in {conf_dir}: the analysis needs it (conf/tracking/, config.yaml)")
+    found["report.dir"] = str(Path(str(found.pop("results_dir"))) / "report")
+    uri = str(found["tracking.uri"])
     # A relative sqlite path in the project config means relative to the repo, not the cwd.
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
         found["tracking.uri"] = f"sqlite:///{REPO / uri[len('sqlite:///'):]}"
-    return found
+    return {k: str(v) for k, v in found.items()}

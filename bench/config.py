@@ -9,22 +9,23 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
+from pydantic import AfterValidator, BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+
+from bench.core import knobs
+from bench.core.knobs import ConfigError, Knobs
+from bench.sandbox.base import ANNEX_SWITCHES
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
-ARMS = ("baseline", "compaction", "drift", "drift_compaction")
+ARMS = tuple(sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml")))  # the arms are the options in conf/arm/
 SAMPLES = ("unbiased", "selected")  # study.sample: how the study's task seeds were chosen
 
 if not OmegaConf.has_resolver("ctxbench_root"):
     # Paths in the config are built from the project root, never from the working directory.
     OmegaConf.register_new_resolver("ctxbench_root", lambda: str(ROOT))
-
-
-class ConfigError(ValueError):
-    """A config value is wrong; the message names the key and how to fix it."""
 
 
 def _require(d: Mapping, key: str, where: str) -> Any:
@@ -34,33 +35,31 @@ def _require(d: Mapping, key: str, where: str) -> Any:
     return d[key]
 
 
-@dataclass(frozen=True)
-class ArmConfig:
-    name: str
-    window: int | None
-    drift: bool
-    drift_kinds: tuple[str, ...] | None = None  # None: every kind the task schedules (an ablation narrows it)
+def _arm_name(name: str) -> str:
+    if name not in ARMS:
+        raise ValueError(f"must be one of {', '.join(ARMS)} (the options in conf/arm/)")
+    return name
 
-    @classmethod
-    def from_dict(cls, d: Mapping) -> ArmConfig:
-        unknown = set(d) - {"name", "window", "drift", "drift_kinds"}
-        if unknown:
-            raise ConfigError(f"arm has unknown keys {sorted(unknown)}; allowed: name, window, drift, drift_kinds")
-        name = _require(d, "name", "arm")
-        if name not in ARMS:
-            raise ConfigError(f"arm.name={name!r} is not one of {', '.join(ARMS)}")
-        window = d.get("window")
-        if window is not None and (not isinstance(window, int) or window < 2048):
-            raise ConfigError(f"arm.window must be null or an integer >= 2048 tokens, got {window!r}")
-        kinds = d.get("drift_kinds")
-        if kinds is not None:
-            from tasks.spec import DRIFT_KINDS
 
-            kinds = tuple(kinds) if not isinstance(kinds, str) else (kinds,)
-            bad = [k for k in kinds if k not in DRIFT_KINDS]
-            if bad:
-                raise ConfigError(f"arm.drift_kinds has unknown kind {bad[0]!r}; kinds: {', '.join(DRIFT_KINDS)}")
-        return cls(name=name, window=window, drift=bool(d.get("drift", False)), drift_kinds=kinds)
+def _drift_kinds(kinds: tuple[str, ...]) -> tuple[str, ...]:
+    from tasks.spec import DRIFT_KINDS
+
+    bad = [k for k in kinds if k not in DRIFT_KINDS]
+    if bad:
+        raise ValueError(f"unknown kind {bad[0]!r}; kinds: {', '.join(DRIFT_KINDS)}")
+    return kinds
+
+
+class ArmConfig(Knobs):
+    """conf/arm/<name>.yaml: the environment a trial runs in, not the strategy."""
+
+    name: Annotated[StrictStr, AfterValidator(_arm_name)] = Field(description="the arm: one of conf/arm/")
+    window: Annotated[StrictInt, Field(ge=2048)] | None = Field(
+        default=None, description="tokens the strategy may fill; null = the model's window")
+    drift: StrictBool = Field(default=False, description="apply the task's drift schedule (outside commits mid-task)")
+    drift_kinds: Annotated[tuple[StrictStr, ...], BeforeValidator(lambda v: (v,) if isinstance(v, str) else v),
+                           AfterValidator(_drift_kinds)] | None = Field(
+        default=None, description="null = every kind of drift the task schedules; a list keeps only those (ablations)")
 
 
 @dataclass(frozen=True)
@@ -79,36 +78,43 @@ class TaskConfig:
         return cls(family=_require(d, "family", "task"), seed=seed, size=tuple(sorted(size.items())))
 
 
-@dataclass(frozen=True)
-class Limits:
-    max_turns: int
-    max_turns_per_step: int
-    trial_timeout_s: float
+class Limits(Knobs):
+    """`limits`: a trial's budgets; past one it ends with the failure named."""
 
-    @classmethod
-    def from_dict(cls, d: Mapping) -> Limits:
-        out = cls(int(_require(d, "max_turns", "limits")), int(_require(d, "max_turns_per_step", "limits")),
-                  float(_require(d, "trial_timeout_s", "limits")))
-        if min(out.max_turns, out.max_turns_per_step) < 1 or out.trial_timeout_s <= 0:
-            raise ConfigError(f"limits must be positive, got {out}")
-        return out
+    # Ints, not floats: the defaults are what the composed config (and so the config hash) carries.
+    max_turns: Annotated[StrictInt, Field(ge=1)] = Field(
+        default=240, description="turns per trial; past it the trial fails with turn_budget")
+    max_turns_per_step: Annotated[StrictInt, Field(ge=1)] = Field(
+        default=16, description="turns per step; past it the step fails")
+    trial_timeout_s: Annotated[StrictFloat, Field(gt=0)] = Field(
+        default=900, description="wall clock per trial, not counting time queued for the study's rate limit "
+                                 "(bench/core/queued.py); past it: timeout")
 
 
-@dataclass(frozen=True)
-class TrackingConfig:
-    uri: str
-    experiment: str
-    artifact_root: str
-    tracing: bool
+def _tracking_uri(uri: str) -> str:
+    if not uri.startswith(("sqlite:", "postgresql", "mysql", "http://", "https://", "databricks")):
+        raise ValueError("this MLflow refuses the file store; use a database URI such as "
+                         "sqlite:////abs/path/mlflow.db, or an http:// tracking server")
+    return uri
 
-    @classmethod
-    def from_dict(cls, d: Mapping) -> TrackingConfig:
-        uri = str(_require(d, "uri", "tracking"))
-        if not uri.startswith(("sqlite:", "postgresql", "mysql", "http://", "https://", "databricks")):
-            raise ConfigError(f"tracking.uri={uri!r}: this MLflow refuses the file store; use a database "
-                              "URI such as sqlite:////abs/path/mlflow.db, or an http:// tracking server")
-        return cls(uri=uri, experiment=str(_require(d, "experiment", "tracking")),
-                   artifact_root=str(d.get("artifact_root") or ""), tracing=bool(d.get("tracing", False)))
+
+class TrackingConfig(Knobs):
+    """conf/tracking/<name>.yaml: where trials are tracked (MLflow)."""
+
+    uri: Annotated[StrictStr, AfterValidator(_tracking_uri)] = Field(description="the MLflow tracking URI (a database "
+                                                                                 "or a tracking server)")
+    experiment: StrictStr = Field(description="the MLflow experiment trials are logged under")
+    artifact_root: StrictStr = Field(default="", description="where a newly created experiment stores artifacts; "
+                                                             "empty = MLflow's default")
+    tracing: StrictBool = Field(default=False, description="one MLflow trace per trial: a span per model call "
+                                                           "and tool call")
+    # 256 KiB: above every value of ordinary trials (sim and scripted at most 24 KB, real agents'
+    # request bodies at most ~311 KB in 2,389 logs measured, 5 of 90 bodies above it), a quarter of
+    # one tool call's argument bound (1 MiB), so what floods a log is stored once.
+    # 0, not null, for never: a null knob takes its default (bench/core/knobs.py).
+    blob_chars: Annotated[StrictInt, Field(ge=0)] = Field(
+        default=262144, description="a string value of the event log longer than this is stored once in "
+                                    "blobs/<sha256> beside events.jsonl (docs/design.md §6); 0: never")
 
 
 def study_sample(study: Mapping) -> dict[str, str]:
@@ -154,7 +160,12 @@ class TrialConfig:
         """The trial's level beside the arms: its strategy for ctxbench's own loop, else the
         agent that manages its own context (docs/agents.md): the `strategy` tag and run name."""
         agent = (self.agent or {}).get("name")
-        return str(agent) if agent and agent != "own" else str(self.strategy["name"])
+        if not agent or agent == "own":
+            return str(self.strategy["name"])
+        if (self.agent or {}).get("context") == "strategy":  # ctxbench's strategy over its list: mini+masking
+            return f"{agent}+{self.strategy['name']}"
+        rewrite = ((self.agent or {}).get("proxy_rewrite") or {}).get("name")
+        return f"{agent}+proxy_{rewrite}" if rewrite and rewrite != "none" else str(agent)
 
     @property
     def run_name(self) -> str:
@@ -169,11 +180,15 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
     semantic = {k: v for k, v in resolved.items() if k not in _NON_SEMANTIC}
     if isinstance(semantic.get("agent"), Mapping) and semantic["agent"].get("name") == "own":
         del semantic["agent"]  # agent=own is what a trial is with `agent` left out (docs/agents.md)
+    elif isinstance(semantic.get("agent"), Mapping):  # the agent's own context policy is the trial as it was
+        semantic["agent"] = {k: v for k, v in semantic["agent"].items()
+                             if not (k == "context" and v == "own")
+                             and not (k == "proxy_rewrite" and isinstance(v, Mapping) and v.get("name", "none") == "none")}
     if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
         # nor does the rate limit: it changes when calls are sent, not what they answer
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
-    if isinstance(semantic.get("sandbox"), Mapping):  # reusing verdicts or sandboxes changes no result
-        semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ("check_cache", "reuse")}
+    if isinstance(semantic.get("sandbox"), Mapping):  # the sandbox's accelerations change no result
+        semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ANNEX_SWITCHES}
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -191,6 +206,12 @@ def resolve(cfg: DictConfig | Mapping) -> dict[str, Any]:
     return out
 
 
+def _group(schema: type[Any], resolved: Mapping[str, Any], key: str) -> Any:
+    name = resolved[key].get("name")
+    source = "conf/config.yaml" if key == "limits" else f"conf/{key}/{name}.yaml" if name else f"conf/{key}/"
+    return knobs.validate(schema, resolved[key], key, f"{source} or the command line")
+
+
 def load(cfg: DictConfig | Mapping) -> TrialConfig:
     """Validate the composed config into a TrialConfig (the one conversion at the entry point)."""
     resolved = resolve(cfg)
@@ -203,9 +224,9 @@ def load(cfg: DictConfig | Mapping) -> TrialConfig:
     if "name" not in resolved["strategy"]:
         raise ConfigError("strategy.name is missing; choose strategy=raw|compaction|ledger|subagent")
     return TrialConfig(
-        strategy=resolved["strategy"], arm=ArmConfig.from_dict(resolved["arm"]),
+        strategy=resolved["strategy"], arm=_group(ArmConfig, resolved, "arm"),
         task=TaskConfig.from_dict(resolved["task"]), model=resolved["model"], sandbox=resolved["sandbox"],
-        tracking=TrackingConfig.from_dict(resolved["tracking"]), limits=Limits.from_dict(resolved["limits"]),
+        tracking=_group(TrackingConfig, resolved, "tracking"), limits=_group(Limits, resolved, "limits"),
         rep=rep, study=str((resolved.get("study") or {}).get("name", "adhoc")),
         results_dir=Path(str(resolved.get("results_dir") or ROOT / "results")),
         resolved=resolved, config_hash=config_hash(resolved), resume=bool(resolved.get("resume", True)),

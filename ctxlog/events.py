@@ -1,7 +1,9 @@
 """One small frozen class per event kind: the schema of `events.jsonl` (docs/design.md §6).
 
 A record is `{seq, turn, kind, prev, <the class's fields>, t}`: `seq` and `prev` (the hash
-chain) are the writer's (bench/eventlog/events.py), `t` holds volatile timings. Readers get the
+chain) are the writer's (bench/eventlog/events.py), `t` holds volatile timings, and `blobs`
+(only in a record with a value too large to hold) says where its values stored once by content
+are (ctxlog/blobs.py; the reader puts them back). Readers get the
 classes back through `parse` (ctxlog/reader.py). `SCHEMA` is written in `trial_start.schema`;
 version 1, the log before these classes, has no `schema` and the same fields, and reads as is.
 Fields a class does not know land in `extra`, an unknown kind is `Unknown`, and every field has
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 SCHEMA = 2
-ENVELOPE = ("seq", "turn", "kind", "prev", "t")
+ENVELOPE = ("seq", "turn", "kind", "prev", "t", "blobs")  # blobs: the writer's references (ctxlog/blobs.py)
 Fields = dict[str, Any]
 
 
@@ -295,7 +297,7 @@ class AgentRequest(Event):
     checks it gives the same context and request hash."""
 
     kind: ClassVar[str] = "agent_request"
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("signal",)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("signal", "rewrite")
     api: str = ""  # anthropic | openai_chat | openai_responses | anthropic_count
     path: str = ""
     thread: str = "main"
@@ -306,6 +308,9 @@ class AgentRequest(Event):
     window: int = 0  # the window it was held to (0: none)
     overhead: int = 0  # the agent's fixed overhead (system + tools of its first request), in the proxy's tokens
     signal: str | None = None  # the agent's own word on the thread (Codex's request_kind), when it gave one
+    # the proxy's rewrite applied to it (bench/proxy/rewrite.py), by its label: the model saw the
+    # rewritten request (the `context` that follows), `body` stays the agent's
+    rewrite: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,9 @@ way: the `message` records (each logged once, by sha) in the order a `context` r
         turn.tools                       # (tool_call, tool_result) pairs
 
 Reading is tolerant by default: a killed trial may end on a torn line, which is counted in
-`unreadable`; `strict=True` raises instead, naming the line (verify wants that).
+`unreadable`; `strict=True` raises instead, naming the line (verify wants that). A value stored
+once in `blobs/` beside the log (ctxlog/blobs.py) is put back in its event; one that cannot be
+(its blob missing, or not its sha's) stays a placeholder and is named in `blob_problems`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ctxlog import blobs as bl
 from ctxlog import events as ev
 
 Fields = dict[str, Any]
@@ -50,10 +53,12 @@ class Turn:
 
 
 class Log:
-    def __init__(self, events: Iterable[ev.Event], unreadable: int = 0, lines: tuple[str, ...] = ()):
+    def __init__(self, events: Iterable[ev.Event], unreadable: int = 0, lines: tuple[str, ...] = (),
+                 blob_problems: tuple[str, ...] = ()):
         self.events = list(events)  # in the order written (seq order)
         self.unreadable = unreadable
         self.lines = lines  # the raw lines, in file order (for the hash chain)
+        self.blob_problems = blob_problems  # large values that could not be put back (verify reports them)
 
     # -- reading --------------------------------------------------------------------------
     @classmethod
@@ -67,8 +72,13 @@ class Log:
         return source if isinstance(source, Log) else cls.from_records(source)
 
     @classmethod
-    def from_text(cls, text: str, strict: bool = False, name: str = "events.jsonl") -> Log:
+    def from_text(cls, text: str, strict: bool = False, name: str = "events.jsonl",
+                  blobs: bl.Source | None = None) -> Log:
+        """`blobs`: where the log's large values are (`bl.directory(folder / "blobs")`, or an
+        MLflow run's artifacts); asked only when a record names one."""
         out, lines, bad = [], [], 0
+        problems: list[str] = []
+        cache: dict[str, tuple[str | None, bool]] = {}
         for n, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
@@ -82,12 +92,15 @@ class Log:
                 bad += 1
                 continue
             lines.append(line)
+            if bl.KEY in rec:
+                problems += bl.resolve(rec, blobs, cache)
             out.append(ev.parse(rec))
-        return cls(out, bad, tuple(lines))
+        return cls(out, bad, tuple(lines), tuple(problems))
 
     @classmethod
     def from_path(cls, path: Path, strict: bool = False) -> Log:
-        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), strict, str(path))
+        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), strict, str(path),
+                             bl.directory(path.parent / bl.DIR))
 
     # -- what it holds --------------------------------------------------------------------
     def of(self, *classes: type[E]) -> list[E]:

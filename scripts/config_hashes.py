@@ -2,7 +2,8 @@
 """Write (or check) the config hashes of a fixed set of jobs: every grid cell at seed 0, every model,
 sandbox, strategy and experiment. A refactoring of the configs must leave them unchanged, or studies
 stop resuming (docs/design.md §4). `--write` refreshes tests/fixtures/config/hashes.json; with no
-argument it prints the jobs whose hash moved."""
+argument it prints the jobs whose hash moved. `--grid` does the same for all 480 jobs of
+experiment=grid at rep 0 (tests/fixtures/config/grid_hashes.json; too slow for the test suite)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 FIXTURE = ROOT / "tests" / "fixtures" / "config" / "hashes.json"
+GRID_FIXTURE = ROOT / "tests" / "fixtures" / "config" / "grid_hashes.json"
 
 STRATEGIES = ("raw", "compaction", "ledger", "subagent", "masking")
 ARMS = ("baseline", "compaction", "drift", "drift_compaction")
@@ -30,19 +32,26 @@ def jobs() -> list[list[str]]:
     return out
 
 
-def hashes() -> dict[str, str]:
+def grid_jobs() -> list[list[str]]:
+    """experiment=grid's sweep (conf/experiment/grid.yaml), every seed of range(0,10)."""
+    return [["experiment=grid", f"strategy={s}", f"arm={a}", f"task={f}", f"task.seed={seed}", "rep=0"]
+            for s in STRATEGIES[:4] for a in ARMS for f in FAMILIES[:3] for seed in range(10)]
+
+
+def hashes(job_list: list[list[str]] | None = None) -> dict[str, str]:
     from bench.config import compose, load
 
-    return {" ".join(j): load(compose(j)).config_hash for j in jobs()}
+    return {" ".join(j): load(compose(j)).config_hash for j in (jobs() if job_list is None else job_list)}
 
 
 def main(argv: list[str]) -> int:
-    now = hashes()
+    fixture = GRID_FIXTURE if "--grid" in argv else FIXTURE
+    now = hashes(grid_jobs() if "--grid" in argv else None)
     if "--write" in argv:
-        FIXTURE.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {len(now)} hashes to {FIXTURE.relative_to(ROOT)}")
+        fixture.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {len(now)} hashes to {fixture.relative_to(ROOT)}")
         return 0
-    pinned = json.loads(FIXTURE.read_text())
+    pinned = json.loads(fixture.read_text())
     moved = {k: (pinned.get(k), v) for k, v in now.items() if pinned.get(k) != v}
     for job, (was, is_) in sorted(moved.items()):
         print(f"{job}: {was} -> {is_}")

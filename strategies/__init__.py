@@ -1,16 +1,17 @@
 """Context strategies: how the model-visible context is built from durable state.
 
 `make_strategy(cfg)` builds one from the `strategy` config group (`conf/strategy/<name>.yaml`):
-`name` plus that strategy's keys. A key set to null takes the strategy's default. A strategy
-class names its frozen config dataclass in `config_class`.
+`name` plus that strategy's keys. A strategy class names its schema in `config_class`: a frozen
+pydantic model holding each knob's default, bounds and doc (bench/core/knobs.py); the YAML states
+only what differs from it. A key set to null takes the default.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from bench.core import knobs
 from bench.core.registry import Registry
 from bench.core.types import plain
 from strategies.base import Strategy
@@ -34,17 +35,15 @@ def make_strategy(cfg: Mapping[str, Any]) -> Strategy:
     if missing:
         raise ValueError(f"strategy.name={name!r}: {strategy_cls.__name__} does not state {', '.join(missing)}; "
                          "every strategy declares the hooks of strategies/base.py Strategy (docs/plugins.md)")
-    config_cls = strategy_cls.config_class
-    known = {f.name for f in dataclasses.fields(config_cls) if f.init}
-    kwargs: dict[str, Any] = {}
-    for key in cfg:
-        if key not in known:
-            raise ValueError(f"unknown key {key!r} for strategy {name!r} in conf/strategy/{name}.yaml; "
-                             f"known keys: {', '.join(sorted(known))}")
-        value = cfg[key]
-        if value is not None:
-            kwargs[str(key)] = plain(value)
-    return strategy_cls(config_cls(**kwargs))
+    config = knobs.validate(strategy_cls.config_class, plain(cfg), "strategy",
+                            f"conf/strategy/{name}.yaml or the command line")
+    return strategy_cls(config)
 
 
-__all__ = ["STRATEGIES", "make_strategy"]
+def store_knobs() -> None:
+    """Each built-in strategy's defaults as the config node its YAML extends (bench/core/knobs.py)."""
+    for name in STRATEGIES:
+        knobs.store(f"strategy/{name}", STRATEGIES.load(name).config_class)
+
+
+__all__ = ["STRATEGIES", "make_strategy", "store_knobs"]

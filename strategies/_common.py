@@ -1,6 +1,6 @@
 """Helpers the four strategies share: turn grouping, dropping old turns to fit a budget,
 compaction bookkeeping (which part of the transcript a summary stands in for), and the
-config validation every strategy module uses.
+knob types every strategy's schema uses.
 
 Everything here is pure over its arguments. Token counts go through `bench.core.tokens`, whose
 `count_text` is cached, so re-counting an unchanged message costs a dictionary lookup.
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, StrictFloat, StrictInt, StrictStr
 
 from bench.core import render
 from bench.core.tokens import count_message, count_text
@@ -32,42 +35,22 @@ Keep, in this order:
 Drop: old tool output, superseded plans, stale file contents, repeated errors."""
 
 
-def validate_prompt(prompt: str, where: str) -> str:
+def validate_prompt(prompt: str) -> str:
     """A compaction prompt must carry the `[compaction-request]` marker on a line of its own
     (the simulated summariser recognises its job by it)."""
-    if not isinstance(prompt, str):
-        raise ValueError(f"{where}: `prompt` must be a string, got {type(prompt).__name__}")
     if COMPACTION_MARKER not in (line.strip() for line in prompt.splitlines()):
-        raise ValueError(f"{where}: `prompt` must contain the line {COMPACTION_MARKER!r}")
+        raise ValueError(f"`prompt` must contain the line {COMPACTION_MARKER!r}")
     return prompt
 
 
-def config_error(name: str, message: str) -> ValueError:
-    return ValueError(f"strategy {name!r} (conf/strategy/{name}.yaml): {message}")
-
-
-def check_fraction(name: str, key: str, value: float) -> None:
-    if not 0.0 < value <= 1.0:
-        raise config_error(name, f"`{key}` must be in (0, 1], got {value!r}")
-
-
-INVARIANTS_FROM = ("harness", "model")
-
-
-def check_invariants_from(name: str, value: str) -> None:
-    if value not in INVARIANTS_FROM:
-        raise config_error(name, f"`invariants_from` must be one of {', '.join(INVARIANTS_FROM)}, got {value!r}")
-
-
-def check_switches(name: str, config: object, keys: tuple[str, ...]) -> None:
-    for key in keys:
-        if not isinstance(getattr(config, key), bool):
-            raise config_error(name, f"`{key}` must be true or false, got {getattr(config, key)!r}")
-
-
-def check_keep_recent(name: str, value: int) -> None:
-    if value not in (0, 1, 2):
-        raise config_error(name, f"`keep_recent_turns` must be 0, 1 or 2, got {value!r}")
+# The knob types the strategies' schemas share (bench/core/knobs.py).
+Fraction = Annotated[StrictFloat, Field(gt=0.0, le=1.0)]
+KeepRecent = Annotated[StrictInt, Field(ge=0, le=2)]  # assistant turns kept verbatim after a summary
+InvariantsFrom = Literal["model", "harness"]
+# null = the built-in DEFAULT_COMPACTION_PROMPT; stated as null in the schema so the resolved
+# config carries null, not the prompt's text.
+CompactionPrompt = Annotated[StrictStr, BeforeValidator(lambda v: DEFAULT_COMPACTION_PROMPT if v is None else v),
+                             AfterValidator(validate_prompt)]
 
 
 # ---------------------------------------------------------------- token counting

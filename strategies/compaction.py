@@ -19,8 +19,11 @@ turns of the tail are dropped as in `raw`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Annotated, Literal
 
+from pydantic import Field, StrictInt
+
+from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
 from strategies.base import Built, State, stable_prefix
@@ -28,24 +31,21 @@ from strategies.base import Built, State, stable_prefix
 NAME = "compaction"
 
 
-@dataclass(frozen=True)
-class CompactionConfig:
-    name: str = NAME
-    threshold: float = 0.75  # fraction of the budget at which the transcript is compacted
-    force_at_turns: tuple[int, ...] = ()  # also compact at these `State.turn` values
-    prompt: str = _common.DEFAULT_COMPACTION_PROMPT  # must contain the line [compaction-request]
-    keep_recent_turns: int = 1  # assistant turns kept verbatim after the summary (0-2)
+class CompactionConfig(Knobs):
+    """conf/strategy/compaction.yaml: the knobs of `compaction`, each with its default."""
 
-    def __post_init__(self) -> None:
-        if self.name != NAME:
-            raise _common.config_error(NAME, f"`name` must be {NAME!r}, got {self.name!r}")
-        _common.check_fraction(NAME, "threshold", float(self.threshold))
-        _common.check_keep_recent(NAME, self.keep_recent_turns)
-        turns = tuple(int(t) for t in (self.force_at_turns or ()))
-        if any(t < 0 for t in turns):
-            raise _common.config_error(NAME, f"`force_at_turns` must be turn numbers >= 0, got {turns}")
-        object.__setattr__(self, "force_at_turns", turns)
-        _common.validate_prompt(self.prompt, f"strategy {NAME!r} (conf/strategy/{NAME}.yaml)")
+    name: Literal["compaction"] = "compaction"
+    threshold: _common.Fraction = Field(
+        default=0.75, description="compact past this fraction of the budget (0, 1], once the turns to "
+                                  "summarise hold half the headroom (or at once when over the budget)")
+    force_at_turns: tuple[Annotated[StrictInt, Field(ge=0)], ...] = Field(
+        default=(), description="also compact at these turns (State.turn), for controlled comparisons")
+    keep_recent_turns: _common.KeepRecent = Field(
+        default=1, description="assistant turns kept verbatim after the summary: 0, 1 or 2")
+    prompt: _common.CompactionPrompt = Field(
+        default=None, validate_default=True,
+        description="null = the built-in prompt (_common.DEFAULT_COMPACTION_PROMPT); "
+                    "an override must contain the line [compaction-request]")
 
 
 class CompactionStrategy:

@@ -31,42 +31,45 @@ must later steps not undo?"); they come back as CERTIFIED notes and learned inva
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated, Literal
 
+from pydantic import Field, StrictBool, StrictInt
+
+from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _brief, _common
 from strategies.base import Built, State, stable_prefix
 
 NAME = "ledger"
-_WHERE = f"strategy {NAME!r} (conf/strategy/{NAME}.yaml)"
 
 
-@dataclass(frozen=True)
-class LedgerConfig:
-    name: str = NAME
-    files_budget_tokens: int = 4000  # FILES takes at most this many tokens ...
-    files_budget_fraction: float = 0.35  # ... and at most this fraction of the budget
-    invariants_from: str = "model"  # model: only the model's hand-off; harness: + the step's established ones (a channel)
-    tree: bool = True  # channel: the TREE section (git status / log base..HEAD / diff --stat at the step head)
-    drift_note: bool = True  # channel: the harness's CONSISTENCY NOTE when HEAD moved by an outside commit
-    notes_cap_chars: int = 400  # each step's notes / learned invariant, as shown
-    threshold: float = 0.75  # within-step compaction backstop, fraction of the budget
-    keep_recent_turns: int = 1  # assistant turns kept verbatim after a backstop summary (0-2)
-    prompt: str = _common.DEFAULT_COMPACTION_PROMPT  # must contain the line [compaction-request]
+class LedgerConfig(Knobs):
+    """conf/strategy/ledger.yaml: the knobs of `ledger`, each with its default. Channels
+    (docs/instrument.md §6) are facts this strategy shows that a raw agent gets only by fetching
+    them with the tools; each is a switch, recorded with the run."""
 
-    def __post_init__(self) -> None:
-        if self.name != NAME:
-            raise _common.config_error(NAME, f"`name` must be {NAME!r}, got {self.name!r}")
-        if self.files_budget_tokens < 0:
-            raise _common.config_error(NAME, f"`files_budget_tokens` must be >= 0, got {self.files_budget_tokens}")
-        _common.check_fraction(NAME, "files_budget_fraction", float(self.files_budget_fraction))
-        _common.check_invariants_from(NAME, self.invariants_from)
-        _common.check_switches(NAME, self, ("tree", "drift_note"))
-        if self.notes_cap_chars < 16:
-            raise _common.config_error(NAME, f"`notes_cap_chars` must be >= 16, got {self.notes_cap_chars}")
-        _common.check_fraction(NAME, "threshold", float(self.threshold))
-        _common.check_keep_recent(NAME, self.keep_recent_turns)
-        _common.validate_prompt(self.prompt, _WHERE)
+    name: Literal["ledger"] = "ledger"
+    files_budget_tokens: Annotated[StrictInt, Field(ge=0)] = Field(
+        default=4000, description="FILES (a channel; 0 = off) shows the step's touches up to "
+                                  "min(this, files_budget_fraction x budget) tokens; the rest are listed by path")
+    files_budget_fraction: _common.Fraction = Field(
+        default=0.35, description="the FILES budget's cap as a fraction of the budget (0, 1]")
+    invariants_from: _common.InvariantsFrom = Field(
+        default="model", description="model: carry only the model's hand-off; harness (a labelled variant, a "
+                                     "channel): also each step's established invariants, as the harness announces them")
+    tree: StrictBool = Field(
+        default=True, description="channel: TREE section (git status, git log base..HEAD, diff --stat)")
+    drift_note: StrictBool = Field(
+        default=True, description="channel: CONSISTENCY NOTE when HEAD moved by an outside commit since the last step")
+    notes_cap_chars: Annotated[StrictInt, Field(ge=16)] = Field(
+        default=400, description="each certified step's notes / learned invariant, as shown")
+    threshold: _common.Fraction = Field(
+        default=0.75, description="within-step backstop: compact the step's turns past this fraction of the budget")
+    keep_recent_turns: _common.KeepRecent = Field(
+        default=1, description="assistant turns kept verbatim after a backstop summary: 0, 1 or 2")
+    prompt: _common.CompactionPrompt = Field(
+        default=None, validate_default=True,
+        description="null = the built-in compaction prompt; an override must contain the line [compaction-request]")
 
 
 class LedgerStrategy:

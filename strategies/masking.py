@@ -16,8 +16,11 @@ holds only up to the first masked result: the price of the smaller context.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Annotated, Literal
 
+from pydantic import Field, StrictInt
+
+from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
 from strategies.base import Built, State, stable_prefix
@@ -25,18 +28,12 @@ from strategies.base import Built, State, stable_prefix
 NAME = "masking"
 
 
-@dataclass(frozen=True)
-class MaskingConfig:
-    name: str = NAME
-    keep_recent_turns: int = 10  # assistant turns whose tool results stay verbatim (the paper's window: 10)
+class MaskingConfig(Knobs):
+    """conf/strategy/masking.yaml: the knobs of `masking`, each with its default."""
 
-    def __post_init__(self) -> None:
-        if self.name != NAME:
-            raise _common.config_error(NAME, f"`name` must be {NAME!r}, got {self.name!r}")
-        if isinstance(self.keep_recent_turns, bool) or not isinstance(self.keep_recent_turns, int) \
-                or self.keep_recent_turns < 0:
-            raise _common.config_error(NAME, f"`keep_recent_turns` must be an integer >= 0, got "
-                                             f"{self.keep_recent_turns!r}")
+    name: Literal["masking"] = "masking"
+    keep_recent_turns: Annotated[StrictInt, Field(ge=0)] = Field(
+        default=10, description="assistant turns whose tool results stay verbatim (the paper's window: 10)")
 
 
 def placeholder(m: Message) -> Message:

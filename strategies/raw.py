@@ -10,20 +10,18 @@ this is the baseline of an agent loop that simply appends.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Literal
 
+from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
 from strategies.base import Built, State, stable_prefix
 
 
-@dataclass(frozen=True)
-class RawConfig:
-    name: str = "raw"
+class RawConfig(Knobs):
+    """conf/strategy/raw.yaml: `raw` has no knobs beyond its name."""
 
-    def __post_init__(self) -> None:
-        if self.name != "raw":
-            raise _common.config_error("raw", f"`name` must be 'raw', got {self.name!r}")
+    name: Literal["raw"] = "raw"
 
 
 class RawStrategy:

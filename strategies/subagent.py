@@ -17,8 +17,11 @@ fit, the oldest are dropped as in `raw` (there is no summariser).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated, Literal
 
+from pydantic import Field, StrictBool, StrictInt
+
+from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _brief, _common
 from strategies.base import Built, State, stable_prefix
@@ -26,20 +29,18 @@ from strategies.base import Built, State, stable_prefix
 NAME = "subagent"
 
 
-@dataclass(frozen=True)
-class SubagentConfig:
-    name: str = NAME
-    invariants_from: str = "model"  # model: only the model's hand-off; harness: + the step's established ones (a channel)
-    drift_note: bool = True  # channel: the harness's CONSISTENCY NOTE when HEAD moved by an outside commit
-    notes_cap_chars: int = 400  # each ledger entry's notes / learned invariant, as shown
+class SubagentConfig(Knobs):
+    """conf/strategy/subagent.yaml: the knobs of `subagent`, each with its default; the channels
+    (docs/instrument.md §6) are switches, recorded with the run."""
 
-    def __post_init__(self) -> None:
-        if self.name != NAME:
-            raise _common.config_error(NAME, f"`name` must be {NAME!r}, got {self.name!r}")
-        _common.check_invariants_from(NAME, self.invariants_from)
-        _common.check_switches(NAME, self, ("drift_note",))
-        if self.notes_cap_chars < 16:
-            raise _common.config_error(NAME, f"`notes_cap_chars` must be >= 16, got {self.notes_cap_chars}")
+    name: Literal["subagent"] = "subagent"
+    invariants_from: _common.InvariantsFrom = Field(
+        default="model", description="model: carry only the model's hand-off; harness (a labelled variant, "
+                                     "a channel): also the step's established invariants")
+    drift_note: StrictBool = Field(
+        default=True, description="channel: CONSISTENCY NOTE when HEAD moved by an outside commit since the last step")
+    notes_cap_chars: Annotated[StrictInt, Field(ge=16)] = Field(
+        default=400, description="each ledger entry's notes / learned invariant, as shown")
 
 
 class SubagentStrategy:

@@ -16,7 +16,9 @@ from typing import Any
 
 import yaml
 
+from analysis.load import run_blobs
 from ctxlog import events as ev
+from ctxlog.blobs import DIR, Source, directory
 from ctxlog.reader import Log
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -49,8 +51,8 @@ class Trial:
         return default if node is None else node
 
 
-def parse(text: str, name: str, config_text: str | None = None) -> Trial:
-    log = Log.from_text(text, strict=True, name=name)
+def parse(text: str, name: str, config_text: str | None = None, blobs: Source | None = None) -> Trial:
+    log = Log.from_text(text, strict=True, name=name, blobs=blobs)
     config = yaml.safe_load(config_text) if config_text else {}
     return Trial(name, log, config if isinstance(config, dict) else {})
 
@@ -60,7 +62,8 @@ def _from_path(path: Path) -> list[Trial]:
         path = path / "events.jsonl"
     if path.is_file():
         config = path.parent / "config.yaml"
-        return [parse(path.read_text(), path.parent.name, config.read_text() if config.is_file() else None)]
+        return [parse(path.read_text(), path.parent.name, config.read_text() if config.is_file() else None,
+                      directory(path.parent / DIR))]
     return [t for log in sorted(path.glob("**/trials/*/events.jsonl")) for t in _from_path(log)]
 
 
@@ -78,7 +81,7 @@ def _from_runs(runs: list[Any]) -> list[Trial]:
             config = mlflow.artifacts.load_text(f"{base}/config.yaml")
         except Exception:
             config = None
-        out.append(parse(text, run.info.run_name or run.info.run_id, config))
+        out.append(parse(text, run.info.run_name or run.info.run_id, config, run_blobs(base)))
     return out
 
 

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from analysis.diff.html import write_page
-from analysis.diff.trajectory import Diff, Trajectory, compare, read_events
-from analysis.load import sqlite_path
+from analysis.diff.mismatch import read_log
+from analysis.diff.trajectory import Diff, Trajectory, compare
+from analysis.load import run_blobs, sqlite_path
 from analysis.settings import REPO
 
 IDENTITY = ("study", "model", "strategy", "arm", "task_family", "task_seed", "rep")
@@ -62,7 +63,8 @@ def from_run(run) -> Trajectory:
         text = mlflow.artifacts.load_text(f"{run.info.artifact_uri.rstrip('/')}/events.jsonl")
     except Exception as exc:  # the store's own error type varies with the store
         raise DiffError(f"run {run.info.run_id} has no readable events.jsonl ({type(exc).__name__})") from exc
-    return Trajectory.from_text(text, run.info.run_name or run.info.run_id, _run_meta(run))
+    return Trajectory.from_text(text, run.info.run_name or run.info.run_id, _run_meta(run),
+                                run_blobs(run.info.artifact_uri))
 
 
 def _dir_meta(trial_dir: Path) -> dict[str, Any]:
@@ -134,8 +136,8 @@ def _final_tree(log: Path) -> str:
     with log.open("rb") as fh:
         fh.seek(max(0, log.stat().st_size - 4096))
         last = fh.read().decode("utf-8", "replace").rstrip("\n").rsplit("\n", 1)[-1]
-    events, _ = read_events(last)
-    return str(events[0].get("final_tree_sha") or "") if events else ""
+    end = read_log(last).end
+    return end.final_tree_sha if end is not None else ""
 
 
 def find_twin(a: Trajectory, mode: str, uri: str | None) -> Trajectory:

@@ -18,11 +18,12 @@ from analysis.diff import mismatch
 from analysis.diff.sections import COLORS, MARKS, chart, short, summary
 from analysis.diff.trajectory import Diff, Trajectory
 from analysis.load import labels
+from ctxlog import events as ev
 
 PREVIEW, CAP = 150, 1200
-_HIDDEN = {"message", "context", "trial_start", "trial_end"}  # shown elsewhere on the page
-_COUNTED = ("compaction", "context_truncation", "drift", "policy_violation", "invariant", "output_truncation",
-            "context_overflow", "error")
+_HIDDEN = (ev.Message, ev.Context, ev.TrialStart, ev.TrialEnd)  # shown elsewhere on the page
+_COUNTED = (ev.Compaction, ev.ContextTruncation, ev.Drift, ev.PolicyViolation, ev.Invariant, ev.OutputTruncation,
+            ev.ContextOverflow, ev.Error)
 
 
 def head_and_tail(text: str, where: str = "") -> str:
@@ -56,32 +57,29 @@ def _refreshed_paths(files: object) -> str:
     return ", ".join(str(f[0]) for f in files or [] if isinstance(f, list | tuple) and f)  # type: ignore[attr-defined]
 
 
-def _other_fields(e: dict) -> str:
-    rest = {k: v for k, v in e.items() if k not in ("seq", "turn", "kind", "prev", "t")}
-    return short(", ".join(f"{k}={v if not isinstance(v, dict | list) else json.dumps(v)}" for k, v in rest.items()),
-                 300)
+def _other_fields(e: ev.Event) -> str:
+    return short(", ".join(f"{k}={v if not isinstance(v, dict | list) else json.dumps(v)}"
+                           for k, v in e.fields().items()), 300)
 
 
-class Record(dict):
-    """A log record whose fields the templates read as attributes, None where the record has none."""
-
-    def __getattr__(self, name: str) -> object:
-        return self.get(name)
+def _kind(e: ev.Event) -> str:
+    """An event's kind; a kind this schema does not know keeps its own name (in `extra`)."""
+    return str(e.extra.get("kind", "")) if isinstance(e, ev.Unknown) else e.kind
 
 
-def _shown(e: dict) -> bool:
+def _shown(e: ev.Event) -> bool:
     """A model call is shown only as what the model said on an acting turn."""
-    return e.get("kind") != "model_call" or (e.get("purpose", "turn") == "turn" and bool(e.get("content")))
+    return not isinstance(e, ev.ModelCall) or (e.purpose == "turn" and bool(e.content))
 
 
 def side(t: Trajectory, turn: int, hot: set[int]) -> dict:
-    """One side of a turn row: its records (a tool call carries its result), each marked hot when
+    """One side of a turn row: its events (a tool call carries its result), each marked hot when
     it is the attributed trigger."""
-    events = [e for e in t.turns.get(turn, []) if e.get("kind") not in _HIDDEN]
-    results = {str(e.get("call_id")): Record(e) for e in events if e.get("kind") == "tool_result"}
-    called = {str(e.get("call_id")) for e in events if e.get("kind") == "tool_call"}
-    shown = [(Record(e), e.get("seq") in hot) for e in events
-             if _shown(e) and not (e.get("kind") == "tool_result" and str(e.get("call_id")) in called)]
+    events = [e for e in t.turns.get(turn, []) if not isinstance(e, _HIDDEN)]
+    results = {e.call_id: e for e in events if isinstance(e, ev.ToolResult)}
+    called = {e.call_id for e in events if isinstance(e, ev.ToolCall)}
+    shown = [(e, e.seq in hot) for e in events
+             if _shown(e) and not (isinstance(e, ev.ToolResult) and e.call_id in called)]
     return {"events": shown, "results": results}
 
 
@@ -91,8 +89,8 @@ def card(t: Trajectory, side: str, role: str) -> dict:
             ("arm", m.get("arm")), ("task", f"{m.get('task_family')} seed {m.get('task_seed')}"), ("rep", m.get("rep")),
             ("model", m.get("model")), ("steps passed", o["steps_passed"]), ("turns", o["turns"]),
             ("final tree", str(o["final_tree_sha"])[:12] or "–")]
-    counts = {k: sum(1 for e in t.events if e.get("kind") == k and (k != "invariant" or e.get("status") != "ok"))
-              for k in _COUNTED}
+    counts = {c.kind: sum(1 for e in t.log.of(c) if not (isinstance(e, ev.Invariant) and e.status == "ok"))
+              for c in _COUNTED}
     return {"side": side, "role": role, "color": COLORS[side], "status": o["status"],
             "good": o["success"] is True or o["status"] == "success",
             "reason": o["failure_reason"] + (f": {short(o['error'], 160)}" if o["error"] else ""), "rows": rows,
@@ -103,14 +101,15 @@ def card(t: Trajectory, side: str, role: str) -> dict:
 # The page's markup is analysis/diff/templates/ (jinja2, HTML autoescaped, StrictUndefined).
 _PAGES = render.templates("analysis.diff")
 _PAGES.globals.update(PREVIEW=PREVIEW, MARKS=MARKS, short=short, args_text=args_text, head_and_tail=head_and_tail,
-                      thousands=_thousands, refreshed_paths=_refreshed_paths, other_fields=_other_fields)
+                      thousands=_thousands, refreshed_paths=_refreshed_paths, other_fields=_other_fields,
+                      kind_of=_kind)
 _PAGES.filters["truncate_to"] = lambda text, n: str(text)[:n]
 
 
 def page(d: Diff) -> str:
     roles = {"baseline": ("trial", "its baseline twin"), "rep": ("trial", "another rep of the same cell"),
              "explicit": ("trial", "compared trial")}[d.mode]
-    ta, tb = mismatch.actions_by_turn(d.a.events), mismatch.actions_by_turn(d.b.events)
+    ta, tb = mismatch.actions_by_turn(d.a.log), mismatch.actions_by_turn(d.b.log)
     turns = sorted(set(d.a.turns) | set(d.b.turns))
     tok = {"a": d.a.context_tokens(), "b": d.b.context_tokens()}
     keep = turns[0] if turns else 0

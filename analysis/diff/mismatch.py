@@ -19,64 +19,46 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.load import CELL, PAIR_KEY, TASK_KEY, sort_cells
+from analysis.load import CELL, PAIR_KEY, TASK_KEY, run_blobs, sort_cells
+from ctxlog import events as ev
+from ctxlog.blobs import Source as BlobSource
 from ctxlog.reader import Log
 
 # context_truncation is the raw strategy's answer to the same window pressure that
 # makes the compaction strategy compact; kept as its own label (docs/design.md §6 keeps the
 # two truncations apart) rather than folded into "compaction".
-TRIGGER_KINDS = ("compaction", "context_truncation", "drift")
-_NOT_TURNS = {"trial_start", "trial_end"}
-EventFetcher = Callable[[str], "list[dict] | None"]
+TRIGGERS: tuple[type[ev.Event], ...] = (ev.Compaction, ev.ContextTruncation, ev.Drift)
+TRIGGER_KINDS = tuple(c.kind for c in TRIGGERS)
+_NOT_TURNS = (ev.TrialStart, ev.TrialEnd)
+Source = Log | Iterable[dict]  # a parsed log, or its records (tests build records by hand)
+EventFetcher = Callable[[str], "Log | None"]
 
 
-def _get(event: dict, key: str):
-    # Payload fields are top-level in the schema; tolerate a nested payload too.
-    if key in event:
-        return event[key]
-    for nest in ("data", "payload"):
-        if isinstance(event.get(nest), dict) and key in event[nest]:
-            return event[nest][key]
-    return None
+def read_log(text: str, blobs: BlobSource | None = None) -> Log:
+    """The one reader (ctxlog/reader.py), its events in seq order, large values put back from
+    `blobs`. A killed trial can end on a torn line: it is counted in `unreadable`, and the records
+    before it still tell the story."""
+    log = Log.from_text(text, blobs=blobs)
+    return Log(sorted(log.events, key=lambda e: e.seq), log.unreadable, log.lines, log.blob_problems)
 
 
-def _turn(event: dict) -> int | None:
-    # A record without a usable turn (a newer kind, a torn write) belongs to no turn.
-    t = event.get("turn")
-    return int(t) if isinstance(t, int | float) and not isinstance(t, bool) and t == int(t) else None
-
-
-def read_events(text: str) -> tuple[list[dict], int]:
-    """(records in seq order, number of unreadable lines), through the one reader
-    (ctxlog/reader.py). A killed trial can end on a torn line; the records before it still
-    tell the story."""
-    log = Log.from_text(text)
-    return sorted(log.records(), key=lambda e: e["seq"]), log.unreadable
-
-
-def parse_events(text: str) -> list[dict]:
-    return read_events(text)[0]
-
-
-def actions_by_turn(events: Iterable[dict]) -> dict[int, list[tuple[str, str]]]:
+def actions_by_turn(source: Source) -> dict[int, list[tuple[str, str]]]:
     """Model-visible actions per turn: the ordered (tool name, canonical args) calls.
 
     Every turn the log mentions is present, with an empty list when the model made no
     call; call ids and the volatile ``t`` timings are not part of an action.
     """
     turns: dict[int, list[tuple[str, str]]] = {}
-    for e in events:
-        turn = _turn(e)
-        if e.get("kind") in _NOT_TURNS or turn is None:
+    for e in Log.read(source).events:
+        if isinstance(e, _NOT_TURNS) or e.turn is None:
             continue
-        calls = turns.setdefault(turn, [])
-        if e.get("kind") == "tool_call":
-            args = json.dumps(_get(e, "args") or {}, sort_keys=True, separators=(",", ":"))
-            calls.append((str(_get(e, "name")), args))
+        calls = turns.setdefault(e.turn, [])
+        if isinstance(e, ev.ToolCall):
+            calls.append((e.name, json.dumps(e.args, sort_keys=True, separators=(",", ":"))))
     return turns
 
 
-def first_divergence(a: list[dict], b: list[dict]) -> int | None:
+def first_divergence(a: Source, b: Source) -> int | None:
     """First turn whose actions differ (a turn present in only one log differs)."""
     ta, tb = actions_by_turn(a), actions_by_turn(b)
     for turn in sorted(set(ta) | set(tb)):
@@ -85,12 +67,11 @@ def first_divergence(a: list[dict], b: list[dict]) -> int | None:
     return None
 
 
-def _triggers(events: list[dict], upto: int) -> list[tuple[int, int, str]]:
-    found = [(_turn(e), e.get("seq"), e["kind"]) for e in events if e.get("kind") in TRIGGER_KINDS]
-    return [(t, s if isinstance(s, int) else 0, k) for t, s, k in found if t is not None and t <= upto]
+def _triggers(log: Log, upto: int) -> list[tuple[int, int, str]]:
+    return [(e.turn, e.seq, e.kind) for e in log.of(*TRIGGERS) if e.turn is not None and e.turn <= upto]
 
 
-def attribute(a: list[dict], b: list[dict], turn: int | None) -> dict:
+def attribute(a: Source, b: Source, turn: int | None) -> dict:
     """Nearest compaction/truncation/drift event at or before ``turn`` in either log.
 
     Within one log a later event (higher seq) is nearer; if both logs have their
@@ -101,8 +82,8 @@ def attribute(a: list[dict], b: list[dict], turn: int | None) -> dict:
         out["trigger"] = "no divergence"
         return out
     best: dict[str, tuple[int, int, str]] = {}
-    for side, events in (("a", a), ("b", b)):
-        found = _triggers(events, turn)
+    for side, source in (("a", a), ("b", b)):
+        found = _triggers(Log.read(source), turn)
         if found:
             best[side] = max(found)
     if not best:
@@ -115,17 +96,18 @@ def attribute(a: list[dict], b: list[dict], turn: int | None) -> dict:
     return out
 
 
-def compare_logs(a: list[dict] | None, b: list[dict] | None) -> dict:
+def compare_logs(a: Source | None, b: Source | None) -> dict:
     if a is None or b is None:
         return {"diverged_at": None, "trigger": "events missing", "trigger_turn": None,
                 "trigger_in": None, "lag_turns": None}
+    a, b = Log.read(a), Log.read(b)
     turn = first_divergence(a, b)
     return {"diverged_at": turn, **attribute(a, b, turn)}
 
 
 def mlflow_event_fetcher(tracking_uri: str, artifact_uris: dict[str, str] | None = None,
                          artifact: str = "events.jsonl") -> EventFetcher:
-    """Parsed ``events.jsonl`` of a run, or None if it has none.
+    """The ``events.jsonl`` of a run, read (`read_log`), or None if it has none.
 
     With the run's artifact URI (known from the search) the artifact store is read
     directly; otherwise MLflow resolves the run first, one extra query per run.
@@ -136,13 +118,15 @@ def mlflow_event_fetcher(tracking_uri: str, artifact_uris: dict[str, str] | None
     client = MlflowClient(tracking_uri=tracking_uri)
     uris = artifact_uris or {}
 
-    def fetch(run_id: str) -> list[dict] | None:
+    def fetch(run_id: str) -> Log | None:
         try:
             if uris.get(run_id):
-                return parse_events(mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"))
+                return read_log(mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"),
+                                run_blobs(uris[run_id]))
             # A download is read and removed at once: a report over a big study leaves no copies behind.
             with tempfile.TemporaryDirectory(prefix="ctxbench-events-") as tmp:
-                return parse_events(Path(client.download_artifacts(run_id, artifact, tmp)).read_text())
+                text = Path(client.download_artifacts(run_id, artifact, tmp)).read_text()
+                return read_log(text, run_blobs(client.get_run(run_id).info.artifact_uri))
         except Exception:  # a missing artifact surfaces as OSError or MlflowException depending on store
             return None
 

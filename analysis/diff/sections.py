@@ -8,7 +8,8 @@ hover titles, and nothing to encode to stay self-contained.
 from __future__ import annotations
 
 from analysis import render
-from analysis.diff.trajectory import Diff, Trajectory, turn_of
+from analysis.diff.trajectory import Diff, Trajectory
+from ctxlog import events as ev
 
 COLORS = {"a": "#1f6fb4", "b": "#e07b00"}
 # Marker per event kind: (glyph drawn at the curve, label in the hover title).
@@ -45,12 +46,12 @@ def chart(a: Trajectory, b: Trajectory, diverged_at: int | None, trigger_seqs: d
         c = curves[side]
         marks = []
         for e in traj.events:
-            kind, t = e.get("kind"), turn_of(e)
-            if kind not in MARKS or t is None or (kind == "invariant" and e.get("status") not in (None, "violated")):
+            kind, t = e.kind, e.turn
+            if kind not in MARKS or t is None or (isinstance(e, ev.Invariant) and e.status not in ("", "violated")):
                 continue
             v = c.get(t, c.get(max([k for k in c if k <= t], default=-1), 0))
             marks.append({"x": x(t), "y": y(v, -9 if side == "a" else 13), "glyph": MARKS[kind],
-                          "hot": e.get("seq") in trigger_seqs.get(side, ()),
+                          "hot": e.seq in trigger_seqs.get(side, ()),
                           "tip": f"{side.upper()} turn {t}: {kind}" + _detail(e)})
         sides.append({"name": side.upper(), "color": COLORS[side], "marks": marks,
                       "points": " ".join(f"{x(t)},{y(v)}" for t, v in sorted(c.items()))})
@@ -61,11 +62,11 @@ def chart(a: Trajectory, b: Trajectory, diverged_at: int | None, trigger_seqs: d
         xticks=[(x(t), t) for t in _ticks(tmax, 8)], divline=None if diverged_at is None else x(diverged_at))
 
 
-def _detail(e: dict) -> str:
-    if e.get("kind") in ("compaction", "context_truncation") and e.get("tokens_before") is not None:
-        return f" ({e.get('tokens_before')} → {e.get('tokens_after')} tokens)"
-    if e.get("kind") == "drift":
-        return f" ({e.get('drift_kind') or ''} {str(e.get('commit') or '')[:10]})"
+def _detail(e: ev.Event) -> str:
+    if isinstance(e, ev.Compaction | ev.ContextTruncation):
+        return f" ({e.tokens_before} → {e.tokens_after} tokens)"
+    if isinstance(e, ev.Drift):
+        return f" ({e.drift_kind} {e.commit[:10]})"
     return ""
 
 

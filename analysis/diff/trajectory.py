@@ -1,9 +1,10 @@
 """One trial's trajectory, read from its ``events.jsonl`` alone, and two of them compared.
 
-The log is read by the one reader (ctxlog/reader.py): records grouped by turn, the
-model-visible context of a turn rebuilt from its ``context`` record (the shas of ``message``
-records, each logged once); what is read here is the facts that context holds -- standing constraints (``[inv:ID] text`` lines) and file versions
-(``<file path=".." sha="..">`` blocks whose body still matches its sha).
+The log is read by the one reader (ctxlog/reader.py) into its typed events (ctxlog/events.py):
+events grouped by turn, the model-visible context of a turn rebuilt from its ``context`` event
+(the shas of ``message`` events, each logged once); what is read here is the facts that context
+holds -- standing constraints (``[inv:ID] text`` lines) and file versions (``<file path=".."
+sha="..">`` blocks whose body still matches its sha).
 
 Two trajectories compare (``compare``) by the first turn whose tool calls differ and its
 trigger -- analysis/diff/mismatch.py's rule, so the diff page and the report agree -- the facts
@@ -11,20 +12,24 @@ one context held at that turn and the other did not, and the first step head at 
 two repositories differ.
 
 Reading is tolerant: other engineers add event kinds and fields while this code stands
-still, and a killed trial may end on a half-written line. Unknown kinds are kept as
-they are, missing fields read as None, and an unreadable line is counted, not fatal.
+still, and a killed trial may end on a half-written line. Unknown kinds are kept (as
+``ctxlog.events.Unknown``), missing fields read as the schema's defaults, and an unreadable
+line is counted, not fatal.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from analysis.diff import mismatch
-from analysis.diff.mismatch import read_events
+from analysis.diff.mismatch import read_log
+from ctxlog import events as ev
+from ctxlog.blobs import DIR, Source, directory
 from ctxlog.reader import Log
 
 # The harness's render markers (bench/core/render.py), re-stated: analysis must not import it.
@@ -32,81 +37,70 @@ _INV_RE = re.compile(r"^\[inv:(?P<id>[A-Za-z0-9_.-]+)\] (?P<text>.+)$", re.M)
 _FILE_RE = re.compile(r'<file path="(?P<path>[^"]+)" sha="(?P<sha>[0-9a-f]+)">\n(?P<body>.*?)</file>', re.S)
 
 
-def turn_of(event: dict) -> int | None:
-    t = event.get("turn")
-    return t if isinstance(t, int) else None
-
-
 @dataclass
 class Trajectory:
-    """A trial's records and what the diff reads from them. ``meta`` holds the trial's
-    identity (strategy, arm, task_family, task_seed, rep, study, model, run_id) from MLflow
-    tags or the trial directory's config, falling back to the log's ``trial_start``."""
+    """A trial's log and what the diff reads from it. ``meta`` holds the trial's identity
+    (strategy, arm, task_family, task_seed, rep, study, model, run_id) from MLflow tags or the
+    trial directory's config, falling back to the log's ``trial_start``. ``source`` is the log,
+    read, or its records (tests build those by hand)."""
 
     label: str
-    events: list[dict]
+    source: InitVar[Log | Iterable[dict]]
     meta: dict[str, Any] = field(default_factory=dict)
-    unreadable: int = 0
-    turns: dict[int, list[dict]] = field(init=False)
     log: Log = field(init=False)
+    turns: dict[int, list[ev.Event]] = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.turns, self.log = {}, Log.from_records(self.events)
-        for e in self.events:
-            t = turn_of(e)
-            if t is not None:
-                self.turns.setdefault(t, []).append(e)
-        start = self.first("trial_start")
-        task = str(start.get("task_id") or "")
-        family, _, seed = task.partition("/")
-        for key, value in (("strategy", start.get("strategy")), ("arm", start.get("arm")),
-                           ("rep", start.get("rep")), ("model", start.get("model")),
-                           ("task_family", family or None), ("task_seed", seed or None)):
+    def __post_init__(self, source: Log | Iterable[dict]) -> None:
+        self.log = Log.read(source)
+        self.turns = self.log.by_turn
+        start = self.log.start
+        family, _, seed = start.task_id.partition("/")
+        for key, value in (("strategy", start.strategy), ("arm", start.arm), ("rep", start.rep),
+                           ("model", start.model), ("task_family", family), ("task_seed", seed)):
             if self.meta.get(key) in (None, "") and value not in (None, ""):
                 self.meta[key] = value
 
+    @property
+    def events(self) -> list[ev.Event]:
+        return self.log.events
+
+    @property
+    def unreadable(self) -> int:
+        return self.log.unreadable
+
     @classmethod
-    def from_text(cls, text: str, label: str, meta: dict | None = None) -> Trajectory:
-        events, bad = read_events(text)
-        return cls(label, events, dict(meta or {}), bad)
+    def from_text(cls, text: str, label: str, meta: dict | None = None,
+                  blobs: Source | None = None) -> Trajectory:
+        return cls(label, read_log(text, blobs), dict(meta or {}))
 
     @classmethod
     def from_path(cls, path: Path, label: str | None = None, meta: dict | None = None) -> Trajectory:
-        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), label or str(path), meta)
-
-    def first(self, kind: str) -> dict:
-        return next((e for e in self.events if e.get("kind") == kind), {})
-
-    def last(self, kind: str) -> dict:
-        return next((e for e in reversed(self.events) if e.get("kind") == kind), {})
-
-    def of_kind(self, *kinds: str) -> list[dict]:
-        return [e for e in self.events if e.get("kind") in kinds]
+        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), label or str(path), meta,
+                             directory(path.parent / DIR))
 
     # -- outcome ------------------------------------------------------------------------
     @property
     def outcome(self) -> dict[str, Any]:
         """status, success, failure_reason, steps_passed, final tree: trial_end first, then tags."""
-        end, m = self.last("trial_end"), self.meta
-        status = end.get("status") or m.get("status") or ("unfinished" if not end else "unknown")
-        success = end.get("success") if isinstance(end.get("success"), bool) else (
-            str(m.get("success", "")).strip() in ("1", "1.0", "True", "true") if "success" in m else None)
-        return {"status": status, "success": success,
-                "failure_reason": end.get("failure_reason") or m.get("failure_reason") or "",
-                "steps_passed": end.get("steps_passed", m.get("steps_passed")),
-                "turns": end.get("turn") if end else (max(self.turns) + 1 if self.turns else 0),
-                "final_tree_sha": end.get("final_tree_sha") or m.get("final_tree_sha") or "",
-                "error": (self.last("error").get("detail") or "")}
+        end, m = self.log.end, self.meta
+        error = self.log.last(ev.Error)
+        if end is not None:
+            return {"status": end.status or m.get("status") or "unknown", "success": end.success,
+                    "failure_reason": end.failure_reason or m.get("failure_reason") or "",
+                    "steps_passed": end.steps_passed, "turns": end.turn,
+                    "final_tree_sha": end.final_tree_sha or m.get("final_tree_sha") or "",
+                    "error": error.detail if error else ""}
+        # No trial_end (a killed trial): what the MLflow tags say, else that it never finished.
+        return {"status": m.get("status") or "unfinished",
+                "success": str(m.get("success", "")).strip() in ("1", "1.0", "True", "true") if "success" in m else None,
+                "failure_reason": m.get("failure_reason") or "", "steps_passed": m.get("steps_passed"),
+                "turns": max(self.turns) + 1 if self.turns else 0, "final_tree_sha": m.get("final_tree_sha") or "",
+                "error": error.detail if error else ""}
 
     # -- contexts -----------------------------------------------------------------------
     def context_tokens(self) -> dict[int, int]:
         """Tokens of the model-visible context of each turn (the turn's own call, not a summariser's)."""
-        out: dict[int, int] = {}
-        for e in self.of_kind("context"):
-            t, tokens = turn_of(e), e.get("tokens")
-            if t is not None and isinstance(tokens, int | float) and e.get("purpose", "turn") == "turn":
-                out[t] = int(tokens)
-        return out
+        return {e.turn: e.tokens for e in self.log.of(ev.Context) if e.turn is not None and e.purpose == "turn"}
 
     def context_at(self, turn: int) -> list[dict] | None:
         """The messages the model saw when it acted at ``turn`` (its last turn context at or
@@ -118,13 +112,10 @@ class Trajectory:
     def step_heads(self) -> list[dict]:
         """step_start records in order: step, turn, commit, and the step's files by path -> sha."""
         out = []
-        for e in self.of_kind("step_start"):
-            files = {}
-            for item in e.get("files") or []:
-                if isinstance(item, list | tuple) and len(item) == 2:
-                    files[str(item[0])] = content_sha(str(item[1]))
-            out.append({"step": e.get("step"), "turn": turn_of(e), "commit": e.get("repo_commit") or "",
-                        "files": files, "seq": e.get("seq")})
+        for e in self.log.of(ev.StepStart):
+            files = {str(item[0]): content_sha(str(item[1]))
+                     for item in e.files if isinstance(item, list | tuple) and len(item) == 2}
+            out.append({"step": e.step, "turn": e.turn, "commit": e.repo_commit, "files": files, "seq": e.seq})
         return out
 
 
@@ -178,16 +169,16 @@ class Diff:
 
 
 def compare(a: Trajectory, b: Trajectory, mode: str = "explicit") -> Diff:
-    res = mismatch.compare_logs(a.events, b.events)
+    res = mismatch.compare_logs(a.log, b.log)
     turn = res.pop("diverged_at")
     d = Diff(a, b, mode, turn, res)
     kinds = set(str(res.get("trigger") or "").split("+")) & set(mismatch.TRIGGER_KINDS)
     sides = {"a": ["a"], "b": ["b"], "both": ["a", "b"]}.get(res.get("trigger_in") or "", [])
     for side in sides:
         traj = a if side == "a" else b
-        found = [e for e in traj.turns.get(res["trigger_turn"], []) if e.get("kind") in kinds]
+        found = [e for e in traj.turns.get(res["trigger_turn"], []) if e.kind in kinds]
         if found:  # the nearest: the last of its turn (mismatch.attribute orders by seq too)
-            d.trigger_seqs[side] = {max(found, key=lambda e: e.get("seq", 0)).get("seq", -1)}
+            d.trigger_seqs[side] = {max(e.seq for e in found)}
     if turn is not None:
         ca, cb = a.context_at(turn), b.context_at(turn)
         if ca is not None and cb is not None:

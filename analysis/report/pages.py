@@ -18,6 +18,7 @@ from analysis.diff.html import write_page
 from analysis.diff.mismatch import EventFetcher
 from analysis.diff.trajectory import Trajectory, compare
 from analysis.load import CELL, TASK_KEY
+from ctxlog.reader import Log
 
 if TYPE_CHECKING:
     from analysis.report.analyse import Analysis
@@ -43,10 +44,10 @@ class Pages:
 def caching(fetch: EventFetcher) -> EventFetcher:
     """The same fetcher, each run's log downloaded once (the analysis fetched the mismatch
     pairs already; their pages reuse those logs)."""
-    cache: dict[str, list[dict] | None] = {}
+    cache: dict[str, Log | None] = {}
     lock = threading.Lock()
 
-    def get(run_id: str) -> list[dict] | None:
+    def get(run_id: str) -> Log | None:
         with lock:
             if run_id in cache:
                 return cache[run_id]
@@ -58,9 +59,9 @@ def caching(fetch: EventFetcher) -> EventFetcher:
     return get
 
 
-def _trajectory(row: pd.Series, events: list[dict]) -> Trajectory:
+def _trajectory(row: pd.Series, log: Log) -> Trajectory:
     meta = {k: row[k] for k in _META if k in row and not (isinstance(row[k], float) and pd.isna(row[k]))}
-    return Trajectory(str(row.get("run_name") or row["run_id"]), events, meta)
+    return Trajectory(str(row.get("run_name") or row["run_id"]), log, meta)
 
 
 def rep_pairs(trials: pd.DataFrame) -> list[tuple[str, str]]:

@@ -4,10 +4,10 @@ mini's own venv, so it imports only the standard library and `minisweagent`, nev
 mini's own agent logic (`DefaultAgent`: its templates, `step`, `query`, its parsing of tool calls,
 its observation format, its end-of-task echo) plays; three seams of mini's Python API are used:
 - the caller owns `agent.messages`: each instruction is the next user message of one session
-  (mini's `run()` would reset it), so step k's request carries every earlier turn. The session
-  is a file (`state`: the messages, the outputs of the last message's actions, the call count),
-  resumed by the next turn's process, as Claude Code resumes its session file: nothing of the
-  agent outlives its turn;
+  (mini's `run()` would reset it), so step k's request carries every earlier turn. One process
+  takes the trial's instructions one after another (config `stay`); the session is also saved to
+  a file after each (`state`: the messages, the outputs of the last message's actions, the call
+  count), which a new process resumes when the last one ended (or without `stay`, every turn);
 - the environment is pluggable: each command goes to the harness, which runs it in the trial's
   sandbox with the same guards as ctxbench's own `run` tool (this process never touches the
   working copy);
@@ -16,9 +16,13 @@ its observation format, its end-of-task echo) plays; three seams of mini's Pytho
 Protocol: JSON lines. The harness writes to stdin; this process answers on the stdout it was given
 (everything else mini or litellm prints goes to stderr).
 
-    <- {"config": {...}}                 api_base, model_name, state (the session file), settings
-    <- {"instruct": TEXT}                the instruction of this turn
+    <- {"config": {...}}                 api_base, model_name, state (the session file), view, stay, settings
+    <- {"instruct": TEXT, "api_base": URL}   the instruction of this turn (and the proxy's address for it);
+                                         with `stay` the process waits for the next one after `end`
     -> {"turn": N}  <- {"go": true} | {"stop": REASON}      before every model call (the harness counts turns)
+       with config `view`: -> {"turn": N, "messages": [...], "tools": [...]}  <- {"go": true, "messages": [...]}
+       the harness builds what the model sees from mini's list (bench/agents/mini_context.py); mini
+       keeps its whole list, and this call alone is made with the harness's messages
     -> {"exec": CMD, "id": CALL_ID}  <- {"output": TEXT, "returncode": N}
     -> {"end": EXIT_STATUS, "submission": TEXT, "detail": TEXT, "n_calls": N, "trace": TEXT}
 
@@ -49,7 +53,7 @@ from minisweagent.agents.default import DefaultAgent  # noqa: E402
 from minisweagent.config import builtin_config_dir  # noqa: E402
 from minisweagent.environments.local import LocalEnvironment  # noqa: E402
 from minisweagent.exceptions import FormatError, InterruptAgentFlow, LimitsExceeded  # noqa: E402
-from minisweagent.models.litellm_model import LitellmModel  # noqa: E402
+from minisweagent.models.litellm_model import BASH_TOOL, LitellmModel  # noqa: E402
 
 HARNESS_ERROR = "harness_error"
 # mini's and litellm's own errors, read from mini-swe-agent 2.4.6: litellm's API errors all derive
@@ -90,16 +94,34 @@ class HarnessEnvironment(LocalEnvironment):
         return output
 
 
+class ViewModel(LitellmModel):
+    """mini's LitellmModel, sending the harness's messages for a call when it gave some (`view`)."""
+
+    view: list[dict] | None = None
+
+    def query(self, messages: list[dict[str, str]], **kwargs: Any) -> dict:
+        view, self.view = self.view, None
+        return super().query(view if view is not None else messages, **kwargs)
+
+
 class SessionAgent(DefaultAgent):
     """DefaultAgent with one session over many instructions, and the harness's turn count."""
 
+    view = False  # the harness builds each call's messages from this list (config `view`)
+
     def query(self) -> dict:
-        send({"turn": self.n_calls})
+        ask: dict[str, Any] = {"turn": self.n_calls}
+        if self.view:
+            ask |= {"messages": [{k: v for k, v in m.items() if k != "extra"} for m in self.messages],
+                    "tools": [BASH_TOOL]}
+        send(ask)
         answer = recv()
         if answer.get("stop"):
             raise LimitsExceeded({"role": "exit", "content": "LimitsExceeded",
                                   "extra": {"exit_status": "LimitsExceeded", "submission": "",
                                             "detail": answer["stop"]}})
+        if self.view:
+            self.model.view = answer["messages"]  # type: ignore[attr-defined]
         self.env.outputs = []
         return super().query()
 
@@ -139,12 +161,13 @@ def session(cfg: dict[str, Any]) -> tuple[SessionAgent, HarnessEnvironment]:
     base = yaml.safe_load((builtin_config_dir / "mini.yaml").read_text())
     agent_cfg = {**base["agent"], "step_limit": 0, "cost_limit": 0.0, **cfg.get("agent", {})}
     agent_cfg.pop("mode", None)  # the interactive agent's key; this one is not interactive
-    model = LitellmModel(**{**base["model"], "model_name": cfg["model_name"],
+    model = ViewModel(**{**base["model"], "model_name": cfg["model_name"],
                             "model_kwargs": {**base["model"].get("model_kwargs", {}), "api_base": cfg["api_base"],
                                              "api_key": "ctxbench-proxy", **cfg.get("model_kwargs", {})},
                             "cost_tracking": "ignore_errors"})
     env = HarnessEnvironment(**{**base.get("environment", {}), **cfg.get("environment", {})})
     agent = SessionAgent(model, env, **agent_cfg)
+    agent.view = bool(cfg.get("view"))
     state = Path(cfg["state"])
     if state.exists():  # the session so far
         saved = json.loads(state.read_text())
@@ -164,21 +187,25 @@ def main() -> int:
     except Exception as exc:  # nothing of the agent has run yet: building the session is ours
         send({**stopped(HARNESS_ERROR, exc), "n_calls": 0})
         return 1
-    text = recv()["instruct"]
-    try:
-        extra = agent.instruct(text)
-        end = {"end": extra.get("exit_status", ""), "submission": extra.get("submission", ""),
-               "detail": extra.get("detail", "")}
-    except AGENT_ABORTS as exc:  # mini aborts the step (e.g. ContextWindowExceededError): say which
-        agent.messages.append({"role": "exit", "content": str(exc), "extra": {"exit_status": type(exc).__name__}})
-        end = stopped(type(exc).__name__, exc)
-    except Exception as exc:  # a bug of ours (SessionAgent, HarnessEnvironment): never the agent's abort
-        end = stopped(HARNESS_ERROR, exc)
-    Path(cfg["state"]).write_text(json.dumps(
-        {"messages": agent.messages, "outputs": env.outputs, "n_calls": agent.n_calls,
-         "template_vars": {"task": agent.extra_template_vars.get("task", "")}}, default=repr))
-    send({**end, "n_calls": agent.n_calls})
-    return 0
+    while True:  # one instruction, or (config `stay`) one after another until the harness closes stdin
+        ask = recv()
+        if ask.get("api_base"):  # the proxy serves each turn on a port of its own
+            agent.model.config.model_kwargs["api_base"] = ask["api_base"]
+        try:
+            extra = agent.instruct(ask["instruct"])
+            end = {"end": extra.get("exit_status", ""), "submission": extra.get("submission", ""),
+                   "detail": extra.get("detail", "")}
+        except AGENT_ABORTS as exc:  # mini aborts the step (e.g. ContextWindowExceededError): say which
+            agent.messages.append({"role": "exit", "content": str(exc), "extra": {"exit_status": type(exc).__name__}})
+            end = stopped(type(exc).__name__, exc)
+        except Exception as exc:  # a bug of ours (SessionAgent, HarnessEnvironment): never the agent's abort
+            end = stopped(HARNESS_ERROR, exc)
+        Path(cfg["state"]).write_text(json.dumps(  # a process of the next turn resumes it, should this one end
+            {"messages": agent.messages, "outputs": env.outputs, "n_calls": agent.n_calls,
+             "template_vars": {"task": agent.extra_template_vars.get("task", "")}}, default=repr))
+        send({**end, "n_calls": agent.n_calls})
+        if not cfg.get("stay") or end["end"] == HARNESS_ERROR:
+            return 0
 
 
 if __name__ == "__main__":

@@ -14,15 +14,19 @@ from bench.config import ConfigError, TrialConfig
 from bench.core.registry import Registry
 from bench.providers.base import Provider
 
+SPEAKS_CTXBENCH = ("sim", "scripted")  # models that call ctxbench's own tools: the sim, the attack suite's
+
 
 def model_provider(spec: AgentSpec, model_cfg: Any, provider: Provider) -> Provider:
-    """What the proxy forwards to: the sim speaks the agent's tool dialect (bench/sim/dialects/);
-    any other model is the agent's model as it is.
+    """What the proxy forwards to: a model that speaks ctxbench's tools (the sim, a scripted
+    attack of bench/providers/attacks/) speaks the agent's tool dialect (bench/sim/dialects/), so
+    whatever it tells ctxbench's loop to do it tells the agent; any other model is the agent's
+    model as it is.
 
     A recorded sim (`model.record=PATH`) is recorded outside its dialect: the cassette holds the
     requests the proxy forwarded and the replies the agent got, in the agent's own tools, so
     `model.provider=replay` plays the agent trial back with no sim and no dialect (docs/agents.md)."""
-    if model_cfg.get("provider") != "sim" or not spec.dialect:
+    if model_cfg.get("provider") not in SPEAKS_CTXBENCH or not spec.dialect:
         return provider
     from bench.providers.replay import RecordingProvider
     from bench.sim.dialects import DIALECTS, DialectProvider
@@ -45,7 +49,10 @@ def validate(tcfg: TrialConfig) -> AgentSpec:
     from bench.agents.install import installed
 
     installed(spec)
-    _player_class(spec)  # a misspelt agent.player is bad input too, not a crash when the trial starts
+    cls = _player_class(spec)  # a misspelt agent.player is bad input too, not a crash when the trial starts
+    if spec.context == "strategy" and not getattr(cls, "applies_strategy", False):
+        raise ConfigError(f"agent.context=strategy: {spec.name}'s message list lives in its own process, not ours; "
+                          "use the proxy's rewrites instead (agent.proxy_rewrite.name=masking|trim, docs/agents.md)")
     return spec
 
 
@@ -59,8 +66,9 @@ def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
         return None
     cls = _player_class(spec)
     relative = spec.arm(tcfg.arm.name).get("window") == "relative"
+    strategy = {"strategy": parts.strategy} if spec.context == "strategy" else {}  # mini_context.py
     return cls(spec, model_provider(spec, tcfg.model, parts.provider), seed=seed, window=parts.window,
-               relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s)
+               relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s, **strategy)
 
 
 class ExternalAgents:

@@ -24,7 +24,10 @@ REGISTRIES = ("pypi", "npm")
 WIRE_APIS = ("anthropic", "openai_chat", "openai_responses")
 RUNS = ("host", "sandbox")  # where the agent's own process runs (its commands always run in the sandbox)
 KEYS = ("name", "version", "install", "runs", "wire_api", "dialect", "model_id", "model_ids", "commands", "env",
-        "config_files", "compaction", "arms", "limits", "player")
+        "config_files", "compaction", "arms", "limits", "player", "context", "proxy_rewrite")
+# Who builds what the model sees (docs/agents.md): `own`, the agent's own policy; `strategy`, the
+# trial's `strategy` over the agent's message list, for an agent whose list is ours (mini's).
+CONTEXTS = ("own", "strategy")
 INSTALL_KEYS = ("registry", "package", "bin", "python")
 ARM_KEYS = ("window", "env")
 
@@ -54,6 +57,8 @@ class AgentSpec:
     arms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # arm -> window mode, env
     limits: Mapping[str, Any] = field(default_factory=dict)  # turn_timeout_s, output_limit_bytes
     player: str = ""  # "module:attribute" of the player class
+    context: str = "own"  # own: the agent's policy; strategy: the trial's strategy over its list (CONTEXTS)
+    proxy_rewrite: Any = None  # the proxy's Rewrite of the main thread (bench/proxy/rewrite.py); None: none
 
     @property
     def own(self) -> bool:
@@ -110,12 +115,20 @@ class AgentSpec:
                 raise ConfigError(f"agent.arms.{arm}.{bad[0]}: unknown key; an arm's entry has {', '.join(ARM_KEYS)}")
             if opts.get("window", "absolute") not in ("absolute", "relative"):
                 raise ConfigError(f"agent.arms.{arm}.window must be absolute or relative (to the agent's overhead)")
+        context = str(d.get("context") or "own")
+        if context not in CONTEXTS:
+            raise ConfigError(f"agent.context={context!r} is not one of {', '.join(CONTEXTS)} (own: {name}'s own "
+                              "context policy; strategy: the trial's strategy=... over its message list)")
+        from bench.proxy.rewrite import parse_rewrite
+
+        rewrite = parse_rewrite(d.get("proxy_rewrite"))
         spec = cls(name=name, version=version, install=install, runs=runs, wire_api=wire,
                    dialect=str(d.get("dialect") or ""), model_id=str(d.get("model_id") or ""),
                    model_ids=tuple(str(p) for p in d.get("model_ids") or ()), commands=commands,
                    env={str(k): str(v) for k, v in dict(d.get("env") or {}).items()},
                    config_files={str(k): str(v) for k, v in dict(d.get("config_files") or {}).items()},
                    compaction={str(k): str(v) for k, v in dict(d.get("compaction") or {}).items()},
-                   arms=arms, limits=dict(d.get("limits") or {}), player=str(d.get("player") or ""))
+                   arms=arms, limits=dict(d.get("limits") or {}), player=str(d.get("player") or ""),
+                   context=context, proxy_rewrite=rewrite)
         spec.check_model_id(spec.model_id)
         return spec

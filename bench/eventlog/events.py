@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.types import Message, canonical_json, context_sha
+from ctxlog import blobs
 from ctxlog import events as ev
 from ctxlog.events import KINDS, SCHEMA  # noqa: F401  (the schema: ctxlog/events.py)
 from ctxlog.reader import Log
@@ -37,14 +38,18 @@ def line_sha(line: str) -> str:
 
 
 class EventLog:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, blob_chars: int | None = None):
+        """`blob_chars`: a string value longer than this is written once to `blobs/` beside the
+        log and referenced from its record (ctxlog/blobs.py; the trial's is
+        `tracking.blob_chars`); None keeps every value in its record."""
         self.path = path
+        self.blob_chars = blob_chars
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = path.open("x", encoding="utf-8")  # never append to or overwrite an old log
         self._seq = 0
         self._prev = ""
         self._known: set[str] = set()
-        self.records: list[dict[str, Any]] = []  # kept in memory for metrics and RUN.md
+        self.records: list[dict[str, Any]] = []  # kept in memory, large values in place, for metrics and RUN.md
         self._parsed: list[ev.Event] = []  # records[:len(_parsed)], parsed (`log`)
         self._log: Log | None = None
 
@@ -52,9 +57,12 @@ class EventLog:
         """Write one event (a class of ctxlog/events.py); the writer adds seq, prev and `t.ts`."""
         if event.kind not in KINDS:
             raise ValueError(f"{type(event).__name__} is not an event kind of ctxlog/events.py")
-        record = {"seq": self._seq, "turn": event.turn, "kind": event.kind, "prev": self._prev, **event.fields(),
+        own = event.fields()
+        record = {"seq": self._seq, "turn": event.turn, "kind": event.kind, "prev": self._prev, **own,
                   "t": {"ts": round(time.time(), 6), **event.t}}
-        line = canonical_json(record)
+        stored, refs, texts = blobs.stash(own, self.blob_chars)
+        line = canonical_json(record if not refs else {**record, **stored, blobs.KEY: refs})
+        blobs.write(self.path.parent / blobs.DIR, texts)  # before the line that names them
         self._fh.write(line + "\n")
         self._fh.flush()
         self._seq += 1

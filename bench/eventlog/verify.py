@@ -1,5 +1,6 @@
 """`python -m bench.eventlog.verify PATH|RUN_ID`: rebuild every model-visible context from the event
-log alone and check it against its logged hash; check the hash chain and the log's digest.
+log alone and check it against its logged hash; check the hash chain, the log's digest, and each
+large value stored once in `blobs/` beside it (present, and its sha's: ctxlog/blobs.py).
 
 Exit 0 when everything matches; 1 on any mismatch, broken chain or unreadable log.
 """
@@ -17,6 +18,8 @@ from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, context_sha, request_hash, sha256_text
 from bench.eventlog.events import line_sha
 from bench.proxy.api import APIS, Request
+from bench.proxy.rewrite import Rewrite
+from ctxlog import blobs
 from ctxlog import events as ev
 from ctxlog.reader import Log
 
@@ -27,6 +30,7 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
     rebuilt = 0
     try:
         log = Log.from_path(path, strict=True)
+        problems += log.blob_problems
         prev = ""
         for line, e in zip(log.lines, log.events, strict=True):
             if e.prev != prev:
@@ -73,7 +77,9 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
 
 
 def _decode(request: ev.AgentRequest) -> Request:
-    return APIS[request.api].decode(json.loads(request.body))
+    """The request the model saw: the agent's body decoded, and the proxy's rewrite applied again."""
+    decoded = APIS[request.api].decode(json.loads(request.body))
+    return Rewrite.from_label(request.rewrite).apply(decoded)[0] if request.rewrite else decoded
 
 
 def _proxied(log: Log, problems: list[str]) -> dict[int, ev.AgentRequest]:
@@ -99,7 +105,10 @@ def _from_run(run_id: str, uri: str | None) -> tuple[Path, str | None]:
     uri = uri or compose().tracking.uri
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(run_id)
-    local = client.download_artifacts(run_id, "events.jsonl", tempfile.mkdtemp(prefix="ctxbench-verify-"))
+    into = tempfile.mkdtemp(prefix="ctxbench-verify-")
+    local = client.download_artifacts(run_id, "events.jsonl", into)
+    if any(a.path == blobs.DIR for a in client.list_artifacts(run_id)):  # the log's large values, each once
+        client.download_artifacts(run_id, blobs.DIR, into)
     return Path(local), run.data.tags.get("events_sha256")
 
 

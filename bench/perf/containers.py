@@ -17,13 +17,13 @@ then only the daemons' own CPU is read from /proc, and runc is not counted (`eng
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import threading
 from pathlib import Path
 
 from bench.sandbox.engine import cgroup_cpu_s, container_cpu_s
+from ctxlog.reader import Log
 
 ENGINE = ("dockerd", "containerd")  # and every containerd-shim*
 CONTAINER_PARENTS = ("/docker", "/system.slice")  # where Docker's cgroupfs and systemd drivers put containers
@@ -117,11 +117,8 @@ def trials_window_cpu_s(results: Path) -> float | None:
     """What the trials' own windows say: the sum of `sandbox_cpu_s` over their trial_end events."""
     total, found = 0.0, False
     for log in (results / "trials").glob("*/events.jsonl"):
-        for line in log.read_text().splitlines()[::-1]:
-            r = json.loads(line)
-            if r.get("kind") == "trial_end":
-                cpu = r.get("t", {}).get("sandbox_cpu_s")
-                if cpu is not None:
-                    total, found = total + float(cpu), True
-                break
+        end = Log.from_path(log).end
+        cpu = end.t.get("sandbox_cpu_s") if end is not None else None
+        if cpu is not None:
+            total, found = total + float(cpu), True
     return total if found else None

@@ -27,6 +27,8 @@ from typing import Any
 from bench.config import ROOT
 from bench.perf.containers import StudyContainers, engine_cpu_s, trials_window_cpu_s
 from bench.sandbox.engine import cgroup_cpu_s
+from ctxlog import events as ev
+from ctxlog.reader import Log
 
 GRID_SEEDS = 100
 GRID_TRIALS = 4 * 4 * 3 * GRID_SEEDS  # strategies x arms x families x seeds
@@ -146,10 +148,9 @@ def trials_model_cpu_s(results: Path) -> float | None:
     for the sim all of its thinking, which a real model does on its provider's machines."""
     total, found = 0.0, False
     for log in (results / "trials").glob("*/events.jsonl"):
-        for line in log.read_text().splitlines():
-            r = json.loads(line)
-            if r.get("kind") == "model_call" and "cpu_s" in r.get("t", {}):
-                total, found = total + float(r["t"]["cpu_s"]), True
+        for call in Log.from_path(log).of(ev.ModelCall):
+            if "cpu_s" in call.t:
+                total, found = total + float(call.t["cpu_s"]), True
     return total if found else None
 
 

@@ -34,6 +34,8 @@ from typing import Any
 
 from bench.config import ROOT
 from bench.perf.starts import start_phases
+from ctxlog import events as ev
+from ctxlog.reader import Log
 
 SEEDS_PER_FAMILY = ("signature_migration", "extract_module")
 
@@ -138,16 +140,14 @@ def where_time_went(events: Path) -> dict[str, float]:
     limiter (`queue_s`), checks in the sandbox (`duration_s`), and the rest (the harness's own
     work, its tools, and waiting for a core or the GIL)."""
     provider = queue = checks = wall = 0.0
-    for line in events.read_text().splitlines():
-        r = json.loads(line)
-        t = r.get("t", {})
-        if r["kind"] == "model_call":
-            provider += float(t.get("latency_s", 0.0))
-            queue += float(t.get("queue_s", 0.0))
-        elif r["kind"] == "check":
-            checks += float(t.get("duration_s", 0.0))
-        elif r["kind"] == "trial_end":
-            wall = float(t.get("wall_s", 0.0))
+    for e in Log.from_path(events).events:
+        if isinstance(e, ev.ModelCall):
+            provider += float(e.t.get("latency_s", 0.0))
+            queue += float(e.t.get("queue_s", 0.0))
+        elif isinstance(e, ev.Check):
+            checks += float(e.t.get("duration_s", 0.0))
+        elif isinstance(e, ev.TrialEnd):
+            wall = float(e.t.get("wall_s", 0.0))
     return {"wall_s": wall, "provider_s": provider, "queue_s": queue, "checks_s": checks,
             "rest_s": wall - provider - queue - checks}
 

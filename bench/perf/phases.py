@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT
+from ctxlog import events as ev
 from ctxlog.reader import Log
 
 
@@ -159,16 +160,16 @@ def instrumented_trial(overrides: list[str], results: Path) -> dict[str, Any]:
     finally:
         ph.restore()
         bench.providers.make_provider, strategies.make_strategy = real_provider, real_strategy  # type: ignore[assignment]
-    records = Log.from_path(result.events_path, strict=True).records()
-    checks = [r for r in records if r["kind"] == "check"]
-    check_s = sum(r["t"]["duration_s"] for r in checks)
+    log = Log.from_path(result.events_path, strict=True)
+    checks = log.of(ev.Check)
+    check_s = sum(c.t["duration_s"] for c in checks)
     container_s = ph.self_s["container start"]
     mlflow_s = sum(sum(ph.samples[k]) for k in  # inclusive: finish() contains the artifact upload
                    ("mlflow: resume check", "mlflow: run create + params", "mlflow: metrics + tags"))
     phases = {k: round(v, 4) for k, v in sorted(ph.self_s.items(), key=lambda kv: -kv[1])}
     return {
         "overrides": overrides, "status": result.status, "turns": result.turns, "wall_s": round(wall, 3),
-        "steps": sum(1 for r in records if r["kind"] == "step_start"),
+        "steps": len(log.of(ev.StepStart)),
         "checks": len(checks), "check_s": round(check_s, 3),
         "container_start_s": round(container_s, 3),
         "trial_overhead_ratio": round(wall / (container_s + check_s), 3),

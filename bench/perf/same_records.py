@@ -5,6 +5,10 @@ per-turn metric histories, and the event log (`comparable`: all but its timings)
 
     python -m bench.perf.same_records RESULTS_BEFORE RESULTS_AFTER
 
+Also the reference path against the accelerated one (docs/scaling.md §9): the annexes' switches
+(`sandbox.check_cache`, `sandbox.reuse`, `sandbox.fast_git`) are recorded as params but are not
+the trial's result, so they are left out of the params compared.
+
 The check cache's hits are a race between workers, so they are not compared (`_events`).
 Trials not FINISHED on either side (a run stopped midway) are left out, and said so.
 Prints how many trials each side has, how many are equal, and the first differences; exit 1 on
@@ -19,10 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.eventlog.events import comparable
+from bench.sandbox.base import ANNEX_SWITCHES
+from ctxlog import events as ev
 
 TIMINGS = {"latency_s", "ttft_s", "turn_latency_s", "wall_s", "queue_ms"}  # of the run, not the trial's result
 VOLATILE_TAGS = {"pid", "pid_start", "host", "mlflow.parentRunId", "events_sha256", "mlflow.runName", "study"}
 HISTORIES = ("prompt_tokens", "output_tokens", "cached_tokens")
+NOT_COMPARED_PARAMS = {"study.name", *(f"sandbox.{k}" for k in ANNEX_SWITCHES)}  # where, and how fast
 
 
 def records(results: Path) -> dict[str, dict[str, Any]]:
@@ -43,7 +50,8 @@ def records(results: Path) -> dict[str, dict[str, Any]]:
             "status": r.info.status,
             "metrics": {k: v for k, v in r.data.metrics.items() if k not in TIMINGS and not k.endswith("_s")
                         and not k.startswith("sandbox_cpu")},
-            "params": {k: _placed(v, spellings) for k, v in r.data.params.items() if k != "study.name"},
+            "params": {k: _placed(v, spellings) for k, v in r.data.params.items()
+                       if k not in NOT_COMPARED_PARAMS},
             "tags": {k: v for k, v in r.data.tags.items() if k not in VOLATILE_TAGS and k != "git_sha"},
             "history": {k: [m.value for m in client.get_metric_history(r.info.run_id, k)] for k in HISTORIES},
             "events": _events(path),
@@ -63,7 +71,7 @@ def _events(path: Path) -> list[dict[str, Any]]:
     their origin names another run) or the sequence numbers they shift: the `check` event after
     one is the verdict, compared as any other."""
     records = comparable([json.loads(x) for x in path.read_text().splitlines()])
-    return [{k: v for k, v in r.items() if k != "seq"} for r in records if r.get("kind") != "check_cached"]
+    return [{k: v for k, v in r.items() if k != "seq"} for r in records if not isinstance(ev.parse(r), ev.CheckCached)]
 
 
 def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:

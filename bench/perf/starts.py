@@ -3,9 +3,11 @@ the starts of many trials in flight, the harness's job setup and claim, or the s
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from ctxlog import events as ev
+from ctxlog.reader import Log
 
 
 def start_phases(results: Path, study: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -29,12 +31,10 @@ def start_phases(results: Path, study: str, recs: list[dict[str, Any]]) -> dict[
         if r.info.run_id not in job or len(logs) != 1:
             continue
         first: dict[str, float | None] = {}
-        with open(logs[0]) as f:
-            for line in f:
-                e = json.loads(line)
-                first.setdefault(e["kind"], e.get("t", {}).get("ts"))
-                if "model_call" in first:
-                    break
+        log = Log.from_path(logs[0])
+        for cls in (ev.TrialStart, ev.ModelCall):
+            e = log.first(cls)
+            first[cls.kind] = e.t.get("ts") if e is not None else None
         raw.append((job[r.info.run_id], r.info.start_time / 1000, first.get("trial_start"), first.get("model_call")))
     rows: list[tuple[float, ...]] = [x for x in raw if None not in x]  # type: ignore[misc]
     if not rows:

@@ -1,6 +1,8 @@
 """How the model proxy writes one request into the trial's event log (docs/design.md §6).
 
-Per request, adjacent and in this order: `agent_request` (the body byte for byte), then for a
+Per request, adjacent and in this order: `agent_request` (the body byte for byte, and the label of
+the proxy's rewrite when one applied: bench/proxy/rewrite.py; a `context_truncation` follows when it
+dropped turns), then for a
 forwarded request the `message` records new to the log, its `context` and its `model_call`
 (request hash over the decoded messages, the request's own tools and reply limit, the trial's
 seed), or for a refused one a `context_overflow`; last the `agent_reply` (the bytes sent back).
@@ -49,10 +51,16 @@ class Recorder:
         self.lock = threading.RLock()
 
     def request(self, turn: int, api: str, path: str, thread: str, raw: bytes, *, tokens: int = 0,
-                max_tokens: int = 0, window: int = 0, overhead: int = 0, signal: str | None = None) -> None:
+                max_tokens: int = 0, window: int = 0, overhead: int = 0, signal: str | None = None,
+                rewrite: str | None = None) -> None:
         self.log.append(ev.AgentRequest(turn=turn, api=api, path=path, thread=thread, body=body_text(raw),
                                         body_sha=sha(raw), tokens=tokens, max_tokens=max_tokens, window=window,
-                                        overhead=overhead, signal=signal))
+                                        overhead=overhead, signal=signal, rewrite=rewrite))
+
+    def truncated(self, turn: int, dropped: int, before: int, after: int) -> None:
+        """The proxy's `trim` dropped whole turns of the agent's request (bench/proxy/rewrite.py)."""
+        self.log.append(ev.ContextTruncation(turn=turn, dropped_messages=dropped, tokens_before=before,
+                                             tokens_after=after))
 
     def call(self, turn: int, thread: str, req: Request, max_tokens: int, tokens: int, reply: Completion,
              timings: dict[str, float]) -> None:

@@ -33,6 +33,7 @@ import socket
 import socketserver
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from bench.core.tokens import count_messages, tools_tokens
 from bench.providers.base import ContextOverflow, Provider, ProviderError
 from bench.proxy import api as A
 from bench.proxy.record import EventLog, Recorder, sha
+from bench.proxy.rewrite import Rewrite
 from bench.proxy.threads import Threads, agent_signal
 
 log = logging.getLogger("bench.proxy")
@@ -61,8 +63,9 @@ def overhead_tokens(req: A.Request) -> int:
 class ModelProxy:
     def __init__(self, provider: Provider, log_: EventLog, *, seed: int, window: int = 0, relative: bool = False,
                  max_output: int | None = None, socket_path: Path | None = None, tcp: bool = True,
-                 model_name: str = "") -> None:
+                 model_name: str = "", rewrite: Rewrite | None = None) -> None:
         self.provider, self.seed = provider, seed
+        self.rewrite = rewrite  # what the proxy does to the main thread's requests (bench/proxy/rewrite.py)
         self.recorder = Recorder(log_, seed)
         self.window, self.relative, self.max_output = int(window), relative, max_output
         self.model_name = model_name or getattr(provider, "model_id", "model")
@@ -72,6 +75,11 @@ class ModelProxy:
         self.counts: dict[str, int] = {}  # requests by thread (and refused ones as "refused")
         self.answered = 0  # model replies sent: with the seed and the request's sha, a reply's id
         self.infra_failure: str | None = None  # the first failure that is not the agent's
+        # Asked before each acting request (main thread or subagent: it offers tools) is forwarded, by a
+        # player whose agent makes its model calls out of the harness's sight (Claude Code in the
+        # sandbox, where any process can reach the socket): the referee's turn number, or an exception
+        # when a turn limit says no; the agent then gets a 400 naming it, and its turn ends.
+        self.gate: Callable[[], int] | None = None
         self.socket_path, self.tcp = socket_path, tcp
         self._servers: list[socketserver.BaseServer] = []
         self._threads: list[threading.Thread] = []
@@ -153,10 +161,24 @@ class ModelProxy:
             thread = self.threads.classify(req.messages, req.tools, signal)
             if thread == "main" and self.overhead is None:
                 self.overhead = overhead_tokens(req)
+            if thread in ("main", "subagent") and self.gate is not None:  # the turns that act (with tools)
+                try:
+                    self.turn = self.gate()
+                except Exception as exc:  # a harness limit: the player knows which (it raised it)
+                    self.counts["stopped"] = self.counts.get("stopped", 0) + 1
+                    self.recorder.request(self.turn, which, path, thread, raw, tokens=tokens, signal=signal)
+                    return self._reply(which, *api.error(400, "invalid_request_error",
+                                                         f"ctxbench ended this turn: {exc}"), t0)
             max_tokens = min(req.max_tokens, self.max_output) if self.max_output else req.max_tokens
             window, turn = self.effective_window(), self.turn
-            self.recorder.request(turn, which, path, thread, raw, tokens=tokens, max_tokens=max_tokens,
-                                  window=window, overhead=self.overhead or 0, signal=signal)
+            label, dropped, before = None, 0, tokens
+            if self.rewrite is not None and thread == "main":  # the agent's bytes stay the record, with the label
+                req, dropped = self.rewrite.apply(req)
+                label, tokens = self.rewrite.label, request_tokens(req)
+            self.recorder.request(turn, which, path, thread, raw, tokens=before, max_tokens=max_tokens,
+                                  window=window, overhead=self.overhead or 0, signal=signal, rewrite=label)
+            if dropped:
+                self.recorder.truncated(turn, dropped, before, tokens)
             if window and tokens > window:
                 self.counts["refused"] = self.counts.get("refused", 0) + 1
                 status, ctype, data = api.refusal(tokens, window)

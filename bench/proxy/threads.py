@@ -34,8 +34,14 @@ def agent_signal(headers: Mapping[str, str]) -> str | None:
     return str(kind) if kind else None
 
 
+# A system block that is not the prompt: Claude Code's first block is a billing header whose
+# version suffix changes from request to request (e.g. after its own compaction).
+NOT_THE_PROMPT = ("x-anthropic-billing-header:",)
+
+
 def _system(messages: tuple[Message, ...]) -> str:
-    return "\n".join(m.content for m in messages if m.role == "system" and m.content)[:20000]
+    return "\n".join(m.content for m in messages
+                     if m.role == "system" and m.content and not m.content.startswith(NOT_THE_PROMPT))[:20000]
 
 
 class Threads:

@@ -12,16 +12,19 @@ debugging backend. Neither backend imports docker-py until it is used.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from .base import SANDBOXES, ExecResult, Sandbox, SandboxConfig, SandboxLost
+from .base import SANDBOXES, ExecResult, Mount, Sandbox, SandboxConfig, SandboxLost
 
-__all__ = ["SANDBOXES", "ExecResult", "Sandbox", "SandboxConfig", "SandboxLost", "create", "sweep"]
+__all__ = ["SANDBOXES", "ExecResult", "Mount", "Sandbox", "SandboxConfig", "SandboxLost", "create", "sweep"]
 
 
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-           labels: Mapping[str, str] | None = None) -> Sandbox:
-    """Make the working copy (files committed as `base_commit`) and start the sandbox."""
+           labels: Mapping[str, str] | None = None, mounts: Sequence[Mount] = ()) -> Sandbox:
+    """Make the working copy (files committed as `base_commit`) and start the sandbox; `mounts`
+    (an external agent's install and socket folder, read-only) only where a player asks for them."""
+    if mounts:
+        return SANDBOXES.load(cfg.kind)(cfg, files, trial_id, labels, mounts=tuple(mounts))
     return SANDBOXES.load(cfg.kind)(cfg, files, trial_id, labels)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ SANDBOXES = Registry("sandbox.kind", {
     "docker": "bench.sandbox.docker:create",
     "local": "bench.sandbox.local:create",
 }, hint="choose one with sandbox=<kind> (see conf/sandbox/)", group="ctxbench.sandboxes")
+# The sandbox's accelerations (bench/accel/, docs/scaling.md): each changes how fast a trial runs,
+# never what it records, so none is in the config hash (bench/config.py) or a check's identity.
+ANNEX_SWITCHES = ("check_cache", "reuse", "fast_git")
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
 
 
@@ -45,10 +49,11 @@ class SandboxConfig:
     output_limit_chars: int
     check_cache: bool  # reuse a check's verdict where the whole state that decides it is the same
     reuse: bool  # hand a pristine sandbox to the worker's next trial instead of a new one
+    fast_git: bool  # the harness's git in process, its answers kept, its git dir in memory (bench/accel/fastgit.py)
 
     def limits(self) -> dict[str, Any]:
         """What changes how a command runs (not the image tag: a backend names its content)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("check_cache", "reuse", "image")}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in (*ANNEX_SWITCHES, "image")}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SandboxConfig:
@@ -79,7 +84,7 @@ class SandboxConfig:
             SANDBOXES.check(d["kind"])
         except UnknownChoice as exc:
             raise ValueError(f"sandbox config: {exc}") from None
-        for key in ("check_cache", "reuse"):
+        for key in ANNEX_SWITCHES:
             if not isinstance(d[key], bool):
                 raise bad(key, "true or false")
         if not _MEMORY_RE.match(str(d["memory"])):
@@ -95,7 +100,33 @@ class SandboxConfig:
             output_limit_chars=number("output_limit_chars", True, 200),
             check_cache=d["check_cache"],
             reuse=d["reuse"],
+            fast_git=d["fast_git"],
         )
+
+
+# Where a mount may not land: the sandbox's own places (the working copy, the judge's copy, the
+# tmpfs the agent writes) and the image's system folders an agent's commands rely on.
+_MOUNT_REFUSED = ("/work", "/judge", "/tmp", "/proc", "/sys", "/dev", "/etc", "/usr", "/bin", "/lib", "/sbin")
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host folder an external agent's player shows read-only inside its sandbox (the agent's
+    install, the proxy socket's folder: docs/agents.md). Never part of SandboxConfig: a trial of
+    ctxbench's own loop has none, and its config, identity and records stay what they were."""
+
+    source: Path
+    target: str
+
+    def __post_init__(self) -> None:
+        if not self.source.is_absolute() or not self.source.is_dir():
+            raise ValueError(f"sandbox mount: source {str(self.source)!r} must be an existing folder given by an "
+                             "absolute path")
+        t = self.target
+        if not t.startswith("/") or t != os.path.normpath(t) or any(
+                t == r or t.startswith(r + "/") or r.startswith(t + "/") for r in (*_MOUNT_REFUSED, "/")):
+            raise ValueError(f"sandbox mount: target {t!r} must be an absolute, normal path outside "
+                             f"{', '.join(_MOUNT_REFUSED)} (e.g. /opt/agent)")
 
 
 @dataclass(frozen=True)
@@ -128,7 +159,9 @@ class Sandbox(Protocol):
     escapes, absolute paths, symlinks and .git; FileNotFoundError if missing. `resolve` says
     where a path lands through symlinks; `restore` puts protected files back (workcopy.py).
     `hold` makes the next commit refuse any tree but the one a check just certified
-    (bench/trial/certified_tree.py). git/commit/tree_sha run host git against a git dir outside the working copy (GitError when
+    (bench/trial/certified_tree.py). `env` adds variables to an agent command's environment (never
+    to the judge's), `output_limit_chars` keeps a longer tail than the config's for it (a player
+    reading its agent's own output, docs/agents.md). git/commit/tree_sha run host git against a git dir outside the working copy (GitError when
     git refuses); commits use fixed dates, so equal files and messages give equal shas.
     `pristine`, `state_sha`, `before_check`/`after_check` and `renew` serve the check cache and
     sandbox reuse (pristine.py, workcopy.py), `reusable` reuse alone (no check ran code here); `identity` is what else decides how a check runs."""
@@ -139,7 +172,8 @@ class Sandbox(Protocol):
     agent_uid: int | None  # the uid agent code runs as, apart from the judge's (None: no separation)
 
     def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False,
-             probe: bool = False) -> ExecResult: ...
+             probe: bool = False, env: Mapping[str, str] | None = None,
+             output_limit_chars: int | None = None) -> ExecResult: ...
     def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str: ...
     def reap(self) -> list[str]: ...
     def resolve(self, path: str) -> tuple[str, str | None]: ...
@@ -170,8 +204,14 @@ class Sandbox(Protocol):
     def cost(self) -> dict[str, float]: ...
 
 
-def exec_limit(cfg: SandboxConfig, trial_id: str, closed: bool, cmd: str, timeout: float | None) -> float:
+def exec_limit(cfg: SandboxConfig, trial_id: str, closed: bool, cmd: str, timeout: float | None,
+               env: Mapping[str, str] | None = None, judge: bool = False) -> float:
     """The checks every backend's `exec` makes before running anything; returns the timeout."""
+    if env and judge:
+        raise ValueError("env is for an agent command: the judge's environment is the harness's own")
+    for k, v in (env or {}).items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) or "\0" in v:
+            raise ValueError(f"env: {k!r} is not a variable name, or its value holds a NUL byte")
     if closed:
         raise SandboxLost(f"sandbox {trial_id} is closed")
     limit = cfg.exec_timeout_s if timeout is None else float(timeout)

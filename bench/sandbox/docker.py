@@ -1,7 +1,8 @@
 """Docker backend: one long-lived, locked-down container per trial; commands run via exec.
 
 The container sees only the trial's working copy (bind-mounted at /work; the git dir stays on
-the host, see workcopy.py) and, read-only at /judge, the tree a certification runs on; no
+the host, see workcopy.py), read-only at /judge the tree a certification runs on, and read-only
+the folders an external agent's player asks for (base.Mount: its install, the proxy's socket); no
 network, capped memory/cpu/pids, no privilege escalation, a read-only rootfs with a tmpfs /tmp.
 Agent commands run as an unprivileged uid without capabilities; pid 1, every exec's wrapper and
 every certification as the container's root, holding only CAP_SETUID/SETGID/CHOWN/KILL (judge.py).
@@ -28,12 +29,12 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.core.outcomes import TrialFailed, failure
 
-from .base import ExecResult, OutputTail, SandboxConfig, SandboxLost, exec_limit
+from .base import ExecResult, Mount, OutputTail, SandboxConfig, SandboxLost, exec_limit
 from .engine import (
     _client,
     _engine_errors,
@@ -51,6 +52,7 @@ from .engine import sweep as sweep
 from .judge import (
     AGENT_UID,
     JUDGE_MOUNT,
+    PROBE,
     PROBE_S,
     REAP,
     JudgeCopy,
@@ -60,7 +62,6 @@ from .judge import (
     probe_failed,
     probed,
 )
-from .pristine import PROBE
 from .workcopy import WorkingCopy
 
 log = logging.getLogger(__name__)
@@ -84,9 +85,10 @@ class DockerSandbox(WorkingCopy):
     agent_uid: int | None = AGENT_UID
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-                 labels: Mapping[str, str] | None = None) -> None:
-        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
+                 labels: Mapping[str, str] | None = None, mounts: Sequence[Mount] = ()) -> None:
+        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse, fast_git=cfg.fast_git)
         self._cfg = cfg
+        self.mounts = tuple(mounts)  # an external agent's folders, read-only (base.Mount); () for the own loop
         self._judge = JudgeCopy(self._root / "judge")  # the judge's copy of the tree, read-only inside
         try:
             container = self._run_container(labels)
@@ -131,7 +133,9 @@ class DockerSandbox(WorkingCopy):
                 read_only=True, tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={tmp_b},mode=1777"}, shm_size=shm_b,
                 mounts=[docker.types.Mount(target="/work", source=str(self.workdir), type="bind"),
                         docker.types.Mount(target=JUDGE_MOUNT, source=str(self._judge.root), type="bind",
-                                           read_only=True)],
+                                           read_only=True),
+                        *(docker.types.Mount(target=m.target, source=str(m.source), type="bind", read_only=True)
+                          for m in self.mounts)],
             ), before_retry=remove_half_created)
 
         try:
@@ -160,14 +164,24 @@ class DockerSandbox(WorkingCopy):
         give_to_agent(self.workdir)
 
     @property
+    def reusable(self) -> bool:
+        """A sandbox with an agent's mounts is never handed on: the mounts are that trial's (pool.py)."""
+        return not self.mounts and super().reusable
+
+    @property
+    def not_reusable_because(self) -> str:
+        return "it holds an external agent's mounts" if self.mounts else super().not_reusable_because
+
+    @property
     def container_id(self) -> str:
         return self._id
 
     def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False,
-             probe: bool = False) -> ExecResult:
+             probe: bool = False, env: Mapping[str, str] | None = None,
+             output_limit_chars: int | None = None) -> ExecResult:
         self._ran(reap)  # taints the sandbox, whatever the command (a check settles it: pristine.py)
         self._quiet = False
-        res = self._exec(cmd, timeout, reap, judge, probe)
+        res = self._exec(cmd, timeout, reap, judge, probe, env, output_limit_chars)
         self._quiet = reap
         return res
 
@@ -193,8 +207,9 @@ class DockerSandbox(WorkingCopy):
         return res.probe if res.probe is not None and not res.ended else probe_failed()
 
     def _exec(self, cmd: str, timeout: float | None, reap: bool, judge: bool = False,
-              probe: bool = False) -> ExecResult:
-        limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
+              probe: bool = False, env: Mapping[str, str] | None = None,
+              output_limit_chars: int | None = None) -> ExecResult:
+        limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout, env, judge)
         if probe and not judge:
             raise ValueError("probe=True needs judge=True: the probe is the judge's, on its channel")
         self._execs += 1
@@ -206,11 +221,15 @@ class DockerSandbox(WorkingCopy):
         # without that sentinel, a 137 means the whole container died, not just the command.
         argv = judge_argv(f"{limit:.3f}", cmd, reap, PROBE if probe else "") if judge else \
             agent_argv(f"{limit:.3f}", cmd, reap)
-        tail = OutputTail(self._cfg.output_limit_chars)
+        tail = OutputTail(output_limit_chars or self._cfg.output_limit_chars)
         start = time.monotonic()
+        # An agent's env reaches its command through the judge's wrapper, `timeout` and setpriv,
+        # which keep the environment; the exec's mark comes last, so no env can unset it.
+        environment = [f"{k}={v}" for k, v in (env or {}).items() if k != _MARK] + [f"{_MARK}={marker}"]
+
         def create_and_start() -> tuple[str, socket.socket, bytes]:
             exec_id = self._api.exec_create(self._id, argv, workdir="/work",
-                                            environment=[f"{_MARK}={marker}"])["Id"]
+                                            environment=environment)["Id"]
             return (exec_id, *_open_stream(self._api, self._sock_path, exec_id))
 
         try:
@@ -326,5 +345,5 @@ def tmpfs_bytes(memory: str) -> tuple[int, int]:
 
 
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-           labels: Mapping[str, str] | None = None) -> DockerSandbox:
-    return DockerSandbox(cfg, files, trial_id, labels)
+           labels: Mapping[str, str] | None = None, mounts: Sequence[Mount] = ()) -> DockerSandbox:
+    return DockerSandbox(cfg, files, trial_id, labels, mounts)

@@ -22,7 +22,16 @@ from bench.core import procs
 
 from .base import OutputTail, SandboxLost
 from .content import remove_tree
-from .scratch import leaked_git_root
+
+# Where a sandbox's git dir lives in memory (bench/accel/scratch.py, with sandbox.fast_git):
+# named after the sandbox's dir, so a sweep that finds a leaked sandbox dir removes it too.
+MEMORY_FS = "/dev/shm"
+
+
+def leaked_git_root(sandbox_dir: str, memory_fs: str = MEMORY_FS) -> str:
+    """Where the git dir of a (leaked) sandbox dir is, if it went to memory."""
+    return os.path.join(memory_fs, f"{os.path.basename(sandbox_dir)}-git")
+
 
 # The docker backend's logger name, as before the split, so log filters and captures on it
 # still see the retry warnings.

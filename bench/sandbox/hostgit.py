@@ -50,6 +50,11 @@ class GitError(ContentError):
     """Host git refused (a bad ref, say) or timed out; the message is git's own."""
 
 
+def init(git_dir: Path, workdir: Path, home: Path) -> None:
+    """`git init` of the trial's repository in `git_dir`, its work tree `workdir`."""
+    run(git_dir, workdir, home, ("init", "-q", "--initial-branch=main"))
+
+
 def setup(git_dir: Path) -> None:
     """The harness's own config and rules, right after `git init`."""
     with open(git_dir / "config", "a", encoding="utf-8") as f:  # as `git config` would write it

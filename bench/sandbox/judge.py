@@ -71,6 +71,26 @@ _AS_AGENT = f'setpriv --reuid={AGENT_UID} --regid={AGENT_UID} --clear-groups'
 # before it hands the command over.
 AGENT_WRAPPER = (f'timeout -s KILL "$1" sh -c \'{_BOUND}exec {_AS_AGENT} sh -c "$1" 2>&1\' ctxbench "$2"; rc=$?; '
                  f'if [ "$3" = 1 ]; then {REAP}; fi; {_DONE}')
+# The probe of a pristine sandbox (bench/accel/pristine.py): writable places a check's code can reach in the Docker sandbox (see docker.py's container).
+# `-xdev` keeps find inside each one. Files, links and nodes are listed with mode, owner, size,
+# change time and link target; a directory with mode and owner only, since its own change
+# time moves when a file is made and removed again (a check's temp dir), which leaves nothing.
+PROBE = ("find /tmp /dev /dev/shm /dev/mqueue /sys/fs/cgroup /proc/keys /proc/timer_list -xdev "
+         "\\( -type d -printf '%p d %m %U %G\\n' \\) -o -printf '%p %y %m %U %G %s %C@ %l\\n' 2>&1; "
+         "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem 2>&1; "
+         # pid 1, our reaper, sleeps forever: its CPU time, threads and size never move unless
+         # something got into it (fields 14, 15, 20, 23 of /proc/1/stat). But only once it sleeps:
+         # a first probe soon after the container started, on a loaded machine, can catch it still
+         # starting (its size grew by 1.2 MB a second later in 1 of 15 tries), and the sandbox
+         # would lose its pristine state for nothing. So wait (up to ~5 s) until it is asleep
+         # (state S) with signal 64 ignored: docker.py's _INIT ignores every signal in ascending
+         # order and then only pauses, so nothing of it runs again after that.
+         "i=0; while [ $i -lt 250 ]; do read -r s < /proc/1/stat; set -- ${s##*) }; ign=; "
+         "while read -r k v; do [ \"$k\" = SigIgn: ] && ign=$v && break; done < /proc/1/status; "
+         "case \"$1 $ign\" in 'S '[89a-f]*) break;; esac; i=$((i+1)); sleep 0.02; done; "
+         "read -r s < /proc/1/stat; set -- ${s##*) }; echo \"pid1 ${12} ${13} ${18} ${21}\"")
+
+
 PROBE_S = 10  # the probe's own timeout, past the command's: it normally takes ~20 ms
 PROBE_LIMIT = 256 << 10  # bytes of probe output: a longer one counts as failed (pristine.py)
 PROBE_END = "ctxbench-probe-end"  # its last line: a probe cut short by the timeout has none

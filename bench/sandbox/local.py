@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .base import ExecResult, OutputTail, SandboxConfig, WorkingCopy, exec_limit
+from .base import ExecResult, Mount, OutputTail, SandboxConfig, WorkingCopy, exec_limit
 from .judge import fill
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class LocalSandbox(WorkingCopy):
 
     def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
                  labels: Mapping[str, str] | None = None) -> None:
-        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse)
+        super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse, fast_git=cfg.fast_git)
         self._cfg = cfg
         self._home = self._root / "home"  # outside the working copy, so nothing lands in the tree
         self._home.mkdir()
@@ -53,26 +53,27 @@ class LocalSandbox(WorkingCopy):
         log.warning("sandbox %s: kind=local runs model-generated code on the HOST without any "
                     "isolation (UNSAFE; debugging only)", trial_id)
 
-    def _env(self, marker: str) -> dict[str, str]:
+    def _env(self, marker: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         # The harness's own interpreter first on PATH, so `python -m pytest` works like in the image.
         path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
         return {"PATH": path, "HOME": str(self._home), "TMPDIR": str(self._home), "LANG": "C.UTF-8",
-                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", _MARK: marker,
-                _SESSION: self._session}
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", **(extra or {}), _MARK: marker,
+                _SESSION: self._session}  # the marks last: they are how the reap finds the exec's processes
 
     def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str:
         return str(fill(self._root / "judge", entries))
 
     def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False,
-             probe: bool = False) -> ExecResult:
+             probe: bool = False, env: Mapping[str, str] | None = None,
+             output_limit_chars: int | None = None) -> ExecResult:
         """`judge`: fd 3 is a file outside the working copy, read back as the report (no
         separation here: the local sandbox isolates nothing). `probe`: none here (`_probe`);
         the exec's own reap is all a check can leave that this sandbox sees."""
-        limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout)
+        limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout, env, judge)
         self._ran(reap)  # taints the sandbox (a check settles it: pristine.py); no probe here
         self._execs += 1
         marker = uuid.uuid4().hex
-        tail = OutputTail(self._cfg.output_limit_chars)
+        tail = OutputTail(output_limit_chars or self._cfg.output_limit_chars)
         start = time.monotonic()
         deadline = start + limit
         # The judge's channel reaches fd 3 as the Docker judge's does (judge.py): the shell's stderr,
@@ -81,7 +82,7 @@ class LocalSandbox(WorkingCopy):
         # pipes and its fork (the child then fails with EBADF), and preexec_fn is unsafe with threads.
         channel = tempfile.TemporaryFile() if judge else None
         prefix = "exec 3>&2 2>&1\n" if channel is not None else "exec 2>&1\n"
-        proc = subprocess.Popen(["sh", "-c", prefix + cmd], cwd=self.workdir, env=self._env(marker),
+        proc = subprocess.Popen(["sh", "-c", prefix + cmd], cwd=self.workdir, env=self._env(marker, env),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=channel if channel is not None else subprocess.STDOUT,
                                 start_new_session=True)  # its own process group, killable as one
@@ -183,5 +184,8 @@ def _state(entry: Path) -> str:
 
 
 def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-           labels: Mapping[str, str] | None = None) -> LocalSandbox:
+           labels: Mapping[str, str] | None = None, mounts: tuple[Mount, ...] = ()) -> LocalSandbox:
+    if mounts:  # nothing to mount into: the local sandbox is the host
+        raise ValueError("sandbox=local cannot mount an agent's folders (it isolates nothing); "
+                         "run an agent that runs in the sandbox with sandbox=docker")
     return LocalSandbox(cfg, files, trial_id, labels)

@@ -75,8 +75,8 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import OverrideType
 
+    from bench.accel import compose
     from bench.config import load
-    from bench.study import compose
 
     parser = OverridesParser.create()
     parsed: dict[str, Any] = {}

@@ -44,6 +44,7 @@ import shlex
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench.core.outcomes import InfraFailure
 from bench.eventlog.events import EventLog
@@ -51,7 +52,6 @@ from bench.sandbox.base import ExecResult, Sandbox
 from bench.sandbox.judge import tree_entries
 from bench.sandbox.paths import canonical
 from bench.trial import certified_tree, hidden_checks
-from bench.trial.checkcache import CheckCache, Judged, keep, lookup
 from bench.trial.harness_copy import (
     HarnessCopy as HarnessCopy,  # re-exported: tools and tests use it from here
 )
@@ -62,6 +62,7 @@ from tasks.common.runner import RUNNER_PATH
 from tasks.spec import Invariant
 
 FAILURE_TAIL_CHARS = 1500
+Judged = list[list[tuple[bool, str, bool]]]  # per group, per part: (passed, why not, forged)
 EARLY = "; it exited 0 all the same"
 _ELAPSED = re.compile(r"\bin \d+(?:\.\d+)?s\b")
 _LAUNCHER_PATH = os.path.join(os.path.dirname(__file__), "launcher.py")
@@ -166,10 +167,11 @@ def prepare(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, befor
 
 
 def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_id: str, command: str,
-            invariants: list[Invariant] | None = None, cache: CheckCache | None = None) -> CheckOutcome:
+            invariants: list[Invariant] | None = None, cache: Any = None) -> CheckOutcome:
     """Run a certifying check, then the standing invariant probes, in one sandbox exec (an exec
     costs ~100 ms, a study runs thousands); the check's own verdict is kept apart. With a
-    `cache`, a verdict found for the same state is reused instead (checkcache.py)."""
+    `cache` (bench/accel/checkcache.py's CheckCache, `sandbox.check_cache`), a verdict found for
+    the same state is reused instead."""
     ended, violations = prepare(sandbox, copy, log, turn, f"check {step_id}")
     groups = [("check", parse(command))] + [(inv.id, parse(inv.check or "")) for inv in invariants or ()]
     keyed = [("check", command)] + [(i.id, i.check or "") for i in invariants or ()]
@@ -178,7 +180,8 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
         groups.append((hidden_checks.GROUP, parse(copy.hidden_check)))
         keyed.append((hidden_checks.GROUP, hidden_checks.key(copy)))
     t0 = time.monotonic()
-    state, key, hit = lookup(cache, sandbox, keyed)
+    state = sandbox.state_sha() if sandbox.pristine else None  # tracked: the check cache's or reuse's
+    key, hit = cache.lookup(sandbox, state, keyed) if cache is not None and state is not None else (None, None)
     entries = tree_entries(sandbox.workdir, sandbox.list_files(), copy.files, copy.protected)
     tree = certified_tree.tree_of(entries)  # what the judge certifies: the recorded tree must be it
     if hit is not None:
@@ -187,7 +190,7 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
     else:
         res, judged, clean = _run(sandbox, groups, copy, state, entries, hidden)
         if clean and key is not None:
-            keep(cache, key, res, judged, step=step_id, turn=turn)
+            cache.keep(key, res, judged, step=step_id, turn=turn)
     if res.ended:
         log.append(ev.ProcessKilled(turn=turn, when=f"after check {step_id}", processes=list(res.ended)))
     for (label, _), verdicts in zip(groups, judged, strict=True):  # an early exit 0 is an attempt too
@@ -210,10 +213,10 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
                         parts=[{"part": p.text, "ok": ok, "why": why} for p, (ok, why, _) in check],
                         invariants=[i.id for i in invariants or ()], tree=tree, hidden=held,
                         t={"duration_s": round(res.duration_s, 4)}))
-    certified_tree.after_check(sandbox, log, turn, step_id, tree)
+    certified_tree.after_check(sandbox, log, turn, step_id, tree, entries)
     passed = passed and (held is None or held["passed"])  # the verdict: visible and hidden
     if passed:
-        certified_tree.hold(sandbox, log, turn, step_id, tree)
+        certified_tree.hold(sandbox, log, turn, step_id, tree, entries)
     return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out, codes, violations,
                         ended + list(res.ended))
 

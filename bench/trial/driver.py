@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from bench.core import outcomes, queued
 from bench.core.render import check_result, current_step_block, step_passed
 from bench.eventlog.events import FAILURE_DETAIL_TAIL_CHARS, EventLog
 from bench.sandbox.base import Sandbox
 from bench.trial import certify, steps
-from bench.trial.checkcache import CheckCache
 from bench.trial.harness_copy import HarnessCopy
 from bench.trial.player import GAVE_UP, Certification, Instruction, Player, Seat, StepTurnsUsed, TurnEnd
 from ctxlog import events as ev
@@ -47,7 +47,7 @@ class StepDriver:
     """Drives one trial's steps for a Player; the Player's `Referee` during its turns."""
 
     def __init__(self, task: TaskSpec, sandbox: Sandbox, log: EventLog, limits: Limits,
-                 cache: CheckCache | None = None):
+                 cache: Any = None):  # bench/accel/checkcache.py's CheckCache, with sandbox.check_cache
         self.task, self.sandbox, self.log, self.limits, self.cache = task, sandbox, log, limits, cache
         self.copy = HarnessCopy(task)  # protected files as the harness knows them, kept on the host
         self.turns = 0

@@ -104,6 +104,10 @@ class TurnEnd:
 
 
 class Player(Protocol):
+    """A player may also name `mounts` (a tuple of bench.sandbox.base.Mount): host folders, read-only,
+    that the trial's sandbox is created with (an agent that runs inside it: its install, the proxy
+    socket's folder). The player is made before the sandbox for that reason (runner.play)."""
+
     # The player starts a new session at every step head (logged with `step_start`).
     fresh_session_per_step: bool
 

@@ -45,8 +45,8 @@ class Recorder(EventLog):
     """The trial's one writer of events: the event log first, then each subscriber, in order. A
     subscriber that fails is logged and changes nothing about the trial."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
+    def __init__(self, path: Path, blob_chars: int | None = None) -> None:
+        super().__init__(path, blob_chars)
         self.subscribers: list[Callable[[ev.Event], None]] = []
 
     def append(self, event: ev.Event) -> dict[str, Any]:
@@ -107,7 +107,7 @@ class Trial:
         """The trial's folder, event log and config (may fail: a full disk, say)."""
         self.trial_id = f"{self.cfg.config_hash}-{uuid.uuid4().hex[:8]}"
         self.out_dir = self.cfg.results_dir / "trials" / self.trial_id
-        self.events = Recorder(self.out_dir / "events.jsonl")
+        self.events = Recorder(self.out_dir / "events.jsonl", self.cfg.tracking.blob_chars or None)
         (self.out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(dict(self.cfg.resolved))))
 
     def fail(self, reason: str, detail: str = "") -> None:

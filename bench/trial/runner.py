@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,14 +28,14 @@ import tasks
 from bench import providers
 from bench.config import TrialConfig, load, resolve
 from bench.core.outcomes import INTERRUPTED, TrialFailed
+from bench.core.registry import Registry
 from bench.providers.base import Provider
 from bench.sandbox import create as create_sandbox
-from bench.sandbox import pool, sweep
-from bench.sandbox.base import Sandbox, SandboxConfig
+from bench.sandbox import sweep
+from bench.sandbox.base import Mount, Sandbox, SandboxConfig
 from bench.tracking import study_budget, tracing
 from bench.tracking.runs import TrialRun, previous_runs, trial_claim
 from bench.tracking.task_input import log_task_input
-from bench.trial.checkcache import CheckCache
 from bench.trial.driver import Limits, StepDriver
 from bench.trial.loop import LoopPlayer, LoopSettings
 from bench.trial.player import PLAYERS, Player
@@ -48,6 +48,14 @@ from tasks.spec import TaskSpec
 __all__ = ["TrialResult", "run"]
 
 log = logging.getLogger("ctxbench")
+
+# The trial's accelerations (bench/accel/, docs/scaling.md), each loaded by name only when its
+# switch is on: a trial with them off (the reference path) imports none.
+ANNEXES = Registry("trial annex", {
+    "check_cache": "bench.accel.checkcache:CheckCache.for_study",  # sandbox.check_cache
+    "reuse_acquire": "bench.accel.pool:acquire",  # sandbox.reuse
+    "reuse_release": "bench.accel.pool:release",
+})
 
 
 @dataclass(frozen=True)
@@ -220,8 +228,9 @@ def play(trial: Trial, parts: Parts) -> None:
                 assert trial.events is not None
                 trial.events.subscribers.append(spans)
                 cleanup.callback(spans.close)
-            sandbox = cleanup.enter_context(sandbox_for(trial, parts))
-            driver, player = start(trial, parts, sandbox)
+            agent = _agent_player(tcfg, parts, _seed(tcfg))  # first: it may mount folders into the sandbox
+            sandbox = cleanup.enter_context(sandbox_for(trial, parts, getattr(agent, "mounts", ())))
+            driver, player = start(trial, parts, sandbox, agent)
             try:
                 driver.run(player)
             except TrialFailed as exc:  # a verdict: the final tree is still recorded
@@ -238,10 +247,14 @@ def final_tree(trial: Trial, sandbox: Sandbox) -> None:
     trial.final_diff = sandbox.git("diff", sandbox.base_commit)
 
 
-def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> tuple[StepDriver, Player]:
+def _seed(tcfg: TrialConfig) -> int:
+    return tcfg.task.seed * 1000 + tcfg.rep
+
+
+def start(trial: Trial, parts: Parts, sandbox: Sandbox, agent: Player | None = None) -> tuple[StepDriver, Player]:
     """Log trial_start; the harness's step driver and the player of the trial: an external agent
-    (`agent=`, bench/agents/players.py) or ctxbench's own loop."""
-    tcfg, seed = trial.cfg, trial.cfg.task.seed * 1000 + trial.cfg.rep
+    (`agent`, made by `_agent_player`: bench/agents/players.py) or ctxbench's own loop."""
+    tcfg, seed = trial.cfg, _seed(trial.cfg)
     assert trial.events is not None, "Trial.open() comes first"
     trial.events.append(ev.TrialStart(
         turn=0, trial_id=tcfg.config_hash, task_id=parts.task.task_id, strategy=tcfg.level,
@@ -250,9 +263,9 @@ def start(trial: Trial, parts: Parts, sandbox: Sandbox) -> tuple[StepDriver, Pla
         schema=ev.SCHEMA))
     limits = Limits(max_turns=tcfg.limits.max_turns, max_turns_per_step=tcfg.limits.max_turns_per_step,
                     deadline=trial.started + tcfg.limits.trial_timeout_s, drift=tcfg.arm.drift)
-    cache = CheckCache.for_study(tcfg.results_dir, tcfg.study, {
+    cache = ANNEXES.load("check_cache")(tcfg.results_dir, tcfg.study, {
         "run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study}) if parts.sandbox.check_cache else None
-    player = _agent_player(tcfg, parts, seed) or LoopPlayer(parts.strategy, parts.provider, LoopSettings(
+    player = agent or LoopPlayer(parts.strategy, parts.provider, LoopSettings(
         window=parts.window, max_output=parts.max_output, seed=seed, exec_timeout_s=parts.sandbox.exec_timeout_s))
     return StepDriver(parts.task, sandbox, trial.events, limits, cache=cache), player
 
@@ -267,15 +280,19 @@ def _agent_player(tcfg: TrialConfig, parts: Parts, seed: int) -> Player | None:
 
 
 @contextlib.contextmanager
-def sandbox_for(trial: Trial, parts: Parts) -> Iterator[Sandbox]:
-    """The trial's sandbox (with `sandbox.reuse`, the worker's last one renewed: bench/sandbox/pool.py).
+def sandbox_for(trial: Trial, parts: Parts, mounts: Sequence[Mount] = ()) -> Iterator[Sandbox]:
+    """The trial's sandbox (with `sandbox.reuse`, the worker's last one renewed: bench/accel/pool.py;
+    with an external agent's `mounts`, read-only folders its player needs inside, always a new one).
     On the way out it is closed or kept for the next trial; if it never came up, or would not
     close, its containers are swept by this run's label."""
     labels = {"ctxbench.study": trial.cfg.study, "ctxbench.run_id": trial.run.run_id}
     sandbox = None
     closed = False
     try:
-        sandbox = pool.acquire(parts.sandbox, dict(parts.task.files), trial.trial_id, labels, make=create_sandbox)
+        files = dict(parts.task.files)
+        sandbox = ANNEXES.load("reuse_acquire")(parts.sandbox, files, trial.trial_id, labels, make=create_sandbox,
+                                                mounts=mounts) \
+            if parts.sandbox.reuse else create_sandbox(parts.sandbox, files, trial.trial_id, labels, mounts=mounts)
         before = sandbox.cost()
         yield sandbox
     finally:
@@ -287,7 +304,11 @@ def sandbox_for(trial: Trial, parts: Parts) -> Iterator[Sandbox]:
             except Exception:
                 log.warning("reading the sandbox's cost failed", exc_info=True)
             try:
-                pool.release(sandbox, parts.sandbox, labels, interrupted=trial.verdict.outcome_class == INTERRUPTED)
+                interrupted = trial.verdict.outcome_class == INTERRUPTED
+                if parts.sandbox.reuse:
+                    ANNEXES.load("reuse_release")(sandbox, parts.sandbox, labels, interrupted=interrupted)
+                else:
+                    sandbox.close(interrupted=interrupted)
                 closed = True
             except Exception:
                 log.warning("closing the sandbox failed; sweeping by label", exc_info=True)

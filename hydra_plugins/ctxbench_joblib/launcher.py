@@ -30,7 +30,6 @@ import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, run_job, setup_globals
@@ -38,7 +37,9 @@ from hydra.types import HydraContext, TaskFunction
 from hydra_plugins.hydra_joblib_launcher import _core
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
 from joblib import Parallel, delayed
-from joblib.externals import cloudpickle  # what loky pickles a job with: the task function may live in __main__
+from joblib.externals import (
+    cloudpickle,  # what loky pickles a job with: the task function may live in __main__
+)
 from omegaconf import DictConfig, open_dict
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """Hydra's basic sweeper (same sweep syntax, same jobs, same order), with each job's config
-composed by bench.study.compose.SweepLoader: in `validate_batch_is_legal` here, and in the
+composed by bench.accel.compose.SweepLoader: in `validate_batch_is_legal` here, and in the
 launcher's workers, which receive the wrapped loader in the Hydra context."""
 
 from __future__ import annotations
@@ -11,19 +11,23 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_loader import ConfigLoader
 from hydra.types import HydraContext
 
-from bench.study.compose import SweepLoader, fast
-
 
 class CtxbenchSweeper(BasicSweeper):
     def setup(self, *, hydra_context: HydraContext, task_function: Any, config: Any) -> None:
+        # Here, not at the top: Hydra imports every plugin when it starts, a single run too,
+        # and a single run is the reference path, which imports no annex (bench/accel/).
+        from bench.accel.compose import fast
+
         loader = cast(ConfigLoader, fast(hydra_context.config_loader))  # the loader's interface, by delegation
         hydra_context = HydraContext(config_loader=loader, callbacks=hydra_context.callbacks)
         super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
 
     def validate_batch_is_legal(self, batch: Any) -> None:
         assert self.hydra_context is not None and self.config is not None
+        from bench.accel.compose import SweepLoader
+
         loader = self.hydra_context.config_loader
         assert isinstance(loader, SweepLoader)
         loader.validate(self.config, batch)
-        # The workers read these bases instead of composing them again (bench/study/compose.py).
+        # The workers read these bases instead of composing them again (bench/accel/compose.py).
         loader.share(Path(str(self.config.hydra.sweep.dir)) / ".composed_bases.pkl")

@@ -2,7 +2,7 @@
 
 A real-model trial spends nearly all its time waiting for its provider; a worker process per
 trial in flight costs ~300 MB, a thread a few. Jobs are composed here, in order, by the sweep's
-loader (bench.study.compose, so each distinct group choice once), then `n_jobs` threads run them
+loader (bench.accel.compose, so each distinct group choice once), then `n_jobs` threads run them
 through Hydra's own `run_job` (callbacks, the job's output dir and `.hydra/` files, its return
 value), as joblib's workers do. What Hydra keeps per process is not per thread, so:
 

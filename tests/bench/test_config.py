@@ -8,7 +8,9 @@ from omegaconf import OmegaConf
 
 import tasks
 from bench.config import CONF_DIR, ROOT, ConfigError, compose, load
+from bench.core.knobs import defaults
 from bench.providers import make_provider
+from bench.providers.http.config import Transport
 from bench.sandbox.base import SandboxConfig
 from strategies import make_strategy
 
@@ -90,9 +92,9 @@ def test_every_model_option_instantiates(name, tmp_path):
 @pytest.mark.parametrize("name", ["anthropic", "openai", "deepseek", "local", "replay"])
 def test_real_models_extend_the_transport_base_and_state_only_what_differs(name):
     own = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml"))
-    base = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "base" / "transport.yaml"))
-    assert isinstance(own, dict) and isinstance(base, dict)
-    assert own.pop("defaults") == ["base/transport@_here_", "_self_"]
+    base = defaults(Transport)
+    assert isinstance(own, dict)
+    assert own.pop("defaults") == ["/knobs/model/transport@_here_", "_self_"]
     repeated = sorted(k for k in own if k in base and own[k] == base[k])
     assert not repeated, f"{name}.yaml repeats the transport base's {repeated}"
     assert set(load(compose([f"model={name}"])).model) >= set(base)
@@ -101,6 +103,17 @@ def test_real_models_extend_the_transport_base_and_state_only_what_differs(name)
 @pytest.mark.parametrize("name", options("tracking"))
 def test_every_tracking_option_validates(name):
     assert load(compose([f"tracking={name}"])).tracking.uri.startswith("sqlite:///")
+
+
+def test_the_blob_threshold_is_validated_and_changes_no_config_hash():
+    """tracking.blob_chars (how the event log stores large values: ctxlog/blobs.py)."""
+    plain = load(compose())
+    assert plain.tracking.blob_chars == 262144
+    never = load(compose(["tracking.blob_chars=0"]))
+    assert never.tracking.blob_chars == 0 and never.config_hash == plain.config_hash
+    for bad in ("-5", "big", "true", "2.5"):
+        with pytest.raises(ConfigError, match="tracking.blob_chars"):
+            load(compose([f"tracking.blob_chars={bad}"]))
 
 
 @pytest.mark.parametrize("over,match", [
@@ -202,3 +215,53 @@ def test_study_sample_is_validated_with_one_line_naming_the_key():
     picked = load(compose(["study.sample=selected", "study.sample_note='seeds  3 and 7,  the hard ones '"]))
     assert picked.sample["study.sample_note"] == "seeds 3 and 7, the hard ones"
     assert load(compose(["study.sample=selected", "study.sample_note=x"])).config_hash == load(compose()).config_hash
+
+
+@pytest.mark.parametrize(("group", "schema"), [("arm", "ArmConfig"), ("tracking", "TrackingConfig")])
+def test_arm_and_tracking_yaml_restate_no_default_of_their_schema(group, schema):
+    import bench.config
+    from bench.core.knobs import defaults
+
+    stated_defaults = defaults(getattr(bench.config, schema))
+    for name in options(group):
+        own = OmegaConf.to_container(OmegaConf.load(CONF_DIR / group / f"{name}.yaml"))
+        assert isinstance(own, dict) and own.pop("defaults") == [f"/knobs/{group}@_here_", "_self_"]
+        assert not {k for k, v in own.items() if k in stated_defaults and stated_defaults[k] == v}, name
+
+
+def test_the_arms_are_the_options_in_conf_arm():
+    from bench.config import ARMS
+
+    assert ARMS == tuple(options("arm")) == ("baseline", "compaction", "drift", "drift_compaction")
+
+
+@pytest.mark.parametrize(("override", "line"), [
+    ("arm.window=10", "arm.window: Input should be greater than or equal to 2048, got 10; fix it in "
+                      "conf/arm/baseline.yaml or the command line"),
+    ("arm.drift=1", "arm.drift: Input should be a valid boolean, got 1; fix it in conf/arm/baseline.yaml or the command line"),
+    ("arm.drift_kinds=[new_caller,typo]", "arm.drift_kinds: unknown kind 'typo'; kinds: new_caller, changed_value, "
+                                          "rename_helper, tool_change, new_trap, got ['new_caller', 'typo']; fix it in "
+                                          "conf/arm/baseline.yaml or the command line"),
+    ("arm.name=sideways", "arm.name: must be one of baseline, compaction, drift, drift_compaction (the options in "
+                          "conf/arm/), got 'sideways'; fix it in conf/arm/sideways.yaml or the command line"),
+    ("limits.max_turns=0", "limits.max_turns: Input should be greater than or equal to 1, got 0; fix it in "
+                           "conf/config.yaml or the command line"),
+    ("tracking.tracing=maybe", "tracking.tracing: Input should be a valid boolean, got 'maybe'; fix it in "
+                               "conf/tracking/ or the command line"),
+    ("+arm.windw=9000", "arm.windw: unknown key 'windw' in conf/arm/baseline.yaml or the command line; known keys: "
+                        "drift, drift_kinds, name, window"),
+])
+def test_a_bad_arm_limit_or_tracking_value_is_one_line_naming_the_key(override, line):
+    with pytest.raises(ConfigError) as e:
+        load(compose([override]))
+    assert str(e.value) == line
+
+
+def test_every_arm_tracking_and_limits_knob_has_a_one_line_doc_and_a_single_drift_kind_is_a_list():
+    from bench.config import ArmConfig, Limits, TrackingConfig
+
+    for schema in (ArmConfig, Limits, TrackingConfig):
+        for key, field in schema.model_fields.items():
+            assert field.description and "\n" not in field.description, key
+    assert load(compose(["arm.drift_kinds=new_trap"])).arm.drift_kinds == ("new_trap",)
+    assert load(compose(["limits.trial_timeout_s=30"])).limits.trial_timeout_s == 30.0

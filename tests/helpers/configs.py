@@ -1,7 +1,8 @@
 """The real config, composed by Hydra the way a trial composes it, for tests to build on.
 
 Model files extend one another (oracle.yaml extends sim.yaml; the real models extend
-conf/model/base/transport.yaml), so a test never reads a group's YAML file on its own.
+the transport schema's defaults, /knobs/model/transport), so a test never reads a group's YAML
+file on its own.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Helpers for the tests that attack the check cache and sandbox reuse (bench/trial/checkcache.py,
-bench/sandbox/pristine.py, bench/sandbox/pool.py).
+"""Helpers for the tests that attack the check cache and sandbox reuse (bench/accel/checkcache.py,
+bench/accel/pristine.py, bench/accel/pool.py).
 
 `tracked(cfg)` is the real sandbox config with both switches on (what `experiment=grid` sets).
 `behind_the_harness(box, cmd)` runs a command in a sandbox's container through the engine, not

@@ -51,11 +51,14 @@ def test_fit_drops_whole_turns_oldest_first_and_keeps_the_pin():
 
 
 def test_prompt_must_carry_the_marker_line():
-    assert _common.validate_prompt(_common.DEFAULT_COMPACTION_PROMPT, "x")
-    assert _common.validate_prompt("a\n  [compaction-request]  \nb", "x")
+    from strategies.compaction import CompactionConfig
+
+    assert _common.validate_prompt(_common.DEFAULT_COMPACTION_PROMPT)
+    assert _common.validate_prompt("a\n  [compaction-request]  \nb")
+    assert CompactionConfig(prompt=None).prompt == _common.DEFAULT_COMPACTION_PROMPT  # null: the built-in one
     for bad in ("summarise [compaction-request] now", "", "[compaction-request", 3):
         with pytest.raises(ValueError):
-            _common.validate_prompt(bad, "x")  # type: ignore[arg-type]
+            CompactionConfig(prompt=bad)  # type: ignore[arg-type]
 
 
 def test_render_transcript_keeps_calls_and_results():

@@ -1,47 +1,58 @@
-"""Each strategy knob is stated once: the dataclass holds the default, and its YAML in
-conf/strategy/ names the same knobs with the same values (or null: "the dataclass's
-default"). A YAML default that drifts from the code would make the same `strategy=x` mean two
-things, depending on whether a trial came through Hydra or was built in a test."""
+"""Each strategy knob is stated once: the schema (`config_class`, bench/core/knobs.py) holds its
+default, bounds and doc, and the YAML in conf/strategy/ keeps the name and real overrides only.
+A YAML restating a default would be a second statement free to drift from the first."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import pytest
 from omegaconf import OmegaConf
 
-from bench.config import ROOT
+from bench.config import ROOT, compose, load
+from bench.core.knobs import defaults
 from strategies import STRATEGIES
 
 CONF = ROOT / "conf" / "strategy"
 
 
-def _differs(stated, default) -> bool:
-    # YAML has lists where a frozen dataclass keeps tuples: the same knob either way.
-    if isinstance(stated, list) and isinstance(default, tuple):
-        stated = tuple(stated)
-    return stated != default
+def restated(name: str, stated: dict) -> dict:
+    """The keys of `stated` that repeat the schema's default."""
+    schema = defaults(STRATEGIES.load(name).config_class)
+    return {k: v for k, v in stated.items() if k != "name" and k in schema and schema[k] == v}
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
-def test_the_yaml_states_the_dataclass_knobs_with_its_defaults(name):
-    yaml = OmegaConf.to_container(OmegaConf.load(CONF / f"{name}.yaml"))
-    config_cls = STRATEGIES.load(name).config_class
-    fields = {f.name: f for f in dataclasses.fields(config_cls) if f.init}
-    assert set(yaml) == set(fields), f"conf/strategy/{name}.yaml and {config_cls.__name__} differ in knobs"
-    defaults = config_cls()
-    drifted = {k: (v, getattr(defaults, k)) for k, v in yaml.items() if v is not None and _differs(v, getattr(defaults, k))}
-    assert drifted == {}, f"conf/strategy/{name}.yaml restates a default differently: {drifted}"
+def test_the_yaml_keeps_only_the_name_and_real_overrides(name):
+    stated = OmegaConf.to_container(OmegaConf.load(CONF / f"{name}.yaml"))
+    assert isinstance(stated, dict) and stated["name"] == name
+    assert stated.pop("defaults") == [f"/knobs/strategy/{name}@_here_", "_self_"]
+    fields = set(STRATEGIES.load(name).config_class.model_fields)
+    assert set(stated) <= fields, f"conf/strategy/{name}.yaml states keys its schema does not have"
+    assert restated(name, stated) == {}, f"conf/strategy/{name}.yaml restates a default"
+
+
+def test_the_check_sees_a_restated_default():
+    assert restated("ledger", {"name": "ledger", "notes_cap_chars": 400, "tree": False}) == {"notes_cap_chars": 400}
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_every_knob_has_a_default_and_a_one_line_doc(name):
+    for key, field in STRATEGIES.load(name).config_class.model_fields.items():
+        assert not field.is_required(), f"{name}.{key} has no default"
+        if key != "name":
+            assert field.description and "\n" not in field.description, f"{name}.{key} has no one-line doc"
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_the_resolved_config_carries_every_knob_at_its_default(name):
+    # What the hash and the logged params see: every knob, as when the YAML restated them all.
+    resolved = load(compose([f"strategy={name}"])).strategy
+    assert dict(resolved) == defaults(STRATEGIES.load(name).config_class)
+
+
+def test_an_override_wins_over_the_default_and_a_null_stays_null():
+    resolved = load(compose(["strategy=ledger", "strategy.tree=false", "strategy.threshold=null"])).strategy
+    assert (resolved["tree"], resolved["threshold"], resolved["drift_note"]) == (False, None, True)
 
 
 def test_every_strategy_has_its_yaml_and_no_yaml_is_orphaned():
     assert {p.stem for p in CONF.glob("*.yaml")} == set(STRATEGIES)
-
-
-def test_the_check_sees_a_drifted_default(tmp_path):
-    # The comparison above on a YAML that restates one default differently.
-    config_cls = STRATEGIES.load("ledger").config_class
-    stated = {f.name: getattr(config_cls(), f.name) for f in dataclasses.fields(config_cls)}
-    stated["notes_cap_chars"] = stated["notes_cap_chars"] + 1
-    drifted = {k for k, v in stated.items() if v is not None and _differs(v, getattr(config_cls(), k))}
-    assert drifted == {"notes_cap_chars"}

@@ -23,6 +23,9 @@ def nested(depth: int) -> dict[str, Any]:
 _SURROGATES = ("printf 'x = 1\\n' > \"$(printf 'undecodable\\377\\376.py')\"; echo made")
 # A value past the size bound (2 MiB > MAX_ARGS_CHARS): logged once per turn per copy without it.
 _LARGE = "x" * (2 << 20)
+# A value inside the bound but past the event log's blob threshold (tracking.blob_chars, 256 KiB):
+# 1,020,000 characters, which the model may send, once per turn (stored once: ctxlog/blobs.py).
+_LARGE_ALLOWED = "x = 1\n" * 170_000
 # A command past Linux's MAX_ARG_STRLEN (131,072 bytes for one argv string): execve says E2BIG.
 _LONG_COMMAND = "true " + "#" * 200_000
 
@@ -56,6 +59,12 @@ ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
     "huge_args": [
         [write("big.py", _LARGE)], [write("big.py", _LARGE)], [write("big.py", _LARGE)],
         [SUBMIT],
+    ],
+    # the largest argument the boundary lets through, sent again every turn: each of its copies
+    # (model_call, tool_call, the next context's message, the step's FILES) is one blob.
+    "large_args": [
+        [write("big.py", _LARGE_ALLOWED)], [write("big.py", _LARGE_ALLOWED)], [write("big.py", _LARGE_ALLOWED)],
+        [write("big.py", _LARGE_ALLOWED)], [SUBMIT],
     ],
     # a `run` past MAX_ARG_STRLEN: the model was told `exit=1` and no reason.
     "long_command": [

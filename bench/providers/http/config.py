@@ -1,16 +1,13 @@
 """The `model` config group for real (HTTP) models: validated once, with errors that name the key.
 
-Keys (one yaml per model under conf/model/):
-  name, provider (anthropic|openai|replay|sim), model_id, window, max_output,
-  price {input, output, cache_read, cache_write} in USD per million tokens,
-  base_url (null = the SDK's default endpoint), api_key_env (the variable holding the key),
-  timeout_s, max_retries, backoff_s, max_concurrency, rate_limit {rpm, input_tpm, output_tpm,
-  count_cache_reads} (bench/providers/http/ratelimit.py), time_scale (unused by real models,
-  kept for uniformity), record (null or a cassette path: wrap with RecordingProvider),
-  cassette (replay only), and two for OpenAI-compatible servers that small local models need:
-  tool_calls (native: the server's own tool calling; grammar: the reply is constrained to one
-  call of a published tool by a JSON schema, bench/providers/wire/constrained.py) and stream
-  (false for servers that cannot stream tool calls).
+Keys (one yaml per model under conf/model/): name, provider (anthropic|openai|replay|sim),
+model_id, window, max_output, price {input, output, cache_read, cache_write} in USD per million
+tokens, api_key_env (the variable holding the key), cassette (replay only), and two for
+OpenAI-compatible servers that small local models need: tool_calls (native: the server's own tool
+calling; grammar: the reply is constrained to one call of a published tool by a JSON schema,
+bench/providers/wire/constrained.py) and stream (false for servers that cannot stream tool calls).
+The transport's knobs (base_url, timeouts, retries, backoff, concurrency, rate_limit, record) and
+their defaults are stated once, in the `Transport` schema below.
 
 API keys are read from the environment only, never from the config: the config names the
 variable, so what MLflow logs as params is the variable's name, not its value.
@@ -21,25 +18,45 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
+from pydantic import Field, StrictFloat, StrictInt, StrictStr
 
+from bench.core import knobs
+from bench.core.knobs import Knobs
 from bench.core.types import Price, plain
-from bench.providers.http.ratelimit import RateLimit, RateLimitError
+from bench.providers.http.ratelimit import RateLimit
 
-COMMON_KEYS = frozenset({
-    "name", "provider", "model_id", "window", "max_output", "price", "base_url", "api_key_env",
-    "timeout_s", "max_retries", "backoff_s", "max_concurrency", "rate_limit", "time_scale", "record",
-    "tool_calls", "stream",
-})
 TOOL_CALLS = ("native", "grammar")
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-# The transport's defaults (timeout, retries, backoff, concurrency) are stated once, in the yaml
-# every real model composes; a mapping built without Hydra (a test, a tool) gets the same values.
-TRANSPORT_YAML = Path(__file__).resolve().parents[3] / "conf" / "model" / "base" / "transport.yaml"
-TRANSPORT = yaml.safe_load(TRANSPORT_YAML.read_text())
+
+
+class Transport(Knobs):
+    """How calls to a real (HTTP) model travel: the knobs every real model shares, stated once here.
+    conf/model/{anthropic,openai,deepseek,local,replay}.yaml extend these defaults
+    (`defaults: [/knobs/model/transport@_here_, _self_]`, bench/core/knobs.py) and state only what differs."""
+
+    base_url: StrictStr | None = Field(default=None, description="null = the SDK's default endpoint")
+    # 120, not 120.0: the default is what the composed config (and so the config hash) carries.
+    timeout_s: Annotated[StrictFloat, Field(gt=0)] = Field(
+        default=120, description="seconds per attempt: connect, and each read of the stream")
+    max_retries: Annotated[StrictInt, Field(ge=0)] = Field(
+        default=4, description="retries on 429 / 5xx / timeouts / malformed replies; then provider_error")
+    backoff_s: Annotated[StrictFloat, Field(ge=0)] = Field(
+        default=2.0, description="first backoff: 2, 4, 8, 16 s (jittered); a server's retry-after wins")
+    max_concurrency: Annotated[StrictInt, Field(ge=1)] = Field(
+        default=4, description="calls in flight per machine for this model (shared by joblib workers)")
+    rate_limit: RateLimit = Field(default=RateLimit(), description="the account's limits per minute "
+                                                                   "(bench/providers/http/ratelimit.py)")
+    time_scale: StrictFloat = Field(default=0.0, description="unused by real models (kept so every model "
+                                                             "group has the same keys)")
+    record: StrictStr | None = Field(default=None, description="a path: append every call to a cassette "
+                                                               "for model=replay")
+
+
+MODEL_KEYS = frozenset({"name", "provider", "model_id", "window", "max_output", "price", "api_key_env",
+                        "tool_calls", "stream"})
+COMMON_KEYS = MODEL_KEYS | frozenset(Transport.model_fields)
 
 
 class ModelConfigError(ValueError):
@@ -90,13 +107,18 @@ class RealModelConfig:
     def from_mapping(cls, cfg: Mapping[str, Any], provider: str) -> RealModelConfig:
         cfg = dict(plain(cfg))
         check_keys(cfg, COMMON_KEYS, provider)
+        try:
+            transport = knobs.validate(Transport, {k: v for k, v in cfg.items() if k in Transport.model_fields},
+                                       "model", f"conf/model/{cfg.get('name') or provider}.yaml or the command line")
+        except knobs.ConfigError as exc:
+            raise ModelConfigError(str(exc)) from None
         if cfg.get("provider", provider) != provider:
             raise ModelConfigError(f"model.provider is {cfg.get('provider')!r}, but this is the {provider} provider")
         model_id = cfg.get("model_id")
         if not isinstance(model_id, str) or not model_id or model_id == "???":
             raise ModelConfigError(f"model.model_id is missing: set the {provider} model id in conf/model/ "
                                    "or on the command line (model.model_id=...)")
-        base_url = cfg.get("base_url") or None
+        base_url = transport.base_url or None
         if "api_key_env" in cfg and cfg["api_key_env"] is None:
             if base_url is None:
                 raise ModelConfigError("model.api_key_env may be null only with a model.base_url (a local "
@@ -124,12 +146,9 @@ class RealModelConfig:
             window=_num(cfg, "window", 0, integer=True, minimum=1),
             max_output=_num(cfg, "max_output", 4096, integer=True, minimum=1),
             price=_price(cfg.get("price")), base_url=str(base_url) if base_url else None,
-            api_key_env=key_env, timeout_s=_num(cfg, "timeout_s", TRANSPORT["timeout_s"], minimum=0.001),
-            max_retries=_num(cfg, "max_retries", TRANSPORT["max_retries"], integer=True),
-            backoff_s=_num(cfg, "backoff_s", TRANSPORT["backoff_s"]),
-            max_concurrency=_num(cfg, "max_concurrency", TRANSPORT["max_concurrency"], integer=True, minimum=1),
-            tool_calls=str(tool_calls), stream=stream,
-            rate_limit=_rate_limit(cfg.get("rate_limit")),
+            api_key_env=key_env, timeout_s=float(transport.timeout_s), max_retries=transport.max_retries,
+            backoff_s=float(transport.backoff_s), max_concurrency=transport.max_concurrency,
+            tool_calls=str(tool_calls), stream=stream, rate_limit=transport.rate_limit,
         )
 
     def api_key(self) -> str:
@@ -137,13 +156,6 @@ class RealModelConfig:
         if self.api_key_env is None:
             return "unused"  # local endpoints (vLLM, Ollama, llama.cpp) accept any placeholder
         return api_key_from_env(self.api_key_env)
-
-
-def _rate_limit(cfg: Any) -> RateLimit:
-    try:
-        return RateLimit.from_mapping(cfg)
-    except RateLimitError as exc:
-        raise ModelConfigError(str(exc)) from None
 
 
 def _price(price: Any) -> Price:

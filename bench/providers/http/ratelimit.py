@@ -1,7 +1,7 @@
 """One rate limit per (provider, base_url, model) on this machine, shared by every worker.
 
 A provider limits an account, not a process: requests per minute and input/output tokens per
-minute (`model.rate_limit`, conf/model/base/transport.yaml). Each limit is a token bucket that
+minute (`model.rate_limit`, the `RateLimit` schema below). Each limit is a token bucket that
 holds at most 90% of a minute's allowance (BURST) and refills continuously, as the providers' own
 do. The buckets of one key live in one small JSON file under $CTXBENCH_LIMIT_DIR (default
 $TMPDIR/ctxbench-limits-<uid>), read and written under a file lock beside it (filelock: flock):
@@ -30,13 +30,14 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from filelock import FileLock
+from pydantic import Field, StrictBool, StrictFloat
 
+from bench.core.knobs import Knobs
 from bench.core.types import Usage
 
 THROTTLE_KINDS = ("rate_limit", "http_429", "http_503", "http_529")
@@ -51,38 +52,20 @@ STATE_BYTES = 512  # a waiter rechecks at least this often: another worker's ref
 BUCKETS = ("rpm", "input_tpm", "output_tpm")
 
 
-class RateLimitError(ValueError):
-    """A `model.rate_limit.*` value is wrong; the message names the key and the fix."""
+PerMinute = Annotated[StrictFloat, Field(gt=0)] | None
 
 
-@dataclass(frozen=True)
-class RateLimit:
-    """Per-minute limits; None = not limited. `count_cache_reads`: whether tokens read from the
-    prompt cache count against input_tpm (OpenAI: yes; Anthropic's current models: no)."""
+class RateLimit(Knobs):
+    """`model.rate_limit`: per-minute limits of the account, shared by every worker on this machine."""
 
-    rpm: float | None = None
-    input_tpm: float | None = None
-    output_tpm: float | None = None
-    count_cache_reads: bool = True
-
-    @classmethod
-    def from_mapping(cls, cfg: Mapping[str, Any] | None) -> RateLimit:
-        cfg = dict(cfg or {})
-        unknown = set(cfg) - {*BUCKETS, "count_cache_reads"}
-        if unknown:
-            raise RateLimitError(f"model.rate_limit has unknown keys {sorted(unknown)}; allowed: "
-                                 f"{', '.join(BUCKETS)}, count_cache_reads")
-        values: dict[str, Any] = {}
-        for key in BUCKETS:
-            v = cfg.get(key)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= 0):
-                raise RateLimitError(f"model.rate_limit.{key} must be a number > 0 per minute, or null for "
-                                     f"no limit; got {v!r}")
-            values[key] = None if v is None else float(v)
-        ccr = cfg.get("count_cache_reads", True)
-        if not isinstance(ccr, bool):
-            raise RateLimitError(f"model.rate_limit.count_cache_reads must be true or false, got {ccr!r}")
-        return cls(**values, count_cache_reads=ccr)
+    rpm: PerMinute = Field(default=None, description="requests per minute; null = not limited "
+                                                     "(429s still pause every worker)")
+    input_tpm: PerMinute = Field(default=None, description="input tokens per minute (the prompt as cl100k counts "
+                                                           "it before the call; corrected after); null = not limited")
+    output_tpm: PerMinute = Field(default=None, description="output tokens per minute (charged after the call); "
+                                                            "null = not limited")
+    count_cache_reads: StrictBool = Field(default=True, description="cache reads count against input_tpm "
+                                                                    "(OpenAI); Anthropic's current models: false")
 
     def charged_input(self, usage: Usage) -> int:
         return usage.input + usage.cache_write + (usage.cache_read if self.count_cache_reads else 0)

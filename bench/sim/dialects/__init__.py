@@ -22,6 +22,8 @@ from bench.core.types import Completion, Message, ToolSpec
 
 DIALECTS = Registry("agent.dialect", {
     "mini_bash": "bench.sim.dialects.mini_bash:DIALECT",
+    "codex": "bench.sim.dialects.codex:DIALECT",
+    "claude_code": "bench.sim.dialects.claude_code:DIALECT",
 }, hint="an agent's dialect names a module of bench/sim/dialects/")
 
 

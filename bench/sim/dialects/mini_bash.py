@@ -50,7 +50,9 @@ GREP = ("import fnmatch,os,re,sys\n"
         " except (UnicodeDecodeError,OSError):continue\n"
         " h+=[f'{f}:{i}:{l[:300]}' for i,l in enumerate(t.splitlines(),1) if x.search(l)]\n"
         "print('\\n'.join(h[:200]) or '(no matches)')")
-_HEREDOC_RE = re.compile(r"\A(?P<cmd>cat|head -c -1) > (?P<path>\S+) <<'(?P<tag>CTXBENCH_EOF\d*)'\n(?P<body>.*)"
+# the path as shlex.quote writes it: bare safe characters, or '...' pieces joined by "'" for a quote
+_HEREDOC_RE = re.compile(r"\A(?P<cmd>cat|head -c -1) > (?P<path>(?:'[^']*'|\"'\"|[^\s'\"])+) "
+                         r"<<'(?P<tag>CTXBENCH_EOF\d*)'\n(?P<body>.*)"
                          r"\n(?P=tag)\Z", re.S)
 _OBS_RE = re.compile(r"<returncode>(?P<rc>-?\d+)</returncode>\n(?:<output>\n(?P<out>.*)</output>)?", re.S)
 
@@ -149,17 +151,21 @@ def observation(text: str) -> tuple[int | None, str]:
 def result(name: str, args: dict[str, Any], text: str) -> str:
     """A command's observation as ctxbench's tool would have returned it."""
     rc, out = observation(text)
+    return text if rc is None else rendered(name, args, rc, out)
+
+
+def rendered(name: str, args: dict[str, Any], rc: int, out: str) -> str:
+    """What ctxbench's tool returns for a command of one of the forms that exited `rc` printing
+    `out` (every dialect whose tool runs a shell command reads its results back through this)."""
     path = str(args.get("path", ""))
-    if rc is None:
-        return text
     if name == "run":
         return f"exit={rc}\n{out}"
     if rc != 0:
-        return out if out.startswith("ERROR") else f"ERROR: {out.strip() or f'exit={rc}'}"
+        return out.removesuffix("\n") if out.startswith("ERROR") else f"ERROR: {out.strip() or f'exit={rc}'}"
     if name == "read_file":
         return file_block(path, out)
-    if name == "write_file":
-        return f"wrote {path}\n{file_block(path, out)}"
+    if name == "write_file":  # the command prints nothing; ctxbench's tool shows what it wrote
+        return f"wrote {path}\n{file_block(path, str(args.get('content', '')))}"
     if name == "edit_file":
         return f"edited {path}\n{file_block(path, out)}"
     if name == "delete_file":

@@ -15,6 +15,7 @@ from analysis.diff import __main__ as diff
 from analysis.diff import mismatch
 from analysis.diff.html import page
 from analysis.diff.trajectory import Trajectory, facts
+from ctxlog import events as ev
 
 REPO = Path(__file__).resolve().parents[3]
 SYSTEM = "You are a careful software engineer."
@@ -97,8 +98,8 @@ def test_divergent_turn_attributed_to_the_compaction_and_the_lost_invariant_name
     d = diff.compare(a, b, "baseline")
     assert d.diverged_at == 5
     assert d.attribution == {"trigger": "compaction", "trigger_turn": 3, "trigger_in": "a", "lag_turns": 2}
-    compaction = next(e for e in a.events if e["kind"] == "compaction")
-    assert d.trigger_seqs == {"a": {compaction["seq"]}}
+    compaction = a.log.first(ev.Compaction)
+    assert compaction is not None and d.trigger_seqs == {"a": {compaction.seq}}
     assert d.only_in is not None
     assert set(d.only_in["b"]) == {"inv:shim"} and d.only_in["a"] == {}
     html = page(d)
@@ -129,10 +130,10 @@ def test_the_page_agrees_with_the_report_attribution_on_the_harness_logs(harness
             continue
         a, b = diff.resolve(str(trial), None), diff.resolve(str(dirs[("baseline", rep)]), None)
         d = diff.compare(a, b, "baseline")
-        assert {"diverged_at": d.diverged_at, **d.attribution} == mismatch.compare_logs(a.events, b.events)
+        assert {"diverged_at": d.diverged_at, **d.attribution} == mismatch.compare_logs(a.log, b.log)
     # The same logs without their message and context records (an older or torn log): the page
     # still attributes, and says the contexts cannot be rebuilt instead of showing facts.
-    bare = [[e for e in t.events if e["kind"] not in ("message", "context")] for t in (a, b)]
+    bare = [[r for r in t.log.records() if r["kind"] not in ("message", "context")] for t in (a, b)]
     d = diff.compare(Trajectory("A", bare[0]), Trajectory("B", bare[1]))
     assert {"diverged_at": d.diverged_at, **d.attribution} == mismatch.compare_logs(*bare)
     assert d.only_in is None and "cannot be rebuilt" in page(d)
@@ -159,7 +160,7 @@ HOSTILE = ('<script src="https://evil.example/x.js"></script><img src=http://x/y
 
 def test_page_has_no_external_reference_even_when_outputs_quote_urls_and_markup():
     a, b = pair()
-    events = [dict(e) for e in a.events]
+    events = a.log.records()
     for e in events:  # a hostile agent echoes markup and URLs into what the page shows
         if e["kind"] in ("tool_result", "model_call"):
             e["output" if e["kind"] == "tool_result" else "content"] = HOSTILE * 3
@@ -177,7 +178,7 @@ def test_page_has_no_external_reference_even_when_outputs_quote_urls_and_markup(
 
 def test_unknown_kinds_missing_fields_and_a_torn_last_line_do_not_crash():
     a, b = pair()
-    text = "\n".join(json.dumps(e) for e in a.events)
+    text = "\n".join(json.dumps(e) for e in a.log.records())
     text += '\n{"seq": 999, "turn": 5, "kind": "check_cache_hit", "key": "abc", "tokens_saved": 120}'
     text += '\n{"seq": 1000, "turn": 5, "kind": "policy_violation"}\n{"seq": 1001, "turn": 5, "kind": "compaction"}'
     text += '\n{"seq": 1002, "turn": "x", "kind": "drift"}\n{"seq": 1003, "kind": "tool_call"}\n{"seq": 10'
@@ -205,7 +206,7 @@ def test_long_trials_collapse_outputs_and_stay_small():
 def write_trial(root: Path, name: str, arm: str, traj: Trajectory) -> Path:
     d = root / name
     d.mkdir(parents=True)
-    (d / "events.jsonl").write_text("\n".join(json.dumps(e) for e in traj.events) + "\n")
+    (d / "events.jsonl").write_text("\n".join(json.dumps(e) for e in traj.log.records()) + "\n")
     (d / "config.yaml").write_text(f"strategy:\n  name: compaction\narm:\n  name: {arm}\ntask:\n  family: "
                                    f"signature_migration\n  seed: 4\nmodel:\n  name: sim\nrep: 0\nstudy:\n  name: s\n")
     return d
@@ -317,16 +318,16 @@ def test_diff_of_real_trials_from_a_directory(harness_trials, tmp_path, capsys):
     assert diff.main([str(arm), "-o", str(out)]) == 0
     a, b = diff.resolve(str(arm), None), diff.resolve(str(base), None)
     d = diff.compare(a, b, "baseline")
-    expected = mismatch.compare_logs(a.events, b.events)
+    expected = mismatch.compare_logs(a.log, b.log)
     assert {"diverged_at": d.diverged_at, **d.attribution} == expected
     html = out.read_text()
     assert base.name in html and "its baseline twin" in html
     for t in (a, b):
         assert f'<div class="verdict {"ok" if t.outcome["success"] else "bad"}">{t.outcome["status"]}' in html
     assert html.count("<polyline") == 2
-    assert a.of_kind("compaction")  # the arm's 12k window makes the strategy compact even on 6 steps
-    for e in a.of_kind("compaction"):
-        assert f"{e['tokens_before']:,} → {e['tokens_after']:,} tokens" in html
+    assert a.log.of(ev.Compaction)  # the arm's 12k window makes the strategy compact even on 6 steps
+    for e in a.log.of(ev.Compaction):
+        assert f"{e.tokens_before:,} → {e.tokens_after:,} tokens" in html
     # Every turn's context rebuilds from the log, and the task's standing constraints are in it.
     first = a.context_at(0)
     assert first is not None and any(k.startswith("inv:") for k in facts(first))

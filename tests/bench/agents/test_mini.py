@@ -190,3 +190,44 @@ def test_mini_meets_the_emulated_overflow_and_it_is_a_context_overflow(mini_inst
     assert '"code": "context_length_exceeded"' in refusal.body and not log.of(ev.ModelCall)
     assert reason == "context_overflow", [t.detail for t in log.of(ev.AgentTurn)]
     assert log.of(ev.ContextOverflow)[0].window == 500
+
+
+def test_one_process_plays_the_trial_and_a_dead_one_is_replaced_by_one_resuming_the_session(mini_installed, box,
+                                                                                              tmp_path):
+    """`keep_process`: the instructions go over one process's pipe (no ~5 s of imports a turn). A
+    process that dies between turns is the agent's own business only if it is in a turn: between
+    turns the next instruction starts a new one, which resumes the session file."""
+    from bench.sim.dialects import DIALECTS, DialectProvider
+    from tests.bench.trial.conftest import CALC
+
+    task = tiny_task()
+    steps = tuple(task.steps[0].__class__(**{**task.steps[0].__dict__, "id": f"s0{k}"}) for k in (1, 2, 3))
+    task = task.__class__(**{**task.__dict__, "steps": steps})
+    script = [[{"name": "write_file", "args": {"path": "calc.py", "content": CALC}}],
+              [{"name": "submit_step", "args": {"notes": "add stays", "invariants": []}}]] * 3
+    provider = DialectProvider(ScriptedProvider(script, when_done="stop"), DIALECTS.load("mini_bash"))
+    player = mini.MiniPlayer(mini_installed, provider, seed=SEED, window=0, relative=False, max_output=1000,
+                             exec_timeout_s=10)
+    pids: list[int] = []
+    play = player.play
+
+    def play_and_watch(instruction):
+        end = play(instruction)
+        assert player.proc is not None and player.proc.poll() is None  # idle, waiting for the next instruction
+        pids.append(player.proc.pid)
+        if len(pids) == 1:
+            os.killpg(player.proc.pid, 9)  # dies between turns
+        return end
+
+    player.play = play_and_watch  # type: ignore[method-assign]
+    reason = _play(task, box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    proc = player.proc
+    player.close()
+    assert proc is not None and proc.poll() is not None and player.proc is None  # close() ends it
+    log = Log.from_path(tmp_path / "events.jsonl")
+    assert reason == "" and pids[0] != pids[1] == pids[2], (reason, pids)
+    turns = log.of(ev.AgentTurn)
+    assert [t.exit_code for t in turns] == [None] * 3 and turns[-1].agent_count == len(script)
+    calls = log.calls
+    assert calls[2].messages[: len(calls[1].messages)] == calls[1].messages  # step 2 resumed step 1's session
+    assert verify(tmp_path / "events.jsonl")[1] == []

@@ -99,6 +99,6 @@ def test_the_player_of_each_agent(monkeypatch):
     real = load(compose(["agent=mini_swe_agent", "model=openai"]))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert not isinstance(players.model_provider(player.spec, real.model, object()), DialectProvider)
-    cc = load(compose(["agent=claude_code"]))
+    cc = load(compose(["agent=claude_code", "agent.player=''"]))  # every shipped agent plays now
     with pytest.raises(ConfigError, match="agent=claude_code has no player yet"):
         players.make_player(cc, parts(cc), 1)

@@ -1,19 +1,41 @@
-"""The real models' config (bench/providers/http/config.py): what a mapping without a key gets."""
+"""The real models' config (bench/providers/http/config.py): the transport's knobs are stated once,
+in the `Transport` schema, whose defaults a mapping without a key gets and every real model composes."""
 
 from __future__ import annotations
 
-import yaml
+import pytest
 
 from bench.config import compose, load
-from bench.providers.http.config import TRANSPORT_YAML, RealModelConfig
+from bench.core.knobs import defaults
+from bench.providers.http.config import ModelConfigError, RealModelConfig, Transport
+
+PRICE = {"input": 1.0, "output": 1.0, "cache_read": 0.1, "cache_write": 1.0}
 
 
-def test_transport_defaults_are_the_yaml_every_real_model_composes(api_keys):
-    """backoff_s (and the other transport knobs) are stated once: conf/model/base/transport.yaml."""
-    stated = yaml.safe_load(TRANSPORT_YAML.read_text())
-    price = {"input": 1.0, "output": 1.0, "cache_read": 0.1, "cache_write": 1.0}
-    bare = RealModelConfig.from_mapping({"model_id": "m", "window": 1000, "price": price}, "openai")
+def test_transport_defaults_are_the_schemas_every_real_model_composes(api_keys):
+    stated = defaults(Transport)
+    bare = RealModelConfig.from_mapping({"model_id": "m", "window": 1000, "price": PRICE}, "openai")
     composed = RealModelConfig.from_mapping(load(compose(["model=openai", "model.model_id=m"])).model, "openai")
     for key in ("timeout_s", "max_retries", "backoff_s", "max_concurrency"):
         assert getattr(bare, key) == getattr(composed, key) == stated[key], key
-    assert bare.backoff_s == 2.0
+    assert (bare.backoff_s, bare.timeout_s) == (2.0, 120.0)
+
+
+@pytest.mark.parametrize(("key", "value", "line"), [
+    ("timeout_s", 0, "model.timeout_s: Input should be greater than 0, got 0"),
+    ("max_retries", 1.5, "model.max_retries: Input should be a valid integer, got 1.5"),
+    ("backoff_s", "2s", "model.backoff_s: Input should be a valid number, got '2s'"),
+    ("max_concurrency", 0, "model.max_concurrency: Input should be greater than or equal to 1, got 0"),
+    ("base_url", 8080, "model.base_url: Input should be a valid string, got 8080"),
+])
+def test_a_bad_transport_value_is_one_line_naming_the_key_and_the_file(key, value, line, api_keys):
+    with pytest.raises(ModelConfigError) as e:
+        RealModelConfig.from_mapping({"name": "m", "model_id": "m", "window": 1000, "price": PRICE, key: value},
+                                     "openai")
+    assert str(e.value) == f"{line}; fix it in conf/model/m.yaml or the command line"
+
+
+def test_every_transport_knob_has_a_one_line_doc():
+    for schema in (Transport, Transport.model_fields["rate_limit"].annotation):
+        for key, field in schema.model_fields.items():  # type: ignore[union-attr]
+            assert field.description and "\n" not in field.description, key

@@ -277,3 +277,51 @@ def test_threads_main_side_subagent_compaction():
         == "compaction"
     assert th.classify(main, tools, signal="compaction") == "compaction"
     assert th.classify(main, tools) == "main"
+
+
+def test_claude_codes_billing_header_is_not_its_system_prompt():
+    """Measured: Claude Code's first system block's version suffix changes after its own compaction;
+    its main thread stays the main thread."""
+    from bench.proxy.threads import Threads
+
+    tools, th = (ToolSpec("Bash", "", {}),), Threads()
+
+    def request(header: str) -> tuple[Message, ...]:
+        return (Message(role="system", content=f"x-anthropic-billing-header: cc_version=2.1.197.{header};"),
+                Message(role="system", content="You are Claude Code"), Message(role="user", content="go"))
+
+    assert th.classify(request("31d"), tools) == "main" and th.classify(request("f9d"), tools) == "main"
+
+
+def test_the_gate_counts_every_acting_request_and_a_limit_ends_the_turn(tmp_path):
+    """A player whose agent calls the model out of its sight (Claude Code in the sandbox, where any
+    process can reach the socket) counts each request that offers tools, main thread or another
+    system prompt's, and a limit reached is a 400 naming it, on the record; a side call is no turn."""
+    asked: list[str] = []
+
+    def gate() -> int:
+        asked.append("turn")
+        if len(asked) > 2:
+            raise RuntimeError("2 turns used in this step")
+        return len(asked) - 1
+
+    def post(conn, system: str, tools: bool) -> tuple[int, str]:
+        body = {"model": "m", "max_tokens": 100, "system": system, "messages": [{"role": "user", "content": "go"}],
+                **({"tools": [BASH]} if tools else {})}
+        conn.request("POST", "/v1/messages", json.dumps(body).encode(), {"content-type": "application/json"})
+        r = conn.getresponse()
+        return r.status, r.read().decode()
+
+    proxy = _proxy(tmp_path)
+    proxy.gate = gate
+    with proxy:
+        conn = http.client.HTTPConnection("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))
+        assert post(conn, "main", True)[0] == 200
+        assert post(conn, "main", False)[0] == 200  # a side call (a title): not an acting turn
+        assert post(conn, "another prompt", True)[0] == 200  # a subagent's turn is counted too
+        status, body = post(conn, "another prompt", True)
+        assert status == 400 and "ctxbench ended this turn: 2 turns used in this step" in body
+    assert len(asked) == 3 and proxy.counts["stopped"] == 1
+    log = _verified(tmp_path)
+    assert [r.thread for r in log.of(ev.AgentRequest)] == ["main", "side", "subagent", "subagent"]
+    assert len(log.of(ev.ModelCall)) == 3 and log.of(ev.AgentReply)[-1].status == 400

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
+from bench.accel import libgit
 from bench.eventlog.events import EventLog
-from bench.sandbox import content, hostgit, libgit
+from bench.sandbox import content, hostgit
 from bench.sandbox.content import ContentError, remove_tree, walk
 from bench.sandbox.paths import Protected
 from bench.sandbox.workcopy import GitError, WorkingCopy
@@ -24,9 +25,9 @@ FILES = {"README.md": "# t\n", "src/app.py": "x = 1\n", "tests/test_app.py": "de
 PROTECTED = Protected(["tests/**"])
 
 
-@pytest.fixture
-def wc():
-    w = WorkingCopy("content", FILES)
+@pytest.fixture(params=[False, True], ids=["host-git", "fast-git"])
+def wc(request):
+    w = WorkingCopy("content", FILES, track=True, fast_git=request.param)  # tracked: its hash is bounded too
     yield w
     try:
         w.close()

@@ -106,14 +106,37 @@ def test_without_its_guards_the_forged_report_passes_wrong_code(sb: DockerSandbo
     assert any(o.passed for o in outs), [o.output[-300:] for o in outs]  # a - b certified as add: it wins
 
 
+def _whys(tmp_path: Path, n: int) -> list[str]:
+    """Why each part of the check of try `n` was judged as it was (its `check` event)."""
+    checks = [json.loads(line) for line in (tmp_path / f"e{n}.jsonl").read_text().splitlines()
+              if json.loads(line)["kind"] == "check"]
+    return [p["why"] for p in checks[-1]["parts"]]
+
+
 @pytest.mark.parametrize("guard", ["wrapper", "status"])
 def test_either_guard_alone_refuses_the_forgery(sb: DockerSandbox, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch, guard: str) -> None:
     """The reap never runs as the agent (the line is never written), and a report counts only with
-    the exec's own status (a line written all the same is not taken): each holds without the other."""
+    the exec's own status (a line written all the same is not taken): each holds without the other,
+    and each for its own reason, read from the check's parts."""
     remove_guards(monkeypatch)
     if guard == "wrapper":
         monkeypatch.setattr(judge, "JUDGE_WRAPPER", GUARDED_WRAPPER)
-    else:
-        monkeypatch.setattr(certify_module, "accepted", GUARDED_ACCEPTED)
-    assert not _attack(sb, tmp_path).passed
+        out = _attack(sb, tmp_path)
+        assert not out.passed, out.output
+        whys = _whys(tmp_path, 0)  # the launcher died at its fork, and no one else could write a report
+        assert whys[0].startswith("no report") and not any("report" in v for v in out.violations), (whys, out)
+        return
+    monkeypatch.setattr(certify_module, "accepted", GUARDED_ACCEPTED)
+    # The forger races the old reap's listing (~1 in 8 tries it never writes its line): up to
+    # three tries, until one forged line reached the judge and was refused for its status.
+    outs: list[certify_module.CheckOutcome] = []
+    refused = "a report says the launcher exited 0, but the exec exited"
+    for n in range(3):
+        outs.append(_attack(sb, tmp_path, n))
+        if any(refused in why for why in _whys(tmp_path, n)):
+            break
+    assert not any(o.passed for o in outs), [o.output[-300:] for o in outs]
+    whys = _whys(tmp_path, len(outs) - 1)
+    assert whys and all(refused in why and "not the launcher's" in why for why in whys), whys
+    assert any(refused in v for v in outs[-1].violations), outs[-1].violations  # logged as a forgery

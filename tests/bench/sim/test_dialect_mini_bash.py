@@ -18,6 +18,7 @@ CALLS = [
     ("read_file", {"path": "src/a b's.py"}),
     ("write_file", {"path": "x.py", "content": "a = 1\nCTXBENCH_EOF\nb = '$(rm -rf /)'\n"}),
     ("write_file", {"path": "-n.txt", "content": "no final newline"}),
+    ("write_file", {"path": "odd dir/it's \"q\".py", "content": "x = 1\n"}),
     ("write_file", {"path": "empty.txt", "content": ""}),
     ("edit_file", {"path": "x.py", "search": "a = 1\n", "replace": "a = \"2\"\n"}),
     ("delete_file", {"path": "old.py"}),
@@ -54,6 +55,8 @@ def test_commands_do_what_ctxbenchs_tools_do(tmp_path):
     content = "a = 1\nCTXBENCH_EOF\nb = 2"
     rc, out = _sh(encode("write_file", {"path": "m.py", "content": content}), tmp_path)
     assert rc == 0 and (tmp_path / "m.py").read_text() == content
+    assert result("write_file", {"path": "m.py", "content": content}, _obs(rc, out)) == \
+        f"wrote m.py\n{file_block('m.py', content)}"  # as ctxbench's write_file returns it
     rc, out = _sh(encode("read_file", {"path": "m.py"}), tmp_path)
     assert result("read_file", {"path": "m.py"}, _obs(rc, out)) == file_block("m.py", content)
     rc, out = _sh(encode("edit_file", {"path": "m.py", "search": "b = 2", "replace": "b = 3"}), tmp_path)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,12 +25,11 @@ import pytest
 from bench.core.outcomes import AGENT
 from bench.providers.attacks import ATTACKS
 from bench.sandbox.content import remove_tree
-from tests.bench.trial.adversary_run import play
+from tests.bench.trial.adversary_run import ROOT, as_user, interpreter, play
 from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 
-ROOT = Path(__file__).resolve().parents[3]
 NON_ROOT = "ctxbench-nonroot"
 
 # attack -> (policy violations: exact int, or a (min, None) range), extra metric minimums
@@ -77,6 +75,7 @@ EXPECT.update({
     # undecodable file name is not in the judge's copy: the uncertified tree is a violation, as bad_names
     "bad_submit": (0, {"tool_errors": 1}),  # the 5,000-character name: an unknown tool
     "huge_args": (0, {"tool_errors": 3}),  # each 2 MiB write refused, its log a 2,000-character excerpt
+    "large_args": (0, {}),  # each 1 MB write carried, and stored once (test_adversary_unguarded.py)
     "long_command": (0, {"tool_errors": 1}),
     "git_paths": (10, {}),  # every way out, refused before host git runs
 })
@@ -151,23 +150,16 @@ def test_attack_fails_as_the_agents_own_failure(attack, results, monkeypatch, tm
 
 
 # -- the same suite with the harness not running as root -------------------------------------
-def _interpreter(env: dict[str, str]) -> list[str]:
-    """An interpreter the non-root user can run with this venv's packages: the venv's own, or
-    (its base under an unreadable /root, say) the system's python of the same minor version."""
-    site = [p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix)]
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *site])
-    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for exe in (sys.executable, shutil.which(minor, path="/usr/local/bin:/usr/bin") or ""):
-        if exe and subprocess.run([*_as_user(), exe, "-c", "import bench, mlflow, docker"], env=env,
-                                  capture_output=True, cwd=ROOT).returncode == 0:
-            return [exe]
-    pytest.fail(f"no python the user {NON_ROOT} can run with this venv's packages ({sys.executable})")
-
-
 def _as_user() -> list[str]:
     pw = pwd.getpwnam(NON_ROOT)
-    sock = os.stat("/var/run/docker.sock").st_gid  # the Docker socket's group, whatever its name
-    return ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", f"--groups={sock}", "--inh-caps=-all"]
+    return as_user(pw.pw_uid, pw.pw_gid)
+
+
+def _interpreter(env: dict[str, str]) -> list[str]:
+    exe = interpreter(_as_user(), env)
+    if exe is None:
+        pytest.fail(f"no python the user {NON_ROOT} can run with this venv's packages ({sys.executable})")
+    return exe
 
 
 @pytest.fixture(scope="module")

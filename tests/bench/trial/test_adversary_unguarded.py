@@ -7,6 +7,8 @@ the real Docker sandbox: each wins, so test_adversary.py's verdicts for them mea
     bad_submit    emitted.admit_args                     `"invariants": 5` logged, which the
                                                          recording's measures cannot read
     huge_args     emitted.admit_args                     the 2 MiB value logged again and again
+    large_args    ctxlog.blobs.stash (stored once)       the 1 MB value the bound lets through,
+                                                         logged again and again
     long_command  emitted.MAX_ARG_STRLEN                 `exit=N` and no reason
     git_paths     Tools._inside                          host git answers about host files
 
@@ -23,8 +25,10 @@ import pytest
 from bench.core import emitted
 from bench.core.outcomes import AGENT, INFRA
 from bench.core.types import Message
+from bench.eventlog.verify import verify
 from bench.providers.wire import anthropic, openai
 from bench.trial.tools import Tools
+from ctxlog import blobs
 from ctxlog.statements import words
 from tests.bench.trial.adversary_run import play
 from tests.helpers.store import seeded
@@ -111,6 +115,20 @@ def test_a_huge_argument_floods_the_log_without_the_boundary(results, monkeypatc
     large = 2 << 20
     assert guarded.stat().st_size < large  # the three 2 MiB values: 2,000-character excerpts
     assert unguarded.stat().st_size > 3 * 2 * large  # each value twice per turn (model_call, tool_call)
+
+
+@pytest.mark.timeout(900)  # two trials that write and read megabytes, on a shared machine
+def test_an_allowed_large_argument_floods_the_log_without_the_blob_store(results, monkeypatch, tmp_path,
+                                                                         docker_ready):
+    _, guarded = _play("large_args", results, monkeypatch, tmp_path)
+    monkeypatch.setattr(blobs, "stash", lambda fields, threshold: (fields, [], {}))
+    _, unguarded = _play("large_args", results, monkeypatch, tmp_path)
+    value = 1_020_000
+    stored = list((guarded.parent / blobs.DIR).iterdir())
+    assert [p.stat().st_size for p in stored] == [value] and guarded.stat().st_size < value / 10
+    assert verify(guarded)[1] == [] and verify(unguarded)[1] == []
+    assert not (unguarded.parent / blobs.DIR).exists()
+    assert unguarded.stat().st_size > 8 * value  # 4 turns: model_call, tool_call, the next context's message
 
 
 def test_a_command_past_max_arg_strlen_gets_no_reason_without_the_guard(results, monkeypatch, tmp_path,

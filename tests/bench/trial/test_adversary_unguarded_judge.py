@@ -5,7 +5,7 @@
   container's death is booked as ours, `sandbox_lost`, FAILED and excluded, on an engine that
   cannot keep pid 1 out of the OOM killer's reach; where it can, pid 1 lives and nothing is lost.
   (judge_channel's guards removed: tests/bench/sandbox/test_judge_channel.py, through certification;
-  the reused sandbox's message: tests/bench/sandbox/test_reuse.py.)"""
+  the reused sandbox's message: tests/bench/accel/test_reuse.py.)"""
 
 from __future__ import annotations
 

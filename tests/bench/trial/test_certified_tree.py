@@ -134,3 +134,48 @@ def test_a_final_check_that_empties_the_working_copy_fails_the_trial(scripted_tr
     assert not res.success and res.failure_reason == "uncertified_tree", res
     final = [r for r in kinds(res.events_path, "check") if r["step"] == "final"]
     assert final and final[-1]["passed"]  # the judge's copy passed; the working copy was emptied
+
+
+# -- odd working copies: the true reason (which path, why the judge's copy cannot carry it) ------
+
+def _uncertified(box, log) -> str:
+    with pytest.raises(AgentFailure) as info:
+        certify(box, HarnessCopy(tiny_task()), log, 0, "final", FINAL)
+    assert info.value.reason == "uncertified_tree"  # the agent's failure, as any uncertified tree
+    (violation,) = [r["detail"] for r in log.records if r["kind"] == "policy_violation"]
+    assert violation == info.value.detail
+    return violation
+
+
+def test_a_file_name_of_undecodable_bytes_is_named_as_the_reason(box, log):
+    box.write_file("calc.py", CALC)
+    with open(os.fsencode(box.workdir) + b"/notes\xff\xfe.txt", "wb") as f:
+        f.write(b"made by `run`\n")
+    why = _uncertified(box, log)
+    assert "'notes\ufffd\ufffd.txt': its name is not valid UTF-8" in why and "1 path(s)" in why
+    assert "code under test" not in why  # nothing ran that changed the working copy
+
+
+def test_compiled_python_an_ignore_rule_lets_in_is_named_as_the_reason(box, log):
+    box.write_file("calc.py", CALC)
+    box.write_file(".gitignore", "!__pycache__/\n!*.pyc\n")  # the agent's rule against the harness's
+    (box.workdir / "__pycache__").mkdir()
+    (box.workdir / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"\x00bytecode")
+    (box.workdir / "old.pyc").write_bytes(b"\x00bytecode")
+    why = _uncertified(box, log)
+    assert "2 path(s)" in why and "'__pycache__/calc.cpython-311.pyc': compiled Python" in why
+    assert "'old.pyc': compiled Python" in why
+
+
+def test_a_changed_working_copy_keeps_its_own_reason(box, log):
+    """Without an uncarried path the detail stays what it was: the working copy was changed."""
+    box.write_file("calc.py", _rewrites_on_import(str(box.workdir)))
+    assert "code under test or a later tool call changed the working copy" in _uncertified(box, log)
+
+
+def test_without_the_diagnosis_the_reason_blames_a_change_nobody_made(box, log, monkeypatch):
+    monkeypatch.setattr(certified_tree, "uncarried", lambda sandbox, entries: [])
+    box.write_file("calc.py", CALC)
+    with open(os.fsencode(box.workdir) + b"/notes\xff.txt", "wb") as f:
+        f.write(b"x\n")
+    assert "code under test or a later tool call changed the working copy" in _uncertified(box, log)

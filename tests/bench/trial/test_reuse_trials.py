@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
+from bench.accel import pool
 from bench.config import compose, load
 from bench.providers.scripted import ScriptedProvider
-from bench.sandbox import pool
 from bench.sandbox.docker import DockerSandbox
 from tests.bench.trial.conftest import kinds, tiny_task
 from tests.helpers.pristine import container_exists
@@ -49,7 +49,7 @@ def trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSan
         made.append(box)
         return box
 
-    monkeypatch.setattr(runner.pool, "acquire", acquire)
+    monkeypatch.setattr(pool, "acquire", acquire)  # the runner loads it by name (runner.ANNEXES) at each trial
 
     def play(script: list) -> tuple[Any, DockerSandbox]:
         cfg = compose(["model=adversary", "sandbox.check_cache=true", "sandbox.reuse=true", "resume=false",

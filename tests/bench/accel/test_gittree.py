@@ -1,4 +1,4 @@
-"""The tree sha computed in-process (bench/sandbox/gittree.py) is git's, on trees made to trip
+"""The tree sha computed in-process (bench/accel/gittree.py) is git's, on trees made to trip
 it (ignore rules, modes, links, sort order, empty and ignored-only directories), and it hands
 over to git whenever it could differ."""
 
@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from bench.sandbox import gittree
+from bench.accel import gittree
 from bench.sandbox.workcopy import WorkingCopy
 
 BASE = {".gitignore": "__pycache__/\n.pytest_cache/\n", "README.md": "# r\n", "pkg/a.py": "A = 1\n"}
@@ -22,7 +22,7 @@ def _git_tree(wc: WorkingCopy) -> str:
 
 @pytest.fixture
 def wc():
-    w = WorkingCopy("gittree", BASE)
+    w = WorkingCopy("gittree", BASE, fast_git=True)
     yield w
     w.close()
 
@@ -83,7 +83,7 @@ def test_it_hands_over_to_git_when_it_could_differ(wc, change):
     assert gittree.tree_sha(wc.workdir) is None
     if not (wc.workdir / "pipe").exists():
         ours = wc.tree_sha()
-        assert wc._git_trees, "once git decides, it decides for the rest of the sandbox's life"
+        assert wc._fast._git_trees, "once git decides, it decides for the rest of the sandbox's life"
         assert ours == _git_tree(wc)
 
 

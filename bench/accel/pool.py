@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import atexit
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from . import create
-from .base import Sandbox, SandboxConfig
+from bench.sandbox import create
+from bench.sandbox.base import Mount, Sandbox, SandboxConfig
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,12 @@ def _slot(cfg: SandboxConfig, labels: Mapping[str, str] | None) -> tuple[Sandbox
 
 
 def acquire(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-            labels: Mapping[str, str] | None = None, make: Callable[..., Sandbox] = create) -> Sandbox:
-    """The idle sandbox renewed for this trial, or a new one from `make` (bench.sandbox.create)."""
+            labels: Mapping[str, str] | None = None, make: Callable[..., Sandbox] = create,
+            mounts: Sequence[Mount] = ()) -> Sandbox:
+    """The idle sandbox renewed for this trial, or a new one from `make` (bench.sandbox.create).
+    A trial whose player mounts folders (an external agent's) always gets a new one, never kept."""
+    if mounts:
+        return make(cfg, files, trial_id, labels=labels, mounts=mounts)
     sandbox = _idle.pop(_slot(cfg, labels), None) if cfg.reuse else None
     if sandbox is not None:
         try:

@@ -25,7 +25,7 @@ import struct
 import time
 from pathlib import Path
 
-from .content import MAX_READ_BYTES, RACY_NS, walk
+from bench.sandbox.content import MAX_READ_BYTES, RACY_NS, walk
 
 # The patterns git would apply that this module knows: everywhere (a basename), or at the root.
 SIMPLE_LINES = frozenset({b"__pycache__/", b".pytest_cache/", b"*.pyc", b""})

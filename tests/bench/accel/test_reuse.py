@@ -1,4 +1,4 @@
-"""Sandbox reuse attacked through the real Docker sandbox (bench/sandbox/pool.py, `renew` in
+"""Sandbox reuse attacked through the real Docker sandbox (bench/accel/pool.py, `renew` in
 workcopy.py, pristine.py): a worker hands its last sandbox to its next trial only when no command
 of the agent's ran in it and nothing was left outside the working copy; the next trial then sees
 exactly its own task's files and history, as in a new sandbox. Anything else removes the
@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from bench.sandbox import SandboxConfig, create, pool
+from bench.accel import pool
+from bench.sandbox import SandboxConfig, create
 from bench.sandbox.docker import DockerSandbox
 from bench.sandbox.workcopy import GitError
 from tests.helpers.pristine import behind_the_harness, container_exists, kill_container, tracked
@@ -79,7 +80,7 @@ def referenced(box: DockerSandbox) -> None:
     """The probe a first check would take as its reference, with no check (no code) run: a
     sandbox whose every check was a cache hit, the only kind that goes to the next trial."""
     box.before_check()
-    assert box._pristine.reference is not None and box.reusable
+    assert box._tracker._pristine.reference is not None and box.reusable
 
 
 def test_a_renewed_sandbox_has_exactly_the_new_tasks_files_and_a_fresh_history(cfg, labels, make):
@@ -291,7 +292,7 @@ def test_nothing_a_check_leaves_makes_its_probe_read_as_clean(cfg, make, bent):
     box.before_check()
     res = box.exec(BENT[bent], reap=True, judge=True, probe=was)
     assert res.exit_code == 0 and res.report == "" and not res.ended, res.output
-    assert res.probe is not None and res.probe != box._pristine.reference
+    assert res.probe is not None and res.probe != box._tracker._pristine.reference
     if bent == "a probe past its bound":
         assert res.probe.startswith("(probe failed: ")
     else:

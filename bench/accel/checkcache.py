@@ -15,7 +15,7 @@ The key is a sha256 over everything that decides a check's result:
 
 A verdict is looked up and stored only while the sandbox is pristine: no command of the
 agent's ran in it, no check left anything outside the working copy, and no check of an earlier
-trial ran code in it (bench/sandbox/pristine.py).
+trial ran code in it (bench/accel/pristine.py).
 It is stored only when the check also left no process, did not time out, changed nothing in
 the working copy and no report was forged. Anything else runs as if there were no cache.
 
@@ -44,16 +44,15 @@ from bench.core.types import canonical_json
 from bench.sandbox.base import ExecResult, Sandbox
 
 FORMAT = 1
-_HERE = Path(__file__).resolve().parent
-_SOURCES = (_HERE / "certify.py", _HERE / "launcher.py", _HERE / "remote.py", _HERE / "comparer.py",
-            _HERE / "checkcache.py", _HERE / "harness_copy.py",
-            *(_HERE.parent / "sandbox" / f"{m}.py"
-              for m in ("docker", "judge", "local", "engine", "base", "paths", "workcopy", "workfiles", "pristine",
-                        "restore")))
+_BENCH = Path(__file__).resolve().parents[1]
+_SOURCES = (*(_BENCH / "trial" / f"{m}.py" for m in ("certify", "launcher", "remote", "comparer", "harness_copy")),
+            *(_BENCH / "accel" / f"{m}.py" for m in ("checkcache", "pristine")),
+            *(_BENCH / "sandbox" / f"{m}.py"
+              for m in ("docker", "judge", "local", "engine", "base", "paths", "workcopy", "workfiles", "restore")))
 HARNESS_SHA = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
-Judged = list[list[tuple[bool, str, bool]]]  # per group, per part: (passed, why not, forged)
+Judged = list[list[tuple[bool, str, bool]]]  # bench/trial/certify.py's: per group, per part (passed, why not, forged)
 
 
 @dataclass(frozen=True)
@@ -123,22 +122,15 @@ class CheckCache:
         self.stores += 1
         return True
 
+    def lookup(self, sandbox: Sandbox, state: str, checks: Sequence[tuple[str, str]]) -> tuple[str, Entry | None]:
+        """(key, entry) before a check in a pristine sandbox whose working copy is `state`."""
+        key = self.key(sandbox.identity(), state, checks)
+        return key, self.get(key)
 
-def lookup(cache: CheckCache | None, sandbox: Sandbox, checks: Sequence[tuple[str, str]]
-           ) -> tuple[str | None, str | None, Entry | None]:
-    """(working copy state, key, entry) before a check; the state only while the sandbox is
-    pristine, the key only with a cache as well, the entry when the cache has the key."""
-    state = sandbox.state_sha() if sandbox.pristine else None
-    if cache is None or state is None:
-        return state, None, None
-    key = cache.key(sandbox.identity(), state, checks)
-    return state, key, cache.get(key)
-
-
-def keep(cache: CheckCache | None, key: str, res: ExecResult, judged: Judged, step: str, turn: int) -> None:
-    """Store a check that ran in a sandbox still pristine after it, unless it timed out or a
-    report was forged: a verdict an attack or the machine's load shaped is never reused."""
-    if cache is None or res.timed_out or res.ended or any(f for verdicts in judged for _, _, f in verdicts):
-        return
-    cache.put(key, Entry(res.exit_code, res.output, round(res.duration_s, 4), judged,
-                         {**cache.origin, "step": step, "turn": turn}))
+    def keep(self, key: str, res: ExecResult, judged: Judged, step: str, turn: int) -> None:
+        """Store a check that ran in a sandbox still pristine after it, unless it timed out or a
+        report was forged: a verdict an attack or the machine's load shaped is never reused."""
+        if res.timed_out or res.ended or any(f for verdicts in judged for _, _, f in verdicts):
+            return
+        self.put(key, Entry(res.exit_code, res.output, round(res.duration_s, 4), judged,
+                            {**self.origin, "step": step, "turn": turn}))

@@ -1,5 +1,5 @@
 """Is a sandbox still exactly as the harness made it, apart from its working copy? The question
-both the check cache (bench/trial/checkcache.py) and sandbox reuse (pool.py) must answer
+both the check cache (bench/accel/checkcache.py) and sandbox reuse (pool.py) must answer
 before they trust what a check did once, or hand a container to the next trial
 (docs/threat_model.md, "Reused verdicts and reused sandboxes").
 
@@ -40,27 +40,10 @@ import os
 import stat
 import uuid
 from pathlib import Path
+from typing import Any
 
-from .content import ContentError, read_capped, readable, walk
-
-# Writable places a check's code can reach in the Docker sandbox (see docker.py's container).
-# `-xdev` keeps find inside each one. Files, links and nodes are listed with mode, owner, size,
-# change time and link target; a directory with mode and owner only, since its own change
-# time moves when a file is made and removed again (a check's temp dir), which leaves nothing.
-PROBE = ("find /tmp /dev /dev/shm /dev/mqueue /sys/fs/cgroup /proc/keys /proc/timer_list -xdev "
-         "\\( -type d -printf '%p d %m %U %G\\n' \\) -o -printf '%p %y %m %U %G %s %C@ %l\\n' 2>&1; "
-         "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem 2>&1; "
-         # pid 1, our reaper, sleeps forever: its CPU time, threads and size never move unless
-         # something got into it (fields 14, 15, 20, 23 of /proc/1/stat). But only once it sleeps:
-         # a first probe soon after the container started, on a loaded machine, can catch it still
-         # starting (its size grew by 1.2 MB a second later in 1 of 15 tries), and the sandbox
-         # would lose its pristine state for nothing. So wait (up to ~5 s) until it is asleep
-         # (state S) with signal 64 ignored: docker.py's _INIT ignores every signal in ascending
-         # order and then only pauses, so nothing of it runs again after that.
-         "i=0; while [ $i -lt 250 ]; do read -r s < /proc/1/stat; set -- ${s##*) }; ign=; "
-         "while read -r k v; do [ \"$k\" = SigIgn: ] && ign=$v && break; done < /proc/1/status; "
-         "case \"$1 $ign\" in 'S '[89a-f]*) break;; esac; i=$((i+1)); sleep 0.02; done; "
-         "read -r s < /proc/1/stat; set -- ${s##*) }; echo \"pid1 ${12} ${13} ${18} ${21}\"")
+from bench.sandbox.content import ContentError, read_capped, readable, walk
+from bench.sandbox.judge import PROBE as PROBE  # what the judge runs after a check's reap, while pristine
 
 
 class Pristine:
@@ -97,38 +80,27 @@ def _first_difference(before: str | None, after: str | None) -> str:
     return "(equal)"
 
 
-class Tracking:
-    """The sandbox side (a mixin of workcopy.WorkingCopy): pristine or not, the working copy's
-    state, and what the sandbox cost. A backend's `exec` calls `_ran`; its `_probe` reads the
-    state outside the working copy."""
+class Tracker:
+    """One sandbox's pristine state (`sandbox.check_cache` or `sandbox.reuse`): the sandbox
+    (a workcopy.WorkingCopy) asks it on every exec (`taint`) and before and after each check.
+    `sb._probe()` is the backend's reading of the state outside the working copy."""
 
-    workdir: Path
-    _closed: bool
-
-    def __init__(self, track: bool) -> None:
-        self._track = track  # follow whether the sandbox is pristine (check cache, reuse)
+    def __init__(self, sb: Any) -> None:
+        self.sb = sb
         self._pristine = Pristine()
-        self._execs = 0
-        self._trials = 1  # how many trials this sandbox has served (renew: pool.py)
-        self._changes = 0  # bumped by anything that may change the working copy (workcopy.py's caches)
-        self._unsettled = False  # a command may still be running: no cached listing holds
         self._digests: Digests | None = None  # made at the first hash (the working copy exists by then)
-        self._code_ran_in: int | None = None  # the trial (`_trials`) whose check last ran code here
+        self._code_ran_in: int | None = None  # the trial (`sb._trials`) whose check last ran code here
 
-    def _ran(self, reap: bool) -> None:
-        """A command is about to run in the sandbox: it taints it (a check settles it again,
-        `after_check`) and may change the working copy, later too unless it is reaped."""
+    def taint(self) -> None:
         self._pristine.taint()
-        self._changes += 1
-        self._unsettled = self._unsettled or not reap
 
     @property
     def pristine(self) -> bool:
-        return self._track and self._pristine.ok and not self._closed and not self._touched_by_another_trial
+        return self._pristine.ok and not self.sb._closed and not self._touched_by_another_trial
 
     @property
     def _touched_by_another_trial(self) -> bool:
-        return self._code_ran_in is not None and self._code_ran_in != self._trials
+        return self._code_ran_in is not None and self._code_ran_in != self.sb._trials
 
     @property
     def reusable(self) -> bool:
@@ -144,8 +116,7 @@ class Tracking:
         if self.pristine:
             return ""
         # Why it was lost comes before "closed": a sandbox that lost it is closed by then (pool.release).
-        return ("not tracked (neither the check cache nor reuse is on)" if not self._track
-                else self._pristine.lost if not self._pristine.ok
+        return (self._pristine.lost if not self._pristine.ok
                 else "a check of an earlier trial ran its code here" if self._touched_by_another_trial
                 else "closed")
 
@@ -154,7 +125,7 @@ class Tracking:
         """Why `reusable` is False ('' while it is True), for the log."""
         if self.reusable:
             return ""
-        if self._code_ran_in is not None and self._pristine.ok and self._track:  # before "closed": pool.release
+        if self._code_ran_in is not None and self._pristine.ok:  # before "closed": pool.release
             return ("a check ran the agent's code here: what it left in the namespaces (the pid counter, "
                     "network counters) no probe puts back")
         return self.not_pristine_because
@@ -164,36 +135,37 @@ class Tracking:
         walk's or the read's bounds cannot be tracked: the sandbox is tainted and the answer
         equals no other, so no verdict is stored or reused for it."""
         if self._digests is None:  # its stamp outside the working copy, in the sandbox's own scratch dir
-            self._digests = Digests(self.workdir.parent / "hash-stamp")
+            self._digests = Digests(self.sb.workdir.parent / "hash-stamp")
         try:
-            return manifest(self.workdir, self._digests)
+            return manifest(self.sb.workdir, self._digests)
         except ContentError:
             self._pristine.taint()
             return f"untracked {uuid.uuid4().hex}"
 
-    def cost(self) -> dict[str, float]:
-        """What the sandbox cost so far: execs, trials served and, where known, the CPU seconds
-        of its processes (`cpu_s`); bench.perf reads the per-trial differences from trial_end."""
-        return {"execs": self._execs, "trials": self._trials}
-
-    def _probe(self) -> str | None:
-        """The state outside the working copy, after ending any process (a backend's own)."""
-        raise NotImplementedError
-
     def before_check(self) -> None:
         """Before a check's exec: the first time, while pristine, take the probe to compare with."""
         if self.pristine and self._pristine.reference is None:
-            self._pristine.reference = self._probe()
+            self._pristine.reference = self.sb._probe()
 
     def after_check(self, was: bool, state: str, ended: tuple[str, ...], probe: str | None) -> bool:
         """After a check's exec (`probe`: the one its judge took after the reap, None where the
         backend has none) and its harness dir are gone: pristine again only if it was, no process
         is left, the working copy is still `state` and the probe is the reference."""
-        self._code_ran_in = self._trials  # whatever the check did: it ran the agent's code here
-        if not (self._track and was):
+        self._code_ran_in = self.sb._trials  # whatever the check did: it ran the agent's code here
+        if not was:
             return False
         kept = not ended and self.state_sha() == state
         return self._pristine.settle(was, probe if kept else None, ended, kept)
+
+    def verify_reset(self) -> None:
+        """Before the sandbox goes to the next trial (pool.py): no process ran and the state
+        outside the working copy is the reference (taken now if no check ran). Raises if not."""
+        probe = self.sb._probe() if self.pristine else None
+        if self._pristine.reference is None:  # no check ran: no code of the agent's ever did
+            self._pristine.reference = probe
+        if not self.pristine or probe != self._pristine.reference:
+            self._pristine.taint("its state outside the working copy changed since its last check")
+            raise RuntimeError(f"sandbox {self.sb.trial_id} is not as the harness left it ({self._pristine.lost})")
 
 
 class Digests:

@@ -20,7 +20,9 @@ import os
 import threading
 from pathlib import Path
 
-MEMORY_FS = Path("/dev/shm")
+from bench.sandbox import engine
+
+MEMORY_FS = Path(engine.MEMORY_FS)
 MIN_FREE_BYTES = 4 << 30  # below this much free memory filesystem, git dirs stay on disk
 IN_MEMORY_PER_PROCESS = 16  # sandboxes of one process whose git dir is in memory at once (the grid's: 1)
 
@@ -49,7 +51,7 @@ def git_root(sandbox_dir: Path) -> Path:
             st = os.statvfs(MEMORY_FS)
             if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
                 return sandbox_dir
-            path = MEMORY_FS / f"{sandbox_dir.name}-git"
+            path = Path(engine.leaked_git_root(str(sandbox_dir), str(MEMORY_FS)))  # its name: a sweep finds it
             os.mkdir(path, 0o700)  # not exist_ok: a name someone made first is not ours
         except OSError:
             return sandbox_dir
@@ -60,8 +62,3 @@ def git_root(sandbox_dir: Path) -> Path:
 def release(git_root: Path) -> None:
     with _lock:
         _in_memory.discard(git_root)
-
-
-def leaked_git_root(sandbox_dir: str) -> str:
-    """Where the git dir of a leaked sandbox dir would be, if it went to memory."""
-    return str(MEMORY_FS / f"{os.path.basename(sandbox_dir)}-git")

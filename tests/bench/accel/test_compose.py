@@ -1,4 +1,4 @@
-"""The sweep's fast composition (bench/study/compose.py): each job's config is exactly what
+"""The sweep's fast composition (bench/accel/compose.py): each job's config is exactly what
 Hydra composes for it, and a worker that reads the bases the launching process shared composes
 none of them itself."""
 
@@ -10,8 +10,8 @@ import pytest
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf, open_dict
 
-from bench.study import compose
-from bench.study.compose import SweepLoader
+from bench.accel import compose
+from bench.accel.compose import SweepLoader
 from bench.study.plan import sweep_config
 
 # Jobs as the grid's sweeper makes them: its swept keys, then the command line's overrides.

@@ -1,4 +1,4 @@
-"""The harness's commits made in process (bench/sandbox/libgit.py) are git's own, object for
+"""The harness's commits made in process (bench/accel/libgit.py) are git's own, object for
 object, on histories made to trip them (deletions, a file turned into a directory and back,
 odd names, links, modes, ignored build artefacts); they leave an index host git reads as its
 own; the host's user config cannot reach them; and they hand over to host git wherever the
@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.accel import libgit
 from bench.config import ROOT
-from bench.sandbox import hostgit, libgit
+from bench.sandbox import hostgit
 from bench.sandbox.content import RACY_NS
 from bench.sandbox.workcopy import WorkingCopy
-from tests.bench.sandbox.test_gittree import BASE, _random_tree
+from tests.bench.accel.test_gittree import BASE, _random_tree
 
 AUTHOR = "Agent Smith <agent@x.org>"
 
@@ -68,7 +69,7 @@ def _host_git_calls(monkeypatch, wc: WorkingCopy) -> list[tuple[str, ...]]:
 
 @pytest.fixture
 def pair(tmp_path):
-    wc = WorkingCopy("libgit", BASE)
+    wc = WorkingCopy("libgit", BASE, fast_git=True)
     twin = _GitTwin(tmp_path / "twin", BASE)
     yield wc, twin
     wc.close()
@@ -124,7 +125,7 @@ def test_an_index_changed_behind_its_back_hands_the_commit_to_host_git(pair, mon
     (twin.workdir / "pkg" / "a.py").write_text("changed\n")
     wc._changes += 1
     spawned = _host_git_calls(monkeypatch, wc)
-    with caplog.at_level("INFO", logger="bench.sandbox.libgit"):
+    with caplog.at_level("INFO", logger="bench.accel.libgit"):
         assert wc.commit("behind", AUTHOR) == twin.commit("behind", "Agent Smith", "agent@x.org")
     assert ("add", "-A") in spawned and "host git commits" in caplog.text
     (wc.workdir / "pkg" / "b.py").write_text("next\n")  # and the next commit is in process again
@@ -143,7 +144,7 @@ def test_a_rewrite_that_keeps_size_and_mtime_is_staged(pair, monkeypatch):
     wc._changes += 1
     assert wc.commit("still", AUTHOR) == twin.commit("still", "Agent Smith", "agent@x.org")
     path = wc.workdir / "pkg" / "a.py"
-    assert "pkg/a.py" in wc._blobs, "gittree keeps its blob sha: only its lstat key tells the write"
+    assert "pkg/a.py" in wc._fast._blobs, "gittree keeps its blob sha: only its lstat key tells the write"
     before = path.stat()
     path.write_text("X" * before.st_size)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
@@ -176,7 +177,7 @@ def test_a_file_turned_into_a_directory_and_back(pair):
 def test_words_git_would_rewrite_go_to_host_git(pair, message, author):
     wc, twin = pair
     assert not libgit.writes_as_git(message, *author[:-1].split(" <"))
-    assert wc._lib.commit(message, *author[:-1].split(" <")) is None
+    assert wc._fast._lib.commit(message, *author[:-1].split(" <")) is None
     name, email = author[:-1].split(" <")
     assert wc.commit(message, author) == twin.commit(message, name, email)
 
@@ -189,7 +190,7 @@ def test_an_agents_attributes_hand_the_commits_to_host_git(pair, monkeypatch):
     wc._changes += 1
     spawned = _host_git_calls(monkeypatch, wc)
     assert wc.commit("attrs", AUTHOR) == twin.commit("attrs", "Agent Smith", "agent@x.org")
-    assert ("add", "-A") in spawned and wc._git_trees, "git decides from then on"
+    assert ("add", "-A") in spawned and wc._fast._git_trees, "git decides from then on"
 
 
 _UNDER_A_HOSTILE_HOME = """
@@ -199,7 +200,7 @@ from bench.sandbox.workcopy import WorkingCopy
 calls = []
 real = hostgit.run
 hostgit.run = lambda g, w, h, a, env=None: (calls.append(a), real(g, w, h, a, env))[1]
-wc = WorkingCopy("libgit-home", {"pkg/a.py": "A = 1\\n"})
+wc = WorkingCopy("libgit-home", {"pkg/a.py": "A = 1\\n"}, fast_git=True)
 try:
     print(json.dumps({"base": wc.base_commit, "files": wc._git("ls-files").split(),
                       "host_git": [a[0] for a in calls if a[0] != "ls-files"]}))
@@ -239,8 +240,8 @@ def test_rules_below_a_directory_git_ignores_change_nothing(pair, monkeypatch):
     wc._changes += 1
     spawned = _host_git_calls(monkeypatch, wc)
     assert wc.commit("cache", AUTHOR) == twin.commit("cache", "Agent Smith", "agent@x.org")
-    assert spawned == [] and not wc._git_trees
+    assert spawned == [] and not wc._fast._git_trees
     (wc.workdir / "pkg" / ".gitignore").write_text("*.txt\n")  # one git reads: host git from now on
     wc._changes += 1
     wc.commit("rules", AUTHOR)
-    assert wc._git_trees and ("add", "-A") in spawned
+    assert wc._fast._git_trees and ("add", "-A") in spawned

@@ -1,4 +1,4 @@
-"""The check cache's key and store on the host (bench/trial/checkcache.py; LocalSandbox, no Docker):
+"""The check cache's key and store on the host (bench/accel/checkcache.py; LocalSandbox, no Docker):
 the key changes with everything that decides a check's verdict, an entry on disk counts only if
 it is whole and names its own key, and a timed-out check is never stored (on the host nothing
 else would keep it out: the local probe sees processes only)."""
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.accel import checkcache, pristine
+from bench.accel.checkcache import CheckCache
 from bench.eventlog.events import EventLog
-from bench.sandbox import SandboxConfig, create, pristine
+from bench.sandbox import SandboxConfig, create
 from bench.sandbox.local import LocalSandbox
-from bench.trial import checkcache
 from bench.trial.certify import HarnessCopy, certify
-from bench.trial.checkcache import CheckCache, lookup
 from tests.bench.trial.conftest import CALC, CHECK, FILES, tiny_task
 
 WRONG = "def add(a, b):\n    return a - b\n"
@@ -32,7 +32,7 @@ BENCH = Path(checkcache.__file__).resolve().parents[1]
 JUDGES = {
     "trial/certify.py": "parses the check, writes the launcher's plan, judges each part's report",
     "trial/launcher.py": "runs every part inside the sandbox and writes the reports",
-    "trial/checkcache.py": "the key itself",
+    "accel/checkcache.py": "the key itself",
     "trial/harness_copy.py": "REPORT_LIMIT: how much of the report the judge reads",
     "sandbox/paths.py": "canonical(): which parts are the shipped runner (whose tests are expected)",
     "sandbox/base.py": "OutputTail: the output a verdict carries",
@@ -41,7 +41,7 @@ JUDGES = {
     "sandbox/docker.py": "the exec and the container's limits",
     "sandbox/judge.py": "the exec wrappers and their reap, which run every check (issue 42)",
     "sandbox/local.py": "the host backend's exec",
-    "sandbox/pristine.py": "the working copy's hash and the probe: what makes a sandbox pristine",
+    "accel/pristine.py": "the working copy's hash and the probe: what makes a sandbox pristine",
     "sandbox/restore.py": "puts the protected files back before the state is hashed",
 }
 
@@ -68,9 +68,8 @@ def cache(tmp_path) -> CheckCache:
 
 
 def key(box: LocalSandbox, cache: CheckCache, checks: list[tuple[str, str]] = CHECKS) -> str:
-    found = lookup(cache, box, checks)[1]
-    assert found is not None
-    return found
+    assert box.pristine
+    return cache.lookup(box, box.state_sha(), checks)[0]
 
 
 def test_the_key_changes_with_everything_that_decides_a_verdict(boxes, cache, monkeypatch):
@@ -115,7 +114,7 @@ def test_the_key_changes_with_everything_that_decides_a_verdict(boxes, cache, mo
 
 def _harness_sha(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """HARNESS_SHA as checkcache.py computes it from the sources next to it under `root`."""
-    spec = importlib.util.spec_from_file_location("checkcache_copy", root / "trial" / "checkcache.py")
+    spec = importlib.util.spec_from_file_location("checkcache_copy", root / "accel" / "checkcache.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks itself up there
@@ -125,7 +124,7 @@ def _harness_sha(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.mark.parametrize("source", list(JUDGES))
 def test_a_change_to_the_code_that_judges_a_check_changes_the_key(tmp_path, monkeypatch, source):
-    for sub in ("trial", "sandbox"):
+    for sub in ("trial", "sandbox", "accel"):
         shutil.copytree(BENCH / sub, tmp_path / sub, ignore=shutil.ignore_patterns("__pycache__"))
     assert _harness_sha(tmp_path, monkeypatch) == checkcache.HARNESS_SHA, "the copy reproduces the real sha"
     with open(tmp_path / source, "a", encoding="utf-8") as f:

@@ -1,5 +1,5 @@
-"""The check cache attacked through the real Docker sandbox and `certify` (bench/trial/checkcache.py,
-bench/sandbox/pristine.py): a verdict is reused only where the whole state that decides it is the
+"""The check cache attacked through the real Docker sandbox and `certify` (bench/accel/checkcache.py,
+bench/accel/pristine.py): a verdict is reused only where the whole state that decides it is the
 same. The agent's code tries to make one check's verdict stand for another: through a command
 of its own, through something a check leaves outside the working copy, through a timeout, a
 forged report, or an entry planted in the store. Each test runs the real check, so a guard
@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from bench.accel.checkcache import CheckCache
 from bench.eventlog.events import EventLog
 from bench.sandbox import SandboxConfig, create
 from bench.sandbox.docker import DockerSandbox
 from bench.trial.certify import CheckOutcome, HarnessCopy, certify
-from bench.trial.checkcache import CheckCache
 from tests.bench.trial.conftest import CALC, CHECK, FILES, tiny_task
 from tests.helpers.pristine import behind_the_harness, tracked
 

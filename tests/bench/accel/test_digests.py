@@ -1,4 +1,4 @@
-"""The working copy's hash kept from one walk to the next (bench/sandbox/pristine.py, `Digests`):
+"""The working copy's hash kept from one walk to the next (bench/accel/pristine.py, `Digests`):
 it always equals a hash from nothing, over random changes and over rewrites of a file within
 the clock tick that cached it; and a file whose stat is unchanged is not read again."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import random
 
-from bench.sandbox import pristine
-from bench.sandbox.pristine import Digests, manifest
+from bench.accel import pristine
+from bench.accel.pristine import Digests, manifest
 
 
 def _tree(tmp_path):

@@ -10,7 +10,7 @@ a few group choices (strategy, arm, task: 48 combinations) and in plain values (
 `SweepLoader` wraps Hydra's config loader: a job's config is composed once per distinct set of
 group (and `hydra.*`) overrides in a process, then copied, with the job's value overrides
 applied by Hydra's own function and the job's own override lists and `override_dirname` set
-as Hydra sets them. tests/bench/study/test_compose.py checks the result against Hydra's own
+as Hydra sets them. tests/bench/accel/test_compose.py checks the result against Hydra's own
 composition, job by job. The ctxbench sweeper (hydra_plugins/ctxbench_sweeper) hands it to the
 launcher, so joblib, Ray and SLURM workers use it too.
 

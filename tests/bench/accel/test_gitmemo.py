@@ -1,4 +1,4 @@
-"""Host git's kept answers (bench/sandbox/gitmemo.py) are git's own: the same words as a fresh
+"""Host git's kept answers (bench/accel/gitmemo.py) are git's own: the same words as a fresh
 git process on the same history, asked from a second repository that reaches the same
 commits; every question whose answer could differ goes to git (refs, pathspecs, dates,
 options off the list, a working copy changed since the commit), and so does a kept answer
@@ -11,7 +11,8 @@ import threading
 
 import pytest
 
-from bench.sandbox import gitmemo, hostgit
+from bench.accel import gitmemo
+from bench.sandbox import hostgit
 from bench.sandbox.workcopy import WorkingCopy
 
 FILES = {"pkg/core.py": "def f():\n    return 1\n", "README.md": "the task\n", "tests/test_core.py": "x = 1\n"}
@@ -33,7 +34,7 @@ def _history(wc: WorkingCopy) -> None:
 def twins(monkeypatch):
     """Two working copies with one history, and the git processes each starts."""
     gitmemo.forget()
-    pair = [WorkingCopy("memo-a", FILES), WorkingCopy("memo-b", FILES)]
+    pair = [WorkingCopy("memo-a", FILES, fast_git=True), WorkingCopy("memo-b", FILES, fast_git=True)]
     for wc in pair:
         _history(wc)
     calls: dict[str, list[tuple[str, ...]]] = {"memo-a": [], "memo-b": []}

@@ -10,7 +10,7 @@ is the object git writes: the paths and modes `git add -A` stages, as gittree.py
 anything is written (where they differ, host git commits), the same content (no filter
 applies), the same author and committer with the fixed date, and the message as `git commit
 -m` cleans a one-line one (a newline added).
-tests/bench/sandbox/test_libgit.py compares both commit by commit.
+tests/bench/accel/test_libgit.py compares both commit by commit.
 
 The fixed configuration of hostgit.py holds here too: libgit2's system, global and XDG config
 (and the XDG ignore file) are looked for in an empty search path, so nothing of the host's
@@ -28,8 +28,9 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import ConfigLevel
 
+from bench.sandbox.hostgit import COMMITTER, FIXED_DATE
+
 from . import gittree
-from .hostgit import COMMITTER, FIXED_DATE
 
 _FIXED_TIME = int(datetime.strptime(FIXED_DATE, "%Y-%m-%dT%H:%M:%S%z").timestamp())  # offset +0000
 log = logging.getLogger(__name__)

@@ -1,0 +1,117 @@
+"""Each attack's guard, removed (for adversary_run.py's `--unguarded` and the tests that show an
+attack winning without its guard): `removed(attack)` is a context in which the harness is as it
+was before the guard, and says which guard it took away.
+
+    attack         guard removed                                   what winning looks like
+    deep_args      emitted.admit_args (bounds, schema)             harness_error, FAILED (or a crash)
+    surrogates     emitted.carry (lone surrogates)                 a context no provider can encode
+    bad_submit     emitted.admit_args                              `"invariants": 5` on the record
+    huge_args      emitted.admit_args                              the 2 MiB value logged every turn
+    long_command   emitted.MAX_ARG_STRLEN                          `exit=N` and no reason
+    git_paths      Tools._inside                                   host git answers about host files
+    oom_pid1       pid 1's oom_score_adj -1000 and "a container    sandbox_lost: FAILED, ours
+                   killed by memory is the agent's"
+    judge_channel  the judge's reap as root, the launcher that     a forged verdict (a check passes)
+                   survives a full pid table, `certify.accepted`
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bench.trial.test_adversary_unguarded import _carried_as_is, _hand_offs_unreadable, _unencodable
+
+
+def _admit(mp: pytest.MonkeyPatch) -> str:
+    from bench.core import emitted
+
+    mp.setattr(emitted, "admit_args", _carried_as_is)
+    return "emitted.admit_args"
+
+
+def _carry(mp: pytest.MonkeyPatch) -> str:
+    from bench.core import emitted
+
+    mp.setattr(emitted, "carry", lambda text: text)
+    return "emitted.carry"
+
+
+def _arg_strlen(mp: pytest.MonkeyPatch) -> str:
+    from bench.core import emitted
+
+    mp.setattr(emitted, "MAX_ARG_STRLEN", 1 << 30)
+    return "emitted.MAX_ARG_STRLEN"
+
+
+def _inside(mp: pytest.MonkeyPatch) -> str:
+    from bench.trial.tools import Tools
+
+    mp.setattr(Tools, "_inside", lambda self, operand: None)
+    return "Tools._inside"
+
+
+def _pid1(mp: pytest.MonkeyPatch) -> str:
+    from bench.sandbox import docker as docker_backend
+    from bench.sandbox.base import SandboxLost
+
+    mp.setattr(docker_backend, "_PID1_OOM", [False])  # started without oom_score_adj -1000
+    mp.setattr(docker_backend, "failure", lambda reason, detail: SandboxLost(detail))
+    return "pid 1 oom_score_adj -1000 + docker._check_alive's resource_exhausted"
+
+
+def _judge(mp: pytest.MonkeyPatch) -> str:
+    from tests.bench.sandbox.test_judge_channel import remove_guards
+
+    remove_guards(mp)
+    return "judge.JUDGE_WRAPPER + launcher + certify.accepted (before issue 42)"
+
+
+REMOVALS: dict[str, Callable[[pytest.MonkeyPatch], str]] = {
+    "deep_args": _admit, "surrogates": _carry, "bad_submit": _admit, "huge_args": _admit,
+    "long_command": _arg_strlen, "git_paths": _inside, "oom_pid1": _pid1, "judge_channel": _judge,
+}
+
+
+@contextlib.contextmanager
+def removed(attack: str) -> Iterator[str]:
+    if attack not in REMOVALS:
+        raise KeyError(f"no guard removal for {attack!r} (one of {', '.join(REMOVALS)})")
+    with pytest.MonkeyPatch.context() as mp:
+        yield REMOVALS[attack](mp)
+
+
+# -- what winning looks like, read from a trial's observation (adversary_run.play) and its log
+# (the predicates of test_adversary_unguarded.py, which plays the same attacks in process) -------
+HUGE = 3 * 2 * (2 << 20)  # huge_args's three 2 MiB values, each logged twice per turn
+HOST_FILE_ORACLE = "Could not access '../../../../../../../../etc/ctxbench-no-such-file'"
+
+
+def won(attack: str, obs: dict[str, Any]) -> str:
+    """The evidence that `attack` got what it was after in this trial, or "" (also for an attack
+    with no guard-removed form here: its verdict is the outcome table's own columns)."""
+    events = Path(obs["events"])
+    infra = obs["outcome_class"] != "agent_failure" or obs["mlflow_status"] != "FINISHED"
+    if attack in ("deep_args", "oom_pid1"):
+        return f"{obs['mlflow_status']} {obs['outcome_class']} {obs['failure_reason']}" if infra else ""
+    if attack == "surrogates":
+        bad = _unencodable(events)
+        return f"{len(bad)} messages no provider can send" if bad else ""
+    if attack == "bad_submit":
+        bad = _hand_offs_unreadable(events)
+        return f"{len(bad)} hand-offs the recording cannot read" if bad else ""
+    if attack == "huge_args":
+        size = events.stat().st_size
+        return f"events.jsonl {size / 2**20:.1f} MiB" if size > HUGE else ""
+    if attack == "long_command":
+        told = "exit=" in obs["output"] and "MAX_ARG_STRLEN" not in obs["output"]
+        return "exit=N and no reason" if told else ""
+    if attack == "git_paths":
+        return "host git named a host file" if HOST_FILE_ORACLE in obs["output"] else ""
+    if attack == "judge_channel":
+        return f"{len(obs['checks_passed'])} checks passed with no work" if obs["checks_passed"] else ""
+    return "success=1" if obs["success"] else ""
