@@ -19,6 +19,8 @@ A tracing failure is logged and never fails a trial.
 A trial is traced by a subscriber of its event log (`TrialSpans`, bench/trial/record.py's
 `Recorder`): a `context` event opens a model span and its `model_call` closes it, a
 `tool_call` opens a tool span and its `tool_result` closes it; the loop itself calls nothing here.
+Its spans hang from the trial's root span by reference, not by the thread's active span: an
+external agent's model calls are written by the model proxy's own thread (bench/proxy/record.py).
 """
 
 from __future__ import annotations
@@ -163,30 +165,39 @@ class TrialSpans:
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, Any]] = {}  # sha -> message, from the `message` events
-        self._model: tuple[Any, Span] | None = None
-        self._tool: tuple[Any, Span] | None = None
+        self._model: Span | None = None
+        self._tool: Span | None = None
+        # Made inside the trial's trace (bench/trial/runner.py): its root is every span's parent,
+        # whichever thread writes the event (the proxy's server thread has no active span).
+        self._root = _active_span()
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.Message):
             self._messages[event.sha] = event.message
             return
         if isinstance(event, ev.ModelCall) and self._model is not None:
-            self._model[1].set_attributes({"ctxbench.request_hash": event.request_hash,
-                                           "mlflow.llm.model": event.model_id})
-            self._model[1].set_completion(_completion(event))
+            self._model.set_attributes({"ctxbench.request_hash": event.request_hash,
+                                        "mlflow.llm.model": event.model_id})
+            self._model.set_completion(_completion(event))
             self._end("_model")
             return
         if isinstance(event, ev.ToolResult) and self._tool is not None:
-            self._tool[1].set_outputs({"ok": event.ok, "result": event.output[-SPAN_TEXT_CHARS:]})
+            self._tool.set_outputs({"ok": event.ok, "result": event.output[-SPAN_TEXT_CHARS:]})
             self._end("_tool")
             return
         self._end("_model", failed=type(event).__name__)  # a model call answers before anything else happens
         if isinstance(event, ev.Context):
             messages = [self._messages.get(sha, {}) for sha in event.messages]
-            self._model = self._open(_model_span(event, messages))
+            last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+            self._model = self._open(f"model turn {event.turn or 0}", "CHAT_MODEL",
+                                     {"ctxbench.turn": event.turn or 0, "ctxbench.purpose": event.purpose,
+                                      "ctxbench.n_messages": len(messages), "ctxbench.context_sha": event.sha},
+                                     {"messages": messages[last + 1:]})
         elif isinstance(event, ev.ToolCall):
             self._end("_tool", failed="ToolCall")
-            self._tool = self._open(tool_span(event.turn or 0, event.name, event.args, call_id=event.call_id))
+            self._tool = self._open(f"tool {event.name}", "TOOL",
+                                    {"ctxbench.turn": event.turn or 0, "ctxbench.tool": event.name,
+                                     "ctxbench.tool_call_id": event.call_id or ""}, dict(event.args))
         elif isinstance(event, (ev.Error, ev.TrialEnd)):
             self._end("_tool", failed=type(event).__name__)
 
@@ -195,32 +206,46 @@ class TrialSpans:
         self._end("_model", failed="the trial ended")
         self._end("_tool", failed="the trial ended")
 
-    @staticmethod
-    def _open(cm: Any) -> tuple[Any, Span]:
-        return cm, cm.__enter__()
+    def _open(self, name: str, span_type: str, attributes: dict[str, Any], inputs: Any) -> Span | None:
+        """A child of the trial's root span (a trace of its own when there is no root)."""
+        if not _state["enabled"]:
+            return None
+        try:
+            import mlflow
+
+            live = mlflow.start_span_no_context(name, span_type=span_type, parent_span=self._root,
+                                                attributes=scrub(attributes))
+        except Exception:
+            log.warning("tracing: could not start span %s", name, exc_info=True)
+            return None
+        span = Span(live)
+        span.set_inputs(inputs)
+        return span
 
     def _end(self, which: str, failed: str | None = None) -> None:
-        opened = getattr(self, which)
-        if opened is None:
+        span = getattr(self, which)
+        if span is None:
             return
         setattr(self, which, None)
-        cm, _ = opened
         try:
-            if failed is None:
-                cm.__exit__(None, None, None)
-            else:
-                exc = RuntimeError(f"the call did not return ({failed})")
-                cm.__exit__(RuntimeError, exc, None)
+            if failed is not None:
+                span._span.record_exception(RuntimeError(f"the call did not return ({failed})"))
+            span._span.end()
         except Exception:
             log.warning("tracing: could not end a span", exc_info=True)
 
 
-def _model_span(event: ev.Context, messages: list[dict[str, Any]]) -> Any:
-    """model_span's span from a logged context: the messages new since the last reply as inputs."""
-    a: dict[str, Any] = {"ctxbench.turn": event.turn or 0, "ctxbench.purpose": event.purpose,
-                         "ctxbench.n_messages": len(messages), "ctxbench.context_sha": event.sha}
-    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
-    return _span(f"model turn {event.turn or 0}", "CHAT_MODEL", a, {"messages": messages[last + 1:]})
+def _active_span() -> Any:
+    """The span active in this thread (the trial's root, where TrialSpans is made), or None."""
+    if not _state["enabled"]:
+        return None
+    try:
+        import mlflow
+
+        return mlflow.get_current_active_span()
+    except Exception:
+        log.warning("tracing: could not read the active span", exc_info=True)
+        return None
 
 
 def _completion(e: ev.ModelCall) -> Completion:

@@ -155,3 +155,44 @@ def test_a_trial_is_traced_by_a_subscriber_of_its_event_log(store, tmp_path):
     assert model.attributes["mlflow.chat.tokenUsage"]["cache_read_input_tokens"] == 1024
     assert got[4].inputs == {"path": "a.py"} and got[4].outputs == {"ok": True, "result": "x = 1"}
     assert str(got[5].status.status_code).endswith("ERROR")  # closed as failed by the error event
+
+
+def test_the_proxys_calls_from_its_own_thread_are_spans_of_the_trials_trace(store, tmp_path):
+    """An external agent's model calls are written by the model proxy's server thread
+    (bench/proxy/record.py), where the trial's root span is not the active one: each must still
+    be a span of the trial's trace, with its token usage, and no trace of its own."""
+    import threading
+
+    from bench.trial.record import Recorder
+
+    _, exp_id = store
+    tracing.configure(True)
+    before = len(_traces(exp_id))
+    rec = Recorder(tmp_path / "events.jsonl")
+    with tracing.trial_trace("agent-trial", {"strategy": "mini_swe_agent"}):
+        spans = tracing.TrialSpans()  # as the runner makes it: inside the trial's trace
+        rec.subscribers.append(spans)
+
+        def proxy_thread() -> None:
+            for turn in (1, 2):
+                rec.append(ev.AgentRequest(turn=turn, api="openai_chat", path="/v1/chat/completions", thread="main",
+                                           body="{}", body_sha="0" * 64))
+                rec.context(turn, CONVERSATION[: 2 + 3 * turn], tokens=10, stable=0)
+                rec.append(_model_call(turn))
+
+        t = threading.Thread(target=proxy_thread)
+        t.start()
+        t.join()
+        rec.append(ev.ToolCall(turn=2, call_id="c2", name="run", args={"cmd": "ls"}))  # the harness's thread
+        rec.append(ev.ToolResult(turn=2, call_id="c2", name="run", ok=True, output="a.py"))
+        spans.close()
+    rec.close()
+    traces = _traces(exp_id)
+    assert len(traces) == before + 1  # one trace for the trial, none per proxy call
+    got = next(t for t in traces if t.data.spans[0].name == "agent-trial").data.spans
+    assert [s.name for s in got] == ["agent-trial", "model turn 1", "model turn 2", "tool run"]
+    assert all(s.parent_id == got[0].span_id for s in got[1:])
+    assert all(str(s.status.status_code).endswith("OK") for s in got[1:3])
+    assert got[2].attributes["mlflow.chat.tokenUsage"] == {
+        "input_tokens": 1124, "output_tokens": 20, "total_tokens": 1144, "cache_read_input_tokens": 1024,
+        "cache_creation_input_tokens": 0}
