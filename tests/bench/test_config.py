@@ -265,3 +265,17 @@ def test_every_arm_tracking_and_limits_knob_has_a_one_line_doc_and_a_single_drif
             assert field.description and "\n" not in field.description, key
     assert load(compose(["arm.drift_kinds=new_trap"])).arm.drift_kinds == ("new_trap",)
     assert load(compose(["limits.trial_timeout_s=30"])).limits.trial_timeout_s == 30.0
+
+
+@pytest.mark.parametrize("name", options("level"))
+def test_each_level_picks_who_plays_and_nothing_else(name):
+    """conf/level/ (experiment=agents): a level is an external agent or the own loop with one
+    strategy, and its trial is the one `agent=` or `strategy=` gives, hash and all."""
+    agent = name in ("claude_code", "mini_swe_agent", "codex")
+    cfg = load(compose([f"+level={name}"]))
+    plain = load(compose([f"agent={name}"] if agent else [f"strategy={name}"]))
+    assert cfg.level == name and cfg.config_hash == plain.config_hash
+    mine = dict(cfg.resolved)
+    if not agent:  # the own loop is picked by name (agent=own), which the hash leaves out (bench/config.py)
+        assert mine.pop("agent") == {"name": "own"}
+    assert mine == dict(plain.resolved)

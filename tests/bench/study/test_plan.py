@@ -207,3 +207,27 @@ def test_an_ablation_sweep_plans_each_switch_as_its_own_trial():
     assert points == sorted(f"ablation={a}" for a in ("none", "recall_decay", "temptation", "stale_memory",
                                                         "summariser_loss", "exploration", "competence",
                                                         "drift_kinds"))
+
+
+def test_the_agents_study_plans_each_player_once_as_a_level_of_its_own():
+    """experiment=agents sweeps who plays as one key (`+level`): 5 levels x 4 arms x 2 families,
+    each trial the one `agent=X` (an external agent) or `strategy=Y` (the own loop) composes,
+    so no external agent is run once per strategy it ignores."""
+    size = ["++task.size.steps=6"]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        master = _multirun_config(["experiment=agents"])
+        jobs = planned_jobs(master) or []
+        entries = plan_trials(master, jobs)
+        plain = _multirun_config(["task=record_upgrade", "arm=drift", *size])
+        expected = {"claude_code": _full_hash(plain, ["agent=claude_code"]),
+                    "mini_swe_agent": _full_hash(plain, ["agent=mini_swe_agent"]),
+                    "codex": _full_hash(plain, ["agent=codex"]),
+                    "ledger": _full_hash(plain, ["strategy=ledger"]), "raw": _full_hash(plain, ["strategy=raw"])}
+    assert len(entries) == 40 and len({e["config_hash"] for e in entries}) == 40
+    levels = [e["strategy"] for e in entries]
+    assert sorted(set(levels)) == sorted(expected) and all(levels.count(x) == 8 for x in expected)
+    got = {e["strategy"]: e["config_hash"] for e in entries
+           if (e["arm"], e["task_family"]) == ("drift", "record_upgrade")}
+    assert got == expected
+    assert {(e["task_family"], e["task_seed"], e["rep"], e["model"]) for e in entries} == {
+        ("record_upgrade", 0, 0, "sim"), ("config_rename", 0, 0, "sim")}
