@@ -16,7 +16,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict, read_write
 
-from bench.config import CONF_DIR, load
+from bench.config import CONF_DIR, compose, load
 from bench.study.callback import StudyCallback
 from bench.study.plan import derived_name, plan_trials
 from bench.study.progress import planned_jobs
@@ -213,16 +213,13 @@ def test_the_agents_study_plans_each_player_once_as_a_level_of_its_own():
     """experiment=agents sweeps who plays as one key (`+level`): 5 levels x 4 arms x 2 families,
     each trial the one `agent=X` (an external agent) or `strategy=Y` (the own loop) composes,
     so no external agent is run once per strategy it ignores."""
-    size = ["++task.size.steps=6"]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         master = _multirun_config(["experiment=agents"])
-        jobs = planned_jobs(master) or []
-        entries = plan_trials(master, jobs)
-        plain = _multirun_config(["task=record_upgrade", "arm=drift", *size])
-        expected = {"claude_code": _full_hash(plain, ["agent=claude_code"]),
-                    "mini_swe_agent": _full_hash(plain, ["agent=mini_swe_agent"]),
-                    "codex": _full_hash(plain, ["agent=codex"]),
-                    "ledger": _full_hash(plain, ["strategy=ledger"]), "raw": _full_hash(plain, ["strategy=raw"])}
+        entries = plan_trials(master, planned_jobs(master) or [])
+    cell = ["task=record_upgrade", "arm=drift", "++task.size.steps=6"]
+    expected = {name: load(compose([*cell, pick])).config_hash for name, pick in (
+        ("claude_code", "agent=claude_code"), ("mini_swe_agent", "agent=mini_swe_agent"), ("codex", "agent=codex"),
+        ("ledger", "strategy=ledger"), ("raw", "strategy=raw"))}
     assert len(entries) == 40 and len({e["config_hash"] for e in entries}) == 40
     levels = [e["strategy"] for e in entries]
     assert sorted(set(levels)) == sorted(expected) and all(levels.count(x) == 8 for x in expected)
