@@ -1,0 +1,51 @@
+"""attack_table.verdict reads each row as docs/threat_model.md says it must end: a guarded attack
+"held" only when nothing of test_adversary.check fails, an unguarded one "won" only on its own
+evidence, and anything else names what went wrong (no Docker: observations as adversary_run
+prints them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.bench.trial.attack_table import table, verdict
+
+
+def _held(**changes: Any) -> dict[str, Any]:
+    obs = {"attack": "noop", "uid": 0, "agent": "own", "agent_turns": 0, "mlflow_status": "FINISHED",
+           "outcome_class": "agent_failure", "success": 0.0, "failure_reason": "step_failed",
+           "policy_violations": 0.0, "violation_events": 0, "violations": [], "errors": [],
+           "metrics": {"processes_killed": 0.0, "tool_errors": 0.0}, "containers_left": [], "output": "",
+           "events": "/nonexistent", "host_processes_left": [], "checks_passed": [], "scratch_left": [],
+           "guard_removed": "", "won": ""}
+    return {**obs, **changes}
+
+
+@pytest.mark.parametrize("agent", ["own", "mini_swe_agent"])
+def test_a_guarded_attack_that_ended_as_the_agents_failure_with_nothing_left_held(agent):
+    assert verdict(_held(agent=agent)) == "held"
+
+
+@pytest.mark.parametrize("agent", ["own", "mini_swe_agent"])
+@pytest.mark.parametrize("change", [{"success": 1.0}, {"outcome_class": "harness_error"}, {"mlflow_status": "FAILED"},
+                                    {"containers_left": ["abc"]}, {"scratch_left": ["ctxbench-sbx-1"]},
+                                    {"host_processes_left": ["123 git"]}, {"errors": ["boom"]},
+                                    {"attack": "judge_channel", "checks_passed": [1]}])
+def test_a_guarded_attack_that_won_anything_did_not_hold(agent, change):
+    assert verdict(_held(agent=agent, **change)).startswith("NOT HELD")
+
+
+def test_ctxbenchs_own_loop_is_held_to_every_expectation_of_the_suite():
+    assert verdict(_held(violation_events=1, policy_violations=1.0, violations=["x"])).startswith("NOT HELD")
+
+
+def test_an_unguarded_attack_won_only_on_its_evidence_and_a_crash_is_never_read_well():
+    assert verdict(_held(guard_removed="emitted.carry", won="3 messages no provider can send")) == "won"
+    assert verdict(_held(guard_removed="emitted.carry", won="")) == "NOT WON"
+    assert verdict({"attack": "noop", "uid": 0, "crash": "OSError: x"}) == "CRASH"
+
+
+def test_the_table_counts_its_verdicts():
+    tally = table([_held(), _held(), _held(success=1.0)]).rstrip().splitlines()[-1]
+    assert tally.startswith("3 attacks: 2 held, 1 NOT HELD: "), tally
