@@ -49,3 +49,14 @@ def test_an_unguarded_attack_won_only_on_its_evidence_and_a_crash_is_never_read_
 def test_the_table_counts_its_verdicts():
     tally = table([_held(), _held(), _held(success=1.0)]).rstrip().splitlines()[-1]
     assert tally.startswith("3 attacks: 2 held, 1 NOT HELD: "), tally
+
+
+@pytest.mark.parametrize(("attack", "flood"), [("huge_args", 13 << 20), ("large_args", 8_200_000)])
+def test_a_flooding_attack_won_only_where_its_log_outgrew_the_values_stored_once(attack, flood, tmp_path):
+    from tests.bench.trial.unguard import won
+
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"x" * (flood // 3))  # each value once: what the blob store leaves
+    assert won(attack, _held(attack=attack, events=str(events))) == ""
+    events.write_bytes(b"x" * flood)
+    assert won(attack, _held(attack=attack, events=str(events))).startswith("events.jsonl ")
