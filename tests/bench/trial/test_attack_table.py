@@ -60,3 +60,16 @@ def test_a_flooding_attack_won_only_where_its_log_outgrew_the_values_stored_once
     assert won(attack, _held(attack=attack, events=str(events))) == ""
     events.write_bytes(b"x" * flood)
     assert won(attack, _held(attack=attack, events=str(events))).startswith("events.jsonl ")
+
+
+def test_behind_another_agent_git_paths_never_reaches_host_git_whatever_its_output_says():
+    from tests.bench.trial.unguard import HOST_FILE_ORACLE, won
+
+    seen = _held(attack="git_paths", output=f"exit=1\nerror: {HOST_FILE_ORACLE}")
+    assert won("git_paths", seen) == "host git named a host file"
+    assert won("git_paths", {**seen, "agent": "mini_swe_agent"}) == ""  # the sandbox's git, about the sandbox
+
+
+def test_behind_another_agent_a_reply_past_its_bound_is_the_models_error_for_large_args_only():
+    assert verdict(_held(agent="mini_swe_agent", attack="large_args", failure_reason="model_error")) == "held"
+    assert verdict(_held(agent="mini_swe_agent", failure_reason="model_error")) == "NOT HELD: reason"

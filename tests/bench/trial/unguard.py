@@ -128,8 +128,10 @@ def won(attack: str, obs: dict[str, Any]) -> str:
     if attack == "long_command":
         told = "exit=" in obs["output"] and "MAX_ARG_STRLEN" not in obs["output"]
         return "exit=N and no reason" if told else ""
-    if attack == "git_paths":
-        return "host git named a host file" if HOST_FILE_ORACLE in obs["output"] else ""
+    if attack == "git_paths":  # host git is ctxbench's own `git` tool only: behind another agent,
+        # `git` is a command in the sandbox and the oracle's text names the sandbox's files
+        host_git = obs.get("agent", "own") == "own"
+        return "host git named a host file" if host_git and HOST_FILE_ORACLE in obs["output"] else ""
     if attack == "judge_channel":
         return f"{len(obs['checks_passed'])} checks passed with no work" if obs["checks_passed"] else ""
     return "success=1" if obs["success"] else ""
