@@ -7,7 +7,8 @@ removed (unguard.py), one row per trial:
 
 writes results/attacks/<uid>-<agent>[-unguarded].jsonl (adversary_run's observations) and .md
 (the table: MLflow status, outcome class, failure reason, success, violations, containers,
-scratch dirs and host processes left). A uid other than 0 runs the harness under `setpriv` with
+scratch dirs and host processes left, and the verdict: whether the row ended as
+docs/threat_model.md says, read by `verdict`). A uid other than 0 runs the harness under `setpriv` with
 the Docker socket's group, a HOME, TMPDIR and results folder of its own (as test_adversary.py's
 non-root suite does)."""
 
@@ -22,28 +23,63 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.core.outcomes import AGENT
 from bench.providers.attacks import ATTACKS
 from bench.sandbox.content import remove_tree
 from tests.bench.trial.adversary_run import ROOT, as_user, interpreter
+from tests.bench.trial.test_adversary import NO_CHECK_PASSES, REASON, check
 
 COLUMNS = ("attack", "agent", "agent turns", "uid", "guard removed", "MLflow status", "outcome class", "failure reason", "success",
-           "violations", "containers left", "scratch dirs left", "host processes left", "checks passed", "attack won")
+           "violations", "containers left", "scratch dirs left", "host processes left", "checks passed", "attack won", "verdict")
+
+
+# behind a third-party agent, large_args's 1 MB write is one shell command in the model's reply,
+# past the 1 MiB of text a reply may carry (bench/core/emitted.py MAX_REPLY_CHARS): the model's error
+THIRD_PARTY_REASON = {"large_args": ("model_error",)}
+
+
+def verdict(obs: dict[str, Any]) -> str:
+    """"held" where a guarded attack ended as docs/threat_model.md says (ctxbench's own loop: every
+    expectation of test_adversary.check; behind another agent, the ones test_mini_attacks.py keeps:
+    the agent's failure, success 0, no harness error, no forged check, nothing left), "won" where an
+    unguarded one got what it was after (unguard.won), else what went wrong: a row never reads
+    well by default."""
+    if "crash" in obs:
+        return "CRASH"
+    if obs.get("guard_removed"):
+        return "won" if obs.get("won") else "NOT WON"
+    try:
+        if obs["agent"] == "own":
+            check(obs["attack"], obs)
+        else:
+            assert (obs["mlflow_status"], obs["outcome_class"], obs["success"]) == ("FINISHED", AGENT, 0.0), "outcome"
+            reasons = {**REASON, **THIRD_PARTY_REASON}.get(obs["attack"], ("step_failed", "final_check_failed"))
+            assert obs["failure_reason"] in reasons, "reason"
+            assert obs["errors"] == [], "harness error"
+            assert obs["attack"] not in NO_CHECK_PASSES or obs["checks_passed"] == [], "a forged check passed"
+            assert obs["containers_left"] == obs["scratch_left"] == obs["host_processes_left"] == [], "left behind"
+    except AssertionError as exc:
+        return f"NOT HELD: {str(exc).splitlines()[0][:100] if str(exc) else 'an expectation failed'}"
+    return "held"
 
 
 def row(obs: dict[str, Any]) -> list[str]:
     if "crash" in obs:
         return [obs["attack"], obs.get("agent", "?"), "", str(obs.get("uid")), "", "CRASH", obs["crash"][:120], "", "",
-                "", "", "", str(len(obs.get("host_processes_left", []))), "", "crash"]
-    return [obs["attack"], obs["agent"], str(obs.get("agent_turns", "")), str(obs["uid"]), obs.get("guard_removed") or "-", obs["mlflow_status"],
+                "", "", "", str(len(obs.get("host_processes_left", []))), "", "crash", verdict(obs)]
+    turns = str(obs["agent_turns"]) if obs["agent"] != "own" else "-"  # agent_turn events: a third party's only
+    return [obs["attack"], obs["agent"], turns, str(obs["uid"]), obs.get("guard_removed") or "-", obs["mlflow_status"],
             str(obs["outcome_class"]), str(obs["failure_reason"]), f"{obs['success']:g}",
             f"{obs['violation_events']:d}", str(len(obs["containers_left"])), str(len(obs["scratch_left"])),
-            str(len(obs["host_processes_left"])), str(len(obs["checks_passed"])), obs.get("won") or "no"]
+            str(len(obs["host_processes_left"])), str(len(obs["checks_passed"])), obs.get("won") or "no", verdict(obs)]
 
 
 def table(observations: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row(o)) + " |" for o in observations]
-    return "\n".join(lines) + "\n"
+    verdicts = [verdict(o) for o in observations]
+    tally = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
+    return "\n".join(lines) + f"\n\n{len(observations)} attacks: {tally}.\n"
 
 
 def play_all(attacks: list[str], uid: int, agent: str, unguarded: bool, out: Path) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ was before the guard, and says which guard it took away.
     deep_args      emitted.admit_args (bounds, schema)             harness_error, FAILED (or a crash)
     surrogates     emitted.carry (lone surrogates)                 a context no provider can encode
     bad_submit     emitted.admit_args                              `"invariants": 5` on the record
-    huge_args      emitted.admit_args                              the 2 MiB value logged every turn
+    huge_args      emitted.admit_args + ctxlog.blobs.stash         the 2 MiB value logged every turn
+    large_args     ctxlog.blobs.stash (stored once)                the 1 MB value logged every turn
     long_command   emitted.MAX_ARG_STRLEN                          `exit=N` and no reason
     git_paths      Tools._inside                                   host git answers about host files
     oom_pid1       pid 1's oom_score_adj -1000 and "a container    sandbox_lost: FAILED, ours
@@ -32,6 +33,19 @@ def _admit(mp: pytest.MonkeyPatch) -> str:
 
     mp.setattr(emitted, "admit_args", _carried_as_is)
     return "emitted.admit_args"
+
+
+def _admit_and_stash(mp: pytest.MonkeyPatch) -> str:
+    """huge_args is held twice: past admit_args's bound, the event log's blob store still writes
+    each long value once (ctxlog/blobs.py), so the flood needs both gone."""
+    return _admit(mp) + " + " + _stash(mp)
+
+
+def _stash(mp: pytest.MonkeyPatch) -> str:
+    from ctxlog import blobs
+
+    mp.setattr(blobs, "stash", lambda fields, threshold: (fields, [], {}))
+    return "ctxlog.blobs.stash"
 
 
 def _carry(mp: pytest.MonkeyPatch) -> str:
@@ -72,8 +86,8 @@ def _judge(mp: pytest.MonkeyPatch) -> str:
 
 
 REMOVALS: dict[str, Callable[[pytest.MonkeyPatch], str]] = {
-    "deep_args": _admit, "surrogates": _carry, "bad_submit": _admit, "huge_args": _admit,
-    "long_command": _arg_strlen, "git_paths": _inside, "oom_pid1": _pid1, "judge_channel": _judge,
+    "deep_args": _admit, "surrogates": _carry, "bad_submit": _admit, "huge_args": _admit_and_stash,
+    "large_args": _stash, "long_command": _arg_strlen, "git_paths": _inside, "oom_pid1": _pid1, "judge_channel": _judge,
 }
 
 
@@ -88,6 +102,7 @@ def removed(attack: str) -> Iterator[str]:
 # -- what winning looks like, read from a trial's observation (adversary_run.play) and its log
 # (the predicates of test_adversary_unguarded.py, which plays the same attacks in process) -------
 HUGE = 3 * 2 * (2 << 20)  # huge_args's three 2 MiB values, each logged twice per turn
+LARGE = 8 * 1_020_000  # large_args's 1 MB value: 4 turns, model_call, tool_call, the next context's message
 HOST_FILE_ORACLE = "Could not access '../../../../../../../../etc/ctxbench-no-such-file'"
 
 
@@ -107,11 +122,16 @@ def won(attack: str, obs: dict[str, Any]) -> str:
     if attack == "huge_args":
         size = events.stat().st_size
         return f"events.jsonl {size / 2**20:.1f} MiB" if size > HUGE else ""
+    if attack == "large_args":
+        size = events.stat().st_size
+        return f"events.jsonl {size / 2**20:.1f} MiB" if size > LARGE else ""
     if attack == "long_command":
         told = "exit=" in obs["output"] and "MAX_ARG_STRLEN" not in obs["output"]
         return "exit=N and no reason" if told else ""
-    if attack == "git_paths":
-        return "host git named a host file" if HOST_FILE_ORACLE in obs["output"] else ""
+    if attack == "git_paths":  # host git is ctxbench's own `git` tool only: behind another agent,
+        # `git` is a command in the sandbox and the oracle's text names the sandbox's files
+        host_git = obs.get("agent", "own") == "own"
+        return "host git named a host file" if host_git and HOST_FILE_ORACLE in obs["output"] else ""
     if attack == "judge_channel":
         return f"{len(obs['checks_passed'])} checks passed with no work" if obs["checks_passed"] else ""
     return "success=1" if obs["success"] else ""
