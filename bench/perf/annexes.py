@@ -11,6 +11,7 @@ hide what it buys.
 
     python -m bench.perf.annexes                      # 1 seed (48 trials) x 6 variants x 3 rounds
     python -m bench.perf.annexes --rounds 1 --seeds 2
+    python -m bench.perf.annexes --rounds 2 --slice task=config_rename --slice ++task.size.steps=6  # 16 trials a run
 
 Each variant names its switch: the sandbox's three (`ANNEX_SWITCHES`), the compose cache (the
 ctxbench sweeper; off: Hydra's basic sweeper), and kept tasks and answers, which have no switch
@@ -138,7 +139,8 @@ def text(report: dict[str, Any]) -> str:
             for k, v in s.items()]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
-    return (f"what each annex buys: the grid's slice of {report['seeds']} seed(s) x 3 families x 16 cells, "
+    shrunk = f" ({' '.join(report['slice_overrides'])})" if report["slice_overrides"] else ""
+    return (f"what each annex buys: the grid's slice of {report['seeds']} seed(s), every strategy x arm cell{shrunk}, "
             f"{report['n_jobs']} workers, each annex off alone against all on; median (min-max) over "
             f"{report['rounds']} round(s), s per trial\n"
             + "\n".join([line(head), "  ".join("-" * w for w in widths), *map(line, rows)]))
@@ -150,11 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=ROUNDS)
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--only", action="append", default=[], help="a variant's name (repeatable)")
+    p.add_argument("--slice", action="append", default=[], help="one more override shrinking the slice "
+                   "(e.g. task=config_rename: its 16 cells; repeatable)")
     p.add_argument("--out", type=Path, default=None, help="write the report as JSON here too")
     a = p.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="ctxbench-annexes-"))
     try:
-        report = annexes_run(tmp, a.seeds, a.rounds, a.n_jobs, tuple(a.only))
+        report = annexes_run(tmp, a.seeds, a.rounds, a.n_jobs, tuple(a.only), tuple(a.slice))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("\n" + text(report))
