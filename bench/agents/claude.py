@@ -176,8 +176,7 @@ class ClaudePlayer:
         """Each of Claude Code's own compactions (stream-json `compact_boundary`) as a `compaction`
         event: its tokens before and after, and the summary the proxy's compaction thread answered."""
         assert self.proxy is not None
-        summaries = [r.get("content", "") for r in getattr(self.seat.log, "records", [])
-                     if r.get("kind") == "model_call" and r.get("purpose") == "compaction"]
+        summaries = [c.content for c in self.seat.log.log().of(ev.ModelCall) if c.purpose == "compaction"]
         boundaries = [e for e in events if e.get("type") == "system" and e.get("subtype") == "compact_boundary"]
         for i, b in enumerate(boundaries):
             meta = b.get("compact_metadata") or {}

@@ -34,9 +34,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench.config import ROOT, compose
-from bench.perf.benchmark import pct
 from bench.perf.inflight import _Peak, peak_overlap
+
+
+def pct(xs: list[float], q: float) -> float:
+    """The q-quantile, interpolated linearly (numpy's default, as make bench's other rows)."""
+    return float(np.quantile(xs, q)) if xs else float("nan")
+
 
 TOOLS_CLAUDE = 24  # Claude Code 2.1.197's first request: 24 tools, 64.5 k characters of schemas
 SCHEMA_CHARS = 2700

@@ -195,8 +195,8 @@ class ClaudeCode:
             elif m.role == "tool" and m.tool_call_id in calls:
                 name, args = calls[m.tool_call_id]
                 out.append(dataclasses.replace(m, content=result(name, args, m.content, known), name=name))
-            elif m.role == "user" and (own := compaction_request(m.content) or continuation(m.content)) is not None:
-                out.append(dataclasses.replace(m, content=own))
+            elif m.role == "user" and (said := compaction_request(m.content) or continuation(m.content)) is not None:
+                out.append(dataclasses.replace(m, content=said))
             else:
                 out.append(m)
         return tuple(out)
