@@ -14,6 +14,7 @@ Every trial, MLflow store and Hydra dir it makes lives in a temp dir, removed af
 | (certify) | a step check with its probes and the final acceptance through `certify` (bench.perf.checkcost) | reported |
 | plan_s | hashing the 480-job grid's plan at multirun start (bench.study.plan) | <= 60 |
 | (agents) | the model proxy's overhead per request (p50, p99) and memory per agent trial in flight (bench.perf.agents) | reported |
+| (annexes) | each annex switched off alone against all on, a 48-trial slice of the grid, 3 rounds (bench.perf.annexes) | reported |
 
 Where a trial's time goes is measured by wrapping the harness's own functions (self time,
 nested phases subtracted): `phases` in bench.json. That instrumentation is bench.perf.phases;
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT
-from bench.perf import inflight
+from bench.perf import annexes, inflight
 from bench.perf.checkcost import certify_cost, certify_text
 from bench.perf.grid import GRID_TRIALS, SLICE_SEEDS, grid_run
 from bench.perf.phases import Phases as Phases  # re-exported: `make bench` tests import it from here
@@ -191,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--inflight-trials", type=int, default=32, help="I/O-bound regime: trials in flight (0: skip)")
     p.add_argument("--proxy-requests", type=int, default=200, help="agent trials: requests through the proxy (0: skip)")
     p.add_argument("--agent-trials", type=int, default=4, help="agent trials: mini trials in flight for memory (0: skip)")
+    p.add_argument("--annex-rounds", type=int, default=annexes.ROUNDS,
+                   help="what each annex buys: rounds of every variant (0: skip)")
+    p.add_argument("--annex-seeds", type=int, default=annexes.SLICE_SEEDS, help="task seeds of the annexes' slice")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     for noisy in ("mlflow", "alembic", "ctxbench", "bench"):
@@ -233,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         if not a.skip_grid:
             print(f"grid {'(full)' if a.grid_full else '(slice)'} with {a.n_jobs} workers ...", flush=True)
             report["grid"] = grid_run(tmp / "grid", a.grid_full, a.n_jobs, a.grid_seeds, tuple(a.grid_override))
+        if a.annex_rounds and not a.skip_grid:  # what each annex buys (bench/perf/annexes.py)
+            print("each annex off alone against all on ...", flush=True)
+            report["annexes"] = annexes.annexes_run(tmp / "annexes", a.annex_seeds, a.annex_rounds, a.n_jobs)
         if a.inflight_trials:  # 600 RPM, 1M input TPM, paced like a hosted model (bench/perf/inflight.py)
             print(f"{a.inflight_trials} trials in flight against an emulated rate limit ...", flush=True)
             report["inflight"] = inflight.inflight_run(tmp / "inflight", a.inflight_trials, a.inflight_trials,
@@ -298,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     both = regimes_rows(report, GRID_TRIALS)
     if both:  # one table, both regimes (bench/perf/regimes.py); the I/O run's details after it
         text += "\n\nboth regimes, each figure beside its target or floor:\n" + table(both)
+    if "annexes" in report:
+        text += "\n\n" + annexes.text(report["annexes"])
     if "inflight" in report:
         text += "\n\n" + inflight.text(report["inflight"])
     if "agents" in report:
