@@ -157,8 +157,8 @@ def test_the_check_environment_is_clean_whatever_the_sandbox_env(box, copy, log,
     (evil / "sitecustomize.py").write_text(EXIT0)
     (evil / "calc.py").write_text(CALC)  # a correct calc on PYTHONPATH must not answer for the repo's
     real_env = LocalSandbox._env
-    monkeypatch.setattr(LocalSandbox, "_env", lambda self, marker: {
-        **real_env(self, marker), "PYTHONPATH": str(evil), "PYTHONSTARTUP": str(evil / "sitecustomize.py"),
+    monkeypatch.setattr(LocalSandbox, "_env", lambda self, marker, extra=None: {
+        **real_env(self, marker, extra), "PYTHONPATH": str(evil), "PYTHONSTARTUP": str(evil / "sitecustomize.py"),
         "PYTEST_ADDOPTS": "-p no:python", "PYTEST_PLUGINS": "evil"})
     box.write_file("calc.py", WRONG)
     assert not certify(box, copy, log, 0, "s01", CHECK).passed

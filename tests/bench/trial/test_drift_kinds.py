@@ -40,5 +40,5 @@ def test_only_the_listed_kinds_land_and_none_means_no_drift(tmp_path, monkeypatc
 
 
 def test_unknown_kind_is_a_clear_error():
-    with pytest.raises(ConfigError, match="arm.drift_kinds has unknown kind 'stale_edit'"):
+    with pytest.raises(ConfigError, match="arm.drift_kinds: unknown kind 'stale_edit'"):
         load(compose([*SHORT, "arm=drift", "arm.drift_kinds=[stale_edit]"]))
