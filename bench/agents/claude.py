@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.agents.install import installed
+from bench.agents.instruct import instruction_text
 from bench.agents.spec import AgentSpec
 from bench.core import outcomes
-from bench.core.render import policy_block, step_passed, task_block
 from bench.core.types import Message
 from bench.providers.base import Provider
 from bench.proxy.server import ModelProxy
@@ -163,14 +163,7 @@ class ClaudePlayer:
         return {"{instruction}": text, "{session}": self.session, "{model_id}": self.spec.model_id}.get(arg, arg)
 
     def _instruction(self, instruction: Instruction) -> str:
-        """The user message: the task first; after a certified step its verdict, as ctxbench's own
-        loop reads it (the harness certifies after the turn and hands over only the next step)."""
-        task = self.seat.task
-        if not self.started:
-            return f"{task_block(task)}\n\n{policy_block(task)}\n\n{instruction.text}"
-        if instruction.retry or instruction.index == self.last_index:
-            return instruction.text
-        return f"{step_passed(task.steps[self.last_index])}\n\n{instruction.text}"
+        return instruction_text(self.seat.task, instruction, self.started, self.last_index)
 
     def _compactions(self, events: list[dict[str, Any]]) -> None:
         """Each of Claude Code's own compactions (stream-json `compact_boundary`) as a `compaction`

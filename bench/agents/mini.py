@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.agents.install import installed
+from bench.agents.instruct import instruction_text
 from bench.agents.mini_context import PREFIX, MiniContext
 from bench.agents.spec import AgentSpec
 from bench.core import outcomes
-from bench.core.render import policy_block, step_passed, task_block
 from bench.core.types import Message
 from bench.eventlog.events import TOOL_OUTPUT_TAIL_CHARS
 from bench.providers.base import Provider
@@ -237,14 +237,8 @@ class MiniPlayer:
 
     # -- one turn ------------------------------------------------------------------------------
     def _instruction(self, instruction: Instruction) -> str:
-        """The user message: the task first; after a certified step its verdict, as ctxbench's own
-        loop reads it (the driver certifies after the turn and hands over only the next step)."""
-        task = self.seat.task
-        if not self.started:  # mini puts it after "Please solve this issue: ": the task's marker opens a line
-            return f"\n{task_block(task)}\n\n{policy_block(task)}\n\n{instruction.text}"
-        if instruction.retry or instruction.index == self.last_index:
-            return instruction.text
-        return f"{step_passed(task.steps[self.last_index])}\n\n{instruction.text}"
+        # mini puts the first one after "Please solve this issue: ": the task's marker opens a line
+        return instruction_text(self.seat.task, instruction, self.started, self.last_index, "\n")
 
     def _exec(self, command: str, call_id: str) -> dict[str, Any]:
         """One command of mini's, run and logged as ctxbench's own loop runs and logs a `run`."""
