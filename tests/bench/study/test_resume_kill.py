@@ -136,11 +136,15 @@ def test_sigkill_midway_then_rerun_counts_every_trial_once(variant, tmp_path, do
     assert leaked, "a SIGKILLed trial leaves its container (the rerun's sweep must remove it)"
     assert not any(alive(int(pid)) for _, pid in leaked), "the whole process group died"
 
+    # A `docker rm` the killed harness had already sent can still complete after the kill (seen
+    # once in CI, grid variant): then the sweep finds nothing, and the last check below still holds.
+    left_at_rerun = containers(study)
     second = subprocess.run(study_cmd(variant, tag), cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=400)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     out = second.stdout + second.stderr
-    assert "removed" in out and "dead harness processes" in out  # the study-start sweep
+    if left_at_rerun:
+        assert "removed" in out and "dead harness processes" in out  # the study-start sweep
     t_total = time.monotonic() - t0
 
     from mlflow.tracking import MlflowClient
