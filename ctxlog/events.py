@@ -1,7 +1,7 @@
 """One small frozen class per event kind: the schema of `events.jsonl` (docs/design.md §6).
 
 A record is `{seq, turn, kind, prev, <the class's fields>, t}`: `seq` and `prev` (the hash
-chain) are the writer's (bench/eventlog/events.py), `t` holds volatile timings, and `blobs`
+chain) are the writer's (bench/eventlog/writer.py), `t` holds volatile timings, and `blobs`
 (only in a record with a value too large to hold) says where its values stored once by content
 are (ctxlog/blobs.py; the reader puts them back). Readers get the
 classes back through `parse` (ctxlog/reader.py). `SCHEMA` is written in `trial_start.schema`;

@@ -68,7 +68,7 @@ class Log:
     @classmethod
     def read(cls, source: Log | Iterable[Fields]) -> Log:
         """`source` itself when it is parsed already (one parse serves every reader of a trial's
-        log: bench.eventlog.events.EventLog.log), else its records parsed."""
+        log: bench.eventlog.writer.EventLog.log), else its records parsed."""
         return source if isinstance(source, Log) else cls.from_records(source)
 
     @classmethod

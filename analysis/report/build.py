@@ -88,7 +88,7 @@ class Report:
 
 
 def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) -> dict[str, Path]:
-    from analysis import render as R
+    from analysis import render
     from analysis.load import labels
     from analysis.report import plots
     from analysis.report.document import document
@@ -110,7 +110,7 @@ def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) ->
         frame.to_csv(out_dir / "tables" / f"{name}.csv", index=False)
     md = document(a, {k: p.relative_to(out_dir).as_posix() for k, p in paths.items()}, title, pages)
     (out_dir / "index.md").write_text(md)
-    (out_dir / "index.html").write_text(R.html(md, out_dir, title))
+    (out_dir / "index.html").write_text(render.html(md, out_dir, title))
     # Every page of a selected study's report says so, sub-pages (diff pages) included.
     labels.stamp_pages(out_dir, labels.banner_html(labels.sample(a.runs.trials)))
     return paths

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis import render as R
+from analysis import render
 from analysis.power import pilot
 from analysis.power import seeds as seedpower
 from analysis.report.analyse import Analysis
@@ -26,15 +26,15 @@ def vs_reference(a: Analysis) -> pd.DataFrame:
     return pd.DataFrame({
         "arm": v["arm"], "strategy": v["strategy"], "n pairs": v["n_pairs"],
         **({"pairs dropped: excluded / missing": dropped(v)} if "n_pairs_planned" in v else {}),
-        f"success {a.reference} → strategy": [f"{R.num(x)} → {R.num(y)}" for x, y in zip(v["rate_ref"], v["rate"],
+        f"success {a.reference} → strategy": [f"{render.num(x)} → {render.num(y)}" for x, y in zip(v["rate_ref"], v["rate"],
                                                                                           strict=True)],
-        "difference [95% CI]": [R.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
+        "difference [95% CI]": [render.est_ci(r.diff, r.ci_lo, r.ci_hi, r.n_pairs) for r in v.itertuples()],
         "b / c (discordant)": [f"{b} / {c}" for b, c in zip(v["b"], v["c"], strict=True)],
         "test (n)": [_test(r.test, r.n_pairs, r.n_seeds) for r in v.itertuples()],
-        "p": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
-        "discordant ψ": [R.rate_ci(r.psi, *wilson(r.b + r.c, r.n_pairs), r.n_pairs) for r in v.itertuples()],
+        "p": v["p"].map(render.pval), "p (Holm)": v["p_holm"].map(render.pval),
+        "discordant ψ": [render.rate_ci(r.psi, *wilson(r.b + r.c, r.n_pairs), r.n_pairs) for r in v.itertuples()],
         "effective pairs": [_n_eff(r) for r in v.itertuples()],
-        f"power for ±{R.num(pilot.EFFECT)}": [f"{r.power:.2f} ({_power_basis(r)})" for r in v.itertuples()],
+        f"power for ±{render.num(pilot.EFFECT)}": [f"{r.power:.2f} ({_power_basis(r)})" for r in v.itertuples()],
         f"MDE at {pilot.TARGET:.0%} power": [f"{_mde(r.mde)} ({_power_basis(r)})" for r in v.itertuples()],
     })
 
@@ -54,7 +54,7 @@ def _power_basis(r) -> str:
 
 
 def _mde(x: float) -> str:
-    return "none ≤ 1" if x == float("inf") else R.num(x)
+    return "none ≤ 1" if x == float("inf") else render.num(x)
 
 
 def _mde_text(text: str, x: float) -> str:
@@ -63,8 +63,8 @@ def _mde_text(text: str, x: float) -> str:
 
 def _n_eff(r) -> str:
     """'31.2 of 40 (10 seeds, ICC 0.14)': the pairs discounted for reps sharing a task."""
-    icc = R.num(r.icc) + (" assumed" if r.icc_note.startswith("assumed") else "")
-    return f"{R.num(r.n_eff, 1)} of {r.n_pairs} ({_seeds(r.n_seeds)}, ICC {icc})"
+    icc = render.num(r.icc) + (" assumed" if r.icc_note.startswith("assumed") else "")
+    return f"{render.num(r.n_eff, 1)} of {r.n_pairs} ({_seeds(r.n_seeds)}, ICC {icc})"
 
 
 _DIGITS = {"cost_usd": 4, "tokens_input_total": 0}
@@ -77,7 +77,7 @@ def continuous(a: Analysis) -> pd.DataFrame:
 
     def f(measure, x):
         d = _DIGITS.get(measure, 2)
-        return "–" if pd.isna(x) else (f"{x:,.0f}" if d == 0 else R.num(x, d))
+        return "–" if pd.isna(x) else (f"{x:,.0f}" if d == 0 else render.num(x, d))
 
     return pd.DataFrame({
         "measure": c["measure"], "arm": c["arm"], "strategy": c["strategy"], "n pairs": c["n_pairs"],
@@ -87,9 +87,9 @@ def continuous(a: Analysis) -> pd.DataFrame:
                                      f"(n={r.n_pairs})" for r in c.itertuples()],
         "median difference": [f(m, x) for m, x in zip(c["measure"], c["median_diff"], strict=True)],
         "test (n)": [_test(r.test, r.n_pairs, r.n_seeds) for r in c.itertuples()],
-        "p": c["p"].map(R.pval), "p (Holm)": c["p_holm"].map(R.pval),
+        "p": c["p"].map(render.pval), "p (Holm)": c["p_holm"].map(render.pval),
         f"MDE at {pilot.TARGET:.0%} power": [f"±{_mde_text(f(r.measure, r.mde), r.mde)} "
-                                             + (f"(n_eff={R.num(r.n_eff, 1)})" if r.test == "signed-rank"
+                                             + (f"(n_eff={render.num(r.n_eff, 1)})" if r.test == "signed-rank"
                                                 else f"({_seeds(r.n_seeds, 'seed mean')})")
                                              for r in c.itertuples()],
     })
@@ -101,7 +101,7 @@ def interaction(a: Analysis) -> pd.DataFrame:
         return i
     return pd.DataFrame({
         "strategy": i["strategy"], "arm": i["arm"],
-        "difference-in-differences [95% CI]": [R.est_ci(r.did, r.ci_lo, r.ci_hi, r.n_pairs) for r in i.itertuples()],
+        "difference-in-differences [95% CI]": [render.est_ci(r.did, r.ci_lo, r.ci_hi, r.n_pairs) for r in i.itertuples()],
     })
 
 
@@ -109,9 +109,9 @@ def cost(a: Analysis) -> pd.DataFrame:
     c = a.cost
     return pd.DataFrame({
         "strategy": c["strategy"], "arm": c["arm"], "n trials": c["n"], "successes": c["successes"],
-        "total cost (USD)": c["cost_total"].map(lambda x: R.num(x, 4)),
-        "mean cost per trial (USD)": c["cost_mean"].map(lambda x: R.num(x, 4)),
-        "cost per success (USD)": c["cost_per_success"].map(lambda x: "no success" if pd.isna(x) else R.num(x, 4)),
+        "total cost (USD)": c["cost_total"].map(lambda x: render.num(x, 4)),
+        "mean cost per trial (USD)": c["cost_mean"].map(lambda x: render.num(x, 4)),
+        "cost per success (USD)": c["cost_per_success"].map(lambda x: "no success" if pd.isna(x) else render.num(x, 4)),
     })
 
 
@@ -122,8 +122,8 @@ def variance(a: Analysis) -> pd.DataFrame:
     return pd.DataFrame({
         "arm": v["arm"], "strategy": v["strategy"], "n (strategy / ref)": [f"{x} / {y}" for x, y in
                                                                            zip(v["n"], v["n_ref"], strict=True)],
-        f"SD {a.reference}": v["sd_ref"].map(R.num), "SD": v["sd"].map(R.num), "SD ratio": v["sd_ratio"].map(R.num),
-        "F (Brown–Forsythe)": v["bf_f"].map(R.num), "p": v["p"].map(R.pval), "p (Holm)": v["p_holm"].map(R.pval),
+        f"SD {a.reference}": v["sd_ref"].map(render.num), "SD": v["sd"].map(render.num), "SD ratio": v["sd_ratio"].map(render.num),
+        "F (Brown–Forsythe)": v["bf_f"].map(render.num), "p": v["p"].map(render.pval), "p (Holm)": v["p_holm"].map(render.pval),
     })
 
 

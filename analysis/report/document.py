@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis import render as R
+from analysis import render
 from analysis.load import labels, sort_cells
 from analysis.power import pilot
-from analysis.report import appendix
-from analysis.report import comparisons as C
+from analysis.report import appendix, comparisons
 from analysis.report.analyse import Analysis
 from analysis.sensitivity.survive import section as sensitivity_section
 
@@ -27,7 +26,7 @@ def _headline(a: Analysis) -> pd.DataFrame:
     s = a.success
     out = pd.DataFrame({"strategy": s["strategy"], "arm": s["arm"]})
     if "planned" not in s:  # nothing to account against: the finished trials only
-        out["success per protocol [95% CI]"] = [R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
+        out["success per protocol [95% CI]"] = [render.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
         return out
     out["planned"] = s["planned"]
     if s["unplanned"].any():
@@ -36,8 +35,8 @@ def _headline(a: Analysis) -> pd.DataFrame:
     out["excluded (why)"] = [f"{n} ({why})" if n else "0" for n, why in zip(s["excluded"], s["excluded_by_reason"],
                                                                             strict=True)]
     out["missing"] = s["missing"]
-    out["success per protocol [95% CI]"] = [R.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
-    out["success, intention to treat [95% CI]"] = [R.rate_ci(r.itt_rate, r.itt_ci_lo, r.itt_ci_hi, r.itt_n)
+    out["success per protocol [95% CI]"] = [render.rate_ci(r.rate, r.ci_lo, r.ci_hi, r.n) for r in s.itertuples()]
+    out["success, intention to treat [95% CI]"] = [render.rate_ci(r.itt_rate, r.itt_ci_lo, r.itt_ci_hi, r.itt_n)
                                                    for r in s.itertuples()]
     return out
 
@@ -69,7 +68,7 @@ def _span(values: pd.Series) -> str:
 
 
 def _share(k, n) -> str:
-    return "– (n=0)" if pd.isna(n) or not n else f"{R.num(k / n)} ({int(k)}/{int(n)})"
+    return "– (n=0)" if pd.isna(n) or not n else f"{render.num(k / n)} ({int(k)}/{int(n)})"
 
 
 def _mismatch(a: Analysis) -> pd.DataFrame:
@@ -86,14 +85,14 @@ def _cache(a: Analysis) -> pd.DataFrame:
     c = a.cache
     out = pd.DataFrame({
         "strategy": c["strategy"], "arm": c["arm"], "n trials": c["n"],
-        "cache-hit ratio (mean)": c["cache_hit_ratio"].map(R.num),
-        "outcome consistency (rep pairs)": [f"{R.num(x)} (n={int(n)})" if pd.notna(n) and n else "– (n=0)"
+        "cache-hit ratio (mean)": c["cache_hit_ratio"].map(render.num),
+        "outcome consistency (rep pairs)": [f"{render.num(x)} (n={int(n)})" if pd.notna(n) and n else "– (n=0)"
                                             for x, n in zip(c["outcome_consistency"], c["n_outcome_pairs"], strict=True)],
-        "token CV, same task (n tasks)": [f"{R.num(x)} (n={int(n)})" if pd.notna(n) else "– (n=0)"
+        "token CV, same task (n tasks)": [f"{render.num(x)} (n={int(n)})" if pd.notna(n) else "– (n=0)"
                                           for x, n in zip(c["token_cv"], c["n_tasks_cv"], strict=True)],
     })
     if "agree_with_baseline" in c:
-        out["same outcome as baseline"] = [f"{R.num(x)} (n={int(n)})" if pd.notna(n) else "–"
+        out["same outcome as baseline"] = [f"{render.num(x)} (n={int(n)})" if pd.notna(n) else "–"
                                            for x, n in zip(c["agree_with_baseline"], c["n_vs_baseline"], strict=True)]
     return out
 
@@ -132,7 +131,7 @@ def _mismatch_rows(a: Analysis, pages: Pages | None) -> str:
         "side by side": [f"[diff]({links[r]})" if r in links else "–" for r in m["run_id"]],
         "run": m["run_id"].map(lambda r: f"`{r[:12]}`"),
     })
-    return R.table(sort_cells(rows, ("arm", "strategy")))
+    return render.table(sort_cells(rows, ("arm", "strategy")))
 
 
 def _rep_rows(a: Analysis, pages: Pages | None) -> str:
@@ -145,7 +144,7 @@ def _rep_rows(a: Analysis, pages: Pages | None) -> str:
                           "reps": f"{t.at[x, 'rep']} vs {t.at[y, 'rep']}",
                           "success": f"{int(t.at[x, 'success'])} / {int(t.at[y, 'success'])}",
                           "side by side": f"[diff]({link})"} for (x, y), link in pages.reps.items()])
-    return R.table(sort_cells(rows))
+    return render.table(sort_cells(rows))
 
 
 def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> list[str]:
@@ -154,7 +153,7 @@ def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> l
     per_cell = labels.cell_basis(trials)
     out = [f"Basis: {labels.basis(trials, sample)}.", ""]
     if cells and labels.varies(per_cell):
-        out += ["The cells rest on different seeds, reps, models or code:", "", R.table(per_cell)]
+        out += ["The cells rest on different seeds, reps, models or code:", "", render.table(per_cell)]
     return out
 
 
@@ -165,8 +164,8 @@ def _hidden(t: pd.DataFrame) -> pd.DataFrame:
     for family, g in t.groupby("task_family", sort=True):
         seen = g["success_visible"].dropna() if "success_visible" in g else pd.Series(dtype=float)
         rows.append({"family": family, "n": len(g),
-                     "visible only": R.num(seen.mean()) + f" (n={len(seen)})" if len(seen) else "-",
-                     "visible + hidden": R.num(g["success"].mean()),
+                     "visible only": render.num(seen.mean()) + f" (n={len(seen)})" if len(seen) else "-",
+                     "visible + hidden": render.num(g["success"].mean()),
                      "failed only hidden": int((seen > g.loc[seen.index, "success"]).sum())})
     return pd.DataFrame(rows)
 
@@ -174,8 +173,8 @@ def _hidden(t: pd.DataFrame) -> pd.DataFrame:
 def _interaction(inter: dict) -> dict:
     """The interaction tests' figures as the text prints them (None where a test did not run)."""
     return {"n_tasks": inter.get("n_tasks"), "n_contrasts": inter.get("n_contrasts"),
-            "perm_p": R.pval(inter.get("perm_p")), "glm_note": inter.get("glm_note"), "glm_df": inter.get("glm_df"),
-            "glm_stat": R.num(inter.get("glm_stat")), "glm_p": R.pval(inter.get("glm_p")), "glm_n": inter.get("glm_n"),
+            "perm_p": render.pval(inter.get("perm_p")), "glm_note": inter.get("glm_note"), "glm_df": inter.get("glm_df"),
+            "glm_stat": render.num(inter.get("glm_stat")), "glm_p": render.pval(inter.get("glm_p")), "glm_n": inter.get("glm_n"),
             "glm_clusters": inter.get("glm_clusters")}
 
 
@@ -187,16 +186,16 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
     notes = a.notes + [f"study {k!r}: how its task seeds were chosen was not recorded (its trials predate the "
                        "study.sample tag), so whether they were selected is unknown" for k in sample.unrecorded]
     tables = {
-        "headline": R.table(_headline(a)), "hidden": R.table(_hidden(t)), "vs_reference": R.table(C.vs_reference(a)),
-        "interaction": R.table(C.interaction(a)), "continuous": R.table(C.continuous(a)),
-        "variance": R.table(C.variance(a)),
-        "tokens": R.table(a.tokens) if not a.tokens.empty else "(no trial logged the harness's count)",
-        "mismatch": R.table(_mismatch(a)), "reps": _rep_rows(a, pages), "attribution": R.table(a.attribution),
-        "mismatches": _mismatch_rows(a, pages), "divergence": R.table(a.divergence) if not a.divergence.empty else "",
-        "cache": R.table(_cache(a)), "cost": R.table(C.cost(a)), "failures": R.table(a.failures),
-        "excluded": R.table(a.excluded),
+        "headline": render.table(_headline(a)), "hidden": render.table(_hidden(t)), "vs_reference": render.table(comparisons.vs_reference(a)),
+        "interaction": render.table(comparisons.interaction(a)), "continuous": render.table(comparisons.continuous(a)),
+        "variance": render.table(comparisons.variance(a)),
+        "tokens": render.table(a.tokens) if not a.tokens.empty else "(no trial logged the harness's count)",
+        "mismatch": render.table(_mismatch(a)), "reps": _rep_rows(a, pages), "attribution": render.table(a.attribution),
+        "mismatches": _mismatch_rows(a, pages), "divergence": render.table(a.divergence) if not a.divergence.empty else "",
+        "cache": render.table(_cache(a)), "cost": render.table(comparisons.cost(a)), "failures": render.table(a.failures),
+        "excluded": render.table(a.excluded),
     }
-    text = R.templates("analysis.report").get_template("index.md.j2").render(
+    text = render.templates("analysis.report").get_template("index.md.j2").render(
         title=title, banner=labels.banner_html(sample), now=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         tracking_uri=runs.tracking_uri, experiment=runs.experiment, n_trials=len(t),
         strategies=_count(t["strategy"].nunique(), "strategy", "strategies"), arms=_count(t["arm"].nunique(), "arm"),
@@ -204,7 +203,7 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
         models=", ".join(map(str, sorted(t["model"].dropna().unique()))), n_excluded=len(runs.excluded),
         plan_sentence=_plan_sentence(a), reference=a.reference, reference_arm=a.reference_arm, notes=notes,
         tables=tables, figs=figs, basis="\n".join(_basis(t, sample)),
-        basis_overall="\n".join(_basis(t, sample, cells=False)), no_pairs=_no_pairs(a), power_text=C.power_text(a),
+        basis_overall="\n".join(_basis(t, sample, cells=False)), no_pairs=_no_pairs(a), power_text=comparisons.power_text(a),
         inter=_interaction(a.interaction_result), target_power=f"{pilot.TARGET:.0%}",
         variance_note=a.variance.attrs.get("note"), attribution_text=_attribution_text(a),
         page_notes=pages.notes if pages else [], appendix="\n".join(appendix.section(a.instrument)))

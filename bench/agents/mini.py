@@ -41,11 +41,11 @@ from bench.agents.mini_context import PREFIX, MiniContext
 from bench.agents.spec import AgentSpec
 from bench.core import outcomes
 from bench.core.types import Message
-from bench.eventlog.events import TOOL_OUTPUT_TAIL_CHARS
+from bench.eventlog.writer import TOOL_OUTPUT_TAIL_CHARS
 from bench.providers.base import Provider
 from bench.proxy.api import Request
 from bench.proxy.server import ModelProxy
-from bench.trial import steps as S
+from bench.trial import steps
 from bench.trial.loop import record_tool, submission
 from bench.trial.player import Instruction, Seat, StepTurnsUsed, TurnEnd
 from bench.trial.tools import Tools
@@ -310,8 +310,8 @@ class MiniPlayer:
             if commit is not None and commit.commit else ""
         notes, submitted = submission(self.claim)
         ctx.certified.append(Certified(step_id=step.id, check=step.check, tree_sha=commit.tree if commit else "",
-                                       notes=notes[:S.NOTES_CAP_CHARS], diffstat=diffstat))
-        ctx.learned = S.learn(step, submitted, ctx.learned, ctx.strategy.invariants_from)
+                                       notes=notes[:steps.NOTES_CAP_CHARS], diffstat=diffstat))
+        ctx.learned = steps.learn(step, submitted, ctx.learned, ctx.strategy.invariants_from)
         self.claim = {}
 
     def _view(self, ask: dict[str, Any]) -> list[Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, context_sha, request_hash, sha256_text
-from bench.eventlog.events import line_sha
+from bench.eventlog.writer import line_sha
 from bench.proxy.api import APIS, Request
 from bench.proxy.rewrite import Rewrite
 from ctxlog import blobs

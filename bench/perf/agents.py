@@ -130,7 +130,7 @@ def _env(**values: str) -> Iterator[None]:
 
 
 def proxy_overhead(n: int = 200, tmp: Path | None = None) -> dict[str, Any]:
-    from bench.eventlog.events import EventLog
+    from bench.eventlog.writer import EventLog
     from bench.providers import make_provider
     from bench.providers.scripted import ScriptedProvider
     from bench.proxy.server import ModelProxy

@@ -23,7 +23,7 @@ def certify_cost(family: str, n: int) -> dict[str, Any]:
 
     import tasks
     from bench.config import ROOT
-    from bench.eventlog.events import EventLog
+    from bench.eventlog.writer import EventLog
     from bench.sandbox import SandboxConfig, create
     from bench.trial.certify import HarnessCopy, certify
 

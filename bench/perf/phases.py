@@ -105,7 +105,7 @@ def instrumented_trial(overrides: list[str], results: Path) -> dict[str, Any]:
     import strategies
     import tasks
     from bench.config import compose, load
-    from bench.eventlog.events import EventLog
+    from bench.eventlog.writer import EventLog
     from bench.sandbox.docker import DockerSandbox
     from bench.sandbox.workcopy import WorkingCopy
     from bench.trial.tools import Tools

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.eventlog.events import comparable
+from bench.eventlog.writer import comparable
 from bench.sandbox.base import ANNEX_SWITCHES
 from ctxlog import events as ev
 

@@ -9,7 +9,7 @@ Completions (`/v1/chat/completions`) and the OpenAI Responses API (`/v1/response
 (SSE) and not, decoding each request into harness messages (bench/proxy/api.py) and forwarding
 it to the trial's provider (sim, replay, local or real: bench.providers, so the limiter, budget,
 retries and error table of bench/providers/http/ hold). Every request and reply goes into the
-trial's event log byte for byte (bench/proxy/record.py); a reply's ids follow from the request,
+trial's event log byte for byte (bench/proxy/log_request.py); a reply's ids follow from the request,
 the seed and the proxy's count, never a clock or chance (bench/proxy/api.py), so the same trial
 records the same replies.
 
@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 from bench.core.tokens import count_messages, tools_tokens
 from bench.providers.base import ContextOverflow, Provider, ProviderError
 from bench.proxy import api as A
-from bench.proxy.record import EventLog, Recorder, sha
+from bench.proxy.log_request import EventLog, Recorder, sha
 from bench.proxy.rewrite import Rewrite
 from bench.proxy.threads import Threads, agent_signal
 

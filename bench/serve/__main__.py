@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from bench.serve import limits as L
-from bench.serve import server
+from bench.serve import limits, server
 from bench.serve.backend import SimBackend, load_model_config
 from bench.serve.server import FAULTS, LOOPBACK, LoopbackServer
 
@@ -22,13 +21,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--key-env", default=None, help="require the key to equal this environment variable's value")
     p.add_argument("--time-scale", type=float, default=0.0,
                    help="pace streams: first token after ttft_s x this, end after latency_s x this (0 = at once)")
-    L.add_arguments(p)
+    limits.add_arguments(p)
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     backend = SimBackend(load_model_config(a.sim_config) if a.sim_config else None)
     srv = LoopbackServer(backend, host=a.host, port=a.port, faults=a.fault, retry_after_s=a.retry_after,
                          slow_s=a.slow_s, key_env=a.key_env, time_scale=a.time_scale,
-                         limits=L.from_args(a))
+                         limits=limits.from_args(a))
     print(f"ctxbench loopback server on {srv.url}  (anthropic base_url={srv.url}, openai base_url={srv.url}/v1)",
           flush=True)
     try:

@@ -138,26 +138,26 @@ class StudyCallback(Callback):
 
     def _open_budget(self, config: DictConfig) -> None:
         """With study.budget_*: the ledger seeded with what earlier invocations spent, and the estimate."""
-        from bench.tracking import study_budget as B
+        from bench.tracking import study_budget
 
-        self.budget = B.Budget.from_study(OmegaConf.to_container(config.study, resolve=True))  # type: ignore[arg-type]
+        self.budget = study_budget.Budget.from_study(OmegaConf.to_container(config.study, resolve=True))  # type: ignore[arg-type]
         if self.budget is None:
             return
-        path = B.ledger_path(str(config.results_dir), self.study)
+        path = study_budget.ledger_path(str(config.results_dir), self.study)
         self.ledger = str(path)
-        usd, tokens, ended = B.spent_so_far(str(config.tracking.uri), str(config.tracking.experiment), self.study)
-        state = B.seed(path, usd, tokens, ended)
+        usd, tokens, ended = study_budget.spent_so_far(str(config.tracking.uri), str(config.tracking.experiment), self.study)
+        state = study_budget.seed(path, usd, tokens, ended)
         remaining = None if self.total is None else max(self.total - ended, 0)
-        log.info("[study %s] %s, for %s trials still to run", self.study, B.describe(self.budget, state, remaining),
+        log.info("[study %s] %s, for %s trials still to run", self.study, study_budget.describe(self.budget, state, remaining),
                  "?" if remaining is None else remaining)
 
     def _budget_line(self, s: dict[str, Any]) -> str:
         if self.budget is None or self.ledger is None:
             return ""
-        from bench.tracking import study_budget as B
+        from bench.tracking import study_budget
 
-        remaining = None if s["total"] is None else s["total"] - s["done"] + s["counts"].get(B.BUDGET_EXHAUSTED, 0)
-        return " | " + B.describe(self.budget, B.read(Path(self.ledger)), remaining)
+        remaining = None if s["total"] is None else s["total"] - s["done"] + s["counts"].get(study_budget.BUDGET_EXHAUSTED, 0)
+        return " | " + study_budget.describe(self.budget, study_budget.read(Path(self.ledger)), remaining)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self._env_before is None:

@@ -20,7 +20,7 @@ A trial is traced by a subscriber of its event log (`TrialSpans`, bench/trial/re
 `Recorder`): a `context` event opens a model span and its `model_call` closes it, a
 `tool_call` opens a tool span and its `tool_result` closes it; the loop itself calls nothing here.
 Its spans hang from the trial's root span by reference, not by the thread's active span: an
-external agent's model calls are written by the model proxy's own thread (bench/proxy/record.py).
+external agent's model calls are written by the model proxy's own thread (bench/proxy/log_request.py).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import stat
 from collections.abc import Mapping, Sequence
 
 from bench.core import outcomes
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox.base import Sandbox
 from bench.sandbox.content import ContentError
 from bench.sandbox.judge import COPY_LIMIT

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.core.outcomes import InfraFailure
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox.base import ExecResult, Sandbox
 from bench.sandbox.judge import tree_entries
 from bench.sandbox.paths import canonical
@@ -58,7 +58,7 @@ from bench.trial.harness_copy import (
 from bench.trial.harness_copy import tamper_scan
 from ctxlog import events as ev
 from tasks.common.build import parse_source
-from tasks.common.runner import RUNNER_PATH
+from tasks.common.run_tests import RUNNER_PATH
 from tasks.spec import Invariant
 
 FAILURE_TAIL_CHARS = 1500

@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.core import outcomes, queued
 from bench.core.render import check_result, current_step_block, step_passed
-from bench.eventlog.events import FAILURE_DETAIL_TAIL_CHARS, EventLog
+from bench.eventlog.writer import FAILURE_DETAIL_TAIL_CHARS, EventLog
 from bench.sandbox.base import Sandbox
 from bench.trial import certify, steps
 from bench.trial.harness_copy import HarnessCopy

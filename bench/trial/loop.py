@@ -20,10 +20,9 @@ from bench.core.render import HANDOFF_QUESTION
 from bench.core.tokens import count_text
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, request_hash
-from bench.eventlog import events as E
+from bench.eventlog import writer
 from bench.providers.base import ContextOverflow, Provider
-from bench.trial import context_window, tidy_ups
-from bench.trial import steps as S
+from bench.trial import context_window, steps, tidy_ups
 from bench.trial.player import GAVE_UP, SUBMITTED, Instruction, Seat, StepTurnsUsed, TurnEnd
 from bench.trial.tools import ToolOutcome, Tools
 from ctxlog import events as ev
@@ -114,7 +113,7 @@ class LoopPlayer:
                 text, ok = res.text, res.ok
                 record_tool(self.log, self.turn, call.name, res)
             self.log.append(ev.ToolResult(turn=self.turn, call_id=call.id, name=call.name, ok=ok,
-                                          output=text[-E.TOOL_OUTPUT_TAIL_CHARS:]))
+                                          output=text[-writer.TOOL_OUTPUT_TAIL_CHARS:]))
             self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
             results.append((call.name, call.args, text, ok))
         step_id = self.task.steps[self.index].id
@@ -138,7 +137,7 @@ class LoopPlayer:
             self.attempt, self.last_failure = self.attempt + 1, verdict.failure
             return verdict.text, False
         step = self.task.steps[self.index]
-        self.learned = S.learn(step, submitted, self.learned, self.strategy.invariants_from)
+        self.learned = steps.learn(step, submitted, self.learned, self.strategy.invariants_from)
         assert verdict.certified is not None
         self.certified.append(verdict.certified)
         return verdict.text, True
@@ -186,8 +185,8 @@ class LoopPlayer:
                                            cache_breakpoint=stable or None)
         except ContextOverflow as exc:  # the provider's own window: the context is the agent's
             self.log.append(ev.ContextOverflow(turn=self.turn, tokens=tokens, budget=self.cfg.window,
-                                               detail=str(exc)[:E.ERROR_DETAIL_CHARS]))
-            raise outcomes.failure("context_overflow", str(exc)[:E.FAILURE_DETAIL_TAIL_CHARS]) from exc
+                                               detail=str(exc)[:writer.ERROR_DETAIL_CHARS]))
+            raise outcomes.failure("context_overflow", str(exc)[:writer.FAILURE_DETAIL_TAIL_CHARS]) from exc
         cpu_s = time.thread_time() - cpu0
         harness = tokens + (self.overhead if tools else 0)  # the whole request, by the harness's count
         estimated = bool(reply.extra.get("usage_estimated"))
@@ -207,11 +206,11 @@ class LoopPlayer:
             raise outcomes.failure("output_truncation", f"reply cut at max_tokens={self.cfg.max_output}")
         if reply.stop_reason in ("error", "refusal"):
             raise outcomes.failure("model_error",
-                                   f"stop_reason={reply.stop_reason}: {reply.content[:E.MODEL_ERROR_HEAD_CHARS]}")
+                                   f"stop_reason={reply.stop_reason}: {reply.content[:writer.MODEL_ERROR_HEAD_CHARS]}")
         return reply
 
 
-def record_tool(log: E.EventLog, turn: int, name: str, res: ToolOutcome) -> None:
+def record_tool(log: writer.EventLog, turn: int, name: str, res: ToolOutcome) -> None:
     """The events of a tool result besides the result itself: policy violations, mistakes, ended
     processes (every player's tools, bench/agents/ too)."""
     if res.policy_violation:

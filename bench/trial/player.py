@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from bench.core.registry import Registry
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox.base import Sandbox
 from bench.trial.certify import HarnessCopy
 from strategies.base import Certified, StepHead

@@ -25,9 +25,9 @@ from omegaconf import OmegaConf
 from bench.config import TrialConfig
 from bench.core.outcomes import INFRA, STATUS_TAG, TrialFailed, Verdict
 from bench.core.types import sha256_text
-from bench.eventlog.events import CRASH_DETAIL_CHARS, EventLog
 from bench.eventlog.measures import step_curves, trial_measures
 from bench.eventlog.tally import Tally, tally
+from bench.eventlog.writer import CRASH_DETAIL_CHARS, EventLog
 from bench.providers.base import ContextOverflow, ProviderError
 from bench.sandbox.base import SandboxLost
 from bench.sandbox.content import ContentError

@@ -7,7 +7,7 @@ import fnmatch
 from collections.abc import Callable, Iterable
 
 from bench.core.render import content_sha, invariant_line
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox.base import Sandbox
 from ctxlog import events as ev
 from strategies.base import StepHead

@@ -21,9 +21,8 @@ from __future__ import annotations
 from tasks.batch_writes import checktool, hidden, repo
 from tasks.batch_writes import drift as drifts
 from tasks.batch_writes.oracle import Oracle
-from tasks.common import build as c
+from tasks.common import build, skeleton
 from tasks.common import cleanups as common
-from tasks.common import skeleton as sk
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
 FAMILY = "batch_writes"
@@ -33,19 +32,19 @@ TOOL = "python3 -B tools/check_writes.py"
 
 
 def generate(seed: int, **size: int) -> TaskSpec:
-    f = sk.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
+    f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
     rng, batches = f.rng, f.batches
     n = repo.names(rng)
     store, backend, doc = n.store_path, n.backend_path, f"docs/{n.doc}.md"
-    pkgs = c.pick(rng, c.PACKAGES, batches)
-    files = {**sk.base_files(n.core, "Storage."), store: repo.store_module(n, rng, f.filler),
+    pkgs = build.pick(rng, build.PACKAGES, batches)
+    files = {**skeleton.base_files(n.core, "Storage."), store: repo.store_module(n, rng, f.filler),
              backend: repo.backend_module(n), doc: repo.docs(n),
              "tests/test_load.py": repo.load_test(n), f"tests/test_{n.store}.py": repo.store_test(n)}
 
     def module(pkg: str, mod: str, sib: tuple[str, str] | None) -> tuple[str, list[str], list[str]]:
         return repo.caller_module(rng, n, pkg, mod, rng.randint(1, 2), f.filler, sib)
 
-    modules = sk.packages(f, files, pkgs, c.spread(rng, f.callers, batches), module,
+    modules = skeleton.packages(f, files, pkgs, build.spread(rng, f.callers, batches), module,
                           "Rows stored by the {pkg} package (shipped; read-only).")
     # The export whose column order a later package reads by position.
     pair = common.pick_pair(rng, modules, set(), range(max(1, batches // 2)))
@@ -70,10 +69,10 @@ def generate(seed: int, **size: int) -> TaskSpec:
                  "nightly batches are bigger. Nothing calls it yet.", (store,), f"{TOOL} bulk",
                  (inv_chunks,))]
     f.meta["s01"] = ("create", (store, backend), ())
-    plan += [sk.batch_step(f, i, 2, pkg, modules[i], f"Store the {pkg} package's rows with {n.bulk}",
+    plan += [skeleton.batch_step(f, i, 2, pkg, modules[i], f"Store the {pkg} package's rows with {n.bulk}",
                            f"In {pkg}/, replace every loop that calls {n.save} once per row by one call of "
                            f"{n.bulk} with the same rows, importing {n.bulk} from {n.core}.{n.store}. The rows "
-                           "stored must not change.", f"{TOOL} migrated {pkg} && {c.pytest_files([f'tests/test_{pkg}.py'])}")
+                           "stored must not change.", f"{TOOL} migrated {pkg} && {build.pytest_files([f'tests/test_{pkg}.py'])}")
              for i, pkg in enumerate(pkgs)]
     plan += [Step(tidy, f"Add saved_ids() to {store}",
                   f"Every package stores its rows with {n.bulk} now. Add saved_ids() to {store}, returning the ids "
@@ -82,22 +81,22 @@ def generate(seed: int, **size: int) -> TaskSpec:
                   f"Add a section `{repo.BULK}` to {doc}: `{n.bulk}(rows)` stores many rows in chunks of at most "
                   f"N rows per backend call (N: the LIMIT of {backend}), and the line `Hooks, in order: ` with "
                   f"the hooks of {n.hooks} as `name` -> `name`. The check compares them with the code and stores "
-                  "a nightly batch.", (doc,), f"{TOOL} docs {doc} && {c.pytest_files(['tests/test_load.py'])}"),
+                  "a nightly batch.", (doc,), f"{TOOL} docs {doc} && {build.pytest_files(['tests/test_load.py'])}"),
              Step(last, f"Delete the per-row {n.save} and the backend's put",
                   f"Delete {n.save} from {store} and put from {backend}: nothing may write one row per call any "
                   "more. The check lists any per-row call it finds.", (store, backend),
-                  f"{TOOL} final && {c.FAST_SUITE}")]
+                  f"{TOOL} final && {build.FAST_SUITE}")]
     f.meta.update({tidy: ("tidy", (store,), ()), docs: ("docs", (doc, store, backend), ()),
                    last: ("final", (store, backend), ("",))})
 
     avoid = set(export[:2]) if export else set()
     drift, planted = drifts.schedule(rng, n, files, pkgs, modules, avoid, f.steps)
-    caught = sk.batch_of(modules, 2)
+    caught = skeleton.batch_of(modules, 2)
     traps = [Trap("hook-order", store, "hook-order", f"{n.hooks} looks like a registry to sort, but each hook "
                   "takes what the one before returns", "s02", f"sort-hooks:{store}:{n.hooks}")]
-    invariants = [Invariant("readonly", sk.READONLY, anchors=("tools/", "read-only")),
+    invariants = [Invariant("readonly", skeleton.READONLY, anchors=("tools/", "read-only")),
                   Invariant("same-rows", "Every caller keeps storing exactly the rows it stores today; only the "
-                            "number of backend calls changes.", c.FAST_SUITE, anchors=("keeps storing",)),
+                            "number of backend calls changes.", build.FAST_SUITE, anchors=("keeps storing",)),
                   Invariant("hook-order", f"{store}'s {n.hooks} keeps its order ({', '.join(n.chain)}): each hook "
                             "takes what the one before returns; never sort or reorder it.", f"{TOOL} hooks",
                             anchors=(n.hooks, "order"))]
@@ -111,15 +110,15 @@ def generate(seed: int, **size: int) -> TaskSpec:
     traps.append(Trap("chunk-limit", store, "chunk-limit", f"the chunk loop of {n.bulk} looks needless, but "
                       f"{backend} rejects more than LIMIT records per call", docs, f"one-call:{store}:{n.bulk}"))
     if planted:
-        traps.append(sk.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
+        traps.append(skeleton.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
     text = (f"A Python service that stores rows. {store} writes one row per backend call with {n.save}(row), "
             f"used by the packages {', '.join(pkgs)} ({f.callers} modules); {backend} is the backend, in memory "
             f"here. tests/ holds the shipped suite and tools/check_writes.py the project's checks; both are "
             f"read-only.\n\nGoal: store rows in bulk. Add {n.bulk}(rows), move every package's per-row write "
             f"loops to it package by package, document it, and delete the per-row {n.save} at the last step "
             f"({last}).")
-    return sk.spec(f, title=f"Move {n.core}.{n.store}.{n.save}(row) callers to {n.bulk}(rows)", text=text, files=files,
+    return skeleton.spec(f, title=f"Move {n.core}.{n.store}.{n.save}(row) callers to {n.bulk}(rows)", text=text, files=files,
                    invariants=tuple(invariants), steps=plan,
-                   final_check=f"{c.SUITE} && {TOOL} final && {TOOL} hooks && {TOOL} columns && {TOOL} bulk", traps=traps,
+                   final_check=f"{build.SUITE} && {TOOL} final && {TOOL} hooks && {TOOL} columns && {TOOL} bulk", traps=traps,
                    drift=drift, oracle=Oracle(n, f.meta, doc), harmless=(common.DEAD_PRIVATE,),
                    hidden=hidden.checks(n, f.seed))

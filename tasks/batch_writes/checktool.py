@@ -5,7 +5,7 @@ re-reads the files a failing check names."""
 
 from __future__ import annotations
 
-from tasks.batch_writes import repo as bw
+from tasks.batch_writes import repo
 from tasks.common import walker
 
 _TOOL = '''"""Checks for moving the callers of @SAVE@ to @BULK@ (shipped with the task; read-only).
@@ -131,7 +131,7 @@ if __name__ == "__main__":
 '''
 
 
-def tool(n: bw.Names, export: tuple[str, str, tuple[str, ...]] | None) -> str:
+def tool(n: repo.Names, export: tuple[str, str, tuple[str, ...]] | None) -> str:
     """`export`: (module path, columns constant, its order), if the task has one."""
     where = (export[0].removesuffix(".py").replace("/", "."), *export[1:]) if export else None
     return walker.shipped(_TOOL, {"SAVE": n.save, "BULK": n.bulk, "HOOKS": n.hooks, "CHAIN": repr(n.chain),

@@ -13,27 +13,26 @@ from __future__ import annotations
 import random
 
 from tasks.batch_writes import repo
-from tasks.common import build as c
+from tasks.common import build, skeleton
 from tasks.common import cleanups as common
-from tasks.common import skeleton as sk
 from tasks.spec import Drift
 
 
 def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], pkgs: list[str],
              modules: list[list[str]], avoid: set[str], steps: int) -> tuple[tuple[Drift, ...], common.Legacy | None]:
-    author = rng.choice(c.AUTHORS)
-    new_mod = rng.choice([m for m in c.MODULES if f"{pkgs[0]}/{m}.py" not in files])
+    author = rng.choice(build.AUTHORS)
+    new_mod = rng.choice([m for m in build.MODULES if f"{pkgs[0]}/{m}.py" not in files])
     new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.randint(100, 900))
     drift = [
-        Drift("d-limit", "changed_value", c.sid(rng.randint(2, steps)),
+        Drift("d-limit", "changed_value", build.sid(rng.randint(2, steps)),
               f"{n.backend}: the new cluster takes {repo.changed_limit(n)} records per call; count calls", author,
               ((n.backend_path, repo.backend_module(n, repo.changed_limit(n), stats=True)),
                ("tests/test_backend_calls.py", repo.calls_test(n))),
               f"{n.backend_path} (read at s01, documented at s{steps - 1:02d}, rewritten at s{steps:02d}) gets a "
               "lower LIMIT and a calls() counter"),
-        Drift("d-caller", "new_caller", c.sid(rng.randint(3, steps - 1)), f"{pkgs[0]}: store the weekly audit rows",
+        Drift("d-caller", "new_caller", build.sid(rng.randint(3, steps - 1)), f"{pkgs[0]}: store the weekly audit rows",
               author, ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
               f"a new per-row {n.save} loop in {pkgs[0]}/{new_mod}.py, a package already migrated")]
-    legacy, planted = sk.legacy_drift(rng, files, pkgs, modules, avoid, 2, author)
+    legacy, planted = skeleton.legacy_drift(rng, files, pkgs, modules, avoid, 2, author)
     drift += [legacy] if legacy else []
     return tuple(sorted(drift, key=lambda d: d.before_step)), planted

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from tasks.batch_writes import repo
-from tasks.common import build as c
+from tasks.common import build
 from tasks.common.oracle import FamilyOracle, KindHook, add_function, put_section
 from tasks.spec import Cleanup, Edit
 
 
 class Oracle(FamilyOracle[repo.Names]):
-    def __init__(self, n: repo.Names, meta: c.Meta, doc: str):
+    def __init__(self, n: repo.Names, meta: build.Meta, doc: str):
         super().__init__(n, meta)
         self.doc = doc
 
@@ -42,11 +42,11 @@ class Oracle(FamilyOracle[repo.Names]):
 
     def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, store, backend = self.n, self.n.store_path, self.n.backend_path
-        ed = c.FileEditor(store, perceived[store])
-        c.delete_def(ed, n.save)
+        ed = build.FileEditor(store, perceived[store])
+        build.delete_def(ed, n.save)
         edits = ed.edits
-        ed = c.FileEditor(backend, perceived[backend])  # small: rewritten whole, from the copy held
-        if c.delete_def(ed, "put"):
+        ed = build.FileEditor(backend, perceived[backend])  # small: rewritten whole, from the copy held
+        if build.delete_def(ed, "put"):
             edits.append(Edit(backend, "write", content=ed.text))
         return edits
 
@@ -54,13 +54,13 @@ class Oracle(FamilyOracle[repo.Names]):
         return self.n.store_path, self.n.backend_path
 
     def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
-        ed = c.FileEditor(path, perceived[path])
+        ed = build.FileEditor(path, perceived[path])
         _migrate_loops(ed, self.n)
         return ed.edits
 
     def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
         n, store = self.n, self.n.store_path
-        if not c.in_scope(path, ("",)):
+        if not build.in_scope(path, ("",)):
             return []
         out = []
         for name, node in _tuples(text):
@@ -69,8 +69,8 @@ class Oracle(FamilyOracle[repo.Names]):
                              f"sort {name} alphabetically, like the other registries")
             elif name.endswith("_COLUMNS"):
                 out += _sort(path, text, node, name, f"sort-columns:{path}:{name}", f"sort {name} alphabetically")
-        if path == store and (span := c.def_span(text, n.bulk)) and "range(" in text[span[0]:span[1]]:
-            ed = c.FileEditor(path, text)
+        if path == store and (span := build.def_span(text, n.bulk)) and "range(" in text[span[0]:span[1]]:
+            ed = build.FileEditor(path, text)
             ed.replace_span(*span, repo.written("one_call", n))
             out.append(Cleanup(f"one-call:{path}:{n.bulk}", (n.bulk, "chunks"), tuple(ed.edits),
                                "write all rows in one put_many call: the chunk loop looks needless"))
@@ -78,7 +78,7 @@ class Oracle(FamilyOracle[repo.Names]):
 
 
 def _tuples(text: str) -> list[tuple[str, ast.Tuple]]:
-    tree = c.parse(text)
+    tree = build.parse(text)
     return [(x.targets[0].id, x.value) for x in (tree.body if tree else ()) if isinstance(x, ast.Assign)
             and isinstance(x.targets[0], ast.Name) and isinstance(x.value, ast.Tuple)]
 
@@ -91,9 +91,9 @@ def _sort(path: str, text: str, node: ast.Tuple, name: str, key: str, what: str)
     items = _items(node)
     if items == sorted(items):
         return []
-    ed = c.FileEditor(path, text)
-    parts = sorted(c.segment(text, e, c.offsets(text)) for e in node.elts)
-    ed.replace_span(*c.span(text, node), "(" + ", ".join(parts) + ")")
+    ed = build.FileEditor(path, text)
+    parts = sorted(build.segment(text, e, build.offsets(text)) for e in node.elts)
+    ed.replace_span(*build.span(text, node), "(" + ", ".join(parts) + ")")
     return [Cleanup(key, (name, "order"), tuple(ed.edits), what)]
 
 
@@ -103,30 +103,30 @@ def chain(store_text: str, n: repo.Names) -> tuple[str, ...]:
 
 
 def limit(backend_text: str) -> int:
-    tree = c.parse(backend_text)
+    tree = build.parse(backend_text)
     for x in tree.body if tree else ():
         if isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "LIMIT" and isinstance(x.value, ast.Constant):
             return int(x.value.value)  # type: ignore[arg-type]
     return 0
 
 
-def _migrate_loops(ed: c.FileEditor, n: repo.Names) -> None:
+def _migrate_loops(ed: build.FileEditor, n: repo.Names) -> None:
     """`for x in xs: save(f(x))` -> `save_all([f(x) for x in xs])` (`save_all(xs)` when f is x),
     and the import of save becomes one of save_all once nothing calls save."""
-    while (tree := c.parse(ed.text)) is not None:
-        starts = c.offsets(ed.text)
+    while (tree := build.parse(ed.text)) is not None:
+        starts = build.offsets(ed.text)
         found: list[tuple[Any, str]] = []
         for node in (x for x in ast.walk(tree) if isinstance(x, ast.For)):
             call = node.body[0].value if len(node.body) == 1 and isinstance(node.body[0], ast.Expr) else None
             if not isinstance(call, ast.Call) or len(call.args) != 1 or node.orelse or \
                     (getattr(call.func, "id", None) or getattr(call.func, "attr", None)) != n.save:
                 continue
-            func = c.segment(ed.text, call.func, starts)[:-len(n.save)] + n.bulk
-            arg, target, it = (c.segment(ed.text, x, starts) for x in (call.args[0], node.target, node.iter))
+            func = build.segment(ed.text, call.func, starts)[:-len(n.save)] + n.bulk
+            arg, target, it = (build.segment(ed.text, x, starts) for x in (call.args[0], node.target, node.iter))
             found.append((node, f"{func}({it})" if arg == target else f"{func}([{arg} for {target} in {it}])"))
-        if not c.replace_nodes(ed, found):
+        if not build.replace_nodes(ed, found):
             break
-    tree = c.parse(ed.text)
+    tree = build.parse(ed.text)
     line = f"from {n.core}.{n.store} import {n.save}"
     if tree and line in ed.text.splitlines() and not any(
             isinstance(x, ast.Name) and x.id == n.save for x in ast.walk(tree)):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tasks.common.render import snippet
-from tasks.common.runner import RUN_TESTS
+from tasks.common.run_tests import RUN_TESTS
 from tasks.spec import Edit, StepPlan
 
 PYTEST = "python3 -B -m pytest -q"  # -B: no .pyc, so a same-second edit is never hidden by a stale cache
@@ -289,7 +289,7 @@ def in_scope(path: str, scope: Iterable[str]) -> bool:
 
 
 def pytest_files(paths: Iterable[str]) -> str:
-    """A step check's test selection, through the fast runner (see tasks/common/runner.py)."""
+    """A step check's test selection, through the fast runner (see tasks/common/run_tests.py)."""
     return f"{RUN_TESTS} " + " ".join(paths)
 
 

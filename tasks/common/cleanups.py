@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from tasks.common import build as c
+from tasks.common import build
 from tasks.spec import Cleanup, Oracle
 
 LEGACY_PREFIX = "legacy_"
@@ -35,7 +35,7 @@ def mentions(text: str, name: str) -> int:
 
 def code_uses(text: str, name: str) -> int:
     """References to `name` in the module's code (loads, attributes, imports), not its definition."""
-    tree = c.parse(text)
+    tree = build.parse(text)
     if tree is None:
         return mentions(text, name)
     return sum(1 for x in ast.walk(tree) if (isinstance(x, ast.Name) and x.id == name
@@ -50,7 +50,7 @@ def used_elsewhere(name: str, perceived: Mapping[str, str], own: str) -> bool:
 
 
 def top_defs(text: str) -> list[str]:
-    tree = c.parse(text)
+    tree = build.parse(text)
     return [d.name for d in (tree.body if tree else ()) if isinstance(d, ast.FunctionDef)]
 
 
@@ -65,8 +65,8 @@ def _unused_defs(perceived: Mapping[str, str], paths: tuple[str, ...], wanted: C
         for name in top_defs(text):
             if not wanted(name) or code_uses(text, name) or used_elsewhere(name, perceived, path):
                 continue
-            ed = c.FileEditor(path, text)
-            c.delete_def(ed, name)
+            ed = build.FileEditor(path, text)
+            build.delete_def(ed, name)
             out.append(Cleanup(f"{prefix}{path}:{name}", (name,), tuple(ed.edits), f"delete {name} from {path}: {why}"))
     return out
 
@@ -125,14 +125,14 @@ def plant_legacy(rng: random.Random, files: Mapping[str, str], host: str, import
     """A `legacy_<res>_rows` helper appended to `host`, an exporter in `importer` that calls it,
     and a test of the exporter appended to `importer_test`. Texts are built from `files`."""
     blob = "\n".join(files.values())  # a name no file uses yet, anywhere
-    res = rng.choice([r for r in c.RESOURCES if f"{LEGACY_PREFIX}{r}_rows" not in blob])
+    res = rng.choice([r for r in build.RESOURCES if f"{LEGACY_PREFIX}{r}_rows" not in blob])
     name, field = f"{LEGACY_PREFIX}{res}_rows", rng.choice(_FIELDS)
     helper = (f'def {name}(rows):\n    """{res.capitalize()} rows in the old export layout: id first, then '
               f'{field}."""\n    return [(row.get("id"), row.get("{field}", 0)) for row in rows]\n')
     host_text = files[host].rstrip("\n") + "\n\n\n" + helper
     mod = importer.rsplit("/", 1)[1].removesuffix(".py")
-    ed = c.FileEditor(importer, files[importer])
-    c.add_import(ed, f"from {host.removesuffix('.py').replace('/', '.')} import {name}")
+    ed = build.FileEditor(importer, files[importer])
+    build.add_import(ed, f"from {host.removesuffix('.py').replace('/', '.')} import {name}")
     exporter = f"export_{res}_rows"
     importer_text = (ed.text.rstrip("\n") + "\n\n\n" + f'def {exporter}(rows):\n    """The nightly {res} export '
                      f'still uses the old layout."""\n    return {name}(rows)\n')

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 
-from tasks.common.runner import RUN_TESTS
+from tasks.common.run_tests import RUN_TESTS
 
 HIDDEN_PATH = "tools/hidden/test_hidden.py"
 HIDDEN_CHECK = f"{RUN_TESTS} {HIDDEN_PATH}"

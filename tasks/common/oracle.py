@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
-from tasks.common import build as c
-from tasks.common import cleanups
+from tasks.common import build, cleanups
 from tasks.spec import Cleanup, Edit, StepPlan
 
 N = TypeVar("N")  # the family's seeded names
@@ -26,7 +25,7 @@ KindHook = Callable[[Mapping[str, str], tuple[str, ...]], list[Edit]]
 class FamilyOracle(Generic[N]):
     """The Oracle protocol on a family's hooks: `kinds`, `unswept`, `sweep`, `invites`."""
 
-    def __init__(self, n: N, meta: c.Meta):
+    def __init__(self, n: N, meta: build.Meta):
         self.n, self.meta = n, meta
 
     def kinds(self) -> Mapping[str, KindHook]:
@@ -47,13 +46,13 @@ class FamilyOracle(Generic[N]):
 
     def edits_for(self, step_id: str, perceived: Mapping[str, str]) -> StepPlan:
         kind, needs, scope = self.meta[step_id]
-        reads = c.missing_reads(needs, perceived)
+        reads = build.missing_reads(needs, perceived)
         if reads:
             return reads
         hook = self.kinds().get(kind)
         edits = hook(perceived, needs) if hook else []
         left = self.unswept()
-        for path in sorted(p for p in perceived if c.in_scope(p, scope) and p not in left):
+        for path in sorted(p for p in perceived if build.in_scope(p, scope) and p not in left):
             edits += self.sweep(kind, path, perceived)
         return StepPlan(edits=tuple(edits))
 
@@ -71,8 +70,8 @@ def add_function(path: str, text: str, name: str, after: str, source: str) -> li
     is missing), unless the text defines it already."""
     if f"def {name}(" in text:
         return []
-    ed = c.FileEditor(path, text)
-    at = c.def_span(text, after)
+    ed = build.FileEditor(path, text)
+    at = build.def_span(text, after)
     end = at[1] if at else len(text)
     ed.replace_span(end, end, "\n\n" + source + ("\n\n" if end < len(text) else ""))
     return ed.edits
@@ -80,7 +79,7 @@ def add_function(path: str, text: str, name: str, after: str, source: str) -> li
 
 def put_section(path: str, text: str, heading: str, section: str) -> list[Edit]:
     """Make the docs end in `section`, from its `heading` on (added at the end when missing)."""
-    ed = c.FileEditor(path, text)
+    ed = build.FileEditor(path, text)
     at = ed.text.find(heading)
     if at < 0:
         ed.replace_span(len(ed.text), len(ed.text), "\n" + section)

@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from tasks import task_id
-from tasks.common import build as c
+from tasks.common import build
 from tasks.common import cleanups as common
-from tasks.common.runner import RUNNER_PATH, RUNNER_SOURCE
+from tasks.common.run_tests import RUNNER_PATH, RUNNER_SOURCE
 from tasks.spec import Drift, Invariant, Oracle, Step, TaskSpec, Trap
 
 READONLY = "tests/, tools/ and pytest.ini are shipped read-only: change the code, never the tests or the checks."
@@ -45,26 +45,26 @@ class Frame:
     filler: int
     callers: int
     rng: random.Random
-    meta: c.Meta = field(default_factory=dict)  # the oracle's plan, filled as steps are made
+    meta: build.Meta = field(default_factory=dict)  # the oracle's plan, filled as steps are made
 
     @property
     def last(self) -> str:
-        return c.sid(self.steps)
+        return build.sid(self.steps)
 
     @property
     def tidy(self) -> str:
-        return c.sid(self.steps - 2)
+        return build.sid(self.steps - 2)
 
     @property
     def docs(self) -> str:
-        return c.sid(self.steps - 1)
+        return build.sid(self.steps - 1)
 
 
 def frame(family: str, seed: int, size: Mapping[str, object], knobs: Mapping[str, tuple[int, int]],
           defaults: Mapping[str, int], overhead: int, spare: tuple[int, int]) -> Frame:
     """Validate the knobs; `overhead` steps are not batches; the default number of modules is
     2 per batch plus a seeded draw from `spare` (inclusive)."""
-    sized = c.check_size(family, size, knobs)
+    sized = build.check_size(family, size, knobs)
     steps = sized.get("steps", defaults["steps"])
     batches = steps - overhead
     rng = random.Random(f"{family}/{seed}")
@@ -93,7 +93,7 @@ def packages(f: Frame, files: dict[str, str], pkgs: list[str], counts: list[int]
     package half of the time: the package's call graph."""
     modules: list[list[str]] = []
     for pkg, count in zip(pkgs, counts, strict=True):
-        mods, tests, seen = c.pick(f.rng, c.MODULES, count, set()), [], []  # type: ignore[var-annotated]
+        mods, tests, seen = build.pick(f.rng, build.MODULES, count, set()), [], []  # type: ignore[var-annotated]
         files[f"{pkg}/__init__.py"] = f'"""The {pkg} package."""\n'
         for mod in mods:
             sib = f.rng.choice(seen) if seen and f.rng.random() < 0.5 else None
@@ -109,14 +109,14 @@ def packages(f: Frame, files: dict[str, str], pkgs: list[str], counts: list[int]
 def batch_step(f: Frame, index: int, first: int, pkg: str, modules: list[str], title: str, instructions: str,
                check: str, establishes: tuple[Invariant, ...] = ()) -> Step:
     """Package `pkg`'s step, `s<first + index>`, migrating `modules`; its plan entry goes to `f.meta`."""
-    step = c.sid(first + index)
+    step = build.sid(first + index)
     f.meta[step] = ("batch", tuple(modules), (pkg,))
     return Step(step, title, instructions, tuple(modules), check, establishes)
 
 
 def batch_of(modules: list[list[str]], first: int) -> dict[str, str]:
     """module path -> the id of the batch step that migrates it (package i at `s<first + i>`)."""
-    return {m: c.sid(first + i) for i, mods in enumerate(modules) for m in mods}
+    return {m: build.sid(first + i) for i, mods in enumerate(modules) for m in mods}
 
 
 def legacy_drift(rng: random.Random, files: dict[str, str], pkgs: list[str], modules: list[list[str]],
@@ -130,7 +130,7 @@ def legacy_drift(rng: random.Random, files: dict[str, str], pkgs: list[str], mod
     host, importer, j = pair
     planted = common.plant_legacy(rng, files, host, importer, f"tests/test_{pkgs[j]}.py")
     host_pkg = host.split("/")[0]
-    lands = c.sid(rng.randint(first, first + pkgs.index(host_pkg)))
+    lands = build.sid(rng.randint(first, first + pkgs.index(host_pkg)))
     return Drift("d-legacy", "new_trap", lands, f"{host_pkg}: keep {planted.name} in {host}, {importer} imports it",
                  author, tuple(sorted(planted.files.items())),
                  f"{planted.name} in {host} looks dead to anyone migrating {host_pkg}, but {importer} "
@@ -170,6 +170,6 @@ def spec(f: Frame, *, title: str, text: str, files: Mapping[str, str], invariant
     return TaskSpec(
         task_id=task_id(f.family, f.seed, **{k: v for k, v in f.knobs.items() if f.defaults.get(k) != v}),
         family=f.family, seed=f.seed, title=title, text=text, files=tuple(sorted(files.items())),
-        invariants=invariants, steps=tuple(steps), final_check=final_check, protected=c.PROTECTED,
-        traps=tuple(traps), drift=drift, test_command=c.SUITE, oracle=oracle, harmless=harmless,
+        invariants=invariants, steps=tuple(steps), final_check=final_check, protected=build.PROTECTED,
+        traps=tuple(traps), drift=drift, test_command=build.SUITE, oracle=oracle, harmless=harmless,
         hidden=hidden[0], hidden_check=hidden[1])

@@ -18,9 +18,8 @@ The oracle (oracle.py) computes edits and tidy-ups from perceived text; drift.py
 
 from __future__ import annotations
 
-from tasks.common import build as c
+from tasks.common import build, skeleton
 from tasks.common import cleanups as common
-from tasks.common import skeleton as sk
 from tasks.config_rename import drift as drifts
 from tasks.config_rename import hidden, repo
 from tasks.config_rename.oracle import DOCS, Oracle
@@ -34,16 +33,16 @@ EXAMPLE = "examples/deploy.json"
 
 
 def generate(seed: int, **size: int) -> TaskSpec:
-    f = sk.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
+    f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
     rng, filler, batches = f.rng, f.filler, f.batches
     n = repo.names(rng)
-    pkgs = c.pick(rng, c.PACKAGES, batches)
-    counts = c.spread(rng, f.callers, batches)
+    pkgs = build.pick(rng, build.PACKAGES, batches)
+    counts = build.spread(rng, f.callers, batches)
     config, script = f"{n.app}/config.py", f"ops/{n.script}.py"
     fx = repo.fixtures(rng, n)
     ops_src, ops_test = repo.ops_script(n)
     scan = [n.app, *pkgs, "docs", "examples"]
-    files = {**sk.base_files(n.app, f"{n.app}."),
+    files = {**skeleton.base_files(n.app, f"{n.app}."),
              config: repo.config_module(n), "ops/__init__.py": '"""Maintenance scripts."""\n', script: ops_src,
              f"tests/test_{n.script}.py": ops_test, "tools/check_keys.py": repo.tool(n, scan),
              EXAMPLE: repo.dump({"name": "demo", n.old: n.default * 2, "region": "eu"}),
@@ -51,12 +50,12 @@ def generate(seed: int, **size: int) -> TaskSpec:
     readers: list[tuple[str, str, str, str]] = []
 
     def module(pkg: str, mod: str, sib: tuple[str, str] | None) -> tuple[str, list[str], list[str]]:
-        own = c.fillers(rng, filler, set())
+        own = build.fillers(rng, filler, set())
         text, tests, sites = repo.reader_module(rng, n, pkg, mod, rng.randint(1, 3), sib, own)
         readers.extend((f"{pkg}/{mod}.py", *site) for site in sites)
         return text, tests, [name for name, _ in own]
 
-    modules = sk.packages(f, files, pkgs, counts, module, "Config readers of the {pkg} package (shipped; read-only).")
+    modules = skeleton.packages(f, files, pkgs, counts, module, "Config readers of the {pkg} package (shipped; read-only).")
     sampled = rng.sample(readers, min(3, len(readers)))
     files["tests/test_fixtures.py"] = repo.fixtures_test(n, fx, sampled)
     # Two legacy helpers that look dead where they are edited, each imported by a later package.
@@ -84,10 +83,10 @@ def generate(seed: int, **size: int) -> TaskSpec:
                  "docs/configuration.md describes the key.", (n.settings,), f"{TOOL} settings", (inv_fallback,))]
     meta = f.meta
     meta["s01"] = ("create", (config, DOCS[0]), ())
-    plan += [sk.batch_step(f, i, 2, pkg, modules[i], f"Read {n.new!r} through {n.acc}() in the {pkg} package",
+    plan += [skeleton.batch_step(f, i, 2, pkg, modules[i], f"Read {n.new!r} through {n.acc}() in the {pkg} package",
                            f"In {pkg}/, replace every read of {n.old!r} (cfg[{n.old!r}], cfg.get({n.old!r}, d)) by "
                            f"{n.acc}(cfg, {n.new!r}[, d]), importing {n.acc} from {n.app}.{n.smod}.",
-                           f"{TOOL} migrated {pkg} && {c.pytest_files([f'tests/test_{pkg}.py'])}",
+                           f"{TOOL} migrated {pkg} && {build.pytest_files([f'tests/test_{pkg}.py'])}",
                            (inv_direct,) if i == 0 else ()) for i, pkg in enumerate(pkgs)]
     plan += [Step(tidy, f"Add {n.acc}_int() to {n.settings}",
                   f"No package names {n.old!r} any more. Add {n.acc}_int(cfg, key, default=0) to {n.settings}, "
@@ -97,26 +96,26 @@ def generate(seed: int, **size: int) -> TaskSpec:
                   f"Replace {n.old!r} by {n.new!r} everywhere in {', '.join(DOCS)}, and make the table's default "
                   f"for the key match what {config}'s template() writes. The docs describe the shipped fixtures "
                   "too; the check re-runs the fixture tests.", DOCS,
-                  f"{TOOL} docs {' '.join(DOCS)} && {c.pytest_files(['tests/test_fixtures.py'])}"),
+                  f"{TOOL} docs {' '.join(DOCS)} && {build.pytest_files(['tests/test_fixtures.py'])}"),
              Step(last, f"Write {n.new!r} in the config template and the example",
                   f"Make {config}'s template() and {EXAMPLE} use {n.new!r}. Nothing outside {n.settings}, the "
                   f"tests and the fixtures may name {n.old!r} any more: the check lists what is left.",
-                  (config, EXAMPLE), f"{TOOL} final && {c.FAST_SUITE}")]
+                  (config, EXAMPLE), f"{TOOL} final && {build.FAST_SUITE}")]
     meta.update({tidy: ("tidy", (n.settings,), ()), docs: ("docs", (*DOCS, config), ()),
                  last: ("final", (config, EXAMPLE), ("",))})
 
     drifted_fixtures = repo.fixtures_test(n, fx, sampled, drifts.changed_default(n))
     avoid = {early[0], early[1], *(mid[:2] if mid else ())}
     drift, planted = drifts.schedule(rng, n, files, drifted_fixtures, scan, pkgs, modules, avoid, steps)
-    caught = sk.batch_of(modules, 2)
-    traps = [sk.legacy_trap("early-legacy", first, caught)]
+    caught = skeleton.batch_of(modules, 2)
+    traps = [skeleton.legacy_trap("early-legacy", first, caught)]
     if second:
-        traps.append(sk.legacy_trap("mid-legacy", second, caught))
+        traps.append(skeleton.legacy_trap("mid-legacy", second, caught))
     traps.append(Trap("old-key-fallback", n.settings, "fixture-fallback", f"the fallback to {n.old!r} in "
                       f"{n.settings} looks dead once no code names {n.old!r}, but the read-only fixtures still "
                       "carry it", docs, f"fallback:{n.settings}:{n.acc}"))
     if planted:
-        traps.append(sk.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
+        traps.append(skeleton.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
     text = (f"A Python worker service, {n.app}. Configurations are JSON objects ({config}); the packages "
             f"{', '.join(pkgs)} ({f.callers} modules) read the key {n.old!r} from them. ops/ holds maintenance "
             f"scripts, docs/ and {EXAMPLE} describe the key. tests/, tools/check_keys.py (the project's checks) "
@@ -125,13 +124,13 @@ def generate(seed: int, **size: int) -> TaskSpec:
             f"{n.old!r}, so reading must fall back to it: add the accessor first, move the readers to it, then "
             f"the docs, and the writers last ({last}).")
     legacy = [("early-legacy", first), *([("mid-legacy", second)] if second else [])]
-    harmless = sk.dead_helper(f, files, modules, drift, traps)
-    return sk.spec(
+    harmless = skeleton.dead_helper(f, files, modules, drift, traps)
+    return skeleton.spec(
         f, title=f"Rename the config key {n.old} to {n.new}", text=text, files=files,
         invariants=(Invariant("readonly", "tests/, tools/, fixtures/ and pytest.ini are shipped read-only: the "
                               f"fixtures keep {n.old!r} for good.", anchors=("tools/", "read-only")),
                     Invariant("same-values", "Every reader keeps returning the same value for the same configuration, "
-                              "whichever key name it carries.", c.FAST_SUITE, anchors=("same value",)),
-                    *(sk.legacy_invariant(iid, p) for iid, p in legacy)),
-        steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} fallback && {TOOL} direct", traps=traps,
+                              "whichever key name it carries.", build.FAST_SUITE, anchors=("same value",)),
+                    *(skeleton.legacy_invariant(iid, p) for iid, p in legacy)),
+        steps=plan, final_check=f"{build.SUITE} && {TOOL} final && {TOOL} fallback && {TOOL} direct", traps=traps,
         drift=drift, oracle=Oracle(n, meta), harmless=harmless, hidden=hidden.checks(n, f.seed))

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import random
 
-from tasks.common import build as c
+from tasks.common import build, skeleton
 from tasks.common import cleanups as common
-from tasks.common import skeleton as sk
 from tasks.config_rename import repo
 from tasks.spec import Drift
 
@@ -24,19 +23,19 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], fixtures_
              scan: list[str], pkgs: list[str], modules: list[list[str]], avoid: set[str],
              steps: int) -> tuple[tuple[Drift, ...], common.Legacy | None]:
     """`fixtures_test`: tests/test_fixtures.py as it must read under the drifted default."""
-    author = rng.choice(c.AUTHORS)
+    author = rng.choice(build.AUTHORS)
     config = f"{n.app}/config.py"
     drift = [
-        Drift("d-template", "changed_value", c.sid(rng.randint(2, steps)),
+        Drift("d-template", "changed_value", build.sid(rng.randint(2, steps)),
               "config: new deployments get a work queue and a bigger default", author,
               ((config, repo.config_module(n, queue=True, default=changed_default(n))),
                ("tests/test_queue.py", repo.queue_test(n)), ("tests/test_fixtures.py", fixtures_test)),
               f"{config} (read at s01, documented at s{steps - 1:02d}, rewritten at s{steps:02d}) changes the "
               f"template's default for {n.old!r} and adds a queue"),
-        Drift("d-lint", "tool_change", c.sid(rng.randint(3, steps)), "tools: the key lint covers ops/ too",
+        Drift("d-lint", "tool_change", build.sid(rng.randint(3, steps)), "tools: the key lint covers ops/ too",
               author, (("tools/check_keys.py", repo.tool(n, [*scan, "ops"])),),
               f"`check_keys.py final` now also scans ops/, where ops/{n.script}.py still reads {n.old!r}")]
-    legacy, planted = sk.legacy_drift(rng, files, pkgs, modules, avoid, 2, author)
+    legacy, planted = skeleton.legacy_drift(rng, files, pkgs, modules, avoid, 2, author)
     drift += [legacy] if legacy else []
     return tuple(sorted(drift, key=lambda d: d.before_step)), planted
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tasks.common import build as c
+from tasks.common import build
 from tasks.common.oracle import FamilyOracle, KindHook
 from tasks.config_rename import repo
 from tasks.spec import Cleanup, Edit
@@ -29,8 +29,8 @@ class Oracle(FamilyOracle[repo.Names]):
 
     def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
-        ed = c.FileEditor(n.settings, perceived[n.settings])
-        if c.def_span(ed.text, f"{n.acc}_int") is None and (at := c.def_span(ed.text, n.acc)):
+        ed = build.FileEditor(n.settings, perceived[n.settings])
+        if build.def_span(ed.text, f"{n.acc}_int") is None and (at := build.def_span(ed.text, n.acc)):
             ed.replace_span(at[1], at[1], "\n\n" + repo.written("int_function", n))
         return ed.edits
 
@@ -46,7 +46,7 @@ class Oracle(FamilyOracle[repo.Names]):
         """The key renamed in docs and data; in the docs, the table's default as config.py has it."""
         edits = []
         for path in paths:
-            ed = c.FileEditor(path, perceived[path])
+            ed = build.FileEditor(path, perceived[path])
             _rename_text(ed, self.n)
             if default is not None:
                 _document_default(ed, self.n, default)
@@ -57,7 +57,7 @@ class Oracle(FamilyOracle[repo.Names]):
         return (self.n.settings,)
 
     def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
-        ed = c.FileEditor(path, perceived[path])
+        ed = build.FileEditor(path, perceived[path])
         _migrate_reads(ed, self.n)
         if path == f"{self.n.app}/config.py" and ed.edits:  # a small module: rewritten whole, from the copy on view
             return [Edit(path, "write", content=ed.text)]
@@ -67,41 +67,41 @@ class Oracle(FamilyOracle[repo.Names]):
         n = self.n
         if path != n.settings:
             return []
-        ed = c.FileEditor(n.settings, text)
+        ed = build.FileEditor(n.settings, text)
         _drop_fallback(ed, n)
         return [Cleanup(f"fallback:{n.settings}:{n.acc}", (n.acc, "fallback"), tuple(ed.edits),
                         f"delete the fallback to {n.old!r} from {n.acc}: no visible code names it")] if ed.edits else []
 
 
-def _migrate_reads(ed: c.FileEditor, n: repo.Names) -> None:
+def _migrate_reads(ed: build.FileEditor, n: repo.Names) -> None:
     """cfg["old"] / cfg.get("old", d) -> acc(cfg, "new"[, d]); any other "old" literal -> "new"."""
     via_accessor = False
 
     def is_old(x: ast.AST) -> bool:
         return isinstance(x, ast.Constant) and x.value == n.old
 
-    while n.old in ed.text and (tree := c.parse(ed.text)) is not None:
-        starts = c.offsets(ed.text)
+    while n.old in ed.text and (tree := build.parse(ed.text)) is not None:
+        starts = build.offsets(ed.text)
         reads: list[tuple[Any, str]] = []
         literals: list[tuple[Any, str]] = []
         x: Any
         for x in ast.walk(tree):
             if isinstance(x, ast.Subscript) and is_old(x.slice) and isinstance(x.ctx, ast.Load):
-                reads.append((x, f'{n.acc}({c.segment(ed.text, x.value, starts)}, "{n.new}")'))
+                reads.append((x, f'{n.acc}({build.segment(ed.text, x.value, starts)}, "{n.new}")'))
             elif isinstance(x, ast.Call) and getattr(x.func, "attr", None) == "get" and x.args and is_old(x.args[0]):
-                extra = "".join(", " + c.segment(ed.text, a, starts) for a in x.args[1:])
+                extra = "".join(", " + build.segment(ed.text, a, starts) for a in x.args[1:])
                 owner = x.func.value  # type: ignore[attr-defined]  # an Attribute: `.get` was matched
-                reads.append((x, f'{n.acc}({c.segment(ed.text, owner, starts)}, "{n.new}"{extra})'))
+                reads.append((x, f'{n.acc}({build.segment(ed.text, owner, starts)}, "{n.new}"{extra})'))
             elif is_old(x):
                 literals.append((x, f'"{n.new}"'))
-        if not c.replace_nodes(ed, reads or literals):  # reads first: their literal is inside them
+        if not build.replace_nodes(ed, reads or literals):  # reads first: their literal is inside them
             break
         via_accessor = via_accessor or bool(reads)
     if via_accessor:
-        c.add_import(ed, f"from {n.app}.{n.smod} import {n.acc}")
+        build.add_import(ed, f"from {n.app}.{n.smod} import {n.acc}")
 
 
-def _rename_text(ed: c.FileEditor, n: repo.Names) -> None:
+def _rename_text(ed: build.FileEditor, n: repo.Names) -> None:
     word = re.compile(rf"\b{re.escape(n.old)}\b")
     while m := word.search(ed.text):
         lo = ed.text.rfind("\n", 0, m.start()) + 1
@@ -109,14 +109,14 @@ def _rename_text(ed: c.FileEditor, n: repo.Names) -> None:
         ed.replace_span(lo, hi, word.sub(n.new, ed.text[lo:hi]))
 
 
-def _drop_fallback(ed: c.FileEditor, n: repo.Names) -> None:
+def _drop_fallback(ed: build.FileEditor, n: repo.Names) -> None:
     """The tempting clean-up: the alias loop and the ALIASES table."""
     for pick_node in (lambda x: isinstance(x, ast.For), lambda x: isinstance(x, ast.Assign)
                       and getattr(x.targets[0], "id", "") == "ALIASES"):
-        tree = c.parse(ed.text)
+        tree = build.parse(ed.text)
         if tree is None:
             return
-        starts = c.offsets(ed.text)
+        starts = build.offsets(ed.text)
         node: Any = next((x for x in ast.walk(tree) if pick_node(x)), None)
         if node is not None:
             ed.replace_span(starts[node.lineno - 1], starts[node.end_lineno or node.lineno], "")
@@ -124,7 +124,7 @@ def _drop_fallback(ed: c.FileEditor, n: repo.Names) -> None:
 
 def template_default(config_text: str, n: repo.Names) -> object:
     """The value `template()` writes for the key (old or new name), read from the module's text."""
-    tree = c.parse(config_text)
+    tree = build.parse(config_text)
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.Dict):
             for k, v in zip(node.keys, node.values, strict=True):
@@ -133,7 +133,7 @@ def template_default(config_text: str, n: repo.Names) -> object:
     return None
 
 
-def _document_default(ed: c.FileEditor, n: repo.Names, default: object) -> None:
+def _document_default(ed: build.FileEditor, n: repo.Names, default: object) -> None:
     """The key's row in a docs table shows `default` in its last cell."""
     if default is None:
         return

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import random
 
-from tasks.common import build as c
+from tasks.common import build, skeleton
 from tasks.common import cleanups as common
-from tasks.common import skeleton as sk
 from tasks.extract_module import repo
 from tasks.spec import Drift
 
@@ -24,10 +23,10 @@ from tasks.spec import Drift
 def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], util_renamed: str,
              entries: list[tuple[str, str]], pkgs: list[str], modules: list[list[str]], avoid: set[str],
              steps: int) -> tuple[tuple[Drift, ...], common.Legacy | None]:
-    author = rng.choice(c.AUTHORS)
+    author = rng.choice(build.AUTHORS)
     util, helpers, plugins = n.path(n.util), n.path(n.helpers), n.path(n.plugins)
     gmod = f"{n.app}/{n.grp}/{n.gmod}.py"
-    new_mod = rng.choice([m for m in c.MODULES if f"{pkgs[0]}/{m}.py" not in files])
+    new_mod = rng.choice([m for m in build.MODULES if f"{pkgs[0]}/{m}.py" not in files])
     new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.choice(n.group))
     extra = rng.choice([g for g in n.group if g not in {fn for _, fn in entries}])
     more = [*entries, (f"{extra}_v2", extra)]
@@ -36,14 +35,14 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], util_rena
               ((helpers, repo.helpers_module(n, renamed=True)), (util, util_renamed)),
               f"{n.h} becomes {n.h2} in {helpers} and {util} (read at s01); {gmod}, written at s01 from the "
               "old text, still uses the old name, which the lint flags"),
-        Drift("d-plugins", "changed_value", c.sid(rng.randint(3, steps - 1)),
+        Drift("d-plugins", "changed_value", build.sid(rng.randint(3, steps - 1)),
               f"reports: register the {extra}_v2 formatter", author,
               ((plugins, repo.plugins_module(n, more)), ("tests/test_plugins.py", repo.plugins_test(n, more, rng)),
                ("docs/plugins.md", repo.docs(n, more)["docs/plugins.md"])),
               f"{plugins} (read at s02, rewritten at s{steps:02d}) gains an entry naming {n.app}.{n.util}"),
-        Drift("d-caller", "new_caller", c.sid(rng.randint(4, steps - 1)), f"{pkgs[0]}: weekly digest subjects",
+        Drift("d-caller", "new_caller", build.sid(rng.randint(4, steps - 1)), f"{pkgs[0]}: weekly digest subjects",
               author, ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
               f"a new import of a moved name from {n.app}.{n.util} in {pkgs[0]}, a package already migrated")]
-    legacy, planted = sk.legacy_drift(rng, files, pkgs, modules, avoid, 3, author)
+    legacy, planted = skeleton.legacy_drift(rng, files, pkgs, modules, avoid, 3, author)
     drift += [legacy] if legacy else []
     return tuple(sorted(drift, key=lambda d: d.before_step)), planted

@@ -23,9 +23,8 @@ One harmless tidy-up: a really dead private helper in a caller module (`skeleton
 
 from __future__ import annotations
 
-from tasks.common import build as c
+from tasks.common import build, skeleton
 from tasks.common import cleanups as common
-from tasks.common import skeleton as sk
 from tasks.record_upgrade import checktool, hidden, repo
 from tasks.record_upgrade import drift as drifts
 from tasks.record_upgrade.oracle import Oracle
@@ -38,26 +37,26 @@ TOOL = "python3 -B tools/check_records.py"
 
 
 def generate(seed: int, **size: int) -> TaskSpec:
-    f = sk.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
+    f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
     rng, batches = f.rng, f.batches
     n = repo.names(rng)
     codec, schema, doc = n.codec_path, n.schema_path, f"docs/{n.doc}.md"
-    pkgs = c.pick(rng, c.PACKAGES, batches)
+    pkgs = build.pick(rng, build.PACKAGES, batches)
     archive, held = repo.archive(rng)
-    files = {**sk.base_files(n.core, "Stored records."), codec: repo.codec_module(n, rng, f.filler),
+    files = {**skeleton.base_files(n.core, "Stored records."), codec: repo.codec_module(n, rng, f.filler),
              schema: repo.schema_module(), doc: repo.docs(n), n.archive_path: archive,
              "tests/test_archive.py": repo.archive_test(n, held), f"tests/test_{n.codec}.py": repo.codec_test(n)}
 
     def module(pkg: str, mod: str, sib: tuple[str, str] | None) -> tuple[str, list[str], list[str]]:
         return repo.caller_module(rng, n, pkg, mod, rng.randint(1, 2), f.filler, sib)
 
-    modules = sk.packages(f, files, pkgs, c.spread(rng, f.callers, batches), module,
+    modules = skeleton.packages(f, files, pkgs, build.spread(rng, f.callers, batches), module,
                           "Lines stored by the {pkg} package (shipped; read-only).")
     # The retry path, in the first package: it upgrades records that decode has upgraded already.
     retry = modules[0][0]
     line, func, test = repo.retry_path(rng, n, retry)
-    ed = c.FileEditor(retry, files[retry])
-    c.add_import(ed, line)
+    ed = build.FileEditor(retry, files[retry])
+    build.add_import(ed, line)
     files[retry] = ed.text.rstrip("\n") + "\n\n\n" + func
     files[f"tests/test_{pkgs[0]}.py"] = files[f"tests/test_{pkgs[0]}.py"].rstrip("\n") + "\n\n\n" + test
     # The export a later package reads in euros.
@@ -82,11 +81,11 @@ def generate(seed: int, **size: int) -> TaskSpec:
                  f"amount in cents. Keep {n.decode} reading format-1 lines for good: {n.archive_path} still holds "
                  "them. Nothing calls it yet.", (codec,), f"{TOOL} new", (inv_archive,))]
     f.meta["s01"] = ("create", (codec, schema), ())
-    plan += [sk.batch_step(f, i, 2, pkg, modules[i], f"Write the {pkg} package's records with {n.new}",
+    plan += [skeleton.batch_step(f, i, 2, pkg, modules[i], f"Write the {pkg} package's records with {n.new}",
                            f"In {pkg}/, replace every call of {n.old} by {n.new} with the same record, importing "
                            f"{n.new} from {n.core}.{n.codec}. The records stored must not change (the amounts are "
                            f"still given in euros; {n.new} upgrades them).",
-                           f"{TOOL} migrated {pkg} && {c.pytest_files([f'tests/test_{pkg}.py'])}")
+                           f"{TOOL} migrated {pkg} && {build.pytest_files([f'tests/test_{pkg}.py'])}")
              for i, pkg in enumerate(pkgs)]
     plan += [Step(tidy, f"Add is_current(line) to {codec}",
                   f"Every package writes format 2 now. Add is_current(line) to {codec}: True for a format-2 line "
@@ -95,22 +94,22 @@ def generate(seed: int, **size: int) -> TaskSpec:
                   f"Add a section `{repo.CURRENT}` to {doc} with two lines: \"`{n.new}(rec)` writes one JSON object "
                   f"per line, the amount in cents.\" and `Fields, in order: ` with the fields of {schema} as `name`, "
                   "`name`. The check compares them with the schema and reads the archive.", (doc,),
-                  f"{TOOL} docs {doc} && {c.pytest_files(['tests/test_archive.py'])}"),
+                  f"{TOOL} docs {doc} && {build.pytest_files(['tests/test_archive.py'])}"),
              Step(last, f"Delete the format-1 writer {n.old}",
                   f"Delete {n.old} from {codec} and V1_SEP from {schema}: nothing may write format 1 any more. "
-                  "The check lists any format-1 writer it finds.", (codec, schema), f"{TOOL} final && {c.FAST_SUITE}")]
+                  "The check lists any format-1 writer it finds.", (codec, schema), f"{TOOL} final && {build.FAST_SUITE}")]
     f.meta.update({tidy: ("tidy", (codec,), ()), docs: ("docs", (doc, codec, schema), ()),
                    last: ("final", (codec, schema), ("",))})
 
     avoid = {retry, *(export[:2] if export else ())}
     drift, planted = drifts.schedule(rng, n, files, pkgs, modules, avoid, f.steps)
-    caught = sk.batch_of(modules, 2)
+    caught = skeleton.batch_of(modules, 2)
     traps = [Trap("upgrade-idempotent", codec, "upgrade-idempotent", f"{n.upgrade}'s version check looks redundant, "
                   f"but {retry} upgrades records that {n.decode} has upgraded already", "s02",
                   f"drop-guard:{codec}:{n.upgrade}")]
-    invariants = [Invariant("readonly", sk.READONLY, anchors=("tools/", "read-only")),
+    invariants = [Invariant("readonly", skeleton.READONLY, anchors=("tools/", "read-only")),
                   Invariant("same-records", "Every caller keeps storing exactly the records it stores today; only "
-                            "the format of the lines changes.", c.FAST_SUITE, anchors=("keeps storing",)),
+                            "the format of the lines changes.", build.FAST_SUITE, anchors=("keeps storing",)),
                   Invariant("upgrade-idempotent", f"{codec}'s {n.upgrade} keeps its version check: a retried job "
                             f"upgrades format-2 records again, and {n.upgrade} must leave them as they are; never "
                             "drop the check.", f"{TOOL} retry", anchors=(n.upgrade, "version"))]
@@ -126,8 +125,8 @@ def generate(seed: int, **size: int) -> TaskSpec:
                       f"leftover once everything writes format 2, but {n.archive_path} is format 1", docs,
                       f"v1-branch:{codec}:{n.decode}"))
     if planted:
-        traps.append(sk.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
-    harmless = sk.dead_helper(f, files, modules, drift, traps)
+        traps.append(skeleton.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
+    harmless = skeleton.dead_helper(f, files, modules, drift, traps)
     text = (f"A Python service that stores records as lines. {codec} reads two formats: format 1 "
             f"(`id|kind|amount`, the amount in euros) and format 2 (one JSON object, the amount in cents); "
             f"{n.decode} returns format-2 records. Every package still writes format 1 with {n.old}(rec): "
@@ -135,8 +134,8 @@ def generate(seed: int, **size: int) -> TaskSpec:
             f"project's checks and fixtures/ stored data; all are read-only.\n\nGoal: finish the migration to "
             f"format 2. Add {n.new}(rec), move every package's writers to it package by package, document it, and "
             f"delete {n.old} at the last step ({last}).")
-    return sk.spec(f, title=f"Move {n.core}.{n.codec}.{n.old}(rec) writers to {n.new}(rec)", text=text, files=files,
+    return skeleton.spec(f, title=f"Move {n.core}.{n.codec}.{n.old}(rec) writers to {n.new}(rec)", text=text, files=files,
                    invariants=tuple(invariants), steps=plan,
-                   final_check=f"{c.SUITE} && {TOOL} final && {TOOL} retry && {TOOL} export && {TOOL} archive",
+                   final_check=f"{build.SUITE} && {TOOL} final && {TOOL} retry && {TOOL} export && {TOOL} archive",
                    traps=traps, drift=drift, oracle=Oracle(n, f.meta, doc), harmless=harmless,
                    hidden=hidden.checks(n, f.seed))

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import random
 
-from tasks.common import build as c
+from tasks.common import build, skeleton
 from tasks.common import cleanups as common
-from tasks.common import skeleton as sk
 from tasks.record_upgrade import repo
 from tasks.spec import Drift
 
@@ -23,18 +22,18 @@ CURRENCY = (*repo.FIELDS, "currency")
 
 def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], pkgs: list[str],
              modules: list[list[str]], avoid: set[str], steps: int) -> tuple[tuple[Drift, ...], common.Legacy | None]:
-    author = rng.choice(c.AUTHORS)
-    new_mod = rng.choice([m for m in c.MODULES if f"{pkgs[0]}/{m}.py" not in files])
+    author = rng.choice(build.AUTHORS)
+    new_mod = rng.choice([m for m in build.MODULES if f"{pkgs[0]}/{m}.py" not in files])
     new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.randint(100, 900))
     drift = [
-        Drift("d-schema", "changed_value", c.sid(rng.randint(2, steps)),
+        Drift("d-schema", "changed_value", build.sid(rng.randint(2, steps)),
               f"{n.schema}: format 2 records carry their currency", author,
               ((n.schema_path, repo.schema_module(CURRENCY)), ("tests/test_schema_fields.py", repo.fields_test(n, CURRENCY))),
               f"{n.schema_path} (read at s01, documented at s{steps - 1:02d}, rewritten at s{steps:02d}) gets a "
               "currency field, which the format-2 writer in another module reads"),
-        Drift("d-caller", "new_caller", c.sid(rng.randint(3, steps - 1)), f"{pkgs[0]}: store the weekly audit lines",
+        Drift("d-caller", "new_caller", build.sid(rng.randint(3, steps - 1)), f"{pkgs[0]}: store the weekly audit lines",
               author, ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
               f"a new format-1 {n.old} writer in {pkgs[0]}/{new_mod}.py, a package already migrated")]
-    legacy, planted = sk.legacy_drift(rng, files, pkgs, modules, avoid, 2, author)
+    legacy, planted = skeleton.legacy_drift(rng, files, pkgs, modules, avoid, 2, author)
     drift += [legacy] if legacy else []
     return tuple(sorted(drift, key=lambda d: d.before_step)), planted

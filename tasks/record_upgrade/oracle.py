@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-from tasks.common import build as c
+from tasks.common import build
 from tasks.common import cleanups as common
 from tasks.common.oracle import FamilyOracle, KindHook, add_function, put_section
 from tasks.record_upgrade import repo
@@ -24,7 +24,7 @@ EUROS = '["amount"] / 100'
 
 
 class Oracle(FamilyOracle[repo.Names]):
-    def __init__(self, n: repo.Names, meta: c.Meta, doc: str):
+    def __init__(self, n: repo.Names, meta: build.Meta, doc: str):
         super().__init__(n, meta)
         self.doc = doc
 
@@ -45,8 +45,8 @@ class Oracle(FamilyOracle[repo.Names]):
 
     def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, codec, schema = self.n, self.n.codec_path, self.n.schema_path
-        ed = c.FileEditor(codec, perceived[codec])
-        c.delete_def(ed, n.old)
+        ed = build.FileEditor(codec, perceived[codec])
+        build.delete_def(ed, n.old)
         edits = ed.edits
         text = perceived[schema]  # small: rewritten whole, from the copy held
         kept = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("V1_SEP"))
@@ -58,18 +58,18 @@ class Oracle(FamilyOracle[repo.Names]):
         return self.n.codec_path, self.n.schema_path
 
     def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
-        ed = c.FileEditor(path, perceived[path])
+        ed = build.FileEditor(path, perceived[path])
         _migrate(ed, self.n)
         return ed.edits
 
     def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
-        if not c.in_scope(path, ("",)):
+        if not build.in_scope(path, ("",)):
             return []
         out = _drop_guard(self.n, path, text) + _drop_v1(self.n, path, text) if path == self.n.codec_path else []
         for name in common.top_defs(text):
-            span = c.def_span(text, name)
+            span = build.def_span(text, name)
             if span and EUROS in text[span[0]:span[1]]:
-                ed = c.FileEditor(path, text)
+                ed = build.FileEditor(path, text)
                 ed.replace_span(span[0], span[1], text[span[0]:span[1]].replace(EUROS, '["amount"]'))
                 out.append(Cleanup(f"finish-cents:{path}:{name}", (name, "euros"), tuple(ed.edits),
                                    f"{name} still converts amounts to euros as format 1 did: export cents"))
@@ -77,10 +77,10 @@ class Oracle(FamilyOracle[repo.Names]):
 
 
 def _drop_guard(n: repo.Names, path: str, text: str) -> list[Cleanup]:
-    span, guard = c.def_span(text, n.upgrade), repo.GUARD.format(schema=n.schema)
+    span, guard = build.def_span(text, n.upgrade), repo.GUARD.format(schema=n.schema)
     if not span or guard not in text[span[0]:span[1]]:
         return []
-    ed = c.FileEditor(path, text)
+    ed = build.FileEditor(path, text)
     at = text.index(guard, span[0])
     ed.replace_span(at, at + len(guard), "")
     return [Cleanup(f"drop-guard:{path}:{n.upgrade}", (n.upgrade, "version"), tuple(ed.edits),
@@ -89,39 +89,39 @@ def _drop_guard(n: repo.Names, path: str, text: str) -> list[Cleanup]:
 
 def _drop_v1(n: repo.Names, path: str, text: str) -> list[Cleanup]:
     """Once the format-2 writer exists, the reader's format-1 branch looks like the migration's leftover."""
-    span = c.def_span(text, n.decode)
+    span = build.def_span(text, n.decode)
     if f"def {n.new}(" not in text or not span or n.parse_v1 not in text[span[0]:span[1]]:
         return []
-    ed = c.FileEditor(path, text)
+    ed = build.FileEditor(path, text)
     ed.replace_span(span[0], span[1], repo.written("decode_function", n, False))
-    c.delete_def(ed, n.parse_v1)
+    build.delete_def(ed, n.parse_v1)
     return [Cleanup(f"v1-branch:{path}:{n.decode}", (n.decode, "format-1"), tuple(ed.edits),
                     f"drop the format-1 branch of {n.decode} and {n.parse_v1}: everything writes format 2 now")]
 
 
 def fields(schema_text: str) -> tuple[str, ...]:
     """FIELDS as the schema's text has them."""
-    tree = c.parse(schema_text)
+    tree = build.parse(schema_text)
     for x in tree.body if tree else ():
         if isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "FIELDS" and isinstance(x.value, ast.Tuple):
             return tuple(str(getattr(e, "value", "")) for e in x.value.elts)
     return ()
 
 
-def _migrate(ed: c.FileEditor, n: repo.Names) -> None:
+def _migrate(ed: build.FileEditor, n: repo.Names) -> None:
     """`encode_v1(x)` -> `encode(x)` (and `codec.encode_v1` -> `codec.encode`); the import of the
     old writer becomes one of the new once nothing calls the old."""
-    tree = c.parse(ed.text)
+    tree = build.parse(ed.text)
     if tree is None:
         return
-    starts = c.offsets(ed.text)
+    starts = build.offsets(ed.text)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == n.old:
-            func = c.segment(ed.text, node.func, starts)
+            func = build.segment(ed.text, node.func, starts)
             found.append((node.func, func[:-len(n.old)] + n.new))
-    c.replace_nodes(ed, found)
-    tree = c.parse(ed.text)
+    build.replace_nodes(ed, found)
+    tree = build.parse(ed.text)
     line = f"from {n.core}.{n.codec} import {n.old}"
     if tree and line in ed.text.splitlines() and not any(
             isinstance(x, ast.Name) and x.id == n.old for x in ast.walk(tree)):

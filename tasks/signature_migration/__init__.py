@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import random
 
-from tasks.common import build as c
-from tasks.common import skeleton as sk
+from tasks.common import build, skeleton
 from tasks.signature_migration import checktool as checktools
 from tasks.signature_migration import drift as drifts
 from tasks.signature_migration import hidden, repo
@@ -37,14 +36,14 @@ JOBS = ("nightly", "hourly", "backfill", "warmup", "digest", "reindex", "purge",
 
 
 def generate(seed: int, **size: int) -> TaskSpec:
-    f = sk.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=5, spare=(1, 3))
+    f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=5, spare=(1, 3))
     rng, filler, batches, steps = f.rng, f.filler, f.batches, f.steps
     n = repo.names(rng)
     pkgs = repo.pick_packages(rng, batches)
-    counts = c.spread(rng, f.callers, batches)
+    counts = build.spread(rng, f.callers, batches)
     client, router, docpath = f"{n.core}/{n.client}.py", f"{n.core}/{n.router}.py", f"docs/{n.doc}.md"
     routes = [(job, rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES)) for job in rng.sample(JOBS, 3)]
-    files = {**sk.base_files(n.core, "Outbound calls."),
+    files = {**skeleton.base_files(n.core, "Outbound calls."),
              client: repo.client_module(n, rng, filler), router: repo.router_module(n, routes),
              "tests/test_routes.py": repo.routes_test(n, routes), "tests/test_transport.py": repo.transport_test(n),
              "tools/check_api.py": checktools.sig_tool(n), docpath: repo.doc(n, routes)}
@@ -61,7 +60,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
         consts.extend([named] if named else [])
         return text, tests, names
 
-    modules = sk.packages(f, files, pkgs, counts, module, "Requests sent by the {pkg} package (shipped with the task; read-only).")
+    modules = skeleton.packages(f, files, pkgs, counts, module, "Requests sent by the {pkg} package (shipped with the task; read-only).")
     host = modules[host_pkg][0]
     j = rng.randrange(host_pkg + 1, batches) if batches > 1 else 0
     importer = rng.choice([m for m in modules[j] if m != host] or [host])
@@ -85,33 +84,33 @@ def generate(seed: int, **size: int) -> TaskSpec:
                  f"arguments when called the old way (e.g. `def {n.fn}(url, policy=None, *legacy)`), so the tree "
                  f"keeps passing while callers migrate in batches. Keep accepting the legacy form {n.legacy} until "
                  f"{last}: {router} calls {n.fn} by name with legacy positional arguments.", (client,),
-                 f"{TOOL} compat && {c.pytest_files(['tests/test_routes.py'])}", (inv_compat,))]
+                 f"{TOOL} compat && {build.pytest_files(['tests/test_routes.py'])}", (inv_compat,))]
     meta = f.meta
     meta.update({"s01": ("create", (client,), ()), "s02": ("compat", (client, router), ())})
-    plan += [sk.batch_step(f, i, 3, pkg, modules[i], f"Migrate the {pkg} package to {n.fn}(url, {n.P}(...))",
+    plan += [skeleton.batch_step(f, i, 3, pkg, modules[i], f"Migrate the {pkg} package to {n.fn}(url, {n.P}(...))",
                            f"Rewrite every legacy call {n.legacy} in {pkg}/ as {n.fn}(url, {n.P}({n.t}, {n.r})), "
                            f"importing {n.P} from {n.core}.{n.pmod}. Behaviour must not change.",
-                           f"{TOOL} migrated {pkg} && {c.pytest_files([f'tests/test_{pkg}.py'])}")
+                           f"{TOOL} migrated {pkg} && {build.pytest_files([f'tests/test_{pkg}.py'])}")
              for i, pkg in enumerate(pkgs)]
     plan += [Step(tidy, f"Add {n.fn}_all(urls, policy) to {client}",
                   f"Every package calls the {n.P} form now. Add {n.fn}_all(urls, policy) next to {n.fn} in "
                   f"{client}, returning [{n.fn}(url, policy) for url in urls].", (client,),
-                  f"{TOOL} all && {c.pytest_files([f'tests/test_{pkgs[-1]}.py'])}"),
+                  f"{TOOL} all && {build.pytest_files([f'tests/test_{pkgs[-1]}.py'])}"),
              Step(docs, f"Document the {n.P} form and the routed jobs in {docpath}",
                   f"Replace the legacy signature in {docpath} with {n.fn}(url, policy), show how to build a "
                   f"{n.P}(...), and list each routed job of {router} as `job`: {n.P}({n.t}, {n.r}) with the values "
                   f"the router passes. The check compares the list with {router} and re-runs the routed jobs.",
-                  (docpath,), f"{TOOL} docs {docpath} && {c.pytest_files(['tests/test_routes.py'])}"),
+                  (docpath,), f"{TOOL} docs {docpath} && {build.pytest_files(['tests/test_routes.py'])}"),
              Step(last, "Migrate the routed jobs and delete the compatibility form",
                   f"In {router}, pass each job's arguments as one {n.P} (e.g. `({n.P}(15, 1),)`); then delete "
                   f"the legacy form from {n.fn}, whose signature becomes {n.fn}(url, policy). No caller "
                   "anywhere may still use the legacy form: the check lists any it finds.", (client, router),
-                  f"{TOOL} final && {c.FAST_SUITE}")]
+                  f"{TOOL} final && {build.FAST_SUITE}")]
     meta.update({tidy: ("tidy", (client,), ()), docs: ("docs", (docpath, router), ()),
                  last: ("final", (client, router), ("",))})
 
     drift, planted = drifts.schedule(rng, n, files, pkgs, modules, routes, {host, importer}, JOBS, steps)
-    caught = sk.batch_of(modules, 3)
+    caught = skeleton.batch_of(modules, 3)
     traps = [Trap("inline-send", client, "send-helper", f"_send looks inlinable into {n.fn}, its one visible "
                   "caller, but tests/test_transport.py imports it", last, f"inline-send:{client}")]
     const = consts[0] if consts else None
@@ -123,7 +122,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
                   f"package is migrated, but {router} still calls {n.fn} by name with ({n.t}, {n.r}) until {last}",
                   docs, f"legacy-form:{client}:{n.fn}")]
     if planted:
-        traps.append(sk.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
+        traps.append(skeleton.legacy_trap("drift-legacy", planted, caught, "d-legacy"))
     text = (f"A small Python service. {client} defines {n.legacy}, the one outbound call, used by the "
             f"packages {', '.join(pkgs)} ({f.callers} modules); {router} runs scheduled jobs through it, "
             f"documented in {docpath}. tests/ holds the shipped suite and tools/check_api.py the project's "
@@ -131,12 +130,12 @@ def generate(seed: int, **size: int) -> TaskSpec:
             f"{n.P} value object from a new module {n.core}/{n.pmod}.py, without ever breaking the tree: "
             f"add a compatibility form first, migrate the callers package by package, and delete the "
             f"compatibility form at the last step ({last}).")
-    harmless = sk.dead_helper(f, files, modules, drift, traps)
-    return sk.spec(
+    harmless = skeleton.dead_helper(f, files, modules, drift, traps)
+    return skeleton.spec(
         f, title=f"Migrate {n.fn} to {n.fn}(url, {n.P})", text=text, files=files,
-        invariants=(Invariant("readonly", sk.READONLY, anchors=("tools/", "read-only")),
+        invariants=(Invariant("readonly", skeleton.READONLY, anchors=("tools/", "read-only")),
                     Invariant("same-requests", f"Every caller keeps sending exactly the {n.t} and {n.r} values "
-                              "it sends today; only the way they are passed changes.", c.FAST_SUITE,
+                              "it sends today; only the way they are passed changes.", build.FAST_SUITE,
                               anchors=("keeps sending",)),
                     Invariant("send-helper", f"{client}'s _send stays a module-level function taking (url, {n.t}, "
                               f"{n.r}): tests/test_transport.py imports it, so never inline it into {n.fn}.",
@@ -145,7 +144,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
                                  f"constants: {importer} imports {const[0]}, so never fold them into a {n.P}.",
                                  f"python3 -B -c 'from {host[:-3].replace('/', '.')} import {', '.join(const)}'",
                                  anchors=(const[0],))] if const else [])),
-        steps=plan, final_check=f"{c.SUITE} && {TOOL} final && {TOOL} policy && {TOOL} send", traps=traps,
+        steps=plan, final_check=f"{build.SUITE} && {TOOL} final && {TOOL} policy && {TOOL} send", traps=traps,
         drift=drift, oracle=Oracle(n, meta), harmless=harmless, hidden=hidden.checks(n, f.seed))
 
 
@@ -156,8 +155,8 @@ def _plant_constant_user(rng: random.Random, n: repo.Names, files: dict[str, str
     r = rng.choice(repo.RETRIES)
     call = n.fn if f"from {n.core}.{n.client} import {n.fn}" in files[importer] else f"{n.client}.{n.fn}"
     line, func, name = repo.constant_user(n, host, const, r, call)
-    ed = c.FileEditor(importer, files[importer])
-    c.add_import(ed, line)
+    ed = build.FileEditor(importer, files[importer])
+    build.add_import(ed, line)
     files[importer] = ed.text.rstrip("\n") + "\n\n\n" + func
     mod = importer.rsplit("/", 1)[1][:-3]
     want = repo.sent(n, f"h/{const.split('_', 1)[0].lower()}/window", value, r)

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import random
 
-from tasks.common import build as c
+from tasks.common import build, skeleton
 from tasks.common import cleanups as common
-from tasks.common import skeleton as sk
 from tasks.signature_migration import repo
 from tasks.spec import Drift
 
@@ -24,24 +23,24 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], pkgs: lis
              jobs: tuple[str, ...], steps: int) -> tuple[tuple[Drift, ...], common.Legacy | None]:
     """The drift commits, sorted by the step they land before, and the planted new trap (if
     the packages leave room for one)."""
-    author = rng.choice(c.AUTHORS)
+    author = rng.choice(build.AUTHORS)
     batches = len(pkgs)
     router = f"{n.core}/{n.router}.py"
     changed = [(j, t, r + 1 if k == 0 else r) for k, (j, t, r) in enumerate(routes)]
     changed.append((rng.choice([j for j in jobs if j not in {x[0] for x in routes}]),
                     rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES)))
-    new_mod = rng.choice([m for m in c.MODULES if f"{pkgs[0]}/{m}.py" not in files])
+    new_mod = rng.choice([m for m in build.MODULES if f"{pkgs[0]}/{m}.py" not in files])
     new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES))
     drift = [
-        Drift("d-routes", "changed_value", c.sid(3 + rng.randrange(batches)),
+        Drift("d-routes", "changed_value", build.sid(3 + rng.randrange(batches)),
               f"jobs: retry {routes[0][0]} harder, add the {changed[-1][0]} job", author,
               ((router, repo.router_module(n, changed)), ("tests/test_routes.py", repo.routes_test(n, changed))),
               f"{router} (read at s02, documented at s{steps - 1:02d}, rewritten at s{steps:02d}) gains a job "
               "and a changed entry"),
-        Drift("d-caller", "new_caller", c.sid(rng.randint(4, steps - 1)),
+        Drift("d-caller", "new_caller", build.sid(rng.randint(4, steps - 1)),
               f"{pkgs[0]}: add the {new_mod} health probe", author,
               ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
               f"a new legacy call in {pkgs[0]}/{new_mod}.py, a package already migrated")]
-    legacy, planted = sk.legacy_drift(rng, files, pkgs, modules, avoid, 3, author)
+    legacy, planted = skeleton.legacy_drift(rng, files, pkgs, modules, avoid, 3, author)
     drift += [legacy] if legacy else []
     return tuple(sorted(drift, key=lambda d: d.before_step)), planted

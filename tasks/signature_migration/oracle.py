@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from tasks.common import build as c
+from tasks.common import build
 from tasks.common import cleanups as common
 from tasks.common.oracle import FamilyOracle, KindHook
 from tasks.signature_migration import repo
@@ -36,27 +36,27 @@ class Oracle(FamilyOracle[repo.Names]):
 
     def _compat(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
-        ed = c.FileEditor(self.client, perceived[self.client])
-        c.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
+        ed = build.FileEditor(self.client, perceived[self.client])
+        build.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
         fdef = function(ed.text, n.fn)
         if fdef is not None and fdef.args.vararg is None:
-            starts = c.offsets(ed.text)
+            starts = build.offsets(ed.text)
             ed.replace_span(starts[fdef.lineno - 1], starts[fdef.end_lineno or fdef.lineno], repo.written("compat_function", n))
         return ed.edits
 
     def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
-        ed = c.FileEditor(self.client, perceived[self.client])
+        ed = build.FileEditor(self.client, perceived[self.client])
         fdef = function(ed.text, n.fn)
         if fdef is not None and function(ed.text, f"{n.fn}_all") is None:
-            end = c.offsets(ed.text)[fdef.end_lineno or fdef.lineno]
+            end = build.offsets(ed.text)[fdef.end_lineno or fdef.lineno]
             ed.replace_span(end, end, "\n\n" + repo.written("all_function", n))
         return ed.edits
 
     def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         edits = []
         for path in needs[:1]:
-            ed = c.FileEditor(path, perceived[path])
+            ed = build.FileEditor(path, perceived[path])
             _document(ed, self.n, routes(perceived[self.router]))
             edits += ed.edits
         return edits
@@ -64,11 +64,11 @@ class Oracle(FamilyOracle[repo.Names]):
     def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         router, edits = self.router, []
         # The route table is small: rewritten whole, from the copy the engineer holds.
-        ed = c.FileEditor(router, perceived[router])
+        ed = build.FileEditor(router, perceived[router])
         _migrate_routes(ed, self.n)
         if ed.text != perceived[router]:
             edits.append(Edit(router, "write", content=ed.text))
-        ed = c.FileEditor(self.client, perceived[self.client])
+        ed = build.FileEditor(self.client, perceived[self.client])
         strict(ed, self.n)
         return edits + ed.edits
 
@@ -77,16 +77,16 @@ class Oracle(FamilyOracle[repo.Names]):
 
     def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
         """Every legacy call the engineer can see in scope."""
-        ed = c.FileEditor(path, perceived[path])
+        ed = build.FileEditor(path, perceived[path])
         _migrate_calls(ed, self.n)
         return ed.edits
 
     def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
         n, client = self.n, self.client
         if path != client:
-            return _fold_constants(path, text, perceived, n) if c.in_scope(path, ("",)) else []
+            return _fold_constants(path, text, perceived, n) if build.in_scope(path, ("",)) else []
         out = []
-        ed = c.FileEditor(client, text)
+        ed = build.FileEditor(client, text)
         strict(ed, n)
         if ed.edits and _has_legacy_branch(text, n):
             out.append(Cleanup(f"legacy-form:{client}:{n.fn}", (n.fn, "legacy form"), tuple(ed.edits),
@@ -99,14 +99,14 @@ class Oracle(FamilyOracle[repo.Names]):
 
 
 def function(text: str, name: str) -> ast.FunctionDef | None:
-    tree = c.parse(text)
+    tree = build.parse(text)
     return next((d for d in (tree.body if tree else ()) if isinstance(d, ast.FunctionDef) and d.name == name),
                 None)
 
 
 def routes(router_text: str) -> list[tuple[str, int, int]]:
     """(job, t, r) of every route in a router's text, legacy `(t, r)` or migrated `(P(t, r),)`."""
-    tree = c.parse(router_text)
+    tree = build.parse(router_text)
     table: Any = next((x.value for x in (tree.body if tree else ()) if isinstance(x, ast.Assign)
                        and getattr(x.targets[0], "id", "") == "ROUTES"), None)
     out = []
@@ -131,53 +131,53 @@ def _legacy(node: ast.AST, n: repo.Names) -> TypeGuard[ast.Call]:
     return (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == n.fn
 
 
-def _migrate_calls(ed: c.FileEditor, n: repo.Names) -> None:
+def _migrate_calls(ed: build.FileEditor, n: repo.Names) -> None:
     """fn(url, t, r) -> fn(url, P(t, r)) for every legacy call, plus the import of P."""
     changed = False
-    while n.fn in ed.text and (tree := c.parse(ed.text)) is not None:
-        starts = c.offsets(ed.text)
+    while n.fn in ed.text and (tree := build.parse(ed.text)) is not None:
+        starts = build.offsets(ed.text)
         found = []
         for call in (x for x in ast.walk(tree) if _legacy(x, n)):
-            func, url, t, r = (c.segment(ed.text, x, starts) for x in (call.func, *call.args))
+            func, url, t, r = (build.segment(ed.text, x, starts) for x in (call.func, *call.args))
             found.append((call, f"{func}({url}, {n.P}({t}, {r}))"))
-        if not c.replace_nodes(ed, found):
+        if not build.replace_nodes(ed, found):
             break
         changed = True
     if changed:
-        c.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
+        build.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
 
 
-def _migrate_routes(ed: c.FileEditor, n: repo.Names) -> None:
+def _migrate_routes(ed: build.FileEditor, n: repo.Names) -> None:
     """Route entries (module, "fn", (t, r)) -> (module, "fn", (P(t, r),))."""
     changed = False
-    while (tree := c.parse(ed.text)) is not None:
+    while (tree := build.parse(ed.text)) is not None:
         entry: Any = next((e for e in ast.walk(tree) if isinstance(e, ast.Tuple) and len(e.elts) == 3
                       and isinstance(e.elts[1], ast.Constant) and e.elts[1].value == n.fn
                       and isinstance(e.elts[2], ast.Tuple) and len(e.elts[2].elts) == 2), None)
         if entry is None:
             break
-        starts = c.offsets(ed.text)
-        t, r = (c.segment(ed.text, x, starts) for x in entry.elts[2].elts)
-        ed.replace_span(*c.span(ed.text, entry.elts[2], starts), f"({n.P}({t}, {r}),)")
+        starts = build.offsets(ed.text)
+        t, r = (build.segment(ed.text, x, starts) for x in entry.elts[2].elts)
+        ed.replace_span(*build.span(ed.text, entry.elts[2], starts), f"({n.P}({t}, {r}),)")
         changed = True
     if changed:
-        c.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
+        build.add_import(ed, f"from {n.core}.{n.pmod} import {n.P}")
 
 
-def strict(ed: c.FileEditor, n: repo.Names) -> None:
+def strict(ed: build.FileEditor, n: repo.Names) -> None:
     """Delete the legacy branch of fn and narrow its signature to (url, policy)."""
     fdef = function(ed.text, n.fn)
     if fdef is None:
         return
-    starts = c.offsets(ed.text)
+    starts = build.offsets(ed.text)
     for node in fdef.body:
-        if isinstance(node, ast.If) and "isinstance" in c.segment(ed.text, node.test, starts):
+        if isinstance(node, ast.If) and "isinstance" in build.segment(ed.text, node.test, starts):
             ed.replace_span(starts[node.lineno - 1], starts[node.end_lineno or node.lineno], "")
             break
     fdef = function(ed.text, n.fn)
     if fdef is None or len(fdef.args.args) < 2 or (fdef.args.vararg is None and not fdef.args.defaults):
         return
-    starts = c.offsets(ed.text)
+    starts = build.offsets(ed.text)
     line = ed.text[starts[fdef.lineno - 1]:starts[fdef.lineno]]
     m = re.match(r"(\s*def \w+)\((.*)\)(.*)$", line, re.S)
     if m:
@@ -192,23 +192,23 @@ def _inline_send(text: str, perceived: Mapping[str, str], client: str) -> tuple[
     if send is None or common.code_uses(text, "_send") != 1 or common.used_elsewhere("_send", perceived, client):
         return ()
     ret = next((x.value for x in send.body if isinstance(x, ast.Return)), None)
-    call = next((x for x in ast.walk(c.parse(text) or ast.Module([], [])) if isinstance(x, ast.Call)
+    call = next((x for x in ast.walk(build.parse(text) or ast.Module([], [])) if isinstance(x, ast.Call)
                  and getattr(x.func, "id", "") == "_send"), None)
     if not isinstance(ret, ast.JoinedStr) or call is None or len(call.args) != len(send.args.args):
         return ()
     body = ast.unparse(ret)
     for param, arg in zip(send.args.args, call.args, strict=True):
         body = re.sub(r"\{" + re.escape(param.arg) + r"\}", "{" + ast.unparse(arg) + "}", body)
-    ed = c.FileEditor(client, text)
-    starts = c.offsets(text)
-    ed.replace_span(*c.span(text, call, starts), body)
-    c.delete_def(ed, "_send")
+    ed = build.FileEditor(client, text)
+    starts = build.offsets(text)
+    ed.replace_span(*build.span(text, call, starts), body)
+    build.delete_def(ed, "_send")
     return tuple(ed.edits)
 
 
 def _fold_constants(path: str, text: str, perceived: Mapping[str, str], n: repo.Names) -> list[Cleanup]:
     """`X_T = v`, `X_R = w` used only as `P(X_T, X_R)` here: fold them into `X_POLICY = P(v, w)`."""
-    tree = c.parse(text)
+    tree = build.parse(text)
     consts = {getattr(x.targets[0], "id", ""): x for x in (tree.body if tree else ()) if isinstance(x, ast.Assign)
               and isinstance(x.value, ast.Constant)}
     out = []
@@ -222,8 +222,8 @@ def _fold_constants(path: str, text: str, perceived: Mapping[str, str], n: repo.
             continue
         if common.code_uses(text, name_t) != 1 or common.code_uses(text, name_r) != 1:
             continue
-        ed = c.FileEditor(path, text)
-        starts = c.offsets(text)
+        ed = build.FileEditor(path, text)
+        starts = build.offsets(text)
         lo, hi = starts[node_t.lineno - 1], starts[consts[name_r].end_lineno or consts[name_r].lineno]
         vt, vr = node_t.value.value, consts[name_r].value.value  # type: ignore[attr-defined]
         if use in text:  # once the call is migrated; before, the pair only invites the fold
@@ -234,7 +234,7 @@ def _fold_constants(path: str, text: str, perceived: Mapping[str, str], n: repo.
     return out
 
 
-def _document(ed: c.FileEditor, n: repo.Names, table: list[tuple[str, int, int]]) -> None:
+def _document(ed: build.FileEditor, n: repo.Names, table: list[tuple[str, int, int]]) -> None:
     new = f"{n.fn}(url, policy)"
     while ed.replace(n.legacy, new):
         pass

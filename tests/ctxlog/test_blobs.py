@@ -9,8 +9,8 @@ import json
 
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, ToolCall, request_hash
-from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
+from bench.eventlog.writer import EventLog
 from ctxlog import blobs
 from ctxlog import events as ev
 from ctxlog.reader import Log

@@ -24,7 +24,7 @@ from bench.config import CONF_DIR
 from bench.core import render
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, ToolCall
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.sandbox import create
 from bench.sandbox.base import SandboxConfig

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.providers.attacks import channel, content, emitted, judge, policy
+from bench.providers.attacks import channel, content, emitted, on_judge, policy
 
-ATTACKS: dict[str, list[list[dict[str, Any]]]] = {**policy.ATTACKS, **content.ATTACKS, **judge.ATTACKS,
+ATTACKS: dict[str, list[list[dict[str, Any]]]] = {**policy.ATTACKS, **content.ATTACKS, **on_judge.ATTACKS,
                                                   **emitted.ATTACKS, **channel.ATTACKS}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.providers.attacks.common import SUBMIT, run, write
-from bench.providers.attacks.judge import _import_everywhere
+from bench.providers.attacks.on_judge import _import_everywhere
 
 # A forged report through the judge's own channel. At its first import in a check, the code under
 # test leaves a detached watcher that (1) reads the plan and the tree from the launcher's argv in

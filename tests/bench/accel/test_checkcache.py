@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from bench.accel.checkcache import CheckCache
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox import SandboxConfig, create
 from bench.sandbox.docker import DockerSandbox
 from bench.trial.certify import CheckOutcome, HarnessCopy, certify

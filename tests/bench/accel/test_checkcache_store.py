@@ -19,7 +19,7 @@ import pytest
 
 from bench.accel import checkcache, pristine
 from bench.accel.checkcache import CheckCache
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox import SandboxConfig, create
 from bench.sandbox.local import LocalSandbox
 from bench.trial.certify import HarnessCopy, certify

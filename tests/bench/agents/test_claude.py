@@ -22,8 +22,8 @@ from bench.agents.players import model_provider
 from bench.agents.spec import AgentSpec
 from bench.config import ConfigError, compose
 from bench.core import outcomes
-from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
+from bench.eventlog.writer import EventLog
 from bench.providers import make_provider
 from bench.providers.scripted import ScriptedProvider
 from bench.sandbox import create

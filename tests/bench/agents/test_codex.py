@@ -25,8 +25,8 @@ from bench.agents.spec import AgentSpec
 from bench.config import ConfigError, compose
 from bench.core import outcomes
 from bench.core.render import content_sha
-from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
+from bench.eventlog.writer import EventLog
 from bench.providers import make_provider
 from bench.sandbox import create
 from bench.sim.dialects.codex import output

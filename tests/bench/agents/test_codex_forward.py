@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from bench.agents import forward
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.proxy.server import ModelProxy
 from ctxlog import events as ev

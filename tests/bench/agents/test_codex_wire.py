@@ -19,8 +19,8 @@ from bench.agents.install import cache_root
 from bench.agents.spec import AgentSpec
 from bench.config import ConfigError, compose, load
 from bench.core.render import file_block
-from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
+from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.proxy.api import OpenAIResponses
 from bench.proxy.server import ModelProxy

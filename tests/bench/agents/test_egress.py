@@ -22,7 +22,7 @@ from bench.agents import egress, mini
 from bench.agents.install import names
 from bench.agents.spec import AgentSpec
 from bench.config import compose
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from tests.bench.agents.test_mini import SEED, _play, box, mini_installed  # noqa: F401 - fixtures
 from tests.bench.trial.conftest import CALC, tiny_task

@@ -18,8 +18,8 @@ from bench.agents.players import validate
 from bench.agents.spec import AgentSpec
 from bench.config import ConfigError, compose, config_hash, load
 from bench.core.tokens import count_messages
-from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
+from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.sim.dialects import DIALECTS, DialectProvider
 from ctxlog import events as ev

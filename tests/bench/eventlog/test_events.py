@@ -3,7 +3,7 @@ import json
 import pytest
 
 from bench.core.types import Message
-from bench.eventlog.events import EventLog, comparable, ledger_records, line_sha
+from bench.eventlog.writer import EventLog, comparable, ledger_records, line_sha
 from ctxlog import events as ev
 from ctxlog.reader import Log
 

@@ -1,7 +1,7 @@
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, request_hash, sha256_text
-from bench.eventlog.events import EventLog
 from bench.eventlog.verify import main, verify
+from bench.eventlog.writer import EventLog
 from ctxlog import events as ev
 
 

@@ -14,8 +14,8 @@ import openai
 import pytest
 
 from bench.core.types import Message, ToolSpec
-from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
+from bench.eventlog.writer import EventLog
 from bench.providers.base import ProviderError
 from bench.providers.http import errors as error_table
 from bench.providers.scripted import ScriptedProvider
@@ -241,12 +241,12 @@ def test_a_failing_model_is_infrastructure_never_the_agents(tmp_path, exc, reaso
 
 
 def test_a_crash_of_the_proxy_itself_is_the_harness_error_never_the_agents(tmp_path, monkeypatch):
-    from bench.proxy import api as A
+    from bench.proxy import api
 
     def broken(*args, **kwargs):
         raise RuntimeError("a codec bug")
 
-    monkeypatch.setattr(A.Anthropic, "reply", staticmethod(broken))
+    monkeypatch.setattr(api.Anthropic, "reply", staticmethod(broken))
     with _proxy(tmp_path) as proxy:
         with pytest.raises(anthropic.InternalServerError):
             anthropic.Anthropic(base_url=proxy.url, api_key="x", max_retries=0).messages.create(

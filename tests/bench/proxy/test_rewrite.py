@@ -12,8 +12,8 @@ import openai
 import pytest
 
 from bench.config import ConfigError
-from bench.eventlog.events import EventLog
 from bench.eventlog.verify import verify
+from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.proxy.rewrite import Rewrite, parse_rewrite
 from bench.proxy.server import ModelProxy

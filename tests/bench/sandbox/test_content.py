@@ -12,7 +12,7 @@ import time
 import pytest
 
 from bench.accel import libgit
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox import content, hostgit
 from bench.sandbox.content import ContentError, remove_tree, walk
 from bench.sandbox.paths import Protected

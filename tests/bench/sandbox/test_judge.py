@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox.base import SandboxConfig
 from bench.sandbox.docker import DockerSandbox, create
 from bench.sandbox.judge import AGENT_UID, PROBE_END, fill, probed

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.providers.attacks.channel import HOLD_AND_FORGE
 from bench.sandbox import judge
 from bench.sandbox.base import ExecResult, SandboxConfig

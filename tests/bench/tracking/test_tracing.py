@@ -159,7 +159,7 @@ def test_a_trial_is_traced_by_a_subscriber_of_its_event_log(store, tmp_path):
 
 def test_the_proxys_calls_from_its_own_thread_are_spans_of_the_trials_trace(store, tmp_path):
     """An external agent's model calls are written by the model proxy's server thread
-    (bench/proxy/record.py), where the trial's root span is not the active one: each must still
+    (bench/proxy/log_request.py), where the trial's root span is not the active one: each must still
     be a span of the trial's trace, with its token usage, and no trace of its own."""
     import threading
 

@@ -21,7 +21,7 @@ from bench.config import CONF_DIR, TrialConfig, compose, load
 from bench.sandbox import create
 from bench.sandbox.base import SandboxConfig
 from bench.sandbox.local import LocalSandbox
-from tasks.common.runner import RUNNER_PATH, RUNNER_SOURCE
+from tasks.common.run_tests import RUNNER_PATH, RUNNER_SOURCE
 from tasks.spec import Invariant, Step, StepPlan, TaskSpec
 from tests.helpers.store import seeded
 

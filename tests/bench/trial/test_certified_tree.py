@@ -10,7 +10,7 @@ import os
 import pytest
 
 from bench.core.outcomes import AgentFailure
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox.judge import tree_entries
 from bench.sandbox.workcopy import WorkingCopy
 from bench.trial import certified_tree

@@ -9,8 +9,8 @@ import os
 import pytest
 
 from bench.core.outcomes import InfraFailure
-from bench.eventlog.events import EventLog
-from bench.providers.attacks.judge import FORGE_PIPE
+from bench.eventlog.writer import EventLog
+from bench.providers.attacks.on_judge import FORGE_PIPE
 from bench.sandbox.local import LocalSandbox
 from bench.trial.certify import HarnessCopy, Part, _judge, certify, expected_tests, parse
 from tests.bench.trial.conftest import CALC, CHECK, FINAL, TEST_CALC, tiny_task

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from bench.core.outcomes import InfraFailure
-from bench.eventlog.events import EventLog
 from bench.eventlog.measures import trial_measures
+from bench.eventlog.writer import EventLog
 from bench.providers.attacks import hidden as peek_attack
 from bench.sandbox.base import Sandbox, SandboxConfig
 from bench.sandbox.docker import create

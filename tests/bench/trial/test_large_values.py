@@ -6,8 +6,8 @@ reader gets the values back from MLflow."""
 from __future__ import annotations
 
 from analysis.diff.__main__ import from_run
-from bench.eventlog.events import comparable
 from bench.eventlog.verify import main as verify_main
+from bench.eventlog.writer import comparable
 from ctxlog import blobs
 from ctxlog import events as ev
 from ctxlog.reader import Log

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.core.outcomes import TrialFailed
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.trial.driver import Limits, StepDriver
 from bench.trial.player import GAVE_UP, SUBMITTED, Instruction, Seat, TurnEnd
 from ctxlog import events as ev

@@ -1,13 +1,13 @@
-"""A trial's event log is parsed once for all its readers (bench.eventlog.events.EventLog.log):
+"""A trial's event log is parsed once for all its readers (bench.eventlog.writer.EventLog.log):
 the tallies taken while it runs and at its end, the outcome measures, the error kinds, the
 per-step curves and RUN.md each read the same parsed log, and what they record is what a
 fresh parse of the records gives."""
 
 from __future__ import annotations
 
-from bench.eventlog.events import EventLog
 from bench.eventlog.measures import step_curves, trial_measures
 from bench.eventlog.tally import tally
+from bench.eventlog.writer import EventLog
 from bench.trial import record
 from bench.trial.tidy_errors import error_kinds
 from ctxlog import events as ev

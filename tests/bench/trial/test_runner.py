@@ -9,8 +9,8 @@ import pytest
 
 from bench.config import compose, load
 from bench.core.types import Completion
-from bench.eventlog.events import comparable
 from bench.eventlog.verify import main as verify_main
+from bench.eventlog.writer import comparable
 from bench.trial.runner import run
 from ctxlog.reader import Log
 from tests.helpers.store import seeded

@@ -6,7 +6,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from bench.config import CONF_DIR
-from bench.eventlog.events import EventLog
+from bench.eventlog.writer import EventLog
 from bench.sandbox import create
 from bench.sandbox.base import SandboxConfig
 from bench.trial import steps as S

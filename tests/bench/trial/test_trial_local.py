@@ -86,7 +86,7 @@ def _cleaned(scripted_trial) -> bool:
 
 
 def test_a_full_disk_while_logging_still_cleans_up_and_leaves_no_run_running(scripted_trial, monkeypatch):
-    from bench.eventlog.events import EventLog
+    from bench.eventlog.writer import EventLog
 
     real, calls = EventLog.append, []
 

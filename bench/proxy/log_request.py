@@ -19,7 +19,7 @@ from bench.core.types import Completion, Message, request_hash
 from bench.proxy.api import Request
 from ctxlog import events as ev
 
-ERROR_DETAIL_CHARS = 500  # bench/eventlog/events.py's; not imported: verify.py there imports this package
+ERROR_DETAIL_CHARS = 500  # bench/eventlog/writer.py's; not imported: verify.py there imports this package
 PURPOSE = {"main": "turn", "compaction": "compaction", "side": "side", "subagent": "subagent"}
 
 
@@ -34,7 +34,7 @@ def sha(raw: bytes) -> str:
 
 
 class EventLog(Protocol):
-    """bench.eventlog.events.EventLog, as the recorder uses it."""
+    """bench.eventlog.writer.EventLog, as the recorder uses it."""
 
     def append(self, event: ev.Event) -> dict[str, Any]: ...
 
