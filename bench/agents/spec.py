@@ -29,7 +29,7 @@ KEYS = ("name", "version", "install", "runs", "wire_api", "dialect", "model_id",
 # trial's `strategy` over the agent's message list, for an agent whose list is ours (mini's).
 CONTEXTS = ("own", "strategy")
 INSTALL_KEYS = ("registry", "package", "bin", "python")
-ARM_KEYS = ("window", "env")
+ARM_KEYS = ("window", "env", "knobs")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class AgentSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     config_files: Mapping[str, str] = field(default_factory=dict)  # path under the agent's home -> text
     compaction: Mapping[str, str] = field(default_factory=dict)  # the agent's own knob -> what it does
-    arms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # arm -> window mode, env
+    arms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # arm -> window mode, env, knobs
     limits: Mapping[str, Any] = field(default_factory=dict)  # turn_timeout_s, output_limit_bytes
     player: str = ""  # "module:attribute" of the player class
     context: str = "own"  # own: the agent's policy; strategy: the trial's strategy over its list (CONTEXTS)
@@ -74,6 +74,14 @@ class AgentSpec:
 
     def arm(self, arm: str) -> Mapping[str, Any]:
         return self.arms.get(arm) or {}
+
+    def knobs(self, arm: str, window: int, overhead: int) -> dict[str, int]:
+        """The agent's own compaction knobs under an arm: each its overhead plus its fraction of the
+        arm's window (conf/agent/*.yaml `arms.<arm>.knobs`), so that it compacts, by its own count,
+        before the proxy refuses, and its compaction request still fits. Empty without a window."""
+        if not window:
+            return {}
+        return {k: overhead + int(f * window) for k, f in dict(self.arm(arm).get("knobs") or {}).items()}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> AgentSpec:
@@ -115,6 +123,17 @@ class AgentSpec:
                 raise ConfigError(f"agent.arms.{arm}.{bad[0]}: unknown key; an arm's entry has {', '.join(ARM_KEYS)}")
             if opts.get("window", "absolute") not in ("absolute", "relative"):
                 raise ConfigError(f"agent.arms.{arm}.window must be absolute or relative (to the agent's overhead)")
+            knobs = dict(opts.get("knobs") or {})
+            compaction = dict(d.get("compaction") or {})
+            for knob, fraction in knobs.items():
+                if knob not in compaction:
+                    raise ConfigError(f"agent.arms.{arm}.knobs.{knob}: not one of {name}'s compaction knobs "
+                                      f"({', '.join(compaction) or 'none'}); name it under agent.compaction first")
+                if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1:
+                    raise ConfigError(f"agent.arms.{arm}.knobs.{knob}={fraction!r}: give the fraction of the arm's "
+                                      "window above the agent's overhead it is set to, in (0, 1]")
+            if knobs:
+                opts["knobs"] = {str(k): float(v) for k, v in knobs.items()}
         context = str(d.get("context") or "own")
         if context not in CONTEXTS:
             raise ConfigError(f"agent.context={context!r} is not one of {', '.join(CONTEXTS)} (own: {name}'s own "

@@ -5,8 +5,8 @@ Read from the request stream, and from the agent's own signal where it gives one
 - a compaction request asks for a summary: Claude Code ends with a user message beginning
   "CRITICAL: Respond with TEXT ONLY", Codex with "You are performing a CONTEXT CHECKPOINT
   COMPACTION" (docs/agents.md, "Threads"), ctxbench's own summariser with COMPACTION_MARKER;
-- the main thread is the system prompt of the first request that offered tools; a request with
-  tools and another system prompt is a subagent's; a request without tools that is not a
+- the main thread is the system prompt of the first request that offered tools (or that prompt with
+  more after it); a request with tools and another system prompt is a subagent's; a request without tools that is not a
   compaction is a side call (a title, a commit message).
 """
 
@@ -62,4 +62,7 @@ class Threads:
         system = _system(messages)
         if self.main_system is None:
             self.main_system = system
-        return "main" if system == self.main_system else "subagent"
+        # The main thread's prompt may grow: Codex appends its skills' instructions from its second
+        # process on (measured, 0.171.0). A subagent's prompt is another one from its start.
+        grown = bool(self.main_system) and system.startswith(self.main_system)
+        return "main" if system == self.main_system or grown else "subagent"
