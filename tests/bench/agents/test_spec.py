@@ -40,6 +40,10 @@ def test_agent_left_out_or_own_is_the_same_trial():
     ({"install": {"registry": "cargo", "package": "x", "bin": "y"}}, "agent.install must name registry"),
     ({"model_id": "gpt-6"}, "agent.model_id='gpt-6' is not an id mini_swe_agent accepts"),
     ({"arms": {"compaction": {"window": "half"}}}, "agent.arms.compaction.window must be absolute or relative"),
+    ({"arms": {"compaction": {"knobs": {"max_tokens": 0.5}}}},
+     "agent.arms.compaction.knobs.max_tokens: not one of mini_swe_agent's compaction knobs (none)"),
+    ({"compaction": {"k": "what it does"}, "arms": {"compaction": {"knobs": {"k": 1.5}}}},
+     "agent.arms.compaction.knobs.k=1.5: give the fraction of the arm's window"),
 ])
 def test_bad_agent_config_is_one_line(patch, words):
     d = {**OmegaConf.to_container(compose(["agent=mini_swe_agent"]).agent, resolve=True), **patch}
@@ -102,3 +106,15 @@ def test_the_player_of_each_agent(monkeypatch):
     cc = load(compose(["agent=claude_code", "agent.player=''"]))  # every shipped agent plays now
     with pytest.raises(ConfigError, match="agent=claude_code has no player yet"):
         players.make_player(cc, parts(cc), 1)
+
+
+def test_an_agents_compaction_knobs_are_its_overhead_plus_its_share_of_the_arms_window():
+    """conf/agent/codex.yaml: under a window arm each knob is Codex's overhead plus its fraction of
+    the arm's window (what `codex exec -c` is given); under an arm without them, or no window, none."""
+    spec = AgentSpec.from_dict(OmegaConf.to_container(compose(["agent=codex"]).agent, resolve=True))
+    assert spec.knobs("compaction", 12000, 5373) == {"model_context_window": 17373,
+                                                     "model_auto_compact_token_limit": 5373 + 8400}
+    assert spec.knobs("drift_compaction", 12000, 0) == {"model_context_window": 12000,
+                                                        "model_auto_compact_token_limit": 8400}
+    assert spec.knobs("baseline", 12000, 5373) == {} and spec.knobs("compaction", 0, 5373) == {}
+    assert set(spec.compaction) >= set(spec.arm("compaction")["knobs"])

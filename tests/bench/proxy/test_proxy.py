@@ -292,6 +292,12 @@ def test_a_main_prompt_with_more_after_it_is_still_the_main_thread():
     assert th.classify(grown, tools) == "main"
     assert th.classify((Message(role="system", content="You are a reviewer"), grown[-1]), tools) == "subagent"
     assert th.classify((Message(role="user", content="no prompt"),), tools) == "subagent"
+    # after a compaction Codex's skills' list is longer: its base instructions and its `turn` say main
+    codex = Threads()
+    assert codex.classify((prompt, Message(role="system", content="skills: a (short)"), grown[-1]), tools) == "main"
+    changed = (prompt, Message(role="system", content="skills: a (its longer text)"), Message(role="user", content="3"))
+    assert codex.classify(changed, tools, signal="turn") == "main" and codex.classify(changed, tools) == "subagent"
+    assert codex.classify((Message(role="system", content="Other"), *changed[1:]), tools, signal="turn") == "subagent"
     bare = Threads()  # a main thread without a prompt: only another request without one is main
     assert bare.classify((Message(role="user", content="x"),), tools) == "main"
     assert bare.classify((prompt, Message(role="user", content="y")), tools) == "subagent"
