@@ -109,7 +109,7 @@ class CodexPlayer:
         text = self._instruction(instruction)
         self.started, self.last_index = True, instruction.index
         self.spent, self.limit, proxy.turn = "", None, self.seat.referee.turns
-        knobs = self._knobs()
+        knobs, counted = self._knobs(), proxy.overhead or 0  # the overhead the knobs were counted above
         proxy.start()
         try:
             res = self.seat.sandbox.exec(self._script(first, knobs), timeout=self.turn_timeout_s, reap=True,
@@ -125,7 +125,7 @@ class CodexPlayer:
                                                   processes=list(res.ended)))
         end = _read(res)
         self._compactions(since, end["compacted"])
-        said = f"knobs: {' '.join(f'{k}={v}' for k, v in knobs.items())} (overhead {proxy.overhead or 0})\n" if knobs else ""
+        said = f"knobs: {' '.join(f'{k}={v}' for k, v in knobs.items())} (overhead {counted})\n" if knobs else ""
         self.seat.log.append(ev.AgentTurn(
             turn=last, agent=self.spec.name, step=instruction.step.id, attempt=int(instruction.retry),
             instruction=text if first else text[-2000:], exit_code=end["exit"], requests=proxy.requests - before,

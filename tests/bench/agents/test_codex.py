@@ -152,6 +152,8 @@ def test_under_arm_compaction_codex_compacts_itself_and_goes_on(codex_installed,
     assert overhead > 0 and all(r.window == 12000 + r.overhead for r in requests[1:])
     assert f"model_context_window={12000 + overhead} model_auto_compact_token_limit={overhead + 8400} " \
         f"(overhead {overhead})" in turns[-1].detail
+    # Codex reads its knobs when it starts: its first turn, before its first request, counts no overhead
+    assert "model_context_window=12000 model_auto_compact_token_limit=8400 (overhead 0)" in turns[0].detail
     # Codex's own compaction: its signal, the sim's summary, the event with tokens before and after
     asks = [r for r in requests if r.thread == "compaction"]
     assert asks and all(r.signal == "compaction" for r in asks)
