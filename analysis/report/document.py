@@ -211,6 +211,6 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
         basis_overall="\n".join(_basis(t, sample, cells=False)), no_pairs=_no_pairs(a), power_text=comparisons.power_text(a),
         inter=_interaction(a.interaction_result), target_power=f"{pilot.TARGET:.0%}",
         variance_note=a.variance.attrs.get("note"), attribution_text=_attribution_text(a),
-        page_notes=pages.notes if pages else [], appendix="\n".join(appendix.section(a.instrument)))
+        page_notes=pages.notes if pages else [], appendix="\n".join(appendix.section(a.instrument, level)))
     # "Which conclusions survive": only a sensitivity study has one (its own command prints it too).
     return text + sensitivity_section(t)
