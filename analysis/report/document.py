@@ -153,7 +153,8 @@ def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> l
     per_cell = labels.cell_basis(trials)
     out = [f"Basis: {labels.basis(trials, sample)}.", ""]
     if cells and labels.varies(per_cell):
-        out += ["The cells rest on different seeds, reps, models or code:", "", render.table(per_cell)]
+        out += ["The cells rest on different seeds, reps, models or code:", "",
+                render.table(labels.headed_frame(per_cell, labels.level_heading(trials)))]
     return out
 
 
