@@ -37,8 +37,16 @@ class Knobs(BaseModel):
 def defaults(schema: type[BaseModel]) -> dict[str, Any]:
     """The schema's defaults as plain data (tuples as lists, as YAML has them); a knob without a
     default is left out (it must come from the YAML)."""
-    return {name: to_jsonable_python(field.default) for name, field in schema.model_fields.items()
+    return {name: _plain(field.default) for name, field in schema.model_fields.items()
             if field.default is not PydanticUndefined}
+
+
+def _plain(value: Any) -> Any:
+    """A default as plain data, a nested schema's values as they were written: serializing the
+    model would turn an int default of a float knob into a float (64000 -> 64000.0)."""
+    if isinstance(value, BaseModel):
+        return {name: _plain(getattr(value, name)) for name in type(value).model_fields}
+    return to_jsonable_python(value)
 
 
 def store(node: str, schema: type[BaseModel]) -> None:
