@@ -18,14 +18,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictInt, ValidationError
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 
 class ConfigError(ValueError):
     """A config value is wrong; the message names the key and how to fix it."""
+
+
+def _whole(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value  # 3.0 is 3; 2.5 stays an error
+
+
+# An integer knob: a whole float (256.0, as YAML or an override may write it) is that int; a bool is not.
+Integer = Annotated[StrictInt, BeforeValidator(_whole)]
 
 
 class Knobs(BaseModel):

@@ -19,16 +19,13 @@ from typing import Any
 
 
 def certify_cost(family: str, n: int) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
     import tasks
-    from bench.config import ROOT
+    from bench.config import compose
     from bench.eventlog.writer import EventLog
     from bench.sandbox import SandboxConfig, create
     from bench.trial.certify import HarnessCopy, certify
 
-    node: Any = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "sandbox" / "docker.yaml"))
-    cfg = SandboxConfig.from_dict(node)
+    cfg = SandboxConfig.from_dict(compose(["sandbox=docker"]).sandbox)
     spec = tasks.generate(family, 0)
     step = spec.steps[0]
     probes = [i for i in spec.invariants if i.check][:4]

@@ -20,21 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from bench.core import knobs
 from bench.core.knobs import Knobs
 
-
-def _whole(v: Any) -> Any:
-    return int(v) if isinstance(v, float) and v.is_integer() else v  # 3.0 is 3; 2.5 stays an error
-
-
 Probability = Annotated[StrictFloat, Field(ge=0, le=1)]
 NonNegative = Annotated[StrictFloat, Field(ge=0)]
 Positive = Annotated[StrictFloat, Field(gt=0)]
-Count = Annotated[StrictInt, BeforeValidator(_whole), Field(ge=0)]
-PositiveCount = Annotated[StrictInt, BeforeValidator(_whole), Field(gt=0)]
+Count = Annotated[knobs.Integer, Field(ge=0)]
+PositiveCount = Annotated[knobs.Integer, Field(gt=0)]
 
 
 def _p(default: float, doc: str) -> Any:

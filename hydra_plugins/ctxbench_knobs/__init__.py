@@ -7,6 +7,7 @@ jobs get the ConfigStore with Hydra's singletons."""
 from bench.config import ArmConfig, Limits, TrackingConfig
 from bench.core import knobs
 from bench.providers.http.config import Transport
+from bench.sandbox.base import SandboxConfig
 from bench.sim import params as sim
 from strategies import store_knobs
 
@@ -16,3 +17,4 @@ sim.store()
 knobs.store("arm", ArmConfig)
 knobs.store("tracking", TrackingConfig)
 knobs.store("limits", Limits)
+knobs.store("sandbox", SandboxConfig)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import threading
 import time
@@ -102,7 +101,7 @@ def test_timeout_also_kills_processes_that_left_the_group(sb: DockerSandbox) -> 
 
 
 def test_default_timeout_comes_from_config(sandbox_cfg: SandboxConfig) -> None:
-    box = _make(dataclasses.replace(sandbox_cfg, exec_timeout_s=1.0))
+    box = _make(sandbox_cfg.model_copy(update={"exec_timeout_s": 1.0}))
     try:
         r = box.exec("sleep 30")
         assert r.timed_out and r.duration_s < 15
@@ -111,7 +110,7 @@ def test_default_timeout_comes_from_config(sandbox_cfg: SandboxConfig) -> None:
 
 
 def test_output_is_tail_truncated(sandbox_cfg: SandboxConfig) -> None:
-    box = _make(dataclasses.replace(sandbox_cfg, output_limit_chars=1000))
+    box = _make(sandbox_cfg.model_copy(update={"output_limit_chars": 1000}))
     try:
         r = box.exec("seq 1 200000")
     finally:
@@ -334,7 +333,7 @@ def test_limits_are_enforced(sb: DockerSandbox) -> None:
 
 def test_same_base_commit_as_local_backend(sandbox_cfg: SandboxConfig) -> None:
     box = _make(sandbox_cfg)
-    local = create(dataclasses.replace(sandbox_cfg, kind="local"), FILES, "test-local-twin")
+    local = create(sandbox_cfg.model_copy(update={"kind": "local"}), FILES, "test-local-twin")
     try:
         assert box.base_commit == local.base_commit and box.tree_sha() == local.tree_sha()
     finally:

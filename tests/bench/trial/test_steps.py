@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from omegaconf import OmegaConf
 
-from bench.config import CONF_DIR
 from bench.eventlog.writer import EventLog
 from bench.sandbox import create
-from bench.sandbox.base import SandboxConfig
 from bench.trial import steps as S
 from tasks.spec import Drift, Invariant, Step
+from tests.helpers.configs import sandbox_config
 
 
 @pytest.fixture
 def box():
-    cfg = SandboxConfig.from_dict(OmegaConf.load(CONF_DIR / "sandbox" / "local.yaml"))
+    cfg = sandbox_config("local")
     sandbox = create(cfg, {"a.txt": "alpha\n", "tests/t.txt": "keep\n"}, "steps-test")
     yield sandbox
     sandbox.close()
