@@ -93,8 +93,10 @@ def one_line(exc: ValidationError, schema: type[Any], where: str, source: str) -
     if err["type"] == "extra_forbidden":
         return f"{key}: unknown key {str(err['loc'][-1])!r} in {source}; known keys: " + \
             ", ".join(sorted(_inner(schema, err["loc"][:-1]).model_fields))
-    msg = err["msg"].removeprefix("Value error, ")
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    if err["type"] == "missing":
+        return f"{key}: missing{more}; set it in {source}"
+    msg = err["msg"].removeprefix("Value error, ")
     got = repr(err["input"])
     got = got if len(got) <= 80 else got[:77] + "..."
     return f"{key}: {msg}, got {got}{more}; fix it in {source}"

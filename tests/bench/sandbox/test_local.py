@@ -98,7 +98,7 @@ def test_a_knob_left_out_takes_the_schemas_default_and_the_kind_is_required(sand
     assert SandboxConfig.from_dict(d).pids_limit == 256
     assert SandboxConfig.from_dict({**d, "pids_limit": 512.0}).pids_limit == 512  # a whole float is that int
     del d["kind"]
-    with pytest.raises(ValueError, match=re.escape("sandbox.kind: Field required")):
+    with pytest.raises(ValueError, match=re.escape("sandbox.kind: missing; set it in conf/sandbox")):
         SandboxConfig.from_dict(d)
 
 
