@@ -7,6 +7,7 @@ and is as wrong in the check as in the working copy. With the guard removed (the
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +16,7 @@ from bench.eventlog.writer import EventLog
 from bench.providers.attacks import judged_path
 from bench.sandbox.base import Sandbox, SandboxConfig
 from bench.sandbox.docker import create
+from bench.sandbox.engine import _client
 from bench.trial.certify import HarnessCopy, certify
 from tests.bench.trial.conftest import CHECK, FILES, FINAL, tiny_task
 from tests.bench.trial.unguard import removed
@@ -24,9 +26,11 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture
 def docker_box(sandbox_cfg: SandboxConfig, docker_ready: None) -> Iterator[Sandbox]:
-    sandbox = create(sandbox_cfg, FILES, "judged-path")
+    sandbox = create(sandbox_cfg, FILES, f"judged-path-{uuid.uuid4().hex[:8]}")
     yield sandbox
     sandbox.close()
+    left = _client().api.containers(all=True, filters={"label": [f"ctxbench.trial={sandbox.trial_id}"]})
+    assert left == [], "the agent's and the judge's containers both go with the sandbox"
 
 
 def _plant(box: Sandbox) -> str:
