@@ -8,7 +8,9 @@ Every exec of the judge's (a certification, a probe) runs in a second container,
 started with the first of them and made the same way (image, limits, hostname, /judge), but with
 the judge's copy of the tree read-only at /work instead of the working copy: the code under test
 runs at the agent's path and cannot tell the judge's run from the agent's by it (judge.py,
-issue 42); the agent's processes share no pid namespace with it either.
+issue 42); the agent's processes share no pid namespace with it either. It has limits of its
+own: while a check runs, what the agent left in its container's /tmp and /dev/shm still counts
+there, so a trial may hold up to twice `sandbox.memory` (the agent's processes are reaped first).
 Agent commands run as an unprivileged uid without capabilities; pid 1, every exec's wrapper and
 every certification as the container's root, holding only CAP_SETUID/SETGID/CHOWN/KILL (judge.py).
 Its pid 1 is a tiny reaper that ignores every signal (a namespace's init cannot be killed from
