@@ -110,6 +110,7 @@ class DockerSandbox(WorkingCopy):
         self._id: str = container.id
         self._hostname = str((container.attrs.get("Config") or {}).get("Hostname") or "") or None
         self._judge_id: str | None = None  # the judge's container: started with the first judge's exec
+        self._agent_probe = ""  # the agent's container's part of the last `_probe` (none yet)
         self._image_id = str(container.attrs.get("Image") or cfg.image)  # the content that runs
         self._quiet = True  # no command has run since the last reap
         self._api = _client().api
@@ -237,12 +238,24 @@ class DockerSandbox(WorkingCopy):
         return {**super().cost(), **({"cpu_s": cpu} if cpu is not None else {})}
 
     def _probe(self) -> str:
-        res = self._exec(":", None, True, judge=True, probe=True)  # a harness exec: it taints nothing
-        return res.probe if res.probe is not None and not res.ended else probe_failed()
+        """Both containers' state (the agent's first). A check runs in the judge's container and
+        cannot reach the agent's (no mount, namespace or process in common), so a check's own probe
+        reads the judge's only and is joined to the agent's part read here (`_joined`)."""
+        parts = []
+        for cid in (self._id, self._judge_container()):
+            res = self._exec(":", None, True, judge=True, probe=True, inside=cid)  # a harness exec: it taints nothing
+            parts.append(res.probe if res.probe is not None and not res.ended else probe_failed())
+        self._agent_probe = parts[0]
+        return self._joined(parts[1])
+
+    def _joined(self, judge_probe: str) -> str:
+        return f"{self._agent_probe}\n(the judge's container)\n{judge_probe}" if self._agent_probe else probe_failed()
 
     def _exec(self, cmd: str, timeout: float | None, reap: bool, judge: bool = False,
               probe: bool = False, env: Mapping[str, str] | None = None,
-              output_limit_chars: int | None = None) -> ExecResult:
+              output_limit_chars: int | None = None, inside: str | None = None) -> ExecResult:
+        """`inside`: the container (the agent's or the judge's); by default the judge's for an exec
+        of the judge's, else the agent's."""
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout, env, judge)
         if probe and not judge:
             raise ValueError("probe=True needs judge=True: the probe is the judge's, on its channel")
@@ -255,7 +268,7 @@ class DockerSandbox(WorkingCopy):
         # without that sentinel, a 137 means the whole container died, not just the command.
         argv = judge_argv(f"{limit:.3f}", cmd, reap, PROBE if probe else "") if judge else \
             agent_argv(f"{limit:.3f}", cmd, reap)
-        cid = self._judge_container() if judge else self._id
+        cid = inside or (self._judge_container() if judge else self._id)
         tail = OutputTail(output_limit_chars or self._cfg.output_limit_chars)
         start = time.monotonic()
         # An agent's env reaches its command through the judge's wrapper, `timeout` and setpriv,
@@ -299,14 +312,15 @@ class DockerSandbox(WorkingCopy):
         lines = err.decode("utf-8", "replace").split("\n")
         ended = tuple(line[6:] for line in lines if line.startswith("ended "))
         if reap and not completed:  # the wrapper never reached its reap: reap on its own
-            ended += self._exec(":", None, True, judge).ended
+            ended += self._exec(":", None, True, judge, inside=cid).ended
         # The judge's report: written on fd 3 by the launcher only (judge_argv), and read only from
         # a wrapper that ran to its end, whose exit status is then the launcher's own (certify.py
         # accepts a report only with that status).
         report = "\n".join(line for line in lines if line.startswith("report ")) if judge and completed else ""
         # The probe's output counts only from a wrapper that reached its end (pristine.py).
         return ExecResult(exit_code, tail.text(), duration, timed_out, ended, report,
-                          probed(lines, completed) if probe else None)
+                          (probed(lines, completed) if inside else self._joined(probed(lines, completed)))
+                          if probe else None)
 
     def _exit_code(self, exec_id: str, cid: str) -> int:
         try:
