@@ -76,6 +76,7 @@ from .workcopy import WorkingCopy
 log = logging.getLogger(__name__)
 
 GRACE_S = 2.0  # host-side guard: how long past the in-container timeout we keep waiting
+_PROBE_FAILED = probe_failed().split(":")[0]  # how judge.probe_failed() starts
 _MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec (its create is retried by it)
 _SENTINEL = b"\0ctxbench-exec-completed\n"
 _PID1_OOM: list[bool | None] = [None]  # may this engine set oom_score_adj -1000? (None: not tried yet)
@@ -249,7 +250,11 @@ class DockerSandbox(WorkingCopy):
         return self._joined(parts[1])
 
     def _joined(self, judge_probe: str) -> str:
-        return f"{self._agent_probe}\n(the judge's container)\n{judge_probe}" if self._agent_probe else probe_failed()
+        """One reading of both containers; a part that failed makes it the failed reading it is."""
+        for part in (self._agent_probe or probe_failed(), judge_probe):
+            if part.startswith(_PROBE_FAILED):
+                return part
+        return f"{self._agent_probe}\n(the judge's container)\n{judge_probe}"
 
     def _exec(self, cmd: str, timeout: float | None, reap: bool, judge: bool = False,
               probe: bool = False, env: Mapping[str, str] | None = None,
