@@ -77,8 +77,8 @@ class CodexPlayer:
         assert spec.install is not None, "agent=own has no player"
         self.spec, self.provider, self.seed, self.arm = spec, provider, seed, arm
         self.window, self.relative, self.max_output = window, relative, max_output
-        self.turn_timeout_s = float(spec.limits.get("turn_timeout_s", 300))
-        self.output_limit = int(spec.limits.get("output_limit_bytes", 1_000_000))
+        self.turn_timeout_s = spec.limits.turn_timeout_s
+        self.output_limit = spec.limits.output_limit_bytes
         self.exe = installed(spec)  # a ConfigError naming how to install it, before the sandbox exists
         # The proxy's folder, made before the sandbox so that it can be mounted: the socket (made
         # again at every turn) and the forwarder, read-only inside.
