@@ -23,7 +23,7 @@ from pydantic import Field, StrictInt
 from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
-from strategies.base import Built, State, stable_prefix
+from strategies.base import Built, State, TranscriptOnly, stable_prefix
 
 NAME = "masking"
 
@@ -50,16 +50,8 @@ def masked(transcript: Sequence[Message], keep_recent_turns: int) -> tuple[Messa
     return tuple(placeholder(m) if m.role == "tool" and i < keep_from else m for i, m in enumerate(transcript))
 
 
-class MaskingStrategy:
+class MaskingStrategy(TranscriptOnly):
     name = NAME
-    requires_handoff = False
-    fresh_session_per_step = False
-    invariants_from = "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
-
-    @property
-    def channels(self) -> dict[str, bool]:
-        """None beyond the transcript: what else it knows it fetched with the tools itself."""
-        return {}
     config_class = MaskingConfig
 
     def __init__(self, config: MaskingConfig | None = None) -> None:

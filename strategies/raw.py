@@ -15,7 +15,7 @@ from typing import Literal
 from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
-from strategies.base import Built, State, stable_prefix
+from strategies.base import Built, State, TranscriptOnly, stable_prefix
 
 
 class RawConfig(Knobs):
@@ -24,17 +24,9 @@ class RawConfig(Knobs):
     name: Literal["raw"] = "raw"
 
 
-class RawStrategy:
+class RawStrategy(TranscriptOnly):
     name = "raw"
     config_class = RawConfig
-    requires_handoff = False
-    fresh_session_per_step = False
-    invariants_from = "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
-
-    @property
-    def channels(self) -> dict[str, bool]:
-        """None beyond the transcript: what else it knows it fetched with the tools itself."""
-        return {}
 
     def __init__(self, config: RawConfig | None = None) -> None:
         self.config = config or RawConfig()

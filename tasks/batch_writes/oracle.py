@@ -118,16 +118,11 @@ def _migrate_loops(ed: build.FileEditor, n: repo.Names) -> None:
         found: list[tuple[Any, str]] = []
         for node in (x for x in ast.walk(tree) if isinstance(x, ast.For)):
             call = node.body[0].value if len(node.body) == 1 and isinstance(node.body[0], ast.Expr) else None
-            if not isinstance(call, ast.Call) or len(call.args) != 1 or node.orelse or \
-                    (getattr(call.func, "id", None) or getattr(call.func, "attr", None)) != n.save:
+            if not isinstance(call, ast.Call) or len(call.args) != 1 or node.orelse or build.callee(call) != n.save:
                 continue
             func = build.segment(ed.text, call.func, starts)[:-len(n.save)] + n.bulk
             arg, target, it = (build.segment(ed.text, x, starts) for x in (call.args[0], node.target, node.iter))
             found.append((node, f"{func}({it})" if arg == target else f"{func}([{arg} for {target} in {it}])"))
         if not build.replace_nodes(ed, found):
             break
-    tree = build.parse(ed.text)
-    line = f"from {n.core}.{n.store} import {n.save}"
-    if tree and line in ed.text.splitlines() and not any(
-            isinstance(x, ast.Name) and x.id == n.save for x in ast.walk(tree)):
-        ed.replace(line + "\n", f"from {n.core}.{n.store} import {n.bulk}\n")
+    build.swap_unused_import(ed, f"{n.core}.{n.store}", n.save, n.bulk)

@@ -10,6 +10,8 @@ that make a tidy-up a mistake. What is the same lives here:
   `packages`      the caller packages: modules, filler, a sibling import graph, package tests
   `batch_step`    one package's step, and the oracle's plan entry for it
   `legacy_drift`  the shared `new_trap` drift (a `legacy_*` helper only its commit message keeps)
+  `caller_drift`  the shared `new_caller` drift (a colleague's new module in a migrated package)
+  `drift_schedule` a family's drift commits with the legacy one, sorted by when they land
   `dead_helper`   the shared harmless tidy-up (a private helper that is really dead)
   `spec`          the TaskSpec, with the task id built from the knobs that differ from defaults
 
@@ -135,6 +137,28 @@ def legacy_drift(rng: random.Random, files: dict[str, str], pkgs: list[str], mod
                  author, tuple(sorted(planted.files.items())),
                  f"{planted.name} in {host} looks dead to anyone migrating {host_pkg}, but {importer} "
                  "imports it; only this commit's message says so"), planted
+
+
+def new_module(rng: random.Random, files: Mapping[str, str], pkg: str) -> str:
+    """A module name `pkg` does not have yet: where a `new_caller` drift puts its module."""
+    return rng.choice([m for m in build.MODULES if f"{pkg}/{m}.py" not in files])
+
+
+def caller_drift(before: str, pkg: str, mod: str, source: str, test: str, message: str, author: str,
+                 description: str) -> Drift:
+    """The `new_caller` drift: a colleague adds `pkg/mod.py` (`source`) and its test
+    `tests/test_<pkg>_<mod>.py`, in a package the agent has migrated already."""
+    return Drift("d-caller", "new_caller", before, message, author,
+                 ((f"{pkg}/{mod}.py", source), (f"tests/test_{pkg}_{mod}.py", test)), description)
+
+
+def drift_schedule(rng: random.Random, drift: list[Drift], files: dict[str, str], pkgs: list[str],
+                   modules: list[list[str]], avoid: set[str], first: int,
+                   author: str) -> tuple[tuple[Drift, ...], common.Legacy | None]:
+    """A family's own drift commits and then the shared `legacy_drift` (drawn last), sorted by
+    the step each lands before; and the legacy helper planted, if the packages left room."""
+    legacy, planted = legacy_drift(rng, files, pkgs, modules, avoid, first, author)
+    return tuple(sorted([*drift, legacy] if legacy else drift, key=lambda d: d.before_step)), planted
 
 
 def legacy_invariant(iid: str, planted: common.Legacy) -> Invariant:

@@ -117,12 +117,8 @@ def _migrate(ed: build.FileEditor, n: repo.Names) -> None:
     starts = build.offsets(ed.text)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == n.old:
+        if isinstance(node, ast.Call) and build.callee(node) == n.old:
             func = build.segment(ed.text, node.func, starts)
             found.append((node.func, func[:-len(n.old)] + n.new))
     build.replace_nodes(ed, found)
-    tree = build.parse(ed.text)
-    line = f"from {n.core}.{n.codec} import {n.old}"
-    if tree and line in ed.text.splitlines() and not any(
-            isinstance(x, ast.Name) and x.id == n.old for x in ast.walk(tree)):
-        ed.replace(line + "\n", f"from {n.core}.{n.codec} import {n.new}\n")
+    build.swap_unused_import(ed, f"{n.core}.{n.codec}", n.old, n.new)
