@@ -52,9 +52,9 @@ def generate(seed: int, **size: int) -> TaskSpec:
     if pair:
         host, importer, j = pair
         const, order, exporter, loader, test = repo.export_pair(rng, host, importer)
-        files[host] = files[host].rstrip("\n") + "\n\n\n" + exporter
-        files[importer] = files[importer].rstrip("\n") + "\n\n\n" + loader
-        files[f"tests/test_{pkgs[j]}.py"] = files[f"tests/test_{pkgs[j]}.py"].rstrip("\n") + "\n\n\n" + test
+        skeleton.append(files, host, exporter)
+        skeleton.append(files, importer, loader)
+        skeleton.append(files, f"tests/test_{pkgs[j]}.py", test)
         export = (host, importer, const, order)
     files["tools/check_writes.py"] = checktool.tool(n, (export[0], export[2], export[3]) if export else None)
 

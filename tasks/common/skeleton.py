@@ -7,6 +7,7 @@ that make a tidy-up a mistake. What is the same lives here:
 
   `Frame`         seed, size knobs validated, the seeded rng, how many packages and modules
   `base_files`    the files every generated repository ships (fast runner, pytest.ini, ...)
+  `append`        a function added at the end of a generated file
   `packages`      the caller packages: modules, filler, a sibling import graph, package tests
   `batch_step`    one package's step, and the oracle's plan entry for it
   `legacy_drift`  the shared `new_trap` drift (a `legacy_*` helper only its commit message keeps)
@@ -82,6 +83,11 @@ def base_files(app: str, doc: str) -> dict[str, str]:
     """Every repository's scaffolding: the fast test runner, pytest.ini, .gitignore, the app package."""
     return {RUNNER_PATH: RUNNER_SOURCE, "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\ntestpaths = tests\n",
             ".gitignore": "__pycache__/\n.pytest_cache/\n", f"{app}/__init__.py": f'"""{doc}"""\n'}
+
+
+def append(files: dict[str, str], path: str, source: str) -> None:
+    """Add `source` (a function) at the end of the file `path`, two blank lines after its text."""
+    files[path] = files[path].rstrip("\n") + "\n\n\n" + source
 
 
 # (package, module, sibling (module, helper) it imports or None) -> (text, test functions, helper names)

@@ -58,16 +58,16 @@ def generate(seed: int, **size: int) -> TaskSpec:
     ed = build.FileEditor(retry, files[retry])
     build.add_import(ed, line)
     files[retry] = ed.text.rstrip("\n") + "\n\n\n" + func
-    files[f"tests/test_{pkgs[0]}.py"] = files[f"tests/test_{pkgs[0]}.py"].rstrip("\n") + "\n\n\n" + test
+    skeleton.append(files, f"tests/test_{pkgs[0]}.py", test)
     # The export a later package reads in euros.
     pair = common.pick_pair(rng, modules, {retry}, range(max(1, batches // 2)))
     export = None
     if pair:
         host, importer, j = pair
         name, exporter, loader, test = repo.export_pair(rng, host, importer)
-        files[host] = files[host].rstrip("\n") + "\n\n\n" + exporter
-        files[importer] = files[importer].rstrip("\n") + "\n\n\n" + loader
-        files[f"tests/test_{pkgs[j]}.py"] = files[f"tests/test_{pkgs[j]}.py"].rstrip("\n") + "\n\n\n" + test
+        skeleton.append(files, host, exporter)
+        skeleton.append(files, importer, loader)
+        skeleton.append(files, f"tests/test_{pkgs[j]}.py", test)
         export = (host, importer, name)
     files["tools/check_records.py"] = checktool.tool(n, (export[0], export[2]) if export else None)
 
