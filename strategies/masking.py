@@ -23,7 +23,7 @@ from pydantic import Field, StrictInt
 from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
-from strategies.base import Built, State, TranscriptOnly, stable_prefix
+from strategies.base import Built, State, TranscriptOnly
 
 NAME = "masking"
 
@@ -58,12 +58,7 @@ class MaskingStrategy(TranscriptOnly):
         self.config = config or MaskingConfig()
 
     def build(self, state: State) -> Built:
-        prefix = stable_prefix(state.task)
-        body = masked(state.transcript, self.config.keep_recent_turns)
-        pin = state.step_start if 0 <= state.step_start < len(body) else None
-        f = _common.fit(prefix, body, state.budget, pin=pin)
-        return Built(messages=f.messages, stable=len(prefix), tokens=f.tokens,
-                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+        return _common.fit_transcript(state, masked(state.transcript, self.config.keep_recent_turns))
 
     def summary_request(self, state: State) -> tuple[Message, ...]:
         raise RuntimeError("the masking strategy never compacts: build() never sets compact=True")

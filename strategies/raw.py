@@ -15,7 +15,7 @@ from typing import Literal
 from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
-from strategies.base import Built, State, TranscriptOnly, stable_prefix
+from strategies.base import Built, State, TranscriptOnly
 
 
 class RawConfig(Knobs):
@@ -32,12 +32,7 @@ class RawStrategy(TranscriptOnly):
         self.config = config or RawConfig()
 
     def build(self, state: State) -> Built:
-        prefix = stable_prefix(state.task)
-        body = state.transcript
-        pin = state.step_start if 0 <= state.step_start < len(body) else None
-        f = _common.fit(prefix, body, state.budget, pin=pin)
-        return Built(messages=f.messages, stable=len(prefix), tokens=f.tokens,
-                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+        return _common.fit_transcript(state, state.transcript)
 
     def summary_request(self, state: State) -> tuple[Message, ...]:
         raise RuntimeError("the raw strategy never compacts: build() never sets compact=True")
