@@ -115,10 +115,12 @@ def packages(f: Frame, files: dict[str, str], pkgs: list[str], counts: list[int]
 
 
 def batch_step(f: Frame, index: int, first: int, pkg: str, modules: list[str], title: str, instructions: str,
-               check: str, establishes: tuple[Invariant, ...] = ()) -> Step:
-    """Package `pkg`'s step, `s<first + index>`, migrating `modules`; its plan entry goes to `f.meta`."""
+               tool: str, establishes: tuple[Invariant, ...] = ()) -> Step:
+    """Package `pkg`'s step, `s<first + index>`, migrating `modules`, checked by the family's
+    `tool migrated <pkg>` and the package's tests; its plan entry goes to `f.meta`."""
     step = build.sid(first + index)
     f.meta[step] = ("batch", tuple(modules), (pkg,))
+    check = f"{tool} migrated {pkg} && {build.pytest_files([f'tests/test_{pkg}.py'])}"
     return Step(step, title, instructions, tuple(modules), check, establishes)
 
 

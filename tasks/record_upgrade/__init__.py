@@ -85,7 +85,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
                            f"In {pkg}/, replace every call of {n.old} by {n.new} with the same record, importing "
                            f"{n.new} from {n.core}.{n.codec}. The records stored must not change (the amounts are "
                            f"still given in euros; {n.new} upgrades them).",
-                           f"{TOOL} migrated {pkg} && {build.pytest_files([f'tests/test_{pkg}.py'])}")
+                           TOOL)
              for i, pkg in enumerate(pkgs)]
     plan += [Step(tidy, f"Add is_current(line) to {codec}",
                   f"Every package writes format 2 now. Add is_current(line) to {codec}: True for a format-2 line "
