@@ -15,7 +15,7 @@ from typing import Any
 
 from tasks.batch_writes import repo
 from tasks.common import build
-from tasks.common.oracle import FamilyOracle, KindHook, add_function, put_section
+from tasks.common.oracle import FamilyOracle, KindHook, adds_function, put_section
 from tasks.spec import Cleanup, Edit
 
 
@@ -25,15 +25,10 @@ class Oracle(FamilyOracle[repo.Names]):
         self.doc = doc
 
     def kinds(self) -> Mapping[str, KindHook]:
-        return {"create": self._create, "tidy": self._tidy, "docs": self._docs, "final": self._final}
-
-    def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
-        n, store = self.n, self.n.store_path
-        return add_function(store, perceived[store], n.bulk, n.save, repo.written("bulk_function", n))
-
-    def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
-        n, store = self.n, self.n.store_path
-        return add_function(store, perceived[store], "saved_ids", n.bulk, repo.written("ids_function", n))
+        n = self.n
+        return {"create": adds_function(n.store_path, n.bulk, n.save, lambda: repo.written("bulk_function", n)),
+                "tidy": adds_function(n.store_path, "saved_ids", n.bulk, lambda: repo.written("ids_function", n)),
+                "docs": self._docs, "final": self._final}
 
     def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n

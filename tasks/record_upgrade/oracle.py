@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from tasks.common import build
 from tasks.common import cleanups as common
-from tasks.common.oracle import FamilyOracle, KindHook, add_function, put_section
+from tasks.common.oracle import FamilyOracle, KindHook, adds_function, put_section
 from tasks.record_upgrade import repo
 from tasks.spec import Cleanup, Edit
 
@@ -29,15 +29,10 @@ class Oracle(FamilyOracle[repo.Names]):
         self.doc = doc
 
     def kinds(self) -> Mapping[str, KindHook]:
-        return {"create": self._create, "tidy": self._tidy, "docs": self._docs, "final": self._final}
-
-    def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
-        n, codec = self.n, self.n.codec_path
-        return add_function(codec, perceived[codec], n.new, n.old, repo.written("new_function", n))
-
-    def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
-        n, codec = self.n, self.n.codec_path
-        return add_function(codec, perceived[codec], "is_current", n.decode, repo.written("current_function", n))
+        n = self.n
+        return {"create": adds_function(n.codec_path, n.new, n.old, lambda: repo.written("new_function", n)),
+                "tidy": adds_function(n.codec_path, "is_current", n.decode, lambda: repo.written("current_function", n)),
+                "docs": self._docs, "final": self._final}
 
     def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         section = repo.current_section(self.n, fields(perceived[self.n.schema_path]))
