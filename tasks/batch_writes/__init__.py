@@ -35,7 +35,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
     f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
     rng, batches = f.rng, f.batches
     n = repo.names(rng)
-    store, backend, doc = n.store_path, n.backend_path, f"docs/{n.doc}.md"
+    store, backend, doc = n.store_path, n.backend_path, n.doc_path
     pkgs = build.pick(rng, build.PACKAGES, batches)
     files = {**skeleton.base_files(n.core, "Storage."), store: repo.store_module(n, rng, f.filler),
              backend: repo.backend_module(n), doc: repo.docs(n),
@@ -120,5 +120,5 @@ def generate(seed: int, **size: int) -> TaskSpec:
     return skeleton.spec(f, title=f"Move {n.core}.{n.store}.{n.save}(row) callers to {n.bulk}(rows)", text=text, files=files,
                    invariants=tuple(invariants), steps=plan,
                    final_check=f"{build.SUITE} && {TOOL} final && {TOOL} hooks && {TOOL} columns && {TOOL} bulk", traps=traps,
-                   drift=drift, oracle=Oracle(n, f.meta, doc), harmless=(common.DEAD_PRIVATE,),
+                   drift=drift, oracle=Oracle(n, f.meta), harmless=(common.DEAD_PRIVATE,),
                    hidden=hidden.checks(n, f.seed))

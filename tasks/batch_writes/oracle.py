@@ -20,10 +20,6 @@ from tasks.spec import Cleanup, Edit
 
 
 class Oracle(FamilyOracle[repo.Names]):
-    def __init__(self, n: repo.Names, meta: build.Meta, doc: str):
-        super().__init__(n, meta)
-        self.doc = doc
-
     def kinds(self) -> Mapping[str, KindHook]:
         n = self.n
         return {"create": adds_function(n.store_path, n.bulk, n.save, lambda: repo.written("bulk_function", n)),
@@ -33,7 +29,7 @@ class Oracle(FamilyOracle[repo.Names]):
     def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
         section = repo.bulk_section(n, limit(perceived[n.backend_path]), chain(perceived[n.store_path], n))
-        return put_section(self.doc, perceived[self.doc], repo.BULK, section)
+        return put_section(self.n.doc_path, perceived[self.n.doc_path], repo.BULK, section)
 
     def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, store, backend = self.n, self.n.store_path, self.n.backend_path

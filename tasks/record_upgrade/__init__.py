@@ -40,7 +40,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
     f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
     rng, batches = f.rng, f.batches
     n = repo.names(rng)
-    codec, schema, doc = n.codec_path, n.schema_path, f"docs/{n.doc}.md"
+    codec, schema, doc = n.codec_path, n.schema_path, n.doc_path
     pkgs = build.pick(rng, build.PACKAGES, batches)
     archive, held = repo.archive(rng)
     files = {**skeleton.base_files(n.core, "Stored records."), codec: repo.codec_module(n, rng, f.filler),
@@ -137,5 +137,5 @@ def generate(seed: int, **size: int) -> TaskSpec:
     return skeleton.spec(f, title=f"Move {n.core}.{n.codec}.{n.old}(rec) writers to {n.new}(rec)", text=text, files=files,
                    invariants=tuple(invariants), steps=plan,
                    final_check=f"{build.SUITE} && {TOOL} final && {TOOL} retry && {TOOL} export && {TOOL} archive",
-                   traps=traps, drift=drift, oracle=Oracle(n, f.meta, doc), harmless=harmless,
+                   traps=traps, drift=drift, oracle=Oracle(n, f.meta), harmless=harmless,
                    hidden=hidden.checks(n, f.seed))

@@ -24,10 +24,6 @@ EUROS = '["amount"] / 100'
 
 
 class Oracle(FamilyOracle[repo.Names]):
-    def __init__(self, n: repo.Names, meta: build.Meta, doc: str):
-        super().__init__(n, meta)
-        self.doc = doc
-
     def kinds(self) -> Mapping[str, KindHook]:
         n = self.n
         return {"create": adds_function(n.codec_path, n.new, n.old, lambda: repo.written("new_function", n)),
@@ -36,7 +32,7 @@ class Oracle(FamilyOracle[repo.Names]):
 
     def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         section = repo.current_section(self.n, fields(perceived[self.n.schema_path]))
-        return put_section(self.doc, perceived[self.doc], repo.CURRENT, section)
+        return put_section(self.n.doc_path, perceived[self.n.doc_path], repo.CURRENT, section)
 
     def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, codec, schema = self.n, self.n.codec_path, self.n.schema_path
