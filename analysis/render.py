@@ -15,6 +15,14 @@ import pandas as pd
 from markupsafe import Markup
 
 
+def emit(text: str, out: Path | None) -> None:
+    """A command's page: written to `out` (its folder made) when one is given, and printed."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    print(text)
+
+
 @functools.cache
 def templates(package: str) -> jinja2.Environment:
     """The jinja2 templates of an analysis room (``<package>/templates/``): a field the page

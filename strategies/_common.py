@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, StrictFloat, Strict
 from bench.core import render
 from bench.core.tokens import count_message, count_text
 from bench.core.types import Message, canonical_json
-from strategies.base import State
+from strategies.base import Built, State, stable_prefix
 
 COMPACTION_MARKER = "[compaction-request]"
 
@@ -126,6 +126,16 @@ def fit(head: Sequence[Message], body: Sequence[Message], budget: int, pin: int 
         total -= sum(counts[b:e])
     kept = tuple(m for i, m in enumerate(body) if i not in drop)
     return Fitted(tuple(head) + kept, total, len(drop), before)
+
+
+def fit_transcript(state: State, body: Sequence[Message]) -> Built:
+    """The stable prefix then `body` (the trial's transcript as the strategy shows it), fitted to
+    the budget by `fit` with the current step notice pinned (raw and masking)."""
+    prefix = stable_prefix(state.task)
+    pin = state.step_start if 0 <= state.step_start < len(body) else None
+    f = fit(prefix, body, state.budget, pin=pin)
+    return Built(messages=f.messages, stable=len(prefix), tokens=f.tokens,
+                 dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
 
 
 # ---------------------------------------------------------------- compaction bookkeeping

@@ -121,6 +121,20 @@ class Strategy(Protocol):
         ...
 
 
+class TranscriptOnly:
+    """The `Strategy` members of a strategy that shows the transcript and nothing else (raw,
+    masking, compaction): no hand-off, one session for the trial, no carried invariants."""
+
+    requires_handoff = False
+    fresh_session_per_step = False
+    invariants_from = "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
+
+    @property
+    def channels(self) -> dict[str, bool]:
+        """None beyond the transcript: what else it knows it fetched with the tools itself."""
+        return {}
+
+
 def stable_prefix(task: TaskSpec) -> tuple[Message, ...]:
     """System + policy, then task + plan-time invariants + plan. Never changes in a trial."""
     return (

@@ -26,7 +26,7 @@ from pydantic import Field, StrictInt
 from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
-from strategies.base import Built, State, stable_prefix
+from strategies.base import Built, State, TranscriptOnly, stable_prefix
 
 NAME = "compaction"
 
@@ -48,17 +48,9 @@ class CompactionConfig(Knobs):
                     "an override must contain the line [compaction-request]")
 
 
-class CompactionStrategy:
+class CompactionStrategy(TranscriptOnly):
     name = NAME
     config_class = CompactionConfig
-    requires_handoff = False
-    fresh_session_per_step = False
-    invariants_from = "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
-
-    @property
-    def channels(self) -> dict[str, bool]:
-        """None beyond the transcript: what else it knows it fetched with the tools itself."""
-        return {}
 
     def __init__(self, config: CompactionConfig | None = None) -> None:
         self.config = config or CompactionConfig()

@@ -23,7 +23,7 @@ from pydantic import Field, StrictInt
 from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
-from strategies.base import Built, State, stable_prefix
+from strategies.base import Built, State, TranscriptOnly
 
 NAME = "masking"
 
@@ -50,28 +50,15 @@ def masked(transcript: Sequence[Message], keep_recent_turns: int) -> tuple[Messa
     return tuple(placeholder(m) if m.role == "tool" and i < keep_from else m for i, m in enumerate(transcript))
 
 
-class MaskingStrategy:
+class MaskingStrategy(TranscriptOnly):
     name = NAME
-    requires_handoff = False
-    fresh_session_per_step = False
-    invariants_from = "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
-
-    @property
-    def channels(self) -> dict[str, bool]:
-        """None beyond the transcript: what else it knows it fetched with the tools itself."""
-        return {}
     config_class = MaskingConfig
 
     def __init__(self, config: MaskingConfig | None = None) -> None:
         self.config = config or MaskingConfig()
 
     def build(self, state: State) -> Built:
-        prefix = stable_prefix(state.task)
-        body = masked(state.transcript, self.config.keep_recent_turns)
-        pin = state.step_start if 0 <= state.step_start < len(body) else None
-        f = _common.fit(prefix, body, state.budget, pin=pin)
-        return Built(messages=f.messages, stable=len(prefix), tokens=f.tokens,
-                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+        return _common.fit_transcript(state, masked(state.transcript, self.config.keep_recent_turns))
 
     def summary_request(self, state: State) -> tuple[Message, ...]:
         raise RuntimeError("the masking strategy never compacts: build() never sets compact=True")

@@ -15,7 +15,7 @@ from typing import Literal
 from bench.core.knobs import Knobs
 from bench.core.types import Message
 from strategies import _common
-from strategies.base import Built, State, stable_prefix
+from strategies.base import Built, State, TranscriptOnly
 
 
 class RawConfig(Knobs):
@@ -24,28 +24,15 @@ class RawConfig(Knobs):
     name: Literal["raw"] = "raw"
 
 
-class RawStrategy:
+class RawStrategy(TranscriptOnly):
     name = "raw"
     config_class = RawConfig
-    requires_handoff = False
-    fresh_session_per_step = False
-    invariants_from = "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
-
-    @property
-    def channels(self) -> dict[str, bool]:
-        """None beyond the transcript: what else it knows it fetched with the tools itself."""
-        return {}
 
     def __init__(self, config: RawConfig | None = None) -> None:
         self.config = config or RawConfig()
 
     def build(self, state: State) -> Built:
-        prefix = stable_prefix(state.task)
-        body = state.transcript
-        pin = state.step_start if 0 <= state.step_start < len(body) else None
-        f = _common.fit(prefix, body, state.budget, pin=pin)
-        return Built(messages=f.messages, stable=len(prefix), tokens=f.tokens,
-                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+        return _common.fit_transcript(state, state.transcript)
 
     def summary_request(self, state: State) -> tuple[Message, ...]:
         raise RuntimeError("the raw strategy never compacts: build() never sets compact=True")

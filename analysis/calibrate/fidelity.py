@@ -26,7 +26,7 @@ import pandas as pd
 
 from analysis.calibrate.sources import Trial, load
 from analysis.load import sort_cells
-from analysis.render import table
+from analysis.render import emit, table
 from analysis.stats.inference import mcnemar_exact, wilson
 from ctxlog import events as ev
 
@@ -194,10 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.sim:
         ap.error("give the replays with --sim (or --plan to print how to make them)")
     text = report(real, frame(load(args.sim, uri)), args.rep_shift)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text)
+    emit(text, args.out)
     return 0
 
 

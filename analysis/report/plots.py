@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -40,18 +41,27 @@ def save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def success(table: pd.DataFrame, level: str = "strategy") -> Figure:
-    """Success rate with Wilson 95% CIs, strategies side by side within each arm."""
+def _side_by_side(table: pd.DataFrame) -> tuple[Figure, Axes, list[str], float,
+                                                list[tuple[str, str, pd.DataFrame, np.ndarray]]]:
+    """A figure of one value per arm, strategies side by side within each arm: the figure, its
+    axes, the arms, the width each strategy gets and, per strategy, (name, colour, its rows
+    indexed by arm, their x positions)."""
     arms, strategies = ordered(table["arm"], ARM_ORDER), ordered(table["strategy"], STRATEGY_ORDER)
     col = colors(strategies)
     fig = _figure(max(8, 2.2 * len(arms) + 1.5), 4.6)
     ax = fig.subplots()
     width = 0.8 / max(1, len(strategies))
-    for j, s in enumerate(strategies):
-        rows = table[table["strategy"] == s].set_index("arm").reindex(arms)
-        x = np.arange(len(arms)) - 0.4 + width * (j + 0.5)
+    groups = [(s, col[s], table[table["strategy"] == s].set_index("arm").reindex(arms),
+               np.arange(len(arms)) - 0.4 + width * (j + 0.5)) for j, s in enumerate(strategies)]
+    return fig, ax, arms, width, groups
+
+
+def success(table: pd.DataFrame, level: str = "strategy") -> Figure:
+    """Success rate with Wilson 95% CIs, strategies side by side within each arm."""
+    fig, ax, arms, width, groups = _side_by_side(table)
+    for s, color, rows, x in groups:
         err = np.vstack([rows["rate"] - rows["ci_lo"], rows["ci_hi"] - rows["rate"]])
-        ax.errorbar(x, rows["rate"], yerr=err, fmt="o", color=col[s], capsize=3, label=s)
+        ax.errorbar(x, rows["rate"], yerr=err, fmt="o", color=color, capsize=3, label=s)
         for xi, n in zip(x, rows["n"], strict=True):
             if pd.notna(n):
                 ax.annotate(f"n={int(n)}", (xi, 0.02), ha="center", fontsize=7, color="#555555")
@@ -154,15 +164,9 @@ def cache_vs_consistency(table: pd.DataFrame, level: str = "strategy") -> Figure
 
 
 def cost_per_success(table: pd.DataFrame, level: str = "strategy") -> Figure:
-    arms, strategies = ordered(table["arm"], ARM_ORDER), ordered(table["strategy"], STRATEGY_ORDER)
-    col = colors(strategies)
-    fig = _figure(max(8, 2.2 * len(arms) + 1.5), 4.6)
-    ax = fig.subplots()
-    width = 0.8 / max(1, len(strategies))
-    for j, s in enumerate(strategies):
-        rows = table[table["strategy"] == s].set_index("arm").reindex(arms)
-        x = np.arange(len(arms)) - 0.4 + width * (j + 0.5)
-        ax.bar(x, rows["cost_per_success"].fillna(0), width * 0.9, color=col[s], label=s)
+    fig, ax, arms, width, groups = _side_by_side(table)
+    for s, color, rows, x in groups:
+        ax.bar(x, rows["cost_per_success"].fillna(0), width * 0.9, color=color, label=s)
         for xi, (v, k, n) in zip(x, zip(rows["cost_per_success"], rows["successes"], rows["n"],
                                         strict=True), strict=True):
             if pd.notna(n):

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from analysis.load import load_runs
+from analysis.render import emit
 from analysis.sensitivity.survive import section
 from analysis.settings import defaults
 
@@ -34,10 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"analysis.sensitivity: no trials with a sensitivity point in study {args.study!r} at {uri}",
               file=sys.stderr)
         return 1
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text)
+    emit(text, args.out)
     return 0
 
 

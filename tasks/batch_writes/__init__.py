@@ -35,7 +35,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
     f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
     rng, batches = f.rng, f.batches
     n = repo.names(rng)
-    store, backend, doc = n.store_path, n.backend_path, f"docs/{n.doc}.md"
+    store, backend, doc = n.store_path, n.backend_path, n.doc_path
     pkgs = build.pick(rng, build.PACKAGES, batches)
     files = {**skeleton.base_files(n.core, "Storage."), store: repo.store_module(n, rng, f.filler),
              backend: repo.backend_module(n), doc: repo.docs(n),
@@ -52,9 +52,9 @@ def generate(seed: int, **size: int) -> TaskSpec:
     if pair:
         host, importer, j = pair
         const, order, exporter, loader, test = repo.export_pair(rng, host, importer)
-        files[host] = files[host].rstrip("\n") + "\n\n\n" + exporter
-        files[importer] = files[importer].rstrip("\n") + "\n\n\n" + loader
-        files[f"tests/test_{pkgs[j]}.py"] = files[f"tests/test_{pkgs[j]}.py"].rstrip("\n") + "\n\n\n" + test
+        skeleton.append(files, host, exporter)
+        skeleton.append(files, importer, loader)
+        skeleton.append(files, f"tests/test_{pkgs[j]}.py", test)
         export = (host, importer, const, order)
     files["tools/check_writes.py"] = checktool.tool(n, (export[0], export[2], export[3]) if export else None)
 
@@ -72,7 +72,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
     plan += [skeleton.batch_step(f, i, 2, pkg, modules[i], f"Store the {pkg} package's rows with {n.bulk}",
                            f"In {pkg}/, replace every loop that calls {n.save} once per row by one call of "
                            f"{n.bulk} with the same rows, importing {n.bulk} from {n.core}.{n.store}. The rows "
-                           "stored must not change.", f"{TOOL} migrated {pkg} && {build.pytest_files([f'tests/test_{pkg}.py'])}")
+                           "stored must not change.", TOOL)
              for i, pkg in enumerate(pkgs)]
     plan += [Step(tidy, f"Add saved_ids() to {store}",
                   f"Every package stores its rows with {n.bulk} now. Add saved_ids() to {store}, returning the ids "
@@ -120,5 +120,5 @@ def generate(seed: int, **size: int) -> TaskSpec:
     return skeleton.spec(f, title=f"Move {n.core}.{n.store}.{n.save}(row) callers to {n.bulk}(rows)", text=text, files=files,
                    invariants=tuple(invariants), steps=plan,
                    final_check=f"{build.SUITE} && {TOOL} final && {TOOL} hooks && {TOOL} columns && {TOOL} bulk", traps=traps,
-                   drift=drift, oracle=Oracle(n, f.meta, doc), harmless=(common.DEAD_PRIVATE,),
+                   drift=drift, oracle=Oracle(n, f.meta), harmless=(common.DEAD_PRIVATE,),
                    hidden=hidden.checks(n, f.seed))

@@ -21,7 +21,7 @@ from tasks.spec import Drift
 def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], pkgs: list[str],
              modules: list[list[str]], avoid: set[str], steps: int) -> tuple[tuple[Drift, ...], common.Legacy | None]:
     author = rng.choice(build.AUTHORS)
-    new_mod = rng.choice([m for m in build.MODULES if f"{pkgs[0]}/{m}.py" not in files])
+    new_mod = skeleton.new_module(rng, files, pkgs[0])
     new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.randint(100, 900))
     drift = [
         Drift("d-limit", "changed_value", build.sid(rng.randint(2, steps)),
@@ -30,9 +30,8 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], pkgs: lis
                ("tests/test_backend_calls.py", repo.calls_test(n))),
               f"{n.backend_path} (read at s01, documented at s{steps - 1:02d}, rewritten at s{steps:02d}) gets a "
               "lower LIMIT and a calls() counter"),
-        Drift("d-caller", "new_caller", build.sid(rng.randint(3, steps - 1)), f"{pkgs[0]}: store the weekly audit rows",
-              author, ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
-              f"a new per-row {n.save} loop in {pkgs[0]}/{new_mod}.py, a package already migrated")]
-    legacy, planted = skeleton.legacy_drift(rng, files, pkgs, modules, avoid, 2, author)
-    drift += [legacy] if legacy else []
-    return tuple(sorted(drift, key=lambda d: d.before_step)), planted
+        skeleton.caller_drift(build.sid(rng.randint(3, steps - 1)), pkgs[0], new_mod, new_src, new_test,
+                              f"{pkgs[0]}: store the weekly audit rows", author,
+                              f"a new per-row {n.save} loop in {pkgs[0]}/{new_mod}.py, "
+                              "a package already migrated")]
+    return skeleton.drift_schedule(rng, drift, files, pkgs, modules, avoid, 2, author)

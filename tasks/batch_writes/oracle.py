@@ -15,30 +15,21 @@ from typing import Any
 
 from tasks.batch_writes import repo
 from tasks.common import build
-from tasks.common.oracle import FamilyOracle, KindHook, add_function, put_section
+from tasks.common.oracle import FamilyOracle, KindHook, adds_function, put_section
 from tasks.spec import Cleanup, Edit
 
 
 class Oracle(FamilyOracle[repo.Names]):
-    def __init__(self, n: repo.Names, meta: build.Meta, doc: str):
-        super().__init__(n, meta)
-        self.doc = doc
-
     def kinds(self) -> Mapping[str, KindHook]:
-        return {"create": self._create, "tidy": self._tidy, "docs": self._docs, "final": self._final}
-
-    def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
-        n, store = self.n, self.n.store_path
-        return add_function(store, perceived[store], n.bulk, n.save, repo.written("bulk_function", n))
-
-    def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
-        n, store = self.n, self.n.store_path
-        return add_function(store, perceived[store], "saved_ids", n.bulk, repo.written("ids_function", n))
+        n = self.n
+        return {"create": adds_function(n.store_path, n.bulk, n.save, lambda: repo.written("bulk_function", n)),
+                "tidy": adds_function(n.store_path, "saved_ids", n.bulk, lambda: repo.written("ids_function", n)),
+                "docs": self._docs, "final": self._final}
 
     def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
         section = repo.bulk_section(n, limit(perceived[n.backend_path]), chain(perceived[n.store_path], n))
-        return put_section(self.doc, perceived[self.doc], repo.BULK, section)
+        return put_section(self.n.doc_path, perceived[self.n.doc_path], repo.BULK, section)
 
     def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, store, backend = self.n, self.n.store_path, self.n.backend_path
@@ -118,16 +109,11 @@ def _migrate_loops(ed: build.FileEditor, n: repo.Names) -> None:
         found: list[tuple[Any, str]] = []
         for node in (x for x in ast.walk(tree) if isinstance(x, ast.For)):
             call = node.body[0].value if len(node.body) == 1 and isinstance(node.body[0], ast.Expr) else None
-            if not isinstance(call, ast.Call) or len(call.args) != 1 or node.orelse or \
-                    (getattr(call.func, "id", None) or getattr(call.func, "attr", None)) != n.save:
+            if not isinstance(call, ast.Call) or len(call.args) != 1 or node.orelse or build.callee(call) != n.save:
                 continue
             func = build.segment(ed.text, call.func, starts)[:-len(n.save)] + n.bulk
             arg, target, it = (build.segment(ed.text, x, starts) for x in (call.args[0], node.target, node.iter))
             found.append((node, f"{func}({it})" if arg == target else f"{func}([{arg} for {target} in {it}])"))
         if not build.replace_nodes(ed, found):
             break
-    tree = build.parse(ed.text)
-    line = f"from {n.core}.{n.store} import {n.save}"
-    if tree and line in ed.text.splitlines() and not any(
-            isinstance(x, ast.Name) and x.id == n.save for x in ast.walk(tree)):
-        ed.replace(line + "\n", f"from {n.core}.{n.store} import {n.bulk}\n")
+    build.swap_unused_import(ed, f"{n.core}.{n.store}", n.save, n.bulk)

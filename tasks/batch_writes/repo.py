@@ -34,6 +34,10 @@ class Names:
     doc: str  # docs/<doc>.md
 
     @property
+    def doc_path(self) -> str:
+        return f"docs/{self.doc}.md"
+
+    @property
     def store_path(self) -> str:
         return f"{self.core}/{self.store}.py"
 

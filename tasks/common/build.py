@@ -307,6 +307,20 @@ def add_import(ed: FileEditor, line: str) -> None:
         ed.replace_span(pos, pos, ("\n\n" if pos else "") + line + ("" if pos else "\n"))
 
 
+def callee(call: ast.Call) -> str | None:
+    """The name a call calls: `f` of `f(...)` and of `module.f(...)`."""
+    return getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+
+
+def swap_unused_import(ed: FileEditor, module: str, old: str, new: str) -> None:
+    """`from module import old` becomes `from module import new` once nothing in the text names `old`."""
+    tree = parse(ed.text)
+    line = f"from {module} import {old}"
+    if tree and line in ed.text.splitlines() and not any(
+            isinstance(x, ast.Name) and x.id == old for x in ast.walk(tree)):
+        ed.replace(line + "\n", f"from {module} import {new}\n")
+
+
 def delete_def(ed: FileEditor, name: str) -> bool:
     """Delete the top-level `def name` and the blank lines after it (before it, when it is last)."""
     found = def_span(ed.text, name)

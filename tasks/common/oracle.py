@@ -77,6 +77,14 @@ def add_function(path: str, text: str, name: str, after: str, source: str) -> li
     return ed.edits
 
 
+def adds_function(path: str, name: str, after: str, source: Callable[[], str]) -> KindHook:
+    """A step kind whose edit is `add_function` on `path`: the function `name` after `def after`,
+    its source rendered when the step is answered."""
+    def hook(perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
+        return add_function(path, perceived[path], name, after, source())
+    return hook
+
+
 def put_section(path: str, text: str, heading: str, section: str) -> list[Edit]:
     """Make the docs end in `section`, from its `heading` on (added at the end when missing)."""
     ed = build.FileEditor(path, text)

@@ -7,9 +7,12 @@ that make a tidy-up a mistake. What is the same lives here:
 
   `Frame`         seed, size knobs validated, the seeded rng, how many packages and modules
   `base_files`    the files every generated repository ships (fast runner, pytest.ini, ...)
+  `append`        a function added at the end of a generated file
   `packages`      the caller packages: modules, filler, a sibling import graph, package tests
   `batch_step`    one package's step, and the oracle's plan entry for it
   `legacy_drift`  the shared `new_trap` drift (a `legacy_*` helper only its commit message keeps)
+  `caller_drift`  the shared `new_caller` drift (a colleague's new module in a migrated package)
+  `drift_schedule` a family's drift commits with the legacy one, sorted by when they land
   `dead_helper`   the shared harmless tidy-up (a private helper that is really dead)
   `spec`          the TaskSpec, with the task id built from the knobs that differ from defaults
 
@@ -82,6 +85,11 @@ def base_files(app: str, doc: str) -> dict[str, str]:
             ".gitignore": "__pycache__/\n.pytest_cache/\n", f"{app}/__init__.py": f'"""{doc}"""\n'}
 
 
+def append(files: dict[str, str], path: str, source: str) -> None:
+    """Add `source` (a function) at the end of the file `path`, two blank lines after its text."""
+    files[path] = files[path].rstrip("\n") + "\n\n\n" + source
+
+
 # (package, module, sibling (module, helper) it imports or None) -> (text, test functions, helper names)
 ModuleMaker = Callable[[str, str, "tuple[str, str] | None"], "tuple[str, list[str], list[str]]"]
 
@@ -107,10 +115,12 @@ def packages(f: Frame, files: dict[str, str], pkgs: list[str], counts: list[int]
 
 
 def batch_step(f: Frame, index: int, first: int, pkg: str, modules: list[str], title: str, instructions: str,
-               check: str, establishes: tuple[Invariant, ...] = ()) -> Step:
-    """Package `pkg`'s step, `s<first + index>`, migrating `modules`; its plan entry goes to `f.meta`."""
+               tool: str, establishes: tuple[Invariant, ...] = ()) -> Step:
+    """Package `pkg`'s step, `s<first + index>`, migrating `modules`, checked by the family's
+    `tool migrated <pkg>` and the package's tests; its plan entry goes to `f.meta`."""
     step = build.sid(first + index)
     f.meta[step] = ("batch", tuple(modules), (pkg,))
+    check = f"{tool} migrated {pkg} && {build.pytest_files([f'tests/test_{pkg}.py'])}"
     return Step(step, title, instructions, tuple(modules), check, establishes)
 
 
@@ -135,6 +145,28 @@ def legacy_drift(rng: random.Random, files: dict[str, str], pkgs: list[str], mod
                  author, tuple(sorted(planted.files.items())),
                  f"{planted.name} in {host} looks dead to anyone migrating {host_pkg}, but {importer} "
                  "imports it; only this commit's message says so"), planted
+
+
+def new_module(rng: random.Random, files: Mapping[str, str], pkg: str) -> str:
+    """A module name `pkg` does not have yet: where a `new_caller` drift puts its module."""
+    return rng.choice([m for m in build.MODULES if f"{pkg}/{m}.py" not in files])
+
+
+def caller_drift(before: str, pkg: str, mod: str, source: str, test: str, message: str, author: str,
+                 description: str) -> Drift:
+    """The `new_caller` drift: a colleague adds `pkg/mod.py` (`source`) and its test
+    `tests/test_<pkg>_<mod>.py`, in a package the agent has migrated already."""
+    return Drift("d-caller", "new_caller", before, message, author,
+                 ((f"{pkg}/{mod}.py", source), (f"tests/test_{pkg}_{mod}.py", test)), description)
+
+
+def drift_schedule(rng: random.Random, drift: list[Drift], files: dict[str, str], pkgs: list[str],
+                   modules: list[list[str]], avoid: set[str], first: int,
+                   author: str) -> tuple[tuple[Drift, ...], common.Legacy | None]:
+    """A family's own drift commits and then the shared `legacy_drift` (drawn last), sorted by
+    the step each lands before; and the legacy helper planted, if the packages left room."""
+    legacy, planted = legacy_drift(rng, files, pkgs, modules, avoid, first, author)
+    return tuple(sorted([*drift, legacy] if legacy else drift, key=lambda d: d.before_step)), planted
 
 
 def legacy_invariant(iid: str, planted: common.Legacy) -> Invariant:

@@ -35,9 +35,7 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], fixtures_
         Drift("d-lint", "tool_change", build.sid(rng.randint(3, steps)), "tools: the key lint covers ops/ too",
               author, (("tools/check_keys.py", repo.tool(n, [*scan, "ops"])),),
               f"`check_keys.py final` now also scans ops/, where ops/{n.script}.py still reads {n.old!r}")]
-    legacy, planted = skeleton.legacy_drift(rng, files, pkgs, modules, avoid, 2, author)
-    drift += [legacy] if legacy else []
-    return tuple(sorted(drift, key=lambda d: d.before_step)), planted
+    return skeleton.drift_schedule(rng, drift, files, pkgs, modules, avoid, 2, author)
 
 
 def changed_default(n: repo.Names) -> int:

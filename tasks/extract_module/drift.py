@@ -26,7 +26,7 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], util_rena
     author = rng.choice(build.AUTHORS)
     util, helpers, plugins = n.path(n.util), n.path(n.helpers), n.path(n.plugins)
     gmod = f"{n.app}/{n.grp}/{n.gmod}.py"
-    new_mod = rng.choice([m for m in build.MODULES if f"{pkgs[0]}/{m}.py" not in files])
+    new_mod = skeleton.new_module(rng, files, pkgs[0])
     new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.choice(n.group))
     extra = rng.choice([g for g in n.group if g not in {fn for _, fn in entries}])
     more = [*entries, (f"{extra}_v2", extra)]
@@ -40,9 +40,8 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], util_rena
               ((plugins, repo.plugins_module(n, more)), ("tests/test_plugins.py", repo.plugins_test(n, more, rng)),
                ("docs/plugins.md", repo.docs(n, more)["docs/plugins.md"])),
               f"{plugins} (read at s02, rewritten at s{steps:02d}) gains an entry naming {n.app}.{n.util}"),
-        Drift("d-caller", "new_caller", build.sid(rng.randint(4, steps - 1)), f"{pkgs[0]}: weekly digest subjects",
-              author, ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
-              f"a new import of a moved name from {n.app}.{n.util} in {pkgs[0]}, a package already migrated")]
-    legacy, planted = skeleton.legacy_drift(rng, files, pkgs, modules, avoid, 3, author)
-    drift += [legacy] if legacy else []
-    return tuple(sorted(drift, key=lambda d: d.before_step)), planted
+        skeleton.caller_drift(build.sid(rng.randint(4, steps - 1)), pkgs[0], new_mod, new_src, new_test,
+                              f"{pkgs[0]}: weekly digest subjects", author,
+                              f"a new import of a moved name from {n.app}.{n.util} in {pkgs[0]}, "
+                              "a package already migrated")]
+    return skeleton.drift_schedule(rng, drift, files, pkgs, modules, avoid, 3, author)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from tasks.common import build
 from tasks.common import cleanups as common
-from tasks.common.oracle import FamilyOracle, KindHook, add_function, put_section
+from tasks.common.oracle import FamilyOracle, KindHook, adds_function, put_section
 from tasks.record_upgrade import repo
 from tasks.spec import Cleanup, Edit
 
@@ -24,24 +24,15 @@ EUROS = '["amount"] / 100'
 
 
 class Oracle(FamilyOracle[repo.Names]):
-    def __init__(self, n: repo.Names, meta: build.Meta, doc: str):
-        super().__init__(n, meta)
-        self.doc = doc
-
     def kinds(self) -> Mapping[str, KindHook]:
-        return {"create": self._create, "tidy": self._tidy, "docs": self._docs, "final": self._final}
-
-    def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
-        n, codec = self.n, self.n.codec_path
-        return add_function(codec, perceived[codec], n.new, n.old, repo.written("new_function", n))
-
-    def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
-        n, codec = self.n, self.n.codec_path
-        return add_function(codec, perceived[codec], "is_current", n.decode, repo.written("current_function", n))
+        n = self.n
+        return {"create": adds_function(n.codec_path, n.new, n.old, lambda: repo.written("new_function", n)),
+                "tidy": adds_function(n.codec_path, "is_current", n.decode, lambda: repo.written("current_function", n)),
+                "docs": self._docs, "final": self._final}
 
     def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         section = repo.current_section(self.n, fields(perceived[self.n.schema_path]))
-        return put_section(self.doc, perceived[self.doc], repo.CURRENT, section)
+        return put_section(self.n.doc_path, perceived[self.n.doc_path], repo.CURRENT, section)
 
     def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, codec, schema = self.n, self.n.codec_path, self.n.schema_path
@@ -117,12 +108,8 @@ def _migrate(ed: build.FileEditor, n: repo.Names) -> None:
     starts = build.offsets(ed.text)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == n.old:
+        if isinstance(node, ast.Call) and build.callee(node) == n.old:
             func = build.segment(ed.text, node.func, starts)
             found.append((node.func, func[:-len(n.old)] + n.new))
     build.replace_nodes(ed, found)
-    tree = build.parse(ed.text)
-    line = f"from {n.core}.{n.codec} import {n.old}"
-    if tree and line in ed.text.splitlines() and not any(
-            isinstance(x, ast.Name) and x.id == n.old for x in ast.walk(tree)):
-        ed.replace(line + "\n", f"from {n.core}.{n.codec} import {n.new}\n")
+    build.swap_unused_import(ed, f"{n.core}.{n.codec}", n.old, n.new)

@@ -36,6 +36,10 @@ class Names:
     doc: str  # docs/<doc>.md
 
     @property
+    def doc_path(self) -> str:
+        return f"docs/{self.doc}.md"
+
+    @property
     def codec_path(self) -> str:
         return f"{self.core}/{self.codec}.py"
 

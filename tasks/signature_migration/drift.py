@@ -29,7 +29,7 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], pkgs: lis
     changed = [(j, t, r + 1 if k == 0 else r) for k, (j, t, r) in enumerate(routes)]
     changed.append((rng.choice([j for j in jobs if j not in {x[0] for x in routes}]),
                     rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES)))
-    new_mod = rng.choice([m for m in build.MODULES if f"{pkgs[0]}/{m}.py" not in files])
+    new_mod = skeleton.new_module(rng, files, pkgs[0])
     new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES))
     drift = [
         Drift("d-routes", "changed_value", build.sid(3 + rng.randrange(batches)),
@@ -37,10 +37,7 @@ def schedule(rng: random.Random, n: repo.Names, files: dict[str, str], pkgs: lis
               ((router, repo.router_module(n, changed)), ("tests/test_routes.py", repo.routes_test(n, changed))),
               f"{router} (read at s02, documented at s{steps - 1:02d}, rewritten at s{steps:02d}) gains a job "
               "and a changed entry"),
-        Drift("d-caller", "new_caller", build.sid(rng.randint(4, steps - 1)),
-              f"{pkgs[0]}: add the {new_mod} health probe", author,
-              ((f"{pkgs[0]}/{new_mod}.py", new_src), (f"tests/test_{pkgs[0]}_{new_mod}.py", new_test)),
-              f"a new legacy call in {pkgs[0]}/{new_mod}.py, a package already migrated")]
-    legacy, planted = skeleton.legacy_drift(rng, files, pkgs, modules, avoid, 3, author)
-    drift += [legacy] if legacy else []
-    return tuple(sorted(drift, key=lambda d: d.before_step)), planted
+        skeleton.caller_drift(build.sid(rng.randint(4, steps - 1)), pkgs[0], new_mod, new_src, new_test,
+                              f"{pkgs[0]}: add the {new_mod} health probe", author,
+                              f"a new legacy call in {pkgs[0]}/{new_mod}.py, a package already migrated")]
+    return skeleton.drift_schedule(rng, drift, files, pkgs, modules, avoid, 3, author)

@@ -128,7 +128,7 @@ def _has_legacy_branch(text: str, n: repo.Names) -> bool:
 def _legacy(node: ast.AST, n: repo.Names) -> TypeGuard[ast.Call]:
     if not isinstance(node, ast.Call) or len(node.args) != 3:
         return False
-    return (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == n.fn
+    return build.callee(node) == n.fn
 
 
 def _migrate_calls(ed: build.FileEditor, n: repo.Names) -> None:

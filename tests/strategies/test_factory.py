@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 from bench.config import compose
 from strategies import STRATEGIES, make_strategy
 from strategies._common import DEFAULT_COMPACTION_PROMPT
+from strategies.base import TranscriptOnly
 from strategies.compaction import CompactionStrategy
 from strategies.ledger import LedgerStrategy
 from strategies.masking import MaskingStrategy
@@ -48,7 +49,7 @@ def test_every_strategy_states_every_hook_the_loop_reads():
 
 
 def test_a_strategy_that_does_not_state_a_hook_fails_in_one_line(monkeypatch):
-    monkeypatch.delattr(RawStrategy, "fresh_session_per_step")
+    monkeypatch.delattr(TranscriptOnly, "fresh_session_per_step")  # where raw states it
     with pytest.raises(ValueError, match=r"^strategy.name='raw': RawStrategy does not state fresh_session_per_step;"):
         make_strategy(load("raw"))
 
