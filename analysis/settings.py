@@ -7,6 +7,7 @@ the ground floor of `analysis/` so that any room can read it without importing t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -31,18 +32,9 @@ def _from_hydra(conf_dir: Path) -> dict[str, str]:
     if not (conf_dir / "config.yaml").is_file():
         raise SettingsError(f"{conf_dir}/config.yaml is missing: the analysis reads tracking.* and results_dir "
                             "from the project's config; run it from a ctxbench checkout")
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    if not OmegaConf.has_resolver("ctxbench_root"):
-        # Same meaning as the harness's resolver (the project root), which analysis
-        # cannot import: paths in the config are rooted there, never at the cwd.
-        OmegaConf.register_new_resolver("ctxbench_root", lambda: str(REPO))
     try:
-        with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-            cfg = compose(config_name="config")
-        found = {key: OmegaConf.select(cfg, key, default=None) for key in ("tracking.uri", "tracking.experiment",
-                                                                          "results_dir")}
+        cfg = _compose(conf_dir, [])
+        found = {key: _select(cfg, key) for key in ("tracking.uri", "tracking.experiment", "results_dir")}
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise SettingsError(f"{conf_dir} does not compose ({first}); fix it, "
@@ -56,3 +48,38 @@ def _from_hydra(conf_dir: Path) -> dict[str, str]:
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
         found["tracking.uri"] = f"sqlite:///{REPO / uri[len('sqlite:///'):]}"
     return {k: str(v) for k, v in found.items()}
+
+
+def model_group(name: str, conf_dir: Path = REPO / "conf") -> dict[str, Any]:
+    """`model=<name>` as the harness composes it (the schema's defaults merged under the YAML's,
+    bench/sim/params.py), as plain data: what analysis.calibrate starts a calibration from."""
+    from omegaconf import OmegaConf
+
+    if not (conf_dir / "model" / f"{name}.yaml").is_file():
+        raise SettingsError(f"no model config {conf_dir / 'model' / name}.yaml: choose one of conf/model/")
+    try:
+        out = OmegaConf.to_container(_compose(conf_dir, [f"model={name}"]).model, resolve=True)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SettingsError(f"model={name} does not compose ({first}); `python -m bench model={name} --cfg job` "
+                            "shows the same error") from None
+    assert isinstance(out, dict)
+    return {str(k): v for k, v in out.items()}
+
+
+def _compose(conf_dir: Path, overrides: list[str]) -> Any:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("ctxbench_root"):
+        # Same meaning as the harness's resolver (the project root), which analysis
+        # cannot import: paths in the config are rooted there, never at the cwd.
+        OmegaConf.register_new_resolver("ctxbench_root", lambda: str(REPO))
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def _select(cfg: Any, key: str) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(cfg, key, default=None)

@@ -26,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ctxlog import blobs as bl
+from ctxlog import blobs as blob_store
 from ctxlog import events as ev
 
 Fields = dict[str, Any]
@@ -73,8 +73,8 @@ class Log:
 
     @classmethod
     def from_text(cls, text: str, strict: bool = False, name: str = "events.jsonl",
-                  blobs: bl.Source | None = None) -> Log:
-        """`blobs`: where the log's large values are (`bl.directory(folder / "blobs")`, or an
+                  blobs: blob_store.Source | None = None) -> Log:
+        """`blobs`: where the log's large values are (`blob_store.directory(folder / "blobs")`, or an
         MLflow run's artifacts); asked only when a record names one."""
         out, lines, bad = [], [], 0
         problems: list[str] = []
@@ -92,15 +92,15 @@ class Log:
                 bad += 1
                 continue
             lines.append(line)
-            if bl.KEY in rec:
-                problems += bl.resolve(rec, blobs, cache)
+            if blob_store.KEY in rec:
+                problems += blob_store.resolve(rec, blobs, cache)
             out.append(ev.parse(rec))
         return cls(out, bad, tuple(lines), tuple(problems))
 
     @classmethod
     def from_path(cls, path: Path, strict: bool = False) -> Log:
         return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), strict, str(path),
-                             bl.directory(path.parent / bl.DIR))
+                             blob_store.directory(path.parent / blob_store.DIR))
 
     # -- what it holds --------------------------------------------------------------------
     def of(self, *classes: type[E]) -> list[E]:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from scipy import stats
 
 from analysis.calibrate.fit import Estimate, RecallFit, dedupe, fit_recall
@@ -27,6 +26,7 @@ from analysis.calibrate.sources import Trial
 from analysis.calibrate.summaries import KINDS as RETENTION
 from analysis.calibrate.summaries import Kept, retention
 from analysis.calibrate.usage import Call, calls, fit_cache, fit_latency
+from analysis.settings import SettingsError, model_group
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf" / "model"
@@ -51,23 +51,11 @@ class Calibration:
 
 
 def model_config(name: str, conf: Path = CONF) -> dict[str, Any]:
-    """conf/model/NAME.yaml with its `defaults` merged in (the way Hydra composes it)."""
-    path = conf / f"{name}.yaml"
-    if not path.is_file():
-        raise SystemExit(f"no model config {path}")
-    own = yaml.safe_load(path.read_text()) or {}
-    out: dict[str, Any] = {}
-    for entry in own.pop("defaults", []) or []:
-        if isinstance(entry, str) and entry != "_self_":
-            out = _merge(out, model_config(entry, conf))
-    return _merge(out, own)
-
-
-def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
+    """conf/model/NAME.yaml as the harness composes it (its `defaults`, and the schema's, merged in)."""
+    try:
+        return model_group(name, conf.parent)
+    except SettingsError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def binomial(kept: Sequence[Kept], kind: str, prior: float, level: float = 0.95) -> Estimate:

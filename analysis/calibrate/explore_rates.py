@@ -1,4 +1,4 @@
-"""The sim's exploration rates (conf/model/sim.yaml), measured from any model's event logs.
+"""The sim's exploration rates (SimParams, bench/sim/params.py), measured from any model's event logs.
 
 A real agent's logs say how often it looks before acting; these are the shares the sim's
 three parameters stand for (bench/sim/explore.py), read from `step_start` and `model_call`:
@@ -15,7 +15,7 @@ earlier `git log` is still in view, which ledger and subagent drop at every step
 the sim's own logs (issue-22 slice, raw, baseline arm, rates set 0.3 / 0.5 / 0.5): 0.21, 0.40,
 0.94. So calibrate by matching shares -- run the sim at candidate rates, read its logs with this
 module, and pick the rates whose shares match the real model's -- not by copying a share into
-conf/model/sim.yaml.
+bench/sim/params.py.
 
 `p_edit_error` is not measured here: telling a competence slip from a context failure needs
 the ground truth of the task (traps, drift), which analysis/calibrate owns.

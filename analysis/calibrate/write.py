@@ -66,7 +66,7 @@ def yaml_text(c: Calibration, command: str, report: Path) -> str:
         f"# by `{command}` on {dt.date.today().isoformat()} (code {git_sha()}).",
         "# Each fitted value carries its interval and the number of observations behind it; \"prior\" marks",
         f"# a value the logs could not inform, kept from {c.base}.yaml. Report: {report}",
-        "# Meaning of every parameter: conf/model/sim.yaml; how they were fitted: docs/calibration.md.",
+        "# Meaning of every parameter: SimParams in bench/sim/params.py; how they were fitted: docs/calibration.md.",
         "defaults:",
         f"  - {c.base}",
         "  - _self_",

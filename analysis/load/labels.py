@@ -18,6 +18,30 @@ import pandas as pd
 
 from analysis.load import CELL, TASK_KEY
 
+LEVEL_WORD = re.compile(r"\bstrateg(y|ies)\b")
+
+
+def level_heading(trials: pd.DataFrame) -> str:
+    """What a study's level column is headed: `strategy` when every level is one of ctxbench's own
+    strategies; `level` (conf/level/'s key) when an external agent plays one of them, since an agent
+    is no strategy (docs/agents.md). The frames keep the column `strategy` (and the CSVs and MLflow
+    keys with them); only what a reader sees is headed so."""
+    agents = trials.get("agent", pd.Series("", index=trials.index)).fillna("")
+    return "level" if (agents != "").any() else "strategy"
+
+
+def headed(text: str, level: str) -> str:
+    """A heading or a sentence with the word `strategy` (`strategies`) said as `level` says it."""
+    if level == "strategy":
+        return text
+    return LEVEL_WORD.sub(lambda m: level if m.group(1) == "y" else f"{level}s", text)
+
+
+def headed_frame(frame: pd.DataFrame, level: str) -> pd.DataFrame:
+    """A display table with its columns headed as `level` says (`strategy` -> `level`, ...)."""
+    return frame.rename(columns=lambda c: headed(c, level) if isinstance(c, str) else c)
+
+
 BANNER_CLASS = "ctxbench-sample-banner"  # marks a page that already carries the banner
 _STYLE = "border:2px solid #c0262d;background:#fff6f6;color:#222;padding:.6em 1em;margin:1em 0"
 

@@ -7,14 +7,16 @@ Reads every `trials/*/events.jsonl` below each folder (no MLflow needed). For ev
 step it compares the tree of the step's last passing `check` (`tree`, the judge's copy) with the
 `commit` event the harness logged for that step (bench/trial/certified_tree.py), and for every
 trial that ran a final check, that check's `tree` with `trial_end.final_tree_sha`. Prints the
-counts and every mismatch, then success per family visible-only and visible-plus-hidden; exits
-1 if anything differs.
+counts and every mismatch, then per family: the trials with a verdict (n), how many of them
+reached the final acceptance (only there do hidden checks run), success visible-only and
+visible-plus-hidden, and how every trial ended (infrastructure failures included, not in n);
+exits 1 if anything differs.
 """
 
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -50,9 +52,14 @@ def visible_success(log: Log) -> tuple[bool, bool] | None:
     return end.success or only_hidden, end.success
 
 
+def _rate(rows: list[tuple[bool, bool, bool]], k: int) -> str:
+    return f"{sum(r[k] for r in rows) / len(rows):.3f}" if rows else "-"  # no verdict: no rate, never a 0
+
+
 def main(folders: Iterable[str]) -> int:
     pairs = differ = trials = 0
-    families: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    families: dict[str, list[tuple[bool, bool, bool]]] = defaultdict(list)  # (visible, visible+hidden, reached final)
+    ends: dict[str, Counter[str]] = defaultdict(Counter)
     steps_without_commit = 0
     for folder in folders:
         for path in sorted(Path(folder).glob("**/trials/*/events.jsonl")):
@@ -65,16 +72,22 @@ def main(folders: Iterable[str]) -> int:
                     print(f"DIFFERS {path.parent.name} {what}: certified {certified}, recorded {recorded}")
             commits = {e.step for e in log.of(ev.Commit)}
             steps_without_commit += len({s.step for s in log.of(ev.StepStatus) if s.status == "passed"} - commits)
-            start = log.first(ev.TrialStart)
+            start, end = log.first(ev.TrialStart), log.first(ev.TrialEnd)
+            if start is None:
+                continue
+            family = start.task_id.split("/")[0]
+            ends[family][(end.failure_reason or end.outcome_class) if end is not None else "(no trial_end)"] += 1
             seen = visible_success(log)
-            if start is not None and seen is not None:
-                families[start.task_id.split("/")[0]].append(seen)
+            if seen is not None:
+                families[family].append((*seen, any(c.step == "final" for c in log.of(ev.Check))))
     print(f"{trials} trials, {pairs} certified/recorded tree pairs (step commits and final trees), {differ} differ; "
           f"{steps_without_commit} passed step checks whose trial ended before the step's commit")
-    print("family                visible-only  visible+hidden  n")
-    for family, rows in sorted(families.items()):
+    print("family                visible-only  visible+hidden  n  reached final  ends")
+    for family in sorted(ends):
+        rows = families.get(family, [])
         n = len(rows)
-        print(f"{family:21} {sum(v for v, _ in rows) / n:12.3f}  {sum(h for _, h in rows) / n:14.3f}  {n}")
+        how = ", ".join(f"{why} {count}" for why, count in sorted(ends[family].items()))
+        print(f"{family:21} {_rate(rows, 0):>12}  {_rate(rows, 1):>14}  {n}  {sum(r[2] for r in rows):13}  {how}")
     return 1 if differ else 0
 
 

@@ -243,7 +243,7 @@ def pilot_tables(trials: pd.DataFrame, a: argparse.Namespace) -> tuple[pd.DataFr
 
 
 def from_pilot(a: argparse.Namespace, out) -> None:
-    from analysis.load import load_runs
+    from analysis.load import labels, load_runs
 
     cfg = _tracking(a.overrides)
     runs = load_runs(cfg["tracking.uri"], cfg.get("tracking.experiment", "ctxbench"), a.pilot, curves=False)
@@ -257,9 +257,10 @@ def from_pilot(a: argparse.Namespace, out) -> None:
             raise InputError(f"pilot study {a.pilot!r} has no trials of family {missing[0]!r}; it ran "
                              f"{', '.join(sorted(ran))}")
         trials = trials[trials["task_family"].isin(a.family)]
+    level = labels.level_heading(trials)  # `level` when an agent is one (analysis/load/labels.py)
     if a.reference not in set(trials["strategy"]):
-        raise InputError(f"pilot study {a.pilot!r} has no trials of reference strategy {a.reference!r}")
-    binary, cont = pilot_tables(trials, a)
+        raise InputError(f"pilot study {a.pilot!r} has no trials of reference {level} {a.reference!r}")
+    binary, cont = (labels.headed_frame(f, level) for f in pilot_tables(trials, a))
     mode = psi.draws(trials)
     k = a.comparisons or len(binary)
     print(f"pilot {a.pilot!r}: {len(trials)} finished trials at {cfg['tracking.uri']}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis.load import Runs, load_runs
+from analysis.load import Runs, labels, load_runs
 from analysis.report.build import generate
 from analysis.settings import REPO, defaults
 
@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                    divergence=key("report.divergence", "outcome"))
     assert rep is not None
     t = rep.analysis.runs.trials
-    print(f"analysis.report: {len(t)} trials ({t['strategy'].nunique()} strategies × {t['arm'].nunique()} arms), "
+    levels = labels.headed("strategies", rep.analysis.level)
+    print(f"analysis.report: {len(t)} trials ({t['strategy'].nunique()} {levels} × {t['arm'].nunique()} arms), "
           f"{len(rep.analysis.runs.excluded)} excluded, "
           f"{len(rep.pages.mismatch) + len(rep.pages.reps) if rep.pages else 0} diff pages "
           f"-> {rep.out_dir / 'index.html'} "

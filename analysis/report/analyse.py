@@ -8,7 +8,7 @@ import pandas as pd
 
 from analysis.diff import mismatch
 from analysis.fairness import channels
-from analysis.load import Runs, accounting
+from analysis.load import Runs, accounting, labels
 from analysis.measures import appendix, tables
 from analysis.measures.token_check import token_accounting
 
@@ -36,6 +36,11 @@ class Analysis:
     planned: pd.DataFrame = field(default_factory=pd.DataFrame)  # every planned trial's state (accounting)
     instrument: dict = field(default_factory=dict)  # analysis/measures/appendix.py: tables by name, and seed_share
     tokens: pd.DataFrame = field(default_factory=pd.DataFrame)  # harness vs provider token counts (token_check)
+
+    @property
+    def level(self) -> str:
+        """How the level column is headed for a reader (analysis/load/labels.py: level_heading)."""
+        return labels.level_heading(self.runs.trials)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every table of the report by CSV name (the trials themselves included)."""

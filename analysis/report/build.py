@@ -97,13 +97,13 @@ def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) ->
         shutil.rmtree(out_dir / sub, ignore_errors=True)
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
     figs = {
-        "success": plots.success(a.success),
-        "tokens_per_turn": plots.tokens(a.runs.curves),
-        "cache_hit_per_turn": plots.cache_hit(a.runs.curves),
-        "cache_vs_consistency": plots.cache_vs_consistency(a.cache),
-        "latency_per_turn": plots.latency(a.runs.curves),
-        "cost_per_success": plots.cost_per_success(a.cost),
-        "mismatch_attribution": plots.mismatch_attribution(a.attribution),
+        "success": plots.success(a.success, a.level),
+        "tokens_per_turn": plots.tokens(a.runs.curves, a.level),
+        "cache_hit_per_turn": plots.cache_hit(a.runs.curves, a.level),
+        "cache_vs_consistency": plots.cache_vs_consistency(a.cache, a.level),
+        "latency_per_turn": plots.latency(a.runs.curves, a.level),
+        "cost_per_success": plots.cost_per_success(a.cost, a.level),
+        "mismatch_attribution": plots.mismatch_attribution(a.attribution, a.level),
     }
     paths = {name: plots.save(fig, out_dir / "figures" / f"{name}.png") for name, fig in figs.items()}
     for name, frame in a.tables().items():

@@ -131,7 +131,7 @@ def _mismatch_rows(a: Analysis, pages: Pages | None) -> str:
         "side by side": [f"[diff]({links[r]})" if r in links else "–" for r in m["run_id"]],
         "run": m["run_id"].map(lambda r: f"`{r[:12]}`"),
     })
-    return render.table(sort_cells(rows, ("arm", "strategy")))
+    return render.table(labels.headed_frame(sort_cells(rows, ("arm", "strategy")), a.level))
 
 
 def _rep_rows(a: Analysis, pages: Pages | None) -> str:
@@ -144,7 +144,7 @@ def _rep_rows(a: Analysis, pages: Pages | None) -> str:
                           "reps": f"{t.at[x, 'rep']} vs {t.at[y, 'rep']}",
                           "success": f"{int(t.at[x, 'success'])} / {int(t.at[y, 'success'])}",
                           "side by side": f"[diff]({link})"} for (x, y), link in pages.reps.items()])
-    return render.table(sort_cells(rows))
+    return render.table(labels.headed_frame(sort_cells(rows), a.level))
 
 
 def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> list[str]:
@@ -153,7 +153,8 @@ def _basis(trials: pd.DataFrame, sample: labels.Sample, cells: bool = True) -> l
     per_cell = labels.cell_basis(trials)
     out = [f"Basis: {labels.basis(trials, sample)}.", ""]
     if cells and labels.varies(per_cell):
-        out += ["The cells rest on different seeds, reps, models or code:", "", render.table(per_cell)]
+        out += ["The cells rest on different seeds, reps, models or code:", "",
+                render.table(labels.headed_frame(per_cell, labels.level_heading(trials)))]
     return out
 
 
@@ -185,20 +186,25 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
     sample = labels.sample(t)
     notes = a.notes + [f"study {k!r}: how its task seeds were chosen was not recorded (its trials predate the "
                        "study.sample tag), so whether they were selected is unknown" for k in sample.unrecorded]
+    level = a.level  # `strategy`, or `level` when an agent is one (analysis/load/labels.py)
+
+    def table(frame: pd.DataFrame) -> str:
+        return render.table(labels.headed_frame(frame, level))
+
     tables = {
-        "headline": render.table(_headline(a)), "hidden": render.table(_hidden(t)), "vs_reference": render.table(comparisons.vs_reference(a)),
-        "interaction": render.table(comparisons.interaction(a)), "continuous": render.table(comparisons.continuous(a)),
-        "variance": render.table(comparisons.variance(a)),
-        "tokens": render.table(a.tokens) if not a.tokens.empty else "(no trial logged the harness's count)",
-        "mismatch": render.table(_mismatch(a)), "reps": _rep_rows(a, pages), "attribution": render.table(a.attribution),
-        "mismatches": _mismatch_rows(a, pages), "divergence": render.table(a.divergence) if not a.divergence.empty else "",
-        "cache": render.table(_cache(a)), "cost": render.table(comparisons.cost(a)), "failures": render.table(a.failures),
-        "excluded": render.table(a.excluded),
+        "headline": table(_headline(a)), "hidden": table(_hidden(t)), "vs_reference": table(comparisons.vs_reference(a)),
+        "interaction": table(comparisons.interaction(a)), "continuous": table(comparisons.continuous(a)),
+        "variance": table(comparisons.variance(a)),
+        "tokens": table(a.tokens) if not a.tokens.empty else "(no trial logged the harness's count)",
+        "mismatch": table(_mismatch(a)), "reps": _rep_rows(a, pages), "attribution": table(a.attribution),
+        "mismatches": _mismatch_rows(a, pages), "divergence": table(a.divergence) if not a.divergence.empty else "",
+        "cache": table(_cache(a)), "cost": table(comparisons.cost(a)), "failures": table(a.failures),
+        "excluded": table(a.excluded),
     }
     text = render.templates("analysis.report").get_template("index.md.j2").render(
         title=title, banner=labels.banner_html(sample), now=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         tracking_uri=runs.tracking_uri, experiment=runs.experiment, n_trials=len(t),
-        strategies=_count(t["strategy"].nunique(), "strategy", "strategies"), arms=_count(t["arm"].nunique(), "arm"),
+        strategies=_count(t["strategy"].nunique(), level, labels.headed("strategies", level)), level=level, arms=_count(t["arm"].nunique(), "arm"),
         tasks=_count(t.groupby(["task_family", "task_seed"]).ngroups, "task"), reps=_span(reps),
         models=", ".join(map(str, sorted(t["model"].dropna().unique()))), n_excluded=len(runs.excluded),
         plan_sentence=_plan_sentence(a), reference=a.reference, reference_arm=a.reference_arm, notes=notes,
@@ -206,6 +212,6 @@ def document(a: Analysis, figs: dict[str, str], title: str, pages: Pages | None 
         basis_overall="\n".join(_basis(t, sample, cells=False)), no_pairs=_no_pairs(a), power_text=comparisons.power_text(a),
         inter=_interaction(a.interaction_result), target_power=f"{pilot.TARGET:.0%}",
         variance_note=a.variance.attrs.get("note"), attribution_text=_attribution_text(a),
-        page_notes=pages.notes if pages else [], appendix="\n".join(appendix.section(a.instrument)))
+        page_notes=pages.notes if pages else [], appendix="\n".join(appendix.section(a.instrument, level)))
     # "Which conclusions survive": only a sensitivity study has one (its own command prints it too).
     return text + sensitivity_section(t)

@@ -40,7 +40,7 @@ def save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def success(table: pd.DataFrame) -> Figure:
+def success(table: pd.DataFrame, level: str = "strategy") -> Figure:
     """Success rate with Wilson 95% CIs, strategies side by side within each arm."""
     arms, strategies = ordered(table["arm"], ARM_ORDER), ordered(table["strategy"], STRATEGY_ORDER)
     col = colors(strategies)
@@ -59,14 +59,14 @@ def success(table: pd.DataFrame) -> Figure:
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("arm")
     ax.set_ylabel("success rate (share of trials)")
-    ax.set_title("Task success by strategy and arm (dots: rate, bars: 95% Wilson CI)")
-    fig.legend(title="strategy", loc="outside right upper", fontsize=8)
+    ax.set_title(f"Task success by {level} and arm (dots: rate, bars: 95% Wilson CI)")
+    fig.legend(title=level, loc="outside right upper", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     return fig
 
 
 def _band_panels(curves: pd.DataFrame, metrics: list[tuple[str, str]], title: str,
-                 legend: str = "upper left") -> Figure:
+                 legend: str = "upper left", level: str = "strategy") -> Figure:
     """Rows = metrics, columns = arms (shared y per row, so arms compare by eye);
     median per turn per strategy with an IQR band. n per strategy in each top panel."""
     arms = ordered(curves["arm"], ARM_ORDER)
@@ -87,7 +87,7 @@ def _band_panels(curves: pd.DataFrame, metrics: list[tuple[str, str]], title: st
             if i == 0:
                 ax.set_title(f"arm: {arm}")
                 # A fixed corner: loc="best" scans every vertex and costs ~50% of the render.
-                ax.legend(fontsize=7, loc=legend, title="strategy (n trials)", title_fontsize=7)
+                ax.legend(fontsize=7, loc=legend, title=f"{level} (n trials)", title_fontsize=7)
             if i == len(metrics) - 1:
                 ax.set_xlabel("turn")
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -98,26 +98,26 @@ def _band_panels(curves: pd.DataFrame, metrics: list[tuple[str, str]], title: st
     return fig
 
 
-def tokens(curves: pd.DataFrame) -> Figure:
+def tokens(curves: pd.DataFrame, level: str = "strategy") -> Figure:
     return _band_panels(curves, [("prompt_tokens", "prompt tokens per turn"),
                                  ("cumulative_tokens", "cumulative tokens")],
-                        "Token consumption per turn, by strategy and arm")
+                        f"Token consumption per turn, by {level} and arm", level=level)
 
 
-def latency(curves: pd.DataFrame) -> Figure:
+def latency(curves: pd.DataFrame, level: str = "strategy") -> Figure:
     return _band_panels(curves, [("turn_latency_s", "latency per turn (s)")],
-                        "Model-call latency per turn, by strategy and arm")
+                        f"Model-call latency per turn, by {level} and arm", level=level)
 
 
-def cache_hit(curves: pd.DataFrame) -> Figure:
+def cache_hit(curves: pd.DataFrame, level: str = "strategy") -> Figure:
     fig = _band_panels(curves, [("cache_hit_ratio", "cache-hit ratio (cached / prompt tokens)")],
-                       "Prompt-cache hit ratio per turn, by strategy and arm", legend="lower right")
+                       f"Prompt-cache hit ratio per turn, by {level} and arm", legend="lower right", level=level)
     for ax in fig.axes:
         ax.set_ylim(-0.02, 1.02)
     return fig
 
 
-def cache_vs_consistency(table: pd.DataFrame) -> Figure:
+def cache_vs_consistency(table: pd.DataFrame, level: str = "strategy") -> Figure:
     """Per cell: cache-hit ratio against outcome consistency and token spread."""
     col = colors(table["strategy"])
     markers = dict(zip(ordered(table["arm"], ARM_ORDER), "osD^vP*X", strict=False))
@@ -149,11 +149,11 @@ def cache_vs_consistency(table: pd.DataFrame) -> Figure:
     handles = [a1.scatter([], [], color=c, marker="o", label=s) for s, c in col.items()]
     handles += [a1.scatter([], [], color="#777777", marker=m, label=f"arm: {a}") for a, m in markers.items()]
     fig.legend(handles=handles, loc="outside right center", fontsize=8)
-    fig.suptitle("Cache hits are not correctness: one point per strategy × arm cell")
+    fig.suptitle(f"Cache hits are not correctness: one point per {level} × arm cell")
     return fig
 
 
-def cost_per_success(table: pd.DataFrame) -> Figure:
+def cost_per_success(table: pd.DataFrame, level: str = "strategy") -> Figure:
     arms, strategies = ordered(table["arm"], ARM_ORDER), ordered(table["strategy"], STRATEGY_ORDER)
     col = colors(strategies)
     fig = _figure(max(8, 2.2 * len(arms) + 1.5), 4.6)
@@ -173,12 +173,12 @@ def cost_per_success(table: pd.DataFrame) -> Figure:
     ax.set_ylabel("cost per successful trial (USD)")
     ax.set_title("Cost per success = total cost / successes (label: successes/n trials)")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
-    fig.legend(title="strategy", loc="outside right upper", fontsize=8)
+    fig.legend(title=level, loc="outside right upper", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     return fig
 
 
-def mismatch_attribution(summary: pd.DataFrame) -> Figure:
+def mismatch_attribution(summary: pd.DataFrame, level: str = "strategy") -> Figure:
     """Outcome mismatches vs baseline, one panel per arm, stacked by what preceded the divergence."""
     if summary.empty:
         fig = _figure(7, 3)
@@ -208,7 +208,7 @@ def mismatch_attribution(summary: pd.DataFrame) -> Figure:
         ax.set_xlim(-0.6, len(sub) - 0.4)
         ax.set_xticks(x, list(sub.index), fontsize=8)
         ax.set_title(f"arm: {arm}")
-        ax.set_xlabel("strategy")
+        ax.set_xlabel(level)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylim(0, top * 1.15 + 0.5)
     axes[0].yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -89,8 +89,8 @@ class ClaudePlayer:
                  max_output: int, exec_timeout_s: float) -> None:
         self.spec, self.provider, self.seed = spec, provider, seed
         self.window, self.relative, self.max_output = window, relative, max_output
-        self.turn_timeout_s = float(spec.limits.get("turn_timeout_s", 300))
-        self.output_limit = int(spec.limits.get("output_limit_bytes", 1_000_000))
+        self.turn_timeout_s = spec.limits.turn_timeout_s
+        self.output_limit = spec.limits.output_limit_bytes
         exe = installed(spec)  # a ConfigError naming how to install it, before the sandbox exists
         # The socket's folder lives as long as the player; the sandbox mounts it at creation.
         self._sockets = tempfile.TemporaryDirectory(prefix="ctxbench-proxy-")

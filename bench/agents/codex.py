@@ -43,6 +43,7 @@ from bench.agents.install import cache_root, installed
 from bench.agents.instruct import instruction_text
 from bench.agents.spec import AgentSpec
 from bench.core import outcomes
+from bench.core.types import Message
 from bench.providers.base import Provider
 from bench.proxy.server import ModelProxy
 from bench.sandbox.base import ExecResult, Mount
@@ -57,7 +58,7 @@ PORT = 7878  # the forwarder's, on the sandbox's own loopback (network_mode=none
 KEEP_CHARS = 60_000  # the tail of Codex's output read back per turn: its last message and how it ended
 FORWARDER_FAILED = 97  # the turn's exit when the forwarder could not start: nothing of Codex ran
 DETAIL_CHARS = 2000
-_LINE_RE = re.compile(r"^ctxbench-(?P<key>exit|bytes|rollout) (?P<value>\d+)$", re.M)
+_LINE_RE = re.compile(r"^ctxbench-(?P<key>exit|bytes|rollout|compacted) (?P<value>\d+)$", re.M)
 
 
 def _fill(template: str, values: dict[str, str]) -> str:
@@ -69,14 +70,15 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 class CodexPlayer:
     fresh_session_per_step = False  # one session for the whole trial
+    sets_knobs = True  # its compaction knobs under an arm (`arms.<arm>.knobs`): `codex exec -c knob=N`
 
     def __init__(self, spec: AgentSpec, provider: Provider, *, seed: int, window: int, relative: bool,
-                 max_output: int, exec_timeout_s: float) -> None:
+                 max_output: int, exec_timeout_s: float, arm: str = "") -> None:
         assert spec.install is not None, "agent=own has no player"
-        self.spec, self.provider, self.seed = spec, provider, seed
+        self.spec, self.provider, self.seed, self.arm = spec, provider, seed, arm
         self.window, self.relative, self.max_output = window, relative, max_output
-        self.turn_timeout_s = float(spec.limits.get("turn_timeout_s", 300))
-        self.output_limit = int(spec.limits.get("output_limit_bytes", 1_000_000))
+        self.turn_timeout_s = spec.limits.turn_timeout_s
+        self.output_limit = spec.limits.output_limit_bytes
         self.exe = installed(spec)  # a ConfigError naming how to install it, before the sandbox exists
         # The proxy's folder, made before the sandbox so that it can be mounted: the socket (made
         # again at every turn) and the forwarder, read-only inside.
@@ -103,12 +105,14 @@ class CodexPlayer:
         assert self.proxy is not None
         proxy = self.proxy
         before, refused_before, first = proxy.requests, proxy.counts.get("refused", 0), not self.started
+        since = len(self.seat.log.log().of(ev.ModelCall))  # the model calls before this turn
         text = self._instruction(instruction)
         self.started, self.last_index = True, instruction.index
         self.spent, self.limit, proxy.turn = "", None, self.seat.referee.turns
+        knobs, counted = self._knobs(), proxy.overhead or 0  # the overhead the knobs were counted above
         proxy.start()
         try:
-            res = self.seat.sandbox.exec(self._script(first), timeout=self.turn_timeout_s, reap=True,
+            res = self.seat.sandbox.exec(self._script(first, knobs), timeout=self.turn_timeout_s, reap=True,
                                          env=self._env(text), output_limit_chars=KEEP_CHARS + 4000)
         finally:
             proxy.stop()
@@ -120,10 +124,12 @@ class CodexPlayer:
             self.seat.log.append(ev.ProcessKilled(turn=last, when="after the agent's turn",
                                                   processes=list(res.ended)))
         end = _read(res)
+        self._compactions(since, end["compacted"])
+        said = f"knobs: {' '.join(f'{k}={v}' for k, v in knobs.items())} (overhead {counted})\n" if knobs else ""
         self.seat.log.append(ev.AgentTurn(
             turn=last, agent=self.spec.name, step=instruction.step.id, attempt=int(instruction.retry),
             instruction=text if first else text[-2000:], exit_code=end["exit"], requests=proxy.requests - before,
-            agent_count=end["rollout"], detail=end["detail"][:DETAIL_CHARS]))
+            agent_count=end["rollout"], detail=(said + end["detail"])[:DETAIL_CHARS]))
         return self._verdict(res, end, proxy.counts.get("refused", 0) > refused_before)
 
     def reap(self) -> None:
@@ -145,6 +151,29 @@ class CodexPlayer:
             self.limit = exc
             raise
 
+    def _knobs(self) -> dict[str, int]:
+        """Codex's own compaction knobs for this turn (conf/agent/codex.yaml `arms`), above its fixed
+        overhead as the proxy measured it from its first main request. Codex reads them when it
+        starts, so the first turn, before any request, counts that overhead as 0: Codex would
+        compact earlier than it needs to, never later than the proxy's window."""
+        assert self.proxy is not None
+        return self.spec.knobs(self.arm, self.window, self.proxy.overhead or 0)
+
+    def _compactions(self, since: int, compacted: int | None) -> None:
+        """Each of Codex's own compactions this turn (the proxy's `compaction` thread: Codex's
+        `request_kind: compaction`) as a `compaction` event: the tokens of the request that asked for
+        the summary, and of the next acting request, which carries the summary instead of the turns;
+        beside it Codex's own count of its compactions so far (the `compacted` items of its rollout)."""
+        calls = self.seat.log.log().of(ev.ModelCall)[since:]
+        for i, c in enumerate(calls):
+            if c.purpose != "compaction":
+                continue
+            after = next((n.tokens_harness for n in calls[i + 1:] if n.purpose in ("turn", "subagent")), 0)
+            self.seat.log.append(ev.Compaction(
+                turn=c.turn, tokens_before=c.tokens_harness, tokens_after=after, summary=c.content,
+                summary_sha=Message(role="user", content=c.content).sha() if c.content else "",
+                usage={"trigger": "auto", "agent_count": compacted}))
+
     def _instruction(self, instruction: Instruction) -> str:
         return instruction_text(self.seat.task, instruction, self.started, self.last_index)
 
@@ -157,13 +186,15 @@ class CodexPlayer:
             env[f"CTXBENCH_FILE_{i}"] = _fill(content, values)
         return env
 
-    def _script(self, first: bool) -> str:
+    def _script(self, first: bool, knobs: dict[str, int]) -> str:
         """The turn, as the agent's uid in the sandbox: Codex's config files written again, the
         forwarder started, Codex run to the end of its turn with its output bounded, then what the
         player reads back: the tail of that output, its size, Codex's exit and its own count of
         model responses (the `token_usage_record`s of its rollout files)."""
         argv = list(self.spec.commands["first" if first else "next"])
         argv[0] = f"{AGENT_DIR}/{self.spec.install.bin}"  # type: ignore[union-attr]
+        at = argv.index("exec") + 1 if "exec" in argv else 1  # `exec`'s own option, before `resume`
+        argv[at:at] = [a for k, v in knobs.items() for a in ("-c", f"{k}={v}")]
         codex = " ".join('"$CTXBENCH_INSTRUCTION"' if a == "{instruction}" else shlex.quote(
             _fill(a, {"model_id": self.spec.model_id})) for a in argv)
         files = "".join(f'mkdir -p "$HOME"/{shlex.quote(str(Path(p).parent))} && '
@@ -178,7 +209,9 @@ class CodexPlayer:
                 f"tail -c {KEEP_CHARS} {out}\n"
                 f'printf "\\nctxbench-bytes %s\\n" "$(wc -c < {out})"\n'
                 f'printf "ctxbench-rollout %s\\n" "$(cat "$CODEX_HOME"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null '
-                f"| grep -c '\"type\":\"token_usage_record\"')\"\n")
+                f"| grep -c '\"type\":\"token_usage_record\"')\"\n"
+                f'printf "ctxbench-compacted %s\\n" "$(cat "$CODEX_HOME"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null '
+                f"| grep -c '\"type\":\"compacted\"')\"\n")
 
     def _verdict(self, res: ExecResult, end: dict[str, Any], overflowed: bool) -> TurnEnd:
         assert self.proxy is not None
@@ -230,7 +263,7 @@ def _read(res: ExecResult) -> dict[str, Any]:
     detail = "; ".join(errors) or ("turn.completed" if completed else " | ".join(tail)) or \
         f"no output (exit {res.exit_code}{', timed out' if res.timed_out else ''})"
     return {"exit": found.get("exit"), "bytes": found.get("bytes"), "rollout": found.get("rollout"),
-            "completed": completed, "message": message, "detail": detail}
+            "completed": completed, "message": message, "detail": detail, "compacted": found.get("compacted")}
 
 
 def _object(value: Any) -> dict[str, Any]:

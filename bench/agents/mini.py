@@ -117,8 +117,8 @@ class MiniPlayer:
         self.step_text: str | None = None  # a new step's instruction, until it is found in mini's list
         self.claim: dict[str, Any] = {}  # the last submission's hand-off, for the strategy's durable state
         self.window, self.relative, self.max_output, self.exec_timeout_s = window, relative, max_output, exec_timeout_s
-        self.turn_timeout_s = float(spec.limits.get("turn_timeout_s", 300))
-        self.output_limit = int(spec.limits.get("output_limit_bytes", 1_000_000))
+        self.turn_timeout_s = spec.limits.turn_timeout_s
+        self.output_limit = spec.limits.output_limit_bytes
         self.proc: subprocess.Popen[bytes] | None = None
         self.proxy: ModelProxy | None = None
         self.started = False

@@ -53,6 +53,9 @@ def validate(tcfg: TrialConfig) -> AgentSpec:
     if spec.context == "strategy" and not getattr(cls, "applies_strategy", False):
         raise ConfigError(f"agent.context=strategy: {spec.name}'s message list lives in its own process, not ours; "
                           "use the proxy's rewrites instead (agent.proxy_rewrite.name=masking|trim, docs/agents.md)")
+    if spec.arm(tcfg.arm.name).get("knobs") and not getattr(cls, "sets_knobs", False):
+        raise ConfigError(f"agent.arms.{tcfg.arm.name}.knobs: {spec.name}'s player cannot set its compaction knobs "
+                          "(its player has no sets_knobs); state the knob as the arm's env instead")
     return spec
 
 
@@ -67,8 +70,10 @@ def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
     cls = _player_class(spec)
     relative = spec.arm(tcfg.arm.name).get("window") == "relative"
     strategy = {"strategy": parts.strategy} if spec.context == "strategy" else {}  # mini_context.py
+    knobs = {"arm": tcfg.arm.name} if getattr(cls, "sets_knobs", False) else {}  # the agent's own compaction knobs
     return cls(spec, model_provider(spec, tcfg.model, parts.provider), seed=seed, window=parts.window,
-               relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s, **strategy)
+               relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s,
+               **strategy, **knobs)
 
 
 class ExternalAgents:

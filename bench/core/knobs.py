@@ -18,14 +18,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictInt, ValidationError
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 
 class ConfigError(ValueError):
     """A config value is wrong; the message names the key and how to fix it."""
+
+
+def _whole(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value  # 3.0 is 3; 2.5 stays an error
+
+
+# An integer knob: a whole float (256.0, as YAML or an override may write it) is that int; a bool is not.
+Integer = Annotated[StrictInt, BeforeValidator(_whole)]
 
 
 class Knobs(BaseModel):
@@ -37,8 +45,16 @@ class Knobs(BaseModel):
 def defaults(schema: type[BaseModel]) -> dict[str, Any]:
     """The schema's defaults as plain data (tuples as lists, as YAML has them); a knob without a
     default is left out (it must come from the YAML)."""
-    return {name: to_jsonable_python(field.default) for name, field in schema.model_fields.items()
+    return {name: _plain(field.default) for name, field in schema.model_fields.items()
             if field.default is not PydanticUndefined}
+
+
+def _plain(value: Any) -> Any:
+    """A default as plain data, a nested schema's values as they were written: serializing the
+    model would turn an int default of a float knob into a float (64000 -> 64000.0)."""
+    if isinstance(value, BaseModel):
+        return {name: _plain(getattr(value, name)) for name in type(value).model_fields}
+    return to_jsonable_python(value)
 
 
 def store(node: str, schema: type[BaseModel]) -> None:
@@ -77,8 +93,10 @@ def one_line(exc: ValidationError, schema: type[Any], where: str, source: str) -
     if err["type"] == "extra_forbidden":
         return f"{key}: unknown key {str(err['loc'][-1])!r} in {source}; known keys: " + \
             ", ".join(sorted(_inner(schema, err["loc"][:-1]).model_fields))
-    msg = err["msg"].removeprefix("Value error, ")
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    if err["type"] == "missing":
+        return f"{key}: missing{more}; set it in {source}"
+    msg = err["msg"].removeprefix("Value error, ")
     got = repr(err["input"])
     got = got if len(got) <= 80 else got[:77] + "..."
     return f"{key}: {msg}, got {got}{more}; fix it in {source}"

@@ -98,13 +98,12 @@ def plan_s() -> dict[str, Any]:
 
 
 def exec_overhead(family: str, n: int) -> dict[str, Any]:
-    from omegaconf import OmegaConf
 
     import tasks
+    from bench.config import compose
     from bench.sandbox import SandboxConfig, create
 
-    node: Any = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "sandbox" / "docker.yaml"))
-    cfg = SandboxConfig.from_dict(node)
+    cfg = SandboxConfig.from_dict(compose(["sandbox=docker"]).sandbox)
     spec = tasks.generate(family, 0)
     starts = []
     sb = None

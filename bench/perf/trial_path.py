@@ -40,6 +40,12 @@ def project_file(path: str) -> str | None:
     return str(rel) if rel.parts and rel.parts[0] in PACKAGES and rel.suffix == ".py" else None
 
 
+def room_of(module: str) -> str:
+    """The folder a module lives in, two levels deep (`bench/trial`), or its top-level file."""
+    parts = Path(module).parts
+    return "/".join(parts[:2]) if len(parts) > 2 else module
+
+
 def loop_imports() -> list[str]:
     tree = ast.parse((ROOT / "bench" / "trial" / "loop.py").read_text())
     names = []
@@ -116,13 +122,21 @@ def main(argv: list[str]) -> None:
             for u in undo:
                 u()
     modules = sorted({rel for m in list(sys.modules.values())
-                      if (rel := project_file(getattr(m, "__file__", None) or "")) is not None})
-    lines = sum(len((ROOT / m).read_text().splitlines()) for m in modules)
-    acting = [t for t in turns.turns if t][:-1]  # the last runs on into the trial's end
+                      if (rel := project_file(getattr(m, "__file__", None) or "")) is not None
+                      and not rel.startswith("bench/perf/")})  # this counter, not the trial's
+    sizes = {m: len((ROOT / m).read_text().splitlines()) for m in modules}
+    lines = sum(sizes.values())
+    acting = [{f for f in t if not f.startswith("bench/perf/")} for t in turns.turns if t][:-1]  # the last runs on into the trial's end
     full = [len(t) for t in acting]
     no_sim = [len({f for f in t if not f.startswith("bench/sim/")}) for t in acting]
     print(f"trial: {result.status} in {result.turns} turns")
     print(f"modules on the path: {len(modules)}, lines: {lines}")
+    rooms: dict[str, list[int]] = {}
+    for m, n in sizes.items():
+        tally = rooms.setdefault(room_of(m), [0, 0])
+        tally[0], tally[1] = tally[0] + 1, tally[1] + n
+    for name, (count, n) in sorted(rooms.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {name}: {count} modules, {n} lines")
     print(f"files run in one turn: median {statistics.median(full):g}, max {max(full)} "
           f"(without the sim: median {statistics.median(no_sim):g}, max {max(no_sim)})")
     biggest = max(acting, key=lambda t: len({f for f in t if not f.startswith('bench/sim/')}))

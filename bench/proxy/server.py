@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 from bench.core.tokens import count_messages, tools_tokens
 from bench.providers.base import ContextOverflow, Provider, ProviderError
-from bench.proxy import api as A
+from bench.proxy import api as proxy_api
 from bench.proxy.log_request import EventLog, Recorder, sha
 from bench.proxy.rewrite import Rewrite
 from bench.proxy.threads import Threads, agent_signal
@@ -50,12 +50,12 @@ log = logging.getLogger("bench.proxy")
 MAX_BODY_BYTES = 64 * 2**20  # a request past this is the agent's bad request, not a reason to run out of memory
 
 
-def request_tokens(req: A.Request) -> int:
+def request_tokens(req: proxy_api.Request) -> int:
     """A request by the proxy's count: its messages and tool schemas (as the sim bills them)."""
     return count_messages(req.messages) + tools_tokens(req.tools)[1]
 
 
-def overhead_tokens(req: A.Request) -> int:
+def overhead_tokens(req: proxy_api.Request) -> int:
     """The agent's fixed overhead in a request: its system messages and tool schemas."""
     return count_messages(tuple(m for m in req.messages if m.role == "system")) + tools_tokens(req.tools)[1]
 
@@ -137,10 +137,10 @@ class ModelProxy:
     # -- one request ------------------------------------------------------------------------
     def handle(self, path: str, raw: bytes, headers: dict[str, str]) -> tuple[int, str, bytes]:
         """(status, content type, body) for one POST; everything is recorded on the way."""
-        which = A.api_for(path)
+        which = proxy_api.api_for(path)
         if which is None:
-            return 404, A.JSON, json.dumps({"error": {"message": f"no route {path}"}}).encode()
-        api = A.APIS["anthropic" if which == "anthropic_count" else which]
+            return 404, proxy_api.JSON, json.dumps({"error": {"message": f"no route {path}"}}).encode()
+        api = proxy_api.APIS["anthropic" if which == "anthropic_count" else which]
         with self.recorder.lock:
             t0 = time.monotonic()
             try:
@@ -156,7 +156,7 @@ class ModelProxy:
             if which == "anthropic_count":
                 self.counts["count_tokens"] = self.counts.get("count_tokens", 0) + 1
                 self.recorder.request(self.turn, which, path, "count_tokens", raw, tokens=tokens)
-                return self._reply(which, 200, A.JSON, json.dumps({"input_tokens": tokens}).encode(), t0)
+                return self._reply(which, 200, proxy_api.JSON, json.dumps({"input_tokens": tokens}).encode(), t0)
             signal = agent_signal(headers)
             thread = self.threads.classify(req.messages, req.tools, signal)
             if thread == "main" and self.overhead is None:
@@ -201,7 +201,7 @@ class ModelProxy:
             if thread == "main":
                 self.turn += 1
             self.recorder.call(turn, thread, req, max_tokens, tokens, reply, {"proxy_s": time.monotonic() - t0})
-            rid = A.reply_id(sha(raw), self.seed, self.answered)
+            rid = proxy_api.reply_id(sha(raw), self.seed, self.answered)
             self.answered += 1
             status, ctype, data = api.reply(reply, req.model or self.model_name, req.stream, rid)
             return self._reply(which, status, ctype, data, t0, reply.usage.__dict__, turn, req.stream)
@@ -246,7 +246,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
-        if ctype == A.SSE:
+        if ctype == proxy_api.SSE:
             self.send_header("Cache-Control", "no-cache")
         self.end_headers()
         self.wfile.write(data)
@@ -256,14 +256,14 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path.rstrip("/")
         if path.endswith("/models"):
             body = {"object": "list", "data": [{"id": self.app.model_name, "object": "model", "type": "model"}]}
-            self._send(200, A.JSON, json.dumps(body).encode())
+            self._send(200, proxy_api.JSON, json.dumps(body).encode())
         else:
-            self._send(200 if path in ("", "/health") else 404, A.JSON, b'{"ok": true}')
+            self._send(200 if path in ("", "/health") else 404, proxy_api.JSON, b'{"ok": true}')
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY_BYTES:
-            self._send(413, A.JSON, b'{"error": {"message": "request body too large", "type": "invalid_request_error"}}')
+            self._send(413, proxy_api.JSON, b'{"error": {"message": "request body too large", "type": "invalid_request_error"}}')
             self.close_connection = True
             return
         raw = self.rfile.read(length)
@@ -273,8 +273,8 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # the proxy itself broke (its codecs, its recorder): ours, never the agent's
             log.exception("model proxy: handling a request crashed")
             self.app.infra_failure = self.app.infra_failure or f"harness_error: {type(exc).__name__}: {exc}"
-            which = A.api_for(urlsplit(self.path).path) or "anthropic"
-            answer = A.APIS["anthropic" if which == "anthropic_count" else which].error(
+            which = proxy_api.api_for(urlsplit(self.path).path) or "anthropic"
+            answer = proxy_api.APIS["anthropic" if which == "anthropic_count" else which].error(
                 500, "api_error", "the model proxy failed")
         try:
             self._send(*answer)

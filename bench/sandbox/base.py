@@ -9,15 +9,19 @@ is bench.sandbox.workcopy; `WorkingCopy` is re-exported here.
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
+from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictStr, StringConstraints
+
+from bench.core import knobs
+from bench.core.knobs import Knobs
 from bench.core.registry import Registry, UnknownChoice
+from bench.core.types import plain
 
 from .paths import PathRefused as PathRefused
 from .paths import Protected
@@ -37,71 +41,61 @@ ANNEX_SWITCHES = ("check_cache", "reuse", "fast_git")
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class SandboxConfig:
-    kind: str
-    image: str
-    base_image: str
-    memory: str
-    cpus: float
-    pids_limit: int
-    exec_timeout_s: float
-    output_limit_chars: int
-    check_cache: bool  # reuse a check's verdict where the whole state that decides it is the same
-    reuse: bool  # hand a pristine sandbox to the worker's next trial instead of a new one
-    fast_git: bool  # the harness's git in process, its answers kept, its git dir in memory (bench/accel/fastgit.py)
+def _kind(value: str) -> str:
+    try:
+        SANDBOXES.check(value)
+    except UnknownChoice as exc:  # "sandbox.kind='x' is not one of ...": the one line names key and value
+        raise ValueError(str(exc).split(" is ", 1)[-1]) from None
+    return value
+
+
+def _memory(value: str) -> str:
+    if not _MEMORY_RE.match(value):
+        raise ValueError('a docker memory size like "512m" or "2g"')
+    return value.lower()
+
+
+_Name = Annotated[StrictStr, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class SandboxConfig(Knobs):
+    """The `sandbox` group: where model-generated code and step checks run. Every knob is stated once
+    here (docs/design.md §4, "Knobs"); conf/sandbox/<kind>.yaml names its kind, and the defaults come
+    from `/knobs/sandbox` (hydra_plugins/ctxbench_knobs)."""
+
+    kind: Annotated[StrictStr, AfterValidator(_kind)] = Field(
+        description="docker: a container per trial; local: plain host subprocesses, UNSAFE, debugging only")
+    # No default: conf/sandbox/docker.yaml states them, where scripts/build_image.sh reads them.
+    image: _Name = Field(description="tag of the sandbox image `make docker` builds; unused by kind=local")
+    base_image: _Name = Field(description="FROM of the image; bootstrapped with debootstrap when it cannot be "
+                                          "pulled; unused by kind=local")
+    memory: Annotated[StrictStr, AfterValidator(_memory)] = Field(
+        default="512m", description="container memory limit, docker syntax <n>[b|k|m|g]; swap capped to it")
+    cpus: Annotated[StrictFloat, Field(ge=0.01)] = Field(default=1.0, description="CPU quota in CPUs "
+                                                                                   "(fractional allowed)")
+    pids_limit: Annotated[knobs.Integer, Field(ge=16)] = Field(
+        default=256, description="max processes/threads in the container: a fork bomb stops there")
+    # 120, not 120.0: the default is what the composed config (and so the config hash) carries.
+    exec_timeout_s: Annotated[StrictFloat, Field(ge=0.1)] = Field(
+        default=120, description="per-command timeout when a tool or check gives none; SIGKILLed at it")
+    output_limit_chars: Annotated[knobs.Integer, Field(ge=200)] = Field(
+        default=20000, description="command output is cut to its last N characters, with a marker line")
+    check_cache: StrictBool = Field(default=False, description="reuse a check's verdict from a check of this "
+                                    "study on exactly the same state, while pristine (docs/threat_model.md)")
+    reuse: StrictBool = Field(default=False, description="hand a pristine sandbox to the same worker's "
+                              "next trial instead of a new one")
+    fast_git: StrictBool = Field(default=False, description="the harness's git in process, its answers "
+                                 "kept, its git dir in memory (bench/accel/fastgit.py)")
 
     def limits(self) -> dict[str, Any]:
         """What changes how a command runs (not the image tag: a backend names its content)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in (*ANNEX_SWITCHES, "image")}
+        return {k: v for k, v in self.model_dump().items() if k not in (*ANNEX_SWITCHES, "image")}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SandboxConfig:
-        names = [f.name for f in dataclasses.fields(cls)]
-        fix = "Fix conf/sandbox/<kind>.yaml or the `sandbox.<key>=...` override."
-        unknown = sorted(str(k) for k in d if k not in names)
-        if unknown:
-            raise ValueError(f"sandbox config: unknown key(s) {unknown}; allowed keys: {names}. {fix}")
-        missing = [n for n in names if n not in d]
-        if missing:
-            raise ValueError(f"sandbox config: missing key(s) {missing}. {fix}")
-
-        def bad(key: str, want: str) -> ValueError:
-            return ValueError(f"sandbox config: `{key}` must be {want}, got {d[key]!r}. {fix}")
-
-        def number(key: str, integer: bool, minimum: float) -> Any:
-            v = d[key]
-            if isinstance(v, bool) or not isinstance(v, int | float) or (integer and v != int(v)):
-                raise bad(key, f"an {'integer' if integer else 'number'} >= {minimum}")
-            if v < minimum:
-                raise bad(key, f">= {minimum}")
-            return int(v) if integer else float(v)
-
-        for key in ("kind", "image", "base_image"):
-            if not isinstance(d[key], str) or not d[key].strip():
-                raise bad(key, "a non-empty string")
-        try:
-            SANDBOXES.check(d["kind"])
-        except UnknownChoice as exc:
-            raise ValueError(f"sandbox config: {exc}") from None
-        for key in ANNEX_SWITCHES:
-            if not isinstance(d[key], bool):
-                raise bad(key, "true or false")
-        if not _MEMORY_RE.match(str(d["memory"])):
-            raise bad("memory", 'a docker memory size like "512m" or "2g"')
-        return cls(
-            kind=d["kind"],
-            image=d["image"].strip(),
-            base_image=d["base_image"].strip(),
-            memory=str(d["memory"]).lower(),
-            cpus=number("cpus", False, 0.01),
-            pids_limit=number("pids_limit", True, 16),
-            exec_timeout_s=number("exec_timeout_s", False, 0.1),
-            output_limit_chars=number("output_limit_chars", True, 200),
-            check_cache=d["check_cache"],
-            reuse=d["reuse"],
-            fast_git=d["fast_git"],
-        )
+        """The composed `sandbox` group, or a ConfigError of one line naming the key."""
+        return knobs.validate(cls, plain(d), "sandbox", "conf/sandbox/<kind>.yaml or the `sandbox.<key>=...` "
+                                                       "override")
 
 
 # Where a mount may not land: the sandbox's own places (the working copy, the judge's copy, the

@@ -37,7 +37,7 @@ from bench.core.types import Completion
 from bench.providers.wire import anthropic as aw
 from bench.providers.wire import openai as ow
 from bench.serve import errors as vendor_errors
-from bench.serve import limits as L
+from bench.serve import limits as rate_limits
 from bench.serve.backend import Backend, SimBackend
 
 log = logging.getLogger("bench.serve.server")
@@ -80,7 +80,7 @@ class LoopbackServer:
 
     def __init__(self, backend: Backend | None = None, *, host: str = "127.0.0.1", port: int = 0,
                  faults: list[str] | tuple[str, ...] = (), retry_after_s: float = 1.0, slow_s: float = 5.0,
-                 key_env: str | None = None, time_scale: float = 0.0, limits: L.ProviderLimits | None = None) -> None:
+                 key_env: str | None = None, time_scale: float = 0.0, limits: rate_limits.ProviderLimits | None = None) -> None:
         if host not in LOOPBACK:
             raise ValueError(f"--host {host!r}: this server accepts any key and serves loopback only")
         self.backend: Backend = backend if backend is not None else SimBackend()
@@ -224,7 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault and fault.startswith("error:"):
             return self._json(*vendor_errors.reply(fault))
         if self.app.limits is not None and (wait := self.app.limits.admit(proto, body)) is not None:
-            return self._error(proto, 429, "rate_limit_error", "rate limit exceeded (emulated)", L.retry_after_header(wait))
+            return self._error(proto, 429, "rate_limit_error", "rate limit exceeded (emulated)", rate_limits.retry_after_header(wait))
         if fault == "slow":
             self.app.stopping.wait(self.app.slow_s)
             return self._error(proto, 500, "api_error", "too slow (injected)")

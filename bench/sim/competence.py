@@ -1,6 +1,6 @@
 """Competence errors: an edit batch gone wrong for reasons unrelated to the context.
 
-With `p_edit_error` per edit batch (conf/model/sim.yaml), the step's own edits to one of
+With `p_edit_error` per edit batch (bench/sim/params.py), the step's own edits to one of
 its files are left out -- a site forgotten -- whatever the context held. (A whole file, not
 one edit of it: half a file's change is a state the task's oracle, which knows how to do a
 step and not how to repair any wreck, might not finish.) The check

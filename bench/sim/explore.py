@@ -3,7 +3,7 @@
 Every fact a strategy's context can show -- the history and its messages, what changed since
 the last look, the current content of a file -- is reachable through the published tools
 (`git` status/log, `read_file`), so every strategy can reach the same facts; whether the model
-actually looks is a behaviour with a rate, one parameter each (conf/model/sim.yaml):
+actually looks is a behaviour with a rate, one parameter each (bench/sim/params.py):
 
   p_look_history        at a step's first turn: `git status --short` and
                         `git log --stat -n history_depth` (commit messages, who, which files)

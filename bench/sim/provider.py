@@ -26,7 +26,7 @@ from bench.core.tokens import count_text
 from bench.core.types import Completion, Message, Price, ToolCall, ToolSpec, plain
 from bench.providers.base import ProviderError
 from bench.sim.action import Reply, act
-from bench.sim.params import SimParams
+from bench.sim.params import DRAWS, SimParams, load
 from bench.sim.perception import perceive
 from bench.sim.summary import summarise
 from bench.sim.usage import Meter, output_tokens
@@ -36,11 +36,6 @@ from tasks.spec import TaskSpec
 # the sim for a summary instead of an action.
 COMPACTION_MARKER = "[compaction-request]"
 
-# `model_id` overrides `name` as the reported model id; `record` is read by make_provider.
-_CONFIG_KEYS = ("name", "provider", "model_id", "window", "max_output", "time_scale", "price", "params",
-                "mechanisms", "record", "draws", "stream")
-DRAWS = ("shared", "independent")
-_PROVIDER_NAMES = ("sim", "oracle")
 
 
 def _load_task(task_id: str) -> TaskSpec:
@@ -146,18 +141,8 @@ def _truncate(text: str, max_tokens: int) -> str:
 
 
 def from_config(model_cfg: Mapping[str, Any]) -> SimProvider:
-    """Build from the Hydra `model` group (conf/model/sim.yaml or oracle.yaml)."""
-    cfg = plain(model_cfg)
-    unknown = sorted(set(cfg) - set(_CONFIG_KEYS))
-    if unknown:
-        raise ValueError(f"unknown key {unknown[0]!r} in the sim model config (known: {', '.join(_CONFIG_KEYS)})")
-    for key in ("name", "window", "price", "params"):
-        if key not in cfg:
-            raise ValueError(f"missing key {key!r} in the sim model config (see conf/model/sim.yaml)")
-    if cfg.get("provider", "sim") not in _PROVIDER_NAMES:
-        raise ValueError(f"model.provider is {cfg['provider']!r}; the sim serves only {_PROVIDER_NAMES}")
-    return SimProvider(cfg["params"], model_id=str(cfg.get("model_id") or cfg["name"]), price=cfg["price"],
-                       window=int(cfg["window"]), time_scale=float(cfg.get("time_scale") or 0.0),
-                       mechanisms=cfg.get("mechanisms") or {}, draws=str(cfg.get("draws") or "shared"),
-                       stream=str(cfg.get("stream") or ""))
-
+    """Build from the Hydra `model` group (conf/model/sim.yaml, oracle.yaml: the SimModel schema)."""
+    cfg = load(plain(model_cfg))
+    return SimProvider(cfg.params.model_dump(), model_id=cfg.model_id or cfg.name, price=cfg.price.model_dump(),
+                       window=cfg.window, time_scale=cfg.time_scale, mechanisms=cfg.mechanisms.model_dump(),
+                       draws=cfg.draws, stream=cfg.stream)

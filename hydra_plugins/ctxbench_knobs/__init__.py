@@ -7,10 +7,14 @@ jobs get the ConfigStore with Hydra's singletons."""
 from bench.config import ArmConfig, Limits, TrackingConfig
 from bench.core import knobs
 from bench.providers.http.config import Transport
+from bench.sandbox.base import SandboxConfig
+from bench.sim import params as sim
 from strategies import store_knobs
 
 store_knobs()
 knobs.store("model/transport", Transport)
+sim.store()
 knobs.store("arm", ArmConfig)
 knobs.store("tracking", TrackingConfig)
 knobs.store("limits", Limits)
+knobs.store("sandbox", SandboxConfig)

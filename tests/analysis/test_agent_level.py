@@ -95,6 +95,25 @@ def test_the_report_shows_the_agent_beside_the_strategies(agent_study, agent_run
     text = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "report").rglob("*")
                      if p.suffix in (".md", ".html", ".csv"))
     assert text.count(AGENT) >= len(ARMS) and "raw" in text
+    # an agent is no strategy: the level column is headed `level` (conf/level/'s key), in the tables
+    # and the words around them; the CSVs keep their machine key
+    index = (tmp_path / "report" / "index.md").read_text()
+    assert "| level | arm |" in index and "| strategy |" not in index and "### Level × arm interaction" in index
+    assert "against level `raw` within each arm" in index and "2 levels × 2 arms" in index
+    assert "strategy" in (tmp_path / "report" / "tables" / "success.csv").read_text().splitlines()[0]
+
+
+def test_the_report_and_the_power_planner_say_level_when_an_agent_plays(agent_study, capsys, tmp_path):
+    from analysis.power import __main__ as power_cli
+    from analysis.report import __main__ as report_cli
+
+    uri = f"tracking.uri=sqlite:///{agent_study}/mlflow.db"
+    assert power_cli.main(["--pilot", STUDY, "--reference", "raw", "--reps", "1", "--seeds", "30", uri]) == 0
+    printed = capsys.readouterr().out
+    header = next(line for line in printed.splitlines() if line.lstrip().startswith("arm"))
+    assert header.split()[:2] == ["arm", "level"] and "strategy" not in header
+    assert report_cli.main([f"study.name={STUDY}", uri, f"report.dir={tmp_path / 'r'}", "report.mlflow=false"]) == 0
+    assert f"analysis.report: {2 * len(ARMS) * len(SEEDS)} trials (2 levels × 2 arms)" in capsys.readouterr().out
 
 
 def test_the_diff_page_pairs_an_agents_trial_with_its_own_baseline_twin(agent_study, tmp_path, capsys):

@@ -117,8 +117,8 @@ def test_the_blob_threshold_is_validated_and_changes_no_config_hash():
 
 
 @pytest.mark.parametrize("over,match", [
-    ("model.tool_calls=json", "model.tool_calls='json' is not one of native, grammar"),
-    ("model.stream=maybe", "model.stream must be true or false"),
+    ("model.tool_calls=json", "model.tool_calls: Input should be 'native' or 'grammar', got 'json'"),
+    ("model.stream=maybe", "model.stream: Input should be a valid boolean, got 'maybe'"),
 ])
 def test_the_small_model_options_are_validated(over, match):
     with pytest.raises(ValueError, match=match):

@@ -12,6 +12,7 @@ import functools
 from typing import Any
 
 from bench.config import CONF_DIR, TrialConfig, compose, load
+from bench.sandbox.base import SandboxConfig
 
 MODEL_CONF = CONF_DIR / "model"
 
@@ -24,6 +25,11 @@ def _trial(overrides: tuple[str, ...]) -> TrialConfig:
 def trial_config(*overrides: str) -> TrialConfig:
     """The validated config of one trial (cached: composing costs ~0.1 s)."""
     return _trial(tuple(overrides))
+
+
+def sandbox_config(name: str = "docker") -> SandboxConfig:
+    """`sandbox=<name>` as the harness composes it (the schema's defaults under the YAML), validated."""
+    return SandboxConfig.from_dict(trial_config(f"sandbox={name}").sandbox)
 
 
 def model_config(name: str = "sim") -> dict[str, Any]:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from omegaconf import DictConfig, OmegaConf
 
-from bench.config import CONF_DIR
 from bench.sandbox import SandboxConfig
+from tests.helpers.configs import sandbox_config
 
 # Fake keys for the real providers: long enough to count as secrets (bench.core.redact), and
 # never valid anywhere. Tests that build a real provider set them with the `api_keys` fixture.
@@ -40,10 +39,8 @@ def environment_restored() -> object:
 
 @pytest.fixture(scope="session")
 def sandbox_cfg() -> SandboxConfig:
-    """The real Hydra group file conf/sandbox/docker.yaml, validated."""
-    node = OmegaConf.load(CONF_DIR / "sandbox" / "docker.yaml")
-    assert isinstance(node, DictConfig)
-    return SandboxConfig.from_dict(node)
+    """`sandbox=docker` as the harness composes it, validated."""
+    return sandbox_config("docker")
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ through the sandbox, so nothing taints it: what a process the tracking missed wo
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from bench.sandbox.docker import DockerSandbox, dockerpy
 
 
 def tracked(cfg: SandboxConfig, **changes: Any) -> SandboxConfig:
-    return dataclasses.replace(cfg, **{"check_cache": True, "reuse": True, **changes})
+    return cfg.model_copy(update={"check_cache": True, "reuse": True, **changes})
 
 
 def _client() -> Any:

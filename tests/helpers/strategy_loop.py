@@ -18,22 +18,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
-from bench.config import CONF_DIR
 from bench.core import render
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Message, ToolCall
 from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.sandbox import create
-from bench.sandbox.base import SandboxConfig
 from bench.trial.driver import Limits, StepDriver
 from bench.trial.loop import LoopPlayer, LoopSettings
 from ctxlog import events as ev
 from ctxlog.reader import Log
 from strategies.base import Built, Certified, State, StepHead, Strategy
 from tasks.spec import Drift, Invariant, Step, StepPlan, TaskSpec
+from tests.helpers.configs import sandbox_config
 
 
 class FakeOracle:
@@ -141,7 +138,7 @@ def run(strategy: Strategy, task: TaskSpec, *, window: int = 200_000, max_output
     """Play `task` with `strategy` through the real loop (see the module docstring)."""
     task = with_drift(task, drift_before) if drift_before else task
     recording = Recording(strategy)
-    cfg = SandboxConfig.from_dict(OmegaConf.load(CONF_DIR / "sandbox" / "local.yaml"))  # type: ignore[arg-type]
+    cfg = sandbox_config("local")
     sandbox = create(cfg, dict(task.files), "strategy-test")
     try:
         with tempfile.TemporaryDirectory(prefix="ctxbench-strategy-") as tmp:

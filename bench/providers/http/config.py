@@ -1,13 +1,10 @@
 """The `model` config group for real (HTTP) models: validated once, with errors that name the key.
 
-Keys (one yaml per model under conf/model/): name, provider (anthropic|openai|replay|sim),
-model_id, window, max_output, price {input, output, cache_read, cache_write} in USD per million
-tokens, api_key_env (the variable holding the key), cassette (replay only), and two for
-OpenAI-compatible servers that small local models need: tool_calls (native: the server's own tool
-calling; grammar: the reply is constrained to one call of a published tool by a JSON schema,
-bench/providers/wire/constrained.py) and stream (false for servers that cannot stream tool calls).
-The transport's knobs (base_url, timeouts, retries, backoff, concurrency, rate_limit, record) and
-their defaults are stated once, in the `Transport` schema below.
+Every key is stated once, with its type, default, bounds and a one-line doc: the transport's knobs
+(base_url, timeouts, retries, backoff, concurrency, rate_limit, record) in `Transport`, registered
+as `/knobs/model/transport`, which each real model's YAML extends; what the model is (model_id,
+window, max_output, price, api_key_env, and for OpenAI-compatible servers tool_calls and stream)
+in `RealModel` below. A cassette is replay's own key (bench/providers/replay.py).
 
 API keys are read from the environment only, never from the config: the config names the
 variable, so what MLflow logs as params is the variable's name, not its value.
@@ -18,16 +15,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictFloat, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from bench.core import knobs
 from bench.core.knobs import Knobs
 from bench.core.types import Price, plain
 from bench.providers.http.ratelimit import RateLimit
 
-TOOL_CALLS = ("native", "grammar")
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
@@ -54,9 +50,45 @@ class Transport(Knobs):
                                                                "for model=replay")
 
 
-MODEL_KEYS = frozenset({"name", "provider", "model_id", "window", "max_output", "price", "api_key_env",
-                        "tool_calls", "stream"})
-COMMON_KEYS = MODEL_KEYS | frozenset(Transport.model_fields)
+NonNegative = Annotated[StrictFloat, Field(ge=0)]
+
+
+class ModelPrice(Knobs):
+    """`model.price` of a real model, USD per million tokens: every one stated, since a price left out
+    would silently misstate cost."""
+
+    input: NonNegative = Field(description="USD per million uncached input tokens")
+    output: NonNegative = Field(description="USD per million output tokens")
+    cache_read: NonNegative = Field(description="USD per million input tokens read from the cache")
+    cache_write: NonNegative = Field(description="USD per million input tokens written to the cache")
+
+
+class RealModel(Transport):
+    """The `model` group of a real model: what it is (id, window, price, key) on top of how its calls
+    travel (Transport). Its own defaults are not registered as a node: a composed config carries only
+    the keys its YAML states (adding tool_calls to model=anthropic would move its config hash), and a
+    key left out gets its default here."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())  # `model_id` is a knob
+    name: StrictStr | None = Field(default=None, description="the option's name (conf/model/<name>.yaml); "
+                                                             "null = model_id")
+    provider: StrictStr | None = Field(default=None, description="the provider that serves it: anthropic | "
+                                                                 "openai (any OpenAI-compatible server)")
+    model_id: StrictStr = Field(description="the provider's model id, sent with every call")
+    window: Annotated[knobs.Integer, Field(ge=1)] = Field(description="the context window in tokens; an arm "
+                                                                      "may give the strategy less")
+    max_output: Annotated[knobs.Integer, Field(ge=1)] = Field(
+        default=4096, description="tokens per reply; a longer reply stops with max_tokens")
+    price: ModelPrice = Field(description="USD per million tokens, by usage category")
+    api_key_env: StrictStr | None = Field(default=None, description="the variable holding the API key; left "
+                                          "out = the provider's own; null = none (a local base_url)")
+    tool_calls: Literal["native", "grammar"] = Field(
+        default="native", description="native: the server's tool calling; grammar: the reply constrained to "
+                                      "one published tool call (OpenAI-compatible servers)")
+    stream: StrictBool = Field(default=True, description="false for servers that cannot stream tool calls")
+
+
+COMMON_KEYS = frozenset(RealModel.model_fields)  # what replay accepts besides its cassette
 
 
 class ModelConfigError(ValueError):
@@ -72,17 +104,6 @@ def check_keys(cfg: Mapping[str, Any], allowed: frozenset[str] | set[str], provi
     if unknown:
         raise ModelConfigError(f"model has unknown keys {sorted(unknown)} for provider {provider!r}; "
                                f"allowed: {', '.join(sorted(allowed))}")
-
-
-def _num(cfg: Mapping[str, Any], key: str, default: Any, *, integer: bool = False, minimum: float = 0.0) -> Any:
-    v = cfg.get(key, default)
-    if v is None:
-        v = default
-    ok = isinstance(v, int) if integer else isinstance(v, int | float)
-    if not ok or isinstance(v, bool) or v < minimum:
-        kind = "an integer" if integer else "a number"
-        raise ModelConfigError(f"model.{key} must be {kind} >= {minimum}, got {v!r}")
-    return int(v) if integer else float(v)
 
 
 @dataclass(frozen=True)
@@ -106,49 +127,34 @@ class RealModelConfig:
     @classmethod
     def from_mapping(cls, cfg: Mapping[str, Any], provider: str) -> RealModelConfig:
         cfg = dict(plain(cfg))
-        check_keys(cfg, COMMON_KEYS, provider)
+        source = f"conf/model/{cfg.get('name') or provider}.yaml or the command line"
+        if cfg.get("model_id") == "???":
+            cfg["model_id"] = None  # Hydra's MISSING: then `model.model_id: missing`
         try:
-            transport = knobs.validate(Transport, {k: v for k, v in cfg.items() if k in Transport.model_fields},
-                                       "model", f"conf/model/{cfg.get('name') or provider}.yaml or the command line")
+            given = knobs.validate(RealModel, cfg, "model", source)
         except knobs.ConfigError as exc:
             raise ModelConfigError(str(exc)) from None
-        if cfg.get("provider", provider) != provider:
-            raise ModelConfigError(f"model.provider is {cfg.get('provider')!r}, but this is the {provider} provider")
-        model_id = cfg.get("model_id")
-        if not isinstance(model_id, str) or not model_id or model_id == "???":
-            raise ModelConfigError(f"model.model_id is missing: set the {provider} model id in conf/model/ "
-                                   "or on the command line (model.model_id=...)")
-        base_url = transport.base_url or None
-        if "api_key_env" in cfg and cfg["api_key_env"] is None:
+        if (given.provider or provider) != provider:
+            raise ModelConfigError(f"model.provider is {given.provider!r}, but this is the {provider} provider")
+        base_url = given.base_url or None
+        if "api_key_env" in cfg and cfg["api_key_env"] is None:  # null, not left out: no key at all
             if base_url is None:
                 raise ModelConfigError("model.api_key_env may be null only with a model.base_url (a local "
                                        "endpoint that needs no key)")
             key_env = None
         else:
-            key_env = str(cfg.get("api_key_env") or DEFAULT_KEY_ENV.get(provider, ""))
+            key_env = given.api_key_env or DEFAULT_KEY_ENV.get(provider, "")
             if not key_env:
                 raise ModelConfigError("model.api_key_env is missing: name the environment variable holding the key")
-        tool_calls = cfg.get("tool_calls") or "native"
-        if tool_calls not in TOOL_CALLS:
-            raise ModelConfigError(f"model.tool_calls={tool_calls!r} is not one of {', '.join(TOOL_CALLS)}; "
-                                   "grammar constrains replies to the published tools (OpenAI-compatible servers)")
-        if tool_calls != "native" and provider != "openai":
-            raise ModelConfigError(f"model.tool_calls={tool_calls!r} is for OpenAI-compatible servers, not {provider}; "
-                                   "use model.tool_calls=native")
-        stream = cfg.get("stream", True)
-        if not isinstance(stream, bool):
-            raise ModelConfigError(f"model.stream must be true or false, got {stream!r}")
-        if cfg.get("window") is None:
-            raise ModelConfigError("model.window is missing: set the context window in tokens in conf/model/ "
-                                   "or on the command line (model.window=...)")
+        if given.tool_calls != "native" and provider != "openai":
+            raise ModelConfigError(f"model.tool_calls={given.tool_calls!r} is for OpenAI-compatible servers, not "
+                                   f"{provider}; use model.tool_calls=native")
         return cls(
-            name=str(cfg.get("name") or model_id), provider=provider, model_id=model_id,
-            window=_num(cfg, "window", 0, integer=True, minimum=1),
-            max_output=_num(cfg, "max_output", 4096, integer=True, minimum=1),
-            price=_price(cfg.get("price")), base_url=str(base_url) if base_url else None,
-            api_key_env=key_env, timeout_s=float(transport.timeout_s), max_retries=transport.max_retries,
-            backoff_s=float(transport.backoff_s), max_concurrency=transport.max_concurrency,
-            tool_calls=str(tool_calls), stream=stream, rate_limit=transport.rate_limit,
+            name=given.name or given.model_id, provider=provider, model_id=given.model_id,
+            window=given.window, max_output=given.max_output, price=Price(**given.price.model_dump()),
+            base_url=base_url, api_key_env=key_env, timeout_s=float(given.timeout_s),
+            max_retries=given.max_retries, backoff_s=float(given.backoff_s), max_concurrency=given.max_concurrency,
+            tool_calls=given.tool_calls, stream=given.stream, rate_limit=given.rate_limit,
         )
 
     def api_key(self) -> str:
@@ -156,13 +162,6 @@ class RealModelConfig:
         if self.api_key_env is None:
             return "unused"  # local endpoints (vLLM, Ollama, llama.cpp) accept any placeholder
         return api_key_from_env(self.api_key_env)
-
-
-def _price(price: Any) -> Price:
-    try:
-        return Price.from_mapping(price)
-    except ValueError as exc:
-        raise ModelConfigError(str(exc)) from None
 
 
 def api_key_from_env(var: str) -> str:

@@ -26,6 +26,11 @@ turn ends only on a reply without calls). Read back, such a message is the assis
 A command that writes both stdout and stderr reads back in the order Codex shows them (not
 always the order they were written, as ctxbench's `run` shows them): that is what the model saw.
 
+Codex's own compaction reads as ctxbench's: its summary request (a user item "You are performing a
+CONTEXT CHECKPOINT COMPACTION ...") is a compaction request (the sim's marker line above Codex's own
+prompt), and the user item that carries the summary afterwards ("Another language model started to
+solve this problem ...") a summary message.
+
 Everything else passes through as Codex sent it: its developer prompt, `<environment_context>`,
 calls of its other tools, and a result of any other form (a command still running, an error of
 Codex's own) as its text.
@@ -41,6 +46,8 @@ from typing import Any
 
 from bench.core.types import Completion, Message, ToolCall
 from bench.sim.dialects.mini_bash import SUBMIT, SUBMITTED, decode, encode, rendered
+from bench.sim.perception import SUMMARY_MARK
+from bench.sim.provider import COMPACTION_MARKER
 
 TOOL = "exec_command"
 BATCH_END = "CTXBENCH_CALL_END"
@@ -49,6 +56,11 @@ SUBMIT_ID = "codex_submit_{}"  # a submit read back from a text message: Codex k
 _OUTPUT_RE = re.compile(r"\AChunk ID: [^\n]*\nWall time: [^\n]*\nProcess exited with code (?P<rc>-?\d+)\n"
                         r"(?:Original token count: [^\n]*\n)?Output:\n(?P<out>.*)\Z", re.S)
 _SUBMIT_RE = re.compile(rf"\A(?:(?P<text>.*)\n\n)?{SUBMIT} (?P<args>\{{[^\n]*\}})\Z", re.S)
+# Codex's own compaction (0.171.0's prompts, measured): its summary request's user item, and the
+# opening of the user item that carries the summary in the context after it.
+COMPACTION_OPENING = "You are performing a CONTEXT CHECKPOINT COMPACTION"
+SUMMARY_OPENING = "Another language model started to solve this problem"
+SUMMARY_LEAD_END = "use the information in this summary to assist with your own analysis:"
 
 
 def submit_text(content: str, args: dict[str, Any]) -> str:
@@ -78,6 +90,20 @@ def output(text: str) -> tuple[int | None, str]:
 def result(name: str, args: dict[str, Any], text: str) -> str:
     rc, out = output(text)
     return text if rc is None else rendered(name, args, rc, out)
+
+
+def compaction_request(text: str) -> str | None:
+    """Codex's request for a summary, as ctxbench's (its prompt under the sim's marker line), or None."""
+    return f"{COMPACTION_MARKER}\n{text}" if text.lstrip().startswith(COMPACTION_OPENING) else None
+
+
+def summary_message(text: str) -> str | None:
+    """Codex's user item that carries its summary after a compaction, as ctxbench's summary message
+    (strategies/_common.py's heading, which the sim reads summaries by), or None."""
+    if not text.startswith(SUMMARY_OPENING):
+        return None
+    summary = text.partition(SUMMARY_LEAD_END)[2].lstrip("\n") or text
+    return f"{SUMMARY_MARK} TURNS (Codex compacted them; this summary replaces them)\n\n{summary.rstrip()}"
 
 
 def _end(commands: list[str]) -> str:
@@ -149,6 +175,8 @@ class Codex:
             elif m.role == "tool" and m.tool_call_id in calls:
                 name, args = calls[m.tool_call_id]
                 out.append(dataclasses.replace(m, content=result(name, args, m.content), name=name))
+            elif m.role == "user" and (said := compaction_request(m.content) or summary_message(m.content)) is not None:
+                out.append(dataclasses.replace(m, content=said))
             else:
                 out.append(m)
         return tuple(out)

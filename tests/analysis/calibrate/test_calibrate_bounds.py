@@ -41,9 +41,9 @@ def test_the_written_config_is_one_the_simulator_accepts(monkeypatch):
 
     import yaml
 
-    from bench.config import CONF_DIR
+    from bench.config import compose, load
 
-    prior = yaml.safe_load((CONF_DIR / "model" / "sim.yaml").read_text())["params"]
+    prior = dict(load(compose(["model=sim"])).model["params"])  # the SimParams defaults, composed
     C.prior = {k: prior[k] for k in C.estimates}
     C.value = staticmethod(lambda k: C.estimates[k].value if k in C.estimates else prior[k])
     text = write.yaml_text(C, "test", __import__("pathlib").Path("fit.md"))  # type: ignore[arg-type]

@@ -115,3 +115,20 @@ def test_headline_tables_state_their_basis_and_mixed_code(selected):
     assert tags["report.sample"] == "selected" and "the trials ran different code" in tags["report.basis"]
     versions = tags["report.code_versions"].split(", ")
     assert len(versions) == 2 and "1" * 40 + "-dirty" in versions
+
+
+def test_the_level_column_is_headed_by_what_its_levels_are():
+    """`strategy` while every level is one of ctxbench's strategies; `level` (conf/level/'s key) once
+    an external agent plays one; the frames and their CSV keys stay `strategy`."""
+    import pandas as pd
+
+    from analysis.load import labels
+
+    own = pd.DataFrame({"strategy": ["raw", "ledger"], "agent": ["", ""]})
+    mixed = pd.DataFrame({"strategy": ["raw", "codex"], "agent": ["", "codex"]})
+    assert labels.level_heading(own) == "strategy" and labels.level_heading(mixed) == "level"
+    assert labels.level_heading(pd.DataFrame({"strategy": ["raw"]})) == "strategy"  # runs from before agents
+    table = pd.DataFrame({"arm": ["baseline"], "strategy": ["codex"], "n (strategy / ref)": ["2 / 2"]})
+    assert list(labels.headed_frame(table, "level").columns) == ["arm", "level", "n (level / ref)"]
+    assert list(labels.headed_frame(table, "strategy").columns) == list(table.columns)
+    assert labels.headed("3 strategies; strategy x arm", "level") == "3 levels; level x arm"

@@ -51,7 +51,7 @@ def boxes(local_cfg: SandboxConfig) -> Iterator[Callable[..., LocalSandbox]]:
     made: list[LocalSandbox] = []
 
     def make(**changes: object) -> LocalSandbox:
-        box = create(dataclasses.replace(local_cfg, check_cache=True, **changes), FILES, f"key-{len(made)}")
+        box = create(local_cfg.model_copy(update={"check_cache": True, **changes}), FILES, f"key-{len(made)}")
         assert isinstance(box, LocalSandbox) and box.pristine
         box.write_file("calc.py", CALC)
         made.append(box)

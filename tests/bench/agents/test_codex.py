@@ -124,6 +124,54 @@ def test_codex_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(code
     assert any(_blob_seen(log, d.seq, d.shas) for d in drifts)
 
 
+@pytest.mark.timeout(1200)
+def test_under_arm_compaction_codex_compacts_itself_and_goes_on(codex_installed, sandbox_cfg, docker_ready, tmp_path):
+    """arm=compaction: the proxy's window is 12,000 tokens above Codex's fixed overhead (measured from
+    its first request), and Codex's own knobs are set from the arm (conf/agent/codex.yaml), so Codex
+    compacts by itself before the proxy would refuse: its summary request (`request_kind:
+    compaction`) is answered by the sim with a summary, recorded as a `compaction` event with its
+    tokens before and after, and the next step is played from the summary; no context_overflow."""
+    task = tasks.generate("record_upgrade", 0, steps=6)
+    model_cfg = compose(["model=oracle"]).model
+    player = codex.CodexPlayer(codex_installed, model_provider(codex_installed, model_cfg, make_provider(model_cfg)),
+                               seed=SEED, window=12000, relative=True, max_output=8192, exec_timeout_s=120,
+                               arm="compaction")
+    sandbox = create(sandbox_cfg, dict(task.files), "codex-compaction", {"ctxbench.test": "agents"},
+                     mounts=player.mounts)
+    try:
+        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    finally:
+        sandbox.close()
+    log = Log.from_path(tmp_path / "events.jsonl")
+    turns, requests = log.of(ev.AgentTurn), log.of(ev.AgentRequest)
+    passed = [s.step for s in log.of(ev.StepStatus) if s.status == "passed"]
+    assert reason == "" and len(passed) == len(task.steps), (reason, [t.detail for t in turns])
+    assert not log.of(ev.ContextOverflow)  # never refused: Codex compacted first
+    # both numbers on the record: the arm's window and the overhead it is counted above
+    overhead = requests[0].overhead or requests[1].overhead
+    assert overhead > 0 and all(r.window == 12000 + r.overhead for r in requests[1:])
+    assert f"model_context_window={12000 + overhead} model_auto_compact_token_limit={overhead + 8400} " \
+        f"(overhead {overhead})" in turns[-1].detail
+    # Codex reads its knobs when it starts: its first turn, before its first request, counts no overhead
+    assert "model_context_window=12000 model_auto_compact_token_limit=8400 (overhead 0)" in turns[0].detail
+    # Codex's own compaction: its signal, the sim's summary, the event with tokens before and after
+    asks = [r for r in requests if r.thread == "compaction"]
+    assert asks and all(r.signal == "compaction" for r in asks)
+    summaries = [c for c in log.of(ev.ModelCall) if c.purpose == "compaction"]
+    assert len(summaries) == len(asks) and all("SUMMARY OF EARLIER" in c.content for c in summaries)
+    compactions = log.of(ev.Compaction)
+    assert len(compactions) == len(asks) and compactions[-1].usage["agent_count"] == len(asks)
+    for c in compactions:
+        assert 0 < c.tokens_after < c.tokens_before <= 12000 + overhead and c.summary
+    # the step that follows a compaction is played, and passes, from the summary
+    first = asks[0]
+    after = next(r for r in requests if r.seq > first.seq and r.thread == "main")
+    assert "Another language model started to solve this problem" in after.body and after.tokens < first.tokens
+    assert any(s.seq > first.seq and s.status == "passed" for s in log.of(ev.StepStatus))
+    rebuilt, problems = verify(tmp_path / "events.jsonl")
+    assert problems == [] and rebuilt == len(requests)
+
+
 def test_an_over_window_request_ends_codex_s_turn_as_context_overflow(codex_installed, sandbox_cfg, docker_ready,
                                                                      tmp_path):
     player = _player(codex_installed, window=1000)  # below Codex's own ~5.5k tokens of overhead

@@ -140,7 +140,19 @@ def test_the_codex_player_from_its_config(codex_exe):
     env = player._env("do the step")
     assert env["CTXBENCH_INSTRUCTION"] == "do the step" and 'base_url = "http://127.0.0.1:7878/v1"' in \
         env["CTXBENCH_FILE_0"] and 'model = "ctxbench-sim"' in env["CTXBENCH_FILE_0"]
-    assert f"{codex.AGENT_DIR}/node_modules/" in player._script(True) and " resume --last " in player._script(False)
+    assert f"{codex.AGENT_DIR}/node_modules/" in player._script(True, {}) and " resume --last " in player._script(False, {})
+    # its compaction knobs, from the arm (conf/agent/codex.yaml): before its first request its overhead
+    # counts as 0; after, as the proxy measured it; `exec`'s own options, before `resume`
+    player.proxy = SimpleNamespace(overhead=None)
+    assert player._knobs() == {"model_context_window": 12000, "model_auto_compact_token_limit": 8400}
+    player.proxy.overhead = 5373
+    knobs = player._knobs()
+    assert knobs == {"model_context_window": 17373, "model_auto_compact_token_limit": 13773}
+    assert " exec -c model_context_window=17373 -c model_auto_compact_token_limit=13773 --json " in \
+        player._script(False, knobs) and " --skip-git-repo-check resume --last " in player._script(False, knobs)
+    baseline = players.make_player(load(compose(["agent=codex", "arm=baseline"])), parts, 1)
+    baseline.proxy = SimpleNamespace(overhead=5373)
+    assert baseline._knobs() == {} and baseline.relative is False
 
 
 def test_a_turn_s_output_read_back():
@@ -152,10 +164,11 @@ def test_a_turn_s_output_read_back():
               {"type": "item.completed", "item": {"type": "agent_message", "text": "done: kept x"}},
               {"type": "turn.completed", "usage": {}}]
     body = "WARNING: a line of Codex's stderr\n" + "".join(json.dumps(e) + "\n" for e in events)
-    tail = "ctxbench-exit 0\n\nctxbench-bytes 412\nctxbench-rollout 5\n"
+    tail = "ctxbench-exit 0\n\nctxbench-bytes 412\nctxbench-rollout 5\nctxbench-compacted 2\n"
     end = codex._read(ExecResult(0, body + tail, 1.0, False))
     assert (end["exit"], end["bytes"], end["rollout"], end["completed"], end["message"]) == (0, 412, 5, True,
                                                                                              "done: kept x")
+    assert end["compacted"] == 2
     failed = codex._read(ExecResult(0, '{"type":"turn.failed","error":{"message":"stream disconnected"}}\n'
                                        "ctxbench-exit 1\n\nctxbench-bytes 70\nctxbench-rollout 0\n", 1.0, False))
     assert (failed["exit"], failed["completed"], failed["detail"]) == (1, False, "stream disconnected")

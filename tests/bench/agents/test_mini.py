@@ -35,13 +35,10 @@ SEED = 7000
 
 @pytest.fixture
 def box():
-    from omegaconf import OmegaConf
-
-    from bench.config import CONF_DIR
-    from bench.sandbox.base import SandboxConfig
     from tests.bench.trial.conftest import FILES
+    from tests.helpers.configs import sandbox_config
 
-    sandbox = create(SandboxConfig.from_dict(OmegaConf.load(CONF_DIR / "sandbox" / "local.yaml")), FILES, "mini-fake")
+    sandbox = create(sandbox_config("local"), FILES, "mini-fake")
     yield sandbox
     sandbox.close()
 

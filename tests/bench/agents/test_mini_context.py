@@ -125,7 +125,7 @@ def test_context_strategy_is_refused_for_an_agent_whose_list_is_not_ours(monkeyp
     with pytest.raises(ConfigError) as err:
         validate(cfg)
     assert "message list lives in its own process" in str(err.value) and "\n" not in str(err.value)
-    with pytest.raises(ConfigError, match=r"^agent.context='mine' is not one of own, strategy"):
+    with pytest.raises(ConfigError, match=r"^agent.context: Input should be 'own' or 'strategy', got 'mine'"):
         AgentSpec.from_dict({**OmegaConf.to_container(compose(["agent=mini_swe_agent"]).agent), "context": "mine"})
 
 

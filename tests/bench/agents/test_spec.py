@@ -34,12 +34,24 @@ def test_agent_left_out_or_own_is_the_same_trial():
 
 
 @pytest.mark.parametrize(("patch", "words"), [
-    ({"colour": "red"}, "agent.colour: unknown key"),
-    ({"version": "latest"}, "pin mini_swe_agent to an exact version"),
-    ({"wire_api": "grpc"}, "agent.wire_api='grpc' is not one of"),
-    ({"install": {"registry": "cargo", "package": "x", "bin": "y"}}, "agent.install must name registry"),
+    ({"colour": "red"}, "agent.colour: unknown key 'colour' in conf/agent/mini_swe_agent.yaml"),
+    ({"version": "latest"}, "agent.version: pin the agent to an exact version, e.g. 2.4.6, got 'latest'"),
+    ({"wire_api": "grpc"}, "agent.wire_api: Input should be 'anthropic', 'openai_chat' or 'openai_responses'"),
+    ({"install": {"registry": "cargo", "package": "x", "bin": "y"}}, "agent.install.registry: Input should be "
+                                                                      "'pypi' or 'npm', got 'cargo'"),
+    ({"install": {"registry": "npm", "package": "x"}}, "agent.install.bin: missing; set it in conf/agent/"),
     ({"model_id": "gpt-6"}, "agent.model_id='gpt-6' is not an id mini_swe_agent accepts"),
-    ({"arms": {"compaction": {"window": "half"}}}, "agent.arms.compaction.window must be absolute or relative"),
+    ({"arms": {"compaction": {"window": "half"}}}, "agent.arms.compaction.window: Input should be 'absolute' or "
+                                                   "'relative', got 'half'"),
+    ({"limits": {"turn_timeout_s": 0}}, "agent.limits.turn_timeout_s: Input should be greater than 0, got 0"),
+    ({"limits": {"output_limit_bytes": "1MB"}}, "agent.limits.output_limit_bytes: Input should be a valid integer"),
+    ({"limits": {"turn_s": 5}}, "agent.limits.turn_s: unknown key 'turn_s'"),
+    ({"env": {"DEBUG": 1}}, "agent.env.DEBUG: Input should be a valid string, got 1"),
+    ({"runs": "cloud"}, "agent.runs: Input should be 'host' or 'sandbox', got 'cloud'"),
+    ({"arms": {"compaction": {"knobs": {"max_tokens": 0.5}}}},
+     "agent.arms.compaction.knobs.max_tokens: not one of mini_swe_agent's compaction knobs (none)"),
+    ({"compaction": {"k": "what it does"}, "arms": {"compaction": {"knobs": {"k": 1.5}}}},
+     "agent.arms.compaction.knobs.k: Input should be less than or equal to 1"),
 ])
 def test_bad_agent_config_is_one_line(patch, words):
     d = {**OmegaConf.to_container(compose(["agent=mini_swe_agent"]).agent, resolve=True), **patch}
@@ -102,3 +114,29 @@ def test_the_player_of_each_agent(monkeypatch):
     cc = load(compose(["agent=claude_code", "agent.player=''"]))  # every shipped agent plays now
     with pytest.raises(ConfigError, match="agent=claude_code has no player yet"):
         players.make_player(cc, parts(cc), 1)
+
+
+def test_every_agent_knob_has_a_one_line_doc_and_a_key_left_out_takes_its_default():
+    from bench.agents.spec import AgentKnobs, AgentLimits, ArmEntry, Install
+
+    for schema in (AgentKnobs, Install, ArmEntry, AgentLimits):
+        for key, field in schema.model_fields.items():
+            assert field.description and "\n" not in field.description, f"{schema.__name__}.{key}"
+    d = OmegaConf.to_container(compose(["agent=codex"]).agent, resolve=True)
+    assert isinstance(d, dict)
+    del d["limits"], d["runs"]
+    spec = AgentSpec.from_dict(d)
+    assert (spec.limits.turn_timeout_s, spec.limits.output_limit_bytes, spec.runs) == (300, 1000000, "host")
+    assert spec.limits == _spec("codex").limits  # what codex.yaml states is the schema's default
+
+
+def test_an_agents_compaction_knobs_are_its_overhead_plus_its_share_of_the_arms_window():
+    """conf/agent/codex.yaml: under a window arm each knob is Codex's overhead plus its fraction of
+    the arm's window (what `codex exec -c` is given); under an arm without them, or no window, none."""
+    spec = AgentSpec.from_dict(OmegaConf.to_container(compose(["agent=codex"]).agent, resolve=True))
+    assert spec.knobs("compaction", 12000, 5373) == {"model_context_window": 17373,
+                                                     "model_auto_compact_token_limit": 5373 + 8400}
+    assert spec.knobs("drift_compaction", 12000, 0) == {"model_context_window": 12000,
+                                                        "model_auto_compact_token_limit": 8400}
+    assert spec.knobs("baseline", 12000, 5373) == {} and spec.knobs("compaction", 0, 5373) == {}
+    assert set(spec.compaction) >= set(spec.arm("compaction")["knobs"])

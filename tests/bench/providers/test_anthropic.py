@@ -140,7 +140,8 @@ def test_config_errors_name_the_key(api_keys, monkeypatch):
     with pytest.raises(ModelConfigError, match="model.window"):
         AnthropicProvider.from_config({**model_cfg("anthropic"), "window": None})
     with pytest.raises(ModelConfigError, match="model.price.output"):
-        AnthropicProvider.from_config({**model_cfg("anthropic"), "price": {"output": -1}})
+        AnthropicProvider.from_config({**model_cfg("anthropic"), "price": {"input": 1, "output": -1, "cache_read": 0,
+                                                                           "cache_write": 0}})
     with pytest.raises(ModelConfigError, match="api_key_env may be null only"):
         AnthropicProvider.from_config({**model_cfg("anthropic"), "api_key_env": None})
     monkeypatch.delenv("ANTHROPIC_API_KEY")

@@ -279,6 +279,30 @@ def test_threads_main_side_subagent_compaction():
     assert th.classify(main, tools) == "main"
 
 
+def test_a_main_prompt_with_more_after_it_is_still_the_main_thread():
+    """Measured: Codex 0.171.0 appends its skills' instructions to its developer prompt from its
+    second process on (each step a `codex exec resume`); its main thread stays the main thread,
+    while another prompt, or none after a prompt, is a subagent's."""
+    from bench.proxy.threads import Threads
+
+    tools, th = (ToolSpec("exec_command", "", {}),), Threads()
+    prompt = Message(role="system", content="You are Codex")
+    assert th.classify((prompt, Message(role="user", content="step 1")), tools) == "main"
+    grown = (prompt, Message(role="system", content="<skills_instructions> ..."), Message(role="user", content="2"))
+    assert th.classify(grown, tools) == "main"
+    assert th.classify((Message(role="system", content="You are a reviewer"), grown[-1]), tools) == "subagent"
+    assert th.classify((Message(role="user", content="no prompt"),), tools) == "subagent"
+    # after a compaction Codex's skills' list is longer: its base instructions and its `turn` say main
+    codex = Threads()
+    assert codex.classify((prompt, Message(role="system", content="skills: a (short)"), grown[-1]), tools) == "main"
+    changed = (prompt, Message(role="system", content="skills: a (its longer text)"), Message(role="user", content="3"))
+    assert codex.classify(changed, tools, signal="turn") == "main" and codex.classify(changed, tools) == "subagent"
+    assert codex.classify((Message(role="system", content="Other"), *changed[1:]), tools, signal="turn") == "subagent"
+    bare = Threads()  # a main thread without a prompt: only another request without one is main
+    assert bare.classify((Message(role="user", content="x"),), tools) == "main"
+    assert bare.classify((prompt, Message(role="user", content="y")), tools) == "subagent"
+
+
 def test_claude_codes_billing_header_is_not_its_system_prompt():
     """Measured: Claude Code's first system block's version suffix changes after its own compaction;
     its main thread stays the main thread."""

@@ -5,7 +5,6 @@ No Docker needed: this file always runs.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 import subprocess
@@ -15,11 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from omegaconf import DictConfig, OmegaConf
+import yaml
 
 from bench.sandbox import Sandbox, SandboxConfig, create
 from bench.sandbox.base import OutputTail
 from bench.sandbox.local import LocalSandbox
+from tests.helpers.configs import sandbox_config, trial_config
 
 REPO = Path(__file__).resolve().parents[3]
 FILES = {
@@ -32,9 +32,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def local_cfg() -> SandboxConfig:
-    node = OmegaConf.load(REPO / "conf" / "sandbox" / "local.yaml")
-    assert isinstance(node, DictConfig)
-    return SandboxConfig.from_dict(node)
+    return sandbox_config("local")
 
 
 @pytest.fixture
@@ -56,26 +54,51 @@ def _alive(pid: int) -> bool:
 # -- config ------------------------------------------------------------------------------------
 def test_both_group_files_validate(local_cfg: SandboxConfig, sandbox_cfg: SandboxConfig) -> None:
     assert (local_cfg.kind, sandbox_cfg.kind) == ("local", "docker")
-    assert {f.name for f in dataclasses.fields(SandboxConfig)} == set(
-        OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "sandbox" / "docker.yaml")))  # type: ignore[arg-type]
+    assert local_cfg.model_dump() == {**sandbox_cfg.model_dump(), "kind": "local"}  # local extends docker
 
 
-@pytest.mark.parametrize(("change", "key"), [
-    ({"kind": "podman"}, "kind"), ({"memory": "lots"}, "memory"), ({"pids_limit": True}, "pids_limit"),
-    ({"pids_limit": 2.5}, "pids_limit"), ({"cpus": 0}, "cpus"), ({"exec_timeout_s": "10"}, "exec_timeout_s"),
-    ({"output_limit_chars": 10}, "output_limit_chars"), ({"image": ""}, "image"), ({"colour": "red"}, "colour"),
+def test_every_knob_is_stated_once_and_the_yaml_keeps_only_its_kind_and_image() -> None:
+    """The schema states each knob with a one-line doc; docker.yaml names the kind and the image
+    (scripts/build_image.sh reads it), local.yaml extends it and names its kind."""
+    for name, field in SandboxConfig.model_fields.items():
+        assert field.description and "\n" not in field.description, name
+    docker = yaml.safe_load((REPO / "conf" / "sandbox" / "docker.yaml").read_text())
+    assert docker.pop("defaults") == ["/knobs/sandbox@_here_", "_self_"]
+    assert set(docker) == {"kind", "image", "base_image"}
+    assert yaml.safe_load((REPO / "conf" / "sandbox" / "local.yaml").read_text()) == {
+        "defaults": ["docker", "_self_"], "kind": "local"}
+    composed = trial_config("sandbox=docker").sandbox
+    assert set(composed) == set(SandboxConfig.model_fields)
+    assert type(composed["exec_timeout_s"]) is int  # as the YAML had it: the config hash stays
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"kind": "podman"}, "sandbox.kind: not one of docker, local"),
+    ({"memory": "lots"}, 'sandbox.memory: a docker memory size like "512m" or "2g"'),
+    ({"pids_limit": True}, "sandbox.pids_limit: Input should be a valid integer"),
+    ({"pids_limit": 2.5}, "sandbox.pids_limit: Input should be a valid integer"),
+    ({"pids_limit": 8}, "sandbox.pids_limit: Input should be greater than or equal to 16"),
+    ({"cpus": 0}, "sandbox.cpus: Input should be greater than or equal to 0.01"),
+    ({"exec_timeout_s": "10"}, "sandbox.exec_timeout_s: Input should be a valid number"),
+    ({"output_limit_chars": 10}, "sandbox.output_limit_chars: Input should be greater than or equal to 200"),
+    ({"image": " "}, "sandbox.image: String should have at least 1 character"),
+    ({"reuse": "yes"}, "sandbox.reuse: Input should be a valid boolean"),
+    ({"colour": "red"}, "sandbox.colour: unknown key 'colour'"),
 ])
-def test_bad_config_names_the_key(sandbox_cfg: SandboxConfig, change: dict, key: str) -> None:
-    d = {**dataclasses.asdict(sandbox_cfg), **change}
-    with pytest.raises(ValueError, match=key) as err:
+def test_bad_config_is_one_line_naming_the_key(sandbox_cfg: SandboxConfig, change: dict, message: str) -> None:
+    d = {**sandbox_cfg.model_dump(), **change}
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
         SandboxConfig.from_dict(d)
-    assert "conf/sandbox" in str(err.value)
+    assert "conf/sandbox" in str(err.value) and "\n" not in str(err.value)
 
 
-def test_missing_key_is_named(sandbox_cfg: SandboxConfig) -> None:
-    d = dataclasses.asdict(sandbox_cfg)
+def test_a_knob_left_out_takes_the_schemas_default_and_the_kind_is_required(sandbox_cfg: SandboxConfig) -> None:
+    d = sandbox_cfg.model_dump()
     del d["pids_limit"]
-    with pytest.raises(ValueError, match="missing.*pids_limit"):
+    assert SandboxConfig.from_dict(d).pids_limit == 256
+    assert SandboxConfig.from_dict({**d, "pids_limit": 512.0}).pids_limit == 512  # a whole float is that int
+    del d["kind"]
+    with pytest.raises(ValueError, match=re.escape("sandbox.kind: missing; set it in conf/sandbox")):
         SandboxConfig.from_dict(d)
 
 
@@ -124,7 +147,7 @@ def test_the_judge_channel_is_fd_3_and_apart_from_the_output(sb: LocalSandbox) -
 # Run in a child interpreter: it takes over fd 3, which in a pytest worker may be xdist's channel.
 _FD3_CLOSED_AT_FORK = """
 import os, subprocess, sys
-from omegaconf import OmegaConf
+from bench.config import compose
 from bench.sandbox import SandboxConfig, create
 
 real = subprocess._fork_exec
@@ -133,7 +156,7 @@ def another_thread_closed_fd_3_first(*args):
     os.close(3)
     return real(*args)
 
-box = create(SandboxConfig.from_dict(OmegaConf.load(sys.argv[1])), {"a.txt": "a"}, "fd3")
+box = create(SandboxConfig.from_dict(compose(["sandbox=local"]).sandbox), {"a.txt": "a"}, "fd3")
 subprocess._fork_exec = another_thread_closed_fd_3_first
 try:
     for _ in range(3):
@@ -148,7 +171,7 @@ finally:
 def test_a_judge_exec_does_not_depend_on_the_harness_fd_3(tmp_path: Path) -> None:
     """Trials in threads share a process: another trial may close whatever the harness's fd 3 is
     between this exec's pipes and its fork. The judge's channel must not be named by that number."""
-    proc = subprocess.run([sys.executable, "-c", _FD3_CLOSED_AT_FORK, str(REPO / "conf" / "sandbox" / "local.yaml")],
+    proc = subprocess.run([sys.executable, "-c", _FD3_CLOSED_AT_FORK],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [repr((0, "a", "report {}\n"))] * 3
@@ -188,7 +211,7 @@ def test_background_jobs_do_not_block_and_die_at_close(local_cfg: SandboxConfig)
 
 def test_default_timeout_and_truncation_come_from_config(local_cfg: SandboxConfig) -> None:
     # 3 s: long enough for `seq` on a loaded machine (0.5 s timed it out under CI's three workers)
-    box = create(dataclasses.replace(local_cfg, exec_timeout_s=3.0, output_limit_chars=300), FILES, "local-cfg")
+    box = create(local_cfg.model_copy(update={"exec_timeout_s": 3.0, "output_limit_chars": 300}), FILES, "local-cfg")
     try:
         assert box.exec("sleep 30").timed_out
         r = box.exec("seq 1 100000")

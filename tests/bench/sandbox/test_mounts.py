@@ -3,18 +3,17 @@ read-only at creation, and an agent command run with an env of its player's."""
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from bench.accel import pool
 from bench.sandbox import Mount, SandboxConfig, create
 from bench.sandbox.docker import DockerSandbox
 from bench.sandbox.judge import AGENT_UID
+from tests.helpers.configs import sandbox_config
 
 FILES = {"README.md": "# demo\n"}
 REPO = Path(__file__).resolve().parents[3]
@@ -22,7 +21,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def local_cfg() -> SandboxConfig:
-    return SandboxConfig.from_dict(OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "sandbox" / "local.yaml")))
+    return sandbox_config("local")
 
 
 @pytest.fixture
@@ -104,7 +103,7 @@ def test_a_longer_output_tail_is_kept_when_asked(mounted: DockerSandbox) -> None
 @pytest.mark.docker
 @pytest.mark.usefixtures("docker_ready")
 def test_pool_never_hands_a_mounted_sandbox_on(sandbox_cfg: SandboxConfig, agent_dir: Path) -> None:
-    cfg = dataclasses.replace(sandbox_cfg, reuse=True)
+    cfg = sandbox_cfg.model_copy(update={"reuse": True})
     labels = {"ctxbench.study": f"s-{uuid.uuid4().hex[:6]}"}
     box = pool.acquire(cfg, FILES, f"test-{uuid.uuid4().hex[:8]}", labels, mounts=(Mount(agent_dir, "/opt/agent"),))
     try:

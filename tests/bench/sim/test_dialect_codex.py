@@ -150,3 +150,24 @@ def test_the_sim_sees_ctxbench_tools_and_codex_sees_exec_command():
 
 def test_submit_text_without_own_text_is_the_line_alone():
     assert submit_text("", {"notes": "n"}) == f'{SUBMIT} {{"notes": "n"}}'
+
+
+def test_codexs_own_compaction_reads_as_ctxbenchs():
+    """Codex 0.171.0's texts: its summary request's user item, and the user item carrying the
+    summary after it. The sim answers the first with a summary and reads the second as one."""
+    from bench.sim.dialects.codex import DIALECT as CODEX
+    from bench.sim.perception import SUMMARY_MARK
+    from bench.sim.provider import COMPACTION_MARKER
+
+    ask = ("You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that "
+           "will resume the task.")
+    carried = ("Another language model started to solve this problem and produced a summary of its thinking "
+               "process. You also have access to the state of the tools that were used by that language model. Use "
+               "this to build on the work that has already been done and avoid duplicating work. Here is the summary "
+               "produced by the other language model, use the information in this summary to assist with your own "
+               "analysis:\n[task:t1] the summary")
+    back = CODEX.to_ctxbench((Message(role="user", content=ask), Message(role="user", content=carried)))
+    assert back[0].content == f"{COMPACTION_MARKER}\n{ask}"
+    assert back[1].content.startswith(f"{SUMMARY_MARK} TURNS") and back[1].content.endswith("\n\n[task:t1] the summary")
+    plain = Message(role="user", content="Another task entirely")
+    assert CODEX.to_ctxbench((plain,)) == (plain,)

@@ -55,8 +55,8 @@ def test_orphan_sweep_removes_only_containers_of_dead_processes(sandbox_cfg, doc
 HARNESS = textwrap.dedent("""
     import sys, time
     from bench.sandbox import SandboxConfig, create
-    from omegaconf import OmegaConf
-    cfg = SandboxConfig.from_dict(OmegaConf.load("conf/sandbox/docker.yaml"))
+    from bench.config import compose
+    cfg = SandboxConfig.from_dict(compose(["sandbox=docker"]).sandbox)
     sb = create(cfg, {"a.py": "x = 1\\n"}, "leak-" + sys.argv[1], labels={"ctxbench.leaktest": sys.argv[1]})
     print(sb.container_id, sb.workdir, flush=True)
     time.sleep(600)

@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from bench.config import CONF_DIR, TrialConfig, compose, load
+from bench.config import TrialConfig, compose, load
 from bench.sandbox import create
 from bench.sandbox.base import SandboxConfig
 from bench.sandbox.local import LocalSandbox
 from tasks.common.run_tests import RUNNER_PATH, RUNNER_SOURCE
 from tasks.spec import Invariant, Step, StepPlan, TaskSpec
+from tests.helpers.configs import sandbox_config
 from tests.helpers.store import seeded
 
 TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n"
@@ -52,8 +53,7 @@ def tiny_task(**changes: Any) -> TaskSpec:
 
 @pytest.fixture
 def local_cfg() -> SandboxConfig:
-    node = OmegaConf.load(CONF_DIR / "sandbox" / "local.yaml")
-    return SandboxConfig.from_dict(node)  # type: ignore[arg-type]
+    return sandbox_config("local")
 
 
 @pytest.fixture

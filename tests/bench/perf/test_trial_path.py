@@ -1,0 +1,21 @@
+"""bench.perf.trial_path: the figures issue 40 asks for, counted on a short local trial."""
+
+import re
+
+from bench.perf import trial_path
+
+
+def test_room_of_names_the_folder_two_deep_or_the_top_level_file():
+    assert trial_path.room_of("bench/trial/loop.py") == "bench/trial"
+    assert trial_path.room_of("ctxlog/events.py") == "ctxlog/events.py"
+
+
+def test_a_short_trial_prints_every_figure_and_not_the_counter_itself(capsys):
+    trial_path.main(["sandbox=local", "task.size.steps=6"])
+    out = capsys.readouterr().out
+    modules, lines = map(int, re.search(r"modules on the path: (\d+), lines: (\d+)", out).groups())
+    rooms = [tuple(map(int, m)) for m in re.findall(r"^  \S+: (\d+) modules, (\d+) lines$", out, re.M)]
+    assert (sum(c for c, _ in rooms), sum(n for _, n in rooms)) == (modules, lines)
+    assert "bench/perf" not in out
+    assert re.search(r"builds: task 1, strategy 1, provider 1", out)
+    assert re.search(r"config compositions: 2 ", out)
