@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Mapping
@@ -219,7 +220,11 @@ class WorkingCopy(WorkFiles):
         tmp = self._git_dir / f"index.tree-{os.getpid()}-{id(self)}"
         try:
             if (self._git_dir / "index").exists():  # its stat cache spares rehashing every file
-                tmp.write_bytes((self._git_dir / "index").read_bytes())
+                # With the index's own mtime: git trusts an entry's stat (to the second) unless
+                # the file's mtime is not before the index's ("racily clean", rehashed). A copy
+                # with a fresh mtime hid an edit of the same size in the second of the last
+                # commit: the tree of what the files held before (issue 40, docs/scaling.md).
+                shutil.copy2(self._git_dir / "index", tmp)
             self._git("add", "-A", env={"GIT_INDEX_FILE": str(tmp)})
             return self._git("write-tree", env={"GIT_INDEX_FILE": str(tmp)}).strip()
         finally:
