@@ -86,8 +86,15 @@ def _judge(mp: pytest.MonkeyPatch) -> str:
 
 
 REMOVALS: dict[str, Callable[[pytest.MonkeyPatch], str]] = {
-    "deep_args": _admit, "surrogates": _carry, "bad_submit": _admit, "huge_args": _admit_and_stash,
-    "large_args": _stash, "long_command": _arg_strlen, "git_paths": _inside, "oom_pid1": _pid1, "judge_channel": _judge,
+    "deep_args": _admit,
+    "surrogates": _carry,
+    "bad_submit": _admit,
+    "huge_args": _admit_and_stash,
+    "large_args": _stash,
+    "long_command": _arg_strlen,
+    "git_paths": _inside,
+    "oom_pid1": _pid1,
+    "judge_channel": _judge,
 }
 
 
