@@ -145,7 +145,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
     )
 
     avoid = set(export[:2]) if export else set()
-    drift, planted = drifts.schedule(rng, n, files, pkgs, modules, avoid, f.steps)
+    drift, planted = drifts.schedule(skeleton.Layout(rng, files, pkgs, modules, avoid, f.steps), n)
     caught = skeleton.batch_of(modules, 2)
     traps = [
         Trap(

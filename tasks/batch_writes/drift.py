@@ -4,13 +4,10 @@ d-limit   changed_value  the backend (read at s01) takes fewer records per call 
                          calls: the docs step must carry the new limit, and the last step's
                          whole-file rewrite of the backend from memory drops both
 d-caller  new_caller     a new per-row write loop in a package already migrated
-d-legacy  new_trap       a colleague's `legacy_*` helper in a package not yet migrated, which
-                         a later package imports; only the commit message says to keep it
+d-legacy  new_trap       the one every family has (tasks/common/skeleton.py, `legacy_drift`)
 """
 
 from __future__ import annotations
-
-import random
 
 from tasks.batch_writes import repo
 from tasks.common import build, skeleton
@@ -18,18 +15,11 @@ from tasks.common import cleanups as common
 from tasks.spec import Drift
 
 
-def schedule(
-    rng: random.Random,
-    n: repo.Names,
-    files: dict[str, str],
-    pkgs: list[str],
-    modules: list[list[str]],
-    avoid: set[str],
-    steps: int,
-) -> tuple[tuple[Drift, ...], common.Legacy | None]:
+def schedule(at: skeleton.Layout, n: repo.Names) -> tuple[tuple[Drift, ...], common.Legacy | None]:
+    rng, steps, pkg = at.rng, at.steps, at.pkgs[0]
     author = rng.choice(build.AUTHORS)
-    new_mod = skeleton.new_module(rng, files, pkgs[0])
-    new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.randint(100, 900))
+    new_mod = skeleton.new_module(at)
+    new_src, new_test = repo.new_caller(n, pkg, new_mod, rng.randint(100, 900))
     drift = [
         Drift(
             "d-limit",
@@ -45,14 +35,14 @@ def schedule(
             "lower LIMIT and a calls() counter",
         ),
         skeleton.caller_drift(
-            build.sid(rng.randint(3, steps - 1)),
-            pkgs[0],
+            at,
+            3,
             new_mod,
             new_src,
             new_test,
-            f"{pkgs[0]}: store the weekly audit rows",
+            f"{pkg}: store the weekly audit rows",
             author,
-            f"a new per-row {n.save} loop in {pkgs[0]}/{new_mod}.py, a package already migrated",
+            f"a new per-row {n.save} loop in {pkg}/{new_mod}.py, a package already migrated",
         ),
     ]
-    return skeleton.drift_schedule(rng, drift, files, pkgs, modules, avoid, 2, author)
+    return skeleton.drift_schedule(at, drift, 2, author)

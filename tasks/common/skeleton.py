@@ -10,6 +10,7 @@ that make a tidy-up a mistake. What is the same lives here:
   `append`        a function added at the end of a generated file
   `packages`      the caller packages: modules, filler, a sibling import graph, package tests
   `batch_step`    one package's step, and the oracle's plan entry for it
+  `Layout`        the packages a family's drift commits land in, and the rng they draw on
   `legacy_drift`  the shared `new_trap` drift (a `legacy_*` helper only its commit message keeps)
   `caller_drift`  the shared `new_caller` drift (a colleague's new module in a migrated package)
   `drift_schedule` a family's drift commits with the legacy one, sorted by when they land
@@ -156,25 +157,30 @@ def batch_of(modules: list[list[str]], first: int) -> dict[str, str]:
     return {m: build.sid(first + i) for i, mods in enumerate(modules) for m in mods}
 
 
-def legacy_drift(
-    rng: random.Random,
-    files: dict[str, str],
-    pkgs: list[str],
-    modules: list[list[str]],
-    avoid: set[str],
-    first: int,
-    author: str,
-) -> tuple[Drift | None, common.Legacy | None]:
+@dataclass(frozen=True)
+class Layout:
+    """The generated repository as its drift commits see it: where they may land, and the rng
+    they draw on (the family's, in its fixed order)."""
+
+    rng: random.Random
+    files: dict[str, str]  # the repository so far; the legacy drift plants its helper here
+    pkgs: list[str]  # the caller packages, in batch order
+    modules: list[list[str]]  # each package's module paths
+    avoid: set[str]  # modules a trap of the family's own lives in: no drift takes them
+    steps: int
+
+
+def legacy_drift(at: Layout, first: int, author: str) -> tuple[Drift | None, common.Legacy | None]:
     """The `new_trap` every family has: a colleague's `legacy_*` helper in a package not yet
     migrated, imported by a later package; only the commit message says to keep it. It lands
     before the host's batch (steps `s<first>`.. the host's). None when no pair of modules fits."""
-    pair = common.pick_pair(rng, modules, avoid)
+    pair = common.pick_pair(at.rng, at.modules, at.avoid)
     if not pair:
         return None, None
     host, importer, j = pair
-    planted = common.plant_legacy(rng, files, host, importer, f"tests/test_{pkgs[j]}.py")
+    planted = common.plant_legacy(at.rng, at.files, host, importer, f"tests/test_{at.pkgs[j]}.py")
     host_pkg = host.split("/")[0]
-    lands = build.sid(rng.randint(first, first + pkgs.index(host_pkg)))
+    lands = build.sid(at.rng.randint(first, first + at.pkgs.index(host_pkg)))
     return Drift(
         "d-legacy",
         "new_trap",
@@ -187,20 +193,22 @@ def legacy_drift(
     ), planted
 
 
-def new_module(rng: random.Random, files: Mapping[str, str], pkg: str) -> str:
-    """A module name `pkg` does not have yet: where a `new_caller` drift puts its module."""
-    return rng.choice([m for m in build.MODULES if f"{pkg}/{m}.py" not in files])
+def new_module(at: Layout) -> str:
+    """A module name the first package does not have yet: where a `new_caller` drift puts its module."""
+    return at.rng.choice([m for m in build.MODULES if f"{at.pkgs[0]}/{m}.py" not in at.files])
 
 
 def caller_drift(
-    before: str, pkg: str, mod: str, source: str, test: str, message: str, author: str, description: str
+    at: Layout, earliest: int, mod: str, source: str, test: str, message: str, author: str, description: str
 ) -> Drift:
-    """The `new_caller` drift: a colleague adds `pkg/mod.py` (`source`) and its test
-    `tests/test_<pkg>_<mod>.py`, in a package the agent has migrated already."""
+    """The `new_caller` drift: a colleague adds `<pkg>/<mod>.py` (`source`) and its test
+    `tests/test_<pkg>_<mod>.py` to the first package, which the agent has migrated already by
+    the time it lands (before a seeded step from `s<earliest>` to the one before the last)."""
+    pkg = at.pkgs[0]
     return Drift(
         "d-caller",
         "new_caller",
-        before,
+        build.sid(at.rng.randint(earliest, at.steps - 1)),
         message,
         author,
         ((f"{pkg}/{mod}.py", source), (f"tests/test_{pkg}_{mod}.py", test)),
@@ -209,18 +217,11 @@ def caller_drift(
 
 
 def drift_schedule(
-    rng: random.Random,
-    drift: list[Drift],
-    files: dict[str, str],
-    pkgs: list[str],
-    modules: list[list[str]],
-    avoid: set[str],
-    first: int,
-    author: str,
+    at: Layout, drift: list[Drift], first: int, author: str
 ) -> tuple[tuple[Drift, ...], common.Legacy | None]:
     """A family's own drift commits and then the shared `legacy_drift` (drawn last), sorted by
     the step each lands before; and the legacy helper planted, if the packages left room."""
-    legacy, planted = legacy_drift(rng, files, pkgs, modules, avoid, first, author)
+    legacy, planted = legacy_drift(at, first, author)
     return tuple(sorted([*drift, legacy] if legacy else drift, key=lambda d: d.before_step)), planted
 
 

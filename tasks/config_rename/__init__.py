@@ -162,7 +162,9 @@ def generate(seed: int, **size: int) -> TaskSpec:
 
     drifted_fixtures = repo.fixtures_test(n, fx, sampled, drifts.changed_default(n))
     avoid = {early[0], early[1], *(mid[:2] if mid else ())}
-    drift, planted = drifts.schedule(rng, n, files, drifted_fixtures, scan, pkgs, modules, avoid, steps)
+    drift, planted = drifts.schedule(
+        skeleton.Layout(rng, files, pkgs, modules, avoid, steps), n, drifted_fixtures, scan
+    )
     caught = skeleton.batch_of(modules, 2)
     traps = [skeleton.legacy_trap("early-legacy", first, caught)]
     if second:

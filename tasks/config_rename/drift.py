@@ -5,13 +5,10 @@ d-template  changed_value  the config template (read at s01) gets a new default 
                            step's whole-file rewrite of the module from memory drops both
 d-lint      tool_change    the key lint's `final` starts covering ops/, where a script still
                            reads the old key
-d-legacy    new_trap       a colleague's `legacy_*` helper in a package not yet migrated, which
-                           a later package imports; only the commit message says to keep it
+d-legacy    new_trap       the one every family has (tasks/common/skeleton.py, `legacy_drift`)
 """
 
 from __future__ import annotations
-
-import random
 
 from tasks.common import build, skeleton
 from tasks.common import cleanups as common
@@ -20,17 +17,13 @@ from tasks.spec import Drift
 
 
 def schedule(
-    rng: random.Random,
+    at: skeleton.Layout,
     n: repo.Names,
-    files: dict[str, str],
     fixtures_test: str,
     scan: list[str],
-    pkgs: list[str],
-    modules: list[list[str]],
-    avoid: set[str],
-    steps: int,
 ) -> tuple[tuple[Drift, ...], common.Legacy | None]:
     """`fixtures_test`: tests/test_fixtures.py as it must read under the drifted default."""
+    rng, steps = at.rng, at.steps
     author = rng.choice(build.AUTHORS)
     config = f"{n.app}/config.py"
     drift = [
@@ -58,7 +51,7 @@ def schedule(
             f"`check_keys.py final` now also scans ops/, where ops/{n.script}.py still reads {n.old!r}",
         ),
     ]
-    return skeleton.drift_schedule(rng, drift, files, pkgs, modules, avoid, 2, author)
+    return skeleton.drift_schedule(at, drift, 2, author)
 
 
 def changed_default(n: repo.Names) -> int:

@@ -174,15 +174,17 @@ def generate(seed: int, **size: int) -> TaskSpec:
 
     util_renamed = repo.util_module(n, order, n.h2).rstrip("\n") + helper_src
     drift, planted = drifts.schedule(
-        rng,
+        skeleton.Layout(
+            rng,
+            files,
+            pkgs,
+            modules,
+            {util_importer, *((in_caller.host, in_caller.importer) if in_caller else ())},
+            steps,
+        ),
         n,
-        files,
         util_renamed,
         entries,
-        pkgs,
-        modules,
-        {util_importer, *((in_caller.host, in_caller.importer) if in_caller else ())},
-        steps,
     )
     caught = skeleton.batch_of(modules, 3)
     traps = [skeleton.legacy_trap("util-legacy", in_util, caught)]

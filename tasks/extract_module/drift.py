@@ -6,13 +6,10 @@ d-rename   rename_helper  the text helper is renamed in the helpers module and t
 d-plugins  changed_value  a formatter entry is added to the registry (read at s02): the last
                           step's whole-file rewrite of the registry from memory drops it
 d-caller   new_caller     a new import of a moved name in a package already migrated
-d-legacy   new_trap       a colleague's `legacy_*` helper in a package not yet migrated, which
-                          a later package imports; only the commit message says to keep it
+d-legacy   new_trap       the one every family has (tasks/common/skeleton.py, `legacy_drift`)
 """
 
 from __future__ import annotations
-
-import random
 
 from tasks.common import build, skeleton
 from tasks.common import cleanups as common
@@ -21,21 +18,17 @@ from tasks.spec import Drift
 
 
 def schedule(
-    rng: random.Random,
+    at: skeleton.Layout,
     n: repo.Names,
-    files: dict[str, str],
     util_renamed: str,
     entries: list[tuple[str, str]],
-    pkgs: list[str],
-    modules: list[list[str]],
-    avoid: set[str],
-    steps: int,
 ) -> tuple[tuple[Drift, ...], common.Legacy | None]:
+    rng, steps, pkg = at.rng, at.steps, at.pkgs[0]
     author = rng.choice(build.AUTHORS)
     util, helpers, plugins = n.path(n.util), n.path(n.helpers), n.path(n.plugins)
     gmod = f"{n.app}/{n.grp}/{n.gmod}.py"
-    new_mod = skeleton.new_module(rng, files, pkgs[0])
-    new_src, new_test = repo.new_caller(n, pkgs[0], new_mod, rng.choice(n.group))
+    new_mod = skeleton.new_module(at)
+    new_src, new_test = repo.new_caller(n, pkg, new_mod, rng.choice(n.group))
     extra = rng.choice([g for g in n.group if g not in {fn for _, fn in entries}])
     more = [*entries, (f"{extra}_v2", extra)]
     drift = [
@@ -63,14 +56,14 @@ def schedule(
             f"{plugins} (read at s02, rewritten at s{steps:02d}) gains an entry naming {n.app}.{n.util}",
         ),
         skeleton.caller_drift(
-            build.sid(rng.randint(4, steps - 1)),
-            pkgs[0],
+            at,
+            4,
             new_mod,
             new_src,
             new_test,
-            f"{pkgs[0]}: weekly digest subjects",
+            f"{pkg}: weekly digest subjects",
             author,
-            f"a new import of a moved name from {n.app}.{n.util} in {pkgs[0]}, a package already migrated",
+            f"a new import of a moved name from {n.app}.{n.util} in {pkg}, a package already migrated",
         ),
     ]
-    return skeleton.drift_schedule(rng, drift, files, pkgs, modules, avoid, 3, author)
+    return skeleton.drift_schedule(at, drift, 3, author)

@@ -157,7 +157,7 @@ def generate(seed: int, **size: int) -> TaskSpec:
     )
 
     avoid = {retry, *(export[:2] if export else ())}
-    drift, planted = drifts.schedule(rng, n, files, pkgs, modules, avoid, f.steps)
+    drift, planted = drifts.schedule(skeleton.Layout(rng, files, pkgs, modules, avoid, f.steps), n)
     caught = skeleton.batch_of(modules, 2)
     traps = [
         Trap(

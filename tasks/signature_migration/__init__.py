@@ -173,7 +173,9 @@ def generate(seed: int, **size: int) -> TaskSpec:
         }
     )
 
-    drift, planted = drifts.schedule(rng, n, files, pkgs, modules, routes, {host, importer}, JOBS, steps)
+    drift, planted = drifts.schedule(
+        skeleton.Layout(rng, files, pkgs, modules, {host, importer}, steps), n, routes, JOBS
+    )
     caught = skeleton.batch_of(modules, 3)
     traps = [
         Trap(

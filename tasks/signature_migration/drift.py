@@ -4,13 +4,10 @@ d-routes  changed_value  the route table (read at s02) gets a changed retry coun
                          job: the docs step must carry the new values, and the last step's
                          whole-file rewrite of the table from memory drops them
 d-caller  new_caller     a new legacy call in a package already migrated
-d-legacy  new_trap       a colleague's `legacy_*` helper in a package not yet migrated, which
-                         a later package imports; only the commit message says to keep it
+d-legacy  new_trap       the one every family has (tasks/common/skeleton.py, `legacy_drift`)
 """
 
 from __future__ import annotations
-
-import random
 
 from tasks.common import build, skeleton
 from tasks.common import cleanups as common
@@ -19,20 +16,16 @@ from tasks.spec import Drift
 
 
 def schedule(
-    rng: random.Random,
+    at: skeleton.Layout,
     n: repo.Names,
-    files: dict[str, str],
-    pkgs: list[str],
-    modules: list[list[str]],
     routes: list[tuple[str, int, int]],
-    avoid: set[str],
     jobs: tuple[str, ...],
-    steps: int,
 ) -> tuple[tuple[Drift, ...], common.Legacy | None]:
     """The drift commits, sorted by the step they land before, and the planted new trap (if
     the packages leave room for one)."""
+    rng, steps, pkg = at.rng, at.steps, at.pkgs[0]
     author = rng.choice(build.AUTHORS)
-    batches = len(pkgs)
+    batches = len(at.pkgs)
     router = f"{n.core}/{n.router}.py"
     changed = [(j, t, r + 1 if k == 0 else r) for k, (j, t, r) in enumerate(routes)]
     changed.append(
@@ -42,10 +35,8 @@ def schedule(
             rng.choice(repo.RETRIES),
         )
     )
-    new_mod = skeleton.new_module(rng, files, pkgs[0])
-    new_src, new_test = repo.new_caller(
-        n, pkgs[0], new_mod, rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES)
-    )
+    new_mod = skeleton.new_module(at)
+    new_src, new_test = repo.new_caller(n, pkg, new_mod, rng.choice(repo.TIMEOUTS), rng.choice(repo.RETRIES))
     drift = [
         Drift(
             "d-routes",
@@ -61,14 +52,14 @@ def schedule(
             "and a changed entry",
         ),
         skeleton.caller_drift(
-            build.sid(rng.randint(4, steps - 1)),
-            pkgs[0],
+            at,
+            4,
             new_mod,
             new_src,
             new_test,
-            f"{pkgs[0]}: add the {new_mod} health probe",
+            f"{pkg}: add the {new_mod} health probe",
             author,
-            f"a new legacy call in {pkgs[0]}/{new_mod}.py, a package already migrated",
+            f"a new legacy call in {pkg}/{new_mod}.py, a package already migrated",
         ),
     ]
-    return skeleton.drift_schedule(rng, drift, files, pkgs, modules, avoid, 3, author)
+    return skeleton.drift_schedule(at, drift, 3, author)
