@@ -47,10 +47,8 @@ class Oracle(FamilyOracle[repo.Names]):
     def unswept(self) -> tuple[str, ...]:
         return self.n.store_path, self.n.backend_path
 
-    def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
-        ed = build.FileEditor(path, perceived[path])
+    def migrate(self, kind: str, ed: build.FileEditor, perceived: Mapping[str, str]) -> None:
         _migrate_loops(ed, self.n)
-        return ed.edits
 
     def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
         n, store = self.n, self.n.store_path
@@ -110,19 +108,13 @@ def _sort(path: str, text: str, node: ast.Tuple, name: str, key: str, what: str)
 
 def chain(store_text: str, n: repo.Names) -> tuple[str, ...]:
     """The hooks in the order the store's text lists them."""
-    return next((tuple(_items(node)) for name, node in _tuples(store_text) if name == n.hooks), ())
+    hooks = build.assigned(store_text, n.hooks, ast.Tuple)
+    return tuple(_items(hooks)) if hooks else ()
 
 
 def limit(backend_text: str) -> int:
-    tree = build.parse(backend_text)
-    for x in tree.body if tree else ():
-        if (
-            isinstance(x, ast.Assign)
-            and getattr(x.targets[0], "id", "") == "LIMIT"
-            and isinstance(x.value, ast.Constant)
-        ):
-            return int(x.value.value)  # type: ignore[arg-type]
-    return 0
+    value = build.assigned(backend_text, "LIMIT", ast.Constant)
+    return int(value.value) if value else 0
 
 
 def _migrate_loops(ed: build.FileEditor, n: repo.Names) -> None:

@@ -298,6 +298,20 @@ def parse(text: str) -> ast.Module | None:
         return None
 
 
+def assigned(text: str, name: str, kind: type[ast.expr] = ast.expr) -> Any:
+    """The value of the first top-level `name = <value>` in `text` whose value is a `kind` node
+    (None when there is none or the text does not parse): how an oracle reads a module's table."""
+    tree = parse(text)
+    for x in tree.body if tree else ():
+        if (
+            isinstance(x, ast.Assign)
+            and getattr(x.targets[0], "id", "") == name
+            and isinstance(x.value, kind)
+        ):
+            return x.value
+    return None
+
+
 def offsets(text: str) -> list[int]:
     """Character offset of each line start (1-based line numbers index it at [line - 1])."""
     starts, pos = [0], 0

@@ -3,8 +3,8 @@ oracle is its premises, given as hooks, on this one base.
 
 A step's answer is always made the same way: ask to read the files the step needs and has not
 seen; then make the edits of the step's kind (the family's hook for that kind: create, compat,
-shims, tidy, docs, final, ...); then sweep every file of the step's scope in view (`sweep`: a
-batch step's package, every file at the last step). The tidy-ups on view are always the dead
+shims, tidy, docs, final, ...); then sweep every file of the step's scope in view (`migrate`, on
+an editor of the file: a batch step's package, every file at the last step). The tidy-ups on view are always the dead
 code every family has (tasks/common/cleanups.py) and then, path by path, the family's own
 (`invites`). Everything is computed from the perceived text alone.
 """
@@ -23,7 +23,7 @@ KindHook = Callable[[Mapping[str, str], tuple[str, ...]], list[Edit]]
 
 
 class FamilyOracle(Generic[N]):
-    """The Oracle protocol on a family's hooks: `kinds`, `unswept`, `sweep`, `invites`."""
+    """The Oracle protocol on a family's hooks: `kinds`, `unswept`, `migrate` (or `sweep`), `invites`."""
 
     def __init__(self, n: N, meta: build.Meta):
         self.n, self.meta = n, meta
@@ -37,8 +37,13 @@ class FamilyOracle(Generic[N]):
         return ()
 
     def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
-        """The edits of a step of `kind` to `path`, a file of its scope in view."""
-        return []
+        """The edits of a step of `kind` to `path`, a file of its scope in view: `migrate`'s."""
+        ed = build.FileEditor(path, perceived[path])
+        self.migrate(kind, ed, perceived)
+        return ed.edits
+
+    def migrate(self, kind: str, ed: build.FileEditor, perceived: Mapping[str, str]) -> None:
+        """Migrate the file `ed` holds (a file of a `kind` step's scope in view), in place."""
 
     def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
         """The family's own tidy-ups that `path` (its text in view) invites."""

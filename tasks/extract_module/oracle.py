@@ -57,9 +57,7 @@ class Oracle(FamilyOracle[repo.Names]):
         util = self.n.path(self.n.util)
         ed = build.FileEditor(util, perceived[util])
         tree = build.parse(ed.text)
-        if tree and not any(
-            isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "__all__" for x in tree.body
-        ):
+        if tree and build.assigned(ed.text, "__all__") is None:
             own = sorted(x.name for x in tree.body if isinstance(x, ast.FunctionDef) and x.name[0] != "_")
             _after_imports(ed, f"\n__all__ = {own!r}\n")
         return ed.edits
@@ -89,13 +87,11 @@ class Oracle(FamilyOracle[repo.Names]):
     def unswept(self) -> tuple[str, ...]:
         return self.n.path(self.n.util), self.n.path(self.n.helpers)
 
-    def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
+    def migrate(self, kind: str, ed: build.FileEditor, perceived: Mapping[str, str]) -> None:
         """Imports of moved names (batch and last steps), helpers renamed by a colleague (every step)."""
-        ed = build.FileEditor(path, perceived[path])
         if kind in ("batch", "final"):
             _move_imports(ed, self.n)
         _rename(ed, _renamed(perceived.get(self.n.path(self.n.helpers), "")))
-        return ed.edits
 
     def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
         n, util = self.n, self.n.path(self.n.util)
@@ -198,10 +194,8 @@ def _move_imports(ed: build.FileEditor, n: repo.Names) -> None:
 
 
 def _renamed(helpers_text: str) -> dict[str, str]:
-    for node in (build.parse(helpers_text) or ast.Module([], [])).body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "RENAMED":
-            return ast.literal_eval(node.value)
-    return {}
+    table = build.assigned(helpers_text, "RENAMED")
+    return ast.literal_eval(table) if table is not None else {}
 
 
 def _rename(ed: build.FileEditor, renamed: dict[str, str]) -> None:

@@ -53,10 +53,8 @@ class Oracle(FamilyOracle[repo.Names]):
     def unswept(self) -> tuple[str, ...]:
         return self.n.codec_path, self.n.schema_path
 
-    def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
-        ed = build.FileEditor(path, perceived[path])
+    def migrate(self, kind: str, ed: build.FileEditor, perceived: Mapping[str, str]) -> None:
         _migrate(ed, self.n)
-        return ed.edits
 
     def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
         if not build.in_scope(path, ("",)):
@@ -119,15 +117,8 @@ def _drop_v1(n: repo.Names, path: str, text: str) -> list[Cleanup]:
 
 def fields(schema_text: str) -> tuple[str, ...]:
     """FIELDS as the schema's text has them."""
-    tree = build.parse(schema_text)
-    for x in tree.body if tree else ():
-        if (
-            isinstance(x, ast.Assign)
-            and getattr(x.targets[0], "id", "") == "FIELDS"
-            and isinstance(x.value, ast.Tuple)
-        ):
-            return tuple(str(getattr(e, "value", "")) for e in x.value.elts)
-    return ()
+    value = build.assigned(schema_text, "FIELDS", ast.Tuple)
+    return tuple(str(getattr(e, "value", "")) for e in value.elts) if value else ()
 
 
 def _migrate(ed: build.FileEditor, n: repo.Names) -> None:

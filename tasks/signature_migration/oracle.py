@@ -87,11 +87,9 @@ class Oracle(FamilyOracle[repo.Names]):
     def unswept(self) -> tuple[str, ...]:
         return (self.router,)
 
-    def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
+    def migrate(self, kind: str, ed: build.FileEditor, perceived: Mapping[str, str]) -> None:
         """Every legacy call the engineer can see in scope."""
-        ed = build.FileEditor(path, perceived[path])
         _migrate_calls(ed, self.n)
-        return ed.edits
 
     def invites(self, path: str, text: str, perceived: Mapping[str, str]) -> list[Cleanup]:
         n, client = self.n, self.client
@@ -131,15 +129,7 @@ def function(text: str, name: str) -> ast.FunctionDef | None:
 
 def routes(router_text: str) -> list[tuple[str, int, int]]:
     """(job, t, r) of every route in a router's text, legacy `(t, r)` or migrated `(P(t, r),)`."""
-    tree = build.parse(router_text)
-    table: Any = next(
-        (
-            x.value
-            for x in (tree.body if tree else ())
-            if isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "ROUTES"
-        ),
-        None,
-    )
+    table = build.assigned(router_text, "ROUTES")
     out = []
     for key, entry in zip(getattr(table, "keys", []), getattr(table, "values", []), strict=False):
         args = entry.elts[2].elts if isinstance(entry, ast.Tuple) and len(entry.elts) == 3 else []
