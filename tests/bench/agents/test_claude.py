@@ -8,80 +8,35 @@ harness's turn limit reaches Claude Code as a refusal that ends its turn."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 import tasks
 from bench.agents import claude
-from bench.agents.install import cache_root
 from bench.agents.players import model_provider
 from bench.agents.spec import AgentSpec
-from bench.config import ConfigError, compose
+from bench.config import compose
 from bench.core import outcomes
 from bench.eventlog.verify import verify
 from bench.eventlog.writer import EventLog
 from bench.providers import make_provider
 from bench.providers.scripted import ScriptedProvider
 from bench.sandbox import create
-from bench.trial.driver import Limits, StepDriver
 from ctxlog import events as ev
 from ctxlog.reader import Log
 from tests.bench.trial.conftest import tiny_task
-
-SEED = 7000
+from tests.helpers.agents import SEED, agent_spec, play, require_installed
 
 
 def _spec(**over) -> AgentSpec:
-    d = OmegaConf.to_container(compose(["agent=claude_code"]).agent, resolve=True)
-    assert isinstance(d, dict)
-    return AgentSpec.from_dict({**d, **over})
+    return agent_spec("claude_code", **over)
 
 
 @pytest.fixture(scope="module")
 def claude_installed() -> AgentSpec:
-    spec = _spec()
-    try:
-        claude.installed(spec)
-    except ConfigError as exc:
-        if (
-            os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1"
-        ):  # make test installs it (scripts/ensure_agents.sh)
-            pytest.fail(str(exc), pytrace=False)
-        pytest.skip(f"{exc} ({cache_root()})")
-    return spec
-
-
-def _play(task, sandbox, log: EventLog, player, drift: bool, **limits) -> str:
-    log.append(
-        ev.TrialStart(
-            trial_id="t",
-            task_id=task.task_id,
-            strategy="agent",
-            arm="drift",
-            seed=SEED,
-            max_output=8192,
-            base_commit=sandbox.base_commit,
-            schema=ev.SCHEMA,
-        )
-    )
-    settings = {
-        "max_turns": 200,
-        "max_turns_per_step": 16,
-        "deadline": time.monotonic() + 1200,
-        "drift": drift,
-        **limits,
-    }
-    try:
-        StepDriver(task, sandbox, log, Limits(**settings)).run(player)
-        return ""
-    except outcomes.TrialFailed as exc:
-        return exc.reason
-    finally:
-        log.close()
+    return require_installed(_spec())
 
 
 @pytest.mark.docker
@@ -107,7 +62,7 @@ def test_claude_code_plays_record_upgrade_in_docker_with_the_sim_behind_the_prox
         sandbox_cfg, dict(task.files), "claude-e2e", {"ctxbench.test": "agents"}, mounts=player.mounts
     )
     try:
-        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=True)
+        reason = play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=True)
         drift_in_repo = sandbox.git("log", "--format=%H")
     finally:
         sandbox.close()
@@ -169,7 +124,7 @@ def test_an_agent_that_exits_hangs_or_floods_is_the_agents_failure(
     )
     try:
         started = time.monotonic()
-        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+        reason = play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
         left = sandbox.exec("cat /proc/[0-9]*/comm").output  # nothing of the agent's is left
     finally:
         sandbox.close()
@@ -198,7 +153,7 @@ def test_the_harnesss_turn_limit_ends_claude_codes_turn_and_the_step_is_given_up
         sandbox_cfg, dict(task.files), "claude-turns", {"ctxbench.test": "agents"}, mounts=player.mounts
     )
     try:
-        reason = _play(
+        reason = play(
             task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False, max_turns_per_step=3
         )
     finally:

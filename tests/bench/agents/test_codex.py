@@ -10,7 +10,6 @@ a forwarder that cannot reach the proxy is the harness's."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -19,10 +18,10 @@ from omegaconf import OmegaConf
 
 import tasks
 from bench.agents import codex
-from bench.agents.install import STAMP, cache_root
+from bench.agents.install import STAMP
 from bench.agents.players import model_provider
 from bench.agents.spec import AgentSpec
-from bench.config import ConfigError, compose
+from bench.config import compose
 from bench.core import outcomes
 from bench.core.render import content_sha
 from bench.eventlog.verify import verify
@@ -32,13 +31,14 @@ from bench.sandbox import create
 from bench.sim.dialects.codex import output
 from ctxlog import events as ev
 from ctxlog.reader import Log
-from tests.bench.agents.test_mini import SEED, _play  # SEED: the one _play logs, which verify hashes with
 from tests.bench.trial.conftest import tiny_task
+from tests.helpers.agents import SEED, play, require_installed
 
 pytestmark = pytest.mark.docker
 
 
 def _spec(**limits) -> AgentSpec:
+    """The codex agent, `limits` merged into its own."""
     d = OmegaConf.to_container(compose(["agent=codex"]).agent, resolve=True)
     assert isinstance(d, dict)
     return AgentSpec.from_dict({**d, "limits": {**d["limits"], **limits}})
@@ -46,16 +46,7 @@ def _spec(**limits) -> AgentSpec:
 
 @pytest.fixture(scope="module")
 def codex_installed() -> AgentSpec:
-    spec = _spec()
-    try:
-        codex.installed(spec)
-    except ConfigError as exc:
-        if (
-            os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1"
-        ):  # make test installs it (scripts/ensure_agents.sh)
-            pytest.fail(str(exc), pytrace=False)
-        pytest.skip(f"{exc} ({cache_root()})")
-    return spec
+    return require_installed(_spec())
 
 
 def _player(spec: AgentSpec, model: str = "oracle", window: int = 0) -> codex.CodexPlayer:
@@ -104,7 +95,7 @@ def test_codex_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(
 
         attrs = _client().api.inspect_container(sandbox.container_id)
         interfaces = sandbox.exec("ls /sys/class/net").output.split()
-        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=True)
+        reason = play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=True)
         repo_log = sandbox.git("log", "--format=%H")
     finally:
         sandbox.close()
@@ -165,7 +156,7 @@ def test_under_arm_compaction_codex_compacts_itself_and_goes_on(
         sandbox_cfg, dict(task.files), "codex-compaction", {"ctxbench.test": "agents"}, mounts=player.mounts
     )
     try:
-        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+        reason = play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     finally:
         sandbox.close()
     log = Log.from_path(tmp_path / "events.jsonl")
@@ -214,7 +205,7 @@ def test_an_over_window_request_ends_codex_s_turn_as_context_overflow(
         mounts=player.mounts,
     )
     try:
-        reason = _play(tiny_task(), sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+        reason = play(tiny_task(), sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     finally:
         sandbox.close()
     assert reason == "context_overflow" and outcomes.outcome_class(reason) == outcomes.AGENT
@@ -234,7 +225,7 @@ def test_the_step_s_turn_limit_holds_for_codex_s_requests(
         sandbox_cfg, dict(task.files), "codex-limit", {"ctxbench.test": "agents"}, mounts=player.mounts
     )
     try:
-        reason = _play(
+        reason = play(
             task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False, max_turns_per_step=1
         )
     finally:
@@ -285,7 +276,7 @@ def test_a_codex_that_exits_hangs_floods_or_garbles_is_the_agents_failure(
     )
     started = time.monotonic()
     try:
-        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+        reason = play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
         left = sandbox.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '").output
     finally:
         sandbox.close()
@@ -307,7 +298,7 @@ def test_a_forwarder_that_cannot_reach_the_proxy_is_the_harness_s_failure(
         sandbox_cfg, dict(task.files), "codex-noproxy", {"ctxbench.test": "agents"}, mounts=player.mounts
     )
     try:
-        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+        reason = play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     finally:
         sandbox.close()
     assert reason == "harness_error" and outcomes.outcome_class(reason) != outcomes.AGENT

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from bench.agents import forward
-from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.proxy.server import ModelProxy
 from ctxlog import events as ev
 from ctxlog.reader import Log
+from tests.helpers.agents import started_log
 
 SCRIPT = Path(forward.__file__)
 
@@ -45,18 +45,7 @@ def _alive(pid: int) -> bool:
 @pytest.fixture
 def carried(tmp_path):
     """A proxy on a unix socket only (no TCP), and the forwarder in front of it."""
-    log = EventLog(tmp_path / "events.jsonl")
-    log.append(
-        ev.TrialStart(
-            trial_id="t",
-            task_id="x",
-            strategy="agent",
-            arm="baseline",
-            seed=1,
-            max_output=4096,
-            schema=ev.SCHEMA,
-        )
-    )
+    log = started_log(tmp_path / "events.jsonl", 1)
     script = [
         [{"name": "exec_command", "args": {"cmd": "x" * 300_000}}],
         [{"name": "exec_command", "args": {"cmd": "y"}}],

@@ -20,7 +20,6 @@ from bench.agents.spec import AgentSpec
 from bench.config import ConfigError, compose, load
 from bench.core.render import file_block
 from bench.eventlog.verify import verify
-from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.proxy.api import OpenAIResponses
 from bench.proxy.server import ModelProxy
@@ -29,6 +28,7 @@ from bench.sim.dialects.codex import DIALECT
 from bench.sim.dialects.mini_bash import SUBMITTED
 from ctxlog import events as ev
 from ctxlog.reader import Log
+from tests.helpers.agents import started_log
 
 SEED = 7101
 CONTENT = "a = 1\nCTXBENCH_EOF\nb = '$(echo hi)'"  # a here-document delimiter inside, no final newline
@@ -84,18 +84,7 @@ def test_codex_s_requests_through_the_proxy_and_its_results_read_back_exactly(co
         [{"name": "submit_step", "args": {"notes": "two"}}],
     ]
     provider = DialectProvider(ScriptedProvider(script, when_done="stop"), DIALECTS.load("codex"))
-    log = EventLog(tmp_path / "events.jsonl")
-    log.append(
-        ev.TrialStart(
-            trial_id="t",
-            task_id="x",
-            strategy="agent",
-            arm="baseline",
-            seed=SEED,
-            max_output=4096,
-            schema=ev.SCHEMA,
-        )
-    )
+    log = started_log(tmp_path / "events.jsonl", SEED)
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
     env = {

@@ -24,8 +24,9 @@ from bench.agents.spec import AgentSpec
 from bench.config import compose
 from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
-from tests.bench.agents.test_mini import SEED, _play, box, mini_installed  # noqa: F401 - fixtures
+from tests.bench.agents.test_mini import box, mini_installed  # noqa: F401 - fixtures
 from tests.bench.trial.conftest import CALC, tiny_task
+from tests.helpers.agents import SEED, play
 
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is installed by `make test`")
 
@@ -103,7 +104,7 @@ def _destinations(logs: Path) -> list[egress.Destination]:
 @pytest.mark.timeout(300)
 def test_mini_connects_only_to_the_proxy(mini_installed, box, tmp_path, monkeypatch):  # noqa: F811
     player, ports, logs = _traced_player(mini_installed, tmp_path, monkeypatch)
-    reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    reason = play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     assert reason == "" and ports
     dests = _destinations(logs)
     inet = [d for d in dests if d.family in ("AF_INET", "AF_INET6")]
@@ -122,7 +123,7 @@ def test_without_its_phone_home_switch_mini_reaches_out_and_the_check_sees_it(
     env = {k: v for k, v in mini_installed.env.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     spec = AgentSpec.from_dict({**_config("mini_swe_agent"), "env": env})
     player, _, logs = _traced_player(spec, tmp_path, monkeypatch)
-    _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     assert egress.leaving(_destinations(logs)), egress.summary(_destinations(logs))
 
 

@@ -15,22 +15,19 @@ import pytest
 
 import tasks
 from bench.agents import mini
-from bench.agents.install import cache_root
 from bench.agents.players import model_provider
 from bench.agents.spec import AgentSpec
-from bench.config import ConfigError, compose
+from bench.config import compose
 from bench.core import outcomes
 from bench.eventlog.verify import verify
 from bench.eventlog.writer import EventLog
 from bench.providers import make_provider
 from bench.providers.scripted import ScriptedProvider
 from bench.sandbox import create
-from bench.trial.driver import Limits, StepDriver
 from ctxlog import events as ev
 from ctxlog.reader import Log
 from tests.bench.trial.conftest import tiny_task
-
-SEED = 7000
+from tests.helpers.agents import SEED, agent_spec, play, require_installed
 
 
 @pytest.fixture
@@ -43,53 +40,9 @@ def box():
     sandbox.close()
 
 
-def _spec() -> AgentSpec:
-    from omegaconf import OmegaConf
-
-    return AgentSpec.from_dict(OmegaConf.to_container(compose(["agent=mini_swe_agent"]).agent, resolve=True))
-
-
 @pytest.fixture(scope="module")
 def mini_installed() -> AgentSpec:
-    spec = _spec()
-    try:
-        mini.installed(spec)
-    except ConfigError as exc:
-        if (
-            os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1"
-        ):  # make test installs it (scripts/ensure_agents.sh)
-            pytest.fail(str(exc), pytrace=False)
-        pytest.skip(f"{exc} ({cache_root()})")
-    return spec
-
-
-def _play(task, sandbox, log: EventLog, player, drift: bool, **limits) -> str:
-    log.append(
-        ev.TrialStart(
-            trial_id="t",
-            task_id=task.task_id,
-            strategy="agent",
-            arm="drift",
-            seed=SEED,
-            max_output=8192,
-            base_commit=sandbox.base_commit,
-            schema=ev.SCHEMA,
-        )
-    )
-    settings = {
-        "max_turns": 200,
-        "max_turns_per_step": 16,
-        "deadline": time.monotonic() + 1200,
-        "drift": drift,
-        **limits,
-    }
-    try:
-        StepDriver(task, sandbox, log, Limits(**settings)).run(player)
-        return ""
-    except outcomes.TrialFailed as exc:
-        return exc.reason
-    finally:
-        log.close()
+    return require_installed(agent_spec("mini_swe_agent"))
 
 
 @pytest.mark.docker
@@ -113,7 +66,7 @@ def test_mini_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(
     )
     sandbox = create(sandbox_cfg, dict(task.files), "mini-e2e", {"ctxbench.test": "agents"})
     try:
-        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=True)
+        reason = play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=True)
         drift_in_repo = sandbox.git("log", "--format=%H")
     finally:
         sandbox.close()
@@ -158,7 +111,7 @@ def test_an_agent_that_exits_hangs_floods_or_garbles_is_the_agents_failure(how, 
     monkeypatch.setattr(mini, "installed", lambda spec: Path(sys.executable))
     spec = AgentSpec.from_dict(
         {
-            **_spec().__dict__,
+            **agent_spec("mini_swe_agent").__dict__,
             "install": {"registry": "pypi", "package": "mini-swe-agent", "bin": "venv/bin/python"},
             "limits": {"turn_timeout_s": 3, "output_limit_bytes": 1 << 20},
         }
@@ -175,7 +128,7 @@ def test_an_agent_that_exits_hangs_floods_or_garbles_is_the_agents_failure(how, 
         exec_timeout_s=10,
     )
     started = time.monotonic()
-    reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    reason = play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     assert reason == EXPECTED[how] and outcomes.outcome_class(reason) == outcomes.AGENT
     assert time.monotonic() - started < 30 and player.proc is None  # reaped: nothing of it outlives the turn
     (turn,) = Log.from_path(tmp_path / "events.jsonl").of(ev.AgentTurn)
@@ -205,7 +158,7 @@ def test_a_bug_in_our_side_of_the_driver_is_the_harness_error_never_the_agents(
     player = mini.MiniPlayer(
         mini_installed, provider, seed=SEED, window=0, relative=False, max_output=1000, exec_timeout_s=10
     )
-    reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    reason = play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     log = Log.from_path(tmp_path / "events.jsonl")
     assert reason == "harness_error" and outcomes.outcome_class(reason) != outcomes.AGENT
     (turn,) = log.of(ev.AgentTurn)
@@ -226,7 +179,7 @@ def test_mini_meets_the_emulated_overflow_and_it_is_a_context_overflow(mini_inst
         max_output=1000,
         exec_timeout_s=10,
     )
-    reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    reason = play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     log = Log.from_path(tmp_path / "events.jsonl")
     (refusal,) = [r for r in log.of(ev.AgentReply) if r.status == 400]
     assert '"code": "context_length_exceeded"' in refusal.body and not log.of(ev.ModelCall)
@@ -268,7 +221,7 @@ def test_one_process_plays_the_trial_and_a_dead_one_is_replaced_by_one_resuming_
         return end
 
     player.play = play_and_watch  # type: ignore[method-assign]
-    reason = _play(task, box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    reason = play(task, box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     proc = player.proc
     player.close()
     assert proc is not None and proc.poll() is not None and player.proc is None  # close() ends it

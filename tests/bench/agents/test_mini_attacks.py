@@ -26,9 +26,10 @@ from bench.core.types import ToolSpec
 from bench.providers import make_provider
 from bench.providers.attacks import ATTACKS
 from bench.sim.dialects.mini_bash import SUBMIT
-from tests.bench.agents.test_mini import _spec, mini_installed
+from tests.bench.agents.test_mini import mini_installed
 from tests.bench.trial.adversary_run import adopt_orphans, play
 from tests.bench.trial.test_adversary import HOST_PROBES, NO_CHECK_PASSES, REASON
+from tests.helpers.agents import agent_spec
 from tests.helpers.store import seeded
 
 __all__ = ["mini_installed"]  # the fixture, shared with test_mini.py
@@ -39,7 +40,7 @@ LEAST_VIOLATIONS = {"run_overwrite": 2, "judge_channel": 0, "kill_all": 0, "outs
 
 def test_an_attack_model_tells_mini_what_it_tells_ctxbenchs_loop_as_bash_commands():
     cfg = compose(["model=adversary", "model.attack=run_overwrite"]).model
-    provider = model_provider(_spec(), cfg, make_provider(cfg))
+    provider = model_provider(agent_spec("mini_swe_agent"), cfg, make_provider(cfg))
     bash = (ToolSpec("bash", "run a command", {"type": "object"}),)
     turns = [
         provider.complete((), bash, max_tokens=100, seed=0) for _ in range(len(ATTACKS["run_overwrite"]))

@@ -26,8 +26,9 @@ from ctxlog import events as ev
 from ctxlog.reader import Log
 from strategies import make_strategy
 from strategies.base import StepHead
-from tests.bench.agents.test_mini import SEED, _play, _spec, box, mini_installed  # noqa: F401 - fixtures
+from tests.bench.agents.test_mini import box, mini_installed  # noqa: F401 - fixtures
 from tests.bench.trial.conftest import CALC, tiny_task
+from tests.helpers.agents import SEED, agent_spec, play
 
 HEAD = StepHead(tree="(clean)", files=(), repo_commit="c0")
 
@@ -123,7 +124,7 @@ def _mini_with(spec: AgentSpec, strategy: dict, sandbox, tmp_path: Path) -> Log:
         exec_timeout_s=10,
         strategy=make_strategy(strategy),
     )
-    reason = _play(_two_steps(), sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
+    reason = play(_two_steps(), sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     log = Log.from_path(tmp_path / "events.jsonl")
     assert reason == "", [t.detail for t in log.of(ev.AgentTurn)]
     rebuilt, problems = verify(tmp_path / "events.jsonl")
@@ -185,5 +186,5 @@ def test_the_defaults_keep_the_hash_and_the_switches_are_the_level():
     )
     assert len({plain.config_hash, masked.config_hash, proxied.config_hash}) == 3
     assert (masked.level, proxied.level) == ("mini_swe_agent+masking", "mini_swe_agent+proxy_trim")
-    spec = _spec()
+    spec = agent_spec("mini_swe_agent")
     assert (spec.context, spec.proxy_rewrite) == ("own", None)

@@ -22,6 +22,7 @@ from bench.providers.scripted import ScriptedProvider
 from bench.proxy.server import ModelProxy
 from ctxlog import events as ev
 from ctxlog.reader import Log
+from tests.helpers.agents import started_log
 
 SEED = 7001
 BASH = {
@@ -40,19 +41,7 @@ SCRIPT = [
 
 
 def _log(tmp_path: Path) -> EventLog:
-    log = EventLog(tmp_path / "events.jsonl")
-    log.append(
-        ev.TrialStart(
-            trial_id="t",
-            task_id="x",
-            strategy="agent",
-            arm="baseline",
-            seed=SEED,
-            max_output=4096,
-            schema=ev.SCHEMA,
-        )
-    )
-    return log
+    return started_log(tmp_path / "events.jsonl", SEED)
 
 
 def _proxy(tmp_path: Path, **kw) -> ModelProxy:

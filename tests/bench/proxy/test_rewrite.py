@@ -13,12 +13,12 @@ import pytest
 
 from bench.config import ConfigError
 from bench.eventlog.verify import verify
-from bench.eventlog.writer import EventLog
 from bench.providers.scripted import ScriptedProvider
 from bench.proxy.rewrite import Rewrite, parse_rewrite
 from bench.proxy.server import ModelProxy
 from ctxlog import events as ev
 from ctxlog.reader import Log
+from tests.helpers.agents import started_log
 
 SEED = 7002
 TOOL = [
@@ -74,18 +74,7 @@ def _conversation(turns: int) -> list[dict]:
 
 
 def _post(tmp_path: Path, rewrite: Rewrite | None, messages: list[dict], tools=TOOL) -> tuple[Seen, Log]:
-    log = EventLog(tmp_path / "events.jsonl")
-    log.append(
-        ev.TrialStart(
-            trial_id="t",
-            task_id="x",
-            strategy="agent",
-            arm="baseline",
-            seed=SEED,
-            max_output=4096,
-            schema=ev.SCHEMA,
-        )
-    )
+    log = started_log(tmp_path / "events.jsonl", SEED)
     model = Seen()
     with ModelProxy(model, log, seed=SEED, rewrite=rewrite) as proxy:
         client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="x", max_retries=0)

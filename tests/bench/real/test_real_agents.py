@@ -11,31 +11,23 @@ llama-server with a 4,096-token window, behind the model proxy, through the whol
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from bench.agents.install import cache_root, installed, spec_named
-from bench.config import ConfigError
+from bench.agents.install import spec_named
 from bench.core.outcomes import AGENT, INFRA, SUCCESS
 from bench.eventlog.verify import verify
 from bench.local.server import LlamaServer
 from tests.bench.real.conftest import CTX
 from tests.bench.real.test_real_trials import calls, real_trial
+from tests.helpers.agents import require_installed
 
 pytestmark = [pytest.mark.docker, pytest.mark.real]
 
 
 def _require(agent: str) -> None:
-    try:
-        installed(spec_named(agent))
-    except ConfigError as exc:
-        if (
-            os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1"
-        ):  # make test installs it (scripts/ensure_agents.sh)
-            pytest.fail(str(exc), pytrace=False)
-        pytest.skip(f"{exc} ({cache_root()})")
+    require_installed(spec_named(agent))
 
 
 def _requests(records: list[dict]) -> list[dict]:
