@@ -1,6 +1,8 @@
-"""What the tests of the external agents (tests/bench/agents/, tests/bench/real/) share: the
-agent's composed spec, the install they need (or the reason they cannot run), and one trial
-played through the step driver with its outcome read back."""
+"""What the tests of the external agents and what they talk through share (tests/bench/agents/,
+tests/bench/real/, the proxy's and the dialects' tests): the agent's composed spec, the install
+they need (or the reason they cannot run), one trial played through the step driver with its
+outcome read back, an event log opened for a model proxy, a model recording what a dialect
+passes on."""
 
 from __future__ import annotations
 
@@ -39,6 +41,20 @@ def require_installed(spec: AgentSpec) -> AgentSpec:
             pytest.fail(str(exc), pytrace=False)
         pytest.skip(f"{exc} ({cache_root()})")
     return spec
+
+
+class Recorder:
+    """A model behind an agent's dialect: answers from `replies` in order and keeps what each
+    request showed it (messages, tools), so a test reads what the dialect passed on."""
+
+    model_id = "sim"
+
+    def __init__(self, replies):
+        self.replies, self.seen = list(replies), []
+
+    def complete(self, messages, tools, **kw):
+        self.seen.append((messages, tools))
+        return self.replies.pop(0)
 
 
 def started_log(path: Path, seed: int) -> EventLog:

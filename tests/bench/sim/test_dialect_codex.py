@@ -26,6 +26,7 @@ from bench.sim.dialects.codex import (
 )
 from bench.sim.dialects.mini_bash import SUBMIT, SUBMITTED
 from tests.bench.sim.test_dialect_mini_bash import CALLS
+from tests.helpers.agents import Recorder
 
 # Codex 0.171.0's function_call_output for `echo hello; ls` and `cat nofile`, as it sent them
 CAPTURED = (
@@ -149,19 +150,8 @@ def test_codex_s_rendering_of_a_result_reads_back_as_ctxbench_s_tool_result():
     )
 
 
-class _Recorder:
-    model_id = "sim"
-
-    def __init__(self, replies):
-        self.replies, self.seen = list(replies), []
-
-    def complete(self, messages, tools, **kw):
-        self.seen.append((messages, tools))
-        return self.replies.pop(0)
-
-
 def test_the_sim_sees_ctxbench_tools_and_codex_sees_exec_command():
-    inner = _Recorder(
+    inner = Recorder(
         [
             _completion([ToolCall("c1", "read_file", {"path": "a.py"})]),
             _completion([ToolCall("c2", "submit_step", {"notes": "done"})], "Step s01 is done."),

@@ -13,6 +13,7 @@ from bench.core.render import file_block
 from bench.core.types import Completion, Message, ToolCall, Usage
 from bench.sim.dialects import DIALECTS, DialectProvider
 from bench.sim.dialects.mini_bash import DIALECT, SUBMIT, decode, encode, observation, result
+from tests.helpers.agents import Recorder
 
 CALLS = [
     ("read_file", {"path": "src/a b's.py"}),
@@ -96,19 +97,8 @@ def _completion(calls):
     )
 
 
-class _Recorder:
-    model_id = "sim"
-
-    def __init__(self, replies):
-        self.replies, self.seen = list(replies), []
-
-    def complete(self, messages, tools, **kw):
-        self.seen.append((messages, tools))
-        return self.replies.pop(0)
-
-
 def test_the_sim_sees_ctxbench_tools_and_the_agent_sees_bash():
-    inner = _Recorder(
+    inner = Recorder(
         [
             _completion(
                 [ToolCall("c1", "read_file", {"path": "a.py"}), ToolCall("c2", "run", {"command": "ls"})]
