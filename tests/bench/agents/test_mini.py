@@ -208,10 +208,10 @@ def test_one_process_plays_the_trial_and_a_dead_one_is_replaced_by_one_resuming_
         mini_installed, provider, seed=SEED, window=0, relative=False, max_output=1000, exec_timeout_s=10
     )
     pids: list[int] = []
-    play = player.play
+    play_turn = player.play
 
     def play_and_watch(instruction):
-        end = play(instruction)
+        end = play_turn(instruction)
         assert (
             player.proc is not None and player.proc.poll() is None
         )  # idle, waiting for the next instruction
