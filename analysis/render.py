@@ -28,9 +28,14 @@ def templates(package: str) -> jinja2.Environment:
     """The jinja2 templates of an analysis room (``<package>/templates/``): a field the page
     names and the code does not give is an error (StrictUndefined), never an empty cell; HTML
     templates (``*.html.j2``, ``*.svg.j2``) escape what they print, markdown ones do not."""
-    return jinja2.Environment(loader=jinja2.PackageLoader(package, "templates"), undefined=jinja2.StrictUndefined,
-                              autoescape=jinja2.select_autoescape(("html.j2", "svg.j2"), default_for_string=False),
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader(package, "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=jinja2.select_autoescape(("html.j2", "svg.j2"), default_for_string=False),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
 
 
 _TEXT = templates("analysis")
@@ -82,8 +87,10 @@ def table(frame: pd.DataFrame, formats: dict | None = None) -> str:
     cols = list(frame.columns)
     # iterrows, not itertuples: a row is one Series, so an int column beside float ones prints as
     # the floats do (the tables always printed so).
-    rows = [[(formats[c](row[c]) if c in formats else num(row[c])).replace("|", "\\|") for c in cols]
-            for _, row in frame.iterrows()]
+    rows = [
+        [(formats[c](row[c]) if c in formats else num(row[c])).replace("|", "\\|") for c in cols]
+        for _, row in frame.iterrows()
+    ]
     return _TEXT.get_template("table.md.j2").render(header=[str(c) for c in cols], rows=rows)
 
 

@@ -38,8 +38,10 @@ def main(cfg: DictConfig) -> TrialResult:
     if result.skipped:
         print(f"skipped: already finished as run {result.run_id} ({result.status}); resume=false reruns it")
         return result
-    print(f"{result.status}{' (' + result.failure_reason + ')' if result.failure_reason else ''}: "
-          f"{result.turns} turns, run {result.run_id}, events {result.events_path}")
+    print(
+        f"{result.status}{' (' + result.failure_reason + ')' if result.failure_reason else ''}: "
+        f"{result.turns} turns, run {result.run_id}, events {result.events_path}"
+    )
     return result
 
 

@@ -20,7 +20,9 @@ from bench.sandbox.base import ANNEX_SWITCHES
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
-ARMS = tuple(sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml")))  # the arms are the options in conf/arm/
+ARMS = tuple(
+    sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml"))
+)  # the arms are the options in conf/arm/
 SAMPLES = ("unbiased", "selected")  # study.sample: how the study's task seeds were chosen
 
 if not OmegaConf.has_resolver("ctxbench_root"):
@@ -30,8 +32,9 @@ if not OmegaConf.has_resolver("ctxbench_root"):
 
 def _require(d: Mapping, key: str, where: str) -> Any:
     if key not in d or d[key] is None:
-        raise ConfigError(f"{where}.{key} is missing: set it in conf/{where}/ or on the command line "
-                          f"({where}.{key}=...)")
+        raise ConfigError(
+            f"{where}.{key} is missing: set it in conf/{where}/ or on the command line ({where}.{key}=...)"
+        )
     return d[key]
 
 
@@ -55,11 +58,22 @@ class ArmConfig(Knobs):
 
     name: Annotated[StrictStr, AfterValidator(_arm_name)] = Field(description="the arm: one of conf/arm/")
     window: Annotated[StrictInt, Field(ge=2048)] | None = Field(
-        default=None, description="tokens the strategy may fill; null = the model's window")
-    drift: StrictBool = Field(default=False, description="apply the task's drift schedule (outside commits mid-task)")
-    drift_kinds: Annotated[tuple[StrictStr, ...], BeforeValidator(lambda v: (v,) if isinstance(v, str) else v),
-                           AfterValidator(_drift_kinds)] | None = Field(
-        default=None, description="null = every kind of drift the task schedules; a list keeps only those (ablations)")
+        default=None, description="tokens the strategy may fill; null = the model's window"
+    )
+    drift: StrictBool = Field(
+        default=False, description="apply the task's drift schedule (outside commits mid-task)"
+    )
+    drift_kinds: (
+        Annotated[
+            tuple[StrictStr, ...],
+            BeforeValidator(lambda v: (v,) if isinstance(v, str) else v),
+            AfterValidator(_drift_kinds),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="null = every kind of drift the task schedules; a list keeps only those (ablations)",
+    )
 
 
 @dataclass(frozen=True)
@@ -83,38 +97,49 @@ class Limits(Knobs):
 
     # Ints, not floats: the defaults are what the composed config (and so the config hash) carries.
     max_turns: Annotated[StrictInt, Field(ge=1)] = Field(
-        default=240, description="turns per trial; past it the trial fails with turn_budget")
+        default=240, description="turns per trial; past it the trial fails with turn_budget"
+    )
     max_turns_per_step: Annotated[StrictInt, Field(ge=1)] = Field(
-        default=16, description="turns per step; past it the step fails")
+        default=16, description="turns per step; past it the step fails"
+    )
     trial_timeout_s: Annotated[StrictFloat, Field(gt=0)] = Field(
-        default=900, description="wall clock per trial, not counting time queued for the study's rate limit "
-                                 "(bench/core/queued.py); past it: timeout")
+        default=900,
+        description="wall clock per trial, not counting time queued for the study's rate limit "
+        "(bench/core/queued.py); past it: timeout",
+    )
 
 
 def _tracking_uri(uri: str) -> str:
     if not uri.startswith(("sqlite:", "postgresql", "mysql", "http://", "https://", "databricks")):
-        raise ValueError("this MLflow refuses the file store; use a database URI such as "
-                         "sqlite:////abs/path/mlflow.db, or an http:// tracking server")
+        raise ValueError(
+            "this MLflow refuses the file store; use a database URI such as "
+            "sqlite:////abs/path/mlflow.db, or an http:// tracking server"
+        )
     return uri
 
 
 class TrackingConfig(Knobs):
     """conf/tracking/<name>.yaml: where trials are tracked (MLflow)."""
 
-    uri: Annotated[StrictStr, AfterValidator(_tracking_uri)] = Field(description="the MLflow tracking URI (a database "
-                                                                                 "or a tracking server)")
+    uri: Annotated[StrictStr, AfterValidator(_tracking_uri)] = Field(
+        description="the MLflow tracking URI (a database or a tracking server)"
+    )
     experiment: StrictStr = Field(description="the MLflow experiment trials are logged under")
-    artifact_root: StrictStr = Field(default="", description="where a newly created experiment stores artifacts; "
-                                                             "empty = MLflow's default")
-    tracing: StrictBool = Field(default=False, description="one MLflow trace per trial: a span per model call "
-                                                           "and tool call")
+    artifact_root: StrictStr = Field(
+        default="", description="where a newly created experiment stores artifacts; empty = MLflow's default"
+    )
+    tracing: StrictBool = Field(
+        default=False, description="one MLflow trace per trial: a span per model call and tool call"
+    )
     # 256 KiB: above every value of ordinary trials (sim and scripted at most 24 KB, real agents'
     # request bodies at most ~311 KB in 2,389 logs measured, 5 of 90 bodies above it), a quarter of
     # one tool call's argument bound (1 MiB), so what floods a log is stored once.
     # 0, not null, for never: a null knob takes its default (bench/core/knobs.py).
     blob_chars: Annotated[StrictInt, Field(ge=0)] = Field(
-        default=262144, description="a string value of the event log longer than this is stored once in "
-                                    "blobs/<sha256> beside events.jsonl (docs/design.md §6); 0: never")
+        default=262144,
+        description="a string value of the event log longer than this is stored once in "
+        "blobs/<sha256> beside events.jsonl (docs/design.md §6); 0: never",
+    )
 
 
 def study_sample(study: Mapping) -> dict[str, str]:
@@ -123,11 +148,15 @@ def study_sample(study: Mapping) -> dict[str, str]:
     sample = str(study.get("sample") or "unbiased")
     note = " ".join(str(study.get("sample_note") or "").split())
     if sample not in SAMPLES:
-        raise ConfigError(f"study.sample={sample!r} is not one of {', '.join(SAMPLES)}: unbiased if the task "
-                          "seeds were fixed before looking at outcomes, selected if they were picked for what they show")
+        raise ConfigError(
+            f"study.sample={sample!r} is not one of {', '.join(SAMPLES)}: unbiased if the task "
+            "seeds were fixed before looking at outcomes, selected if they were picked for what they show"
+        )
     if sample == "selected" and not note:
-        raise ConfigError("study.sample=selected needs study.sample_note: say how the seeds were picked "
-                          "(it heads every page of the report)")
+        raise ConfigError(
+            "study.sample=selected needs study.sample_note: say how the seeds were picked "
+            "(it heads every page of the report)"
+        )
     if len(note) > 500:
         raise ConfigError(f"study.sample_note has {len(note)} characters; keep it under 500")
     return {"study.sample": sample, "study.sample_note": note}
@@ -153,7 +182,9 @@ class TrialConfig:
     config_hash: str
     resume: bool = True
     sample: Mapping[str, str] | None = None  # study_sample(): tags saying how the seeds were chosen
-    agent: Mapping[str, Any] | None = None  # who plays (conf/agent/, bench/agents/spec.py); None: ctxbench's loop
+    agent: Mapping[str, Any] | None = (
+        None  # who plays (conf/agent/, bench/agents/spec.py); None: ctxbench's loop
+    )
 
     @property
     def level(self) -> str:
@@ -181,9 +212,12 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
     if isinstance(semantic.get("agent"), Mapping) and semantic["agent"].get("name") == "own":
         del semantic["agent"]  # agent=own is what a trial is with `agent` left out (docs/agents.md)
     elif isinstance(semantic.get("agent"), Mapping):  # the agent's own context policy is the trial as it was
-        semantic["agent"] = {k: v for k, v in semantic["agent"].items()
-                             if not (k == "context" and v == "own")
-                             and not (k == "proxy_rewrite" and isinstance(v, Mapping) and v.get("name", "none") == "none")}
+        semantic["agent"] = {
+            k: v
+            for k, v in semantic["agent"].items()
+            if not (k == "context" and v == "own")
+            and not (k == "proxy_rewrite" and isinstance(v, Mapping) and v.get("name", "none") == "none")
+        }
     if isinstance(semantic.get("model"), Mapping):  # recording a cassette does not change the trial
         # nor does the rate limit: it changes when calls are sent, not what they answer
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
@@ -224,12 +258,19 @@ def load(cfg: DictConfig | Mapping) -> TrialConfig:
     if "name" not in resolved["strategy"]:
         raise ConfigError("strategy.name is missing; choose strategy=raw|compaction|ledger|subagent")
     return TrialConfig(
-        strategy=resolved["strategy"], arm=_group(ArmConfig, resolved, "arm"),
-        task=TaskConfig.from_dict(resolved["task"]), model=resolved["model"], sandbox=resolved["sandbox"],
-        tracking=_group(TrackingConfig, resolved, "tracking"), limits=_group(Limits, resolved, "limits"),
-        rep=rep, study=str((resolved.get("study") or {}).get("name", "adhoc")),
+        strategy=resolved["strategy"],
+        arm=_group(ArmConfig, resolved, "arm"),
+        task=TaskConfig.from_dict(resolved["task"]),
+        model=resolved["model"],
+        sandbox=resolved["sandbox"],
+        tracking=_group(TrackingConfig, resolved, "tracking"),
+        limits=_group(Limits, resolved, "limits"),
+        rep=rep,
+        study=str((resolved.get("study") or {}).get("name", "adhoc")),
         results_dir=Path(str(resolved.get("results_dir") or ROOT / "results")),
-        resolved=resolved, config_hash=config_hash(resolved), resume=bool(resolved.get("resume", True)),
+        resolved=resolved,
+        config_hash=config_hash(resolved),
+        resume=bool(resolved.get("resume", True)),
         sample=study_sample(resolved.get("study") or {}),
         agent=resolved.get("agent") if isinstance(resolved.get("agent"), Mapping) else None,
     )
@@ -241,5 +282,6 @@ def compose(overrides: list[str] | None = None, return_hydra_config: bool = Fals
     from hydra import initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides or []),
-                             return_hydra_config=return_hydra_config)
+        return hydra_compose(
+            config_name="config", overrides=list(overrides or []), return_hydra_config=return_hydra_config
+        )

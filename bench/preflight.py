@@ -72,7 +72,11 @@ def _line(exc: BaseException) -> str:
     for e in chain:
         if isinstance(e, MissingConfigException) and e.options:  # a config group option that is not there
             first += f" (allowed: {', '.join(e.options)})"
-        elif isinstance(e, (ConfigAttributeError, ConfigKeyError)) and e.full_key and isinstance(exc, HydraException):
+        elif (
+            isinstance(e, (ConfigAttributeError, ConfigKeyError))
+            and e.full_key
+            and isinstance(exc, HydraException)
+        ):
             # an override of a key the config does not have
             node = e.parent_node
             allowed = f"; allowed keys: {', '.join(map(str, node))}" if isinstance(node, DictConfig) else ""
@@ -90,8 +94,12 @@ def _plan(overrides: list[str], multirun: bool) -> tuple[list[list[str]], DictCo
     parser = OverridesParser.create()
     try:
         parsed = parser.parse_overrides(overrides)
-        first = [f"{o.get_key_element()}={next(iter(o.sweep_string_iterator()))}" if o.is_sweep_override()
-                 else str(o.input_line) for o in parsed]
+        first = [
+            f"{o.get_key_element()}={next(iter(o.sweep_string_iterator()))}"
+            if o.is_sweep_override()
+            else str(o.input_line)
+            for o in parsed
+        ]
         base = compose(first, return_hydra_config=True)
         sweep = multirun or str(OmegaConf.select(base, "hydra.mode")).endswith("MULTIRUN")
         if sweep:
@@ -103,12 +111,15 @@ def _plan(overrides: list[str], multirun: bool) -> tuple[list[list[str]], DictCo
         raise BadInput(_line(exc)) from exc
     keyed: dict[str, list[str]] = {}  # key -> its values as overrides; a later one replaces an earlier
     for o in parsed:
-        keyed[o.get_key_element()] = ([f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
-                                      if o.is_sweep_override() else [str(o.input_line)])
+        keyed[o.get_key_element()] = (
+            [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
+            if o.is_sweep_override()
+            else [str(o.input_line)]
+        )
     firsts = [values[0] for values in keyed.values()]
     jobs = [firsts]
     for k, values in enumerate(keyed.values()):
-        jobs += [firsts[:k] + [v] + firsts[k + 1:] for v in values[1:]]
+        jobs += [firsts[:k] + [v] + firsts[k + 1 :] for v in values[1:]]
     # A sweep's first job adds the sweeper's values to the command line's: composed anew.
     return jobs, base if firsts == first else None, sweep
 
@@ -145,14 +156,18 @@ def _tracking(uri: str, results_dir: Path) -> None:
     if uri.startswith("sqlite:"):
         folder = Path(uri.split(":///", 1)[-1]).parent
         if folder != results_dir and not (folder.is_dir() and os.access(folder, os.W_OK)):
-            raise BadInput(f"tracking.uri={uri}: the folder {folder} does not exist or is not writable; "
-                           "use an existing folder, or keep the store in results_dir")
+            raise BadInput(
+                f"tracking.uri={uri}: the folder {folder} does not exist or is not writable; "
+                "use an existing folder, or keep the store in results_dir"
+            )
     elif uri.startswith(("http://", "https://")):
         try:
             urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5).close()
         except (urllib.error.URLError, OSError) as exc:
-            raise BadInput(f"tracking.uri={uri}: no MLflow tracking server answers ({getattr(exc, 'reason', exc)}); "
-                           "start one or use a sqlite:/// URI") from exc
+            raise BadInput(
+                f"tracking.uri={uri}: no MLflow tracking server answers ({getattr(exc, 'reason', exc)}); "
+                "start one or use a sqlite:/// URI"
+            ) from exc
 
 
 def _docker(images: list[str]) -> None:
@@ -164,8 +179,10 @@ def _docker(images: list[str]) -> None:
         client = docker.from_env(timeout=10)
         client.ping()
     except Exception as exc:  # docker-py raises several kinds for the same fact
-        raise BadInput(f"sandbox.kind=docker: no Docker engine answers at {host} ({type(exc).__name__}); start it "
-                       "(scripts/ensure_docker.sh) or choose sandbox=local (UNSAFE, no isolation)") from exc
+        raise BadInput(
+            f"sandbox.kind=docker: no Docker engine answers at {host} ({type(exc).__name__}); start it "
+            "(scripts/ensure_docker.sh) or choose sandbox=local (UNSAFE, no isolation)"
+        ) from exc
     for image in images:
         try:
             client.images.get(image)

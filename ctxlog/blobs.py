@@ -50,7 +50,7 @@ def stash(fields: Fields, threshold: int | None) -> tuple[Fields, list[Fields], 
     todo: list[tuple[Any, list[Any]]] = [(fields, [])]
     while todo:
         node, at = todo.pop()
-        for k, value in (node.items() if isinstance(node, dict) else enumerate(node)):
+        for k, value in node.items() if isinstance(node, dict) else enumerate(node):
             if isinstance(value, str):
                 if len(value) > threshold and _utf8(value):
                     long.append([*at, k])
@@ -99,6 +99,7 @@ def write(directory: Path, texts: dict[str, str]) -> None:
 
 def directory(path: Path) -> Source:
     """The blobs of a trial's folder (`path` is its `blobs/`)."""
+
     def read(sha: str) -> str | None:
         if len(sha) != 64 or not all(c in "0123456789abcdef" for c in sha):
             return None  # never a path outside the folder
@@ -106,6 +107,7 @@ def directory(path: Path) -> Source:
             return (path / sha).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return None
+
     return read
 
 

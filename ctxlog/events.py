@@ -32,8 +32,11 @@ class Event:
 
     def fields(self) -> Fields:
         """The event's own fields, as the record holds them (without the envelope)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)
-               if f.name not in ("turn", "seq", "t", "prev", "extra")}
+        out = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("turn", "seq", "t", "prev", "extra")
+        }
         out = {k: v for k, v in out.items() if not (v is None and k in self.OPTIONAL)}
         return {**self.extra, **out}
 
@@ -210,6 +213,7 @@ class Drift(Event):
 @dataclass(frozen=True, kw_only=True)
 class Commit(Event):
     """A certified step committed: its tree is the one the judge certified (certified_tree.py)."""
+
     kind: ClassVar[str] = "commit"
     step: str = ""
     commit: str = ""
@@ -306,7 +310,9 @@ class AgentRequest(Event):
     tokens: int = 0  # the whole request by the proxy's count
     max_tokens: int = 0  # the reply limit forwarded to the model (the agent's, capped at the model's)
     window: int = 0  # the window it was held to (0: none)
-    overhead: int = 0  # the agent's fixed overhead (system + tools of its first request), in the proxy's tokens
+    overhead: int = (
+        0  # the agent's fixed overhead (system + tools of its first request), in the proxy's tokens
+    )
     signal: str | None = None  # the agent's own word on the thread (Codex's request_kind), when it gave one
     # the proxy's rewrite applied to it (bench/proxy/rewrite.py), by its label: the model saw the
     # rewritten request (the `context` that follows), `body` stays the agent's
@@ -323,7 +329,9 @@ class AgentReply(Event):
     stream: bool = False
     body: str = ""  # the JSON body, or the whole SSE text
     body_sha: str = ""
-    usage: Fields = field(default_factory=dict)  # the provider's usage (input, output, cache_read, cache_write)
+    usage: Fields = field(
+        default_factory=dict
+    )  # the provider's usage (input, output, cache_read, cache_write)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -346,10 +354,38 @@ class Unknown(Event):
     """A kind this schema does not know: its fields, its `kind` too, are all in `extra`."""
 
 
-CLASSES: dict[str, type[Event]] = {c.kind: c for c in (
-    TrialStart, Message, Context, ModelCall, ToolCall, ToolResult, Check, StepStart, HeadRefresh, StepStatus,
-    Compaction, ContextTruncation, ContextOverflow, OutputTruncation, Drift, PolicyViolation, Invariant, Error,
-    TrialEnd, ToolError, ProcessKilled, CheckCached, TidyUp, AgentRequest, AgentReply, AgentTurn, Commit)}
+CLASSES: dict[str, type[Event]] = {
+    c.kind: c
+    for c in (
+        TrialStart,
+        Message,
+        Context,
+        ModelCall,
+        ToolCall,
+        ToolResult,
+        Check,
+        StepStart,
+        HeadRefresh,
+        StepStatus,
+        Compaction,
+        ContextTruncation,
+        ContextOverflow,
+        OutputTruncation,
+        Drift,
+        PolicyViolation,
+        Invariant,
+        Error,
+        TrialEnd,
+        ToolError,
+        ProcessKilled,
+        CheckCached,
+        TidyUp,
+        AgentRequest,
+        AgentReply,
+        AgentTurn,
+        Commit,
+    )
+}
 KINDS = frozenset(CLASSES)
 
 
@@ -362,9 +398,13 @@ def parse(record: Fields) -> Event:
     turn, seq, t = record.get("turn"), record.get("seq"), record.get("t")
     mine = {k: v for k, v in record.items() if k in known}
     extra = {k: v for k, v in record.items() if k not in known and k not in ENVELOPE}
-    env: Fields = {"turn": turn if isinstance(turn, int) and not isinstance(turn, bool) else None,
-                   "seq": seq if isinstance(seq, int) else -1, "t": t if isinstance(t, dict) else {}, "extra": extra,
-                   "prev": str(record.get("prev") or "")}
+    env: Fields = {
+        "turn": turn if isinstance(turn, int) and not isinstance(turn, bool) else None,
+        "seq": seq if isinstance(seq, int) else -1,
+        "t": t if isinstance(t, dict) else {},
+        "extra": extra,
+        "prev": str(record.get("prev") or ""),
+    }
     if cls is Unknown:
         env["extra"] = {"kind": kind, **extra}
     return cls(**mine, **env)

@@ -53,8 +53,13 @@ class Turn:
 
 
 class Log:
-    def __init__(self, events: Iterable[ev.Event], unreadable: int = 0, lines: tuple[str, ...] = (),
-                 blob_problems: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        events: Iterable[ev.Event],
+        unreadable: int = 0,
+        lines: tuple[str, ...] = (),
+        blob_problems: tuple[str, ...] = (),
+    ):
         self.events = list(events)  # in the order written (seq order)
         self.unreadable = unreadable
         self.lines = lines  # the raw lines, in file order (for the hash chain)
@@ -72,8 +77,13 @@ class Log:
         return source if isinstance(source, Log) else cls.from_records(source)
 
     @classmethod
-    def from_text(cls, text: str, strict: bool = False, name: str = "events.jsonl",
-                  blobs: blob_store.Source | None = None) -> Log:
+    def from_text(
+        cls,
+        text: str,
+        strict: bool = False,
+        name: str = "events.jsonl",
+        blobs: blob_store.Source | None = None,
+    ) -> Log:
         """`blobs`: where the log's large values are (`blob_store.directory(folder / "blobs")`, or an
         MLflow run's artifacts); asked only when a record names one."""
         out, lines, bad = [], [], 0
@@ -99,8 +109,12 @@ class Log:
 
     @classmethod
     def from_path(cls, path: Path, strict: bool = False) -> Log:
-        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), strict, str(path),
-                             blob_store.directory(path.parent / blob_store.DIR))
+        return cls.from_text(
+            path.read_text(encoding="utf-8", errors="replace"),
+            strict,
+            str(path),
+            blob_store.directory(path.parent / blob_store.DIR),
+        )
 
     # -- what it holds --------------------------------------------------------------------
     def of(self, *classes: type[E]) -> list[E]:

@@ -54,7 +54,7 @@ def _statements(text: str) -> tuple[tuple[int, str], ...]:
     body = prose(text)
     out, start = [], 0
     for m in _SPLIT.finditer(body + "\n"):
-        piece = body[start:m.start()]
+        piece = body[start : m.start()]
         lead = len(piece) - len(piece.lstrip(" \t-*>"))
         sentence = piece.strip(" \t-*>").rstrip()
         if sentence and KEEP_CUE.search(sentence):
@@ -76,5 +76,4 @@ def normal(sentence: str) -> str:
 
 def covers(sentence: str, anchors: Iterable[str]) -> bool:
     terms = [a for a in anchors if a]
-    return bool(terms) and all(
-        re.search(rf"(?<![\w]){re.escape(a)}(?![\w])", sentence, re.I) for a in terms)
+    return bool(terms) and all(re.search(rf"(?<![\w]){re.escape(a)}(?![\w])", sentence, re.I) for a in terms)

@@ -24,8 +24,12 @@ EXPERIMENTS = ("grid", "demo", "ablation", "attribution", "handoff", "sensitivit
 
 
 def jobs() -> list[list[str]]:
-    out = [["experiment=grid", f"strategy={s}", f"arm={a}", f"task={f}", "task.seed=0", "rep=0"]
-           for s in STRATEGIES[:4] for a in ARMS for f in FAMILIES[:3]]
+    out = [
+        ["experiment=grid", f"strategy={s}", f"arm={a}", f"task={f}", "task.seed=0", "rep=0"]
+        for s in STRATEGIES[:4]
+        for a in ARMS
+        for f in FAMILIES[:3]
+    ]
     out += [[f"task={f}"] for f in FAMILIES] + [[f"strategy={s}"] for s in STRATEGIES]
     out += [[f"model={m}"] for m in MODELS] + [["sandbox=local"], ["sandbox=docker"]]
     out += [[f"experiment={e}"] for e in EXPERIMENTS]
@@ -34,8 +38,13 @@ def jobs() -> list[list[str]]:
 
 def grid_jobs() -> list[list[str]]:
     """experiment=grid's sweep (conf/experiment/grid.yaml), every seed of range(0,10)."""
-    return [["experiment=grid", f"strategy={s}", f"arm={a}", f"task={f}", f"task.seed={seed}", "rep=0"]
-            for s in STRATEGIES[:4] for a in ARMS for f in FAMILIES[:3] for seed in range(10)]
+    return [
+        ["experiment=grid", f"strategy={s}", f"arm={a}", f"task={f}", f"task.seed={seed}", "rep=0"]
+        for s in STRATEGIES[:4]
+        for a in ARMS
+        for f in FAMILIES[:3]
+        for seed in range(10)
+    ]
 
 
 def hashes(job_list: list[list[str]] | None = None) -> dict[str, str]:

@@ -23,7 +23,9 @@ def main() -> int:
             long_lines += sum(len(line) > LONG_LINE_CHARS for line in lines)
     for n, path in sorted(long_modules, reverse=True):
         print(f"{n:5d} lines  {path}")
-    print(f"{len(long_modules)} modules past {LONG_MODULE_LINES} lines; {long_lines} lines past {LONG_LINE_CHARS} characters")
+    print(
+        f"{len(long_modules)} modules past {LONG_MODULE_LINES} lines; {long_lines} lines past {LONG_LINE_CHARS} characters"
+    )
     return 0
 
 

@@ -16,13 +16,18 @@ from bench.core.registry import Registry
 from bench.core.types import plain
 from strategies.base import Strategy
 
-STRATEGIES = Registry("strategy.name", {
-    "raw": "strategies.raw:RawStrategy",
-    "compaction": "strategies.compaction:CompactionStrategy",
-    "ledger": "strategies.ledger:LedgerStrategy",
-    "subagent": "strategies.subagent:SubagentStrategy",
-    "masking": "strategies.masking:MaskingStrategy",
-}, hint="choose one with strategy=<name> (see conf/strategy/)", group="ctxbench.strategies")
+STRATEGIES = Registry(
+    "strategy.name",
+    {
+        "raw": "strategies.raw:RawStrategy",
+        "compaction": "strategies.compaction:CompactionStrategy",
+        "ledger": "strategies.ledger:LedgerStrategy",
+        "subagent": "strategies.subagent:SubagentStrategy",
+        "masking": "strategies.masking:MaskingStrategy",
+    },
+    hint="choose one with strategy=<name> (see conf/strategy/)",
+    group="ctxbench.strategies",
+)
 # What the loop reads off a strategy class besides build/summary_request (strategies/base.py).
 HOOKS = ("name", "config_class", "requires_handoff", "fresh_session_per_step", "invariants_from")
 
@@ -33,10 +38,13 @@ def make_strategy(cfg: Mapping[str, Any]) -> Strategy:
     strategy_cls = STRATEGIES.load(name)
     missing = [hook for hook in HOOKS if not hasattr(strategy_cls, hook)]
     if missing:
-        raise ValueError(f"strategy.name={name!r}: {strategy_cls.__name__} does not state {', '.join(missing)}; "
-                         "every strategy declares the hooks of strategies/base.py Strategy (docs/plugins.md)")
-    config = knobs.validate(strategy_cls.config_class, plain(cfg), "strategy",
-                            f"conf/strategy/{name}.yaml or the command line")
+        raise ValueError(
+            f"strategy.name={name!r}: {strategy_cls.__name__} does not state {', '.join(missing)}; "
+            "every strategy declares the hooks of strategies/base.py Strategy (docs/plugins.md)"
+        )
+    config = knobs.validate(
+        strategy_cls.config_class, plain(cfg), "strategy", f"conf/strategy/{name}.yaml or the command line"
+    )
     return strategy_cls(config)
 
 

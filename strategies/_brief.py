@@ -15,17 +15,20 @@ from strategies.base import Certified, State
 
 CONSISTENCY_ADVICE = (
     "Files you remember from earlier steps may be stale: re-read a file before editing it, and "
-    "check that the certified steps and the invariants still hold on the current tree.")
+    "check that the certified steps and the invariants still hold on the current tree."
+)
 
 
 def learned_invariants(state: State, cap: int) -> str:
     lines = [render.invariant_line(replace(i, text=one_line(i.text, cap))) for i in state.learned]
-    return ("INVARIANTS ESTABLISHED BY COMPLETED STEPS (they hold like the task's; "
-            "plan-time invariants are in the task above)\n" + ("\n".join(lines) or "(none yet)"))
+    return (
+        "INVARIANTS ESTABLISHED BY COMPLETED STEPS (they hold like the task's; "
+        "plan-time invariants are in the task above)\n" + ("\n".join(lines) or "(none yet)")
+    )
 
 
 def remaining_plan(state: State) -> str:
-    rest = state.task.steps[state.step_index + 1:]
+    rest = state.task.steps[state.step_index + 1 :]
     lines = [render.step_line(s) for s in (state.step, *rest)]
     return "REMAINING PLAN (the current step first)\n" + "\n".join(lines)
 
@@ -51,15 +54,19 @@ def ledger_entries(state: State, cap: int) -> str:
     for c in state.certified:
         entry = [_check_line(c), "  notes: " + (one_line(c.notes, cap) or "(none)")]
         stat = [ln.rstrip() for ln in c.diffstat.splitlines() if ln.strip()]
-        entry += ["  diffstat:"] + ["    " + ln.strip() for ln in stat] if stat else ["  diffstat: (no changes)"]
+        entry += (
+            ["  diffstat:"] + ["    " + ln.strip() for ln in stat] if stat else ["  diffstat: (no changes)"]
+        )
         entries.append("\n".join(entry))
-    return ("COMPLETED STEPS (ledger entries returned by the earlier steps' conversations)\n"
-            + ("\n".join(entries) or "(none yet)"))
+    return "COMPLETED STEPS (ledger entries returned by the earlier steps' conversations)\n" + (
+        "\n".join(entries) or "(none yet)"
+    )
 
 
 def tree(state: State) -> str:
-    return (f"TREE (read fresh at the head of this step; HEAD {state.head.repo_commit})\n"
-            + (state.head.tree.rstrip() or "(clean)"))
+    return f"TREE (read fresh at the head of this step; HEAD {state.head.repo_commit})\n" + (
+        state.head.tree.rstrip() or "(clean)"
+    )
 
 
 def current_step(state: State) -> str:

@@ -49,8 +49,11 @@ KeepRecent = Annotated[StrictInt, Field(ge=0, le=2)]  # assistant turns kept ver
 InvariantsFrom = Literal["model", "harness"]
 # null = the built-in DEFAULT_COMPACTION_PROMPT; stated as null in the schema so the resolved
 # config carries null, not the prompt's text.
-CompactionPrompt = Annotated[StrictStr, BeforeValidator(lambda v: DEFAULT_COMPACTION_PROMPT if v is None else v),
-                             AfterValidator(validate_prompt)]
+CompactionPrompt = Annotated[
+    StrictStr,
+    BeforeValidator(lambda v: DEFAULT_COMPACTION_PROMPT if v is None else v),
+    AfterValidator(validate_prompt),
+]
 
 
 # ---------------------------------------------------------------- token counting
@@ -134,8 +137,13 @@ def fit_transcript(state: State, body: Sequence[Message]) -> Built:
     prefix = stable_prefix(state.task)
     pin = state.step_start if 0 <= state.step_start < len(body) else None
     f = fit(prefix, body, state.budget, pin=pin)
-    return Built(messages=f.messages, stable=len(prefix), tokens=f.tokens,
-                 dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+    return Built(
+        messages=f.messages,
+        stable=len(prefix),
+        tokens=f.tokens,
+        dropped=f.dropped,
+        tokens_before_drop=f.tokens_before_drop,
+    )
 
 
 # ---------------------------------------------------------------- compaction bookkeeping
@@ -169,8 +177,14 @@ def compactable_tokens(state: State, seg_start: int, keep_recent: int) -> int:
     return tokens(state.transcript[current:cut]) if cut > current else 0
 
 
-def should_compact(state: State, context_tokens: int, threshold: float, seg_start: int, keep_recent: int,
-                   forced: bool = False) -> bool:
+def should_compact(
+    state: State,
+    context_tokens: int,
+    threshold: float,
+    seg_start: int,
+    keep_recent: int,
+    forced: bool = False,
+) -> bool:
     """The compaction trigger both summarising strategies share.
 
     Compact when there is something new to summarise and: the turn is forced; or the
@@ -189,9 +203,13 @@ def should_compact(state: State, context_tokens: int, threshold: float, seg_star
 
 
 def summary_message(text: str, scope: str) -> Message:
-    return Message(role="user", content=(
-        f"SUMMARY OF EARLIER TURNS{scope} (the harness compacted them; this summary replaces them)\n\n"
-        + text))
+    return Message(
+        role="user",
+        content=(
+            f"SUMMARY OF EARLIER TURNS{scope} (the harness compacted them; this summary replaces them)\n\n"
+            + text
+        ),
+    )
 
 
 def render_transcript(messages: Sequence[Message]) -> list[str]:
@@ -209,8 +227,9 @@ def render_transcript(messages: Sequence[Message]) -> list[str]:
     return out
 
 
-def summary_request(state: State, head: Sequence[Message], seg_start: int, keep_recent: int,
-                    prompt: str, scope: str) -> tuple[Message, ...]:
+def summary_request(
+    state: State, head: Sequence[Message], seg_start: int, keep_recent: int, prompt: str, scope: str
+) -> tuple[Message, ...]:
     """`head` + one user message with (the previous summary and) the turns to summarise,
     rendered as text, + a final user message with the compaction prompt.
 
@@ -220,7 +239,7 @@ def summary_request(state: State, head: Sequence[Message], seg_start: int, keep_
     """
     cur = live(state, seg_start, keep_recent)
     cut = cut_point(state.transcript, seg_start, len(state.transcript), keep_recent)
-    pieces = render_transcript(state.transcript[cur.tail:cut])
+    pieces = render_transcript(state.transcript[cur.tail : cut])
     intro = f"TRANSCRIPT TO SUMMARISE{scope}"
     if cur.summary is not None:
         intro = f"PREVIOUS SUMMARY\n\n{cur.summary}\n\n{intro} (the turns after the previous summary)"

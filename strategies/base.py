@@ -127,7 +127,9 @@ class TranscriptOnly:
 
     requires_handoff = False
     fresh_session_per_step = False
-    invariants_from = "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
+    invariants_from = (
+        "model"  # it shows no carried invariants (State.learned): nothing to take from the harness
+    )
 
     @property
     def channels(self) -> dict[str, bool]:

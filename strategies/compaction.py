@@ -36,16 +36,22 @@ class CompactionConfig(Knobs):
 
     name: Literal["compaction"] = "compaction"
     threshold: _common.Fraction = Field(
-        default=0.75, description="compact past this fraction of the budget (0, 1], once the turns to "
-                                  "summarise hold half the headroom (or at once when over the budget)")
+        default=0.75,
+        description="compact past this fraction of the budget (0, 1], once the turns to "
+        "summarise hold half the headroom (or at once when over the budget)",
+    )
     force_at_turns: tuple[Annotated[StrictInt, Field(ge=0)], ...] = Field(
-        default=(), description="also compact at these turns (State.turn), for controlled comparisons")
+        default=(), description="also compact at these turns (State.turn), for controlled comparisons"
+    )
     keep_recent_turns: _common.KeepRecent = Field(
-        default=1, description="assistant turns kept verbatim after the summary: 0, 1 or 2")
+        default=1, description="assistant turns kept verbatim after the summary: 0, 1 or 2"
+    )
     prompt: _common.CompactionPrompt = Field(
-        default=None, validate_default=True,
+        default=None,
+        validate_default=True,
         description="null = the built-in prompt (_common.DEFAULT_COMPACTION_PROMPT); "
-                    "an override must contain the line [compaction-request]")
+        "an override must contain the line [compaction-request]",
+    )
 
 
 class CompactionStrategy(TranscriptOnly):
@@ -63,14 +69,15 @@ class CompactionStrategy(TranscriptOnly):
             head.append(_common.summary_message(cur.summary, ""))
             if cur.tail > state.step_start:  # the model must always see the current step
                 head.append(_common.step_notice(state))
-        tail = state.transcript[cur.tail:]
+        tail = state.transcript[cur.tail :]
         pin = state.step_start - cur.tail if cur.tail <= state.step_start < len(state.transcript) else None
         return head, tail, pin
 
     def wants_compaction(self, state: State, context_tokens: int) -> bool:
         c = self.config
-        return _common.should_compact(state, context_tokens, c.threshold, 0, c.keep_recent_turns,
-                                      forced=state.turn in c.force_at_turns)
+        return _common.should_compact(
+            state, context_tokens, c.threshold, 0, c.keep_recent_turns, forced=state.turn in c.force_at_turns
+        )
 
     def build(self, state: State) -> Built:
         head, tail, pin = self._parts(state)
@@ -79,9 +86,15 @@ class CompactionStrategy(TranscriptOnly):
         if self.wants_compaction(state, total):
             return Built(messages=tuple(head) + tuple(tail), stable=stable, tokens=total, compact=True)
         f = _common.fit(head, tail, state.budget, pin=pin)
-        return Built(messages=f.messages, stable=stable, tokens=f.tokens,
-                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+        return Built(
+            messages=f.messages,
+            stable=stable,
+            tokens=f.tokens,
+            dropped=f.dropped,
+            tokens_before_drop=f.tokens_before_drop,
+        )
 
     def summary_request(self, state: State) -> tuple[Message, ...]:
-        return _common.summary_request(state, stable_prefix(state.task), 0, self.config.keep_recent_turns,
-                                       self.config.prompt, "")
+        return _common.summary_request(
+            state, stable_prefix(state.task), 0, self.config.keep_recent_turns, self.config.prompt, ""
+        )

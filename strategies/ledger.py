@@ -50,26 +50,40 @@ class LedgerConfig(Knobs):
 
     name: Literal["ledger"] = "ledger"
     files_budget_tokens: Annotated[StrictInt, Field(ge=0)] = Field(
-        default=4000, description="FILES (a channel; 0 = off) shows the step's touches up to "
-                                  "min(this, files_budget_fraction x budget) tokens; the rest are listed by path")
+        default=4000,
+        description="FILES (a channel; 0 = off) shows the step's touches up to "
+        "min(this, files_budget_fraction x budget) tokens; the rest are listed by path",
+    )
     files_budget_fraction: _common.Fraction = Field(
-        default=0.35, description="the FILES budget's cap as a fraction of the budget (0, 1]")
+        default=0.35, description="the FILES budget's cap as a fraction of the budget (0, 1]"
+    )
     invariants_from: _common.InvariantsFrom = Field(
-        default="model", description="model: carry only the model's hand-off; harness (a labelled variant, a "
-                                     "channel): also each step's established invariants, as the harness announces them")
+        default="model",
+        description="model: carry only the model's hand-off; harness (a labelled variant, a "
+        "channel): also each step's established invariants, as the harness announces them",
+    )
     tree: StrictBool = Field(
-        default=True, description="channel: TREE section (git status, git log base..HEAD, diff --stat)")
+        default=True, description="channel: TREE section (git status, git log base..HEAD, diff --stat)"
+    )
     drift_note: StrictBool = Field(
-        default=True, description="channel: CONSISTENCY NOTE when HEAD moved by an outside commit since the last step")
+        default=True,
+        description="channel: CONSISTENCY NOTE when HEAD moved by an outside commit since the last step",
+    )
     notes_cap_chars: Annotated[StrictInt, Field(ge=16)] = Field(
-        default=400, description="each certified step's notes / learned invariant, as shown")
+        default=400, description="each certified step's notes / learned invariant, as shown"
+    )
     threshold: _common.Fraction = Field(
-        default=0.75, description="within-step backstop: compact the step's turns past this fraction of the budget")
+        default=0.75,
+        description="within-step backstop: compact the step's turns past this fraction of the budget",
+    )
     keep_recent_turns: _common.KeepRecent = Field(
-        default=1, description="assistant turns kept verbatim after a backstop summary: 0, 1 or 2")
+        default=1, description="assistant turns kept verbatim after a backstop summary: 0, 1 or 2"
+    )
     prompt: _common.CompactionPrompt = Field(
-        default=None, validate_default=True,
-        description="null = the built-in compaction prompt; an override must contain the line [compaction-request]")
+        default=None,
+        validate_default=True,
+        description="null = the built-in compaction prompt; an override must contain the line [compaction-request]",
+    )
 
 
 class LedgerStrategy:
@@ -90,8 +104,12 @@ class LedgerStrategy:
     def channels(self) -> dict[str, bool]:
         """What this strategy shows beyond the transcript a raw agent has (docs/instrument.md §6)."""
         c = self.config
-        return {"files": c.files_budget_tokens > 0, "tree": c.tree, "drift_note": c.drift_note,
-                "harness_invariants": c.invariants_from == "harness"}
+        return {
+            "files": c.files_budget_tokens > 0,
+            "tree": c.tree,
+            "drift_note": c.drift_note,
+            "harness_invariants": c.invariants_from == "harness",
+        }
 
     def files_budget(self, state: State) -> int:
         c = self.config
@@ -99,16 +117,19 @@ class LedgerStrategy:
 
     def brief(self, state: State) -> str:
         cap = self.config.notes_cap_chars
-        return _brief.join(f"STEP BRIEF for [step:{state.step.id}] (rebuilt by the harness from durable state; "
-                           "it replaces the conversation of earlier steps)", [
-                               _brief.learned_invariants(state, cap),
-                               _brief.remaining_plan(state),
-                               _brief.certified(state, cap),
-                               _brief.tree(state) if self.config.tree else None,
-                               _brief.current_step(state),
-                               _brief.files(state, self.files_budget(state)),
-                               _brief.drift(state) if self.config.drift_note else None,
-                           ])
+        return _brief.join(
+            f"STEP BRIEF for [step:{state.step.id}] (rebuilt by the harness from durable state; "
+            "it replaces the conversation of earlier steps)",
+            [
+                _brief.learned_invariants(state, cap),
+                _brief.remaining_plan(state),
+                _brief.certified(state, cap),
+                _brief.tree(state) if self.config.tree else None,
+                _brief.current_step(state),
+                _brief.files(state, self.files_budget(state)),
+                _brief.drift(state) if self.config.drift_note else None,
+            ],
+        )
 
     def _head(self, state: State) -> list[Message]:
         return [*stable_prefix(state.task), Message(role="user", content=self.brief(state))]
@@ -119,15 +140,26 @@ class LedgerStrategy:
         cur = _common.live(state, seg, self.config.keep_recent_turns)
         if cur.summary is not None:
             head.append(_common.summary_message(cur.summary, " OF THIS STEP"))
-        tail = state.transcript[max(cur.tail, seg):]
+        tail = state.transcript[max(cur.tail, seg) :]
         stable = len(stable_prefix(state.task))
         total = _common.tokens(head) + _common.tokens(tail)
         if _common.should_compact(state, total, self.config.threshold, seg, self.config.keep_recent_turns):
             return Built(messages=tuple(head) + tuple(tail), stable=stable, tokens=total, compact=True)
         f = _common.fit(head, tail, state.budget)
-        return Built(messages=f.messages, stable=stable, tokens=f.tokens,
-                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+        return Built(
+            messages=f.messages,
+            stable=stable,
+            tokens=f.tokens,
+            dropped=f.dropped,
+            tokens_before_drop=f.tokens_before_drop,
+        )
 
     def summary_request(self, state: State) -> tuple[Message, ...]:
-        return _common.summary_request(state, self._head(state), state.step_start + 1,
-                                       self.config.keep_recent_turns, self.config.prompt, " OF THIS STEP")
+        return _common.summary_request(
+            state,
+            self._head(state),
+            state.step_start + 1,
+            self.config.keep_recent_turns,
+            self.config.prompt,
+            " OF THIS STEP",
+        )

@@ -33,21 +33,31 @@ class MaskingConfig(Knobs):
 
     name: Literal["masking"] = "masking"
     keep_recent_turns: Annotated[StrictInt, Field(ge=0)] = Field(
-        default=10, description="assistant turns whose tool results stay verbatim (the paper's window: 10)")
+        default=10, description="assistant turns whose tool results stay verbatim (the paper's window: 10)"
+    )
 
 
 def placeholder(m: Message) -> Message:
     lines = m.content.count("\n") + 1 if m.content else 0
-    return Message(role="tool", content=f"[{m.name or 'tool'} output omitted: {lines} lines]",
-                   tool_call_id=m.tool_call_id, name=m.name)
+    return Message(
+        role="tool",
+        content=f"[{m.name or 'tool'} output omitted: {lines} lines]",
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+    )
 
 
 def masked(transcript: Sequence[Message], keep_recent_turns: int) -> tuple[Message, ...]:
     """The transcript with the tool results of all but the newest assistant turns masked."""
     turns = [b for b, _ in _common.groups(transcript) if transcript[b].role == "assistant"]
-    keep_from = turns[-keep_recent_turns] if 0 < keep_recent_turns <= len(turns) else (
-        0 if keep_recent_turns else len(transcript))
-    return tuple(placeholder(m) if m.role == "tool" and i < keep_from else m for i, m in enumerate(transcript))
+    keep_from = (
+        turns[-keep_recent_turns]
+        if 0 < keep_recent_turns <= len(turns)
+        else (0 if keep_recent_turns else len(transcript))
+    )
+    return tuple(
+        placeholder(m) if m.role == "tool" and i < keep_from else m for i, m in enumerate(transcript)
+    )
 
 
 class MaskingStrategy(TranscriptOnly):

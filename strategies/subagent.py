@@ -35,12 +35,17 @@ class SubagentConfig(Knobs):
 
     name: Literal["subagent"] = "subagent"
     invariants_from: _common.InvariantsFrom = Field(
-        default="model", description="model: carry only the model's hand-off; harness (a labelled variant, "
-                                     "a channel): also the step's established invariants")
+        default="model",
+        description="model: carry only the model's hand-off; harness (a labelled variant, "
+        "a channel): also the step's established invariants",
+    )
     drift_note: StrictBool = Field(
-        default=True, description="channel: CONSISTENCY NOTE when HEAD moved by an outside commit since the last step")
+        default=True,
+        description="channel: CONSISTENCY NOTE when HEAD moved by an outside commit since the last step",
+    )
     notes_cap_chars: Annotated[StrictInt, Field(ge=16)] = Field(
-        default=400, description="each ledger entry's notes / learned invariant, as shown")
+        default=400, description="each ledger entry's notes / learned invariant, as shown"
+    )
 
 
 class SubagentStrategy:
@@ -60,26 +65,37 @@ class SubagentStrategy:
     @property
     def channels(self) -> dict[str, bool]:
         """What this strategy shows beyond the transcript a raw agent has (docs/instrument.md §6)."""
-        return {"drift_note": self.config.drift_note, "harness_invariants": self.config.invariants_from == "harness"}
+        return {
+            "drift_note": self.config.drift_note,
+            "harness_invariants": self.config.invariants_from == "harness",
+        }
 
     def brief(self, state: State) -> str:
         cap = self.config.notes_cap_chars
-        return _brief.join(f"SUBAGENT BRIEF for [step:{state.step.id}] (a fresh conversation for this step; "
-                           "earlier steps are known only by their ledger entries)", [
-                               _brief.learned_invariants(state, cap),
-                               _brief.remaining_plan(state),
-                               _brief.ledger_entries(state, cap),
-                               _brief.current_step(state),
-                               _brief.drift(state) if self.config.drift_note else None,
-                               "Read the files you need from the repository: none are shown here.",
-                           ])
+        return _brief.join(
+            f"SUBAGENT BRIEF for [step:{state.step.id}] (a fresh conversation for this step; "
+            "earlier steps are known only by their ledger entries)",
+            [
+                _brief.learned_invariants(state, cap),
+                _brief.remaining_plan(state),
+                _brief.ledger_entries(state, cap),
+                _brief.current_step(state),
+                _brief.drift(state) if self.config.drift_note else None,
+                "Read the files you need from the repository: none are shown here.",
+            ],
+        )
 
     def build(self, state: State) -> Built:
         prefix = stable_prefix(state.task)
         head = [*prefix, Message(role="user", content=self.brief(state))]
-        f = _common.fit(head, state.transcript[state.step_start + 1:], state.budget)
-        return Built(messages=f.messages, stable=len(prefix), tokens=f.tokens,
-                     dropped=f.dropped, tokens_before_drop=f.tokens_before_drop)
+        f = _common.fit(head, state.transcript[state.step_start + 1 :], state.budget)
+        return Built(
+            messages=f.messages,
+            stable=len(prefix),
+            tokens=f.tokens,
+            dropped=f.dropped,
+            tokens_before_drop=f.tokens_before_drop,
+        )
 
     def summary_request(self, state: State) -> tuple[Message, ...]:
         raise RuntimeError("the subagent strategy never compacts: build() never sets compact=True")

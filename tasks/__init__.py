@@ -9,13 +9,18 @@ from typing import Any
 from bench.core.registry import Registry
 from tasks.spec import TaskSpec
 
-FAMILIES = Registry("task.family", {
-    "signature_migration": "tasks.signature_migration:generate",
-    "extract_module": "tasks.extract_module:generate",
-    "config_rename": "tasks.config_rename:generate",
-    "batch_writes": "tasks.batch_writes:generate",
-    "record_upgrade": "tasks.record_upgrade:generate",
-}, hint="choose one with task=<family> (e.g. task=signature_migration)", group="ctxbench.task_families")
+FAMILIES = Registry(
+    "task.family",
+    {
+        "signature_migration": "tasks.signature_migration:generate",
+        "extract_module": "tasks.extract_module:generate",
+        "config_rename": "tasks.config_rename:generate",
+        "batch_writes": "tasks.batch_writes:generate",
+        "record_upgrade": "tasks.record_upgrade:generate",
+    },
+    hint="choose one with task=<family> (e.g. task=signature_migration)",
+    group="ctxbench.task_families",
+)
 
 
 # Tasks kept per process. The 16 strategy x arm cells of a grid face the same task, and the harness

@@ -19,6 +19,7 @@ from tasks.spec import TaskSpec
 def _count(text: str) -> int:
     try:  # the project's BPE counter, when tiktoken is installed
         from bench.core.tokens import count_text
+
         return count_text(text)
     except Exception:  # noqa: BLE001 - any missing dependency: fall back to an estimate
         return len(text) // 4
@@ -41,24 +42,45 @@ def workload(spec: TaskSpec) -> tuple[int, int, list[int]]:
 
 
 def render(spec: TaskSpec) -> str:
-    out = [f"[task:{spec.task_id}] {spec.title}", "", spec.text, "", f"Test command: `{spec.test_command}`",
-           f"Protected (read-only for the agent): {', '.join(spec.protected)}", "", "INVARIANTS (plan time)"]
-    out += [f"  [inv:{i.id}] {i.text}" + (f"\n      check: {i.check}" if i.check else "") for i in spec.invariants]
+    out = [
+        f"[task:{spec.task_id}] {spec.title}",
+        "",
+        spec.text,
+        "",
+        f"Test command: `{spec.test_command}`",
+        f"Protected (read-only for the agent): {', '.join(spec.protected)}",
+        "",
+        "INVARIANTS (plan time)",
+    ]
+    out += [
+        f"  [inv:{i.id}] {i.text}" + (f"\n      check: {i.check}" if i.check else "") for i in spec.invariants
+    ]
     out += ["", "PLAN"]
     for s in spec.steps:
-        out += [f"  [step:{s.id}] {s.title}", f"      {s.instructions}", f"      touches: {', '.join(s.touches)}",
-                f"      check:   {s.check}"]
-        out += [f"      establishes [inv:{i.id}]{f' (until {i.until})' if i.until else ''}: {i.text}"
-                for i in s.establishes]
+        out += [
+            f"  [step:{s.id}] {s.title}",
+            f"      {s.instructions}",
+            f"      touches: {', '.join(s.touches)}",
+            f"      check:   {s.check}",
+        ]
+        out += [
+            f"      establishes [inv:{i.id}]{f' (until {i.until})' if i.until else ''}: {i.text}"
+            for i in s.establishes
+        ]
     out += ["", "TRAPS (tidy-ups that pass where they are done and fail a later check)"]
-    out += [f"  [trap:{t.id}] {t.path}: {t.description}\n      cleanup {t.cleanup}; protected by "
-            + (f"[inv:{t.protected_by}]" if t.protected_by else f"only the {t.drift} commit message")
-            + f"; caught by {t.caught_by}'s check" for t in spec.traps]
+    out += [
+        f"  [trap:{t.id}] {t.path}: {t.description}\n      cleanup {t.cleanup}; protected by "
+        + (f"[inv:{t.protected_by}]" if t.protected_by else f"only the {t.drift} commit message")
+        + f"; caught by {t.caught_by}'s check"
+        for t in spec.traps
+    ]
     out += ["", "DRIFT (committed by the harness only when arm.drift is on)"]
     for d in spec.drift:
-        out += [f"  before {d.before_step}  {d.kind:<13} {d.id}: \"{d.message}\" by {d.author}",
-                f"      {d.description}", "      files: " + ", ".join(
-                    p + ("" if c is not None else " (deleted)") for p, c in d.files)]
+        out += [
+            f'  before {d.before_step}  {d.kind:<13} {d.id}: "{d.message}" by {d.author}',
+            f"      {d.description}",
+            "      files: " + ", ".join(p + ("" if c is not None else " (deleted)") for p, c in d.files),
+        ]
     out += ["", "FINAL CHECK", f"  {spec.final_check}", "", sizes(spec)]
     return "\n".join(out)
 
@@ -68,9 +90,15 @@ def sizes(spec: TaskSpec) -> str:
     total, largest, per_step = workload(spec)
     repo = sum(_count(c) for _, c in spec.files)
     rows = [f"  {s.id}  {n:>6}  {s.title}" for s, n in zip(spec.steps, per_step, strict=True)]
-    return "\n".join(["SIZES (tokens)", f"  repository: {len(spec.files)} files, {repo} tokens",
-                      "  file content read + written back, per step (the oracle on the true files):",
-                      *rows, f"  total {total}; largest step's files {largest}"])
+    return "\n".join(
+        [
+            "SIZES (tokens)",
+            f"  repository: {len(spec.files)} files, {repo} tokens",
+            "  file content read + written back, per step (the oracle on the true files):",
+            *rows,
+            f"  total {total}; largest step's files {largest}",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(render(spec))
     files = dict(spec.files)
-    for path in (list(files) if args.files else args.file):
+    for path in list(files) if args.files else args.file:
         print(f"\n===== {path}\n{files.get(path, '(no such file)')}", end="")
     return 0
 

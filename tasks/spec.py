@@ -173,6 +173,10 @@ class TaskSpec:
         step, and not yet lifted (a step named in `until` may lift it, so it is not in force
         at that step's head)."""
         order = {s.id: i for i, s in enumerate(self.steps)}
-        return tuple(inv for inv in self.all_invariants()
-                     if order.get(inv.stated, -1) < index < (order.get(inv.until, len(self.steps))
-                                                             if inv.until else len(self.steps) + 1))
+        return tuple(
+            inv
+            for inv in self.all_invariants()
+            if order.get(inv.stated, -1)
+            < index
+            < (order.get(inv.until, len(self.steps)) if inv.until else len(self.steps) + 1)
+        )

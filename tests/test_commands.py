@@ -17,9 +17,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
 # Each command and the `python -m` form it stands for (README.md's commands).
-MODULE = {"ctxbench-run": "bench", "ctxbench-report": "analysis.report", "ctxbench-diff": "analysis.diff",
-          "ctxbench-power": "analysis.power", "ctxbench-verify": "bench.eventlog.verify",
-          "ctxbench-task": "tasks.show"}
+MODULE = {
+    "ctxbench-run": "bench",
+    "ctxbench-report": "analysis.report",
+    "ctxbench-diff": "analysis.diff",
+    "ctxbench-power": "analysis.power",
+    "ctxbench-verify": "bench.eventlog.verify",
+    "ctxbench-task": "tasks.show",
+}
 
 
 def test_every_user_facing_command_has_one_name_with_one_prefix():
@@ -66,19 +71,29 @@ def test_run_passes_argv_to_preflight_then_hydra(monkeypatch, capsys):
 
 def test_installed_scripts_answer_help():
     try:
-        installed = {ep.name: ep.value for ep in metadata.distribution("ctxbench").entry_points
-                     if ep.group == "console_scripts"}
+        installed = {
+            ep.name: ep.value
+            for ep in metadata.distribution("ctxbench").entry_points
+            if ep.group == "console_scripts"
+        }
     except metadata.PackageNotFoundError:
         installed = {}
     if installed != SCRIPTS:
-        problem = (f"the installed ctxbench declares {sorted(installed)} but pyproject.toml {sorted(SCRIPTS)}; "
-                   "reinstall it (make venv, or pip install -e .)")
+        problem = (
+            f"the installed ctxbench declares {sorted(installed)} but pyproject.toml {sorted(SCRIPTS)}; "
+            "reinstall it (make venv, or pip install -e .)"
+        )
         if os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1":
             pytest.fail(problem, pytrace=False)
         pytest.skip(problem)
     bindir = Path(sys.executable).parent
     for name in SCRIPTS:
-        done = subprocess.run([str(bindir / name), "--help"], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [str(bindir / name), "--help"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         assert done.returncode == 0, (name, done.stderr[-2000:])
         assert "usage:" in done.stdout or "powered by Hydra" in done.stdout, (name, done.stdout[:300])

@@ -41,9 +41,13 @@ def _owner(name: str, mods: dict[str, Path]) -> str | None:
 
 
 def _is_main_guard(node: ast.AST) -> bool:
-    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
-            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators))
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators)
+    )
 
 
 def _imports(tree: ast.AST):
@@ -156,7 +160,9 @@ def test_no_concept_folder_imports_itself_around_a_loop(graph):
 
 
 def _offenders(graph: dict[str, set[str]], sources, allowed) -> list[str]:
-    return sorted(f"{m} imports {d}" for m, deps in graph.items() if sources(m) for d in deps if not allowed(d))
+    return sorted(
+        f"{m} imports {d}" for m, deps in graph.items() if sources(m) for d in deps if not allowed(d)
+    )
 
 
 def event_floor(module: str) -> bool:
@@ -166,8 +172,12 @@ def event_floor(module: str) -> bool:
 
 def ground_floor(module: str) -> bool:
     """The shared vocabulary: `bench.core`, the task contract `tasks.spec`, and `ctxlog`."""
-    return module == "bench.core" or module.startswith("bench.core.") or module == "tasks.spec" \
+    return (
+        module == "bench.core"
+        or module.startswith("bench.core.")
+        or module == "tasks.spec"
         or event_floor(module)
+    )
 
 
 def test_the_ground_floor_imports_nothing_above_it(graph):
@@ -186,7 +196,9 @@ def test_strategies_and_tasks_import_only_the_ground_floor_of_bench(graph):
 def test_analysis_imports_no_harness(graph):
     """Its whole input is MLflow and the event logs, read through ctxlog (the one reader)."""
     harness = ("bench", "tasks", "strategies")
-    assert _offenders(graph, lambda m: m.startswith("analysis"), lambda d: d.split(".")[0] not in harness) == []
+    assert (
+        _offenders(graph, lambda m: m.startswith("analysis"), lambda d: d.split(".")[0] not in harness) == []
+    )
 
 
 # -- the checks themselves can fail ---------------------------------------------------------
@@ -197,29 +209,49 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_a_cycle_through_a_lazy_import_is_found(tmp_path):
-    _write(tmp_path, {
-        "bench/__init__.py": "", "bench/a.py": "from bench import b\n",
-        "bench/b.py": "def f():\n    from bench.c import g\n", "bench/c.py": "from .a import x\n",
-        "bench/d.py": "import bench.a\n", "bench/e.py": "import bench.f\n",
-        "bench/f.py": "if __name__ == '__main__':\n    import bench.e\n",  # the script __main__, not bench.f
-    })
+    _write(
+        tmp_path,
+        {
+            "bench/__init__.py": "",
+            "bench/a.py": "from bench import b\n",
+            "bench/b.py": "def f():\n    from bench.c import g\n",
+            "bench/c.py": "from .a import x\n",
+            "bench/d.py": "import bench.a\n",
+            "bench/e.py": "import bench.f\n",
+            "bench/f.py": "if __name__ == '__main__':\n    import bench.e\n",  # the script __main__, not bench.f
+        },
+    )
     assert cycles(import_graph(tmp_path, ("bench",))) == [["bench.a", "bench.b", "bench.c"]]
 
 
 def test_a_folder_cycle_without_a_module_cycle_is_found(tmp_path):
-    _write(tmp_path, {
-        "bench/__init__.py": "", "bench/x/__init__.py": "", "bench/y/__init__.py": "",
-        "bench/x/one.py": "from bench.y.two import T\n", "bench/x/three.py": "",
-        "bench/y/two.py": "", "bench/y/four.py": "from bench.x import three\n",
-    })
+    _write(
+        tmp_path,
+        {
+            "bench/__init__.py": "",
+            "bench/x/__init__.py": "",
+            "bench/y/__init__.py": "",
+            "bench/x/one.py": "from bench.y.two import T\n",
+            "bench/x/three.py": "",
+            "bench/y/two.py": "",
+            "bench/y/four.py": "from bench.x import three\n",
+        },
+    )
     g = import_graph(tmp_path, ("bench",))
     assert cycles(g) == []
     assert cycles(folder_graph(g, modules(tmp_path, ("bench",)))) == [["bench.x", "bench.y"]]
 
 
 def test_a_ground_floor_import_from_above_is_an_offender(tmp_path):
-    _write(tmp_path, {"bench/__init__.py": "", "bench/core/__init__.py": "", "bench/trial.py": "",
-                      "bench/core/types.py": "def f():\n    from bench.trial import run\n"})
+    _write(
+        tmp_path,
+        {
+            "bench/__init__.py": "",
+            "bench/core/__init__.py": "",
+            "bench/trial.py": "",
+            "bench/core/types.py": "def f():\n    from bench.trial import run\n",
+        },
+    )
     g = import_graph(tmp_path, ("bench",))
     assert _offenders(g, ground_floor, ground_floor) == ["bench.core.types imports bench.trial"]
 
@@ -229,9 +261,16 @@ def test_a_ground_floor_import_from_above_is_an_offender(tmp_path):
 # import its own room and rooms on lower floors only. A room's command (`<room>/__main__.py`,
 # run as `python -m analysis.<room>`) is imported by nothing, so it may stand on any floor.
 ANALYSIS_FLOORS: dict[str, int] = {
-    "analysis.settings": 0, "analysis.render": 0, "analysis.stats": 0, "analysis.load": 0, "analysis.power": 0,
+    "analysis.settings": 0,
+    "analysis.render": 0,
+    "analysis.stats": 0,
+    "analysis.load": 0,
+    "analysis.power": 0,
     "analysis": 1,  # the package's face: load_runs
-    "analysis.diff": 1, "analysis.calibrate": 1, "analysis.sensitivity": 1, "analysis.measures": 1,
+    "analysis.diff": 1,
+    "analysis.calibrate": 1,
+    "analysis.sensitivity": 1,
+    "analysis.measures": 1,
     "analysis.fairness": 1,
     "analysis.report": 2,
 }
@@ -268,8 +307,13 @@ def hydra_readers(root: Path, packages: tuple[str, ...] = ("analysis",)) -> list
     found = []
     for name, path in modules(root, packages).items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             if any(n.split(".")[0] in ("hydra", "omegaconf") for n in names):
                 found.append(name)
                 break
@@ -283,7 +327,9 @@ def guarded_imports(root: Path, packages: tuple[str, ...] = ("analysis",)) -> li
     found = []
     for name, path in modules(root, packages).items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if _is_main_guard(node) and any(isinstance(n, ast.Import | ast.ImportFrom) for n in ast.walk(node)):
+            if _is_main_guard(node) and any(
+                isinstance(n, ast.Import | ast.ImportFrom) for n in ast.walk(node)
+            ):
                 found.append(name)
     return sorted(found)
 
@@ -311,51 +357,91 @@ def test_only_settings_reads_the_hydra_config():
 
 
 def test_a_sideways_or_upward_room_import_is_an_offender(tmp_path):
-    _write(tmp_path, {
-        "analysis/__init__.py": "", "analysis/settings.py": "",
-        "analysis/low/__init__.py": "", "analysis/low/a.py": "def f():\n    from analysis.high import b\n",
-        "analysis/high/__init__.py": "", "analysis/high/b.py": "from analysis.low import a\nimport analysis.settings\n",
-        "analysis/side/__init__.py": "", "analysis/side/c.py": "from analysis.low.a import f\n",
-        "analysis/low/d.py": "from analysis.side import c\n",
-        "analysis/high/__main__.py": "from analysis.top import e\n",  # a command may stand on any floor
-        "analysis/top/__init__.py": "", "analysis/top/e.py": "from analysis.high.__main__ import main\n",
-        "analysis/stray.py": "",
-    })
+    _write(
+        tmp_path,
+        {
+            "analysis/__init__.py": "",
+            "analysis/settings.py": "",
+            "analysis/low/__init__.py": "",
+            "analysis/low/a.py": "def f():\n    from analysis.high import b\n",
+            "analysis/high/__init__.py": "",
+            "analysis/high/b.py": "from analysis.low import a\nimport analysis.settings\n",
+            "analysis/side/__init__.py": "",
+            "analysis/side/c.py": "from analysis.low.a import f\n",
+            "analysis/low/d.py": "from analysis.side import c\n",
+            "analysis/high/__main__.py": "from analysis.top import e\n",  # a command may stand on any floor
+            "analysis/top/__init__.py": "",
+            "analysis/top/e.py": "from analysis.high.__main__ import main\n",
+            "analysis/stray.py": "",
+        },
+    )
     mods = modules(tmp_path, ("analysis",))
     g = import_graph(tmp_path, ("analysis",))
-    floors = {"analysis": 0, "analysis.settings": 0, "analysis.low": 1, "analysis.side": 1, "analysis.high": 2,
-              "analysis.top": 3}
+    floors = {
+        "analysis": 0,
+        "analysis.settings": 0,
+        "analysis.low": 1,
+        "analysis.side": 1,
+        "analysis.high": 2,
+        "analysis.top": 3,
+    }
     assert room_offenders(g, mods, floors) == [
         "analysis.low.a (floor 1) imports analysis.high.b (floor 2)",  # up, through a lazy import
         "analysis.low.d (floor 1) imports analysis.side.c (floor 1)",  # sideways
         "analysis.side.c (floor 1) imports analysis.low.a (floor 1)",
         "analysis.stray is in no room (add it to ANALYSIS_FLOORS)",
-        "analysis.top.e (floor 3) imports analysis.high.__main__ (floor ?)"]  # a command is no floor to stand on
+        "analysis.top.e (floor 3) imports analysis.high.__main__ (floor ?)",
+    ]  # a command is no floor to stand on
     assert command_importers(g) == ["analysis.top.e imports analysis.high.__main__"]
     # high's command stands on its own, so its import of top closes no loop through high; it
     # loops only with top, which imports it (what test_nothing_imports_a_command forbids).
-    assert cycles(folder_graph(g, mods)) == [["analysis.high", "analysis.low", "analysis.side"],
-                                             ["analysis.high.__main__", "analysis.top"]]
+    assert cycles(folder_graph(g, mods)) == [
+        ["analysis.high", "analysis.low", "analysis.side"],
+        ["analysis.high.__main__", "analysis.top"],
+    ]
 
 
 def test_an_import_under_a_main_guard_is_found(tmp_path):
-    _write(tmp_path, {"analysis/__init__.py": "", "analysis/a.py": "def main():\n    pass\n",
-                      "analysis/b.py": "if __name__ == '__main__':\n    from analysis.c import main\n",
-                      "analysis/c.py": "if __name__ == '__main__':\n    raise SystemExit(main())\n"})
+    _write(
+        tmp_path,
+        {
+            "analysis/__init__.py": "",
+            "analysis/a.py": "def main():\n    pass\n",
+            "analysis/b.py": "if __name__ == '__main__':\n    from analysis.c import main\n",
+            "analysis/c.py": "if __name__ == '__main__':\n    raise SystemExit(main())\n",
+        },
+    )
     assert guarded_imports(tmp_path) == ["analysis.b"]
 
 
 def test_a_hydra_import_outside_settings_is_found(tmp_path):
-    _write(tmp_path, {"analysis/__init__.py": "", "analysis/settings.py": "import hydra\n",
-                      "analysis/x/__init__.py": "", "analysis/x/y.py": "def f():\n    from omegaconf import OmegaConf\n",
-                      "analysis/x/z.py": "from . import y\n"})
+    _write(
+        tmp_path,
+        {
+            "analysis/__init__.py": "",
+            "analysis/settings.py": "import hydra\n",
+            "analysis/x/__init__.py": "",
+            "analysis/x/y.py": "def f():\n    from omegaconf import OmegaConf\n",
+            "analysis/x/z.py": "from . import y\n",
+        },
+    )
     assert hydra_readers(tmp_path) == ["analysis.settings", "analysis.x.y"]
 
 
 def test_an_event_floor_import_of_the_harness_is_an_offender(tmp_path):
-    _write(tmp_path, {"ctxlog/__init__.py": "", "ctxlog/reader.py": "from ctxlog import events\n",
-                      "ctxlog/events.py": "from bench.core.types import Message\n",
-                      "bench/__init__.py": "", "bench/core/__init__.py": "", "bench/core/types.py": ""})
+    _write(
+        tmp_path,
+        {
+            "ctxlog/__init__.py": "",
+            "ctxlog/reader.py": "from ctxlog import events\n",
+            "ctxlog/events.py": "from bench.core.types import Message\n",
+            "bench/__init__.py": "",
+            "bench/core/__init__.py": "",
+            "bench/core/types.py": "",
+        },
+    )
     g = import_graph(tmp_path, ("ctxlog", "bench"))
     assert _offenders(g, event_floor, event_floor) == ["ctxlog.events imports bench.core.types"]
-    assert _offenders(g, ground_floor, ground_floor) == []  # bench.core is ground floor too: only this rule sees it
+    assert (
+        _offenders(g, ground_floor, ground_floor) == []
+    )  # bench.core is ground floor too: only this rule sees it

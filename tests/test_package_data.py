@@ -22,7 +22,10 @@ def test_every_template_is_package_data():
         # setuptools reads a pattern relative to the package that names it, so a parent package's
         # pattern (`"tasks" = ["*/templates/*.j2"]`) ships its sub-packages' templates too.
         owners = [package_dir, *[d for d in package_dir.parents if d != ROOT and ROOT in d.parents]]
-        if not any(fnmatch.fnmatch(path.relative_to(d).as_posix(), pattern)
-                   for d in owners for pattern in data.get(".".join(d.relative_to(ROOT).parts), [])):
+        if not any(
+            fnmatch.fnmatch(path.relative_to(d).as_posix(), pattern)
+            for d in owners
+            for pattern in data.get(".".join(d.relative_to(ROOT).parts), [])
+        ):
             missing.append(f"{path.relative_to(ROOT)} (package {package})")
     assert missing == [], f"not shipped by [tool.setuptools.package-data]: {missing}"

@@ -70,15 +70,25 @@ def binomial(kept: Sequence[Kept], kind: str, prior: float, level: float = 0.95)
     return Estimate(x / n, low, high, n, "fitted (share kept by the summaries written)")
 
 
-def calibrate(trials: list[Trial], name: str, *, base: str = "sim", free: Sequence[str] = (),
-              match: str = "exact", crn: bool | None = None, level: float = 0.95) -> Calibration:
+def calibrate(
+    trials: list[Trial],
+    name: str,
+    *,
+    base: str = "sim",
+    free: Sequence[str] = (),
+    match: str = "exact",
+    crn: bool | None = None,
+    level: float = 0.95,
+) -> Calibration:
     """`crn`: keep one observation per random draw (the sim's common random numbers); by default
     on when every trial was played by the simulated model itself."""
     if not trials:
         raise SystemExit("no finished trials to calibrate on")
     models = sorted({str(t.get("model.model_id") or t.get("model.name")) for t in trials})
     if len(models) > 1:
-        raise SystemExit(f"the trials were played by {len(models)} models ({', '.join(models)}): calibrate one at a time")
+        raise SystemExit(
+            f"the trials were played by {len(models)} models ({', '.join(models)}): calibrate one at a time"
+        )
     prior = model_config(base)["params"]
     crn = all(t.provider in SIM_PROVIDERS for t in trials) if crn is None else crn
     obs = [o for t in trials for o in observations(t.log, t.name)]

@@ -74,8 +74,12 @@ def rates(logs: Iterable[Path]) -> dict[str, tuple[int, int]]:
                         mine.add(p)
                         out["p_reread_before_edit"][0] += p in read
                         out["p_reread_before_edit"][1] += 1
-            seen |= {str((c.get("args") or {}).get("path", "")) for r in calls for c in r.tool_calls or ()
-                     if c.get("name") in ("read_file", *EDITS)}
+            seen |= {
+                str((c.get("args") or {}).get("path", ""))
+                for r in calls
+                for c in r.tool_calls or ()
+                if c.get("name") in ("read_file", *EDITS)
+            }
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 

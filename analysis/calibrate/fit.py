@@ -25,8 +25,13 @@ from threadpoolctl import threadpool_limits
 from analysis.calibrate.likelihood import FREE, KINDS, Design, informing, informing_rows, nll, nll_grad
 from analysis.calibrate.observe import Obs
 
-BOUNDS = {"recent_tokens": (0.0, 20000.0), "rot_half_tokens": (1000.0, 1e6), "rot_shape": (0.2, 6.0),
-          "middle_shape": (0.2, 6.0), "middle_half_tokens": (100.0, 1e5)}
+BOUNDS = {
+    "recent_tokens": (0.0, 20000.0),
+    "rot_half_tokens": (1000.0, 1e6),
+    "rot_shape": (0.2, 6.0),
+    "middle_shape": (0.2, 6.0),
+    "middle_half_tokens": (100.0, 1e5),
+}
 
 
 @dataclass
@@ -56,14 +61,17 @@ def dedupe(obs: Sequence[Obs]) -> list[Obs]:
     return out
 
 
-def fit_recall(obs: Sequence[Obs], prior: Mapping[str, float], *, free: Sequence[str] = (),
-               level: float = 0.95) -> RecallFit:
+def fit_recall(
+    obs: Sequence[Obs], prior: Mapping[str, float], *, free: Sequence[str] = (), level: float = 0.95
+) -> RecallFit:
     # Hundreds of tiny optimisations: a multi-threaded BLAS only spins (10x the CPU on 2 busy cores).
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit_recall(obs, prior, free, level)
 
 
-def _fit_recall(obs: Sequence[Obs], prior: Mapping[str, float], free: Sequence[str], level: float) -> RecallFit:
+def _fit_recall(
+    obs: Sequence[Obs], prior: Mapping[str, float], free: Sequence[str], level: float
+) -> RecallFit:
     d = Design.of(obs)
     p0 = {k: float(v) for k, v in prior.items()}
     counts = informing(p0, d, [*FREE, *free])
@@ -90,8 +98,13 @@ def _fit_recall(obs: Sequence[Obs], prior: Mapping[str, float], free: Sequence[s
 
         best = None
         for s in (start[idx], np.array([(lo + hi) / 2 for lo, hi in sub]))[:starts]:
-            r = optimize.minimize(f, np.clip(s, [lo for lo, _ in sub], [hi for _, hi in sub]), method="L-BFGS-B",
-                                  bounds=sub, jac=exact)
+            r = optimize.minimize(
+                f,
+                np.clip(s, [lo for lo, _ in sub], [hi for _, hi in sub]),
+                method="L-BFGS-B",
+                bounds=sub,
+                jac=exact,
+            )
             if best is None or r.fun < best.fun:
                 best = r
         assert best is not None
@@ -99,19 +112,27 @@ def _fit_recall(obs: Sequence[Obs], prior: Mapping[str, float], free: Sequence[s
         x[idx] = best.x
         return x, float(best.fun)
 
-    start = np.array([min(max(p0[n], lo + 0.02 * (hi - lo)), hi - 0.02 * (hi - lo))
-                      for n, (lo, hi) in zip(names, bounds, strict=True)])
+    start = np.array(
+        [
+            min(max(p0[n], lo + 0.02 * (hi - lo)), hi - 0.02 * (hi - lo))
+            for n, (lo, hi) in zip(names, bounds, strict=True)
+        ]
+    )
     x_hat, f_hat = solve(start, {}, starts=2)
     fitted = unpack(x_hat)
     cut = stats.chi2.ppf(level, 1) / 2
     estimates = {}
     for i, n in enumerate(names):
         lo, hi = _profile(lambda v, n=n: solve(x_hat, {n: v})[1] - f_hat - cut, x_hat[i], bounds[i])
-        estimates[n] = Estimate(fitted[n], lo, hi, counts[n], f"fitted (profile likelihood: {_kinds(d, n, fitted)})")
+        estimates[n] = Estimate(
+            fitted[n], lo, hi, counts[n], f"fitted (profile likelihood: {_kinds(d, n, fitted)})"
+        )
     for n in [*FREE, *free]:
         if n not in estimates:
             estimates[n] = Estimate(p0[n], None, None, 0, "prior (no observation depends on it)")
-    kinds = {k: int(np.sum(d.kind == i)) for i, k in enumerate(("handoff", "tidy", "stale_replace", "stale_write"))}
+    kinds = {
+        k: int(np.sum(d.kind == i)) for i, k in enumerate(("handoff", "tidy", "stale_replace", "stale_write"))
+    }
     return RecallFit(estimates, fitted, kinds, f_hat)
 
 

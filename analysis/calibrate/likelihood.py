@@ -24,8 +24,16 @@ import numpy as np
 from analysis.calibrate.observe import Obs
 
 # Fitted from the observations when they inform them; the curve's shape parameters are not.
-FREE = ("recall_max", "recall_recent", "rot_max_drop", "middle_dip", "p_tempt", "p_paraphrase",
-        "p_stale_replace_fail", "p_stale_clobber")
+FREE = (
+    "recall_max",
+    "recall_recent",
+    "rot_max_drop",
+    "middle_dip",
+    "p_tempt",
+    "p_paraphrase",
+    "p_stale_replace_fail",
+    "p_stale_clobber",
+)
 SHAPE = ("recent_tokens", "rot_half_tokens", "rot_shape", "middle_shape", "middle_half_tokens")
 KINDS = ("handoff", "tidy", "stale_replace", "stale_write")
 _EPS = 1e-9
@@ -66,11 +74,21 @@ class Design:
         rows = [(i, x, para) for i, o in enumerate(obs) for x, para in o.occ]
         occ = np.array(rows, dtype=float).reshape(-1, 3)
         owner = occ[:, 0].astype(int)
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else np.zeros(0, dtype=int)
-        return cls(np.array([KINDS.index(o.kind) for o in obs], dtype=int),
-                   np.array([o.y for o in obs], dtype=float), np.array([o.length for o in obs], dtype=float),
-                   np.array([o.fresh_from for o in obs], dtype=float), owner, occ[:, 1],
-                   occ[:, 2].astype(bool), len(obs), starts, owner[starts])
+        starts = (
+            np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else np.zeros(0, dtype=int)
+        )
+        return cls(
+            np.array([KINDS.index(o.kind) for o in obs], dtype=int),
+            np.array([o.y for o in obs], dtype=float),
+            np.array([o.length for o in obs], dtype=float),
+            np.array([o.fresh_from for o in obs], dtype=float),
+            owner,
+            occ[:, 1],
+            occ[:, 2].astype(bool),
+            len(obs),
+            starts,
+            owner[starts],
+        )
 
 
 def recall(p: Mapping[str, float], x: np.ndarray, length: np.ndarray, fresh: np.ndarray) -> np.ndarray:
@@ -90,7 +108,9 @@ def best(p: Mapping[str, float], d: Design) -> np.ndarray:
     m = np.zeros(d.n)
     if len(d.occ_obs):
         recent, rot, dip = d.pieces(p)
-        far = np.maximum(0.0, p["recall_max"] * (1.0 - p["rot_max_drop"] * rot) * (1.0 - p["middle_dip"] * dip))
+        far = np.maximum(
+            0.0, p["recall_max"] * (1.0 - p["rot_max_drop"] * rot) * (1.0 - p["middle_dip"] * dip)
+        )
         v = np.where(recent, p["recall_recent"], far) * np.where(d.occ_para, p["p_paraphrase"], 1.0)
         m[d.owners] = np.maximum.reduceat(v, d.starts)
     return m
@@ -98,8 +118,10 @@ def best(p: Mapping[str, float], d: Design) -> np.ndarray:
 
 def probability(p: Mapping[str, float], d: Design) -> np.ndarray:
     m = best(p, d)
-    out = np.select([d.kind == 0, d.kind == 1, d.kind == 2, d.kind == 3],
-                    [m, p["p_tempt"] * (1 - m), (1 - m) * p["p_stale_replace_fail"], (1 - m) * p["p_stale_clobber"]])
+    out = np.select(
+        [d.kind == 0, d.kind == 1, d.kind == 2, d.kind == 3],
+        [m, p["p_tempt"] * (1 - m), (1 - m) * p["p_stale_replace_fail"], (1 - m) * p["p_stale_clobber"]],
+    )
     return np.clip(out, _EPS, 1 - _EPS)
 
 
@@ -127,8 +149,10 @@ def nll_grad(p: Mapping[str, float], d: Design, names: Sequence[str]) -> tuple[f
     q = probability(p, d)
     grad_q: dict[str, np.ndarray] = {name: np.zeros(d.n) for name in names}
     m = np.zeros(d.n)
-    dm = {name: np.zeros(d.n) for name in ("recall_recent", "recall_max", "rot_max_drop", "middle_dip",
-                                           "p_paraphrase")}
+    dm = {
+        name: np.zeros(d.n)
+        for name in ("recall_recent", "recall_max", "rot_max_drop", "middle_dip", "p_paraphrase")
+    }
     if len(d.occ_obs):
         recent, rot, dip = d.pieces(p)
         a, b = 1.0 - p["rot_max_drop"] * rot, 1.0 - p["middle_dip"] * dip
@@ -147,9 +171,15 @@ def nll_grad(p: Mapping[str, float], d: Design, names: Sequence[str]) -> tuple[f
         dm["rot_max_drop"][o] = far[j] * -p["recall_max"] * rot[j] * b[j] * s[j]
         dm["middle_dip"][o] = far[j] * -p["recall_max"] * a[j] * dip[j] * s[j]
         dm["p_paraphrase"][o] = d.occ_para[j] * r[j]
-    dq_dm = np.select([d.kind == 0, d.kind == 1, d.kind == 2, d.kind == 3],
-                      [np.ones(d.n), -p["p_tempt"] * np.ones(d.n), -p["p_stale_replace_fail"] * np.ones(d.n),
-                       -p["p_stale_clobber"] * np.ones(d.n)])
+    dq_dm = np.select(
+        [d.kind == 0, d.kind == 1, d.kind == 2, d.kind == 3],
+        [
+            np.ones(d.n),
+            -p["p_tempt"] * np.ones(d.n),
+            -p["p_stale_replace_fail"] * np.ones(d.n),
+            -p["p_stale_clobber"] * np.ones(d.n),
+        ],
+    )
     for name in names:
         if name in dm:
             grad_q[name] = dq_dm * dm[name]

@@ -49,8 +49,11 @@ class Obs:
 def observations(source: Log | list[dict[str, Any]], trial: str) -> list[Obs]:
     log = Log.read(source)  # the one reader: each turn's call with the context it was sent
     seed = log.start.seed if log.start.seed is not None else trial
-    sent = {c.reply.seq: c.messages for c in log.calls
-            if c.reply is not None and c.context.purpose == "turn" and c.messages is not None}
+    sent = {
+        c.reply.seq: c.messages
+        for c in log.calls
+        if c.reply is not None and c.context.purpose == "turn" and c.messages is not None
+    }
     last: tuple[int, Context] | None = None  # a reply's tidy_up events follow its model_call
     actual = _Actual()
     results = {(r.turn, r.call_id): r for r in log.of(ev.ToolResult)}
@@ -65,10 +68,23 @@ def observations(source: Log | list[dict[str, Any]], trial: str) -> list[Obs]:
             out += _edits(ctx, calls, results, actual, seed, trial, _turn(e))
         elif isinstance(e, ev.TidyUp) and last is not None and last[0] == _turn(e):
             ctx = last[1]
-            occ = tuple((st.token, st.in_summary and not st.marked) for st in ctx.said
-                        if covers(st.text, list(e.anchors or ())))
-            out.append(Obs("tidy", bool(e.taken), occ, ctx.total, ctx.fresh_from,
-                           (seed, ctx.step, ctx.attempt(), "tidy:" + str(e.key)), trial, _turn(e)))
+            occ = tuple(
+                (st.token, st.in_summary and not st.marked)
+                for st in ctx.said
+                if covers(st.text, list(e.anchors or ()))
+            )
+            out.append(
+                Obs(
+                    "tidy",
+                    bool(e.taken),
+                    occ,
+                    ctx.total,
+                    ctx.fresh_from,
+                    (seed, ctx.step, ctx.attempt(), "tidy:" + str(e.key)),
+                    trial,
+                    _turn(e),
+                )
+            )
     return out
 
 
@@ -92,8 +108,14 @@ def _handoffs(ctx: Context, calls: list[dict[str, Any]], seed, trial: str, turn:
     msg, lo, hi = ctx.instructions
     own = [st for st in ctx.said if st.msg == msg and lo <= st.offset < hi]
     own_norms = {st.norm for st in own}
-    older = [st for st in ctx.said if not st.in_task and st.role != "system" and st.norm not in own_norms
-             and (st.marked or st.role == "assistant" or st.in_summary)]
+    older = [
+        st
+        for st in ctx.said
+        if not st.in_task
+        and st.role != "system"
+        and st.norm not in own_norms
+        and (st.marked or st.role == "assistant" or st.in_summary)
+    ]
     out, seen = [], set()
     attempt = ctx.attempt()
     found = {normal(x) for x in invariants} | restated(older, notes)
@@ -101,8 +123,18 @@ def _handoffs(ctx: Context, calls: list[dict[str, Any]], seed, trial: str, turn:
         if st.norm in seen:
             continue
         seen.add(st.norm)
-        out.append(Obs("handoff", st.norm in found, _occurrences(ctx, st.norm), ctx.total, ctx.fresh_from,
-                       (seed, ctx.step, attempt, "said:" + st.norm), trial, turn))
+        out.append(
+            Obs(
+                "handoff",
+                st.norm in found,
+                _occurrences(ctx, st.norm),
+                ctx.total,
+                ctx.fresh_from,
+                (seed, ctx.step, attempt, "said:" + st.norm),
+                trial,
+                turn,
+            )
+        )
     return out
 
 
@@ -160,8 +192,15 @@ def _splits(tail: str, written: list[tuple[str, str]], limit: int = 16) -> list[
     return out
 
 
-def _edits(ctx: Context, calls: list[dict[str, Any]], results: dict[tuple, ev.ToolResult], actual: _Actual, seed,
-           trial: str, turn: int) -> list[Obs]:
+def _edits(
+    ctx: Context,
+    calls: list[dict[str, Any]],
+    results: dict[tuple, ev.ToolResult],
+    actual: _Actual,
+    seed,
+    trial: str,
+    turn: int,
+) -> list[Obs]:
     paths: dict[str, str] = {}
     for c in calls:
         path = (c.get("args") or {}).get("path")
@@ -172,19 +211,30 @@ def _edits(ctx: Context, calls: list[dict[str, Any]], results: dict[tuple, ev.To
         newest = ctx.newest(path)
         if newest is None or actual.sha.get(path) != newest.sha:
             continue  # not in view, or the repository moved since (drift staleness, not memory)
-        older = [v for v in ctx.files[path] if v.sha != newest.sha and (v.msg, v.offset) < (newest.msg, newest.offset)]
+        older = [
+            v
+            for v in ctx.files[path]
+            if v.sha != newest.sha and (v.msg, v.offset) < (newest.msg, newest.offset)
+        ]
         key = (seed, ctx.step, ctx.attempt(), f"file:{path}@{newest.sha}")
         occ = ((newest.token, False),)
         if how == "replace" and not older:
-            failed = any(_failed(results.get((turn, c["id"]))) for c in calls
-                         if c.get("name") == "edit_file" and (c.get("args") or {}).get("path") == path)
+            failed = any(
+                _failed(results.get((turn, c["id"])))
+                for c in calls
+                if c.get("name") == "edit_file" and (c.get("args") or {}).get("path") == path
+            )
             out.append(Obs("stale_replace", failed, occ, ctx.total, ctx.fresh_from, key, trial, turn))
         elif how == "write" and older:
-            added = {ln for ln in newest.content.splitlines() if ln.strip()} - set(older[-1].content.splitlines())
+            added = {ln for ln in newest.content.splitlines() if ln.strip()} - set(
+                older[-1].content.splitlines()
+            )
             write = next(c for c in calls if c.get("name") == "write_file" and c["args"].get("path") == path)
             if added:
                 kept = set(str(write["args"].get("content", "")).splitlines())
-                out.append(Obs("stale_write", not added <= kept, occ, ctx.total, ctx.fresh_from, key, trial, turn))
+                out.append(
+                    Obs("stale_write", not added <= kept, occ, ctx.total, ctx.fresh_from, key, trial, turn)
+                )
     return out
 
 

@@ -31,15 +31,21 @@ from ctxlog.statements import marked, normal, statements, words
 _FILE_RE = re.compile(r'<file path="(?P<path>[^"]+)" sha="(?P<sha>[0-9a-f]+)">\n(?P<body>.*?)</file>', re.S)
 _TASK_RE = re.compile(r"^\[task:(?P<id>[^\]]+)\]", re.M)
 _CURRENT_RE = re.compile(r"^CURRENT STEP \[step:(?P<id>[A-Za-z0-9_.-]+)\]", re.M)
-_CHECK_RE = re.compile(r"^\[check:(?P<id>[A-Za-z0-9_.-]+) (?P<verdict>passed|failed)(?: exit=(?P<code>-?\d+))?\]",
-                       re.M)
+_CHECK_RE = re.compile(
+    r"^\[check:(?P<id>[A-Za-z0-9_.-]+) (?P<verdict>passed|failed)(?: exit=(?P<code>-?\d+))?\]", re.M
+)
 SUMMARY_MARK = "SUMMARY OF EARLIER"  # how strategies head a compaction summary (strategies/_common.py)
 MESSAGE_OVERHEAD = 4
 # Arguments in the order the tool schemas list them (bench/core/toolspecs.py), the order a
 # model writes them in; the log stores them with sorted keys.
-ARG_ORDER = {"write_file": ("path", "content"), "edit_file": ("path", "search", "replace"),
-             "grep": ("pattern", "glob"), "run": ("command", "timeout_s"), "git": ("subcommand", "args"),
-             "submit_step": ("notes", "invariants")}
+ARG_ORDER = {
+    "write_file": ("path", "content"),
+    "edit_file": ("path", "search", "replace"),
+    "grep": ("pattern", "glob"),
+    "run": ("command", "timeout_s"),
+    "git": ("subcommand", "args"),
+    "submit_step": ("notes", "invariants"),
+}
 
 Message = dict[str, Any]
 
@@ -102,8 +108,10 @@ def visible_text(m: Message) -> str:
 
 def prose(m: Message) -> str:
     """Content and submit_step hand-offs: the words of a message, not its code."""
-    return words(str(m.get("content") or ""),
-                 ((str(c.get("name")), c.get("args") or {}) for c in m.get("tool_calls") or ()))
+    return words(
+        str(m.get("content") or ""),
+        ((str(c.get("name")), c.get("args") or {}) for c in m.get("tool_calls") or ()),
+    )
 
 
 @dataclass(frozen=True)
@@ -186,8 +194,19 @@ def perceive(messages: list[Message]) -> Context:
         summary = SUMMARY_MARK in content
         for off, sentence in _statements(prose(m)):
             at = off if off < len(content) else max(text.find(sentence), 0)
-            ctx.said.append(Said(sentence, normal(sentence), ctx.position(i, at), i, at, marked(sentence),
-                                 str(m.get("role")), i == ctx.task_msg, summary))
+            ctx.said.append(
+                Said(
+                    sentence,
+                    normal(sentence),
+                    ctx.position(i, at),
+                    i,
+                    at,
+                    marked(sentence),
+                    str(m.get("role")),
+                    i == ctx.task_msg,
+                    summary,
+                )
+            )
         for off, path, sha, body in _blocks(text):
             ctx.files.setdefault(path, []).append(Version(sha, body, ctx.position(i, off), i, off))
         ctx.checks += check_lines(text)
@@ -205,11 +224,19 @@ def perceive(messages: list[Message]) -> Context:
 def _tool_result(ctx: Context, i: int, content: str, call: dict[str, Any] | None) -> None:
     args = (call or {}).get("args") or {}
     shown = args.get("args") or []
-    if call and call.get("name") == "git" and args.get("subcommand") == "show" and len(shown) == 1 \
-            and isinstance(shown[0], str) and shown[0].startswith("HEAD:") \
-            and not content.startswith(("ERROR", "fatal:")):
+    if (
+        call
+        and call.get("name") == "git"
+        and args.get("subcommand") == "show"
+        and len(shown) == 1
+        and isinstance(shown[0], str)
+        and shown[0].startswith("HEAD:")
+        and not content.startswith(("ERROR", "fatal:"))
+    ):
         body = "" if content == "(no output)" else content
-        ctx.files.setdefault(shown[0][5:], []).append(Version(content_sha(body), body, ctx.position(i, 0), i, 0))
+        ctx.files.setdefault(shown[0][5:], []).append(
+            Version(content_sha(body), body, ctx.position(i, 0), i, 0)
+        )
     gone = re.match(r"^deleted (\S+)", content)
     if gone:
         ctx.deleted[gone.group(1)] = (i, 0)

@@ -21,7 +21,12 @@ from typing import Any
 from analysis.calibrate import calibrate
 from analysis.calibrate.sources import Trial, load
 
-TIMING = ("latency_base_s", "latency_s_per_uncached_token", "latency_s_per_cached_token", "decode_s_per_token")
+TIMING = (
+    "latency_base_s",
+    "latency_s_per_uncached_token",
+    "latency_s_per_cached_token",
+    "decode_s_per_token",
+)
 
 
 def truth(trials: list[Trial]) -> dict[str, float]:
@@ -37,7 +42,9 @@ def truth(trials: list[Trial]) -> dict[str, float]:
 def splits(trials: list[Trial], k: int) -> list[list[Trial]]:
     units: dict[tuple, list[Trial]] = {}
     for t in trials:
-        units.setdefault((str(t.get("task.family") or t.get("task.name")), int(t.get("task.seed", 0))), []).append(t)
+        units.setdefault(
+            (str(t.get("task.family") or t.get("task.name")), int(t.get("task.seed", 0))), []
+        ).append(t)
     keys = sorted(units)
     if len(keys) < k:
         raise SystemExit(f"{len(keys)} task (family, seed) units cannot make {k} disjoint splits")
@@ -52,29 +59,48 @@ def run(trials: list[Trial], k: int) -> tuple[dict[str, float], list[dict[str, A
         for name, e in cal.estimates.items():
             if e.low is None or e.high is None or e.source.startswith(("bracketed", "exact")):
                 continue  # a bracket or an exact value is not a confidence interval
-            rows.append({"split": i, "param": name, "true": true[name], "value": e.value, "low": e.low,
-                         "high": e.high, "n": e.n, "covered": e.low - 1e-12 <= true[name] <= e.high + 1e-12})
+            rows.append(
+                {
+                    "split": i,
+                    "param": name,
+                    "true": true[name],
+                    "value": e.value,
+                    "low": e.low,
+                    "high": e.high,
+                    "n": e.n,
+                    "covered": e.low - 1e-12 <= true[name] <= e.high + 1e-12,
+                }
+            )
     return true, rows
 
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| parameter | true | fits | covered | coverage | mean estimate | mean interval width | mean n |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| parameter | true | fits | covered | coverage | mean estimate | mean interval width | mean n |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name in dict.fromkeys(r["param"] for r in rows):
         mine = [r for r in rows if r["param"] == name]
         cov = sum(r["covered"] for r in mine)
         mean = sum(r["value"] for r in mine) / len(mine)
         width = sum(r["high"] - r["low"] for r in mine) / len(mine)
-        lines.append(f"| {name} | {mine[0]['true']:.4g} | {len(mine)} | {cov} | {cov / len(mine):.2f} | "
-                     f"{mean:.4g} | {width:.3g} | {sum(r['n'] for r in mine) / len(mine):.0f} |")
+        lines.append(
+            f"| {name} | {mine[0]['true']:.4g} | {len(mine)} | {cov} | {cov / len(mine):.2f} | "
+            f"{mean:.4g} | {width:.3g} | {sum(r['n'] for r in mine) / len(mine):.0f} |"
+        )
     total = sum(r["covered"] for r in rows)
-    lines += ["", f"All intervals: {total} of {len(rows)} hold the true value ({total / max(len(rows), 1):.2f}; "
-              "nominal 0.95)."]
+    lines += [
+        "",
+        f"All intervals: {total} of {len(rows)} hold the true value ({total / max(len(rows), 1):.2f}; "
+        "nominal 0.95).",
+    ]
     random = [r for r in rows if r["param"] not in TIMING]
     if len(random) < len(rows):
         hit = sum(r["covered"] for r in random)
-        lines.append(f"Without the latency coefficients (the sim's timings lie on a line, so their intervals are "
-                     f"the log's rounding bound): {hit} of {len(random)} ({hit / max(len(random), 1):.2f}).")
+        lines.append(
+            f"Without the latency coefficients (the sim's timings lie on a line, so their intervals are "
+            f"the log's rounding bound): {hit} of {len(random)} ({hit / max(len(random), 1):.2f})."
+        )
     return lines
 
 
@@ -86,8 +112,12 @@ def figure(rows: list[dict[str, Any]], path: Path) -> None:
 
     names = list(dict.fromkeys(r["param"] for r in rows))
     cols = 4
-    fig, axes = plt.subplots((len(names) + cols - 1) // cols, cols, figsize=(16, 2.6 * ((len(names) + cols - 1) // cols)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        (len(names) + cols - 1) // cols,
+        cols,
+        figsize=(16, 2.6 * ((len(names) + cols - 1) // cols)),
+        squeeze=False,
+    )
     for ax, name in zip(axes.flat, names, strict=False):
         mine = [r for r in rows if r["param"] == name]
         for r in mine:
@@ -97,7 +127,7 @@ def figure(rows: list[dict[str, Any]], path: Path) -> None:
         ax.axvline(mine[0]["true"], color="black", ls="--")
         ax.set_title(f"{name}: {sum(r['covered'] for r in mine)}/{len(mine)} cover", fontsize=9)
         ax.set_yticks([])
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     fig.suptitle("Parameter recovery: 95% intervals per disjoint split (dashed: true value; red: missed)")
     fig.tight_layout()
@@ -106,8 +136,11 @@ def figure(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis.calibrate.recovery", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis.calibrate.recovery",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("targets", nargs="+")
     ap.add_argument("--splits", type=int, default=8)
     ap.add_argument("--out", type=Path, required=True)

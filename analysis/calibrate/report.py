@@ -65,34 +65,54 @@ def figure(c: Calibration, path: Path) -> None:
     fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
     prior = {k: float(v) for k, v in c.prior.items()}
     fitted = {k: float(c.value(k)) for k in c.prior}
-    for ax, kind, title in ((axes[0, 0], "handoff", "recall by context length"),
-                            (axes[0, 1], "handoff", "recall by position of the best occurrence")):
+    for ax, kind, title in (
+        (axes[0, 0], "handoff", "recall by context length"),
+        (axes[0, 1], "handoff", "recall by position of the best occurrence"),
+    ):
         sub = [o for o in c.obs if o.kind == kind and o.occ]
         d = Design.of(sub)
-        far = np.array([max(x for x, _ in o.occ) < min(o.fresh_from, o.length - prior["recent_tokens"])
-                        for o in sub], dtype=bool)
+        far = np.array(
+            [max(x for x, _ in o.occ) < min(o.fresh_from, o.length - prior["recent_tokens"]) for o in sub],
+            dtype=bool,
+        )
         if "length" in title:
             x = d.length
         else:
             x = np.array([max(o.occ)[0] / max(o.length, 1) for o in sub])
         fits = {"fitted": best(fitted, d), "prior": best(prior, d)}
-        _binned(ax, x[far], d.y[far], {k: v[far] for k, v in fits.items()}, 6,
-                "context tokens" if "length" in title else "relative position (0 = start)")
+        _binned(
+            ax,
+            x[far],
+            d.y[far],
+            {k: v[far] for k, v in fits.items()},
+            6,
+            "context tokens" if "length" in title else "relative position (0 = start)",
+        )
         ax.set_title(f"{title}\nhand-off restatements, not just seen (n={int(far.sum())})", fontsize=10)
         ax.set_ylabel("share recalled")
     sub = [o for o in c.obs if o.kind == "tidy"]
     d = Design.of(sub)
-    _binned(axes[0, 2], best(fitted, d), d.y, {"fitted": probability(fitted, d), "prior": probability(prior, d)}, 4,
-            "protection q (fitted): best covering statement's recall")
+    _binned(
+        axes[0, 2],
+        best(fitted, d),
+        d.y,
+        {"fitted": probability(fitted, d), "prior": probability(prior, d)},
+        4,
+        "protection q (fitted): best covering statement's recall",
+    )
     axes[0, 2].set_title(f"tidy-ups taken (n={len(sub)})")
     ax = axes[1, 0]
     rates = [(k, [x.y for x in c.kept if x.kind == k]) for k in RETENTION]
     for i, (k, ys) in enumerate(rates):
         if ys:
             lo, hi = wilson(int(sum(ys)), len(ys))
-            ax.errorbar([i], [np.mean(ys)], yerr=[[np.mean(ys) - lo], [hi - np.mean(ys)]], fmt="o", color="black")
+            ax.errorbar(
+                [i], [np.mean(ys)], yerr=[[np.mean(ys) - lo], [hi - np.mean(ys)]], fmt="o", color="black"
+            )
         ax.plot([i], [prior[k]], "x", color="tab:orange")
-    ax.set_xticks(range(len(rates)), [f"{k.replace('retain_', '')}\nn={len(ys)}" for k, ys in rates], fontsize=8)
+    ax.set_xticks(
+        range(len(rates)), [f"{k.replace('retain_', '')}\nn={len(ys)}" for k, ys in rates], fontsize=8
+    )
     ax.set_title("summariser: share kept per kind (x = prior)")
     ax.set_ylim(-0.02, 1.02)
     ax = axes[1, 1]
@@ -103,8 +123,14 @@ def figure(c: Calibration, path: Path) -> None:
         grid = np.linspace(0, u.max(), 50)
         cached = float(np.median([x.cache_read for x in timed]))
         for name, p, style in (("fitted", fitted, "-"), ("prior", prior, ":")):
-            ax.plot(grid, p["latency_base_s"] + p["latency_s_per_uncached_token"] * grid
-                    + p["latency_s_per_cached_token"] * cached, style, label=f"{name} (median cached tokens)")
+            ax.plot(
+                grid,
+                p["latency_base_s"]
+                + p["latency_s_per_uncached_token"] * grid
+                + p["latency_s_per_cached_token"] * cached,
+                style,
+                label=f"{name} (median cached tokens)",
+            )
     ax.set_xlabel("uncached prompt tokens")
     ax.set_ylabel("time to first token (s)")
     ax.set_title(f"latency (n={len(timed)} calls)")
@@ -117,7 +143,9 @@ def figure(c: Calibration, path: Path) -> None:
         if sub:
             d = Design.of(sub)
             lo, hi = wilson(int(d.y.sum()), d.n)
-            ax.errorbar([i], [d.y.mean()], yerr=[[d.y.mean() - lo], [hi - d.y.mean()]], fmt="o", color="black")
+            ax.errorbar(
+                [i], [d.y.mean()], yerr=[[d.y.mean() - lo], [hi - d.y.mean()]], fmt="o", color="black"
+            )
             ax.plot([i], [probability(fitted, d).mean()], "s", color="tab:blue")
             ax.plot([i], [probability(prior, d).mean()], "x", color="tab:orange")
     ax.set_xticks([0, 1], labels)
@@ -133,28 +161,39 @@ def markdown(c: Calibration, conf: Path, command: str) -> str:
     fitted = [k for k, e in c.estimates.items() if e.low is not None]
     n = c.recall.n_obs if c.recall else {}
     lines = [
-        f"# Calibration `sim_{c.name}`", "",
-        f"`{command}`", "",
+        f"# Calibration `sim_{c.name}`",
+        "",
+        f"`{command}`",
+        "",
         f"- trials: {len(c.trials)} ({', '.join(sorted({str(t.get('strategy.name')) for t in c.trials}))} x "
         f"{', '.join(sorted({str(t.get('arm.name')) for t in c.trials}))}); model calls: {len(c.calls)}",
         f"- observations: {n.get('handoff', 0)} hand-off statements, {n.get('tidy', 0)} tidy-up chances, "
         f"{n.get('stale_replace', 0)} edits and {n.get('stale_write', 0)} whole-file writes of files in view, "
         f"{len(c.kept)} summarised facts"
-        + (" (one per random draw: the trials were played by the sim, which shares draws across cells)"
-           if c.deduped else ""),
+        + (
+            " (one per random draw: the trials were played by the sim, which shares draws across cells)"
+            if c.deduped
+            else ""
+        ),
         f"- fitted: {len(fitted)} of {len(c.estimates)} parameters; the others keep their prior ({c.base}.yaml)",
         f"- at a bound of the sim's valid range (the logs wanted a value it refuses): "
         f"{', '.join(k for k, e in c.estimates.items() if 'at the lower bound' in e.source) or 'none'}",
-        f"- config: `{conf}` (use it as `model=sim_{c.name}`)", "",
-        "![observed vs fitted](fit.png)", "",
-        "| parameter | value | interval, observations / why prior |", "|---|---|---|",
+        f"- config: `{conf}` (use it as `model=sim_{c.name}`)",
+        "",
+        "![observed vs fitted](fit.png)",
+        "",
+        "| parameter | value | interval, observations / why prior |",
+        "|---|---|---|",
     ]
     for title, keys in GROUPS:
         lines.append(f"| **{title}** | | |")
         for k in keys:
             if k in c.estimates:
                 lines.append(f"| {k} | {c.value(k):.4g} | {comment(k, c)} |")
-    lines += ["", "Intervals are 95 % (profile likelihood for recall/temptation/stale edits, Clopper-Pearson "
-              "for retention, OLS t for latency); a bracket is the range the logs cannot narrow. "
-              "What they assume: docs/calibration.md."]
+    lines += [
+        "",
+        "Intervals are 95 % (profile likelihood for recall/temptation/stale edits, Clopper-Pearson "
+        "for retention, OLS t for latency); a bracket is the range the logs cannot narrow. "
+        "What they assume: docs/calibration.md.",
+    ]
     return "\n".join(lines) + "\n"

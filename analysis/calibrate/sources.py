@@ -62,8 +62,14 @@ def _from_path(path: Path) -> list[Trial]:
         path = path / "events.jsonl"
     if path.is_file():
         config = path.parent / "config.yaml"
-        return [parse(path.read_text(), path.parent.name, config.read_text() if config.is_file() else None,
-                      directory(path.parent / DIR))]
+        return [
+            parse(
+                path.read_text(),
+                path.parent.name,
+                config.read_text() if config.is_file() else None,
+                directory(path.parent / DIR),
+            )
+        ]
     return [t for log in sorted(path.glob("**/trials/*/events.jsonl")) for t in _from_path(log)]
 
 
@@ -76,7 +82,9 @@ def _from_runs(runs: list[Any]) -> list[Trial]:
         try:
             text = mlflow.artifacts.load_text(f"{base}/events.jsonl")
         except Exception as exc:  # the store's own error type varies with the store
-            raise SystemExit(f"run {run.info.run_id} has no readable events.jsonl ({type(exc).__name__})") from exc
+            raise SystemExit(
+                f"run {run.info.run_id} has no readable events.jsonl ({type(exc).__name__})"
+            ) from exc
         try:
             config = mlflow.artifacts.load_text(f"{base}/config.yaml")
         except Exception:
@@ -101,8 +109,12 @@ def load(targets: list[str], tracking_uri: str, experiment: str = "ctxbench") ->
                 from analysis.load import load_runs
 
                 runs = load_runs(tracking_uri, experiment, target, curves=False, client=client)
-                found = _from_runs([client.get_run(r) for r in runs.trials["run_id"]]) if not runs.empty else []
+                found = (
+                    _from_runs([client.get_run(r) for r in runs.trials["run_id"]]) if not runs.empty else []
+                )
         if not found:
-            raise SystemExit(f"{target}: no event log there, no such run and no trials in a study of that name")
+            raise SystemExit(
+                f"{target}: no event log there, no such run and no trials in a study of that name"
+            )
         trials += found
     return [t for t in trials if t.end.status in VERDICTS]

@@ -31,7 +31,14 @@ from analysis.calibrate.reading import check_lines, normal, perceive, statements
 from ctxlog import events as ev
 from ctxlog.reader import Log
 
-KINDS = ("retain_plan", "retain_task_invariant", "retain_invariant", "retain_fact", "retain_check", "p_verbatim")
+KINDS = (
+    "retain_plan",
+    "retain_task_invariant",
+    "retain_invariant",
+    "retain_fact",
+    "retain_check",
+    "p_verbatim",
+)
 _PLAN_RE = re.compile(r"^\[step:(?P<id>[A-Za-z0-9_.-]+)\] (?P<title>.+)$", re.M)
 _INV_ID = re.compile(r"^\[inv:([A-Za-z0-9_.-]+)\] ")
 WORDS = 0.7  # --match words: the least word overlap (Jaccard) of a reworded fact and its summary sentence
@@ -91,11 +98,15 @@ def _one(context: list[dict[str, Any]], summary: str, seed, match: str) -> list[
     in_summary = check_lines(summary)
     for sid in newest:
         if sid != ctx.step:
-            out.append(Kept("retain_check", any(s == sid for s, _ in in_summary), (seed, "check:" + sid, passed)))
+            out.append(
+                Kept("retain_check", any(s == sid for s, _ in in_summary), (seed, "check:" + sid, passed))
+            )
     if ctx.step is not None and not newest.get(ctx.step, False):
         failures = sum(1 for s, ok in ctx.checks if s == ctx.step and not ok)
         kept = min(failures, sum(1 for s, ok in in_summary if s == ctx.step and not ok))
-        out += [Kept("retain_check", i < kept, (seed, f"check:{ctx.step}:{i}", passed)) for i in range(failures)]
+        out += [
+            Kept("retain_check", i < kept, (seed, f"check:{ctx.step}:{i}", passed)) for i in range(failures)
+        ]
     return out
 
 

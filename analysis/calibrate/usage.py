@@ -47,13 +47,22 @@ def calls(log: Log | Iterable[dict[str, Any]]) -> list[Call]:
     out = []
     for r in Log.read(log).of(ev.ModelCall):
         u, t = r.usage or {}, r.t or {}
-        out.append(Call(int(u.get("input", 0)), int(u.get("output", 0)), int(u.get("cache_read", 0)),
-                        int(u.get("cache_write", 0)), t.get("ttft_s"), t.get("latency_s")))
+        out.append(
+            Call(
+                int(u.get("input", 0)),
+                int(u.get("output", 0)),
+                int(u.get("cache_read", 0)),
+                int(u.get("cache_write", 0)),
+                t.get("ttft_s"),
+                t.get("latency_s"),
+            )
+        )
     return out
 
 
-def _ols(x: np.ndarray, y: np.ndarray, names: list[str], level: float, what: str,
-         rounding: float) -> dict[str, Estimate]:
+def _ols(
+    x: np.ndarray, y: np.ndarray, names: list[str], level: float, what: str, rounding: float
+) -> dict[str, Estimate]:
     """Least squares over the coefficients' valid range (every latency coefficient of the sim is
     >= 0: bench/sim/params.py refuses a negative one), with t intervals clipped to that range, each
     widened by the most that `rounding` (the largest error the log's rounding puts into one y) can
@@ -74,8 +83,9 @@ def _ols(x: np.ndarray, y: np.ndarray, names: list[str], level: float, what: str
     out = {}
     for name, b, h, f, active in zip(names, beta, half, free, fit.active_mask, strict=True):
         at_bound = bool(active < 0)
-        source = (f"fitted at the lower bound 0 ({what}; unconstrained {f:.4g})" if at_bound
-                  else f"fitted ({what})")
+        source = (
+            f"fitted at the lower bound 0 ({what}; unconstrained {f:.4g})" if at_bound else f"fitted ({what})"
+        )
         out[name] = Estimate(float(b), max(float(b - h), 0.0), max(float(b + h), 0.0), n, source)
     return out
 
@@ -85,13 +95,25 @@ def fit_latency(cs: list[Call], level: float = 0.95) -> dict[str, Estimate]:
     if not timed:
         return {}
     x = np.array([[1.0, c.input + c.cache_write, c.cache_read] for c in timed])
-    out = _ols(x, np.array([c.ttft for c in timed], dtype=float),
-               ["latency_base_s", "latency_s_per_uncached_token", "latency_s_per_cached_token"], level,
-               "ttft regression", ROUNDING / 2)
+    out = _ols(
+        x,
+        np.array([c.ttft for c in timed], dtype=float),
+        ["latency_base_s", "latency_s_per_uncached_token", "latency_s_per_cached_token"],
+        level,
+        "ttft regression",
+        ROUNDING / 2,
+    )
     decoding = [c for c in timed if c.output > 0]
-    out.update(_ols(np.array([[float(c.output)] for c in decoding]),
-                    np.array([c.latency - c.ttft for c in decoding], dtype=float),  # type: ignore[operator]
-                    ["decode_s_per_token"], level, "decoding time per output token", ROUNDING))
+    out.update(
+        _ols(
+            np.array([[float(c.output)] for c in decoding]),
+            np.array([c.latency - c.ttft for c in decoding], dtype=float),  # type: ignore[operator]
+            ["decode_s_per_token"],
+            level,
+            "decoding time per output token",
+            ROUNDING,
+        )
+    )
     return out
 
 
@@ -102,14 +124,20 @@ def fit_cache(cs: list[Call], prior: dict[str, float]) -> dict[str, Estimate]:
         block = 0
         for v in cached:
             block = math.gcd(block, v)
-        out["cache_block_tokens"] = Estimate(float(block), float(block), float(block), len(cached),
-                                             "exact (greatest common divisor of the cached token counts)")
+        out["cache_block_tokens"] = Estimate(
+            float(block),
+            float(block),
+            float(block),
+            len(cached),
+            "exact (greatest common divisor of the cached token counts)",
+        )
     prompt = [(c.input + c.cache_read + c.cache_write, c.cache_read + c.cache_write > 0) for c in cs]
     none = [n for n, hit in prompt if not hit]
     some = [n for n, hit in prompt if hit]
     if some:
         low, high = float(max([n for n in none if n < min(some)], default=0) + 1), float(min(some))
         value = min(max(float(prior["cache_min_tokens"]), low), high)
-        out["cache_min_tokens"] = Estimate(value, low, high, len(prompt),
-                                           "bracketed (largest prompt that cached nothing, smallest that did)")
+        out["cache_min_tokens"] = Estimate(
+            value, low, high, len(prompt), "bracketed (largest prompt that cached nothing, smallest that did)"
+        )
     return out

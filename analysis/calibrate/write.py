@@ -16,20 +16,62 @@ from typing import Any
 
 from analysis.calibrate import REPO, Calibration
 
-INTS = ("recent_tokens", "max_attempts", "max_edit_retries", "max_failure_reads", "cache_block_tokens",
-        "cache_min_tokens")
+INTS = (
+    "recent_tokens",
+    "max_attempts",
+    "max_edit_retries",
+    "max_failure_reads",
+    "cache_block_tokens",
+    "cache_min_tokens",
+)
 GROUPS = (
-    ("recall (handoffs, tidy-up protection, file versions)",
-     ("recall_max", "recall_recent", "recent_tokens", "rot_max_drop", "rot_half_tokens", "rot_shape", "middle_dip",
-      "middle_shape", "middle_half_tokens")),
-    ("action (tidy-ups on offer, edits of files in view)",
-     ("p_tempt", "p_paraphrase", "p_stale_replace_fail", "p_stale_clobber", "max_attempts", "max_edit_retries",
-      "max_failure_reads")),
-    ("summariser (compaction events)",
-     ("retain_plan", "retain_task_invariant", "retain_invariant", "retain_fact", "retain_check", "p_verbatim")),
+    (
+        "recall (handoffs, tidy-up protection, file versions)",
+        (
+            "recall_max",
+            "recall_recent",
+            "recent_tokens",
+            "rot_max_drop",
+            "rot_half_tokens",
+            "rot_shape",
+            "middle_dip",
+            "middle_shape",
+            "middle_half_tokens",
+        ),
+    ),
+    (
+        "action (tidy-ups on offer, edits of files in view)",
+        (
+            "p_tempt",
+            "p_paraphrase",
+            "p_stale_replace_fail",
+            "p_stale_clobber",
+            "max_attempts",
+            "max_edit_retries",
+            "max_failure_reads",
+        ),
+    ),
+    (
+        "summariser (compaction events)",
+        (
+            "retain_plan",
+            "retain_task_invariant",
+            "retain_invariant",
+            "retain_fact",
+            "retain_check",
+            "p_verbatim",
+        ),
+    ),
     ("prefix cache (model_call usage)", ("cache_block_tokens", "cache_min_tokens", "cache_ttl_s")),
-    ("latency (model_call timings)",
-     ("latency_base_s", "latency_s_per_uncached_token", "latency_s_per_cached_token", "decode_s_per_token")),
+    (
+        "latency (model_call timings)",
+        (
+            "latency_base_s",
+            "latency_s_per_uncached_token",
+            "latency_s_per_cached_token",
+            "decode_s_per_token",
+        ),
+    ),
 )
 
 
@@ -52,8 +94,12 @@ def comment(key: str, c: Calibration) -> str:
 
 def git_sha() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "unknown"
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or "unknown"
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -64,7 +110,7 @@ def yaml_text(c: Calibration, command: str, report: Path) -> str:
         f"# model=sim_{c.name}: the simulated model fitted to {len(c.trials)} finished trials of "
         f"{', '.join(models)}",
         f"# by `{command}` on {dt.date.today().isoformat()} (code {git_sha()}).",
-        "# Each fitted value carries its interval and the number of observations behind it; \"prior\" marks",
+        '# Each fitted value carries its interval and the number of observations behind it; "prior" marks',
         f"# a value the logs could not inform, kept from {c.base}.yaml. Report: {report}",
         "# Meaning of every parameter: SimParams in bench/sim/params.py; how they were fitted: docs/calibration.md.",
         "defaults:",
@@ -84,12 +130,26 @@ def yaml_text(c: Calibration, command: str, report: Path) -> str:
 
 def fit_json(c: Calibration) -> dict[str, Any]:
     return {
-        "name": c.name, "base": c.base, "trials": [t.name for t in c.trials], "crn_dedupe": c.deduped,
-        "observations": {**(c.recall.n_obs if c.recall else {}),
-                         **{k: sum(1 for x in c.kept if x.kind == k) for k in {x.kind for x in c.kept}}},
+        "name": c.name,
+        "base": c.base,
+        "trials": [t.name for t in c.trials],
+        "crn_dedupe": c.deduped,
+        "observations": {
+            **(c.recall.n_obs if c.recall else {}),
+            **{k: sum(1 for x in c.kept if x.kind == k) for k in {x.kind for x in c.kept}},
+        },
         "model_calls": len(c.calls),
-        "params": {k: {"value": e.value, "low": e.low, "high": e.high, "n": e.n, "source": e.source,
-                       "prior": c.prior.get(k)} for k, e in c.estimates.items()},
+        "params": {
+            k: {
+                "value": e.value,
+                "low": e.low,
+                "high": e.high,
+                "n": e.n,
+                "source": e.source,
+                "prior": c.prior.get(k),
+            }
+            for k, e in c.estimates.items()
+        },
     }
 
 

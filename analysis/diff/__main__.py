@@ -30,8 +30,20 @@ from analysis.settings import REPO
 
 IDENTITY = ("study", "model", "strategy", "arm", "task_family", "task_seed", "rep")
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-_TAG_KEYS = ("study", "strategy", "arm", "task_family", "task_seed", "rep", "model", "status",
-             "failure_reason", "final_tree_sha", "study.sample", "study.sample_note")
+_TAG_KEYS = (
+    "study",
+    "strategy",
+    "arm",
+    "task_family",
+    "task_seed",
+    "rep",
+    "model",
+    "status",
+    "failure_reason",
+    "final_tree_sha",
+    "study.sample",
+    "study.sample_note",
+)
 
 
 class DiffError(Exception):
@@ -51,8 +63,12 @@ def _run_meta(run) -> dict[str, Any]:
     for k in ("success", "steps_passed"):
         if k in metrics:
             meta[k] = metrics[k]
-    meta.update(run_id=run.info.run_id, run_name=run.info.run_name, experiment_id=run.info.experiment_id,
-                mlflow_status=run.info.status)
+    meta.update(
+        run_id=run.info.run_id,
+        run_name=run.info.run_name,
+        experiment_id=run.info.experiment_id,
+        mlflow_status=run.info.status,
+    )
     return meta
 
 
@@ -63,8 +79,9 @@ def from_run(run) -> Trajectory:
         text = mlflow.artifacts.load_text(f"{run.info.artifact_uri.rstrip('/')}/events.jsonl")
     except Exception as exc:  # the store's own error type varies with the store
         raise DiffError(f"run {run.info.run_id} has no readable events.jsonl ({type(exc).__name__})") from exc
-    return Trajectory.from_text(text, run.info.run_name or run.info.run_id, _run_meta(run),
-                                run_blobs(run.info.artifact_uri))
+    return Trajectory.from_text(
+        text, run.info.run_name or run.info.run_id, _run_meta(run), run_blobs(run.info.artifact_uri)
+    )
 
 
 def _dir_meta(trial_dir: Path) -> dict[str, Any]:
@@ -84,10 +101,17 @@ def _dir_meta(trial_dir: Path) -> dict[str, Any]:
 
     agent = get("agent", "name")  # an agent's trial: the agent is its level, as its MLflow tags say
     level = agent if agent not in (None, "own") else get("strategy", "name")
-    meta = {"study": get("study", "name"), "strategy": level, "arm": get("arm", "name"),
-            "task_family": get("task", "family"), "task_seed": get("task", "seed"), "rep": get("rep"),
-            "model": get("model", "name"), "study.sample": get("study", "sample"),
-            "study.sample_note": get("study", "sample_note")}
+    meta = {
+        "study": get("study", "name"),
+        "strategy": level,
+        "arm": get("arm", "name"),
+        "task_family": get("task", "family"),
+        "task_seed": get("task", "seed"),
+        "rep": get("rep"),
+        "model": get("model", "name"),
+        "study.sample": get("study", "sample"),
+        "study.sample_note": get("study", "sample_note"),
+    }
     return {k: v for k, v in meta.items() if v is not None}
 
 
@@ -96,7 +120,9 @@ def resolve(target: str, uri: str | None) -> Trajectory:
     if path.is_dir():
         path = path / "events.jsonl"
     if path.is_file():
-        return Trajectory.from_path(path, path.parent.name, {**_dir_meta(path.parent), "_dir": str(path.parent)})
+        return Trajectory.from_path(
+            path, path.parent.name, {**_dir_meta(path.parent), "_dir": str(path.parent)}
+        )
     if not _RUN_ID.match(target):
         raise DiffError(f"{target}: no such event log, and not an MLflow run id")
     uri = uri or default_uri()
@@ -152,10 +178,15 @@ def find_twin(a: Trajectory, mode: str, uri: str | None) -> Trajectory:
     if "run_id" in a.meta:
         client = _client(uri or default_uri())
         quoted = {k: v.replace("'", "\\'") for k, v in want.items()}
-        filt = " AND ".join(["tags.`ctxbench.kind` = 'trial'"] + [f"tags.{k} = '{v}'" for k, v in quoted.items()])
+        filt = " AND ".join(
+            ["tags.`ctxbench.kind` = 'trial'"] + [f"tags.{k} = '{v}'" for k, v in quoted.items()]
+        )
         runs = client.search_runs([a.meta["experiment_id"]], filter_string=filt, max_results=1000)
-        cands = [{"run": r, "meta": _run_meta(r), "status": r.info.status, "time": r.info.start_time or 0}
-                 for r in runs if r.info.run_id != a.meta["run_id"]]
+        cands = [
+            {"run": r, "meta": _run_meta(r), "status": r.info.status, "time": r.info.start_time or 0}
+            for r in runs
+            if r.info.run_id != a.meta["run_id"]
+        ]
         where = f"MLflow ({uri or default_uri()})"
     else:
         root = Path(a.meta["_dir"]).parent
@@ -169,10 +200,14 @@ def find_twin(a: Trajectory, mode: str, uri: str | None) -> Trajectory:
     pick = _pick(cands, a.meta, a.outcome["final_tree_sha"], mode)
     if pick is None:
         what = "baseline twin" if mode == "baseline" else "other rep of the same cell"
-        raise DiffError(f"no {what} for {a.label} ({_ident({**a.meta, **want})}) in {where}; give B explicitly")
+        raise DiffError(
+            f"no {what} for {a.label} ({_ident({**a.meta, **want})}) in {where}; give B explicitly"
+        )
     if "run" in pick:
         return from_run(pick["run"])
-    return Trajectory.from_path(pick["path"], pick["path"].parent.name, {**pick["meta"], "_dir": str(pick["path"].parent)})
+    return Trajectory.from_path(
+        pick["path"], pick["path"].parent.name, {**pick["meta"], "_dir": str(pick["path"].parent)}
+    )
 
 
 @functools.cache
@@ -186,12 +221,24 @@ def summary_line(d: Diff) -> str:
     oa, ob = d.a.outcome, d.b.outcome
     res = d.attribution
     side = {"a": "A", "b": "B"}.get(res.get("trigger_in"), res.get("trigger_in"))
-    where = "no divergent turn" if d.diverged_at is None else (
-        f"diverged at turn {d.diverged_at} (trigger: {res['trigger']}"
-        + (f" at turn {res['trigger_turn']} in {side}, lag {res['lag_turns']}" if res.get("trigger_turn")
-           is not None else "") + ")")
-    return f"A {oa['status']} {oa['failure_reason']}".rstrip() + f" vs B {ob['status']} {ob['failure_reason']}".rstrip() \
+    where = (
+        "no divergent turn"
+        if d.diverged_at is None
+        else (
+            f"diverged at turn {d.diverged_at} (trigger: {res['trigger']}"
+            + (
+                f" at turn {res['trigger_turn']} in {side}, lag {res['lag_turns']}"
+                if res.get("trigger_turn") is not None
+                else ""
+            )
+            + ")"
+        )
+    )
+    return (
+        f"A {oa['status']} {oa['failure_reason']}".rstrip()
+        + f" vs B {ob['status']} {ob['failure_reason']}".rstrip()
         + f"; {where}"
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -221,8 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     results = os.environ.get("CTXBENCH_RESULTS") or REPO / "results"
     out = args.out or Path(results) / "diff" / f"{_short(a)}_vs_{_short(b)}.html"
     write_page(d, out)
-    print(f"analysis.diff: {summary_line(d)} -> {out} ({out.stat().st_size / 1024:.0f} KB, "
-          f"{time.perf_counter() - t0:.2f} s)")
+    print(
+        f"analysis.diff: {summary_line(d)} -> {out} ({out.stat().st_size / 1024:.0f} KB, "
+        f"{time.perf_counter() - t0:.2f} s)"
+    )
     return 0
 
 

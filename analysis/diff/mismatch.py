@@ -91,22 +91,32 @@ def attribute(a: Source, b: Source, turn: int | None) -> dict:
     top = max(t for t, _, _ in best.values())
     sides = sorted(s for s, (t, _, _) in best.items() if t == top)
     kinds = sorted({best[s][2] for s in sides})
-    out.update(trigger="+".join(kinds), trigger_turn=top, lag_turns=turn - top,
-               trigger_in="both" if len(sides) == 2 else sides[0])
+    out.update(
+        trigger="+".join(kinds),
+        trigger_turn=top,
+        lag_turns=turn - top,
+        trigger_in="both" if len(sides) == 2 else sides[0],
+    )
     return out
 
 
 def compare_logs(a: Source | None, b: Source | None) -> dict:
     if a is None or b is None:
-        return {"diverged_at": None, "trigger": "events missing", "trigger_turn": None,
-                "trigger_in": None, "lag_turns": None}
+        return {
+            "diverged_at": None,
+            "trigger": "events missing",
+            "trigger_turn": None,
+            "trigger_in": None,
+            "lag_turns": None,
+        }
     a, b = Log.read(a), Log.read(b)
     turn = first_divergence(a, b)
     return {"diverged_at": turn, **attribute(a, b, turn)}
 
 
-def mlflow_event_fetcher(tracking_uri: str, artifact_uris: dict[str, str] | None = None,
-                         artifact: str = "events.jsonl") -> EventFetcher:
+def mlflow_event_fetcher(
+    tracking_uri: str, artifact_uris: dict[str, str] | None = None, artifact: str = "events.jsonl"
+) -> EventFetcher:
     """The ``events.jsonl`` of a run, read (`read_log`), or None if it has none.
 
     With the run's artifact URI (known from the search) the artifact store is read
@@ -121,8 +131,10 @@ def mlflow_event_fetcher(tracking_uri: str, artifact_uris: dict[str, str] | None
     def fetch(run_id: str) -> Log | None:
         try:
             if uris.get(run_id):
-                return read_log(mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"),
-                                run_blobs(uris[run_id]))
+                return read_log(
+                    mlflow.artifacts.load_text(f"{uris[run_id].rstrip('/')}/{artifact}"),
+                    run_blobs(uris[run_id]),
+                )
             # A download is read and removed at once: a report over a big study leaves no copies behind.
             with tempfile.TemporaryDirectory(prefix="ctxbench-events-") as tmp:
                 text = Path(client.download_artifacts(run_id, artifact, tmp)).read_text()
@@ -143,7 +155,9 @@ def within_cell(trials: pd.DataFrame) -> pd.DataFrame:
     def differing(col: str, frame: pd.DataFrame) -> pd.DataFrame:
         all_pairs = pairs(frame.groupby(task).size()).groupby(cell).sum()
         same = pairs(frame.groupby([*task, col]).size()).groupby(cell).sum()
-        return pd.DataFrame({"pairs": all_pairs, "differ": all_pairs - same.reindex(all_pairs.index, fill_value=0)})
+        return pd.DataFrame(
+            {"pairs": all_pairs, "differ": all_pairs - same.reindex(all_pairs.index, fill_value=0)}
+        )
 
     trees = trials.loc[trials["final_tree_sha"].fillna("") != ""]
     t = differing("final_tree_sha", trees) if not trees.empty else pd.DataFrame(columns=["pairs", "differ"])
@@ -154,14 +168,29 @@ def within_cell(trials: pd.DataFrame) -> pd.DataFrame:
     out["tree_differs"] = t["differ"].reindex(out.index, fill_value=0).astype(int)
     out["n_outcome_pairs"], out["outcome_differs"] = o["pairs"].astype(int), o["differ"].astype(int)
     out["tree_mismatch"] = out["tree_differs"] / out["n_pairs"].where(out["n_pairs"] > 0)
-    out["outcome_mismatch"] = out["outcome_differs"] / out["n_outcome_pairs"].where(out["n_outcome_pairs"] > 0)
-    cols = ["n_trials", "n_tasks", "n_pairs", "tree_differs", "tree_mismatch", "n_outcome_pairs",
-            "outcome_differs", "outcome_mismatch"]
+    out["outcome_mismatch"] = out["outcome_differs"] / out["n_outcome_pairs"].where(
+        out["n_outcome_pairs"] > 0
+    )
+    cols = [
+        "n_trials",
+        "n_tasks",
+        "n_pairs",
+        "tree_differs",
+        "tree_mismatch",
+        "n_outcome_pairs",
+        "outcome_differs",
+        "outcome_mismatch",
+    ]
     return sort_cells(out[cols].reset_index())
 
 
-def cross_arm(trials: pd.DataFrame, reference_arm: str = "baseline", fetch: EventFetcher | None = None,
-              workers: int = 8, divergence: str = "outcome") -> pd.DataFrame:
+def cross_arm(
+    trials: pd.DataFrame,
+    reference_arm: str = "baseline",
+    fetch: EventFetcher | None = None,
+    workers: int = 8,
+    divergence: str = "outcome",
+) -> pd.DataFrame:
     """Each non-reference trial against its reference-arm twin.
 
     The divergence turn and its trigger are computed for outcome-differing pairs
@@ -199,8 +228,11 @@ def attribution_summary(pairs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*CELL, "n_pairs", "mismatches"])
     base = pairs.groupby(list(CELL)).agg(n_pairs=("run_id", "size"), mismatches=("outcome_differs", "sum"))
     mism = pairs.loc[pairs["outcome_differs"]]
-    counts = (mism.groupby([*CELL, "trigger"]).size().unstack("trigger", fill_value=0)
-              if not mism.empty else pd.DataFrame(index=base.index))
+    counts = (
+        mism.groupby([*CELL, "trigger"]).size().unstack("trigger", fill_value=0)
+        if not mism.empty
+        else pd.DataFrame(index=base.index)
+    )
     out = base.join(counts, how="left").fillna(0)
     return sort_cells(out.astype(int).reset_index().rename_axis(columns=None), ("arm", "strategy"))
 
@@ -212,8 +244,11 @@ def divergence_summary(pairs: pd.DataFrame) -> pd.DataFrame:
     if done.empty:
         return pd.DataFrame(columns=[*CELL, "n_compared", "n_diverged"])
     parted = done.assign(parted=done["diverged_at"].notna())
-    out = parted.groupby(list(CELL)).agg(n_compared=("run_id", "size"), n_diverged=("parted", "sum"),
-                                         median_turn=("diverged_at", lambda s: pd.to_numeric(s).median()))
+    out = parted.groupby(list(CELL)).agg(
+        n_compared=("run_id", "size"),
+        n_diverged=("parted", "sum"),
+        median_turn=("diverged_at", lambda s: pd.to_numeric(s).median()),
+    )
     counts = parted.loc[parted["parted"]].groupby([*CELL, "trigger"]).size().unstack("trigger", fill_value=0)
     out = out.join(counts, how="left").fillna({c: 0 for c in counts.columns})
     return sort_cells(out.reset_index().rename_axis(columns=None), ("arm", "strategy"))

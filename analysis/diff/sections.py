@@ -14,8 +14,16 @@ from ctxlog import events as ev
 COLORS = {"a": "#1f6fb4", "b": "#e07b00"}
 # Marker per event kind: (glyph drawn at the curve, label in the hover title).
 # Glyphs from the fonts every headless Chromium ships with (no emoji font needed).
-MARKS = {"compaction": "▼", "context_truncation": "✂", "drift": "◆", "policy_violation": "⊘",
-         "invariant": "⚠", "output_truncation": "…", "context_overflow": "▲", "error": "✖"}
+MARKS = {
+    "compaction": "▼",
+    "context_truncation": "✂",
+    "drift": "◆",
+    "policy_violation": "⊘",
+    "invariant": "⚠",
+    "output_truncation": "…",
+    "context_overflow": "▲",
+    "error": "✖",
+}
 W, H, LEFT, RIGHT, TOP, BOTTOM = 960, 220, 56, 12, 14, 30
 
 
@@ -47,19 +55,50 @@ def chart(a: Trajectory, b: Trajectory, diverged_at: int | None, trigger_seqs: d
         marks = []
         for e in traj.events:
             kind, t = e.kind, e.turn
-            if kind not in MARKS or t is None or (isinstance(e, ev.Invariant) and e.status not in ("", "violated")):
+            if (
+                kind not in MARKS
+                or t is None
+                or (isinstance(e, ev.Invariant) and e.status not in ("", "violated"))
+            ):
                 continue
             v = c.get(t, c.get(max([k for k in c if k <= t], default=-1), 0))
-            marks.append({"x": x(t), "y": y(v, -9 if side == "a" else 13), "glyph": MARKS[kind],
-                          "hot": e.seq in trigger_seqs.get(side, ()),
-                          "tip": f"{side.upper()} turn {t}: {kind}" + _detail(e)})
-        sides.append({"name": side.upper(), "color": COLORS[side], "marks": marks,
-                      "points": " ".join(f"{x(t)},{y(v)}" for t, v in sorted(c.items()))})
+            marks.append(
+                {
+                    "x": x(t),
+                    "y": y(v, -9 if side == "a" else 13),
+                    "glyph": MARKS[kind],
+                    "hot": e.seq in trigger_seqs.get(side, ()),
+                    "tip": f"{side.upper()} turn {t}: {kind}" + _detail(e),
+                }
+            )
+        sides.append(
+            {
+                "name": side.upper(),
+                "color": COLORS[side],
+                "marks": marks,
+                "points": " ".join(f"{x(t)},{y(v)}" for t, v in sorted(c.items())),
+            }
+        )
     yticks = _ticks(ymax)
-    return render.templates("analysis.diff").get_template("chart.svg.j2").render(
-        W=W, H=H, LEFT=LEFT, RIGHT=RIGHT, TOP=TOP, ph=ph, MARKS=MARKS, sides=sides, diverged_at=diverged_at,
-        yticks=[(y(v), f"{v:,}") for v in yticks], y_label=[y(v, 4) for v in yticks],
-        xticks=[(x(t), t) for t in _ticks(tmax, 8)], divline=None if diverged_at is None else x(diverged_at))
+    return (
+        render.templates("analysis.diff")
+        .get_template("chart.svg.j2")
+        .render(
+            W=W,
+            H=H,
+            LEFT=LEFT,
+            RIGHT=RIGHT,
+            TOP=TOP,
+            ph=ph,
+            MARKS=MARKS,
+            sides=sides,
+            diverged_at=diverged_at,
+            yticks=[(y(v), f"{v:,}") for v in yticks],
+            y_label=[y(v, 4) for v in yticks],
+            xticks=[(x(t), t) for t in _ticks(tmax, 8)],
+            divline=None if diverged_at is None else x(diverged_at),
+        )
+    )
 
 
 def _detail(e: ev.Event) -> str:
@@ -73,7 +112,7 @@ def _detail(e: ev.Event) -> str:
 def short(value: object, n: int = 150) -> str:
     """One line, at most ``n`` characters."""
     text = " ".join(str(value).split())
-    return text if len(text) <= n else text[:n - 1] + "…"
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _shas_by_path(facts: dict[str, str]) -> dict[str, list[str]]:
@@ -86,18 +125,41 @@ def _shas_by_path(facts: dict[str, str]) -> dict[str, list[str]]:
 
 def _facts(facts: dict[str, str], other: dict[str, str], label: str) -> list[dict]:
     """Constraints first (what a lost summary line costs), then file versions grouped by path."""
-    items: list[dict] = [{"inv": k, "text": short(v, 200)} for k, v in sorted(facts.items()) if k.startswith("inv:")]
+    items: list[dict] = [
+        {"inv": k, "text": short(v, 200)} for k, v in sorted(facts.items()) if k.startswith("inv:")
+    ]
     seen = _shas_by_path(other)
-    items += [{"inv": None, "path": path, "shas": shas, "there": seen.get(path), "label": label}
-              for path, shas in sorted(_shas_by_path(facts).items())]
+    items += [
+        {"inv": None, "path": path, "shas": shas, "there": seen.get(path), "label": label}
+        for path, shas in sorted(_shas_by_path(facts).items())
+    ]
     return items
 
 
 def summary(d: Diff) -> str:
     r = d.attribution
-    side = {"a": "A", "b": "B", "both": "both A and B"}.get(str(r.get("trigger_in")), str(r.get("trigger_in")))
-    only_in = None if d.only_in is None else {
-        "a": _facts(d.only_in["a"], d.only_in["b"], "B"), "b": _facts(d.only_in["b"], d.only_in["a"], "A")}
-    return render.templates("analysis.diff").get_template("summary.html.j2").render(
-        t=d.diverged_at, trigger=r.get("trigger"), trigger_turn=r.get("trigger_turn"), trigger_side=side,
-        lag=r.get("lag_turns"), only_in=only_in, tree=d.tree and {"final": False, **d.tree}, heads=bool(d.a.step_heads() and d.b.step_heads()))
+    side = {"a": "A", "b": "B", "both": "both A and B"}.get(
+        str(r.get("trigger_in")), str(r.get("trigger_in"))
+    )
+    only_in = (
+        None
+        if d.only_in is None
+        else {
+            "a": _facts(d.only_in["a"], d.only_in["b"], "B"),
+            "b": _facts(d.only_in["b"], d.only_in["a"], "A"),
+        }
+    )
+    return (
+        render.templates("analysis.diff")
+        .get_template("summary.html.j2")
+        .render(
+            t=d.diverged_at,
+            trigger=r.get("trigger"),
+            trigger_turn=r.get("trigger_turn"),
+            trigger_side=side,
+            lag=r.get("lag_turns"),
+            only_in=only_in,
+            tree=d.tree and {"final": False, **d.tree},
+            heads=bool(d.a.step_heads() and d.b.step_heads()),
+        )
+    )

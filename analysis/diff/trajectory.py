@@ -55,8 +55,14 @@ class Trajectory:
         self.turns = self.log.by_turn
         start = self.log.start
         family, _, seed = start.task_id.partition("/")
-        for key, value in (("strategy", start.strategy), ("arm", start.arm), ("rep", start.rep),
-                           ("model", start.model), ("task_family", family), ("task_seed", seed)):
+        for key, value in (
+            ("strategy", start.strategy),
+            ("arm", start.arm),
+            ("rep", start.rep),
+            ("model", start.model),
+            ("task_family", family),
+            ("task_seed", seed),
+        ):
             if self.meta.get(key) in (None, "") and value not in (None, ""):
                 self.meta[key] = value
 
@@ -69,14 +75,19 @@ class Trajectory:
         return self.log.unreadable
 
     @classmethod
-    def from_text(cls, text: str, label: str, meta: dict | None = None,
-                  blobs: Source | None = None) -> Trajectory:
+    def from_text(
+        cls, text: str, label: str, meta: dict | None = None, blobs: Source | None = None
+    ) -> Trajectory:
         return cls(label, read_log(text, blobs), dict(meta or {}))
 
     @classmethod
     def from_path(cls, path: Path, label: str | None = None, meta: dict | None = None) -> Trajectory:
-        return cls.from_text(path.read_text(encoding="utf-8", errors="replace"), label or str(path), meta,
-                             directory(path.parent / DIR))
+        return cls.from_text(
+            path.read_text(encoding="utf-8", errors="replace"),
+            label or str(path),
+            meta,
+            directory(path.parent / DIR),
+        )
 
     # -- outcome ------------------------------------------------------------------------
     @property
@@ -85,22 +96,34 @@ class Trajectory:
         end, m = self.log.end, self.meta
         error = self.log.last(ev.Error)
         if end is not None:
-            return {"status": end.status or m.get("status") or "unknown", "success": end.success,
-                    "failure_reason": end.failure_reason or m.get("failure_reason") or "",
-                    "steps_passed": end.steps_passed, "turns": end.turn,
-                    "final_tree_sha": end.final_tree_sha or m.get("final_tree_sha") or "",
-                    "error": error.detail if error else ""}
+            return {
+                "status": end.status or m.get("status") or "unknown",
+                "success": end.success,
+                "failure_reason": end.failure_reason or m.get("failure_reason") or "",
+                "steps_passed": end.steps_passed,
+                "turns": end.turn,
+                "final_tree_sha": end.final_tree_sha or m.get("final_tree_sha") or "",
+                "error": error.detail if error else "",
+            }
         # No trial_end (a killed trial): what the MLflow tags say, else that it never finished.
-        return {"status": m.get("status") or "unfinished",
-                "success": str(m.get("success", "")).strip() in ("1", "1.0", "True", "true") if "success" in m else None,
-                "failure_reason": m.get("failure_reason") or "", "steps_passed": m.get("steps_passed"),
-                "turns": max(self.turns) + 1 if self.turns else 0, "final_tree_sha": m.get("final_tree_sha") or "",
-                "error": error.detail if error else ""}
+        return {
+            "status": m.get("status") or "unfinished",
+            "success": str(m.get("success", "")).strip() in ("1", "1.0", "True", "true")
+            if "success" in m
+            else None,
+            "failure_reason": m.get("failure_reason") or "",
+            "steps_passed": m.get("steps_passed"),
+            "turns": max(self.turns) + 1 if self.turns else 0,
+            "final_tree_sha": m.get("final_tree_sha") or "",
+            "error": error.detail if error else "",
+        }
 
     # -- contexts -----------------------------------------------------------------------
     def context_tokens(self) -> dict[int, int]:
         """Tokens of the model-visible context of each turn (the turn's own call, not a summariser's)."""
-        return {e.turn: e.tokens for e in self.log.of(ev.Context) if e.turn is not None and e.purpose == "turn"}
+        return {
+            e.turn: e.tokens for e in self.log.of(ev.Context) if e.turn is not None and e.purpose == "turn"
+        }
 
     def context_at(self, turn: int) -> list[dict] | None:
         """The messages the model saw when it acted at ``turn`` (its last turn context at or
@@ -113,9 +136,14 @@ class Trajectory:
         """step_start records in order: step, turn, commit, and the step's files by path -> sha."""
         out = []
         for e in self.log.of(ev.StepStart):
-            files = {str(item[0]): content_sha(str(item[1]))
-                     for item in e.files if isinstance(item, list | tuple) and len(item) == 2}
-            out.append({"step": e.step, "turn": e.turn, "commit": e.repo_commit, "files": files, "seq": e.seq})
+            files = {
+                str(item[0]): content_sha(str(item[1]))
+                for item in e.files
+                if isinstance(item, list | tuple) and len(item) == 2
+            }
+            out.append(
+                {"step": e.step, "turn": e.turn, "commit": e.repo_commit, "files": files, "seq": e.seq}
+            )
         return out
 
 
@@ -183,8 +211,10 @@ def compare(a: Trajectory, b: Trajectory, mode: str = "explicit") -> Diff:
         ca, cb = a.context_at(turn), b.context_at(turn)
         if ca is not None and cb is not None:
             fa, fb = facts(ca), facts(cb)
-            d.only_in = {"a": {k: v for k, v in fa.items() if k not in fb},
-                         "b": {k: v for k, v in fb.items() if k not in fa}}
+            d.only_in = {
+                "a": {k: v for k, v in fa.items() if k not in fb},
+                "b": {k: v for k, v in fb.items() if k not in fa},
+            }
     d.tree = first_tree_difference(a, b)
     return d
 
@@ -195,9 +225,19 @@ def first_tree_difference(a: Trajectory, b: Trajectory) -> dict[str, Any] | None
     ha, hb = a.step_heads(), b.step_heads()
     for i, (x, y) in enumerate(zip(ha, hb, strict=False)):
         if x["commit"] != y["commit"] or x["step"] != y["step"]:
-            paths = sorted(p for p in set(x["files"]) | set(y["files"]) if x["files"].get(p) != y["files"].get(p))
-            return {"index": i, "step_a": x["step"], "step_b": y["step"], "turn_a": x["turn"], "turn_b": y["turn"],
-                    "commit_a": x["commit"], "commit_b": y["commit"], "files": paths}
+            paths = sorted(
+                p for p in set(x["files"]) | set(y["files"]) if x["files"].get(p) != y["files"].get(p)
+            )
+            return {
+                "index": i,
+                "step_a": x["step"],
+                "step_b": y["step"],
+                "turn_a": x["turn"],
+                "turn_b": y["turn"],
+                "commit_a": x["commit"],
+                "commit_b": y["commit"],
+                "files": paths,
+            }
     ta, tb = a.outcome["final_tree_sha"], b.outcome["final_tree_sha"]
     if ta and tb and ta != tb:
         return {"index": min(len(ha), len(hb)), "final": True, "commit_a": ta, "commit_b": tb, "files": []}

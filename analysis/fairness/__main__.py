@@ -37,10 +37,16 @@ def headline(after: pd.DataFrame, before: pd.DataFrame | None, reference: str = 
     """Success per (arm, strategy) and its difference from the reference, with the channels
     each side had on. With a before study, both sides are cut to the tasks and reps they
     share, so the two columns are the same seeds, not two samples of different size."""
+
     def rates(t: pd.DataFrame, tag: str) -> pd.DataFrame:
         t = t.assign(channels=t.apply(channels.label, axis=1))
-        g = t.groupby(["arm", "strategy"]).agg(**{f"n {tag}": ("success", "size"), f"rate {tag}": ("success", "mean"),
-                                                  f"channels {tag}": ("channels", lambda c: " ".join(sorted(set(c))))})
+        g = t.groupby(["arm", "strategy"]).agg(
+            **{
+                f"n {tag}": ("success", "size"),
+                f"rate {tag}": ("success", "mean"),
+                f"channels {tag}": ("channels", lambda c: " ".join(sorted(set(c)))),
+            }
+        )
         g = g.reset_index()
         ref = g.loc[g["strategy"] == reference].set_index("arm")[f"rate {tag}"]
         g[f"vs {reference} {tag}"] = g[f"rate {tag}"] - g["arm"].map(ref)
@@ -48,10 +54,16 @@ def headline(after: pd.DataFrame, before: pd.DataFrame | None, reference: str = 
 
     if before is None:
         return rates(after, "after")
-    keys = set(map(tuple, after[KEYS].drop_duplicates().to_numpy())) & set(map(tuple, before[KEYS].to_numpy()))
+    keys = set(map(tuple, after[KEYS].drop_duplicates().to_numpy())) & set(
+        map(tuple, before[KEYS].to_numpy())
+    )
+
     def same(t: pd.DataFrame) -> pd.DataFrame:
         return t[t[KEYS].apply(tuple, axis=1).isin(keys)]
-    return rates(same(before), "before").merge(rates(same(after), "after"), on=["arm", "strategy"], how="outer")
+
+    return rates(same(before), "before").merge(
+        rates(same(after), "after"), on=["arm", "strategy"], how="outer"
+    )
 
 
 def main(argv: list[str] | None = None, out=None) -> int:
@@ -70,9 +82,12 @@ def main(argv: list[str] | None = None, out=None) -> int:
         print(f"analysis.fairness: studies {a.study} have no finished trials at {uri}", file=sys.stderr)
         return 2
     fmt = {"float_format": lambda x: f"{x:.3f}", "index": False}
-    print(f"1. success per arm and strategy ({len(after)} trials after"
-          + (f", {len(before)} before; both cut to the tasks and reps they share" if before is not None else "")
-          + f"), each against {a.reference}, channels beside each", file=out)
+    print(
+        f"1. success per arm and strategy ({len(after)} trials after"
+        + (f", {len(before)} before; both cut to the tasks and reps they share" if before is not None else "")
+        + f"), each against {a.reference}, channels beside each",
+        file=out,
+    )
     print(headline(after, before, a.reference).to_string(**fmt), file=out)
     vs = tables.success_vs_reference(after, a.reference)
     mode = psi.draws(after)
@@ -84,8 +99,11 @@ def main(argv: list[str] | None = None, out=None) -> int:
     print("\n3. per family, and heterogeneity across families (Cochran's Q)", file=out)
     print(families.heterogeneity(fam).to_string(**fmt), file=out)
     v = families.variance(after)
-    print(f"\n4. variance of success (linear probability model, n={v.attrs['n']}, balanced={v.attrs['balanced']}, "
-          f"reps={v.attrs['reps']}, seed ICC over reps {v.attrs['seed_icc']:.2f})", file=out)
+    print(
+        f"\n4. variance of success (linear probability model, n={v.attrs['n']}, balanced={v.attrs['balanced']}, "
+        f"reps={v.attrs['reps']}, seed ICC over reps {v.attrs['seed_icc']:.2f})",
+        file=out,
+    )
     print(v.to_string(**fmt), file=out)
     return 0
 

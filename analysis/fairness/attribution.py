@@ -37,7 +37,11 @@ from analysis.load import POINT
 KEY = ("model", "task_family", "task_seed", "rep")
 NONE = ("", "ablation=none")
 # Which strategies have each channel switch (conf/ablation/<name>.yaml): the others stand in with `none`.
-CHANNELS = {"tree": ("ledger",), "drift_note": ("ledger", "subagent"), "harness_invariants": ("ledger", "subagent")}
+CHANNELS = {
+    "tree": ("ledger",),
+    "drift_note": ("ledger", "subagent"),
+    "harness_invariants": ("ledger", "subagent"),
+}
 # Switches that turn a channel on (the default has it off): `none` is then the "off" side.
 SWITCHED_ON = ("harness_invariants",)
 
@@ -53,19 +57,26 @@ def _rates(t: pd.DataFrame, strategy: str, arm: str, switch: str) -> pd.DataFram
     return rows.drop_duplicates(list(KEY)).set_index(list(KEY))["success"].astype(float)
 
 
-def table(trials: pd.DataFrame, reference: str = "raw", strategies: tuple[str, ...] = ("ledger", "compaction"),
-          ) -> pd.DataFrame:
+def table(
+    trials: pd.DataFrame,
+    reference: str = "raw",
+    strategies: tuple[str, ...] = ("ledger", "compaction"),
+) -> pd.DataFrame:
     t = trials.assign(switch=trials[POINT].fillna("").astype(str).map(_switch))
     switches = [s for s in dict.fromkeys(t["switch"]) if s != "none"]
-    ran = {s: pd.MultiIndex.from_frame(t.loc[t["switch"] == s, list(KEY)].drop_duplicates()) for s in switches}
+    ran = {
+        s: pd.MultiIndex.from_frame(t.loc[t["switch"] == s, list(KEY)].drop_duplicates()) for s in switches
+    }
     rows = []
     for arm in [a for a in ("baseline", "compaction", "drift", "drift_compaction") if a in set(t["arm"])]:
         for strategy in strategies:
-            base = pd.concat({"s": _rates(t, strategy, arm, "none"), "r": _rates(t, reference, arm, "none")},
-                             axis=1).dropna()
+            base = pd.concat(
+                {"s": _rates(t, strategy, arm, "none"), "r": _rates(t, reference, arm, "none")}, axis=1
+            ).dropna()
             for switch in switches:
-                off = pd.concat({"s": _rates(t, strategy, arm, switch), "r": _rates(t, reference, arm, switch)},
-                                axis=1).dropna()
+                off = pd.concat(
+                    {"s": _rates(t, strategy, arm, switch), "r": _rates(t, reference, arm, switch)}, axis=1
+                ).dropna()
                 both = base.add_suffix("_on").join(off.add_suffix("_off"), how="inner")
                 both = both[both.index.isin(ran[switch])]  # only the tasks the switch was run on
                 if both.empty:
@@ -75,10 +86,18 @@ def table(trials: pd.DataFrame, reference: str = "raw", strategies: tuple[str, .
                 if switch in SWITCHED_ON:
                     d_on, d_off = d_off, d_on
                 has = [x for x in (strategy, reference) if switch not in CHANNELS or x in CHANNELS[switch]]
-                rows.append({"arm": arm, "comparison": f"{strategy} - {reference}", "switched off": switch,
-                             "ran under it": " ".join(has) if has else "neither: 0 by construction",
-                             "n_pairs": len(both), "D (all on)": d_on, "D (off)": d_off,
-                             "share gone": (d_on - d_off) / d_on if d_on else math.nan})
+                rows.append(
+                    {
+                        "arm": arm,
+                        "comparison": f"{strategy} - {reference}",
+                        "switched off": switch,
+                        "ran under it": " ".join(has) if has else "neither: 0 by construction",
+                        "n_pairs": len(both),
+                        "D (all on)": d_on,
+                        "D (off)": d_off,
+                        "share gone": (d_on - d_off) / d_on if d_on else math.nan,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -86,18 +105,24 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.load import load_runs
     from analysis.settings import defaults
 
-    ap = argparse.ArgumentParser(prog="python -m analysis.fairness.attribution", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis.fairness.attribution", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--study", action="append", required=True, help="a study to read (repeatable)")
     ap.add_argument("--reference", default="raw")
     ap.add_argument("overrides", nargs="*", metavar="tracking.uri=...")
     a = ap.parse_args(argv)
     cfg = {k: v for k, v in defaults().items() if k.startswith("tracking.") and v}
     cfg.update(dict(o.split("=", 1) for o in a.overrides))
-    frames = [load_runs(cfg["tracking.uri"], cfg.get("tracking.experiment", "ctxbench"), s, curves=False).trials
-              for s in a.study]
+    frames = [
+        load_runs(cfg["tracking.uri"], cfg.get("tracking.experiment", "ctxbench"), s, curves=False).trials
+        for s in a.study
+    ]
     out = table(pd.concat(frames, ignore_index=True), a.reference)
     if out.empty:
-        print("analysis.fairness.attribution: no pairs of a switch and `none` in these studies", file=sys.stderr)
+        print(
+            "analysis.fairness.attribution: no pairs of a switch and `none` in these studies", file=sys.stderr
+        )
         return 2
     print(out.to_string(index=False, float_format=lambda x: f"{x:+.3f}"))
     return 0

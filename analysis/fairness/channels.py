@@ -19,15 +19,21 @@ CHANNELS = (
     ("drift_note", "param.strategy.drift_note", lambda v: v.lower() == "true", "True"),
     ("harness_invariants", "param.strategy.invariants_from", lambda v: v == "harness", "harness"),
 )
-HAS = {"ledger": ("files", "tree", "drift_note", "harness_invariants"),
-       "subagent": ("drift_note", "harness_invariants")}
+HAS = {
+    "ledger": ("files", "tree", "drift_note", "harness_invariants"),
+    "subagent": ("drift_note", "harness_invariants"),
+}
 
 
 def label(row: pd.Series) -> str:
     """`ledger[files,tree,drift_note]`: the channels on in one trial; `raw[]` for none."""
     strategy = str(row.get("strategy", ""))
-    on = [name for name, col, is_on, before in CHANNELS if name in HAS.get(strategy, ())
-          and is_on(str(row.get(col) if pd.notna(row.get(col)) and row.get(col) != "" else before))]
+    on = [
+        name
+        for name, col, is_on, before in CHANNELS
+        if name in HAS.get(strategy, ())
+        and is_on(str(row.get(col) if pd.notna(row.get(col)) and row.get(col) != "" else before))
+    ]
     return f"{strategy}[{','.join(on)}]"
 
 

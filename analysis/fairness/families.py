@@ -44,10 +44,26 @@ def per_family(trials: pd.DataFrame, reference: str = "raw") -> pd.DataFrame:
         x, y = g["success"].astype(float), g["success_ref"].astype(float)
         n, b, c = len(g), int(((x - y) > 0).sum()), int(((x - y) < 0).sum())
         d = (b - c) / n
-        bb, cc, nn = b + 0.5, c + 0.5, n + 1  # half a pair each way: d = ±1 or no discordance still has a variance
+        bb, cc, nn = (
+            b + 0.5,
+            c + 0.5,
+            n + 1,
+        )  # half a pair each way: d = ±1 or no discordance still has a variance
         var = ((bb + cc) / nn - ((bb - cc) / nn) ** 2) / nn
-        rows.append({"arm": arm, "strategy": strategy, "family": family, "n_pairs": n, "rate": x.mean(),
-                     "rate_ref": y.mean(), "diff": d, "var": var, "b": b, "c": c})
+        rows.append(
+            {
+                "arm": arm,
+                "strategy": strategy,
+                "family": family,
+                "n_pairs": n,
+                "rate": x.mean(),
+                "rate_ref": y.mean(),
+                "diff": d,
+                "var": var,
+                "b": b,
+                "c": c,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -60,10 +76,19 @@ def heterogeneity(fam: pd.DataFrame) -> pd.DataFrame:
         pooled = float((w * d).sum() / w.sum())
         q = float((w * (d - pooled) ** 2).sum())
         df = len(g) - 1
-        rows.append({"arm": arm, "strategy": strategy, "families": len(g), "pooled_diff": pooled,
-                     "Q": q, "df": df, "p": float(st.chi2.sf(q, df)) if df > 0 else math.nan,
-                     "I2": max(0.0, (q - df) / q) if q > 0 else 0.0,
-                     "by_family": ", ".join(f"{f} {x:+.2f}" for f, x in zip(g["family"], d, strict=True))})
+        rows.append(
+            {
+                "arm": arm,
+                "strategy": strategy,
+                "families": len(g),
+                "pooled_diff": pooled,
+                "Q": q,
+                "df": df,
+                "p": float(st.chi2.sf(q, df)) if df > 0 else math.nan,
+                "I2": max(0.0, (q - df) / q) if q > 0 else 0.0,
+                "by_family": ", ".join(f"{f} {x:+.2f}" for f, x in zip(g["family"], d, strict=True)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -90,13 +115,21 @@ def variance(trials: pd.DataFrame) -> pd.DataFrame:
     task, cell, sf = _ss(y, t, ["task"]), _ss(y, t, list(CELL)), _ss(y, t, ["strategy", FAMILY])
     seed = (task[0] - fam[0], task[1] - fam[1])
     name = "family" if seed[1] > 0 else "family (holds the seed too: 1 seed per family)"
-    terms = {name: fam, "seed (within family)": seed, "strategy": strat, "arm": arm,
-             "strategy x arm": (cell[0] - strat[0] - arm[0], cell[1] - strat[1] - arm[1]),
-             "strategy x family": (sf[0] - strat[0] - fam[0], sf[1] - strat[1] - fam[1])}
-    terms["residual (reps, other interactions)"] = (total - sum(x for x, _ in terms.values()),
-                                                   len(t) - 1 - sum(d for _, d in terms.values()))
-    out = pd.DataFrame({"term": list(terms), "df": [d for _, d in terms.values()],
-                        "sum_sq": [x for x, _ in terms.values()]})
+    terms = {
+        name: fam,
+        "seed (within family)": seed,
+        "strategy": strat,
+        "arm": arm,
+        "strategy x arm": (cell[0] - strat[0] - arm[0], cell[1] - strat[1] - arm[1]),
+        "strategy x family": (sf[0] - strat[0] - fam[0], sf[1] - strat[1] - fam[1]),
+    }
+    terms["residual (reps, other interactions)"] = (
+        total - sum(x for x, _ in terms.values()),
+        len(t) - 1 - sum(d for _, d in terms.values()),
+    )
+    out = pd.DataFrame(
+        {"term": list(terms), "df": [d for _, d in terms.values()], "sum_sq": [x for x, _ in terms.values()]}
+    )
     out["share"] = (out["sum_sq"] / total if total > 0 else math.nan).where(out["df"] > 0)
     out["mean_sq"] = (out["sum_sq"] / out["df"]).where(out["df"] > 0)
     resid, nested = "residual (reps, other interactions)", "seed (within family)"
@@ -104,11 +137,14 @@ def variance(trials: pd.DataFrame) -> pd.DataFrame:
     by = out.set_index("term")
     out["F vs"] = [a.split(" (")[0] if x != resid else "" for x, a in zip(out["term"], against, strict=True)]
     out["F"] = (out["mean_sq"] / by.loc[against, "mean_sq"].to_numpy()).where(out["F vs"] != "")
-    out["p"] = [float(st.f.sf(f, d1, d2)) if pd.notna(f) and d2 > 0 else math.nan
-                for f, d1, d2 in zip(out["F"], out["df"], by.loc[against, "df"].to_numpy(), strict=True)]
+    out["p"] = [
+        float(st.f.sf(f, d1, d2)) if pd.notna(f) and d2 > 0 else math.nan
+        for f, d1, d2 in zip(out["F"], out["df"], by.loc[against, "df"].to_numpy(), strict=True)
+    ]
     cells = t.groupby([*CELL, "task"]).size()
-    out.attrs["balanced"] = bool(cells.nunique() == 1 and len(cells) == t[list(CELL)].drop_duplicates().shape[0]
-                                 * t["task"].nunique())
+    out.attrs["balanced"] = bool(
+        cells.nunique() == 1 and len(cells) == t[list(CELL)].drop_duplicates().shape[0] * t["task"].nunique()
+    )
     out.attrs["reps"] = int(cells.min()) if len(cells) else 0
     iccs = [sizing.icc_oneway(g["success"].astype(float), g["task"]) for _, g in t.groupby(list(CELL))]
     iccs = [x for x in iccs if not math.isnan(x)]

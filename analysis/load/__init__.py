@@ -6,18 +6,30 @@ Ground floor (with `settings`, `render`, `stats` and `power`): it imports no oth
 
 from analysis.load.artifacts import run_blobs
 from analysis.load.runs import (
-                                ARM_ORDER,
-                                CELL,
-                                IDENTITY,
-                                PAIR_KEY,
-                                POINT,
-                                STRATEGY_ORDER,
-                                TASK_KEY,
-                                Runs,
-                                load_runs,
-                                sort_cells,
-                                sqlite_path,
+    ARM_ORDER,
+    CELL,
+    IDENTITY,
+    PAIR_KEY,
+    POINT,
+    STRATEGY_ORDER,
+    TASK_KEY,
+    Runs,
+    load_runs,
+    sort_cells,
+    sqlite_path,
 )
 
-__all__ = ["run_blobs", "ARM_ORDER", "CELL", "IDENTITY", "PAIR_KEY", "POINT", "STRATEGY_ORDER", "TASK_KEY", "Runs",
-           "load_runs", "sort_cells", "sqlite_path"]
+__all__ = [
+    "run_blobs",
+    "ARM_ORDER",
+    "CELL",
+    "IDENTITY",
+    "PAIR_KEY",
+    "POINT",
+    "STRATEGY_ORDER",
+    "TASK_KEY",
+    "Runs",
+    "load_runs",
+    "sort_cells",
+    "sqlite_path",
+]

@@ -30,11 +30,19 @@ def outcome_class(runs: pd.DataFrame) -> pd.Series:
     run carries one; for older runs, from the MLflow status (FINISHED = a verdict, FAILED =
     infrastructure failure, KILLED = interrupted, RUNNING = no result yet)."""
     status = runs["mlflow_status"]
-    derived = pd.Series(np.select(
-        [status.eq("FINISHED") & runs["success"].eq(1), status.eq("FINISHED"), status.eq("FAILED"),
-         status.eq("KILLED")],
-        ["success", "agent_failure", "infrastructure_failure", "interrupted"], default="running"),
-        index=runs.index)
+    derived = pd.Series(
+        np.select(
+            [
+                status.eq("FINISHED") & runs["success"].eq(1),
+                status.eq("FINISHED"),
+                status.eq("FAILED"),
+                status.eq("KILLED"),
+            ],
+            ["success", "agent_failure", "infrastructure_failure", "interrupted"],
+            default="running",
+        ),
+        index=runs.index,
+    )
     tag = runs["outcome_class"] if "outcome_class" in runs else None
     return derived if tag is None else tag.where(tag.notna() & tag.ne(""), derived)
 
@@ -60,10 +68,23 @@ def planned_trials(runs: Runs) -> pd.DataFrame:
     excluded), `success` (1 only for a finished success: the intention-to-treat outcome) and
     `run_id` (its latest run)."""
     cols = ["study", "key", *_IDENTITY, "planned_by", "state", "reason", "success", "run_id"]
-    ran = pd.concat([runs.trials.assign(analysed=True), runs.excluded.assign(analysed=False)], ignore_index=True)
+    ran = pd.concat(
+        [runs.trials.assign(analysed=True), runs.excluded.assign(analysed=False)], ignore_index=True
+    )
     if ran.empty:
-        ran = pd.DataFrame(columns=["study", "key", *_IDENTITY, "analysed", "mlflow_status", "failure_reason",
-                                    "success", "run_id", "start_time"])
+        ran = pd.DataFrame(
+            columns=[
+                "study",
+                "key",
+                *_IDENTITY,
+                "analysed",
+                "mlflow_status",
+                "failure_reason",
+                "success",
+                "run_id",
+                "start_time",
+            ]
+        )
     else:
         ran = ran.assign(key=_keys(ran), cls=outcome_class(ran)).sort_values("start_time", kind="stable")
     key = ["study", "key"]
@@ -72,14 +93,23 @@ def planned_trials(runs: Runs) -> pd.DataFrame:
     plan = runs.plan.rename(columns={"config_hash": "key"}).assign(planned_by="plan")
     with_plan = latest["study"].isin(set(plan["study"]))
     in_plan = verdicts.set_index(key).index.isin(plan.set_index(key).index)
-    rows = pd.concat([plan, latest.loc[~with_plan].assign(planned_by="ran"),
-                      verdicts.loc[verdicts["study"].isin(set(plan["study"])) & ~in_plan].assign(planned_by="unplanned")],
-                     ignore_index=True)[[*key, *_IDENTITY, "planned_by"]]
+    rows = pd.concat(
+        [
+            plan,
+            latest.loc[~with_plan].assign(planned_by="ran"),
+            verdicts.loc[verdicts["study"].isin(set(plan["study"])) & ~in_plan].assign(
+                planned_by="unplanned"
+            ),
+        ],
+        ignore_index=True,
+    )[[*key, *_IDENTITY, "planned_by"]]
     last = latest.assign(reason=[_reason(r) for r in latest.itertuples()])[[*key, "reason", "run_id"]]
     rows = rows.merge(last, on=key, how="left").merge(
-        verdicts[[*key, "success"]].assign(finished=True), on=key, how="left")
-    rows["state"] = np.where(rows["finished"].eq(True), "finished", np.where(rows["run_id"].notna(), "excluded",
-                                                                               "missing"))
+        verdicts[[*key, "success"]].assign(finished=True), on=key, how="left"
+    )
+    rows["state"] = np.where(
+        rows["finished"].eq(True), "finished", np.where(rows["run_id"].notna(), "excluded", "missing")
+    )
     rows["reason"] = rows["reason"].where(rows["state"] == "excluded", "")
     rows["success"] = rows["success"].where(rows["state"] == "finished", 0).fillna(0).astype(int)
     rows["task_seed"], rows["rep"] = _as_int(rows["task_seed"]), _as_int(rows["rep"])
@@ -90,34 +120,55 @@ def notes(acc: pd.DataFrame) -> list[str]:
     """What the reader must know about the accounting: studies without a plan, unplanned runs."""
     out = []
     for study in sorted(acc.loc[acc["planned_by"] == "ran", "study"].unique()):
-        out.append(f"study {study!r} has no plan (single runs, or begun before plans were recorded): "
-                   "planned = what ran; missing trials cannot be counted")
+        out.append(
+            f"study {study!r} has no plan (single runs, or begun before plans were recorded): "
+            "planned = what ran; missing trials cannot be counted"
+        )
     running = int((acc["reason"] == "running").sum())
     if running:
-        out.append(f"{running} planned trial(s) have only a RUNNING run: still running, or their process died and "
-                   "the study was not resumed since (a resume marks them KILLED and reruns them)")
+        out.append(
+            f"{running} planned trial(s) have only a RUNNING run: still running, or their process died and "
+            "the study was not resumed since (a resume marks them KILLED and reruns them)"
+        )
     n = int((acc["planned_by"] == "unplanned").sum())
     if n:
-        out.append(f"{n} finished trial(s) not in their study's plan (e.g. single runs given the study's name): "
-                   "counted as `unplanned`, in both success columns")
+        out.append(
+            f"{n} finished trial(s) not in their study's plan (e.g. single runs given the study's name): "
+            "counted as `unplanned`, in both success columns"
+        )
     return out
 
 
 def cell_counts(acc: pd.DataFrame) -> pd.DataFrame:
     """Per cell: planned, unplanned, finished, excluded (and by reason), missing, and the
     intention-to-treat population (planned + unplanned) with its successes."""
-    cols = [*CELL, "planned", "unplanned", "finished", "excluded", "missing", "excluded_by_reason", "itt_n",
-            "itt_successes"]
+    cols = [
+        *CELL,
+        "planned",
+        "unplanned",
+        "finished",
+        "excluded",
+        "missing",
+        "excluded_by_reason",
+        "itt_n",
+        "itt_successes",
+    ]
     if acc.empty:
         return pd.DataFrame(columns=cols)
     rows = []
     for cell, g in acc.groupby(list(CELL), sort=False):
         reasons = g.loc[g["state"] == "excluded", "reason"].value_counts()
-        rows.append({**dict(zip(CELL, cell, strict=True)), "planned": int((g["planned_by"] != "unplanned").sum()),
-                     "unplanned": int((g["planned_by"] == "unplanned").sum()),
-                     **{s: int((g["state"] == s).sum()) for s in STATES},
-                     "excluded_by_reason": ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())),
-                     "itt_n": len(g), "itt_successes": int(g["success"].sum())})
+        rows.append(
+            {
+                **dict(zip(CELL, cell, strict=True)),
+                "planned": int((g["planned_by"] != "unplanned").sum()),
+                "unplanned": int((g["planned_by"] == "unplanned").sum()),
+                **{s: int((g["state"] == s).sum()) for s in STATES},
+                "excluded_by_reason": ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())),
+                "itt_n": len(g),
+                "itt_successes": int(g["success"].sum()),
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -130,10 +181,19 @@ def dropped_pairs(acc: pd.DataFrame, reference: str) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     keys = ["arm", *PAIR_KEY]
     base = acc.loc[acc["strategy"] == reference, [*keys, "state"]]
-    p = acc.loc[acc["strategy"] != reference, [*keys, "strategy", "state"]].merge(base, on=keys, suffixes=("", "_ref"))
+    p = acc.loc[acc["strategy"] != reference, [*keys, "strategy", "state"]].merge(
+        base, on=keys, suffixes=("", "_ref")
+    )
     both = p["state"].eq("finished") & p["state_ref"].eq("finished")
     excl = ~both & (p["state"].eq("excluded") | p["state_ref"].eq("excluded"))
     p = p.assign(excl=excl, miss=~both & ~excl)
-    out = p.groupby(["arm", "strategy"]).agg(n_pairs_planned=("state", "size"), pairs_dropped_excluded=("excl", "sum"),
-                                             pairs_dropped_missing=("miss", "sum")).reset_index()
+    out = (
+        p.groupby(["arm", "strategy"])
+        .agg(
+            n_pairs_planned=("state", "size"),
+            pairs_dropped_excluded=("excl", "sum"),
+            pairs_dropped_missing=("miss", "sum"),
+        )
+        .reset_index()
+    )
     return out[cols]

@@ -19,4 +19,5 @@ def run_blobs(artifact_uri: str) -> blobs.Source:
             return mlflow.artifacts.load_text(f"{base}/{blobs.DIR}/{sha}")
         except Exception:  # a missing artifact surfaces as OSError or MlflowException depending on the store
             return None
+
     return read

@@ -75,19 +75,28 @@ def sample(trials: pd.DataFrame) -> Sample:
 
 def from_meta(*metas: dict) -> Sample:
     """The sample of the trials behind one page (a diff page's two trials, from their tags)."""
-    return Sample({str(m.get("study", "?")): str(m.get("study.sample_note") or "no note recorded")
-                   for m in metas if m.get("study.sample") == "selected"})
+    return Sample(
+        {
+            str(m.get("study", "?")): str(m.get("study.sample_note") or "no note recorded")
+            for m in metas
+            if m.get("study.sample") == "selected"
+        }
+    )
 
 
 def banner_html(s: Sample) -> str:
     """One block of HTML, empty for an unbiased sample; markdown passes it through as is."""
     if not s.selected:
         return ""
-    said = " ".join(f"Study <code>{escape(k)}</code>: {escape(v)}{'' if v.endswith(('.', '!', '?')) else '.'}"
-                    for k, v in s.selected.items())
-    return (f'<div class="{BANNER_CLASS}" style="{_STYLE}"><strong>Selected sample, not an unbiased one.</strong> '
-            f"{said} Its rates, differences and p-values describe these task seeds only; they do not estimate "
-            "how the strategies do on tasks at large.</div>")
+    said = " ".join(
+        f"Study <code>{escape(k)}</code>: {escape(v)}{'' if v.endswith(('.', '!', '?')) else '.'}"
+        for k, v in s.selected.items()
+    )
+    return (
+        f'<div class="{BANNER_CLASS}" style="{_STYLE}"><strong>Selected sample, not an unbiased one.</strong> '
+        f"{said} Its rates, differences and p-values describe these task seeds only; they do not estimate "
+        "how the strategies do on tasks at large.</div>"
+    )
 
 
 def stamp(page: str, banner: str) -> str:
@@ -95,7 +104,7 @@ def stamp(page: str, banner: str) -> str:
     if not banner or BANNER_CLASS in page:
         return page
     body = re.search(r"<body[^>]*>", page)
-    return page[:body.end()] + banner + page[body.end():] if body else banner + page
+    return page[: body.end()] + banner + page[body.end() :] if body else banner + page
 
 
 def stamp_pages(root: Path, banner: str) -> int:
@@ -152,9 +161,17 @@ def cell_basis(trials: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (strategy, arm), g in trials.groupby(list(CELL), sort=False):
         reps = g.groupby(list(TASK_KEY)).size()
-        rows.append({"strategy": strategy, "arm": arm, "n": len(g), "seeds": len(reps), "reps": _span(reps),
-                     "model": ", ".join(sorted(map(str, g["model"].dropna().unique()))),
-                     "code": ", ".join(short(k) for k in code_versions(g).index)})
+        rows.append(
+            {
+                "strategy": strategy,
+                "arm": arm,
+                "n": len(g),
+                "seeds": len(reps),
+                "reps": _span(reps),
+                "model": ", ".join(sorted(map(str, g["model"].dropna().unique()))),
+                "code": ", ".join(short(k) for k in code_versions(g).index),
+            }
+        )
     return pd.DataFrame(rows, columns=["strategy", "arm", "n", "seeds", "reps", "model", "code"])
 
 

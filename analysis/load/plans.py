@@ -23,8 +23,9 @@ def read_plan(client, run_id: str) -> dict[str, Any] | None:
         return json.loads(Path(client.download_artifacts(run_id, PLAN_ARTIFACT, tmp)).read_text())
 
 
-def read(client, parents: Sequence[Any],
-         columns: Sequence[str]) -> tuple[pd.DataFrame, dict[str, bool], list[str]]:
+def read(
+    client, parents: Sequence[Any], columns: Sequence[str]
+) -> tuple[pd.DataFrame, dict[str, bool], list[str]]:
     """The planned trials of every study parent run (`columns` of each; "study" first), whether
     each study has a plan, and notes."""
     rows: list[dict[str, Any]] = []
@@ -43,9 +44,13 @@ def read(client, parents: Sequence[Any],
         rows += [{"study": study, **{k: t.get(k) for k in columns[1:]}} for t in plan.get("trials", [])]
         invocations, invalid = plan.get("invocations", []), plan.get("invalid", [])
         if len({json.dumps(sorted(i.get("overrides") or [])) for i in invocations}) > 1:
-            notes.append(f"study {study!r}: the plan is the union of {len(invocations)} invocations with "
-                         "different sweeps (each is listed in its parent run's plan.json)")
+            notes.append(
+                f"study {study!r}: the plan is the union of {len(invocations)} invocations with "
+                "different sweeps (each is listed in its parent run's plan.json)"
+            )
         if invalid:
-            notes.append(f"study {study!r}: {len(invalid)} planned job(s) had an invalid config and could not "
-                         f"run (first: {' '.join(invalid[0].get('overrides') or [])}: {invalid[0].get('error')})")
+            notes.append(
+                f"study {study!r}: {len(invalid)} planned job(s) had an invalid config and could not "
+                f"run (first: {' '.join(invalid[0].get('overrides') or [])}: {invalid[0].get('error')})"
+            )
     return pd.DataFrame(rows, columns=list(columns)), has_plan, notes

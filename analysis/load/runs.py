@@ -21,26 +21,67 @@ from analysis.load import plans
 # played it (which also sets `agent`, empty for the own loop): an agent is a level like a strategy
 # everywhere the analysis groups, pairs or plots (docs/agents.md).
 TRIAL_TAGS = (
-    "study", "strategy", "agent", "arm", "task_family", "task_seed", "rep", "model", "status",
-    "failure_reason", "outcome_class", "config_hash", "git_sha", "final_tree_sha",
+    "study",
+    "strategy",
+    "agent",
+    "arm",
+    "task_family",
+    "task_seed",
+    "rep",
+    "model",
+    "status",
+    "failure_reason",
+    "outcome_class",
+    "config_hash",
+    "git_sha",
+    "final_tree_sha",
 )
 FINAL_METRICS = (
-    "success", "steps_passed", "first_failed_step", "turns", "tokens_input_total",
-    "tokens_output_total", "tokens_cache_read_total", "tokens_cache_write_total",
-    "cache_hit_ratio", "cost_usd", "latency_s", "wall_s", "compactions",
-    "context_truncations", "output_truncations", "drift_events", "invariant_violations",
+    "success",
+    "steps_passed",
+    "first_failed_step",
+    "turns",
+    "tokens_input_total",
+    "tokens_output_total",
+    "tokens_cache_read_total",
+    "tokens_cache_write_total",
+    "cache_hit_ratio",
+    "cost_usd",
+    "latency_s",
+    "wall_s",
+    "compactions",
+    "context_truncations",
+    "output_truncations",
+    "drift_events",
+    "invariant_violations",
     "policy_violations",
     # what recovery cost and what the context held (bench/eventlog/measures.py; docs/instrument.md)
-    "first_attempt_passes", "first_attempt_pass_rate", "recovered_failures", "turns_to_recover",
-    "stale_edits", "invariant_recall", "trap_hazard", "tidy_ups", "tidy_up_chances",
+    "first_attempt_passes",
+    "first_attempt_pass_rate",
+    "recovered_failures",
+    "turns_to_recover",
+    "stale_edits",
+    "invariant_recall",
+    "trap_hazard",
+    "tidy_ups",
+    "tidy_up_chances",
     # both error kinds of a tidy-up (bench/trial/tidy_errors.py)
-    "traps_taken", "trap_chances", "harmless_refused", "harmless_chances",
+    "traps_taken",
+    "trap_chances",
+    "harmless_refused",
+    "harmless_chances",
     # the verdict without the final acceptance's hidden checks (bench/trial/hidden_checks.py)
     "success_visible",
 )
 CURVE_METRICS = (
-    "prompt_tokens", "cached_tokens", "output_tokens", "context_tokens", "cumulative_tokens",
-    "turn_latency_s", "ttft_s", "harness_tokens",
+    "prompt_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "context_tokens",
+    "cumulative_tokens",
+    "turn_latency_s",
+    "ttft_s",
+    "harness_tokens",
 )
 # Trials agreeing on PAIR_KEY but not on strategy/arm share their random draws
 # (common random numbers, docs/design.md §7), so they are compared as pairs; TASK_KEY is the
@@ -63,6 +104,8 @@ def _point(frame: pd.DataFrame) -> pd.Series:
     point = frame.get("param.sensitivity.point", blank).fillna("").astype(str)
     ablation = frame.get("param.ablation", blank).fillna("").astype(str)
     return point.where(point != "", ablation.map(lambda a: f"ablation={a}" if a else ""))
+
+
 ARM_ORDER = ("baseline", "compaction", "drift", "drift_compaction")
 
 _PAGE = 10_000
@@ -112,13 +155,17 @@ def sort_cells(frame: pd.DataFrame, by: tuple[str, ...] = ("strategy", "arm")) -
         return frame
     keys = {"strategy": STRATEGY_ORDER, "arm": ARM_ORDER}
     ranks = {f"_rank_{c}": _rank(frame[c], keys.get(c, ())) if c in keys else frame[c] for c in by}
-    return frame.assign(**ranks).sort_values(list(ranks), kind="stable").drop(columns=list(ranks)).reset_index(
-        drop=True)
+    return (
+        frame.assign(**ranks)
+        .sort_values(list(ranks), kind="stable")
+        .drop(columns=list(ranks))
+        .reset_index(drop=True)
+    )
 
 
 def sqlite_path(tracking_uri: str) -> Path | None:
     """The database file of a ``sqlite:///`` URI (relative paths are cwd-relative, as in MLflow)."""
-    return Path(tracking_uri[len("sqlite:///"):]) if tracking_uri.startswith("sqlite:///") else None
+    return Path(tracking_uri[len("sqlite:///") :]) if tracking_uri.startswith("sqlite:///") else None
 
 
 def _client(tracking_uri: str):
@@ -130,8 +177,9 @@ def _client(tracking_uri: str):
 def _search(client, experiment_id: str, filter_string: str) -> list[Any]:
     runs, token = [], None
     while True:
-        page = client.search_runs([experiment_id], filter_string=filter_string,
-                                  max_results=_PAGE, page_token=token)
+        page = client.search_runs(
+            [experiment_id], filter_string=filter_string, max_results=_PAGE, page_token=token
+        )
         runs.extend(page)
         token = page.token
         if not token:
@@ -184,7 +232,7 @@ def _histories(client, run_ids: Sequence[str], keys: Iterable[str]) -> pd.DataFr
     for key in keys:
         if bulk is not None:
             for start in range(0, len(run_ids), _CHUNK):
-                chunk = list(run_ids[start:start + _CHUNK])
+                chunk = list(run_ids[start : start + _CHUNK])
                 for m in bulk(chunk, key, max_results=10**9):
                     rows.append((m.run_id, key, m.step, m.timestamp, m.value))
         else:
@@ -218,8 +266,14 @@ def _curves(client, trials: pd.DataFrame) -> pd.DataFrame:
     return wide.drop(columns=["turns"]).sort_values(["run_id", "turn"]).reset_index(drop=True)
 
 
-def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None = None, *,
-              curves: bool = True, client=None) -> Runs:
+def load_runs(
+    tracking_uri: str,
+    experiment: str = "ctxbench",
+    study: str | None = None,
+    *,
+    curves: bool = True,
+    client=None,
+) -> Runs:
     """Load every trial of ``experiment`` (optionally one ``study``) from MLflow.
 
     Only FINISHED trials are analysed; FAILED/KILLED ones, and older duplicates of a
@@ -229,27 +283,55 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
     db = sqlite_path(tracking_uri)
     if client is None and db is not None and not db.is_file():
         # MLflow would create an empty tracking db here: reading must have no side effects.
-        return Runs(empty, empty, empty, empty, tracking_uri, experiment, None, study, [f"{db} does not exist"])
+        return Runs(
+            empty, empty, empty, empty, tracking_uri, experiment, None, study, [f"{db} does not exist"]
+        )
     client = client or _client(tracking_uri)
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
-        return Runs(empty, empty, empty, empty, tracking_uri, experiment, None, study,
-                    [f"no MLflow experiment named {experiment!r} at {tracking_uri}"])
+        return Runs(
+            empty,
+            empty,
+            empty,
+            empty,
+            tracking_uri,
+            experiment,
+            None,
+            study,
+            [f"no MLflow experiment named {experiment!r} at {tracking_uri}"],
+        )
     scope = f" AND tags.study = {_quote(study)}" if study else ""
     found = _search(client, exp.experiment_id, "tags.`ctxbench.kind` = 'trial'" + scope)
     parents = _search(client, exp.experiment_id, "tags.`ctxbench.kind` = 'study'" + scope)
     plan, has_plan, plan_notes = plans.read(client, parents, PLAN_COLUMNS)
     studies = pd.DataFrame(
-        [{"study": r.data.tags.get("study"), "run_id": r.info.run_id, "status": r.info.status,
-          "start_time": r.info.start_time, "has_plan": has_plan.get(r.data.tags.get("study"), False)}
-         for r in parents],
-        columns=["study", "run_id", "status", "start_time", "has_plan"])
+        [
+            {
+                "study": r.data.tags.get("study"),
+                "run_id": r.info.run_id,
+                "status": r.info.status,
+                "start_time": r.info.start_time,
+                "has_plan": has_plan.get(r.data.tags.get("study"), False),
+            }
+            for r in parents
+        ],
+        columns=["study", "run_id", "status", "start_time", "has_plan"],
+    )
 
     frame = pd.DataFrame([_trial_row(r) for r in found])
     if frame.empty:
-        return Runs(frame, empty, empty, studies, tracking_uri, experiment, exp.experiment_id, study,
-                    [f"no trials in experiment {experiment!r}" + (f", study {study!r}" if study else "")],
-                    plan=plan)
+        return Runs(
+            frame,
+            empty,
+            empty,
+            studies,
+            tracking_uri,
+            experiment,
+            exp.experiment_id,
+            study,
+            [f"no trials in experiment {experiment!r}" + (f", study {study!r}" if study else "")],
+            plan=plan,
+        )
     for key in TRIAL_TAGS:
         if key not in frame:
             frame[key] = None
@@ -281,6 +363,15 @@ def load_runs(tracking_uri: str, experiment: str = "ctxbench", study: str | None
         notes.append(f"{int(unpaired.sum())} trial(s) without task_seed/rep tags cannot be paired")
     if dup.any():
         notes.append(f"{int(dup.sum())} duplicate trial(s) superseded by a newer run of the same identity")
-    return Runs(trials=trials, curves=_curves(client, trials) if curves else empty,
-                excluded=excluded.reset_index(drop=True), studies=studies, tracking_uri=tracking_uri,
-                experiment=experiment, experiment_id=exp.experiment_id, study=study, notes=notes, plan=plan)
+    return Runs(
+        trials=trials,
+        curves=_curves(client, trials) if curves else empty,
+        excluded=excluded.reset_index(drop=True),
+        studies=studies,
+        tracking_uri=tracking_uri,
+        experiment=experiment,
+        experiment_id=exp.experiment_id,
+        study=study,
+        notes=notes,
+        plan=plan,
+    )

@@ -23,8 +23,16 @@ import pandas as pd
 from analysis.load import CELL, sort_cells
 from analysis.stats import inference as stats
 
-RECOVERY = ("first_attempt_pass_rate", "recovered_failures", "turns_to_recover", "stale_edits",
-            "invariant_recall", "tidy_ups", "traps_taken", "harmless_refused")  # the two error kinds
+RECOVERY = (
+    "first_attempt_pass_rate",
+    "recovered_failures",
+    "turns_to_recover",
+    "stale_edits",
+    "invariant_recall",
+    "tidy_ups",
+    "traps_taken",
+    "harmless_refused",
+)  # the two error kinds
 MECHANISMS = ("recall_decay", "temptation", "stale_memory", "summariser_loss", "exploration", "competence")
 CARRIERS = ("ledger", "subagent")  # the strategies with `invariants_from`
 
@@ -57,7 +65,10 @@ def ablation(t: pd.DataFrame) -> pd.Series:
             continue
         off = [m for m in MECHANISMS if str(row.get(f"param.model.mechanisms.{m}", "True")) == "False"]
         kinds = row.get("param.arm.drift_kinds")
-        out.append(",".join(off) or (f"drift_kinds={kinds}" if isinstance(kinds, str) and kinds != "None" else "none"))
+        out.append(
+            ",".join(off)
+            or (f"drift_kinds={kinds}" if isinstance(kinds, str) and kinds != "None" else "none")
+        )
     return pd.Series(out, index=t.index)
 
 
@@ -80,9 +91,19 @@ def expected_vs_observed(t: pd.DataFrame) -> pd.DataFrame:
         k, n = int(g["success"].sum()), len(g)
         lo, hi = stats.wilson(k, n)
         exp = 1.0 - g["trap_hazard"].mean()
-        rows.append({"strategy": strategy, "arm": arm, "n": n, "expected": exp, "observed": k / n,
-                     "ci_lo": lo, "ci_hi": hi, "within_ci": "yes" if lo <= exp <= hi else "no",
-                     "tidy_ups_per_trial": _col(g, "tidy_ups", 0).mean()})
+        rows.append(
+            {
+                "strategy": strategy,
+                "arm": arm,
+                "n": n,
+                "expected": exp,
+                "observed": k / n,
+                "ci_lo": lo,
+                "ci_hi": hi,
+                "within_ci": "yes" if lo <= exp <= hi else "no",
+                "tidy_ups_per_trial": _col(g, "tidy_ups", 0).mean(),
+            }
+        )
     return sort_cells(pd.DataFrame(rows))
 
 
@@ -103,10 +124,16 @@ def seed_share(t: pd.DataFrame) -> dict:
     per_task = t.assign(task=task).groupby("task")
     rate = per_task["success"].mean()
     risk = per_task["trap_hazard"].max() if "trap_hazard" in t else None
-    return {"n_trials": len(t), "n_tasks": int(task.nunique()), "n_cells": int(cell.nunique()),
-            "task_eta2": eta(task), "cell_eta2": eta(cell),
-            "tasks_always_succeed": int((rate == 1).sum()), "tasks_always_fail": int((rate == 0).sum()),
-            "tasks_certain_by_construction": int((risk == 0).sum()) if risk is not None else None}
+    return {
+        "n_trials": len(t),
+        "n_tasks": int(task.nunique()),
+        "n_cells": int(cell.nunique()),
+        "task_eta2": eta(task),
+        "cell_eta2": eta(cell),
+        "tasks_always_succeed": int((rate == 1).sum()),
+        "tasks_always_fail": int((rate == 0).sum()),
+        "tasks_certain_by_construction": int((risk == 0).sum()) if risk is not None else None,
+    }
 
 
 def ablations(t: pd.DataFrame) -> pd.DataFrame:
@@ -117,16 +144,25 @@ def ablations(t: pd.DataFrame) -> pd.DataFrame:
     if label.nunique() < 2 or "none" not in set(label):
         return pd.DataFrame()
     key = [*CELL, "task_family", "task_seed", "rep", "model"]
-    cols = ["success", *[m for m in ("tidy_ups", "trap_hazard", "stale_edits", "first_attempt_pass_rate",
-                                     "invariant_recall") if m in t]]
+    cols = [
+        "success",
+        *[
+            m
+            for m in ("tidy_ups", "trap_hazard", "stale_edits", "first_attempt_pass_rate", "invariant_recall")
+            if m in t
+        ],
+    ]
     base = t.loc[label == "none", key + cols]
     rows = []
     for name in sorted(set(label) - {"none"}):
         pairs = t.loc[label == name, key + cols].merge(base, on=key, suffixes=("_off", "_on"))
         if pairs.empty:
             continue
-        row: dict = {"switched off": name, "n pairs": len(pairs),
-                     "outcome changed": int((pairs["success_off"] != pairs["success_on"]).sum())}
+        row: dict = {
+            "switched off": name,
+            "n pairs": len(pairs),
+            "outcome changed": int((pairs["success_off"] != pairs["success_on"]).sum()),
+        }
         for c in cols:
             row[f"{c} on → off"] = f"{pairs[c + '_on'].mean():.2f} → {pairs[c + '_off'].mean():.2f}"
         rows.append(row)
@@ -141,6 +177,8 @@ def invariants_from(t: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     v = v.assign(source=_source(v))
     cols = {"n": ("success", "size"), "success": ("success", "mean")}
-    cols.update({m: (m, "mean") for m in ("invariant_recall", "first_attempt_pass_rate", "tidy_ups") if m in v})
+    cols.update(
+        {m: (m, "mean") for m in ("invariant_recall", "first_attempt_pass_rate", "tidy_ups") if m in v}
+    )
     out = v.groupby(["strategy", "source", "arm"]).agg(**cols).reset_index()
     return sort_cells(out, ("strategy", "arm"))

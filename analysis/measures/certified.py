@@ -47,8 +47,12 @@ def visible_success(log: Log) -> tuple[bool, bool] | None:
         return None
     finals = [c for c in log.of(ev.Check) if c.step == "final"]
     hidden = finals[-1].hidden if finals else None
-    only_hidden = (end.failure_reason == "final_check_failed" and bool(finals and finals[-1].passed)
-                   and isinstance(hidden, dict) and not hidden.get("passed"))
+    only_hidden = (
+        end.failure_reason == "final_check_failed"
+        and bool(finals and finals[-1].passed)
+        and isinstance(hidden, dict)
+        and not hidden.get("passed")
+    )
     return end.success or only_hidden, end.success
 
 
@@ -58,7 +62,9 @@ def _rate(rows: list[tuple[bool, bool, bool]], k: int) -> str:
 
 def main(folders: Iterable[str]) -> int:
     pairs = differ = trials = 0
-    families: dict[str, list[tuple[bool, bool, bool]]] = defaultdict(list)  # (visible, visible+hidden, reached final)
+    families: dict[str, list[tuple[bool, bool, bool]]] = defaultdict(
+        list
+    )  # (visible, visible+hidden, reached final)
     ends: dict[str, Counter[str]] = defaultdict(Counter)
     steps_without_commit = 0
     for folder in folders:
@@ -71,23 +77,31 @@ def main(folders: Iterable[str]) -> int:
                     differ += 1
                     print(f"DIFFERS {path.parent.name} {what}: certified {certified}, recorded {recorded}")
             commits = {e.step for e in log.of(ev.Commit)}
-            steps_without_commit += len({s.step for s in log.of(ev.StepStatus) if s.status == "passed"} - commits)
+            steps_without_commit += len(
+                {s.step for s in log.of(ev.StepStatus) if s.status == "passed"} - commits
+            )
             start, end = log.first(ev.TrialStart), log.first(ev.TrialEnd)
             if start is None:
                 continue
             family = start.task_id.split("/")[0]
-            ends[family][(end.failure_reason or end.outcome_class) if end is not None else "(no trial_end)"] += 1
+            ends[family][
+                (end.failure_reason or end.outcome_class) if end is not None else "(no trial_end)"
+            ] += 1
             seen = visible_success(log)
             if seen is not None:
                 families[family].append((*seen, any(c.step == "final" for c in log.of(ev.Check))))
-    print(f"{trials} trials, {pairs} certified/recorded tree pairs (step commits and final trees), {differ} differ; "
-          f"{steps_without_commit} passed step checks whose trial ended before the step's commit")
+    print(
+        f"{trials} trials, {pairs} certified/recorded tree pairs (step commits and final trees), {differ} differ; "
+        f"{steps_without_commit} passed step checks whose trial ended before the step's commit"
+    )
     print("family                visible-only  visible+hidden  n  reached final  ends")
     for family in sorted(ends):
         rows = families.get(family, [])
         n = len(rows)
         how = ", ".join(f"{why} {count}" for why, count in sorted(ends[family].items()))
-        print(f"{family:21} {_rate(rows, 0):>12}  {_rate(rows, 1):>14}  {n}  {sum(r[2] for r in rows):13}  {how}")
+        print(
+            f"{family:21} {_rate(rows, 0):>12}  {_rate(rows, 1):>14}  {n}  {sum(r[2] for r in rows):13}  {how}"
+        )
     return 1 if differ else 0
 
 

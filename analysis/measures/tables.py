@@ -60,8 +60,13 @@ def success_table(trials: pd.DataFrame, planned: pd.DataFrame | None = None) -> 
     return sort_cells(out)
 
 
-def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int = 0,
-                         alpha: float = 0.05, planned: pd.DataFrame | None = None) -> pd.DataFrame:
+def success_vs_reference(
+    trials: pd.DataFrame,
+    reference: str = "raw",
+    seed: int = 0,
+    alpha: float = 0.05,
+    planned: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Paired success difference vs ``reference`` per arm, its task-bootstrap CI and test:
     exact McNemar when every task seed has one pair; with several (reps of a seed share its
     luck) the sign-flip test over seeds (``stats.mcnemar_clustered``; ``test`` names it).
@@ -77,15 +82,34 @@ def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int
         lo, hi = stats.paired_bootstrap_ci(g["success"], g["success_ref"], clusters=_task_ids(g), seed=seed)
         n, clustered = len(g), d.pairs.per_seed > 1
         test = stats.mcnemar_clustered(g["success"], g["success_ref"], _task_ids(g))
-        rows.append({"arm": arm, "strategy": strategy, "reference": reference, "n_pairs": n,
-                     "rate_ref": g["success_ref"].mean(), "rate": g["success"].mean(),
-                     "diff": (d.b - d.c) / n, "ci_lo": lo, "ci_hi": hi, "b": d.b, "c": d.c,
-                     "test": SEED_TEST if clustered else "exact McNemar", "x2": test["stat"],
-                     "p": test["p"] if clustered else stats.mcnemar_exact(d.b, d.c),
-                     "n_seeds": d.pairs.seeds, "psi": d.psi,
-                     "icc": d.pairs.icc, "icc_note": d.pairs.icc_note, "n_eff": d.pairs.n_eff,
-                     "comparisons": len(groups), **pilot.binary_power(d, alpha, len(groups))})
-    out = pd.DataFrame(rows) if rows else pd.DataFrame(columns=["arm", "strategy", "reference", "n_pairs", "p"])
+        rows.append(
+            {
+                "arm": arm,
+                "strategy": strategy,
+                "reference": reference,
+                "n_pairs": n,
+                "rate_ref": g["success_ref"].mean(),
+                "rate": g["success"].mean(),
+                "diff": (d.b - d.c) / n,
+                "ci_lo": lo,
+                "ci_hi": hi,
+                "b": d.b,
+                "c": d.c,
+                "test": SEED_TEST if clustered else "exact McNemar",
+                "x2": test["stat"],
+                "p": test["p"] if clustered else stats.mcnemar_exact(d.b, d.c),
+                "n_seeds": d.pairs.seeds,
+                "psi": d.psi,
+                "icc": d.pairs.icc,
+                "icc_note": d.pairs.icc_note,
+                "n_eff": d.pairs.n_eff,
+                "comparisons": len(groups),
+                **pilot.binary_power(d, alpha, len(groups)),
+            }
+        )
+    out = (
+        pd.DataFrame(rows) if rows else pd.DataFrame(columns=["arm", "strategy", "reference", "n_pairs", "p"])
+    )
     if planned is not None and not planned.empty:  # a pair whose both sides were dropped still counts
         out = accounting.dropped_pairs(planned, reference).merge(out, on=["arm", "strategy"], how="outer")
         out["n_pairs"] = out["n_pairs"].fillna(0).astype(int)
@@ -97,8 +121,13 @@ def success_vs_reference(trials: pd.DataFrame, reference: str = "raw", seed: int
     return out
 
 
-def continuous_vs_reference(trials: pd.DataFrame, reference: str = "raw", measures=tuple(CONTINUOUS),
-                            seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+def continuous_vs_reference(
+    trials: pd.DataFrame,
+    reference: str = "raw",
+    measures=tuple(CONTINUOUS),
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> pd.DataFrame:
     """Paired mean difference (task-bootstrap CI) and Wilcoxon signed-rank p per measure and arm,
     on the pairs, or on the per-seed mean differences when a seed has several reps; with the
     MDE at ``pilot.TARGET`` power (signed-rank via its ARE bound, alpha/K)."""
@@ -110,16 +139,35 @@ def continuous_vs_reference(trials: pd.DataFrame, reference: str = "raw", measur
         for (arm, strategy), g in groups:
             d = g[measure] - g[f"{measure}_ref"]
             c = pilot.continuous(d, _task_ids(g))
-            lo, hi = stats.paired_bootstrap_ci(g[measure], g[f"{measure}_ref"], clusters=_task_ids(g), seed=seed)
+            lo, hi = stats.paired_bootstrap_ci(
+                g[measure], g[f"{measure}_ref"], clusters=_task_ids(g), seed=seed
+            )
             clustered = c.pairs.per_seed > 1
             units = pilot.seed_means(d, _task_ids(g)) if clustered else d.to_numpy()
             w, pval = stats.wilcoxon_paired(units, np.zeros(len(units)))
-            rows.append({"measure": measure, "arm": arm, "strategy": strategy, "reference": reference,
-                         "test": SEED_WILCOXON if clustered else "signed-rank", "n_pairs": len(g), "mean_ref": g[f"{measure}_ref"].mean(), "mean": g[measure].mean(),
-                         "diff": d.mean(), "ci_lo": lo, "ci_hi": hi, "median_diff": d.median(),
-                         "wilcoxon_w": w, "p": pval, "sd_diff": c.sd, "n_seeds": c.pairs.seeds,
-                         "icc": c.pairs.icc, "n_eff": c.pairs.n_eff,
-                         "mde": pilot.continuous_mde(c, alpha, len(groups))})
+            rows.append(
+                {
+                    "measure": measure,
+                    "arm": arm,
+                    "strategy": strategy,
+                    "reference": reference,
+                    "test": SEED_WILCOXON if clustered else "signed-rank",
+                    "n_pairs": len(g),
+                    "mean_ref": g[f"{measure}_ref"].mean(),
+                    "mean": g[measure].mean(),
+                    "diff": d.mean(),
+                    "ci_lo": lo,
+                    "ci_hi": hi,
+                    "median_diff": d.median(),
+                    "wilcoxon_w": w,
+                    "p": pval,
+                    "sd_diff": c.sd,
+                    "n_seeds": c.pairs.seeds,
+                    "icc": c.pairs.icc,
+                    "n_eff": c.pairs.n_eff,
+                    "mde": pilot.continuous_mde(c, alpha, len(groups)),
+                }
+            )
         block = pd.DataFrame(rows[start:])
         if not block.empty:
             for i, adj in zip(range(start, len(rows)), stats.holm(block["p"]), strict=True):
@@ -128,8 +176,10 @@ def continuous_vs_reference(trials: pd.DataFrame, reference: str = "raw", measur
         return pd.DataFrame()
     # Measures stay in the order asked for; cells in design order within each.
     out = pd.DataFrame(rows)
-    return pd.concat([sort_cells(out[out["measure"] == m], ("arm", "strategy")) for m in out["measure"].unique()],
-                     ignore_index=True)
+    return pd.concat(
+        [sort_cells(out[out["measure"] == m], ("arm", "strategy")) for m in out["measure"].unique()],
+        ignore_index=True,
+    )
 
 
 def within_objective_residuals(trials: pd.DataFrame, measure: str) -> pd.Series:
@@ -141,7 +191,9 @@ def within_objective_residuals(trials: pd.DataFrame, measure: str) -> pd.Series:
     return trials[measure] - trials.groupby([*CELL, *TASK_KEY])[measure].transform("mean")
 
 
-def token_variance(trials: pd.DataFrame, reference: str = "raw", measure: str = "tokens_input_total") -> pd.DataFrame:
+def token_variance(
+    trials: pd.DataFrame, reference: str = "raw", measure: str = "tokens_input_total"
+) -> pd.DataFrame:
     """Brown–Forsythe of run-to-run token spread, each strategy vs ``reference``, per arm."""
     reps = trials.groupby([*CELL, *TASK_KEY])[measure].transform("count")
     # Only objectives seen at least twice carry run-to-run spread; a lone rep is all zero.
@@ -153,9 +205,21 @@ def token_variance(trials: pd.DataFrame, reference: str = "raw", measure: str = 
             x = s["resid"].dropna()
             f, pval = stats.brown_forsythe(x, ref) if len(x) and len(ref) else (np.nan, np.nan)
             sd, sd_ref = x.std(ddof=1), ref.std(ddof=1)
-            rows.append({"arm": arm, "strategy": strategy, "reference": reference, "measure": measure,
-                         "n": len(x), "n_ref": len(ref), "sd": sd, "sd_ref": sd_ref,
-                         "sd_ratio": sd / sd_ref if sd_ref else np.nan, "bf_f": f, "p": pval})
+            rows.append(
+                {
+                    "arm": arm,
+                    "strategy": strategy,
+                    "reference": reference,
+                    "measure": measure,
+                    "n": len(x),
+                    "n_ref": len(ref),
+                    "sd": sd,
+                    "sd_ref": sd_ref,
+                    "sd_ratio": sd / sd_ref if sd_ref else np.nan,
+                    "bf_f": f,
+                    "p": pval,
+                }
+            )
     out = sort_cells(pd.DataFrame(rows), ("arm", "strategy"))
     if not out.empty:
         out["p_holm"] = stats.holm(out["p"])
@@ -165,8 +229,9 @@ def token_variance(trials: pd.DataFrame, reference: str = "raw", measure: str = 
     return out
 
 
-def interaction(trials: pd.DataFrame, reference: str = "raw", reference_arm: str = "baseline",
-                seed: int = 0) -> tuple[pd.DataFrame, dict]:
+def interaction(
+    trials: pd.DataFrame, reference: str = "raw", reference_arm: str = "baseline", seed: int = 0
+) -> tuple[pd.DataFrame, dict]:
     """Strategy × arm interaction on success.
 
     Contrast per pair: (s − ref in arm) − (s − ref in reference arm), i.e. how much the
@@ -187,16 +252,29 @@ def interaction(trials: pd.DataFrame, reference: str = "raw", reference_arm: str
             did = (wide[cols[0]] - wide[cols[1]]) - (wide[cols[2]] - wide[cols[3]])
             ok = did.notna().to_numpy()
             lo, hi = stats.paired_bootstrap_ci(did[ok], np.zeros(ok.sum()), clusters=tasks[ok], seed=seed)
-            rows.append({"strategy": s, "arm": a, "reference": reference, "reference_arm": reference_arm,
-                         "n_pairs": int(ok.sum()), "did": did[ok].mean(), "ci_lo": lo, "ci_hi": hi})
+            rows.append(
+                {
+                    "strategy": s,
+                    "arm": a,
+                    "reference": reference,
+                    "reference_arm": reference_arm,
+                    "n_pairs": int(ok.sum()),
+                    "did": did[ok].mean(),
+                    "ci_lo": lo,
+                    "ci_hi": hi,
+                }
+            )
             sums.append(did.fillna(0).groupby(tasks.to_numpy()).sum())
             counts.append(int(ok.sum()))
     table = sort_cells(pd.DataFrame(rows))
     result = {"perm_p": np.nan, "n_tasks": int(tasks.nunique()), "n_contrasts": len(rows)}
     if rows and min(counts) > 0:
-        result["perm_p"] = stats.sign_flip_test(pd.concat(sums, axis=1).fillna(0).to_numpy(), counts, seed=seed)
-    glm = stats.interaction_glm(trials["success"], trials["strategy"], trials["arm"],
-                                _task_ids(trials), reference, reference_arm)
+        result["perm_p"] = stats.sign_flip_test(
+            pd.concat(sums, axis=1).fillna(0).to_numpy(), counts, seed=seed
+        )
+    glm = stats.interaction_glm(
+        trials["success"], trials["strategy"], trials["arm"], _task_ids(trials), reference, reference_arm
+    )
     result.update({f"glm_{k}": v for k, v in glm.items() if k != "coef"})
     return table, result
 
@@ -208,15 +286,20 @@ def cache_vs_consistency(trials: pd.DataFrame, within: pd.DataFrame, across: pd.
     result (seed 002, §5): the table puts the two side by side.
     """
     g = trials.groupby(list(CELL))
-    out = g.agg(n=("run_id", "size"), cache_hit_ratio=("cache_hit_ratio", "mean"),
-                cache_hit_sd=("cache_hit_ratio", "std")).reset_index()
+    out = g.agg(
+        n=("run_id", "size"),
+        cache_hit_ratio=("cache_hit_ratio", "mean"),
+        cache_hit_sd=("cache_hit_ratio", "std"),
+    ).reset_index()
     w = within.set_index(list(CELL))
     out = out.join(w[["n_outcome_pairs", "outcome_mismatch", "n_pairs", "tree_mismatch"]], on=list(CELL))
     out["outcome_consistency"] = 1 - out["outcome_mismatch"]
     out["tree_consistency"] = 1 - out["tree_mismatch"]
     if not across.empty:
-        agree = across.groupby(list(CELL)).agg(n_vs_baseline=("outcome_differs", "size"),
-                                               agree_with_baseline=("outcome_differs", lambda s: 1 - s.mean()))
+        agree = across.groupby(list(CELL)).agg(
+            n_vs_baseline=("outcome_differs", "size"),
+            agree_with_baseline=("outcome_differs", lambda s: 1 - s.mean()),
+        )
         out = out.join(agree, on=list(CELL))
     per_task = trials.groupby([*CELL, *TASK_KEY])["tokens_input_total"].agg(["mean", "std", "size"])
     per_task = per_task[per_task["size"] > 1]
@@ -226,8 +309,12 @@ def cache_vs_consistency(trials: pd.DataFrame, within: pd.DataFrame, across: pd.
 
 
 def cost_per_success(trials: pd.DataFrame) -> pd.DataFrame:
-    out = trials.groupby(list(CELL)).agg(n=("run_id", "size"), successes=("success", "sum"),
-                                         cost_total=("cost_usd", "sum"), cost_mean=("cost_usd", "mean"))
+    out = trials.groupby(list(CELL)).agg(
+        n=("run_id", "size"),
+        successes=("success", "sum"),
+        cost_total=("cost_usd", "sum"),
+        cost_mean=("cost_usd", "mean"),
+    )
     out["cost_per_success"] = out["cost_total"] / out["successes"].where(out["successes"] > 0)
     return sort_cells(out.reset_index())
 
@@ -236,7 +323,9 @@ def excluded_summary(excluded: pd.DataFrame) -> pd.DataFrame:
     cols = ["excluded_because", "status", "failure_reason"]
     if excluded is None or excluded.empty:
         return pd.DataFrame(columns=[*cols, "n"])
-    ex = excluded.assign(status=excluded["status"].fillna(""), failure_reason=excluded["failure_reason"].fillna(""))
+    ex = excluded.assign(
+        status=excluded["status"].fillna(""), failure_reason=excluded["failure_reason"].fillna("")
+    )
     return ex.groupby(cols).size().rename("n").reset_index()
 
 

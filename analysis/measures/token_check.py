@@ -13,8 +13,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-COLUMNS = ["model", "calls", "harness_tokens", "provider_tokens", "error_p10", "error_median", "error_p90",
-           "error_max", "undercounted_share"]
+COLUMNS = [
+    "model",
+    "calls",
+    "harness_tokens",
+    "provider_tokens",
+    "error_p10",
+    "error_median",
+    "error_p90",
+    "error_max",
+    "undercounted_share",
+]
 
 
 def token_accounting(curves: pd.DataFrame) -> pd.DataFrame:
@@ -25,8 +34,17 @@ def token_accounting(curves: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for model, g in c.groupby("model", sort=True):
         err = (g["prompt_tokens"] - g["harness_tokens"]) / g["prompt_tokens"]
-        rows.append({"model": model, "calls": len(g), "harness_tokens": int(g["harness_tokens"].sum()),
-                     "provider_tokens": int(g["prompt_tokens"].sum()), "error_p10": round(err.quantile(0.1), 3),
-                     "error_median": round(err.median(), 3), "error_p90": round(err.quantile(0.9), 3),
-                     "error_max": round(err.max(), 3), "undercounted_share": round(float((err > 0).mean()), 3)})
+        rows.append(
+            {
+                "model": model,
+                "calls": len(g),
+                "harness_tokens": int(g["harness_tokens"].sum()),
+                "provider_tokens": int(g["prompt_tokens"].sum()),
+                "error_p10": round(err.quantile(0.1), 3),
+                "error_median": round(err.median(), 3),
+                "error_p90": round(err.quantile(0.9), 3),
+                "error_max": round(err.max(), 3),
+                "undercounted_share": round(float((err > 0).mean()), 3),
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -106,10 +106,14 @@ def binary_power(d: Binary, alpha: float, k: int, effect: float = EFFECT, target
     a, n_eff = sizing.holm_alpha(alpha, k), math.floor(d.pairs.n_eff)
     if d.pairs.per_seed > 1:
         s, m, icc = d.pairs.seeds, max(2, round(d.pairs.per_seed)), d.pairs.icc
-        return {"power": seedpower.power(s, m, icc, *sizing.split(d.psi, effect), a),
-                "mde": seedpower.mde(s, m, icc, d.psi, a, target)}
-    return {"power": sizing.mcnemar_power(n_eff, *sizing.split(d.psi, effect), a),
-            "mde": sizing.mcnemar_mde(n_eff, d.psi, a, target)}
+        return {
+            "power": seedpower.power(s, m, icc, *sizing.split(d.psi, effect), a),
+            "mde": seedpower.mde(s, m, icc, d.psi, a, target),
+        }
+    return {
+        "power": sizing.mcnemar_power(n_eff, *sizing.split(d.psi, effect), a),
+        "mde": sizing.mcnemar_mde(n_eff, d.psi, a, target),
+    }
 
 
 @dataclass(frozen=True)
@@ -140,8 +144,9 @@ def continuous(diff: ArrayLike, clusters: ArrayLike) -> Continuous:
     return Continuous(pairs, float(d.mean()) if d.size else math.nan, sd, seed_sd)
 
 
-def continuous_mde(c: Continuous, alpha: float, k: int, target: float = TARGET,
-                   are: float = sizing.ARE_MIN) -> float:
+def continuous_mde(
+    c: Continuous, alpha: float, k: int, target: float = TARGET, are: float = sizing.ARE_MIN
+) -> float:
     """Smallest mean shift the signed-rank test detects at alpha/k with ``target`` power:
     on the pairs, or with several reps per seed on the seed means (their own SD, no ICC
     needed; inf with fewer seeds than the test needs to reach alpha/k at all)."""

@@ -21,11 +21,13 @@ import math
 import pandas as pd
 
 SIM_PROVIDERS = ("sim", "oracle")
-WARNING = ("WARNING: this pilot's psi comes from shared draws (common random numbers): the sides of a pair "
-           "disagree only where their contexts differ, so psi is smaller than with independent draws (down to "
-           "|delta| where the contexts never differ by luck). A real model draws independently "
-           "(psi ~ p1(1-p2) + p2(1-p1)); size a real-model study with the 'psi independent' columns, or run "
-           "the pilot with model.draws=independent.")
+WARNING = (
+    "WARNING: this pilot's psi comes from shared draws (common random numbers): the sides of a pair "
+    "disagree only where their contexts differ, so psi is smaller than with independent draws (down to "
+    "|delta| where the contexts never differ by luck). A real model draws independently "
+    "(psi ~ p1(1-p2) + p2(1-p1)); size a real-model study with the 'psi independent' columns, or run "
+    "the pilot with model.draws=independent."
+)
 
 
 def independent(p1: float, p2: float) -> float:
@@ -60,8 +62,17 @@ def table(vs: pd.DataFrame, mode: str) -> pd.DataFrame:
     rows = []
     for r in vs.itertuples():
         w = both_ways(float(r.rate), float(r.rate_ref), float(r.psi))
-        rows.append({"arm": r.arm, "strategy": r.strategy, "rate": r.rate, "rate_ref": r.rate_ref,
-                     "psi (pilot)": w["psi"], "pilot draws": mode, "psi if shared": w["psi_shared"],
-                     "psi if independent": w["psi_independent"],
-                     "ratio": w["psi_independent"] / w["psi"] if w["psi"] > 0 else math.inf})
+        rows.append(
+            {
+                "arm": r.arm,
+                "strategy": r.strategy,
+                "rate": r.rate,
+                "rate_ref": r.rate_ref,
+                "psi (pilot)": w["psi"],
+                "pilot draws": mode,
+                "psi if shared": w["psi_shared"],
+                "psi if independent": w["psi_independent"],
+                "ratio": w["psi_independent"] / w["psi"] if w["psi"] > 0 else math.inf,
+            }
+        )
     return pd.DataFrame(rows)

@@ -72,8 +72,9 @@ def sign_flip_p(d: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, (dist * extreme).sum(axis=1))
 
 
-def power(seeds: int, reps: int, icc: float, p10: float, p01: float, alpha: float,
-          sims: int = SIMS, seed: int = 0) -> float:
+def power(
+    seeds: int, reps: int, icc: float, p10: float, p01: float, alpha: float, sims: int = SIMS, seed: int = 0
+) -> float:
     """Probability that the sign-flip test over ``seeds`` seeds x ``reps`` pairs rejects at alpha."""
     if seeds < min_seeds(alpha):
         return 0.0
@@ -83,8 +84,16 @@ def power(seeds: int, reps: int, icc: float, p10: float, p01: float, alpha: floa
     return float((sign_flip_p(d) <= alpha).mean())
 
 
-def mde(seeds: int, reps: int, icc: float, psi: float, alpha: float, target: float = 0.8,
-        sims: int = SIMS // 2, seed: int = 0) -> float:
+def mde(
+    seeds: int,
+    reps: int,
+    icc: float,
+    psi: float,
+    alpha: float,
+    target: float = 0.8,
+    sims: int = SIMS // 2,
+    seed: int = 0,
+) -> float:
     """Smallest |delta| the sign-flip test detects with ``target`` power at discordance psi
     (raised to |delta| when smaller, as ``power.split``); inf when even delta = 1 is not enough."""
     if seeds < min_seeds(alpha):

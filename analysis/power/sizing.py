@@ -104,33 +104,37 @@ def mcnemar_power(n: int, p10: float, p01: float, alpha: float = 0.05, sides: in
     return float(np.clip(np.dot(st.binom.pmf(d, n, psi), cond), 0.0, 1.0))
 
 
-def mcnemar_power_approx(n: float, p10: float, p01: float, alpha: float = 0.05,
-                         method: str = "connor") -> float:
+def mcnemar_power_approx(
+    n: float, p10: float, p01: float, alpha: float = 0.05, method: str = "connor"
+) -> float:
     """Normal-approximation power, two-sided: ``connor`` (Connor 1987) or ``conditional``."""
     _check(p10, p01, alpha)
     psi, delta = p10 + p01, abs(p10 - p01)
     if n <= 0 or delta == 0:
         return alpha if delta == 0 and psi > 0 else 0.0
-    var = psi - delta ** 2 if method == "connor" else psi - delta ** 2 / psi
+    var = psi - delta**2 if method == "connor" else psi - delta**2 / psi
     z = st.norm.isf(alpha / 2)
     shift = delta * math.sqrt(n)
     if var <= 0:
         return 1.0 if shift > z * math.sqrt(psi) else 0.0
     sd = math.sqrt(var)
-    return float(st.norm.cdf((shift - z * math.sqrt(psi)) / sd) + st.norm.cdf((-shift - z * math.sqrt(psi)) / sd))
+    return float(
+        st.norm.cdf((shift - z * math.sqrt(psi)) / sd) + st.norm.cdf((-shift - z * math.sqrt(psi)) / sd)
+    )
 
 
-def mcnemar_n_approx(p10: float, p01: float, alpha: float = 0.05, power: float = 0.8,
-                     method: str = "connor") -> float:
+def mcnemar_n_approx(
+    p10: float, p01: float, alpha: float = 0.05, power: float = 0.8, method: str = "connor"
+) -> float:
     """Pairs needed by the normal approximation (unrounded), the inverse of ``mcnemar_power_approx``
     up to its negligible second tail."""
     _check(p10, p01, alpha)
     psi, delta = p10 + p01, abs(p10 - p01)
     if delta == 0:
         return math.inf
-    var = psi - delta ** 2 if method == "connor" else psi - delta ** 2 / psi
+    var = psi - delta**2 if method == "connor" else psi - delta**2 / psi
     za, zb = st.norm.isf(alpha / 2), st.norm.ppf(power)
-    return (za * math.sqrt(psi) + zb * math.sqrt(max(var, 0.0))) ** 2 / delta ** 2
+    return (za * math.sqrt(psi) + zb * math.sqrt(max(var, 0.0))) ** 2 / delta**2
 
 
 def mcnemar_n(p10: float, p01: float, alpha: float = 0.05, power: float = 0.8) -> int:
@@ -209,7 +213,7 @@ def icc_oneway(values: ArrayLike, clusters: ArrayLike) -> float:
     means = np.bincount(codes, weights=y) / sizes
     msb = float((sizes * (means - y.mean()) ** 2).sum() / (k - 1))
     msw = float(((y - means[codes]) ** 2).sum() / (total - k))
-    m0 = (total - (sizes ** 2).sum() / total) / (k - 1)
+    m0 = (total - (sizes**2).sum() / total) / (k - 1)
     denom = msb + (m0 - 1) * msw
     return math.nan if denom <= 0 else float(min(max((msb - msw) / denom, 0.0), 1.0))
 
@@ -245,8 +249,9 @@ def paired_n(diff: float, sd: float, alpha: float = 0.05, power: float = 0.8, ar
     es, floor = abs(diff) / sd, signed_rank_floor(alpha)
     with warnings.catch_warnings():  # its ConvergenceWarning is handled just below
         warnings.simplefilter("ignore")
-        n_t = float(np.asarray(_ttest_power().solve_power(effect_size=es, alpha=alpha, power=power,
-                                                          nobs=None)).item())
+        n_t = float(
+            np.asarray(_ttest_power().solve_power(effect_size=es, alpha=alpha, power=power, nobs=None)).item()
+        )
     if not math.isfinite(n_t):
         n_t = _t_pairs_by_bisection(es, alpha, power, lo=floor * are)
     return max(floor, math.ceil(n_t / are - 1e-9))

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # plots/analyse (matplotlib, scipy, statsmodels) load lazily: a missing database
 # should be reported in a fraction of a second, not after the whole stack imports.
 
+
 def headline_metrics(a: Analysis) -> dict[str, float]:
     """Numbers worth seeing beside the trials in the MLflow UI (keys: report.*)."""
     m: dict[str, float] = {"report.n_trials": len(a.runs.trials), "report.n_excluded": len(a.runs.excluded)}
@@ -39,9 +40,13 @@ def headline_metrics(a: Analysis) -> dict[str, float]:
     for r in a.continuous.itertuples():
         m[f"report.{r.measure}_diff.{r.strategy}_vs_{r.reference}.{r.arm}"] = r.diff
     for r in a.within.itertuples():
-        m[f"report.tree_mismatch.{r.strategy}.{r.arm}"] = r.tree_mismatch if r.tree_mismatch is not None else math.nan
+        m[f"report.tree_mismatch.{r.strategy}.{r.arm}"] = (
+            r.tree_mismatch if r.tree_mismatch is not None else math.nan
+        )
     for r in a.attribution.itertuples():
-        m[f"report.mismatch_vs_baseline.{r.strategy}.{r.arm}"] = r.mismatches / r.n_pairs if r.n_pairs else math.nan
+        m[f"report.mismatch_vs_baseline.{r.strategy}.{r.arm}"] = (
+            r.mismatches / r.n_pairs if r.n_pairs else math.nan
+        )
     m["report.interaction_perm_p"] = a.interaction_result.get("perm_p", math.nan)
     m["report.interaction_glm_p"] = a.interaction_result.get("glm_p", math.nan)
     clean = {}
@@ -57,12 +62,20 @@ def headline_tags(a: Analysis) -> dict[str, str]:
     from analysis.load import labels
 
     t = a.runs.trials
-    return {"report.basis": labels.basis(t)[:5000], "report.sample": labels.sample(t).label,
-            "report.code_versions": ", ".join(labels.code_versions(t).index)[:5000]}
+    return {
+        "report.basis": labels.basis(t)[:5000],
+        "report.sample": labels.sample(t).label,
+        "report.code_versions": ", ".join(labels.code_versions(t).index)[:5000],
+    }
 
 
-def log_to_parent(tracking_uri: str, run_id: str, metrics: dict[str, float], out_dir: Path,
-                  tags: dict[str, str] | None = None) -> None:
+def log_to_parent(
+    tracking_uri: str,
+    run_id: str,
+    metrics: dict[str, float],
+    out_dir: Path,
+    tags: dict[str, str] | None = None,
+) -> None:
     from mlflow import MlflowClient
     from mlflow.entities import Metric
 
@@ -70,7 +83,7 @@ def log_to_parent(tracking_uri: str, run_id: str, metrics: dict[str, float], out
     now = int(time.time() * 1000)
     items = [Metric(k, v, now, 0) for k, v in metrics.items()]
     for start in range(0, len(items), 1000):  # log_batch's per-call metric limit
-        client.log_batch(run_id, metrics=items[start:start + 1000])
+        client.log_batch(run_id, metrics=items[start : start + 1000])
     client.log_artifacts(run_id, str(out_dir), artifact_path="report")
     client.set_tag(run_id, "ctxbench.report", "report/index.html")
     for key, value in (tags or {}).items():
@@ -116,10 +129,18 @@ def write(a: Analysis, out_dir: Path, title: str, pages: Pages | None = None) ->
     return paths
 
 
-def generate(tracking_uri: str, experiment: str = "ctxbench", study: str | None = None,
-             out_dir: Path | str = REPO / "results" / "report", *, reference: str = "raw",
-             reference_arm: str = "baseline", log_mlflow: bool = True, runs: Runs | None = None,
-             divergence: str = "outcome") -> Report | None:
+def generate(
+    tracking_uri: str,
+    experiment: str = "ctxbench",
+    study: str | None = None,
+    out_dir: Path | str = REPO / "results" / "report",
+    *,
+    reference: str = "raw",
+    reference_arm: str = "baseline",
+    log_mlflow: bool = True,
+    runs: Runs | None = None,
+    divergence: str = "outcome",
+) -> Report | None:
     """Load, analyse, write the report; None when there are no FINISHED trials."""
     from analysis.diff.mismatch import mlflow_event_fetcher
     from analysis.report.analyse import analyse
@@ -130,7 +151,9 @@ def generate(tracking_uri: str, experiment: str = "ctxbench", study: str | None 
     if runs.empty:
         return None
     t = runs.trials
-    fetch = caching(mlflow_event_fetcher(runs.tracking_uri, dict(zip(t["run_id"], t["artifact_uri"], strict=True))))
+    fetch = caching(
+        mlflow_event_fetcher(runs.tracking_uri, dict(zip(t["run_id"], t["artifact_uri"], strict=True)))
+    )
     a = analyse(runs, reference=reference, reference_arm=reference_arm, divergence=divergence, fetch=fetch)
     out_dir = Path(out_dir)
     names = sorted(runs.trials["study"].unique())

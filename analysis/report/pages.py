@@ -27,8 +27,24 @@ ARTIFACT = "diff/vs_baseline.html"
 # A grid study can have hundreds of mismatches; pages past this many are not written
 # (the report says so) so that the report directory and its MLflow mirror stay small.
 MAX_PAGES = 200
-_META = ("study", "strategy", "arm", "task_family", "task_seed", "rep", "model", "status", "failure_reason",
-         "final_tree_sha", "success", "steps_passed", "run_id", "run_name", "study.sample", "study.sample_note")
+_META = (
+    "study",
+    "strategy",
+    "arm",
+    "task_family",
+    "task_seed",
+    "rep",
+    "model",
+    "status",
+    "failure_reason",
+    "final_tree_sha",
+    "success",
+    "steps_passed",
+    "run_id",
+    "run_name",
+    "study.sample",
+    "study.sample_note",
+)
 
 
 @dataclass
@@ -80,11 +96,16 @@ def write_pages(a: Analysis, out_dir: Path, fetch: EventFetcher, log_mlflow: boo
     pages = Pages()
     by_id = a.runs.trials.set_index("run_id", drop=False)
     across = a.across
-    todo = [("mismatch", r.run_id, r.run_id_ref) for r in across.loc[across["outcome_differs"]].itertuples()] \
-        if not across.empty else []
+    todo = (
+        [("mismatch", r.run_id, r.run_id_ref) for r in across.loc[across["outcome_differs"]].itertuples()]
+        if not across.empty
+        else []
+    )
     todo += [("rep", x, y) for x, y in rep_pairs(a.runs.trials)]
     if len(todo) > MAX_PAGES:
-        pages.notes.append(f"{len(todo) - MAX_PAGES} of {len(todo)} diff pages not written (limit {MAX_PAGES})")
+        pages.notes.append(
+            f"{len(todo) - MAX_PAGES} of {len(todo)} diff pages not written (limit {MAX_PAGES})"
+        )
         todo = todo[:MAX_PAGES]
     target = out_dir / "diff"
     for old in target.glob("*.html") if target.is_dir() else ():
@@ -95,8 +116,11 @@ def write_pages(a: Analysis, out_dir: Path, fetch: EventFetcher, log_mlflow: boo
         if ea is None or eb is None:
             pages.notes.append(f"no diff page for {run_a} vs {run_b}: an event log is missing")
             continue
-        d = compare(_trajectory(by_id.loc[run_a], ea), _trajectory(by_id.loc[run_b], eb),
-                    "baseline" if kind == "mismatch" else "rep")
+        d = compare(
+            _trajectory(by_id.loc[run_a], ea),
+            _trajectory(by_id.loc[run_b], eb),
+            "baseline" if kind == "mismatch" else "rep",
+        )
         name = f"{run_a}.html" if kind == "mismatch" else f"{run_a}_vs_{run_b}.html"
         path = write_page(d, target / name)
         rel = path.relative_to(out_dir).as_posix()

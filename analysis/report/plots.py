@@ -17,8 +17,13 @@ from analysis.diff.mismatch import TRIGGER_KINDS
 from analysis.load import ARM_ORDER, STRATEGY_ORDER
 
 _PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
-TRIGGER_COLORS = {"compaction": "#dd8452", "context_truncation": "#c44e52", "drift": "#4c72b0",
-                  "none": "#bbbbbb", "events missing": "#eeeeee"}
+TRIGGER_COLORS = {
+    "compaction": "#dd8452",
+    "context_truncation": "#c44e52",
+    "drift": "#4c72b0",
+    "none": "#bbbbbb",
+    "events missing": "#eeeeee",
+}
 
 
 def ordered(values, preferred) -> list[str]:
@@ -41,8 +46,9 @@ def save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def _side_by_side(table: pd.DataFrame) -> tuple[Figure, Axes, list[str], float,
-                                                list[tuple[str, str, pd.DataFrame, np.ndarray]]]:
+def _side_by_side(
+    table: pd.DataFrame,
+) -> tuple[Figure, Axes, list[str], float, list[tuple[str, str, pd.DataFrame, np.ndarray]]]:
     """A figure of one value per arm, strategies side by side within each arm: the figure, its
     axes, the arms, the width each strategy gets and, per strategy, (name, colour, its rows
     indexed by arm, their x positions)."""
@@ -51,8 +57,15 @@ def _side_by_side(table: pd.DataFrame) -> tuple[Figure, Axes, list[str], float,
     fig = _figure(max(8, 2.2 * len(arms) + 1.5), 4.6)
     ax = fig.subplots()
     width = 0.8 / max(1, len(strategies))
-    groups = [(s, col[s], table[table["strategy"] == s].set_index("arm").reindex(arms),
-               np.arange(len(arms)) - 0.4 + width * (j + 0.5)) for j, s in enumerate(strategies)]
+    groups = [
+        (
+            s,
+            col[s],
+            table[table["strategy"] == s].set_index("arm").reindex(arms),
+            np.arange(len(arms)) - 0.4 + width * (j + 0.5),
+        )
+        for j, s in enumerate(strategies)
+    ]
     return fig, ax, arms, width, groups
 
 
@@ -75,8 +88,13 @@ def success(table: pd.DataFrame, level: str = "strategy") -> Figure:
     return fig
 
 
-def _band_panels(curves: pd.DataFrame, metrics: list[tuple[str, str]], title: str,
-                 legend: str = "upper left", level: str = "strategy") -> Figure:
+def _band_panels(
+    curves: pd.DataFrame,
+    metrics: list[tuple[str, str]],
+    title: str,
+    legend: str = "upper left",
+    level: str = "strategy",
+) -> Figure:
     """Rows = metrics, columns = arms (shared y per row, so arms compare by eye);
     median per turn per strategy with an IQR band. n per strategy in each top panel."""
     arms = ordered(curves["arm"], ARM_ORDER)
@@ -104,24 +122,38 @@ def _band_panels(curves: pd.DataFrame, metrics: list[tuple[str, str]], title: st
             if j == 0:
                 ax.set_ylabel(label)
             ax.grid(alpha=0.3)
-    fig.suptitle(title + "\nline: median over trials, band: interquartile range (trials still running at that turn)")
+    fig.suptitle(
+        title + "\nline: median over trials, band: interquartile range (trials still running at that turn)"
+    )
     return fig
 
 
 def tokens(curves: pd.DataFrame, level: str = "strategy") -> Figure:
-    return _band_panels(curves, [("prompt_tokens", "prompt tokens per turn"),
-                                 ("cumulative_tokens", "cumulative tokens")],
-                        f"Token consumption per turn, by {level} and arm", level=level)
+    return _band_panels(
+        curves,
+        [("prompt_tokens", "prompt tokens per turn"), ("cumulative_tokens", "cumulative tokens")],
+        f"Token consumption per turn, by {level} and arm",
+        level=level,
+    )
 
 
 def latency(curves: pd.DataFrame, level: str = "strategy") -> Figure:
-    return _band_panels(curves, [("turn_latency_s", "latency per turn (s)")],
-                        f"Model-call latency per turn, by {level} and arm", level=level)
+    return _band_panels(
+        curves,
+        [("turn_latency_s", "latency per turn (s)")],
+        f"Model-call latency per turn, by {level} and arm",
+        level=level,
+    )
 
 
 def cache_hit(curves: pd.DataFrame, level: str = "strategy") -> Figure:
-    fig = _band_panels(curves, [("cache_hit_ratio", "cache-hit ratio (cached / prompt tokens)")],
-                       f"Prompt-cache hit ratio per turn, by {level} and arm", legend="lower right", level=level)
+    fig = _band_panels(
+        curves,
+        [("cache_hit_ratio", "cache-hit ratio (cached / prompt tokens)")],
+        f"Prompt-cache hit ratio per turn, by {level} and arm",
+        legend="lower right",
+        level=level,
+    )
     for ax in fig.axes:
         ax.set_ylim(-0.02, 1.02)
     return fig
@@ -139,8 +171,14 @@ def cache_vs_consistency(table: pd.DataFrame, level: str = "strategy") -> Figure
         kw = {"color": col[r["strategy"]], "marker": markers[r["arm"]], "s": 55}
         a1.scatter(r["cache_hit_ratio"], r["outcome_consistency"], **kw)
         if pd.notna(r["n_outcome_pairs"]) and not same_n:
-            a1.annotate(f"{int(r['n_outcome_pairs'])}", (r["cache_hit_ratio"], r["outcome_consistency"]),
-                        xytext=(4, 3), textcoords="offset points", fontsize=7, color="#555555")
+            a1.annotate(
+                f"{int(r['n_outcome_pairs'])}",
+                (r["cache_hit_ratio"], r["outcome_consistency"]),
+                xytext=(4, 3),
+                textcoords="offset points",
+                fontsize=7,
+                color="#555555",
+            )
         a2.scatter(r["cache_hit_ratio"], r.get("token_cv", np.nan), **kw)
     a1.set_ylim(-0.05, 1.05)
     a1.set_xlim(-0.02, 1.02)
@@ -149,11 +187,16 @@ def cache_vs_consistency(table: pd.DataFrame, level: str = "strategy") -> Figure
     a2.set_xlabel("mean cache-hit ratio (cached / prompt tokens)")
     a1.set_ylabel("outcome consistency\n(share of rep pairs, same task, same outcome)")
     a2.set_ylabel("token spread for the same task\n(coefficient of variation across reps)")
-    a1.set_title(f"Outcome consistency (n = {int(ns[0])} rep pairs per cell)" if same_n
-                 else "Outcome consistency (label: n rep pairs)")
+    a1.set_title(
+        f"Outcome consistency (n = {int(ns[0])} rep pairs per cell)"
+        if same_n
+        else "Outcome consistency (label: n rep pairs)"
+    )
     n_cv = table["n_tasks_cv"].dropna().unique() if "n_tasks_cv" in table else []
-    a2.set_title("Token variance for equivalent objectives"
-                 + (f" (n = {int(n_cv[0])} tasks per cell)" if len(n_cv) == 1 else ""))
+    a2.set_title(
+        "Token variance for equivalent objectives"
+        + (f" (n = {int(n_cv[0])} tasks per cell)" if len(n_cv) == 1 else "")
+    )
     for ax in (a1, a2):
         ax.grid(alpha=0.3)
     handles = [a1.scatter([], [], color=c, marker="o", label=s) for s, c in col.items()]
@@ -167,11 +210,18 @@ def cost_per_success(table: pd.DataFrame, level: str = "strategy") -> Figure:
     fig, ax, arms, width, groups = _side_by_side(table)
     for s, color, rows, x in groups:
         ax.bar(x, rows["cost_per_success"].fillna(0), width * 0.9, color=color, label=s)
-        for xi, (v, k, n) in zip(x, zip(rows["cost_per_success"], rows["successes"], rows["n"],
-                                        strict=True), strict=True):
+        for xi, (v, k, n) in zip(
+            x, zip(rows["cost_per_success"], rows["successes"], rows["n"], strict=True), strict=True
+        ):
             if pd.notna(n):
-                ax.annotate("no\nsuccess" if pd.isna(v) else f"{int(k)}/{int(n)}", (xi, 0 if pd.isna(v) else v),
-                            ha="center", va="bottom", fontsize=7, color="#333333")
+                ax.annotate(
+                    "no\nsuccess" if pd.isna(v) else f"{int(k)}/{int(n)}",
+                    (xi, 0 if pd.isna(v) else v),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    color="#333333",
+                )
     ax.set_xticks(np.arange(len(arms)), arms)
     ax.set_xlabel("arm")
     ax.set_ylabel("cost per successful trial (USD)")
@@ -220,6 +270,8 @@ def mismatch_attribution(summary: pd.DataFrame, level: str = "strategy") -> Figu
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside right upper", fontsize=8, title="nearest preceding event")
-    fig.suptitle("Mismatch vs baseline by what preceded the first divergent turn\n"
-                 "(label: mismatched / n pairs on the same task seed and rep)")
+    fig.suptitle(
+        "Mismatch vs baseline by what preceded the first divergent turn\n"
+        "(label: mismatched / n pairs on the same task seed and rep)"
+    )
     return fig

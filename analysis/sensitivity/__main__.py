@@ -19,8 +19,11 @@ from analysis.settings import defaults
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis.sensitivity", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis.sensitivity",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("study", help="the sensitivity study's name (study.name)")
     ap.add_argument("--tracking-uri", default=None)
     ap.add_argument("--experiment", default="ctxbench")
@@ -32,8 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = load_runs(uri, args.experiment, args.study, curves=False)
     text = section(runs.trials) if not runs.empty else ""
     if not text:
-        print(f"analysis.sensitivity: no trials with a sensitivity point in study {args.study!r} at {uri}",
-              file=sys.stderr)
+        print(
+            f"analysis.sensitivity: no trials with a sensitivity point in study {args.study!r} at {uri}",
+            file=sys.stderr,
+        )
         return 1
     emit(text, args.out)
     return 0

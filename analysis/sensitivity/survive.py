@@ -42,8 +42,16 @@ def comparisons(trials: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
                     p = mcnemar_exact(int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum()))
                 else:
                     p = wilcoxon_paired(x, y)[1]
-                found.append({"point": point, "measure": measure, "comparison": f"{a} vs {b}", "pairs": len(m),
-                              "diff": float((x - y).mean()) if len(m) else np.nan, "p": p})
+                found.append(
+                    {
+                        "point": point,
+                        "measure": measure,
+                        "comparison": f"{a} vs {b}",
+                        "pairs": len(m),
+                        "diff": float((x - y).mean()) if len(m) else np.nan,
+                        "p": p,
+                    }
+                )
             adj = holm([r["p"] for r in found])
             for r, q in zip(found, adj, strict=True):
                 rows.append({**r, "p_holm": q, "significant": bool(q < alpha)})
@@ -67,9 +75,14 @@ def verdict(rows: pd.DataFrame) -> str:
     ref = signs["base"] if "base" in signs.index and signs["base"] != 0 else nonzero.mode().iloc[0]
     reverses, vanishes = sorted(signs.index[signs == -ref]), sorted(signs.index[signs == 0])
     if reverses or vanishes:
-        return "no: " + "; ".join(part for part in (
-            "reverses at " + ", ".join(reverses) if reverses else "",
-            "vanishes at " + ", ".join(vanishes) if vanishes else "") if part)
+        return "no: " + "; ".join(
+            part
+            for part in (
+                "reverses at " + ", ".join(reverses) if reverses else "",
+                "vanishes at " + ", ".join(vanishes) if vanishes else "",
+            )
+            if part
+        )
     if rows["significant"].all():
         return "yes, significant at every point"
     return f"sign yes; significant at {int(rows['significant'].sum())} of {len(rows)} points"
@@ -102,13 +115,26 @@ def section(trials: pd.DataFrame) -> str:
     comp = comparisons(trials)
     found = list(comp["point"].unique())
     points = ["base", *sorted(p for p in found if p != "base")] if "base" in found else sorted(found)
-    varies = trials.groupby(POINT)["param.sensitivity.varies"].first() if "param.sensitivity.varies" in trials else {}
+    varies = (
+        trials.groupby(POINT)["param.sensitivity.varies"].first()
+        if "param.sensitivity.varies" in trials
+        else {}
+    )
     n = trials.groupby(POINT).size()
-    lines = ["## Which conclusions survive", "",
-             "Each strategy comparison at each point of the sensitivity sweep (conf/sensitivity/): the sign and "
-             "size of the paired difference (first strategy minus second), its Holm-adjusted p over the "
-             "comparisons of that point, `*` where p < 0.05. Points: "
-             + "; ".join(f"`{p}` ({varies.get(p, '?')}, {int(n.get(p, 0))} trials)" for p in points) + ".", "",
-             "### Success (exact McNemar over paired tasks)", "", table(comp, "success", points),
-             "### Prompt tokens (Wilcoxon signed-rank)", "", table(comp, "tokens", points)]
+    lines = [
+        "## Which conclusions survive",
+        "",
+        "Each strategy comparison at each point of the sensitivity sweep (conf/sensitivity/): the sign and "
+        "size of the paired difference (first strategy minus second), its Holm-adjusted p over the "
+        "comparisons of that point, `*` where p < 0.05. Points: "
+        + "; ".join(f"`{p}` ({varies.get(p, '?')}, {int(n.get(p, 0))} trials)" for p in points)
+        + ".",
+        "",
+        "### Success (exact McNemar over paired tasks)",
+        "",
+        table(comp, "success", points),
+        "### Prompt tokens (Wilcoxon signed-rank)",
+        "",
+        table(comp, "tokens", points),
+    ]
     return "\n".join(lines)

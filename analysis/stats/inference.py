@@ -77,14 +77,27 @@ def mcnemar_clustered(x: ArrayLike, y: ArrayLike, clusters: ArrayLike) -> dict:
     z = np.asarray(x, float) - np.asarray(y, float)
     codes, _ = _codes(np.asarray(clusters, dtype=object))
     d = np.rint(np.bincount(codes, weights=z, minlength=int(codes.max()) + 1 if codes.size else 0))
-    den = float((d ** 2).sum())
-    return {"stat": float(d.sum()) ** 2 / den if den else 0.0, "p": sign_flip_exact(d),
-            "b": int((z > 0).sum()), "c": int((z < 0).sum()), "pairs": int(z.size),
-            "clusters": int(d.size), "clusters_discordant": int((d != 0).sum())}
+    den = float((d**2).sum())
+    return {
+        "stat": float(d.sum()) ** 2 / den if den else 0.0,
+        "p": sign_flip_exact(d),
+        "b": int((z > 0).sum()),
+        "c": int((z < 0).sum()),
+        "pairs": int(z.size),
+        "clusters": int(d.size),
+        "clusters_discordant": int((d != 0).sum()),
+    }
 
 
-def paired_bootstrap_ci(x: ArrayLike, y: ArrayLike, *, clusters: ArrayLike | None = None,
-                        n_boot: int = 10_000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
+def paired_bootstrap_ci(
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    clusters: ArrayLike | None = None,
+    n_boot: int = 10_000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile bootstrap CI for mean(x - y) over pairs (scipy's bootstrap).
 
     With ``clusters`` (e.g. the task seed of each pair) whole clusters are resampled:
@@ -101,8 +114,15 @@ def paired_bootstrap_ci(x: ArrayLike, y: ArrayLike, *, clusters: ArrayLike | Non
     if clusters is None:
         if np.all(d == d[0]):  # scipy calls one value's distribution degenerate; every resample is it
             return float(d[0]), float(d[0])
-        res = st.bootstrap((d,), np.mean, n_resamples=n_boot, confidence_level=1 - alpha, method="percentile",
-                           rng=rng, vectorized=True)
+        res = st.bootstrap(
+            (d,),
+            np.mean,
+            n_resamples=n_boot,
+            confidence_level=1 - alpha,
+            method="percentile",
+            rng=rng,
+            vectorized=True,
+        )
         return float(res.confidence_interval.low), float(res.confidence_interval.high)
     codes, _ = _codes(np.asarray(clusters, dtype=object)[keep])
     sums = np.bincount(codes, weights=d)
@@ -157,8 +177,9 @@ def holm(pvalues: ArrayLike) -> np.ndarray:
     return out
 
 
-def interaction_glm(y: ArrayLike, a: ArrayLike, b: ArrayLike, groups: ArrayLike,
-                    a_ref: str, b_ref: str) -> dict:
+def interaction_glm(
+    y: ArrayLike, a: ArrayLike, b: ArrayLike, groups: ArrayLike, a_ref: str, b_ref: str
+) -> dict:
     """Joint Wald test of the a × b interaction in a logistic model, errors clustered by group.
 
     Returns stat, df, p, and ``note`` when the model cannot answer: a cell at 0% or
@@ -169,8 +190,14 @@ def interaction_glm(y: ArrayLike, a: ArrayLike, b: ArrayLike, groups: ArrayLike,
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
-    df = pd.DataFrame({"y": np.asarray(y, float), "a": np.asarray(a, str), "b": np.asarray(b, str),
-                       "g": _codes(np.asarray(groups, dtype=object))[0]})
+    df = pd.DataFrame(
+        {
+            "y": np.asarray(y, float),
+            "a": np.asarray(a, str),
+            "b": np.asarray(b, str),
+            "g": _codes(np.asarray(groups, dtype=object))[0],
+        }
+    )
     out: dict = {"stat": NAN, "df": 0, "p": NAN, "n": len(df), "clusters": int(df["g"].nunique()), "note": ""}
     rates = df.groupby(["a", "b"])["y"].mean()
     k = (df["a"].nunique() - 1) * (df["b"].nunique() - 1)
@@ -187,19 +214,24 @@ def interaction_glm(y: ArrayLike, a: ArrayLike, b: ArrayLike, groups: ArrayLike,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = smf.glm(formula, df, family=sm.families.Binomial()).fit(
-            cov_type="cluster", cov_kwds={"groups": df["g"].to_numpy()})
+            cov_type="cluster", cov_kwds={"groups": df["g"].to_numpy()}
+        )
     names = list(fit.params.index)
     inter = [i for i, name in enumerate(names) if ":" in name]
     R = np.zeros((len(inter), len(names)))
     R[np.arange(len(inter)), inter] = 1
     wald = fit.wald_test(R, scalar=True)
-    out.update(stat=float(wald.statistic), p=float(wald.pvalue),
-               coef={names[i]: float(fit.params.iloc[i]) for i in inter})
+    out.update(
+        stat=float(wald.statistic),
+        p=float(wald.pvalue),
+        coef={names[i]: float(fit.params.iloc[i]) for i in inter},
+    )
     return out
 
 
-def sign_flip_test(cluster_sums: ArrayLike, n_total: ArrayLike, *, exact_max: int = 14,
-                   n_perm: int = 20_000, seed: int = 0) -> float:
+def sign_flip_test(
+    cluster_sums: ArrayLike, n_total: ArrayLike, *, exact_max: int = 14, n_perm: int = 20_000, seed: int = 0
+) -> float:
     """Permutation p for H0: every contrast has mean zero, by flipping cluster signs.
 
     ``cluster_sums`` is (clusters × contrasts): the per-cluster sum of a paired contrast

@@ -45,14 +45,20 @@ from bench.sandbox.base import ExecResult, Sandbox
 
 FORMAT = 1
 _BENCH = Path(__file__).resolve().parents[1]
-_SOURCES = (*(_BENCH / "trial" / f"{m}.py" for m in ("certify", "launcher", "remote", "comparer", "harness_copy")),
-            *(_BENCH / "accel" / f"{m}.py" for m in ("checkcache", "pristine")),
-            *(_BENCH / "sandbox" / f"{m}.py"
-              for m in ("docker", "judge", "local", "engine", "base", "paths", "workcopy", "workfiles", "restore")))
+_SOURCES = (
+    *(_BENCH / "trial" / f"{m}.py" for m in ("certify", "launcher", "remote", "comparer", "harness_copy")),
+    *(_BENCH / "accel" / f"{m}.py" for m in ("checkcache", "pristine")),
+    *(
+        _BENCH / "sandbox" / f"{m}.py"
+        for m in ("docker", "judge", "local", "engine", "base", "paths", "workcopy", "workfiles", "restore")
+    ),
+)
 HARNESS_SHA = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
-Judged = list[list[tuple[bool, str, bool]]]  # bench/trial/certify.py's: per group, per part (passed, why not, forged)
+Judged = list[
+    list[tuple[bool, str, bool]]
+]  # bench/trial/certify.py's: per group, per part (passed, why not, forged)
 
 
 @dataclass(frozen=True)
@@ -80,9 +86,17 @@ class CheckCache:
     @staticmethod
     def key(identity: Mapping[str, Any], state: str, checks: Sequence[tuple[str, str]]) -> str:
         """`checks`: (label, command) of the step's check, then of each invariant probe."""
-        return hashlib.sha256(canonical_json({
-            "format": FORMAT, "harness": HARNESS_SHA, "sandbox": dict(identity), "state": state,
-            "checks": [list(c) for c in checks]}).encode()).hexdigest()
+        return hashlib.sha256(
+            canonical_json(
+                {
+                    "format": FORMAT,
+                    "harness": HARNESS_SHA,
+                    "sandbox": dict(identity),
+                    "state": state,
+                    "checks": [list(c) for c in checks],
+                }
+            ).encode()
+        ).hexdigest()
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -93,9 +107,13 @@ class CheckCache:
                 d = json.load(f)
             if d.get("format") != FORMAT or d.get("key") != key:
                 return None
-            entry = Entry(int(d["exit_code"]), str(d["output"]), float(d["duration_s"]),
-                          [[(bool(ok), str(why), bool(forged)) for ok, why, forged in group] for group in d["judged"]],
-                          dict(d["origin"]))
+            entry = Entry(
+                int(d["exit_code"]),
+                str(d["output"]),
+                float(d["duration_s"]),
+                [[(bool(ok), str(why), bool(forged)) for ok, why, forged in group] for group in d["judged"]],
+                dict(d["origin"]),
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return None  # absent, half a file from a crashed writer's disk, or not ours: run the check
         self.hits += 1
@@ -107,8 +125,15 @@ class CheckCache:
             raise ValueError(f"not a cache key: {key!r}")
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"format": FORMAT, "key": key, "exit_code": entry.exit_code, "output": entry.output,
-                  "duration_s": entry.duration_s, "judged": entry.judged, "origin": entry.origin}
+        record = {
+            "format": FORMAT,
+            "key": key,
+            "exit_code": entry.exit_code,
+            "output": entry.output,
+            "duration_s": entry.duration_s,
+            "judged": entry.judged,
+            "origin": entry.origin,
+        }
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -122,7 +147,9 @@ class CheckCache:
         self.stores += 1
         return True
 
-    def lookup(self, sandbox: Sandbox, state: str, checks: Sequence[tuple[str, str]]) -> tuple[str, Entry | None]:
+    def lookup(
+        self, sandbox: Sandbox, state: str, checks: Sequence[tuple[str, str]]
+    ) -> tuple[str, Entry | None]:
         """(key, entry) before a check in a pristine sandbox whose working copy is `state`."""
         key = self.key(sandbox.identity(), state, checks)
         return key, self.get(key)
@@ -132,5 +159,13 @@ class CheckCache:
         report was forged: a verdict an attack or the machine's load shaped is never reused."""
         if res.timed_out or res.ended or any(f for verdicts in judged for _, _, f in verdicts):
             return
-        self.put(key, Entry(res.exit_code, res.output, round(res.duration_s, 4), judged,
-                            {**self.origin, "step": step, "turn": turn}))
+        self.put(
+            key,
+            Entry(
+                res.exit_code,
+                res.output,
+                round(res.duration_s, 4),
+                judged,
+                {**self.origin, "step": step, "turn": turn},
+            ),
+        )

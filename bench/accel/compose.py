@@ -83,7 +83,8 @@ class SweepLoader:
             cfg.hydra.overrides.task = [o.input_line for o in app]
             sep = cfg.hydra.job.config.override_dirname
             cfg.hydra.job.override_dirname = get_overrides_dirname(
-                overrides=app, kv_sep=sep.kv_sep, item_sep=sep.item_sep, exclude_keys=sep.exclude_keys)
+                overrides=app, kv_sep=sep.kv_sep, item_sep=sep.item_sep, exclude_keys=sep.exclude_keys
+            )
         OmegaConf.copy_cache(from_config=master_config, to_config=cfg)
         return cfg
 
@@ -102,7 +103,9 @@ class SweepLoader:
             for override in distinct.values():
                 ConfigLoaderImpl._apply_overrides_to_config([override], cfg)
 
-    def _split(self, master_config: DictConfig, overrides: Sequence[str]) -> tuple[list[Any], tuple[Any, ...], list[Any]]:
+    def _split(
+        self, master_config: DictConfig, overrides: Sequence[str]
+    ) -> tuple[list[Any], tuple[Any, ...], list[Any]]:
         """(parsed overrides, the key of their composed base, the value overrides)."""
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -114,8 +117,11 @@ class SweepLoader:
         parsed = [_PARSED[s] for s in overrides]
         structural = tuple(o.input_line for o in parsed if o.is_hydra_override() or self._is_group(o))
         values = [o for o in parsed if not (o.is_hydra_override() or self._is_group(o))]
-        return parsed, (master_config.hydra.job.config_name, tuple(master_config.hydra.overrides.hydra),
-                        structural), values
+        return (
+            parsed,
+            (master_config.hydra.job.config_name, tuple(master_config.hydra.overrides.hydra), structural),
+            values,
+        )
 
     def _base(self, master_config: DictConfig, key: tuple[Any, ...]) -> DictConfig:
         shared = getattr(self, "shared", None)

@@ -33,7 +33,9 @@ class FastGit:
         self._listed: tuple[int, list[str]] = (-1, [])
         # (`_changes`, the working copy's tree sha then, gittree's staging it came from if it did)
         self._tree: tuple[int, str, tuple[gittree.Staged, str] | None] = (-1, "", None)
-        self._blobs: dict[str, tuple[tuple[int, ...], bytes]] = {}  # gittree._tree's: a file's stat and blob sha
+        self._blobs: dict[
+            str, tuple[tuple[int, ...], bytes]
+        ] = {}  # gittree._tree's: a file's stat and blob sha
 
     def git_root(self, sandbox_dir: Path) -> Path:
         return scratch.git_root(sandbox_dir)  # in memory where there is room

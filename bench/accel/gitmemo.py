@@ -59,7 +59,9 @@ def _revision(arg: str, head: str) -> tuple[str, ...] | None:
     return shas if all(_SHA.fullmatch(s) for s in shas) else None
 
 
-def _key(args: tuple[str, ...], head: str, worktree: str, clean: bool) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+def _key(
+    args: tuple[str, ...], head: str, worktree: str, clean: bool
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(the question, the objects it names) for a shape whose answer depends on commits alone."""
     if not args or not head:
         return None
@@ -67,23 +69,39 @@ def _key(args: tuple[str, ...], head: str, worktree: str, clean: bool) -> tuple[
     if sub == "log":
         if "-n" in rest[:-1] and rest[rest.index("-n") + 1].isdigit():  # git reads `-n 3` as `-n3`
             i = rest.index("-n")
-            rest[i:i + 2] = [f"-n{rest[i + 1]}"]
+            rest[i : i + 2] = [f"-n{rest[i + 1]}"]
         flags = [a for a in rest if a.startswith("-")]
         operands = [a for a in rest if not a.startswith("-")]
         shapes = [a for a in flags if a in _LOG_FLAGS]
         counts = [a for a in flags if _COUNT.fullmatch(a)]
-        if len(shapes) != 1 or len(counts) > 1 or len(flags) != len(shapes) + len(counts) or len(operands) > 1:
+        if (
+            len(shapes) != 1
+            or len(counts) > 1
+            or len(flags) != len(shapes) + len(counts)
+            or len(operands) > 1
+        ):
             return None
         named = _revision(operands[0], head) if operands else (head,)
         if named is None:
             return None
         return ("log", *shapes, *counts, "..".join(named)), named
-    if sub == "diff" and rest[:1] == ["--stat"] and len(rest) in (2, 3) and (len(rest) == 3 or clean or worktree):
+    if (
+        sub == "diff"
+        and rest[:1] == ["--stat"]
+        and len(rest) in (2, 3)
+        and (len(rest) == 3 or clean or worktree)
+    ):
         revisions = [_revision(a, head) for a in rest[1:]]
         if any(r is None or len(r) != 1 for r in revisions):
             return None
         named = tuple(r[0] for r in revisions if r)
-        to = () if len(rest) == 3 else ("clean at", head) if clean else ("working copy", worktree, "index", head)
+        to = (
+            ()
+            if len(rest) == 3
+            else ("clean at", head)
+            if clean
+            else ("working copy", worktree, "index", head)
+        )
         return ("diff", "--stat", *named, *to), named
     return None
 
@@ -111,7 +129,9 @@ def _unique_prefixes(git_dir: Path, answer: str) -> bool:
     return True
 
 
-def ask(git_dir: Path, args: tuple[str, ...], head: str, worktree: str, clean: bool, run: Callable[[], str]) -> str:
+def ask(
+    git_dir: Path, args: tuple[str, ...], head: str, worktree: str, clean: bool, run: Callable[[], str]
+) -> str:
     """git's answer to `args` in the repository at `git_dir`, whose HEAD is `head` and working
     copy's tree `worktree` ("" if unknown): a kept one where it cannot differ, else `run()`'s
     (kept when it may be)."""
@@ -125,12 +145,20 @@ def ask(git_dir: Path, args: tuple[str, ...], head: str, worktree: str, clean: b
         answer = _kept.get(question)
         if answer is not None:
             _kept.move_to_end(question)
-    if answer is not None and all(_has(git_dir, sha) for sha in named) and (
-            not abbreviating or _unique_prefixes(git_dir, answer)):
+    if (
+        answer is not None
+        and all(_has(git_dir, sha) for sha in named)
+        and (not abbreviating or _unique_prefixes(git_dir, answer))
+    ):
         return answer
     answer = run()
-    keepable = len(answer) <= MAX_ANSWER_BYTES and (not abbreviating or (
-        all(_PREFIXED_LINE.match(line) for line in answer.splitlines()) and _unique_prefixes(git_dir, answer)))
+    keepable = len(answer) <= MAX_ANSWER_BYTES and (
+        not abbreviating
+        or (
+            all(_PREFIXED_LINE.match(line) for line in answer.splitlines())
+            and _unique_prefixes(git_dir, answer)
+        )
+    )
     if keepable:
         with _lock:
             if question not in _kept:

@@ -46,16 +46,21 @@ def git_decides(name: str, st: os.stat_result, full: str) -> bool:
     """Whether this entry makes the rules git applies more than the harness's own: a
     `.gitattributes`, or a `.gitignore` that says more than SIMPLE_LINES. Past one, only git
     answers for the working copy (here, and libgit.py's commits)."""
-    return name == ".gitattributes" or (name == ".gitignore" and not (
-        stat.S_ISREG(st.st_mode) and st.st_size < 65536 and _simple_gitignore(full)))
+    return name == ".gitattributes" or (
+        name == ".gitignore"
+        and not (stat.S_ISREG(st.st_mode) and st.st_size < 65536 and _simple_gitignore(full))
+    )
 
 
 def rules_change(rel: str, st: os.stat_result, full: str) -> bool:
     """`git_decides` for an entry of a walk that skips nothing (WorkingCopy._settle): below a
     directory git ignores, nothing counts (pytest's `.pytest_cache/.gitignore` says `*`)."""
     parts = rel.split("/")
-    below_ignored = parts[0] == ".ctxbench" and len(parts) > 1 or any(
-        p in _IGNORED_DIRS or p.endswith(".pyc") for p in parts[:-1])
+    below_ignored = (
+        parts[0] == ".ctxbench"
+        and len(parts) > 1
+        or any(p in _IGNORED_DIRS or p.endswith(".pyc") for p in parts[:-1])
+    )
     return not below_ignored and git_decides(parts[-1], st, full)
 
 
@@ -88,8 +93,9 @@ def _staged(root: str) -> list[tuple[str, os.stat_result, bytes]] | None:
 Staged = dict[str, tuple[bytes, bytes]]  # path: (mode, blob sha) of what `git add -A` stages
 
 
-def staged(workdir: Path, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None
-           ) -> tuple[Staged, str] | None:
+def staged(
+    workdir: Path, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None
+) -> tuple[Staged, str] | None:
     """What `git add -A` leaves in the index of `workdir` (each file's or link's mode and blob
     sha) and the tree `git write-tree` then makes, from one walk; None where git must decide.
     What libgit.py stages, and checks its tree against; `blobs`: see `_tree`."""
@@ -98,8 +104,9 @@ def staged(workdir: Path, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None
     return None if sha is None else (found, (sha or _obj(b"tree", b"")).hex())
 
 
-def _tree(root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None,
-          found: Staged | None = None) -> bytes | None:
+def _tree(
+    root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = None, found: Staged | None = None
+) -> bytes | None:
     """The root tree's sha, b"" for an empty tree, None if git must decide. A tree's entries are
     hashed once all of its subtrees are. `blobs` (path: the file's stat and blob sha) spares
     reading a file whose inode, size, mtime and ctime are as when it was hashed: a write moves
@@ -144,7 +151,9 @@ def _tree(root: str, blobs: dict[str, tuple[tuple[int, ...], bytes]] | None = No
             shas[path] = b""
             continue
         own.sort(key=lambda x: x[0])
-        shas[path] = _obj(b"tree", b"".join(mode + b" " + key.rstrip(b"/") + b"\0" + sha for key, mode, sha in own))
+        shas[path] = _obj(
+            b"tree", b"".join(mode + b" " + key.rstrip(b"/") + b"\0" + sha for key, mode, sha in own)
+        )
         if path:
             parent, _, name = path.rpartition("/")
             entries[parent].append((os.fsencode(name) + b"/", b"40000", shas[path]))
@@ -170,7 +179,8 @@ def listing(workdir: Path, git_dir: Path) -> list[str] | None:
     names = set(cached)
     for path, st in walk(str(workdir), skip=_ignored):
         if path.rpartition("/")[2] == ".gitignore" and not (
-                stat.S_ISREG(st.st_mode) and st.st_size < 65536 and _simple_gitignore(os.path.join(workdir, path))):
+            stat.S_ISREG(st.st_mode) and st.st_size < 65536 and _simple_gitignore(os.path.join(workdir, path))
+        ):
             return None
         if not stat.S_ISDIR(st.st_mode):
             names.add(os.fsencode(path).decode("utf-8", errors="replace"))  # as git's bytes are decoded
@@ -190,14 +200,14 @@ def index_paths(index: Path) -> list[str] | None:
     (count,), pos, out = struct.unpack(">I", data[8:12]), 12, []
     try:
         for _ in range(count):
-            (flags,) = struct.unpack(">H", data[pos + 60:pos + 62])
+            (flags,) = struct.unpack(">H", data[pos + 60 : pos + 62])
             if flags & 0x7000:
                 return None
             end = data.index(b"\0", pos + 62)
-            out.append(data[pos + 62:end].decode("utf-8", errors="replace"))
+            out.append(data[pos + 62 : end].decode("utf-8", errors="replace"))
             pos += (end - pos + 8) // 8 * 8  # 62 bytes, the name, 1-8 NULs to a multiple of 8
         while pos + 8 <= len(data) - 20:
-            sig, (size,) = data[pos:pos + 4], struct.unpack(">I", data[pos + 4:pos + 8])
+            sig, (size,) = data[pos : pos + 4], struct.unpack(">I", data[pos + 4 : pos + 8])
             if sig in (b"link", b"sdir"):
                 return None
             pos += 8 + size

@@ -55,7 +55,9 @@ def writes_as_git(message: str, name: str, email: str) -> bool:
     that git's whitespace cleanup keeps as it is (git adds the newline), and a name and email
     that git keeps as they are."""
     one_line = bool(message) and message == message.strip() and not any(c in message for c in "\n\r\0")
-    return one_line and all(w and w == w.strip(_CRUD) and not any(c in w for c in "<>\n\0") for w in (name, email))
+    return one_line and all(
+        w and w == w.strip(_CRUD) and not any(c in w for c in "<>\n\0") for w in (name, email)
+    )
 
 
 class Repo:
@@ -70,8 +72,13 @@ class Repo:
         self._repo.workdir = str(workdir)
         self._held: gittree.Staged | None = {}  # what the index holds; None: unknown (host git wrote it)
 
-    def commit(self, message: str, author_name: str, author_email: str,
-               staged: tuple[gittree.Staged, str] | None = None) -> str | None:
+    def commit(
+        self,
+        message: str,
+        author_name: str,
+        author_email: str,
+        staged: tuple[gittree.Staged, str] | None = None,
+    ) -> str | None:
         """`git add -A && git commit -q --allow-empty -m message` with the fixed identities and
         date: the new HEAD's sha, or None where host git must commit. Only where `writes_as_git`
         and gittree.py knows what git stages (`staged`: its answer for the working copy as it
@@ -88,7 +95,9 @@ class Repo:
         index = self._repo.index
         try:
             index.read()  # host git may have written it since (a fallback commit, say)
-            held = self._held if self._held is not None else dict.fromkeys(_index_paths(self.git_dir / "index"))
+            held = (
+                self._held if self._held is not None else dict.fromkeys(_index_paths(self.git_dir / "index"))
+            )
             for path in sorted(held.keys() - files.keys()):  # `add -A` also stages deletions
                 index.remove(path)
             for path, entry in files.items():

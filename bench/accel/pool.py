@@ -37,9 +37,14 @@ def _slot(cfg: SandboxConfig, labels: Mapping[str, str] | None) -> tuple[Sandbox
     return cfg, (labels or {}).get("ctxbench.study", "")
 
 
-def acquire(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-            labels: Mapping[str, str] | None = None, make: Callable[..., Sandbox] = create,
-            mounts: Sequence[Mount] = ()) -> Sandbox:
+def acquire(
+    cfg: SandboxConfig,
+    files: Mapping[str, str],
+    trial_id: str,
+    labels: Mapping[str, str] | None = None,
+    make: Callable[..., Sandbox] = create,
+    mounts: Sequence[Mount] = (),
+) -> Sandbox:
     """The idle sandbox renewed for this trial, or a new one from `make` (bench.sandbox.create).
     A trial whose player mounts folders (an external agent's) always gets a new one, never kept."""
     if mounts:
@@ -57,8 +62,9 @@ def acquire(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
     return make(cfg, files, trial_id, labels=labels)
 
 
-def release(sandbox: Sandbox, cfg: SandboxConfig, labels: Mapping[str, str] | None = None,
-            interrupted: bool = False) -> None:
+def release(
+    sandbox: Sandbox, cfg: SandboxConfig, labels: Mapping[str, str] | None = None, interrupted: bool = False
+) -> None:
     """Keep a pristine sandbox for the next trial; close any other (raises what close raises)."""
     if cfg.reuse and not interrupted and sandbox.reusable:
         previous = _idle.pop(_slot(cfg, labels), None)
@@ -67,8 +73,7 @@ def release(sandbox: Sandbox, cfg: SandboxConfig, labels: Mapping[str, str] | No
         _idle[_slot(cfg, labels)] = sandbox
         return
     if cfg.reuse and not interrupted:
-        log.info("sandbox %s not kept for the next trial: %s", sandbox.trial_id,
-                 sandbox.not_reusable_because)
+        log.info("sandbox %s not kept for the next trial: %s", sandbox.trial_id, sandbox.not_reusable_because)
     sandbox.close(interrupted=interrupted)
 
 

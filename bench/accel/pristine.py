@@ -64,10 +64,18 @@ class Pristine:
         if was and not ended and tree_kept and (probe is None or probe == self.reference):
             self.ok = True
         else:
-            self.ok, self.lost = False, self.lost if not was else (
-                f"the check left processes: {', '.join(ended)[:300]}" if ended
-                else "the check changed the working copy" if not tree_kept
-                else f"the state outside the working copy changed: {_first_difference(self.reference, probe)}")
+            self.ok, self.lost = (
+                False,
+                self.lost
+                if not was
+                else (
+                    f"the check left processes: {', '.join(ended)[:300]}"
+                    if ended
+                    else "the check changed the working copy"
+                    if not tree_kept
+                    else f"the state outside the working copy changed: {_first_difference(self.reference, probe)}"
+                ),
+            )
         return self.ok
 
 
@@ -116,9 +124,13 @@ class Tracker:
         if self.pristine:
             return ""
         # Why it was lost comes before "closed": a sandbox that lost it is closed by then (pool.release).
-        return (self._pristine.lost if not self._pristine.ok
-                else "a check of an earlier trial ran its code here" if self._touched_by_another_trial
-                else "closed")
+        return (
+            self._pristine.lost
+            if not self._pristine.ok
+            else "a check of an earlier trial ran its code here"
+            if self._touched_by_another_trial
+            else "closed"
+        )
 
     @property
     def not_reusable_because(self) -> str:
@@ -126,8 +138,10 @@ class Tracker:
         if self.reusable:
             return ""
         if self._code_ran_in is not None and self._pristine.ok:  # before "closed": pool.release
-            return ("a check ran the agent's code here: what it left in the namespaces (the pid counter, "
-                    "network counters) no probe puts back")
+            return (
+                "a check ran the agent's code here: what it left in the namespaces (the pid counter, "
+                "network counters) no probe puts back"
+            )
         return self.not_pristine_because
 
     def state_sha(self) -> str:
@@ -165,7 +179,9 @@ class Tracker:
             self._pristine.reference = probe
         if not self.pristine or probe != self._pristine.reference:
             self._pristine.taint("its state outside the working copy changed since its last check")
-            raise RuntimeError(f"sandbox {self.sb.trial_id} is not as the harness left it ({self._pristine.lost})")
+            raise RuntimeError(
+                f"sandbox {self.sb.trial_id} is not as the harness left it ({self._pristine.lost})"
+            )
 
 
 class Digests:
@@ -187,15 +203,23 @@ class Digests:
         finally:
             os.close(fd)
 
-    def digest(self, path: str, full: str, st: os.stat_result, began: int, seen: dict[str, tuple[tuple[int, ...], str]]
-               ) -> str:
+    def digest(
+        self,
+        path: str,
+        full: str,
+        st: os.stat_result,
+        began: int,
+        seen: dict[str, tuple[tuple[int, ...], str]],
+    ) -> str:
         sig = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         known = self.known.get(path)
         if known is not None and known[0] == sig:
             digest = known[1]
         else:
             self.reads += 1
-            digest = hashlib.sha256(read_capped(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))).hexdigest()
+            digest = hashlib.sha256(
+                read_capped(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
+            ).hexdigest()
         if st.st_ctime_ns < began and st.st_mtime_ns < began:  # else racy: read again next time
             seen[path] = (sig, digest)
         return digest
@@ -227,7 +251,9 @@ def manifest(workdir: Path, digests: Digests | None = None) -> str:
             digest = memo.digest(path, full, st, began, seen)
             h.update(f"f {path}\0{mode:o} {digest} {meta}\0".encode("utf-8", "surrogateescape"))
         else:  # a FIFO, socket or device node: its kind and mode are what can matter
-            h.update(f"o {path}\0{stat.S_IFMT(st.st_mode):o} {mode:o} {meta}\0".encode("utf-8", "surrogateescape"))
+            h.update(
+                f"o {path}\0{stat.S_IFMT(st.st_mode):o} {mode:o} {meta}\0".encode("utf-8", "surrogateescape")
+            )
     if digests is not None:
         digests.known = seen  # only what is there now: a removed file's digest goes
     return h.hexdigest()
@@ -246,4 +272,3 @@ def _xattrs(path: str) -> str:
         except OSError as exc:  # unreadable: its name still counts
             out.append(f"{n}?{exc.errno}")
     return " ".join(out)
-

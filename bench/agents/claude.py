@@ -45,13 +45,17 @@ from bench.trial.player import Instruction, Seat, StepTurnsUsed, TurnEnd
 from ctxlog import events as ev
 
 BIN_DIR = "/opt/ctxbench-agent"  # the install's folder of the binary, read-only in the sandbox
-SOCKET_DIR = "/opt/ctxbench-proxy"  # the proxy socket's folder, read-only (a socket needs no write to connect)
+SOCKET_DIR = (
+    "/opt/ctxbench-proxy"  # the proxy socket's folder, read-only (a socket needs no write to connect)
+)
 SOCKET = "model.sock"
 WORK = "/work"  # the working copy in the sandbox, Claude Code's cwd
 DEFAULT_HOME = "/tmp/agent-home"
 SESSION_FILE = "agent_session.jsonl"  # beside the trial's events.jsonl
 SESSION_LIMIT = 64 << 20  # characters of the session file copied out (it is ~170 KB a session)
-SESSIONS = uuid.UUID("5b0c8c5e-2f55-4a8e-9d33-7e1c0e0a1c1d")  # namespace: the session id follows from the seed
+SESSIONS = uuid.UUID(
+    "5b0c8c5e-2f55-4a8e-9d33-7e1c0e0a1c1d"
+)  # namespace: the session id follows from the seed
 TRUNCATED = "[ctxbench: output truncated"  # bench/sandbox/base.py's OutputTail marker
 DETAIL_CHARS = 2000
 
@@ -85,8 +89,17 @@ def session_replies(text: str) -> int:
 class ClaudePlayer:
     fresh_session_per_step = False  # one session for the whole trial
 
-    def __init__(self, spec: AgentSpec, provider: Provider, *, seed: int, window: int, relative: bool,
-                 max_output: int, exec_timeout_s: float) -> None:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        provider: Provider,
+        *,
+        seed: int,
+        window: int,
+        relative: bool,
+        max_output: int,
+        exec_timeout_s: float,
+    ) -> None:
         self.spec, self.provider, self.seed = spec, provider, seed
         self.window, self.relative, self.max_output = window, relative, max_output
         self.turn_timeout_s = spec.limits.turn_timeout_s
@@ -107,9 +120,17 @@ class ClaudePlayer:
     # -- the Player protocol -------------------------------------------------------------------
     def start(self, seat: Seat) -> None:
         self.seat = seat
-        self.proxy = ModelProxy(self.provider, seat.log, seed=self.seed, window=self.window, relative=self.relative,
-                                max_output=self.max_output, socket_path=Path(self._sockets.name) / SOCKET, tcp=False,
-                                model_name=self.spec.model_id)
+        self.proxy = ModelProxy(
+            self.provider,
+            seat.log,
+            seed=self.seed,
+            window=self.window,
+            relative=self.relative,
+            max_output=self.max_output,
+            socket_path=Path(self._sockets.name) / SOCKET,
+            tcp=False,
+            model_name=self.spec.model_id,
+        )
         self.proxy.gate = self._gate
         self.env = {k: v.replace("{socket}", f"{SOCKET_DIR}/{SOCKET}") for k, v in self.spec.env.items()}
         self.env.setdefault("HOME", self.home)
@@ -123,22 +144,38 @@ class ClaudePlayer:
         command = f'mkdir -p "$HOME" && cd {WORK} && exec {shlex.join(argv)}'
         self.proxy.start()
         try:
-            res = self.seat.sandbox.exec(command, timeout=self.turn_timeout_s, reap=True, env=self.env,
-                                         output_limit_chars=self.output_limit)
+            res = self.seat.sandbox.exec(
+                command,
+                timeout=self.turn_timeout_s,
+                reap=True,
+                env=self.env,
+                output_limit_chars=self.output_limit,
+            )
         finally:
             self.proxy.stop()
         events = stream_events(res.output)
         result: dict[str, Any] = next((e for e in reversed(events) if e.get("type") == "result"), {})
         self._compactions(events)
         replies = self._copy_session()
-        detail = (f"{result.get('subtype', 'no result')}: {str(result.get('result', ''))[:DETAIL_CHARS // 2]}"
-                  f"\nsession file: {replies} model replies; ended: {', '.join(res.ended[:5]) or 'nothing'}")
+        detail = (
+            f"{result.get('subtype', 'no result')}: {str(result.get('result', ''))[: DETAIL_CHARS // 2]}"
+            f"\nsession file: {replies} model replies; ended: {', '.join(res.ended[:5]) or 'nothing'}"
+        )
         if not result:
-            detail += f"\n{res.output[-(DETAIL_CHARS // 2):]}"
-        self.seat.log.append(ev.AgentTurn(
-            turn=self.proxy.turn, agent=self.spec.name, step=instruction.step.id, attempt=int(instruction.retry),
-            instruction=text if first else text[-2000:], exit_code=None if res.timed_out else res.exit_code,
-            requests=self.proxy.requests - before, agent_count=result.get("num_turns"), detail=detail[:DETAIL_CHARS]))
+            detail += f"\n{res.output[-(DETAIL_CHARS // 2) :]}"
+        self.seat.log.append(
+            ev.AgentTurn(
+                turn=self.proxy.turn,
+                agent=self.spec.name,
+                step=instruction.step.id,
+                attempt=int(instruction.retry),
+                instruction=text if first else text[-2000:],
+                exit_code=None if res.timed_out else res.exit_code,
+                requests=self.proxy.requests - before,
+                agent_count=result.get("num_turns"),
+                detail=detail[:DETAIL_CHARS],
+            )
+        )
         return self._verdict(res.exit_code, res.timed_out, res.output, result)
 
     def reap(self) -> None:
@@ -160,7 +197,9 @@ class ClaudePlayer:
         """One word of the command: the executable is the mounted binary; a placeholder is a whole word."""
         if arg == "claude":
             return self.bin
-        return {"{instruction}": text, "{session}": self.session, "{model_id}": self.spec.model_id}.get(arg, arg)
+        return {"{instruction}": text, "{session}": self.session, "{model_id}": self.spec.model_id}.get(
+            arg, arg
+        )
 
     def _instruction(self, instruction: Instruction) -> str:
         return instruction_text(self.seat.task, instruction, self.started, self.last_index)
@@ -170,20 +209,36 @@ class ClaudePlayer:
         event: its tokens before and after, and the summary the proxy's compaction thread answered."""
         assert self.proxy is not None
         summaries = [c.content for c in self.seat.log.log().of(ev.ModelCall) if c.purpose == "compaction"]
-        boundaries = [e for e in events if e.get("type") == "system" and e.get("subtype") == "compact_boundary"]
+        boundaries = [
+            e for e in events if e.get("type") == "system" and e.get("subtype") == "compact_boundary"
+        ]
         for i, b in enumerate(boundaries):
             meta = b.get("compact_metadata") or {}
-            summary = str(summaries[len(summaries) - len(boundaries) + i]) if len(summaries) >= len(boundaries) else ""
-            self.seat.log.append(ev.Compaction(
-                turn=self.proxy.turn, tokens_before=int(meta.get("pre_tokens") or 0),
-                tokens_after=int(meta.get("post_tokens") or 0), summary=summary,
-                summary_sha=Message(role="user", content=summary).sha() if summary else "",
-                usage={"trigger": str(meta.get("trigger", ""))}))
+            summary = (
+                str(summaries[len(summaries) - len(boundaries) + i])
+                if len(summaries) >= len(boundaries)
+                else ""
+            )
+            self.seat.log.append(
+                ev.Compaction(
+                    turn=self.proxy.turn,
+                    tokens_before=int(meta.get("pre_tokens") or 0),
+                    tokens_after=int(meta.get("post_tokens") or 0),
+                    summary=summary,
+                    summary_sha=Message(role="user", content=summary).sha() if summary else "",
+                    usage={"trigger": str(meta.get("trigger", ""))},
+                )
+            )
 
     def _copy_session(self) -> int:
         """Copy Claude Code's session file out of the sandbox (beside the event log); its count of replies."""
-        res = self.seat.sandbox.exec(f'cat "$HOME"/.claude/projects/*/{self.session}.jsonl', timeout=60,
-                                     reap=True, env={"HOME": self.env["HOME"]}, output_limit_chars=SESSION_LIMIT)
+        res = self.seat.sandbox.exec(
+            f'cat "$HOME"/.claude/projects/*/{self.session}.jsonl',
+            timeout=60,
+            reap=True,
+            env={"HOME": self.env["HOME"]},
+            output_limit_chars=SESSION_LIMIT,
+        )
         path = getattr(self.seat.log, "path", None)
         if res.exit_code == 0 and isinstance(path, Path):
             path.with_name(SESSION_FILE).write_text(res.output, encoding="utf-8")
@@ -199,16 +254,23 @@ class ClaudePlayer:
         if isinstance(self.stopped, StepTurnsUsed):
             return TurnEnd("gave_up")
         if timed_out:
-            raise outcomes.failure("timeout", f"Claude Code did not end its turn within {self.turn_timeout_s:g}s")
+            raise outcomes.failure(
+                "timeout", f"Claude Code did not end its turn within {self.turn_timeout_s:g}s"
+            )
         if output.startswith(TRUNCATED):
-            raise outcomes.failure("model_error", f"Claude Code printed more than {self.output_limit} characters")
+            raise outcomes.failure(
+                "model_error", f"Claude Code printed more than {self.output_limit} characters"
+            )
         said = str(result.get("result") or "")
         if result and not result.get("is_error") and exit_code == 0:
             return TurnEnd("submitted", notes=said)
         if self.proxy.counts.get("refused") and "too long" in said.lower():
             raise outcomes.failure("context_overflow", f"Claude Code ended the step: {said[:300]}")
         if not result:
-            raise outcomes.failure("model_error", f"Claude Code exited {exit_code} without a result: "
-                                   f"{output.strip()[-300:] or 'no output'}")
-        raise outcomes.failure("model_error", f"Claude Code stopped ({result.get('subtype')}, exit {exit_code}): "
-                               f"{said[:300]}")
+            raise outcomes.failure(
+                "model_error",
+                f"Claude Code exited {exit_code} without a result: {output.strip()[-300:] or 'no output'}",
+            )
+        raise outcomes.failure(
+            "model_error", f"Claude Code stopped ({result.get('subtype')}, exit {exit_code}): {said[:300]}"
+        )

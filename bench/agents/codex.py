@@ -72,8 +72,18 @@ class CodexPlayer:
     fresh_session_per_step = False  # one session for the whole trial
     sets_knobs = True  # its compaction knobs under an arm (`arms.<arm>.knobs`): `codex exec -c knob=N`
 
-    def __init__(self, spec: AgentSpec, provider: Provider, *, seed: int, window: int, relative: bool,
-                 max_output: int, exec_timeout_s: float, arm: str = "") -> None:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        provider: Provider,
+        *,
+        seed: int,
+        window: int,
+        relative: bool,
+        max_output: int,
+        exec_timeout_s: float,
+        arm: str = "",
+    ) -> None:
         assert spec.install is not None, "agent=own has no player"
         self.spec, self.provider, self.seed, self.arm = spec, provider, seed, arm
         self.window, self.relative, self.max_output = window, relative, max_output
@@ -90,15 +100,25 @@ class CodexPlayer:
         self.mounts = (Mount(spec.cache_dir(cache_root()), AGENT_DIR), Mount(here, PROXY_DIR))
         self.proxy: ModelProxy | None = None
         self.spent = ""  # why the proxy refused an acting request this turn (the step's turns are spent)
-        self.limit: outcomes.TrialFailed | None = None  # a trial limit reached this turn (turn_budget, timeout)
+        self.limit: outcomes.TrialFailed | None = (
+            None  # a trial limit reached this turn (turn_budget, timeout)
+        )
         self.started = False
         self.last_index = -1
 
     # -- the Player protocol -------------------------------------------------------------------
     def start(self, seat: Seat) -> None:
         self.seat = seat
-        self.proxy = ModelProxy(self.provider, seat.log, seed=self.seed, window=self.window, relative=self.relative,
-                                max_output=self.max_output, tcp=False, socket_path=Path(self.folder.name) / SOCKET)
+        self.proxy = ModelProxy(
+            self.provider,
+            seat.log,
+            seed=self.seed,
+            window=self.window,
+            relative=self.relative,
+            max_output=self.max_output,
+            tcp=False,
+            socket_path=Path(self.folder.name) / SOCKET,
+        )
         self.proxy.gate = self._gate
 
     def play(self, instruction: Instruction) -> TurnEnd:
@@ -112,8 +132,13 @@ class CodexPlayer:
         knobs, counted = self._knobs(), proxy.overhead or 0  # the overhead the knobs were counted above
         proxy.start()
         try:
-            res = self.seat.sandbox.exec(self._script(first, knobs), timeout=self.turn_timeout_s, reap=True,
-                                         env=self._env(text), output_limit_chars=KEEP_CHARS + 4000)
+            res = self.seat.sandbox.exec(
+                self._script(first, knobs),
+                timeout=self.turn_timeout_s,
+                reap=True,
+                env=self._env(text),
+                output_limit_chars=KEEP_CHARS + 4000,
+            )
         finally:
             proxy.stop()
         last = max(self.seat.referee.turns - 1, 0)  # the turn's last acting model call
@@ -121,15 +146,27 @@ class CodexPlayer:
         if restored:
             self.seat.log.append(ev.PolicyViolation(turn=last, tool="codex", detail=", ".join(restored)))
         if res.ended:
-            self.seat.log.append(ev.ProcessKilled(turn=last, when="after the agent's turn",
-                                                  processes=list(res.ended)))
+            self.seat.log.append(
+                ev.ProcessKilled(turn=last, when="after the agent's turn", processes=list(res.ended))
+            )
         end = _read(res)
         self._compactions(since, end["compacted"])
-        said = f"knobs: {' '.join(f'{k}={v}' for k, v in knobs.items())} (overhead {counted})\n" if knobs else ""
-        self.seat.log.append(ev.AgentTurn(
-            turn=last, agent=self.spec.name, step=instruction.step.id, attempt=int(instruction.retry),
-            instruction=text if first else text[-2000:], exit_code=end["exit"], requests=proxy.requests - before,
-            agent_count=end["rollout"], detail=(said + end["detail"])[:DETAIL_CHARS]))
+        said = (
+            f"knobs: {' '.join(f'{k}={v}' for k, v in knobs.items())} (overhead {counted})\n" if knobs else ""
+        )
+        self.seat.log.append(
+            ev.AgentTurn(
+                turn=last,
+                agent=self.spec.name,
+                step=instruction.step.id,
+                attempt=int(instruction.retry),
+                instruction=text if first else text[-2000:],
+                exit_code=end["exit"],
+                requests=proxy.requests - before,
+                agent_count=end["rollout"],
+                detail=(said + end["detail"])[:DETAIL_CHARS],
+            )
+        )
         return self._verdict(res, end, proxy.counts.get("refused", 0) > refused_before)
 
     def reap(self) -> None:
@@ -168,11 +205,17 @@ class CodexPlayer:
         for i, c in enumerate(calls):
             if c.purpose != "compaction":
                 continue
-            after = next((n.tokens_harness for n in calls[i + 1:] if n.purpose in ("turn", "subagent")), 0)
-            self.seat.log.append(ev.Compaction(
-                turn=c.turn, tokens_before=c.tokens_harness, tokens_after=after, summary=c.content,
-                summary_sha=Message(role="user", content=c.content).sha() if c.content else "",
-                usage={"trigger": "auto", "agent_count": compacted}))
+            after = next((n.tokens_harness for n in calls[i + 1 :] if n.purpose in ("turn", "subagent")), 0)
+            self.seat.log.append(
+                ev.Compaction(
+                    turn=c.turn,
+                    tokens_before=c.tokens_harness,
+                    tokens_after=after,
+                    summary=c.content,
+                    summary_sha=Message(role="user", content=c.content).sha() if c.content else "",
+                    usage={"trigger": "auto", "agent_count": compacted},
+                )
+            )
 
     def _instruction(self, instruction: Instruction) -> str:
         return instruction_text(self.seat.task, instruction, self.started, self.last_index)
@@ -180,7 +223,9 @@ class CodexPlayer:
     def _env(self, text: str) -> dict[str, str]:
         values = {"model_id": self.spec.model_id, "port": str(PORT)}
         env = {k: _fill(v, values) for k, v in self.spec.env.items()}
-        env["CTXBENCH_PROXY_KEY"] = "ctxbench-proxy"  # the proxy takes any key; a real one never enters the sandbox
+        env["CTXBENCH_PROXY_KEY"] = (
+            "ctxbench-proxy"  # the proxy takes any key; a real one never enters the sandbox
+        )
         env["CTXBENCH_INSTRUCTION"] = text
         for i, content in enumerate(self.spec.config_files.values()):
             env[f"CTXBENCH_FILE_{i}"] = _fill(content, values)
@@ -195,23 +240,31 @@ class CodexPlayer:
         argv[0] = f"{AGENT_DIR}/{self.spec.install.bin}"  # type: ignore[union-attr]
         at = argv.index("exec") + 1 if "exec" in argv else 1  # `exec`'s own option, before `resume`
         argv[at:at] = [a for k, v in knobs.items() for a in ("-c", f"{k}={v}")]
-        codex = " ".join('"$CTXBENCH_INSTRUCTION"' if a == "{instruction}" else shlex.quote(
-            _fill(a, {"model_id": self.spec.model_id})) for a in argv)
-        files = "".join(f'mkdir -p "$HOME"/{shlex.quote(str(Path(p).parent))} && '
-                        f'printf %s "$CTXBENCH_FILE_{i}" > "$HOME"/{shlex.quote(p)} && '
-                        for i, p in enumerate(self.spec.config_files))
+        codex = " ".join(
+            '"$CTXBENCH_INSTRUCTION"'
+            if a == "{instruction}"
+            else shlex.quote(_fill(a, {"model_id": self.spec.model_id}))
+            for a in argv
+        )
+        files = "".join(
+            f'mkdir -p "$HOME"/{shlex.quote(str(Path(p).parent))} && '
+            f'printf %s "$CTXBENCH_FILE_{i}" > "$HOME"/{shlex.quote(p)} && '
+            for i, p in enumerate(self.spec.config_files)
+        )
         out = '"$HOME/.ctxbench-turn.out"'
-        return (f"{files}fw=$(python3 -I -S {PROXY_DIR}/{FORWARDER.name} {PORT} {PROXY_DIR}/{SOCKET}) "
-                f"|| exit {FORWARDER_FAILED}\n"
-                f'{{ {codex} </dev/null; echo "ctxbench-exit $?"; }} 2>&1 | head -c {self.output_limit + 1} > {out}\n'
-                # the forwarder is ours: ended here, so the reap names only what the agent left running
-                'kill -9 "$fw"; i=0; while [ $i -lt 200 ] && kill -0 "$fw" 2>/dev/null; do i=$((i+1)); sleep 0.01; done\n'
-                f"tail -c {KEEP_CHARS} {out}\n"
-                f'printf "\\nctxbench-bytes %s\\n" "$(wc -c < {out})"\n'
-                f'printf "ctxbench-rollout %s\\n" "$(cat "$CODEX_HOME"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null '
-                f"| grep -c '\"type\":\"token_usage_record\"')\"\n"
-                f'printf "ctxbench-compacted %s\\n" "$(cat "$CODEX_HOME"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null '
-                f"| grep -c '\"type\":\"compacted\"')\"\n")
+        return (
+            f"{files}fw=$(python3 -I -S {PROXY_DIR}/{FORWARDER.name} {PORT} {PROXY_DIR}/{SOCKET}) "
+            f"|| exit {FORWARDER_FAILED}\n"
+            f'{{ {codex} </dev/null; echo "ctxbench-exit $?"; }} 2>&1 | head -c {self.output_limit + 1} > {out}\n'
+            # the forwarder is ours: ended here, so the reap names only what the agent left running
+            'kill -9 "$fw"; i=0; while [ $i -lt 200 ] && kill -0 "$fw" 2>/dev/null; do i=$((i+1)); sleep 0.01; done\n'
+            f"tail -c {KEEP_CHARS} {out}\n"
+            f'printf "\\nctxbench-bytes %s\\n" "$(wc -c < {out})"\n'
+            f'printf "ctxbench-rollout %s\\n" "$(cat "$CODEX_HOME"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null '
+            f'| grep -c \'"type":"token_usage_record"\')"\n'
+            f'printf "ctxbench-compacted %s\\n" "$(cat "$CODEX_HOME"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null '
+            f'| grep -c \'"type":"compacted"\')"\n'
+        )
 
     def _verdict(self, res: ExecResult, end: dict[str, Any], overflowed: bool) -> TurnEnd:
         assert self.proxy is not None
@@ -219,8 +272,10 @@ class CodexPlayer:
             reason, _, detail = self.proxy.infra_failure.partition(": ")
             raise outcomes.failure(reason, detail)
         if res.exit_code == FORWARDER_FAILED and end["bytes"] is None:
-            raise outcomes.failure("harness_error", f"the forwarder to the model proxy did not start: "
-                                   f"{res.output.strip()[-300:]}")
+            raise outcomes.failure(
+                "harness_error",
+                f"the forwarder to the model proxy did not start: {res.output.strip()[-300:]}",
+            )
         if self.limit is not None:
             raise self.limit
         if self.spent:
@@ -232,7 +287,9 @@ class CodexPlayer:
         if end["exit"] == 0 and end["completed"]:
             return TurnEnd("submitted", notes=end["message"])
         if overflowed:
-            raise outcomes.failure("context_overflow", f"Codex's turn failed on the window: {end['detail'][:300]}")
+            raise outcomes.failure(
+                "context_overflow", f"Codex's turn failed on the window: {end['detail'][:300]}"
+            )
         raise outcomes.failure("model_error", f"Codex stopped (exit {end['exit']}): {end['detail'][:300]}")
 
 
@@ -260,10 +317,20 @@ def _read(res: ExecResult) -> dict[str, Any]:
         elif kind in ("turn.failed", "error"):
             errors.append(str(error.get("message") if kind == "turn.failed" else event.get("message")))
     tail = [line for line in body.splitlines() if line.strip()][-3:]
-    detail = "; ".join(errors) or ("turn.completed" if completed else " | ".join(tail)) or \
-        f"no output (exit {res.exit_code}{', timed out' if res.timed_out else ''})"
-    return {"exit": found.get("exit"), "bytes": found.get("bytes"), "rollout": found.get("rollout"),
-            "completed": completed, "message": message, "detail": detail, "compacted": found.get("compacted")}
+    detail = (
+        "; ".join(errors)
+        or ("turn.completed" if completed else " | ".join(tail))
+        or f"no output (exit {res.exit_code}{', timed out' if res.timed_out else ''})"
+    )
+    return {
+        "exit": found.get("exit"),
+        "bytes": found.get("bytes"),
+        "rollout": found.get("rollout"),
+        "completed": completed,
+        "message": message,
+        "detail": detail,
+        "compacted": found.get("compacted"),
+    }
 
 
 def _object(value: Any) -> dict[str, Any]:

@@ -37,11 +37,13 @@ DNS_PORT = 53
 PHONE_HOME: Mapping[str, Mapping[str, object]] = {
     "mini_swe_agent": {"env.LITELLM_LOCAL_MODEL_COST_MAP": "True"},  # else litellm fetches a price map
     "claude_code": {"env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},  # telemetry, update checks, titles
-    "codex": {".codex/config.toml:analytics.enabled": False,
-              ".codex/config.toml:check_for_update_on_startup": False,
-              ".codex/config.toml:features.plugins": False,
-              ".codex/config.toml:features.remote_plugin": False,
-              ".codex/config.toml:features.apps": False},
+    "codex": {
+        ".codex/config.toml:analytics.enabled": False,
+        ".codex/config.toml:check_for_update_on_startup": False,
+        ".codex/config.toml:features.plugins": False,
+        ".codex/config.toml:features.remote_plugin": False,
+        ".codex/config.toml:features.apps": False,
+    },
 }
 
 _CALL = re.compile(r"^(?:\[pid\s+)?(?P<pid>\d+)?\]?\s*(?P<call>connect|sendto|sendmsg)\((?P<args>.*)$")
@@ -108,8 +110,10 @@ def leaving(dests: Iterable[Destination]) -> list[Destination]:
 
 def summary(dests: Iterable[Destination]) -> list[str]:
     counts = Counter(dests)
-    return [f"{'LEAVES' if not d.local else 'local '} {n:5d}  {d}" for d, n in
-            sorted(counts.items(), key=lambda kv: (kv[0].local, str(kv[0])))]
+    return [
+        f"{'LEAVES' if not d.local else 'local '} {n:5d}  {d}"
+        for d, n in sorted(counts.items(), key=lambda kv: (kv[0].local, str(kv[0])))
+    ]
 
 
 def strace_argv(out: Path, argv: list[str]) -> list[str]:
@@ -131,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     for line in summary(dests):
         print(line)
     out = leaving(dests)
-    print(f"{len(dests)} destinations traced ({len(set(dests))} distinct), {len(out)} leave the machine; "
-          f"the trial exited {proc.returncode}")
+    print(
+        f"{len(dests)} destinations traced ({len(set(dests))} distinct), {len(out)} leave the machine; "
+        f"the trial exited {proc.returncode}"
+    )
     return 1 if out else 0
 
 

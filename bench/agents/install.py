@@ -37,19 +37,35 @@ def installed(spec: AgentSpec, root: Path | None = None) -> Path:
     here = spec.cache_dir(root)
     stamp = here / STAMP
     if not stamp.exists():
-        others = sorted(p.name for p in root.glob(f"{spec.name}-*") if (p / STAMP).exists()) if root.exists() else []
-        also = (f" (the cache has {', '.join(others)}, not {spec.version}: agent.version="
-                f"{others[-1].removeprefix(spec.name + '-')} uses it)") if others else ""
-        raise ConfigError(f"agent {spec.name} {spec.version} is not installed in {root}{also}; "
-                          f"run scripts/ensure_agents.sh {spec.name}")
+        others = (
+            sorted(p.name for p in root.glob(f"{spec.name}-*") if (p / STAMP).exists())
+            if root.exists()
+            else []
+        )
+        also = (
+            (
+                f" (the cache has {', '.join(others)}, not {spec.version}: agent.version="
+                f"{others[-1].removeprefix(spec.name + '-')} uses it)"
+            )
+            if others
+            else ""
+        )
+        raise ConfigError(
+            f"agent {spec.name} {spec.version} is not installed in {root}{also}; "
+            f"run scripts/ensure_agents.sh {spec.name}"
+        )
     exe = here / spec.install.bin
     if not exe.exists():
-        raise ConfigError(f"agent {spec.name}: {exe} is missing from its install; remove {here} and run "
-                          f"scripts/ensure_agents.sh {spec.name}")
+        raise ConfigError(
+            f"agent {spec.name}: {exe} is missing from its install; remove {here} and run "
+            f"scripts/ensure_agents.sh {spec.name}"
+        )
     found = installed_version(spec, here)
     if found != spec.version:  # the install was changed in place (a pip or npm upgrade inside it)
-        raise ConfigError(f"agent {spec.name}: {here} holds {spec.install.package} {found or '(none)'}, not "
-                          f"{spec.version}; remove {here} and run scripts/ensure_agents.sh {spec.name}")
+        raise ConfigError(
+            f"agent {spec.name}: {here} holds {spec.install.package} {found or '(none)'}, not "
+            f"{spec.version}; remove {here} and run scripts/ensure_agents.sh {spec.name}"
+        )
     return exe
 
 
@@ -60,11 +76,16 @@ def installed_version(spec: AgentSpec, here: Path) -> str:
     pkg = spec.install.package
     if spec.install.registry == "pypi":
         name = re.sub(r"[-_.]+", "_", pkg).lower()
-        found = sorted(p.name for p in here.glob("venv/lib/python*/site-packages/*.dist-info")
-                       if p.name.lower().startswith(name + "-"))
-        return found[0][len(name) + 1:-len(".dist-info")] if len(found) == 1 else ""
+        found = sorted(
+            p.name
+            for p in here.glob("venv/lib/python*/site-packages/*.dist-info")
+            if p.name.lower().startswith(name + "-")
+        )
+        return found[0][len(name) + 1 : -len(".dist-info")] if len(found) == 1 else ""
     try:
-        return str(json.loads((here / "node_modules" / pkg / "package.json").read_text()).get("version") or "")
+        return str(
+            json.loads((here / "node_modules" / pkg / "package.json").read_text()).get("version") or ""
+        )
     except (OSError, ValueError):
         return ""
 
@@ -81,11 +102,30 @@ def install(spec: AgentSpec, root: Path | None = None) -> Path:
     pkg = spec.install
     if pkg.registry == "pypi":
         subprocess.run([pkg.python or sys.executable, "-m", "venv", str(here / "venv")], check=True)
-        subprocess.run([str(here / "venv" / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check",
-                        f"{pkg.package}=={spec.version}"], check=True)
+        subprocess.run(
+            [
+                str(here / "venv" / "bin" / "pip"),
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                f"{pkg.package}=={spec.version}",
+            ],
+            check=True,
+        )
     else:
-        subprocess.run(["npm", "install", "--prefix", str(here), "--no-audit", "--no-fund", "--loglevel=error",
-                        f"{pkg.package}@{spec.version}"], check=True)
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(here),
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                f"{pkg.package}@{spec.version}",
+            ],
+            check=True,
+        )
     (here / STAMP).write_text(f"{pkg.registry} {pkg.package} {spec.version}\n")
     return here
 
@@ -98,8 +138,9 @@ def spec_named(name: str) -> AgentSpec:
     try:
         cfg = compose([f"agent={name}"]).agent
     except Exception as exc:  # Hydra's "could not find agent/x"
-        raise ConfigError(f"agent={name!r} is not an agent of conf/agent/; choose one of {', '.join(names())}") \
-            from exc
+        raise ConfigError(
+            f"agent={name!r} is not an agent of conf/agent/; choose one of {', '.join(names())}"
+        ) from exc
     return AgentSpec.from_dict(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
 
 

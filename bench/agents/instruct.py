@@ -9,8 +9,9 @@ from bench.trial.player import Instruction
 from tasks.spec import TaskSpec
 
 
-def instruction_text(task: TaskSpec, instruction: Instruction, started: bool, last_index: int,
-                     opening: str = "") -> str:
+def instruction_text(
+    task: TaskSpec, instruction: Instruction, started: bool, last_index: int, opening: str = ""
+) -> str:
     """`opening` goes before the first message (mini puts the task after its own prompt's words)."""
     if not started:
         return f"{opening}{task_block(task)}\n\n{policy_block(task)}\n\n{instruction.text}"

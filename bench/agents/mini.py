@@ -67,8 +67,8 @@ def _turn_detail(end: dict[str, Any]) -> str:
     trace = str(end.get("trace") or "")
     if not trace:
         return head[:DETAIL_CHARS]
-    head = head[:DETAIL_CHARS // 4]
-    return f"{head}\n{trace[-(DETAIL_CHARS - len(head) - 1):]}"
+    head = head[: DETAIL_CHARS // 4]
+    return f"{head}\n{trace[-(DETAIL_CHARS - len(head) - 1) :]}"
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:
@@ -99,11 +99,23 @@ class AgentGone(Exception):
 
 
 class MiniPlayer:
-    applies_strategy = True  # mini's list is ours to build: `agent.context=strategy` (bench/agents/mini_context.py)
+    applies_strategy = (
+        True  # mini's list is ours to build: `agent.context=strategy` (bench/agents/mini_context.py)
+    )
 
-    def __init__(self, spec: AgentSpec, provider: Provider, *, seed: int, window: int, relative: bool,
-                 max_output: int, exec_timeout_s: float, strategy: Strategy | None = None,
-                 keep_process: bool = True) -> None:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        provider: Provider,
+        *,
+        seed: int,
+        window: int,
+        relative: bool,
+        max_output: int,
+        exec_timeout_s: float,
+        strategy: Strategy | None = None,
+        keep_process: bool = True,
+    ) -> None:
         self.spec, self.provider, self.seed = spec, provider, seed
         # one process for the trial, given one instruction after another over its pipe (else one per
         # turn, resuming the session file: ~5 s of CPU importing litellm each time)
@@ -116,7 +128,12 @@ class MiniPlayer:
         self.context: MiniContext | None = None
         self.step_text: str | None = None  # a new step's instruction, until it is found in mini's list
         self.claim: dict[str, Any] = {}  # the last submission's hand-off, for the strategy's durable state
-        self.window, self.relative, self.max_output, self.exec_timeout_s = window, relative, max_output, exec_timeout_s
+        self.window, self.relative, self.max_output, self.exec_timeout_s = (
+            window,
+            relative,
+            max_output,
+            exec_timeout_s,
+        )
         self.turn_timeout_s = spec.limits.turn_timeout_s
         self.output_limit = spec.limits.output_limit_bytes
         self.proc: subprocess.Popen[bytes] | None = None
@@ -130,16 +147,30 @@ class MiniPlayer:
         self.seat = seat
         self.python = installed(self.spec)  # a ConfigError naming how to install it, before anything runs
         self.tools = Tools(seat.sandbox, seat.copy, exec_timeout_s=self.exec_timeout_s)
-        self.proxy = ModelProxy(self.provider, seat.log, seed=self.seed, window=self.window, relative=self.relative,
-                                max_output=self.max_output, rewrite=self.spec.proxy_rewrite)
+        self.proxy = ModelProxy(
+            self.provider,
+            seat.log,
+            seed=self.seed,
+            window=self.window,
+            relative=self.relative,
+            max_output=self.max_output,
+            rewrite=self.spec.proxy_rewrite,
+        )
         if self.strategy is not None:
             self.context = MiniContext(self.strategy, seat.task, self.window, self.max_output)
         self.home = tempfile.TemporaryDirectory(prefix="ctxbench-mini-")
         self.state = Path(self.home.name) / "session.json"
         self.env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
         self.env.update(self.spec.env)
-        self.env.update({"HOME": self.home.name, "MSWEA_GLOBAL_CONFIG_DIR": self.home.name,
-                         "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1"})
+        self.env.update(
+            {
+                "HOME": self.home.name,
+                "MSWEA_GLOBAL_CONFIG_DIR": self.home.name,
+                "NO_PROXY": "127.0.0.1,localhost",
+                "no_proxy": "127.0.0.1,localhost",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
 
     def play(self, instruction: Instruction) -> TurnEnd:
         assert self.proxy is not None
@@ -155,7 +186,9 @@ class MiniPlayer:
         try:
             if self.proc is not None and self.proc.poll() is not None:
                 self.close()
-            if self.proc is None:  # the first turn, or the last one's process ended: a new one resumes the session
+            if (
+                self.proc is None
+            ):  # the first turn, or the last one's process ended: a new one resumes the session
                 self._spawn()
             assert self.proc is not None
             self.printed = os.fstat(self.stderr.fileno()).st_size  # what it may print is counted per turn
@@ -192,11 +225,19 @@ class MiniPlayer:
             exit_code = None
         finally:
             self.reap()
-        self.seat.log.append(ev.AgentTurn(
-            turn=self.turn, agent=self.spec.name, step=instruction.step.id, attempt=int(instruction.retry),
-            instruction=text if first else text[-2000:], exit_code=exit_code,
-            requests=self.proxy.requests - before, agent_count=end.get("n_calls"),
-            detail=_turn_detail(end)))
+        self.seat.log.append(
+            ev.AgentTurn(
+                turn=self.turn,
+                agent=self.spec.name,
+                step=instruction.step.id,
+                attempt=int(instruction.retry),
+                instruction=text if first else text[-2000:],
+                exit_code=exit_code,
+                requests=self.proxy.requests - before,
+                agent_count=end.get("n_calls"),
+                detail=_turn_detail(end),
+            )
+        )
         return self._verdict(end, pending)
 
     def reap(self) -> None:
@@ -227,13 +268,28 @@ class MiniPlayer:
 
     def _spawn(self) -> None:
         self.stderr = open(Path(self.home.name) / "driver.stderr", "w+b")  # noqa: SIM115 - closed by close()
-        self.proc = subprocess.Popen([str(self.python), str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, env=self.env, cwd=self.home.name, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [str(self.python), str(DRIVER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=self.env,
+            cwd=self.home.name,
+            start_new_session=True,
+        )
         # the Player protocol has no end of trial: an idle process ends with its player (or ctxbench)
         weakref.finalize(self, _end, self.proc)
-        self._send({"config": {"api_base": self.proxy.url + "/v1" if self.proxy else "", "model_name": self.spec.model_id,
-                               "state": str(self.state), "view": self.context is not None,
-                               "stay": self.keep_process}})
+        self._send(
+            {
+                "config": {
+                    "api_base": self.proxy.url + "/v1" if self.proxy else "",
+                    "model_name": self.spec.model_id,
+                    "state": str(self.state),
+                    "view": self.context is not None,
+                    "stay": self.keep_process,
+                }
+            }
+        )
 
     # -- one turn ------------------------------------------------------------------------------
     def _instruction(self, instruction: Instruction) -> str:
@@ -246,14 +302,20 @@ class MiniPlayer:
         log.append(ev.ToolCall(turn=turn, call_id=call_id, name="bash", args={"command": command}))
         res = self.tools.run(command)
         record_tool(log, turn, "bash", res)
-        log.append(ev.ToolResult(turn=turn, call_id=call_id, name="bash", ok=res.ok,
-                                 output=res.text[-TOOL_OUTPUT_TAIL_CHARS:]))
+        log.append(
+            ev.ToolResult(
+                turn=turn, call_id=call_id, name="bash", ok=res.ok, output=res.text[-TOOL_OUTPUT_TAIL_CHARS:]
+            )
+        )
         # mini shows the output without our `exit=` line (it renders the return code itself), and a
         # timeout and the harness's notes as its `exception_info`
         output = res.text.partition("\n")[2] if res.exit_code is not None else res.text
         notes = [line for line in output.split("\n")[:2] if line.startswith(("NOTE:", "POLICY:"))]
-        return {"output": output, "returncode": -1 if res.exit_code is None else res.exit_code,
-                "exception_info": ("the command timed out" if res.timed_out else "") + " ".join(notes)}
+        return {
+            "output": output,
+            "returncode": -1 if res.exit_code is None else res.exit_code,
+            "exception_info": ("the command timed out" if res.timed_out else "") + " ".join(notes),
+        }
 
     def _verdict(self, end: dict[str, Any], pending: outcomes.TrialFailed | None) -> TurnEnd:
         assert self.proxy is not None
@@ -271,8 +333,11 @@ class MiniPlayer:
             except ValueError:
                 claim = {}
             notes = str(claim.get("notes") or "") if isinstance(claim, dict) else ""
-            self.claim = claim if isinstance(claim, dict) and claim.get("notes") else {
-                "notes": notes or str(end.get("submission") or "")}
+            self.claim = (
+                claim
+                if isinstance(claim, dict) and claim.get("notes")
+                else {"notes": notes or str(end.get("submission") or "")}
+            )
             return TurnEnd("submitted", notes=notes or str(end.get("submission") or ""))
         if status in GAVE_UP_STATUSES:
             return TurnEnd("gave_up")
@@ -302,15 +367,27 @@ class MiniPlayer:
         assert ctx is not None
         step = self.seat.task.steps[index]
         log = self.seat.log.log()
-        if not any(c.step == step.id and (c.passed if c.passed is not None else c.exit_code == 0)
-                   for c in log.of(ev.Check)):
+        if not any(
+            c.step == step.id and (c.passed if c.passed is not None else c.exit_code == 0)
+            for c in log.of(ev.Check)
+        ):
             return  # given up, not certified
         commit = next((c for c in reversed(log.of(ev.Commit)) if c.step == step.id), None)
-        diffstat = self.seat.sandbox.git("diff", "--stat", f"{commit.commit}~1", commit.commit).strip() \
-            if commit is not None and commit.commit else ""
+        diffstat = (
+            self.seat.sandbox.git("diff", "--stat", f"{commit.commit}~1", commit.commit).strip()
+            if commit is not None and commit.commit
+            else ""
+        )
         notes, submitted = submission(self.claim)
-        ctx.certified.append(Certified(step_id=step.id, check=step.check, tree_sha=commit.tree if commit else "",
-                                       notes=notes[:steps.NOTES_CAP_CHARS], diffstat=diffstat))
+        ctx.certified.append(
+            Certified(
+                step_id=step.id,
+                check=step.check,
+                tree_sha=commit.tree if commit else "",
+                notes=notes[: steps.NOTES_CAP_CHARS],
+                diffstat=diffstat,
+            )
+        )
         ctx.learned = steps.learn(step, submitted, ctx.learned, ctx.strategy.invariants_from)
         self.claim = {}
 
@@ -321,8 +398,14 @@ class MiniPlayer:
         assert ctx is not None and self.proxy is not None
         wire, tools = list(ask.get("messages") or []), list(ask.get("tools") or [])
         if self.step_text is not None:  # the step's notice: the last user message saying it
-            at = next((i for i in reversed(range(PREFIX, len(wire)))
-                       if wire[i].get("role") == "user" and wire[i].get("content") == self.step_text), None)
+            at = next(
+                (
+                    i
+                    for i in reversed(range(PREFIX, len(wire)))
+                    if wire[i].get("role") == "user" and wire[i].get("content") == self.step_text
+                ),
+                None,
+            )
             if at is not None:
                 ctx.step_start, self.step_text = at - PREFIX, None
         ctx.window = self.proxy.effective_window()
@@ -332,19 +415,38 @@ class MiniPlayer:
             request = ctx.strategy.summary_request(state)
             reply = self.provider.complete(request, (), max_tokens=self.max_output, seed=self.seed)
             with self.proxy.recorder.lock:  # as the own loop logs its summariser's call
-                self.proxy.recorder.call(self.turn, "compaction", Request(request, (), self.max_output, False, ""),
-                                         self.max_output, built.tokens, reply, {})
+                self.proxy.recorder.call(
+                    self.turn,
+                    "compaction",
+                    Request(request, (), self.max_output, False, ""),
+                    self.max_output,
+                    built.tokens,
+                    reply,
+                    {},
+                )
             state = ctx.with_summary(state, reply.content)
             after = ctx.strategy.build(state)
-            self.seat.log.append(ev.Compaction(
-                turn=self.turn, tokens_before=built.tokens, tokens_after=after.tokens,
-                summary_sha=Message(role="user", content=reply.content).sha(), summary=reply.content,
-                upto=state.summary.upto if state.summary else 0, usage=reply.usage.__dict__))
+            self.seat.log.append(
+                ev.Compaction(
+                    turn=self.turn,
+                    tokens_before=built.tokens,
+                    tokens_after=after.tokens,
+                    summary_sha=Message(role="user", content=reply.content).sha(),
+                    summary=reply.content,
+                    upto=state.summary.upto if state.summary else 0,
+                    usage=reply.usage.__dict__,
+                )
+            )
             built = after
         if built.dropped:
-            self.seat.log.append(ev.ContextTruncation(turn=self.turn, dropped_messages=built.dropped,
-                                                      tokens_before=built.tokens_before_drop,
-                                                      tokens_after=built.tokens))
+            self.seat.log.append(
+                ev.ContextTruncation(
+                    turn=self.turn,
+                    dropped_messages=built.dropped,
+                    tokens_before=built.tokens_before_drop,
+                    tokens_after=built.tokens,
+                )
+            )
         return ctx.view(wire, built, state)
 
     # -- the driver's pipe ---------------------------------------------------------------------
@@ -364,24 +466,32 @@ class MiniPlayer:
             while not line.endswith(b"\n"):
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise AgentGone("hang", f"mini-swe-agent did not end its turn within {self.turn_timeout_s:g}s")
+                    raise AgentGone(
+                        "hang", f"mini-swe-agent did not end its turn within {self.turn_timeout_s:g}s"
+                    )
                 ready = sel.select(min(left, 0.5))
                 if self.proxy is not None and self.proxy.infra_failure:  # mini would retry a 500 for minutes
-                    raise AgentGone("model_failed", f"the model behind the proxy failed: {self.proxy.infra_failure}")
+                    raise AgentGone(
+                        "model_failed", f"the model behind the proxy failed: {self.proxy.infra_failure}"
+                    )
                 if os.fstat(self.stderr.fileno()).st_size - self.printed > self.output_limit:
                     raise AgentGone("flood", f"mini-swe-agent printed more than {self.output_limit} bytes")
                 if not ready:
                     continue
                 chunk = self.proc.stdout.readline(self.output_limit + 1)
                 if not chunk:
-                    raise AgentGone("exited", f"mini-swe-agent exited with {self.proc.wait()} ({self._tail()})")
+                    raise AgentGone(
+                        "exited", f"mini-swe-agent exited with {self.proc.wait()} ({self._tail()})"
+                    )
                 line += chunk
                 if len(line) > self.output_limit:
                     raise AgentGone("flood", f"mini-swe-agent printed more than {self.output_limit} bytes")
         try:
             msg = json.loads(line)
         except ValueError as exc:
-            raise AgentGone("garbled", f"mini-swe-agent sent a line that is not the protocol: {line[:200]!r}") from exc
+            raise AgentGone(
+                "garbled", f"mini-swe-agent sent a line that is not the protocol: {line[:200]!r}"
+            ) from exc
         return msg if isinstance(msg, dict) else {}
 
     def _tail(self) -> str:

@@ -65,24 +65,38 @@ class MiniContext:
     learned: tuple[Invariant, ...] = ()
     summary: Summary | None = None
 
-    def state(self, wire: Sequence[Mapping[str, Any]], turn: int, mini_tools: Sequence[Mapping[str, Any]]) -> State:
+    def state(
+        self, wire: Sequence[Mapping[str, Any]], turn: int, mini_tools: Sequence[Mapping[str, Any]]
+    ) -> State:
         msgs = to_messages(wire)
         assert self.head is not None, "the player hands over the step head before the first call"
         # The strategy counts ctxbench's prefix and its messages only (the loop takes its tools off
         # the window first); the model gets mini's prefix and mini's tool.
         extra = count_messages(msgs[:PREFIX]) - count_messages(stable_prefix(self.task))
         extra += tools_tokens(ow.tools_from_wire(mini_tools))[1]
-        return State(task=self.task, tools=TOOLS, transcript=msgs[PREFIX:], turn=turn, step_index=self.step_index,
-                     step_start=self.step_start, attempt=self.attempt, certified=tuple(self.certified),
-                     learned=self.learned, last_failure=self.last_failure, head=self.head, summary=self.summary,
-                     window=self.window - extra if self.window else 10**9, max_output=self.max_output)
+        return State(
+            task=self.task,
+            tools=TOOLS,
+            transcript=msgs[PREFIX:],
+            turn=turn,
+            step_index=self.step_index,
+            step_start=self.step_start,
+            attempt=self.attempt,
+            certified=tuple(self.certified),
+            learned=self.learned,
+            last_failure=self.last_failure,
+            head=self.head,
+            summary=self.summary,
+            window=self.window - extra if self.window else 10**9,
+            max_output=self.max_output,
+        )
 
     def view(self, wire: Sequence[Mapping[str, Any]], built: Built, state: State) -> list[Mapping[str, Any]]:
         """What mini sends: its own prefix, then the strategy's messages after ctxbench's prefix,
         each of mini's unchanged messages as mini wrote it (byte for byte), a new one (a
         placeholder, a brief, a summary) in the wire form of the proxy's codec."""
         own = {id(m): wire[PREFIX + i] for i, m in enumerate(state.transcript)}
-        body = built.messages[built.stable:]
+        body = built.messages[built.stable :]
         return [*wire[:PREFIX], *(own.get(id(m)) or ow.to_wire([m])[0] for m in body)]
 
     def with_summary(self, state: State, text: str) -> State:

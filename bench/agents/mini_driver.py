@@ -43,7 +43,9 @@ from pathlib import Path
 from typing import Any
 
 _OUT = os.fdopen(os.dup(1), "w", buffering=1)
-os.dup2(2, 1)  # whatever mini or litellm prints (mini's banner on import) must not reach the protocol's stream
+os.dup2(
+    2, 1
+)  # whatever mini or litellm prints (mini's banner on import) must not reach the protocol's stream
 sys.stdout = sys.stderr
 
 import litellm.exceptions  # noqa: E402 - after the redirection above
@@ -60,8 +62,10 @@ HARNESS_ERROR = "harness_error"
 # from openai's (ContextWindowExceededError from openai.BadRequestError); the rest of
 # litellm.exceptions (BudgetExceededError, ModelNotMappedError, ...) are its own checks.
 AGENT_ABORTS: tuple[type[BaseException], ...] = (
-    openai.OpenAIError, InterruptAgentFlow,
-    *(v for v in vars(litellm.exceptions).values() if isinstance(v, type) and issubclass(v, Exception)))
+    openai.OpenAIError,
+    InterruptAgentFlow,
+    *(v for v in vars(litellm.exceptions).values() if isinstance(v, type) and issubclass(v, Exception)),
+)
 TRACE_CHARS = 4000
 
 
@@ -87,8 +91,11 @@ class HarnessEnvironment(LocalEnvironment):
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
         send({"exec": action.get("command", ""), "id": action.get("tool_call_id", "")})
         reply = recv()
-        output = {"output": str(reply.get("output", "")), "returncode": int(reply.get("returncode", -1)),
-                  "exception_info": str(reply.get("exception_info", ""))}
+        output = {
+            "output": str(reply.get("output", "")),
+            "returncode": int(reply.get("returncode", -1)),
+            "exception_info": str(reply.get("exception_info", "")),
+        }
         self.outputs.append(output)
         self._check_finished(output)
         return output
@@ -112,14 +119,20 @@ class SessionAgent(DefaultAgent):
     def query(self) -> dict:
         ask: dict[str, Any] = {"turn": self.n_calls}
         if self.view:
-            ask |= {"messages": [{k: v for k, v in m.items() if k != "extra"} for m in self.messages],
-                    "tools": [BASH_TOOL]}
+            ask |= {
+                "messages": [{k: v for k, v in m.items() if k != "extra"} for m in self.messages],
+                "tools": [BASH_TOOL],
+            }
         send(ask)
         answer = recv()
         if answer.get("stop"):
-            raise LimitsExceeded({"role": "exit", "content": "LimitsExceeded",
-                                  "extra": {"exit_status": "LimitsExceeded", "submission": "",
-                                            "detail": answer["stop"]}})
+            raise LimitsExceeded(
+                {
+                    "role": "exit",
+                    "content": "LimitsExceeded",
+                    "extra": {"exit_status": "LimitsExceeded", "submission": "", "detail": answer["stop"]},
+                }
+            )
         if self.view:
             self.model.view = answer["messages"]  # type: ignore[attr-defined]
         self.env.outputs = []
@@ -129,16 +142,24 @@ class SessionAgent(DefaultAgent):
         if not self.messages:
             self.extra_template_vars |= {"task": text}
             self.add_messages(
-                self.model.format_message(role="system", content=self._render_template(self.config.system_template)),
-                self.model.format_message(role="user", content=self._render_template(self.config.instance_template)))
+                self.model.format_message(
+                    role="system", content=self._render_template(self.config.system_template)
+                ),
+                self.model.format_message(
+                    role="user", content=self._render_template(self.config.instance_template)
+                ),
+            )
         else:
             while self.messages and self.messages[-1].get("role") == "exit":
                 self.messages.pop()
             last = self.messages[-1] if self.messages else {}
             actions = last.get("extra", {}).get("actions", []) if last.get("role") == "assistant" else []
-            if actions:  # the turn ended inside this message's actions: their observations, as mini renders them
-                self.add_messages(*self.model.format_observation_messages(last, self.env.outputs,
-                                                                          self.get_template_vars()))
+            if (
+                actions
+            ):  # the turn ended inside this message's actions: their observations, as mini renders them
+                self.add_messages(
+                    *self.model.format_observation_messages(last, self.env.outputs, self.get_template_vars())
+                )
             self.add_messages(self.model.format_message(role="user", content=text))
         while True:
             try:
@@ -148,8 +169,13 @@ class SessionAgent(DefaultAgent):
                 self.n_consecutive_format_errors += 1
                 self.add_messages(*e.messages)
                 if 0 < self.config.max_consecutive_format_errors <= self.n_consecutive_format_errors:
-                    self.add_messages({"role": "exit", "content": "RepeatedFormatError",
-                                       "extra": {"exit_status": "RepeatedFormatError", "submission": ""}})
+                    self.add_messages(
+                        {
+                            "role": "exit",
+                            "content": "RepeatedFormatError",
+                            "extra": {"exit_status": "RepeatedFormatError", "submission": ""},
+                        }
+                    )
             except InterruptAgentFlow as e:
                 self.add_messages(*e.messages)
             if self.messages[-1].get("role") == "exit":
@@ -161,10 +187,19 @@ def session(cfg: dict[str, Any]) -> tuple[SessionAgent, HarnessEnvironment]:
     base = yaml.safe_load((builtin_config_dir / "mini.yaml").read_text())
     agent_cfg = {**base["agent"], "step_limit": 0, "cost_limit": 0.0, **cfg.get("agent", {})}
     agent_cfg.pop("mode", None)  # the interactive agent's key; this one is not interactive
-    model = ViewModel(**{**base["model"], "model_name": cfg["model_name"],
-                            "model_kwargs": {**base["model"].get("model_kwargs", {}), "api_base": cfg["api_base"],
-                                             "api_key": "ctxbench-proxy", **cfg.get("model_kwargs", {})},
-                            "cost_tracking": "ignore_errors"})
+    model = ViewModel(
+        **{
+            **base["model"],
+            "model_name": cfg["model_name"],
+            "model_kwargs": {
+                **base["model"].get("model_kwargs", {}),
+                "api_base": cfg["api_base"],
+                "api_key": "ctxbench-proxy",
+                **cfg.get("model_kwargs", {}),
+            },
+            "cost_tracking": "ignore_errors",
+        }
+    )
     env = HarnessEnvironment(**{**base.get("environment", {}), **cfg.get("environment", {})})
     agent = SessionAgent(model, env, **agent_cfg)
     agent.view = bool(cfg.get("view"))
@@ -177,7 +212,12 @@ def session(cfg: dict[str, Any]) -> tuple[SessionAgent, HarnessEnvironment]:
 
 
 def stopped(status: str, exc: BaseException) -> dict[str, Any]:
-    return {"end": status, "submission": "", "detail": f"{exc}"[-2000:], "trace": traceback.format_exc()[-TRACE_CHARS:]}
+    return {
+        "end": status,
+        "submission": "",
+        "detail": f"{exc}"[-2000:],
+        "trace": traceback.format_exc()[-TRACE_CHARS:],
+    }
 
 
 def main() -> int:
@@ -193,16 +233,29 @@ def main() -> int:
             agent.model.config.model_kwargs["api_base"] = ask["api_base"]
         try:
             extra = agent.instruct(ask["instruct"])
-            end = {"end": extra.get("exit_status", ""), "submission": extra.get("submission", ""),
-                   "detail": extra.get("detail", "")}
+            end = {
+                "end": extra.get("exit_status", ""),
+                "submission": extra.get("submission", ""),
+                "detail": extra.get("detail", ""),
+            }
         except AGENT_ABORTS as exc:  # mini aborts the step (e.g. ContextWindowExceededError): say which
-            agent.messages.append({"role": "exit", "content": str(exc), "extra": {"exit_status": type(exc).__name__}})
+            agent.messages.append(
+                {"role": "exit", "content": str(exc), "extra": {"exit_status": type(exc).__name__}}
+            )
             end = stopped(type(exc).__name__, exc)
         except Exception as exc:  # a bug of ours (SessionAgent, HarnessEnvironment): never the agent's abort
             end = stopped(HARNESS_ERROR, exc)
-        Path(cfg["state"]).write_text(json.dumps(  # a process of the next turn resumes it, should this one end
-            {"messages": agent.messages, "outputs": env.outputs, "n_calls": agent.n_calls,
-             "template_vars": {"task": agent.extra_template_vars.get("task", "")}}, default=repr))
+        Path(cfg["state"]).write_text(
+            json.dumps(  # a process of the next turn resumes it, should this one end
+                {
+                    "messages": agent.messages,
+                    "outputs": env.outputs,
+                    "n_calls": agent.n_calls,
+                    "template_vars": {"task": agent.extra_template_vars.get("task", "")},
+                },
+                default=repr,
+            )
+        )
         send({**end, "n_calls": agent.n_calls})
         if not cfg.get("stay") or end["end"] == HARNESS_ERROR:
             return 0

@@ -44,23 +44,31 @@ def validate(tcfg: TrialConfig) -> AgentSpec:
     if spec.own:
         return spec
     if not spec.player:
-        raise ConfigError(f"agent={spec.name} has no player yet (agent.player is empty); docs/agents.md says which "
-                          "agents play today")
+        raise ConfigError(
+            f"agent={spec.name} has no player yet (agent.player is empty); docs/agents.md says which "
+            "agents play today"
+        )
     from bench.agents.install import installed
 
     installed(spec)
     cls = _player_class(spec)  # a misspelt agent.player is bad input too, not a crash when the trial starts
     if spec.context == "strategy" and not getattr(cls, "applies_strategy", False):
-        raise ConfigError(f"agent.context=strategy: {spec.name}'s message list lives in its own process, not ours; "
-                          "use the proxy's rewrites instead (agent.proxy_rewrite.name=masking|trim, docs/agents.md)")
+        raise ConfigError(
+            f"agent.context=strategy: {spec.name}'s message list lives in its own process, not ours; "
+            "use the proxy's rewrites instead (agent.proxy_rewrite.name=masking|trim, docs/agents.md)"
+        )
     if spec.arm(tcfg.arm.name).get("knobs") and not getattr(cls, "sets_knobs", False):
-        raise ConfigError(f"agent.arms.{tcfg.arm.name}.knobs: {spec.name}'s player cannot set its compaction knobs "
-                          "(its player has no sets_knobs); state the knob as the arm's env instead")
+        raise ConfigError(
+            f"agent.arms.{tcfg.arm.name}.knobs: {spec.name}'s player cannot set its compaction knobs "
+            "(its player has no sets_knobs); state the knob as the arm's env instead"
+        )
     return spec
 
 
 def _player_class(spec: AgentSpec) -> Any:
-    return Registry("agent.player", {}, hint="name a class as 'package.module:Class' (conf/agent/)").load(spec.player)
+    return Registry("agent.player", {}, hint="name a class as 'package.module:Class' (conf/agent/)").load(
+        spec.player
+    )
 
 
 def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
@@ -70,10 +78,20 @@ def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
     cls = _player_class(spec)
     relative = spec.arm(tcfg.arm.name).get("window") == "relative"
     strategy = {"strategy": parts.strategy} if spec.context == "strategy" else {}  # mini_context.py
-    knobs = {"arm": tcfg.arm.name} if getattr(cls, "sets_knobs", False) else {}  # the agent's own compaction knobs
-    return cls(spec, model_provider(spec, tcfg.model, parts.provider), seed=seed, window=parts.window,
-               relative=relative, max_output=parts.max_output, exec_timeout_s=parts.sandbox.exec_timeout_s,
-               **strategy, **knobs)
+    knobs = (
+        {"arm": tcfg.arm.name} if getattr(cls, "sets_knobs", False) else {}
+    )  # the agent's own compaction knobs
+    return cls(
+        spec,
+        model_provider(spec, tcfg.model, parts.provider),
+        seed=seed,
+        window=parts.window,
+        relative=relative,
+        max_output=parts.max_output,
+        exec_timeout_s=parts.sandbox.exec_timeout_s,
+        **strategy,
+        **knobs,
+    )
 
 
 class ExternalAgents:

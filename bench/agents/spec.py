@@ -41,19 +41,27 @@ class Install(Knobs):
     registry: Literal["pypi", "npm"] = Field(description="the registry the package comes from")
     package: _Text = Field(description="the package's name in that registry")
     bin: _Text = Field(description="the executable, relative to the install's folder")
-    python: StrictStr = Field(default="", description="pypi: the interpreter its venv is made with; empty = the "
-                                                      "one running ctxbench")
+    python: StrictStr = Field(
+        default="",
+        description="pypi: the interpreter its venv is made with; empty = the one running ctxbench",
+    )
 
 
 class ArmEntry(Knobs):
     """`agent.arms.<arm>`: how one arm applies to this agent."""
 
     window: Literal["absolute", "relative"] = Field(
-        default="absolute", description="relative: the arm's window counts above the agent's own fixed overhead")
-    env: dict[StrictStr, StrictStr] = Field(default_factory=dict, description="variables set for this arm only")
+        default="absolute",
+        description="relative: the arm's window counts above the agent's own fixed overhead",
+    )
+    env: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict, description="variables set for this arm only"
+    )
     knobs: dict[StrictStr, Annotated[StrictFloat, Field(gt=0, le=1)]] = Field(
-        default_factory=dict, description="the agent's own compaction knob -> the fraction of the arm's window "
-                                          "above the agent's overhead it is set to (a player with sets_knobs)")
+        default_factory=dict,
+        description="the agent's own compaction knob -> the fraction of the arm's window "
+        "above the agent's overhead it is set to (a player with sets_knobs)",
+    )
 
 
 class AgentLimits(Knobs):
@@ -61,9 +69,12 @@ class AgentLimits(Knobs):
 
     # Ints, not floats: the defaults are what a composed config carries.
     turn_timeout_s: Annotated[StrictFloat, Field(gt=0)] = Field(
-        default=300, description="one instruction's wall clock; past it the agent hangs (timeout)")
+        default=300, description="one instruction's wall clock; past it the agent hangs (timeout)"
+    )
     output_limit_bytes: Annotated[knobs.Integer, Field(ge=1)] = Field(
-        default=1000000, description="what the agent may print per turn; past it the agent floods (its failure)")
+        default=1000000,
+        description="what the agent may print per turn; past it the agent floods (its failure)",
+    )
 
 
 class AgentKnobs(Knobs):
@@ -74,30 +85,49 @@ class AgentKnobs(Knobs):
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())  # `model_id` is a knob
     name: _Text = Field(description="the option's name: mini_swe_agent, claude_code, codex, ...")
     version: Annotated[StrictStr, BeforeValidator(_exact_version)] = Field(
-        description="the exact version installed and run (scripts/ensure_agents.sh)")
+        description="the exact version installed and run (scripts/ensure_agents.sh)"
+    )
     install: Install = Field(description="where it is installed from")
-    runs: Literal["host", "sandbox"] = Field(default="host", description="where the agent's own process runs "
-                                             "(its commands always run in the sandbox)")
+    runs: Literal["host", "sandbox"] = Field(
+        default="host",
+        description="where the agent's own process runs (its commands always run in the sandbox)",
+    )
     wire_api: Literal["anthropic", "openai_chat", "openai_responses"] = Field(
-        description="the API it speaks to the proxy")
-    dialect: StrictStr = Field(default="", description="the sim's dialect module for its tools (bench/sim/dialects/)")
+        description="the API it speaks to the proxy"
+    )
+    dialect: StrictStr = Field(
+        default="", description="the sim's dialect module for its tools (bench/sim/dialects/)"
+    )
     model_id: StrictStr = Field(default="", description="the id it is told to use; the proxy answers any")
-    model_ids: tuple[StrictStr, ...] = Field(default=(), description="patterns of ids it accepts; empty = any")
+    model_ids: tuple[StrictStr, ...] = Field(
+        default=(), description="patterns of ids it accepts; empty = any"
+    )
     commands: dict[StrictStr, tuple[StrictStr, ...]] = Field(
-        default_factory=dict, description="first, next: argv templates of a step's first and later instructions")
+        default_factory=dict,
+        description="first, next: argv templates of a step's first and later instructions",
+    )
     env: dict[StrictStr, StrictStr] = Field(default_factory=dict, description="variables set for its process")
-    config_files: dict[StrictStr, StrictStr] = Field(default_factory=dict, description="path under the "
-                                                     "agent's home -> text written there before it starts")
-    compaction: dict[StrictStr, StrictStr] = Field(default_factory=dict, description="the agent's own "
-                                                   "compaction knobs -> what each does (docs/agents.md)")
-    arms: dict[StrictStr, ArmEntry] = Field(default_factory=dict, description="arm name -> how that arm applies")
+    config_files: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict, description="path under the agent's home -> text written there before it starts"
+    )
+    compaction: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict,
+        description="the agent's own compaction knobs -> what each does (docs/agents.md)",
+    )
+    arms: dict[StrictStr, ArmEntry] = Field(
+        default_factory=dict, description="arm name -> how that arm applies"
+    )
     limits: AgentLimits = Field(default=AgentLimits(), description="its turn's bounds")
     player: StrictStr = Field(default="", description="module:attribute of its player class")
     context: Literal["own", "strategy"] = Field(
-        default="own", description="own: the agent's context policy; strategy: the trial's strategy over its "
-                                   "message list (mini's)")
+        default="own",
+        description="own: the agent's context policy; strategy: the trial's strategy over its "
+        "message list (mini's)",
+    )
     proxy_rewrite: dict[StrictStr, Any] | None = Field(
-        default=None, description="the proxy's rewrite of the main thread (bench/proxy/rewrite.py); null = none")
+        default=None,
+        description="the proxy's rewrite of the main thread (bench/proxy/rewrite.py); null = none",
+    )
 
 
 @dataclass(frozen=True)
@@ -117,7 +147,9 @@ class AgentSpec:
     arms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # arm -> window mode, env, knobs
     limits: AgentLimits = AgentLimits()
     player: str = ""  # "module:attribute" of the player class
-    context: str = "own"  # own: the agent's policy; strategy: the trial's strategy over its list (AgentKnobs.context)
+    context: str = (
+        "own"  # own: the agent's policy; strategy: the trial's strategy over its list (AgentKnobs.context)
+    )
     proxy_rewrite: Any = None  # the proxy's Rewrite of the main thread (bench/proxy/rewrite.py); None: none
 
     @property
@@ -129,8 +161,10 @@ class AgentSpec:
 
     def check_model_id(self, model_id: str) -> None:
         if self.model_ids and not any(re.fullmatch(p, model_id) for p in self.model_ids):
-            raise ConfigError(f"agent.model_id={model_id!r} is not an id {self.name} accepts "
-                              f"({', '.join(self.model_ids)}); set agent.model_id=... to one that matches")
+            raise ConfigError(
+                f"agent.model_id={model_id!r} is not an id {self.name} accepts "
+                f"({', '.join(self.model_ids)}); set agent.model_id=... to one that matches"
+            )
 
     def arm(self, arm: str) -> Mapping[str, Any]:
         return self.arms.get(arm) or {}
@@ -153,7 +187,9 @@ class AgentSpec:
         if name == OWN:
             extra = sorted(k for k in d if k != "name")
             if extra:
-                raise ConfigError(f"agent.{extra[0]}: agent=own is ctxbench's own loop and takes no other key")
+                raise ConfigError(
+                    f"agent.{extra[0]}: agent=own is ctxbench's own loop and takes no other key"
+                )
             return cls(name=OWN)
         try:
             given = knobs.validate(AgentKnobs, d, "agent", f"conf/agent/{name}.yaml or the command line")
@@ -162,15 +198,30 @@ class AgentSpec:
         for arm, entry in given.arms.items():
             unknown = sorted(set(entry.knobs) - set(given.compaction))
             if unknown:
-                raise ConfigError(f"agent.arms.{arm}.knobs.{unknown[0]}: not one of {name}'s compaction knobs "
-                                  f"({', '.join(given.compaction) or 'none'}); name it under agent.compaction first")
+                raise ConfigError(
+                    f"agent.arms.{arm}.knobs.{unknown[0]}: not one of {name}'s compaction knobs "
+                    f"({', '.join(given.compaction) or 'none'}); name it under agent.compaction first"
+                )
         from bench.proxy.rewrite import parse_rewrite
 
-        spec = cls(name=name, version=given.version, install=given.install,
-                   runs=given.runs, wire_api=given.wire_api, dialect=given.dialect, model_id=given.model_id,
-                   model_ids=given.model_ids, commands=given.commands, env=given.env,
-                   config_files=given.config_files, compaction=given.compaction,
-                   arms={arm: entry.model_dump() for arm, entry in given.arms.items()}, limits=given.limits,
-                   player=given.player, context=given.context, proxy_rewrite=parse_rewrite(d.get("proxy_rewrite")))
+        spec = cls(
+            name=name,
+            version=given.version,
+            install=given.install,
+            runs=given.runs,
+            wire_api=given.wire_api,
+            dialect=given.dialect,
+            model_id=given.model_id,
+            model_ids=given.model_ids,
+            commands=given.commands,
+            env=given.env,
+            config_files=given.config_files,
+            compaction=given.compaction,
+            arms={arm: entry.model_dump() for arm, entry in given.arms.items()},
+            limits=given.limits,
+            player=given.player,
+            context=given.context,
+            proxy_rewrite=parse_rewrite(d.get("proxy_rewrite")),
+        )
         spec.check_model_id(spec.model_id)
         return spec

@@ -81,7 +81,9 @@ def admit_args(name: str, args: Any) -> dict[str, Any]:
     `refused(...)`. An unknown tool's arguments are only bounded (the dispatcher names the tool)."""
     why = refusal(args)
     if why is not None:  # admitted before (a call rebuilt from a carried one), or a model sending that shape
-        return refused(carry(why)[:MAX_REFUSAL_CHARS], args["sent"])  # so carried and bounded again either way
+        return refused(
+            carry(why)[:MAX_REFUSAL_CHARS], args["sent"]
+        )  # so carried and bounded again either way
     if not isinstance(args, dict):
         return refused(f"arguments for {name} must be a JSON object, got {type(args).__name__}", args)
     plain = _plain(args)
@@ -92,8 +94,9 @@ def admit_args(name: str, args: Any) -> dict[str, Any]:
         problem = next(iter(check.iter_errors(plain)), None)
         if problem is not None:
             where = "/".join(str(p) for p in problem.absolute_path)
-            return refused(f"bad arguments for {name}{' at ' + where if where else ''}: {problem.message[:300]}",
-                           plain)
+            return refused(
+                f"bad arguments for {name}{' at ' + where if where else ''}: {problem.message[:300]}", plain
+            )
     return plain
 
 
@@ -147,7 +150,11 @@ def _excerpt(value: Any) -> str:
         except (ValueError, TypeError, RecursionError):
             text = f"<{type(value).__name__}>"
     text = carry(text)
-    return text if len(text) <= SENT_EXCERPT_CHARS else text[:SENT_EXCERPT_CHARS] + f"... ({len(text)} characters)"
+    return (
+        text
+        if len(text) <= SENT_EXCERPT_CHARS
+        else text[:SENT_EXCERPT_CHARS] + f"... ({len(text)} characters)"
+    )
 
 
 def parse_args(raw: str) -> dict[str, Any] | None:
@@ -155,7 +162,9 @@ def parse_args(raw: str) -> dict[str, Any] | None:
     the reply is the model's error). Text past the bound or nested past the interpreter's own
     limit is not parsed: it comes back as `refused(...)`, a tool error for the model."""
     if len(raw) > MAX_ARGS_CHARS + 1024:
-        return refused(f"arguments longer than {MAX_ARGS_CHARS} characters (write a large file in parts)", raw)
+        return refused(
+            f"arguments longer than {MAX_ARGS_CHARS} characters (write a large file in parts)", raw
+        )
     try:
         args = json.loads(raw) if raw.strip() else {}
     except RecursionError:

@@ -29,7 +29,9 @@ class ConfigError(ValueError):
 
 
 def _whole(value: Any) -> Any:
-    return int(value) if isinstance(value, float) and value.is_integer() else value  # 3.0 is 3; 2.5 stays an error
+    return (
+        int(value) if isinstance(value, float) and value.is_integer() else value
+    )  # 3.0 is 3; 2.5 stays an error
 
 
 # An integer knob: a whole float (256.0, as YAML or an override may write it) is that int; a bool is not.
@@ -45,8 +47,11 @@ class Knobs(BaseModel):
 def defaults(schema: type[BaseModel]) -> dict[str, Any]:
     """The schema's defaults as plain data (tuples as lists, as YAML has them); a knob without a
     default is left out (it must come from the YAML)."""
-    return {name: _plain(field.default) for name, field in schema.model_fields.items()
-            if field.default is not PydanticUndefined}
+    return {
+        name: _plain(field.default)
+        for name, field in schema.model_fields.items()
+        if field.default is not PydanticUndefined
+    }
 
 
 def _plain(value: Any) -> Any:
@@ -80,8 +85,10 @@ def validate(schema: type[Any], given: Mapping[str, Any], where: str, source: st
         known = [f.name for f in dataclasses.fields(schema) if f.init]
         unknown = sorted(set(given) - set(known))
         if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}: unknown key {unknown[0]!r} in {source}; known keys: "
-                              f"{', '.join(sorted(known))}")
+            raise ConfigError(
+                f"{where}.{unknown[0]}: unknown key {unknown[0]!r} in {source}; known keys: "
+                f"{', '.join(sorted(known))}"
+            )
         return schema(**given)
     except ValidationError as exc:
         raise ConfigError(one_line(exc, schema, where, source)) from None
@@ -91,8 +98,9 @@ def one_line(exc: ValidationError, schema: type[Any], where: str, source: str) -
     err = exc.errors()[0]
     key = ".".join(str(part) for part in (where, *err["loc"]))
     if err["type"] == "extra_forbidden":
-        return f"{key}: unknown key {str(err['loc'][-1])!r} in {source}; known keys: " + \
-            ", ".join(sorted(_inner(schema, err["loc"][:-1]).model_fields))
+        return f"{key}: unknown key {str(err['loc'][-1])!r} in {source}; known keys: " + ", ".join(
+            sorted(_inner(schema, err["loc"][:-1]).model_fields)
+        )
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     if err["type"] == "missing":
         return f"{key}: missing{more}; set it in {source}"

@@ -19,23 +19,23 @@ INTERRUPTED = "interrupted"
 REASONS: dict[str, str] = {
     # Agent failures: whatever a model does, including being too slow or too long-winded. A
     # strategy that makes trials slow or overflow must not be excused by an exclusion.
-    "step_failed": AGENT,          # a step not certified within its turn budget
-    "final_check_failed": AGENT,   # every step certified, the final acceptance check not
-    "turn_budget": AGENT,          # limits.max_turns used up
-    "timeout": AGENT,              # limits.trial_timeout_s, the trial's wall budget
-    "context_overflow": AGENT,     # the built context exceeds the window, or the provider says so
-    "output_truncation": AGENT,    # a reply cut at max_tokens
-    "model_error": AGENT,          # the model stopped with stop_reason error / refusal
-    "content_error": AGENT,        # what the agent put in its working copy defeated a host-side
-                                   # operation (bench/sandbox/content.py: too deep, git refused it)
-    "uncertified_tree": AGENT,     # the working copy after a check, or a step's commit, is not the
-                                   # tree the judge certified (bench/trial/certified_tree.py)
-    "resource_exhausted": AGENT,   # the agent's processes took the sandbox's memory until its
-                                   # container died of it (bench/sandbox/docker.py)
+    "step_failed": AGENT,  # a step not certified within its turn budget
+    "final_check_failed": AGENT,  # every step certified, the final acceptance check not
+    "turn_budget": AGENT,  # limits.max_turns used up
+    "timeout": AGENT,  # limits.trial_timeout_s, the trial's wall budget
+    "context_overflow": AGENT,  # the built context exceeds the window, or the provider says so
+    "output_truncation": AGENT,  # a reply cut at max_tokens
+    "model_error": AGENT,  # the model stopped with stop_reason error / refusal
+    "content_error": AGENT,  # what the agent put in its working copy defeated a host-side
+    # operation (bench/sandbox/content.py: too deep, git refused it)
+    "uncertified_tree": AGENT,  # the working copy after a check, or a step's commit, is not the
+    # tree the judge certified (bench/trial/certified_tree.py)
+    "resource_exhausted": AGENT,  # the agent's processes took the sandbox's memory until its
+    # container died of it (bench/sandbox/docker.py)
     # Infrastructure failures: nothing the model did explains them.
-    "sandbox_lost": INFRA,         # the container or the engine went away
-    "provider_error": INFRA,       # the provider failed after its retries
-    "harness_error": INFRA,        # a bug of ours, or the disk/database under us
+    "sandbox_lost": INFRA,  # the container or the engine went away
+    "provider_error": INFRA,  # the provider failed after its retries
+    "harness_error": INFRA,  # a bug of ours, or the disk/database under us
     "interrupted": INTERRUPTED,
 }
 
@@ -78,8 +78,9 @@ class TrialTimeout(AgentFailure):
     """The trial's wall budget ran out (raised by the watchdog inside a stuck call; it must be
     constructible without arguments, as an asynchronous exception is)."""
 
-    def __init__(self, detail: str = "watchdog: the trial was stuck inside one call past its "
-                                      "wall-clock limit") -> None:
+    def __init__(
+        self, detail: str = "watchdog: the trial was stuck inside one call past its wall-clock limit"
+    ) -> None:
         super().__init__("timeout", detail)
 
 

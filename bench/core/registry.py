@@ -73,8 +73,10 @@ class Registry(Mapping[str, str]):
         plugins = sorted(self.plugins())
         also = f" or an installed plug-in ({', '.join(plugins)})" if plugins else ""
         hint = f"; {self.hint}" if self.hint else ""
-        raise UnknownChoice(f"{self.key}={name!r} is not one of {', '.join(self._entries)}{also}, "
-                            f"nor a 'package.module:attribute' path{hint}")
+        raise UnknownChoice(
+            f"{self.key}={name!r} is not one of {', '.join(self._entries)}{also}, "
+            f"nor a 'package.module:attribute' path{hint}"
+        )
 
     def check(self, name: object) -> str:
         """`name` itself when it names a choice (built in, entry point or dotted path)."""
@@ -88,11 +90,15 @@ class Registry(Mapping[str, str]):
         try:
             obj: Any = importlib.import_module(module_name)
         except ImportError as exc:
-            raise UnknownChoice(f"{self.key}={name!r}: cannot import {module_name!r} ({exc}); "
-                                f"install the package that provides it, or fix the path") from exc
+            raise UnknownChoice(
+                f"{self.key}={name!r}: cannot import {module_name!r} ({exc}); "
+                f"install the package that provides it, or fix the path"
+            ) from exc
         for part in attr.split("."):
             if not hasattr(obj, part):
-                raise UnknownChoice(f"{self.key}={name!r}: module {module_name!r} has no attribute "
-                                    f"{attr!r}; fix the name after the ':'")
+                raise UnknownChoice(
+                    f"{self.key}={name!r}: module {module_name!r} has no attribute "
+                    f"{attr!r}; fix the name after the ':'"
+                )
             obj = getattr(obj, part)
         return obj

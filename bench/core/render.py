@@ -21,8 +21,12 @@ from tasks.spec import Invariant, Step, TaskSpec
 # The text lives in bench/core/templates/ (jinja2, StrictUndefined: a missing field is an error,
 # never an empty string in a model's context). tests/bench/core/test_render.py compares the output
 # to the f-strings these templates replaced, byte for byte: records and config hashes hang on it.
-_TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("bench.core", "templates"),
-                                undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("bench.core", "templates"),
+    undefined=jinja2.StrictUndefined,
+    autoescape=False,
+    keep_trailing_newline=False,
+)
 _LINES: Any = _TEMPLATES.get_template("lines.txt.j2").module  # its macros, one a marker
 
 
@@ -37,7 +41,9 @@ _FILE_RE = re.compile(r'<file path="(?P<path>[^"]+)" sha="(?P<sha>[0-9a-f]+)">\n
 _INV_RE = re.compile(r"^\[inv:(?P<id>[A-Za-z0-9_.-]+)\] (?P<text>.+)$", re.M)
 _TASK_RE = re.compile(r"^\[task:(?P<id>[^\]]+)\]", re.M)
 _CURRENT_RE = re.compile(r"^CURRENT STEP \[step:(?P<id>[A-Za-z0-9_.-]+)\]", re.M)
-_CHECK_RE = re.compile(r"^\[check:(?P<id>[A-Za-z0-9_.-]+) (?P<verdict>passed|failed)(?: exit=(?P<code>-?\d+))?\]", re.M)
+_CHECK_RE = re.compile(
+    r"^\[check:(?P<id>[A-Za-z0-9_.-]+) (?P<verdict>passed|failed)(?: exit=(?P<code>-?\d+))?\]", re.M
+)
 
 
 def content_sha(content: str) -> str:
@@ -105,8 +111,10 @@ def step_passed(step: Step) -> str:
 
 
 def parse_check_results(text: str) -> list[tuple[str, bool, int | None]]:
-    return [(m.group("id"), m.group("verdict") == "passed", int(m.group("code")) if m.group("code") else None)
-            for m in _CHECK_RE.finditer(text)]
+    return [
+        (m.group("id"), m.group("verdict") == "passed", int(m.group("code")) if m.group("code") else None)
+        for m in _CHECK_RE.finditer(text)
+    ]
 
 
 def policy_block(task: TaskSpec) -> str:

@@ -35,28 +35,56 @@ def _obj(props: dict, required: list[str]) -> dict:
 _STR = {"type": "string"}
 
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("read_file", "Read a file of the repository (path relative to the repo root).",
-             _obj({"path": _STR}, ["path"])),
-    ToolSpec("write_file", "Replace a whole file with new content (creates it if missing).",
-             _obj({"path": _STR, "content": _STR}, ["path", "content"])),
-    ToolSpec("edit_file", "Replace the exact text `search` (must occur exactly once) with `replace`.",
-             _obj({"path": _STR, "search": _STR, "replace": _STR}, ["path", "search", "replace"])),
+    ToolSpec(
+        "read_file",
+        "Read a file of the repository (path relative to the repo root).",
+        _obj({"path": _STR}, ["path"]),
+    ),
+    ToolSpec(
+        "write_file",
+        "Replace a whole file with new content (creates it if missing).",
+        _obj({"path": _STR, "content": _STR}, ["path", "content"]),
+    ),
+    ToolSpec(
+        "edit_file",
+        "Replace the exact text `search` (must occur exactly once) with `replace`.",
+        _obj({"path": _STR, "search": _STR, "replace": _STR}, ["path", "search", "replace"]),
+    ),
     ToolSpec("delete_file", "Delete a file.", _obj({"path": _STR}, ["path"])),
-    ToolSpec("list_files", "List repository files, optionally only those matching a glob.",
-             _obj({"glob": _STR}, [])),
-    ToolSpec("grep", "Search file contents with a regular expression; optional path glob.",
-             _obj({"pattern": _STR, "glob": _STR}, ["pattern"])),
-    ToolSpec("run", "Run a shell command in the sandbox (no network), in the repo root.",
-             _obj({"command": _STR, "timeout_s": {"type": "number"}}, ["command"])),
-    ToolSpec("git", "Read-only git: one of status, log, diff, show, with optional extra arguments.",
-             _obj({"subcommand": {"type": "string", "enum": ["status", "log", "diff", "show"]},
-                   "args": {"type": "array", "items": _STR}}, ["subcommand"])),
-    ToolSpec("submit_step", "Declare the current step done. The harness runs the step's check and "
-             "marks it passed or failed. `notes`: what later steps must not undo; `invariants`: new "
-             "standing constraints, one sentence each.",
-             _obj({"notes": _STR, "invariants": {"type": "array", "items": _STR}}, ["notes"])),
+    ToolSpec(
+        "list_files",
+        "List repository files, optionally only those matching a glob.",
+        _obj({"glob": _STR}, []),
+    ),
+    ToolSpec(
+        "grep",
+        "Search file contents with a regular expression; optional path glob.",
+        _obj({"pattern": _STR, "glob": _STR}, ["pattern"]),
+    ),
+    ToolSpec(
+        "run",
+        "Run a shell command in the sandbox (no network), in the repo root.",
+        _obj({"command": _STR, "timeout_s": {"type": "number"}}, ["command"]),
+    ),
+    ToolSpec(
+        "git",
+        "Read-only git: one of status, log, diff, show, with optional extra arguments.",
+        _obj(
+            {
+                "subcommand": {"type": "string", "enum": ["status", "log", "diff", "show"]},
+                "args": {"type": "array", "items": _STR},
+            },
+            ["subcommand"],
+        ),
+    ),
+    ToolSpec(
+        "submit_step",
+        "Declare the current step done. The harness runs the step's check and "
+        "marks it passed or failed. `notes`: what later steps must not undo; `invariants`: new "
+        "standing constraints, one sentence each.",
+        _obj({"notes": _STR, "invariants": {"type": "array", "items": _STR}}, ["notes"]),
+    ),
 )
-
 
 
 @cache

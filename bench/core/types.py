@@ -18,6 +18,7 @@ from bench.core.toolspecs import ToolSpec as ToolSpec  # defined beside the tool
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call as the model made it, admitted where it is made (bench/core/emitted.py):
@@ -72,9 +73,14 @@ class Message:
     def from_dict(cls, d: dict[str, Any]) -> Message:
         """A logged message exactly as it was written (admitted when it entered): not admitted
         again, so its sha is the one the log holds, whatever an older harness let through."""
-        return _as_logged(cls, role=d["role"], content=d["content"],
-                          tool_calls=tuple(_as_logged(ToolCall, **c) for c in d.get("tool_calls", ())),
-                          tool_call_id=d.get("tool_call_id"), name=d.get("name"))
+        return _as_logged(
+            cls,
+            role=d["role"],
+            content=d["content"],
+            tool_calls=tuple(_as_logged(ToolCall, **c) for c in d.get("tool_calls", ())),
+            tool_call_id=d.get("tool_call_id"),
+            name=d.get("name"),
+        )
 
     def canonical(self) -> str:
         """canonical_json(self.to_dict()), made once: every turn hashes every message of its
@@ -162,8 +168,12 @@ class Price:
     cache_write: float
 
     def cost(self, usage: Usage) -> float:
-        return (usage.input * self.input + usage.output * self.output
-                + usage.cache_read * self.cache_read + usage.cache_write * self.cache_write) / 1e6
+        return (
+            usage.input * self.input
+            + usage.output * self.output
+            + usage.cache_read * self.cache_read
+            + usage.cache_write * self.cache_write
+        ) / 1e6
 
     @classmethod
     def from_mapping(cls, price: Mapping[str, Any] | None) -> Price:
@@ -175,11 +185,15 @@ class Price:
             raise ValueError(f"model.price has unknown key {unknown[0]!r}; allowed: {', '.join(keys)}")
         for key, v in price.items():
             if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-                raise ValueError(f"model.price.{key} must be a number >= 0 (USD per million tokens), got {v!r}")
+                raise ValueError(
+                    f"model.price.{key} must be a number >= 0 (USD per million tokens), got {v!r}"
+                )
         missing = [k for k in keys if k not in price]
         if missing:
-            raise ValueError(f"model.price.{missing[0]} is missing (USD per million tokens; all of "
-                             f"{', '.join(keys)} are required)")
+            raise ValueError(
+                f"model.price.{missing[0]} is missing (USD per million tokens; all of "
+                f"{', '.join(keys)} are required)"
+            )
         return cls(**{k: float(price[k]) for k in keys})
 
 
@@ -200,15 +214,17 @@ class Completion:
         """The reply admitted (bench/core/emitted.py): a reply past its bounds is the model's
         error (`stop_reason="error"`, failed by the loop as `model_error`), cut to them."""
         content = emitted.carry(self.content if isinstance(self.content, str) else "")
-        calls = tuple(c if isinstance(c, ToolCall) else ToolCall(f"call_{i}", getattr(c, "name", c), {})
-                      for i, c in enumerate(self.tool_calls or ()))
+        calls = tuple(
+            c if isinstance(c, ToolCall) else ToolCall(f"call_{i}", getattr(c, "name", c), {})
+            for i, c in enumerate(self.tool_calls or ())
+        )
         problem = ""
         if len(content) > emitted.MAX_REPLY_CHARS:
             problem = f"a reply of {len(content)} characters (at most {emitted.MAX_REPLY_CHARS})"
-            content = content[:emitted.MAX_REPLY_CHARS]
+            content = content[: emitted.MAX_REPLY_CHARS]
         if len(calls) > emitted.MAX_TOOL_CALLS:
             problem = f"{len(calls)} tool calls in one reply (at most {emitted.MAX_TOOL_CALLS})"
-            calls = calls[:emitted.MAX_TOOL_CALLS]
+            calls = calls[: emitted.MAX_TOOL_CALLS]
         object.__setattr__(self, "content", content)
         object.__setattr__(self, "tool_calls", calls)
         object.__setattr__(self, "model_id", emitted.admit_id(self.model_id))
@@ -220,16 +236,20 @@ class Completion:
         return Message(role="assistant", content=self.content, tool_calls=self.tool_calls)
 
 
-
-
-def request_hash(messages: tuple[Message, ...] | list[Message], tools: tuple[ToolSpec, ...] | list[ToolSpec],
-                 max_tokens: int, seed: int) -> str:
+def request_hash(
+    messages: tuple[Message, ...] | list[Message],
+    tools: tuple[ToolSpec, ...] | list[ToolSpec],
+    max_tokens: int,
+    seed: int,
+) -> str:
     """Key of a model request; the replay cassette and the prefix cache use it: sha256 of
     canonical_json({"messages": [m.to_dict()...], "tools": [asdict(t)...], "max_tokens", "seed"}),
     put together from each message's own canonical form (the same bytes, without
     serialising the whole context again every turn)."""
-    body = (f'{{"max_tokens":{json.dumps(max_tokens)},"messages":[{",".join(m.canonical() for m in messages)}],'
-            f'"seed":{json.dumps(seed)},"tools":{_tools_json(tools)}}}')
+    body = (
+        f'{{"max_tokens":{json.dumps(max_tokens)},"messages":[{",".join(m.canonical() for m in messages)}],'
+        f'"seed":{json.dumps(seed)},"tools":{_tools_json(tools)}}}'
+    )
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -241,7 +261,10 @@ def _tools_json(tools: tuple[ToolSpec, ...] | list[ToolSpec]) -> str:
     key = tuple(id(t) for t in tools)
     hit = _TOOLS_JSON.get(key)
     if hit is None or any(a is not b for a, b in zip(hit[0], tools, strict=True)):
-        hit = _TOOLS_JSON[key] = (tuple(tools), canonical_json([asdict(t) for t in tools]))  # keeps the ids alive
+        hit = _TOOLS_JSON[key] = (
+            tuple(tools),
+            canonical_json([asdict(t) for t in tools]),
+        )  # keeps the ids alive
     return hit[1]
 
 

@@ -16,9 +16,18 @@ from bench.core.types import Usage
 from ctxlog import events as ev
 from ctxlog.reader import Log
 
-COUNTS = ("compactions", "context_truncations", "output_truncations", "drift_events", "invariant_violations",
-          "policy_violations", "processes_killed", "tool_errors",
-          "queue_ms", "provider_retries")  # waiting for the rate limiter or a slot; retried attempts (429s ...)
+COUNTS = (
+    "compactions",
+    "context_truncations",
+    "output_truncations",
+    "drift_events",
+    "invariant_violations",
+    "policy_violations",
+    "processes_killed",
+    "tool_errors",
+    "queue_ms",
+    "provider_retries",
+)  # waiting for the rate limiter or a slot; retried attempts (429s ...)
 
 
 @dataclass
@@ -57,7 +66,11 @@ def tally(records: list[dict[str, Any]] | Log) -> Tally:
     out.turns = len(out.per_turn)
     end = log.end
     if end is not None:
-        out.success, out.failure_reason, out.final_tree_sha = end.success, end.failure_reason, end.final_tree_sha
+        out.success, out.failure_reason, out.final_tree_sha = (
+            end.success,
+            end.failure_reason,
+            end.final_tree_sha,
+        )
         heads = log.of(ev.StepStart)
         if end.failure_reason == "step_failed" and heads:  # the step that ran out of turns
             out.first_failed_step = heads[-1].index
@@ -66,8 +79,12 @@ def tally(records: list[dict[str, Any]] | Log) -> Tally:
 
 def _call(out: Tally, e: ev.ModelCall, context_tokens: int) -> None:
     u = e.usage
-    usage = Usage(int(u.get("input", 0)), int(u.get("output", 0)), int(u.get("cache_read", 0)),
-                  int(u.get("cache_write", 0)))
+    usage = Usage(
+        int(u.get("input", 0)),
+        int(u.get("output", 0)),
+        int(u.get("cache_read", 0)),
+        int(u.get("cache_write", 0)),
+    )
     out.usage = out.usage + usage
     out.cost_usd += e.cost_usd
     latency = float(e.t.get("latency_s", 0.0))
@@ -76,8 +93,15 @@ def _call(out: Tally, e: ev.ModelCall, context_tokens: int) -> None:
     out.counts["provider_retries"] += int(e.t.get("attempts", 1)) - 1
     if e.purpose == "turn":
         cum = (out.per_turn[-1]["cumulative_tokens"] if out.per_turn else 0) + usage.prompt
-        out.per_turn.append({
-            "prompt_tokens": usage.prompt, "cached_tokens": usage.cache_read, "output_tokens": usage.output,
-            "context_tokens": context_tokens, "cumulative_tokens": cum,
-            "harness_tokens": e.tokens_harness,
-            "turn_latency_s": latency, "ttft_s": float(e.t.get("ttft_s", 0.0))})
+        out.per_turn.append(
+            {
+                "prompt_tokens": usage.prompt,
+                "cached_tokens": usage.cache_read,
+                "output_tokens": usage.output,
+                "context_tokens": context_tokens,
+                "cumulative_tokens": cum,
+                "harness_tokens": e.tokens_harness,
+                "turn_latency_s": latency,
+                "ttft_s": float(e.t.get("ttft_s", 0.0)),
+            }
+        )

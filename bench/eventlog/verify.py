@@ -46,12 +46,16 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
         for call in log.calls:
             if call.messages is None:
                 missing = sum(s not in log.messages for s in call.context.messages)
-                problems.append(f"seq {call.context.seq}: context refers to {missing} message(s) not in the log")
+                problems.append(
+                    f"seq {call.context.seq}: context refers to {missing} message(s) not in the log"
+                )
                 continue
             ctx = tuple(Message.from_dict(m) for m in call.messages)
             if context_sha(ctx) != call.context.sha:
-                problems.append(f"seq {call.context.seq}: rebuilt context (turn {call.context.turn}) "
-                                "does not match its hash")
+                problems.append(
+                    f"seq {call.context.seq}: rebuilt context (turn {call.context.turn}) "
+                    "does not match its hash"
+                )
             rebuilt += 1
             reply = call.reply
             tools = TOOLS if reply is not None and reply.purpose == "turn" else ()
@@ -60,10 +64,15 @@ def verify(path: Path, expected_digest: str | None = None) -> tuple[int, list[st
                 request = proxied[call.context.seq]
                 decoded = _decode(request)
                 if context_sha(decoded.messages) != call.context.sha:
-                    problems.append(f"seq {request.seq}: the request body does not decode to the logged context")
+                    problems.append(
+                        f"seq {request.seq}: the request body does not decode to the logged context"
+                    )
                 tools, limit = decoded.tools, request.max_tokens
-            if reply is not None and seed is not None \
-                    and request_hash(ctx, tools, limit, seed) != reply.request_hash:
+            if (
+                reply is not None
+                and seed is not None
+                and request_hash(ctx, tools, limit, seed) != reply.request_hash
+            ):
                 problems.append(f"seq {reply.seq}: request hash does not match the rebuilt context")
     except (ValueError, KeyError, TypeError) as exc:
         problems.append(f"unreadable log: {exc}")

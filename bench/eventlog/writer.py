@@ -49,7 +49,9 @@ class EventLog:
         self._seq = 0
         self._prev = ""
         self._known: set[str] = set()
-        self.records: list[dict[str, Any]] = []  # kept in memory, large values in place, for metrics and RUN.md
+        self.records: list[
+            dict[str, Any]
+        ] = []  # kept in memory, large values in place, for metrics and RUN.md
         self._parsed: list[ev.Event] = []  # records[:len(_parsed)], parsed (`log`)
         self._log: Log | None = None
 
@@ -58,8 +60,14 @@ class EventLog:
         if event.kind not in KINDS:
             raise ValueError(f"{type(event).__name__} is not an event kind of ctxlog/events.py")
         own = event.fields()
-        record = {"seq": self._seq, "turn": event.turn, "kind": event.kind, "prev": self._prev, **own,
-                  "t": {"ts": round(time.time(), 6), **event.t}}
+        record = {
+            "seq": self._seq,
+            "turn": event.turn,
+            "kind": event.kind,
+            "prev": self._prev,
+            **own,
+            "t": {"ts": round(time.time(), 6), **event.t},
+        }
         stored, refs, texts = blobs.stash(own, self.blob_chars)
         line = canonical_json(record if not refs else {**record, **stored, blobs.KEY: refs})
         blobs.write(self.path.parent / blobs.DIR, texts)  # before the line that names them
@@ -70,8 +78,9 @@ class EventLog:
         self.records.append(record)
         return record
 
-    def context(self, turn: int, messages: tuple[Message, ...], tokens: int, stable: int,
-                purpose: str = "turn") -> str:
+    def context(
+        self, turn: int, messages: tuple[Message, ...], tokens: int, stable: int, purpose: str = "turn"
+    ) -> str:
         """Log a model-visible context: new messages first, then the list of their shas."""
         shas = []
         for m in messages:
@@ -81,14 +90,16 @@ class EventLog:
                 self._known.add(sha)
             shas.append(sha)
         h = context_sha(messages)
-        self.append(ev.Context(turn=turn, purpose=purpose, messages=shas, sha=h, tokens=tokens, stable=stable))
+        self.append(
+            ev.Context(turn=turn, purpose=purpose, messages=shas, sha=h, tokens=tokens, stable=stable)
+        )
         return h
 
     def log(self) -> Log:
         """The records as a ctxlog Log, for every reader of the trial (its tally, measures,
         RUN.md): the log is only appended to, so each record is parsed once, when first read."""
         if self._log is None or len(self._parsed) != len(self.records):
-            self._parsed += [ev.parse(r) for r in self.records[len(self._parsed):]]
+            self._parsed += [ev.parse(r) for r in self.records[len(self._parsed) :]]
             self._log = Log(self._parsed)
         return self._log
 
@@ -120,16 +131,22 @@ def ledger_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         checks = [e for e in turn.events if isinstance(e, ev.Check)]
         usage = reply.usage
-        out.append({
-            "task_id": start.task_id, "session_id": f"{start.trial_id}/{session}",
-            "turn_id": turn.index, "model_id": reply.model_id, "reasoning_effort": None,
-            "repo_commit": repo_commit, "dirty_files": dirty,
-            "cache_hit_tokens": usage.get("cache_read", 0),
-            "cache_miss_tokens": usage.get("input", 0) + usage.get("cache_write", 0),
-            "compaction_triggered": any(isinstance(e, ev.Compaction) for e in turn.events),
-            # a check run in a turn is that turn's constraint check
-            "constraint_check": ("pass" if _passed(checks[-1]) else "fail") if checks else None,
-        })
+        out.append(
+            {
+                "task_id": start.task_id,
+                "session_id": f"{start.trial_id}/{session}",
+                "turn_id": turn.index,
+                "model_id": reply.model_id,
+                "reasoning_effort": None,
+                "repo_commit": repo_commit,
+                "dirty_files": dirty,
+                "cache_hit_tokens": usage.get("cache_read", 0),
+                "cache_miss_tokens": usage.get("input", 0) + usage.get("cache_write", 0),
+                "compaction_triggered": any(isinstance(e, ev.Compaction) for e in turn.events),
+                # a check run in a turn is that turn's constraint check
+                "constraint_check": ("pass" if _passed(checks[-1]) else "fail") if checks else None,
+            }
+        )
     return out
 
 

@@ -40,12 +40,19 @@ def find_install() -> Install:
     """The installed server and model, without building anything."""
     probe = subprocess.run(["bash", str(ENSURE), "--check"], capture_output=True, text=True)
     if probe.returncode != 0:
-        raise LocalModelMissing("the local model is not installed: run `make local-model` "
-                                "(scripts/ensure_local_model.sh; ~14 min the first time on 2 cores)")
-    env_file = Path(subprocess.run(["bash", str(ENSURE)], capture_output=True, text=True, check=True).stdout.strip())
+        raise LocalModelMissing(
+            "the local model is not installed: run `make local-model` "
+            "(scripts/ensure_local_model.sh; ~14 min the first time on 2 cores)"
+        )
+    env_file = Path(
+        subprocess.run(["bash", str(ENSURE)], capture_output=True, text=True, check=True).stdout.strip()
+    )
     values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
-    return Install(Path(values["CTXBENCH_LLAMA_SERVER"]), Path(values["CTXBENCH_LOCAL_GGUF"]),
-                   Path(values["CTXBENCH_CHAT_TEMPLATE"]))
+    return Install(
+        Path(values["CTXBENCH_LLAMA_SERVER"]),
+        Path(values["CTXBENCH_LOCAL_GGUF"]),
+        Path(values["CTXBENCH_CHAT_TEMPLATE"]),
+    )
 
 
 def free_port() -> int:
@@ -57,8 +64,15 @@ def free_port() -> int:
 class LlamaServer:
     """One llama-server process; a context manager that stops it on the way out."""
 
-    def __init__(self, install: Install, *, port: int = DEFAULT_PORT, ctx: int = 4096, threads: int = 2,
-                 log_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        install: Install,
+        *,
+        port: int = DEFAULT_PORT,
+        ctx: int = 4096,
+        threads: int = 2,
+        log_path: Path | None = None,
+    ) -> None:
         self.install, self.port, self.ctx, self.threads = install, port, ctx, threads
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
@@ -68,9 +82,26 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, wait_s: float = 120.0) -> LlamaServer:
-        cmd = [str(self.install.server), "-m", str(self.install.gguf), "--jinja", "--chat-template-file",
-               str(self.install.template), "-c", str(self.ctx), "-t", str(self.threads), "-np", "1",
-               "--host", "127.0.0.1", "--port", str(self.port), "--alias", "smollm2-135m-instruct"]
+        cmd = [
+            str(self.install.server),
+            "-m",
+            str(self.install.gguf),
+            "--jinja",
+            "--chat-template-file",
+            str(self.install.template),
+            "-c",
+            str(self.ctx),
+            "-t",
+            str(self.threads),
+            "-np",
+            "1",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--alias",
+            "smollm2-135m-instruct",
+        ]
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 - kept open with the process
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + wait_s

@@ -52,27 +52,79 @@ MINI_TASK_CHARS = 3000
 
 def _mini_body(turns: int) -> dict[str, Any]:
     """A mini-swe-agent request: its one `bash` tool, its task template, `turns` earlier turns."""
-    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
-                                  {"role": "user", "content": "Please solve this issue: " + "x" * MINI_TASK_CHARS}]
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {"role": "user", "content": "Please solve this issue: " + "x" * MINI_TASK_CHARS},
+    ]
     for k in range(turns):
-        msgs.append({"role": "assistant", "content": "", "tool_calls": [{"id": f"call_{k}", "type": "function",
-                     "function": {"name": "bash", "arguments": json.dumps({"command": f"cat -- pkg/m{k}.py"})}}]})
-        msgs.append({"role": "tool", "tool_call_id": f"call_{k}",
-                     "content": json.dumps({"returncode": 0, "output": "def f():\n    return 1\n" * 40})})
-    bash = {"type": "function", "function": {"name": "bash", "description": "Execute a bash command",
-            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": f"call_{k}",
+                        "type": "function",
+                        "function": {
+                            "name": "bash",
+                            "arguments": json.dumps({"command": f"cat -- pkg/m{k}.py"}),
+                        },
+                    }
+                ],
+            }
+        )
+        msgs.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"call_{k}",
+                "content": json.dumps({"returncode": 0, "output": "def f():\n    return 1\n" * 40}),
+            }
+        )
+    bash = {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Execute a bash command",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string"}},
+                "required": ["command"],
+            },
+        },
+    }
     return {"model": "openai/ctxbench", "messages": msgs, "tools": [bash]}
 
 
 def _claude_body() -> dict[str, Any]:
     """A Claude-Code-sized first request: 3 system blocks, 24 tools, a reminder and the instruction, streamed."""
-    tools = [{"name": f"Tool{k}", "description": "d" * SCHEMA_CHARS, "input_schema": {
-        "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
-        for k in range(TOOLS_CLAUDE)]
-    return {"model": "claude-sonnet-4-5", "max_tokens": 64000, "stream": True,
-            "system": [{"type": "text", "text": "s" * 2000} for _ in range(3)], "tools": tools,
-            "messages": [{"role": "user", "content": [{"type": "text", "text": "<system-reminder>" + "r" * 4000},
-                                                      {"type": "text", "text": "do the step"}]}]}
+    tools = [
+        {
+            "name": f"Tool{k}",
+            "description": "d" * SCHEMA_CHARS,
+            "input_schema": {
+                "type": "object",
+                "properties": {"command": {"type": "string"}},
+                "required": ["command"],
+            },
+        }
+        for k in range(TOOLS_CLAUDE)
+    ]
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64000,
+        "stream": True,
+        "system": [{"type": "text", "text": "s" * 2000} for _ in range(3)],
+        "tools": tools,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "<system-reminder>" + "r" * 4000},
+                    {"type": "text", "text": "do the step"},
+                ],
+            }
+        ],
+    }
 
 
 class _Timed:
@@ -102,8 +154,17 @@ class _Client:
 
     def post(self, path: str, body: bytes) -> float:
         t0 = time.perf_counter()
-        self.conn.request("POST", path, body, {"Content-Type": "application/json", "x-api-key": "x",
-                                               "Authorization": "Bearer x", "anthropic-version": "2023-06-01"})
+        self.conn.request(
+            "POST",
+            path,
+            body,
+            {
+                "Content-Type": "application/json",
+                "x-api-key": "x",
+                "Authorization": "Bearer x",
+                "anthropic-version": "2023-06-01",
+            },
+        )
         resp = self.conn.getresponse()
         data = resp.read()
         took = time.perf_counter() - t0
@@ -139,9 +200,11 @@ def proxy_overhead(n: int = 200, tmp: Path | None = None) -> dict[str, Any]:
     from ctxlog import events as ev
 
     tmp = Path(tempfile.mkdtemp(prefix="ctxbench-proxy-")) if tmp is None else tmp
-    cases = {"openai_chat mini first request": ("openai", "/v1/chat/completions", _mini_body(0)),
-             "openai_chat mini, 30 turns in": ("openai", "/v1/chat/completions", _mini_body(30)),
-             "anthropic Claude Code first request, SSE": ("anthropic", "/v1/messages", _claude_body())}
+    cases = {
+        "openai_chat mini first request": ("openai", "/v1/chat/completions", _mini_body(0)),
+        "openai_chat mini, 30 turns in": ("openai", "/v1/chat/completions", _mini_body(30)),
+        "anthropic Claude Code first request, SSE": ("anthropic", "/v1/messages", _claude_body()),
+    }
     backend = SimBackend(factory=lambda cfg: ScriptedProvider([], when_done="stop"))  # a fixed reply, at once
     out: dict[str, Any] = {"n": n}
     with LoopbackServer(backend) as server, _env(OPENAI_API_KEY="loopback", ANTHROPIC_API_KEY="loopback"):
@@ -149,8 +212,17 @@ def proxy_overhead(n: int = 200, tmp: Path | None = None) -> dict[str, Any]:
             base = server.url + ("/v1" if group == "openai" else "")
             cfg = compose([f"model={group}", f"model.base_url={base}", "model.max_retries=0"]).model
             log = EventLog(tmp / f"{uuid.uuid4().hex[:8]}.jsonl")
-            log.append(ev.TrialStart(trial_id="bench", task_id="x", strategy="agent", arm="baseline", seed=1,
-                                     max_output=4096, schema=ev.SCHEMA))
+            log.append(
+                ev.TrialStart(
+                    trial_id="bench",
+                    task_id="x",
+                    strategy="agent",
+                    arm="baseline",
+                    seed=1,
+                    max_output=4096,
+                    schema=ev.SCHEMA,
+                )
+            )
             raw = json.dumps(body).encode()
             provider = _Timed(make_provider(cfg))
             with ModelProxy(provider, log, seed=1, window=200000) as proxy:
@@ -163,21 +235,40 @@ def proxy_overhead(n: int = 200, tmp: Path | None = None) -> dict[str, Any]:
             log.close()
             direct = provider.took
             over = [(w - d) * 1000 for w, d in zip(walls, direct, strict=True)]
-            out[name] = {"body_chars": len(raw), "direct_ms_p50": round(pct(direct, 0.5) * 1000, 3),
-                         "proxied_ms_p50": round(pct(walls, 0.5) * 1000, 3),
-                         "overhead_ms_p50": round(pct(over, 0.5), 3), "overhead_ms_p99": round(pct(over, 0.99), 3)}
+            out[name] = {
+                "body_chars": len(raw),
+                "direct_ms_p50": round(pct(direct, 0.5) * 1000, 3),
+                "proxied_ms_p50": round(pct(walls, 0.5) * 1000, 3),
+                "overhead_ms_p50": round(pct(over, 0.5), 3),
+                "overhead_ms_p99": round(pct(over, 0.99), 3),
+            }
     return out
 
 
 def agent_memory(results: Path, trials: int = 4, agent: str = "mini_swe_agent") -> dict[str, Any]:
     """`trials` agent trials in flight in one process: peak RSS of the harness and of its children."""
     study = f"bench-agents-{uuid.uuid4().hex[:6]}"
-    cmd = [sys.executable, "-m", "bench", "-m", f"agent={agent}", "model=sim", "arm=baseline", "task=record_upgrade",
-           f"task.seed=range(0,{trials})", "++task.size.steps=6", "sandbox=local",
-           "hydra/launcher=ctxbench_threads", f"hydra.launcher.n_jobs={trials}", f"study.name={study}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench",
+        "-m",
+        f"agent={agent}",
+        "model=sim",
+        "arm=baseline",
+        "task=record_upgrade",
+        f"task.seed=range(0,{trials})",
+        "++task.size.steps=6",
+        "sandbox=local",
+        "hydra/launcher=ctxbench_threads",
+        f"hydra.launcher.n_jobs={trials}",
+        f"study.name={study}",
+    ]
     env = {**os.environ, "CTXBENCH_RESULTS": str(results)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     peak = _Peak(proc.pid)
     peak.start()
     log, _ = proc.communicate()
@@ -189,25 +280,37 @@ def agent_memory(results: Path, trials: int = 4, agent: str = "mini_swe_agent") 
     recs = [json.loads(x) for x in (sweep / "progress.jsonl").read_text().splitlines()]
     in_flight = peak_overlap([(r["ts"] - r["wall_s"], r["ts"]) for r in recs])
     harness, kids = peak.harness / 2**20, peak.children / 2**20
-    return {"agent": agent, "trials": len(recs), "wall_s": round(wall, 1), "trials_in_flight_peak": in_flight,
-            "harness_rss_peak_mb": round(harness, 1), "children_rss_peak_mb": round(kids, 1),
-            "mb_per_trial_in_flight": round((harness + kids) / max(in_flight, 1), 1),
-            "outcomes": {o: sum(1 for r in recs if r["outcome"] == o) for o in {r["outcome"] for r in recs}}}
+    return {
+        "agent": agent,
+        "trials": len(recs),
+        "wall_s": round(wall, 1),
+        "trials_in_flight_peak": in_flight,
+        "harness_rss_peak_mb": round(harness, 1),
+        "children_rss_peak_mb": round(kids, 1),
+        "mb_per_trial_in_flight": round((harness + kids) / max(in_flight, 1), 1),
+        "outcomes": {o: sum(1 for r in recs if r["outcome"] == o) for o in {r["outcome"] for r in recs}},
+    }
 
 
 def text(r: dict[str, Any]) -> str:
-    lines = [f"agent trials: the model proxy's overhead per request (agent's wall - provider call, n={r['proxy']['n']} pairs)"]
+    lines = [
+        f"agent trials: the model proxy's overhead per request (agent's wall - provider call, n={r['proxy']['n']} pairs)"
+    ]
     for name, v in r["proxy"].items():
         if isinstance(v, dict):
-            lines.append(f"  {name:<42} p50 {v['overhead_ms_p50']:7.2f} ms  p99 {v['overhead_ms_p99']:7.2f} ms  "
-                         f"(direct provider call {v['direct_ms_p50']} ms, {v['body_chars']} chars)")
+            lines.append(
+                f"  {name:<42} p50 {v['overhead_ms_p50']:7.2f} ms  p99 {v['overhead_ms_p99']:7.2f} ms  "
+                f"(direct provider call {v['direct_ms_p50']} ms, {v['body_chars']} chars)"
+            )
     m = r.get("memory")
     if r.get("memory_skipped"):
         lines.append(f"  memory per agent trial in flight: not measured ({r['memory_skipped']})")
     if m:
-        lines.append(f"  memory per {m['agent']} trial in flight        {m['mb_per_trial_in_flight']} MB "
-                     f"(peak {m['trials_in_flight_peak']} in flight: harness {m['harness_rss_peak_mb']} MB + "
-                     f"agents' processes {m['children_rss_peak_mb']} MB; {m['outcomes']}, {m['wall_s']} s)")
+        lines.append(
+            f"  memory per {m['agent']} trial in flight        {m['mb_per_trial_in_flight']} MB "
+            f"(peak {m['trials_in_flight_peak']} in flight: harness {m['harness_rss_peak_mb']} MB + "
+            f"agents' processes {m['children_rss_peak_mb']} MB; {m['outcomes']}, {m['wall_s']} s)"
+        )
     return "\n".join(lines)
 
 
@@ -228,9 +331,13 @@ def run(requests: int, agent_trials: int, tmp: Path, agent: str = "mini_swe_agen
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.perf.agents", description=(__doc__ or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m bench.perf.agents", description=(__doc__ or "").split("\n\n")[0]
+    )
     p.add_argument("--requests", type=int, default=200, help="request pairs per body (direct, proxied)")
-    p.add_argument("--agent-trials", type=int, default=4, help="mini trials in flight for the memory figure (0: skip)")
+    p.add_argument(
+        "--agent-trials", type=int, default=4, help="mini trials in flight for the memory figure (0: skip)"
+    )
     a = p.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="ctxbench-bench-agents-"))
     try:

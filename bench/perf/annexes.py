@@ -40,9 +40,9 @@ ALL_ON = "all on"
 
 # Every task generated afresh in the process that imports this (the loky workers inherit it
 # through PYTHONPATH): what the study costs without kept tasks and their kept answers.
-UNKEPT_TASKS = '''import tasks
+UNKEPT_TASKS = """import tasks
 tasks.generate = lambda family, seed, **size: tasks.fresh(family, seed, **size)
-'''
+"""
 
 
 def variants() -> dict[str, dict[str, Any]]:
@@ -89,20 +89,32 @@ def summary(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
         row: dict[str, Any] = {"n": len(rounds), "trials": sorted({r["trials"] for r in rounds})}
         for measure, read in MEASURES.items():
             xs = [x for x in map(read, rounds) if x is not None]
-            row[measure] = ({"median": round(statistics.median(xs), 3), "min": min(xs), "max": max(xs)}
-                            if xs else None)
+            row[measure] = (
+                {"median": round(statistics.median(xs), 3), "min": min(xs), "max": max(xs)} if xs else None
+            )
         out[name] = row
     base = out.get(ALL_ON)
     for row in out.values():
-        row["vs_all_on"] = {m: (round(row[m]["median"] / base[m]["median"], 2)
-                                if base and row[m] and base[m] and base[m]["median"] else None)
-                            for m in MEASURES}
+        row["vs_all_on"] = {
+            m: (
+                round(row[m]["median"] / base[m]["median"], 2)
+                if base and row[m] and base[m] and base[m]["median"]
+                else None
+            )
+            for m in MEASURES
+        }
     return out
 
 
-def annexes_run(tmp: Path, seeds: int = SLICE_SEEDS, rounds: int = ROUNDS, n_jobs: int = 2,
-                only: tuple[str, ...] = (), slice_overrides: tuple[str, ...] = (),
-                runner: Callable[..., dict[str, Any]] = grid_run) -> dict[str, Any]:
+def annexes_run(
+    tmp: Path,
+    seeds: int = SLICE_SEEDS,
+    rounds: int = ROUNDS,
+    n_jobs: int = 2,
+    only: tuple[str, ...] = (),
+    slice_overrides: tuple[str, ...] = (),
+    runner: Callable[..., dict[str, Any]] = grid_run,
+) -> dict[str, Any]:
     """Each variant (`only`: those named) `rounds` times, round by round; `slice_overrides`
     shrink the slice further (tests)."""
     chosen = {k: v for k, v in variants().items() if not only or k in only}
@@ -112,15 +124,25 @@ def annexes_run(tmp: Path, seeds: int = SLICE_SEEDS, rounds: int = ROUNDS, n_job
             print(f"  round {i + 1}/{rounds}: {name if name == ALL_ON else name + ' off'} ...", flush=True)
             where = tmp / f"round{i}-variant{j}"
             env = {} if v["kept_tasks"] else unkept_env(where / "site")
-            run = runner(where / "results", False, n_jobs, seeds, (*v["overrides"], *slice_overrides), env=env)
+            run = runner(
+                where / "results", False, n_jobs, seeds, (*v["overrides"], *slice_overrides), env=env
+            )
             runs[name].append(run)
             shutil.rmtree(where / "results", ignore_errors=True)  # a round's store: only its figures stay
-    return {"seeds": seeds, "rounds": rounds, "n_jobs": n_jobs, "slice_overrides": list(slice_overrides),
-            "variants": {k: {"overrides": list(v["overrides"]), "kept_tasks": v["kept_tasks"]}
-                         for k, v in chosen.items()},
-            "summary": summary(runs),
-            "runs": {k: [{m: read(r) for m, read in MEASURES.items()} | {"trials": r["trials"]} for r in rs]
-                     for k, rs in runs.items()}}
+    return {
+        "seeds": seeds,
+        "rounds": rounds,
+        "n_jobs": n_jobs,
+        "slice_overrides": list(slice_overrides),
+        "variants": {
+            k: {"overrides": list(v["overrides"]), "kept_tasks": v["kept_tasks"]} for k, v in chosen.items()
+        },
+        "summary": summary(runs),
+        "runs": {
+            k: [{m: read(r) for m, read in MEASURES.items()} | {"trials": r["trials"]} for r in rs]
+            for k, rs in runs.items()
+        },
+    }
 
 
 def _cell(x: dict[str, Any] | None) -> str:
@@ -130,20 +152,33 @@ def _cell(x: dict[str, Any] | None) -> str:
 def text(report: dict[str, Any]) -> str:
     """One line per variant: each measure as median (min-max), and off/on of the medians."""
     s = report["summary"]
-    head = ("annex switched off alone", "n x trials", *(m.replace("_per_trial", "") for m in MEASURES),
-            "wall, harness x all-on")
-    rows = [(k, f"{v['n']} x {'/'.join(map(str, v['trials']))}",
-             *(_cell(v[m]) for m in MEASURES),
-             " / ".join(f"x{r:g}" if r is not None else "-" for r in
-                        (v["vs_all_on"]["wall_s_per_trial"], v["vs_all_on"]["harness_cpu_s_per_trial"])))
-            for k, v in s.items()]
+    head = (
+        "annex switched off alone",
+        "n x trials",
+        *(m.replace("_per_trial", "") for m in MEASURES),
+        "wall, harness x all-on",
+    )
+    rows = [
+        (
+            k,
+            f"{v['n']} x {'/'.join(map(str, v['trials']))}",
+            *(_cell(v[m]) for m in MEASURES),
+            " / ".join(
+                f"x{r:g}" if r is not None else "-"
+                for r in (v["vs_all_on"]["wall_s_per_trial"], v["vs_all_on"]["harness_cpu_s_per_trial"])
+            ),
+        )
+        for k, v in s.items()
+    ]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
     shrunk = f" ({' '.join(report['slice_overrides'])})" if report["slice_overrides"] else ""
-    return (f"what each annex buys: the grid's slice of {report['seeds']} seed(s), every strategy x arm cell{shrunk}, "
-            f"{report['n_jobs']} workers, each annex off alone against all on; median (min-max) over "
-            f"{report['rounds']} round(s), s per trial\n"
-            + "\n".join([line(head), "  ".join("-" * w for w in widths), *map(line, rows)]))
+    return (
+        f"what each annex buys: the grid's slice of {report['seeds']} seed(s), every strategy x arm cell{shrunk}, "
+        f"{report['n_jobs']} workers, each annex off alone against all on; median (min-max) over "
+        f"{report['rounds']} round(s), s per trial\n"
+        + "\n".join([line(head), "  ".join("-" * w for w in widths), *map(line, rows)])
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,8 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=ROUNDS)
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--only", action="append", default=[], help="a variant's name (repeatable)")
-    p.add_argument("--slice", action="append", default=[], help="one more override shrinking the slice "
-                   "(e.g. task=config_rename: its 16 cells; repeatable)")
+    p.add_argument(
+        "--slice",
+        action="append",
+        default=[],
+        help="one more override shrinking the slice (e.g. task=config_rename: its 16 cells; repeatable)",
+    )
     p.add_argument("--out", type=Path, default=None, help="write the report as JSON here too")
     a = p.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="ctxbench-annexes-"))

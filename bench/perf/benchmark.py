@@ -51,8 +51,12 @@ from bench.perf.phases import instrumented_trial
 from bench.perf.regimes import regimes_rows
 
 TARGETS = {  # metric: (comparison, target)
-    "exec_overhead_ratio": ("<=", 1.15), "trial_overhead_ratio": ("<=", 1.5), "grid_minutes": ("<=", 30.0),
-    "context_build_ms_p50": ("<=", 10.0), "mlflow_log_s_per_trial": ("<=", 0.5), "task_generate_ms": ("<", 50.0),
+    "exec_overhead_ratio": ("<=", 1.15),
+    "trial_overhead_ratio": ("<=", 1.5),
+    "grid_minutes": ("<=", 30.0),
+    "context_build_ms_p50": ("<=", 10.0),
+    "mlflow_log_s_per_trial": ("<=", 0.5),
+    "task_generate_ms": ("<", 50.0),
     "plan_s": ("<=", 60.0),
 }
 
@@ -80,9 +84,13 @@ def task_generate_ms() -> dict[str, Any]:
             t0 = time.perf_counter()
             tasks.generate(family, seed)
             warm.append((time.perf_counter() - t0) * 1000)
-        out[family] = {"warm_ms_p50": round(statistics.median(warm), 2), "cold_ms": round(cold, 2),
-                       "files": len(spec.files), "bytes": sum(len(v) for v in dict(spec.files).values()),
-                       "steps": len(spec.steps)}
+        out[family] = {
+            "warm_ms_p50": round(statistics.median(warm), 2),
+            "cold_ms": round(cold, 2),
+            "files": len(spec.files),
+            "bytes": sum(len(v) for v in dict(spec.files).values()),
+            "steps": len(spec.steps),
+        }
     return out
 
 
@@ -138,11 +146,18 @@ def exec_overhead(family: str, n: int) -> dict[str, Any]:
             for _ in range(reps):  # interleaved: machine load hits both alike
                 h.append(harness(cmd))
                 r.append(raw(cmd))
-            out[label] = {"command": cmd, "n": reps, "harness_ms_p50": round(statistics.median(h) * 1000, 2),
-                          "raw_docker_exec_ms_p50": round(statistics.median(r) * 1000, 2),
-                          "ratio": round(statistics.median(h) / statistics.median(r), 3)}
+            out[label] = {
+                "command": cmd,
+                "n": reps,
+                "harness_ms_p50": round(statistics.median(h) * 1000, 2),
+                "raw_docker_exec_ms_p50": round(statistics.median(r) * 1000, 2),
+                "ratio": round(statistics.median(h) / statistics.median(r), 3),
+            }
         # What a check pays before its first test runs (interpreter, pytest import) in the container.
-        for label, cmd in (("python_start", "python3 -B -c pass"), ("pytest_start", "python3 -B -m pytest --version")):
+        for label, cmd in (
+            ("python_start", "python3 -B -c pass"),
+            ("pytest_start", "python3 -B -m pytest --version"),
+        ):
             xs = [sb.exec(cmd).duration_s for _ in range(5)]
             out[f"in_container_{label}_ms_p50"] = round(statistics.median(xs) * 1000, 1)
         return out
@@ -152,8 +167,10 @@ def exec_overhead(family: str, n: int) -> dict[str, Any]:
 
 def process_start_s() -> float:
     """A fresh interpreter importing what a trial process needs (paid once per worker)."""
-    code = ("import bench.__main__, bench.trial.runner, bench.providers, bench.study.callback, strategies, tasks, "
-            "mlflow.tracking, mlflow.entities, docker")
+    code = (
+        "import bench.__main__, bench.trial.runner, bench.providers, bench.study.callback, strategies, tasks, "
+        "mlflow.tracking, mlflow.entities, docker"
+    )
     xs = []
     for _ in range(2):
         t0 = time.perf_counter()
@@ -183,17 +200,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid-full", action="store_true", help=f"run all {GRID_TRIALS} grid trials (slow)")
     p.add_argument("--skip-grid", action="store_true", help="no multirun")
     p.add_argument("--grid-seeds", type=int, default=SLICE_SEEDS, help="seeds per family in the grid's slice")
-    p.add_argument("--grid-override", action="append", default=[], help="one more override of the grid's slice")
+    p.add_argument(
+        "--grid-override", action="append", default=[], help="one more override of the grid's slice"
+    )
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--exec-n", type=int, default=30)
     p.add_argument("--out", type=Path, default=None, help="default: <results>/bench.json")
     p.add_argument("--keep", action="store_true", help="keep the temp results dir")
-    p.add_argument("--inflight-trials", type=int, default=32, help="I/O-bound regime: trials in flight (0: skip)")
-    p.add_argument("--proxy-requests", type=int, default=200, help="agent trials: requests through the proxy (0: skip)")
-    p.add_argument("--agent-trials", type=int, default=4, help="agent trials: mini trials in flight for memory (0: skip)")
-    p.add_argument("--annex-rounds", type=int, default=annexes.ROUNDS,
-                   help="what each annex buys: rounds of every variant (0: skip)")
-    p.add_argument("--annex-seeds", type=int, default=annexes.SLICE_SEEDS, help="task seeds of the annexes' slice")
+    p.add_argument(
+        "--inflight-trials", type=int, default=32, help="I/O-bound regime: trials in flight (0: skip)"
+    )
+    p.add_argument(
+        "--proxy-requests", type=int, default=200, help="agent trials: requests through the proxy (0: skip)"
+    )
+    p.add_argument(
+        "--agent-trials", type=int, default=4, help="agent trials: mini trials in flight for memory (0: skip)"
+    )
+    p.add_argument(
+        "--annex-rounds",
+        type=int,
+        default=annexes.ROUNDS,
+        help="what each annex buys: rounds of every variant (0: skip)",
+    )
+    p.add_argument(
+        "--annex-seeds", type=int, default=annexes.SLICE_SEEDS, help="task seeds of the annexes' slice"
+    )
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     for noisy in ("mlflow", "alembic", "ctxbench", "bench"):
@@ -203,9 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     out_path = a.out or results_dir / "bench.json"
     tmp = Path(tempfile.mkdtemp(prefix="ctxbench-bench-"))
     t_start = time.perf_counter()
-    report: dict[str, Any] = {"when_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                              "host": os.uname().nodename, "cpus": os.cpu_count(),
-                              "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
+    report: dict[str, Any] = {
+        "when_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host": os.uname().nodename,
+        "cpus": os.cpu_count(),
+        "load_avg_start": [round(x, 2) for x in os.getloadavg()],
+    }
     try:
         from bench.tracking.runs import code_version
 
@@ -235,16 +269,21 @@ def main(argv: list[str] | None = None) -> int:
             builds = big["context_build_ms"]
         if not a.skip_grid:
             print(f"grid {'(full)' if a.grid_full else '(slice)'} with {a.n_jobs} workers ...", flush=True)
-            report["grid"] = grid_run(tmp / "grid", a.grid_full, a.n_jobs, a.grid_seeds, tuple(a.grid_override))
+            report["grid"] = grid_run(
+                tmp / "grid", a.grid_full, a.n_jobs, a.grid_seeds, tuple(a.grid_override)
+            )
         if a.annex_rounds and not a.skip_grid:  # what each annex buys (bench/perf/annexes.py)
             print("each annex off alone against all on ...", flush=True)
             report["annexes"] = annexes.annexes_run(tmp / "annexes", a.annex_seeds, a.annex_rounds, a.n_jobs)
         if a.inflight_trials:  # 600 RPM, 1M input TPM, paced like a hosted model (bench/perf/inflight.py)
             print(f"{a.inflight_trials} trials in flight against an emulated rate limit ...", flush=True)
-            report["inflight"] = inflight.inflight_run(tmp / "inflight", a.inflight_trials, a.inflight_trials,
-                                                       600, 1_000_000, 1.0)
+            report["inflight"] = inflight.inflight_run(
+                tmp / "inflight", a.inflight_trials, a.inflight_trials, 600, 1_000_000, 1.0
+            )
         if a.proxy_requests:  # the model proxy and external agents' trials (bench/perf/agents.py)
-            print("agent trials: the model proxy's overhead, memory per agent trial in flight ...", flush=True)
+            print(
+                "agent trials: the model proxy's overhead, memory per agent trial in flight ...", flush=True
+            )
             from bench.perf import agents
 
             report["agents"] = agents.run(a.proxy_requests, a.agent_trials, tmp / "agents")
@@ -260,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         "context_build_ms_p50": round(pct(builds, 0.5), 3),
         "context_build_ms_p95": round(pct(builds, 0.95), 3),
         "mlflow_log_s_per_trial": default["mlflow_log_s"],
-        **{f"task_generate_ms[{f}]": g["warm_ms_p50"] for f, g in gen.items()}, "plan_s": report["plan"]["s"],
+        **{f"task_generate_ms[{f}]": g["warm_ms_p50"] for f, g in gen.items()},
+        "plan_s": report["plan"]["s"],
     }
     report["metrics"] = metrics
     report["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -268,39 +308,70 @@ def main(argv: list[str] | None = None) -> int:
 
     g = report.get("grid")
     rows = [
-        _row("exec_overhead_ratio", metrics["exec_overhead_ratio"],
-             f"`true`: {ex['true']['harness_ms_p50']} vs {ex['true']['raw_docker_exec_ms_p50']} ms; step check: "
-             f"{ex['step_check']['harness_ms_p50']:.0f} vs {ex['step_check']['raw_docker_exec_ms_p50']:.0f} ms"),
-        _row("trial_overhead_ratio", metrics["trial_overhead_ratio"],
-             f"wall {default['wall_s']} s / (container {default['container_start_s']} s + "
-             f"{default['checks']} checks {default['check_s']} s)"),
-        _row("grid_minutes", metrics["grid_minutes"],
-             "not run" if g is None else
-             (f"EXTRAPOLATED: {g['trials']} trials (seeds 0-{g['trials'] // 48 - 1}, 3 families, 16 cells) in {g['wall_s']} s = "
-              f"{g['startup_s']} s startup + trials x {GRID_TRIALS}/{g['trials']}"
-              if g["extrapolated"] else f"full grid, {g['trials']} trials in {g['wall_s']} s") + f", {g['n_jobs'] if g else ''} workers"),
-        _row("context_build_ms_p50", metrics["context_build_ms_p50"], f"ledger on {largest}, n={len(builds)}"),
+        _row(
+            "exec_overhead_ratio",
+            metrics["exec_overhead_ratio"],
+            f"`true`: {ex['true']['harness_ms_p50']} vs {ex['true']['raw_docker_exec_ms_p50']} ms; step check: "
+            f"{ex['step_check']['harness_ms_p50']:.0f} vs {ex['step_check']['raw_docker_exec_ms_p50']:.0f} ms",
+        ),
+        _row(
+            "trial_overhead_ratio",
+            metrics["trial_overhead_ratio"],
+            f"wall {default['wall_s']} s / (container {default['container_start_s']} s + "
+            f"{default['checks']} checks {default['check_s']} s)",
+        ),
+        _row(
+            "grid_minutes",
+            metrics["grid_minutes"],
+            "not run"
+            if g is None
+            else (
+                f"EXTRAPOLATED: {g['trials']} trials (seeds 0-{g['trials'] // 48 - 1}, 3 families, 16 cells) in {g['wall_s']} s = "
+                f"{g['startup_s']} s startup + trials x {GRID_TRIALS}/{g['trials']}"
+                if g["extrapolated"]
+                else f"full grid, {g['trials']} trials in {g['wall_s']} s"
+            )
+            + f", {g['n_jobs'] if g else ''} workers",
+        ),
+        _row(
+            "context_build_ms_p50", metrics["context_build_ms_p50"], f"ledger on {largest}, n={len(builds)}"
+        ),
         _row("context_build_ms_p95", metrics["context_build_ms_p95"], ""),
-        _row("mlflow_log_s_per_trial", metrics["mlflow_log_s_per_trial"],
-             "resume check + run create/params + metrics/tags + artifacts; once per worker process: "
-             f"open store {default['mlflow_store_open_s']} s (new db: {default['mlflow_store_init_s']} s)"),
-        *[_row(f"task_generate_ms[{f}]", v["warm_ms_p50"], f"cold {v['cold_ms']} ms, {v['files']} files, "
-               f"{v['bytes']} bytes") for f, v in gen.items()],
+        _row(
+            "mlflow_log_s_per_trial",
+            metrics["mlflow_log_s_per_trial"],
+            "resume check + run create/params + metrics/tags + artifacts; once per worker process: "
+            f"open store {default['mlflow_store_open_s']} s (new db: {default['mlflow_store_init_s']} s)",
+        ),
+        *[
+            _row(
+                f"task_generate_ms[{f}]",
+                v["warm_ms_p50"],
+                f"cold {v['cold_ms']} ms, {v['files']} files, {v['bytes']} bytes",
+            )
+            for f, v in gen.items()
+        ],
         _row("plan_s", metrics["plan_s"], f"{report['plan']['jobs']} jobs hashed (experiment=grid)"),
     ]
     text = table(rows)
     phases = default["phases_s"]
     total = default["wall_s"]
-    text += (f"\n\nwhere the default trial's {total} s go (self time; {default['turns']} turns, "
-             f"{default['steps']} steps):\n")
-    text += "\n".join(f"  {k:<40} {v:8.3f} s  {100 * v / total:5.1f}%  ({default['phase_calls'].get(k, 0)} calls)"
-                      for k, v in phases.items())
-    text += (f"\n  per-process start (interpreter + imports): {report['process_start_s']} s, paid once per worker"
-             f"\n  in the container: python start {ex['in_container_python_start_ms_p50']} ms, pytest start "
-             f"{ex['in_container_pytest_start_ms_p50']} ms (per check)"
-             f"\n  {certify_text(report['certify'])}"
-             f"\n  load average at start/end: {report['load_avg_start']} / {report['load_avg_end']} on "
-             f"{report['cpus']} cpus")
+    text += (
+        f"\n\nwhere the default trial's {total} s go (self time; {default['turns']} turns, "
+        f"{default['steps']} steps):\n"
+    )
+    text += "\n".join(
+        f"  {k:<40} {v:8.3f} s  {100 * v / total:5.1f}%  ({default['phase_calls'].get(k, 0)} calls)"
+        for k, v in phases.items()
+    )
+    text += (
+        f"\n  per-process start (interpreter + imports): {report['process_start_s']} s, paid once per worker"
+        f"\n  in the container: python start {ex['in_container_python_start_ms_p50']} ms, pytest start "
+        f"{ex['in_container_pytest_start_ms_p50']} ms (per check)"
+        f"\n  {certify_text(report['certify'])}"
+        f"\n  load average at start/end: {report['load_avg_start']} / {report['load_avg_end']} on "
+        f"{report['cpus']} cpus"
+    )
     both = regimes_rows(report, GRID_TRIALS)
     if both:  # one table, both regimes (bench/perf/regimes.py); the I/O run's details after it
         text += "\n\nboth regimes, each figure beside its target or floor:\n" + table(both)
@@ -317,4 +388,3 @@ def main(argv: list[str] | None = None) -> int:
     out_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
     print(f"\n{text}\n\nwritten: {out_path}")
     return 0
-

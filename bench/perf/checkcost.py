@@ -51,9 +51,11 @@ def certify_cost(family: str, n: int) -> dict[str, Any]:
             copy = HarnessCopy(spec)
             # "final_hidden": the final acceptance as the loop runs it, with the family's hidden
             # checks (bench/trial/hidden_checks.py); "final" labels it as a step: without them
-            for label, command, invs, as_step in (("step_check", step.check, probes, step.id),
-                                                  ("final", spec.final_check, [], step.id),
-                                                  ("final_hidden", spec.final_check, [], "final")):
+            for label, command, invs, as_step in (
+                ("step_check", step.check, probes, step.id),
+                ("final", spec.final_check, [], step.id),
+                ("final_hidden", spec.final_check, [], "final"),
+            ):
                 certify(sb, copy, log, 0, as_step, command, invs)  # warm
                 xs = []
                 for _ in range(n):
@@ -61,8 +63,12 @@ def certify_cost(family: str, n: int) -> dict[str, Any]:
                     certify(sb, copy, log, 0, as_step, command, invs)
                     xs.append(time.perf_counter() - t0)
                 hidden = Log.from_path(log.path).of(ev.Check)[-1].hidden  # the last run's verdict
-                out[label] = {"command": command, "probes": len(invs),
-                              "hidden_parts": len(hidden["parts"]) if hidden else 0, **spread(xs)}
+                out[label] = {
+                    "command": command,
+                    "probes": len(invs),
+                    "hidden_parts": len(hidden["parts"]) if hidden else 0,
+                    **spread(xs),
+                }
             xs = []
             for _ in range(n):
                 t0 = time.perf_counter()
@@ -77,20 +83,33 @@ def certify_cost(family: str, n: int) -> dict[str, Any]:
 def spread(xs: list[float]) -> dict[str, Any]:
     """Median, quartiles and extremes in ms: on a shared machine the spread says how far to trust it."""
     q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
-    return {"n": len(xs), "ms_p50": round(statistics.median(xs) * 1000, 1),
-            "ms_iqr": [round(q[0] * 1000, 1), round(q[2] * 1000, 1)],
-            "ms_range": [round(min(xs) * 1000, 1), round(max(xs) * 1000, 1)], "ms": [round(x * 1000, 1) for x in xs]}
+    return {
+        "n": len(xs),
+        "ms_p50": round(statistics.median(xs) * 1000, 1),
+        "ms_iqr": [round(q[0] * 1000, 1), round(q[2] * 1000, 1)],
+        "ms_range": [round(min(xs) * 1000, 1), round(max(xs) * 1000, 1)],
+        "ms": [round(x * 1000, 1) for x in xs],
+    }
 
 
 def certify_text(cost: dict[str, Any]) -> str:
     """The table's line for `certify_cost`'s figures."""
     step, final, hidden = cost["step_check"], cost["final"], cost.get("final_hidden")
-    return (f"certify (judge's copy + launcher as root + per part a server as the agent's uid and a comparer "
-            f"as a third uid): step check with {step['probes']} probes {step['ms_p50']} ms (IQR {step['ms_iqr']}), "
-            f"final {final['ms_p50']} ms (IQR {final['ms_iqr']})"
-            + (f", final with its hidden checks ({hidden['hidden_parts']} part{'' if hidden['hidden_parts'] == 1 else 's'}) "
-               f"{hidden['ms_p50']} ms (IQR {hidden['ms_iqr']}): "
-               f"the hidden checks cost {round(hidden['ms_p50'] - final['ms_p50'], 1)} ms" if hidden else "")
-            + f", n={step['n']}; exec `true` {cost['exec_true_ms_p50']} ms"
-            + (f"; the judge's container starts once per sandbox, {cost['judge_container_start_s']} s"
-               if "judge_container_start_s" in cost else ""))
+    return (
+        f"certify (judge's copy + launcher as root + per part a server as the agent's uid and a comparer "
+        f"as a third uid): step check with {step['probes']} probes {step['ms_p50']} ms (IQR {step['ms_iqr']}), "
+        f"final {final['ms_p50']} ms (IQR {final['ms_iqr']})"
+        + (
+            f", final with its hidden checks ({hidden['hidden_parts']} part{'' if hidden['hidden_parts'] == 1 else 's'}) "
+            f"{hidden['ms_p50']} ms (IQR {hidden['ms_iqr']}): "
+            f"the hidden checks cost {round(hidden['ms_p50'] - final['ms_p50'], 1)} ms"
+            if hidden
+            else ""
+        )
+        + f", n={step['n']}; exec `true` {cost['exec_true_ms_p50']} ms"
+        + (
+            f"; the judge's container starts once per sandbox, {cost['judge_container_start_s']} s"
+            if "judge_container_start_s" in cost
+            else ""
+        )
+    )

@@ -30,10 +30,13 @@ def _timed(store: dict[str, float], key: str, fn: Callable[..., Any]) -> Callabl
             return fn(*a, **kw)
         finally:
             store[key] = store.get(key, 0.0) + time.perf_counter() - t
+
     return call
 
 
-def measure(n: int, results: Path, uri: str | None = None, one_lock: bool = False, wal: bool = False) -> dict[str, Any]:
+def measure(
+    n: int, results: Path, uri: str | None = None, one_lock: bool = False, wal: bool = False
+) -> dict[str, Any]:
     """`one_lock`: every claim takes the same lock, as one host-wide lock did before. `wal`: the
     SQLite store in WAL mode with synchronous=NORMAL (a commit without an fsync), to show what
     share of a claim is the store's fsyncs."""
@@ -46,8 +49,14 @@ def measure(n: int, results: Path, uri: str | None = None, one_lock: bool = Fals
 
     study = f"claims-{uuid.uuid4().hex[:6]}"
     uri = uri or f"sqlite:///{results / 'mlflow.db'}"
-    base = [f"tracking.uri={uri}", f"results_dir={results}", f"tracking.artifact_root={results / 'artifacts'}",
-            f"study.name={study}", "sandbox=local", "model=sim"]
+    base = [
+        f"tracking.uri={uri}",
+        f"results_dir={results}",
+        f"tracking.artifact_root={results / 'artifacts'}",
+        f"study.name={study}",
+        "sandbox=local",
+        "model=sim",
+    ]
     cfgs = [load(compose([*base, f"task.seed={i}"])) for i in range(n)]
     per: dict[str, dict[str, float]] = {}  # thread name: phase -> seconds
     local = threading.local()
@@ -99,7 +108,14 @@ def measure(n: int, results: Path, uri: str | None = None, one_lock: bool = Fals
         wall = time.perf_counter() - t0
     finally:
         runner.trial_claim, runner.previous_runs, runner.TrialRun = real_lock, real_prev, real_run  # type: ignore[misc]
-    out: dict[str, Any] = {"n": n, "store": uri.split(":")[0], "one_lock": one_lock, "wal": wal, "wall_s": round(wall, 2), "claimed": len(per)}
+    out: dict[str, Any] = {
+        "n": n,
+        "store": uri.split(":")[0],
+        "one_lock": one_lock,
+        "wal": wal,
+        "wall_s": round(wall, 2),
+        "claimed": len(per),
+    }
     for key in ("lock wait", "resume check", "create run", "params", "claim"):
         d = sorted(t.get(key, 0.0) for t in per.values())
         out[key] = {"median_s": round(d[len(d) // 2], 3), "max_s": round(d[-1], 3), "sum_s": round(sum(d), 1)}
@@ -120,11 +136,17 @@ def _wal() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.perf.claims", description=(__doc__ or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m bench.perf.claims", description=(__doc__ or "").split("\n\n")[0]
+    )
     p.add_argument("--n", type=int, default=128)
     p.add_argument("--uri", default=None, help="a tracking server's URI; default: a fresh SQLite store")
-    p.add_argument("--one-lock", action="store_true", help="one lock for every claim (the old host-wide lock)")
-    p.add_argument("--wal", action="store_true", help="SQLite in WAL mode, synchronous=NORMAL (what fsyncs cost)")
+    p.add_argument(
+        "--one-lock", action="store_true", help="one lock for every claim (the old host-wide lock)"
+    )
+    p.add_argument(
+        "--wal", action="store_true", help="SQLite in WAL mode, synchronous=NORMAL (what fsyncs cost)"
+    )
     a = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ctxbench-claims-") as tmp:
         print(json.dumps(measure(a.n, Path(tmp), a.uri, a.one_lock, a.wal), indent=2))

@@ -39,7 +39,9 @@ def _engine_processes() -> list[tuple[str, str]]:
         except OSError:
             continue
         name, rest = text.split("(", 1)[1].rsplit(")", 1)
-        if (name in ENGINE or name.startswith("containerd-shim")) and rest.split()[0] != "Z":  # a zombie has no cgroup
+        if (name in ENGINE or name.startswith("containerd-shim")) and rest.split()[
+            0
+        ] != "Z":  # a zombie has no cgroup
             out.append((stat.parent.name, text))
     return out
 
@@ -53,7 +55,10 @@ def accounting_file(proc_cgroup: str, sys_root: Path = Path("/sys/fs/cgroup")) -
     v1 = [(names, path) for _, names, path in lines if "cpuacct" in names.split(",")]
     v2 = [path for hid, names, path in lines if hid == "0" and not names]
     candidates = [(sys_root / names / path.lstrip("/") / "cpuacct.usage", path) for names, path in v1] or [
-        (base / path.lstrip("/") / "cpu.stat", path) for path in v2 for base in (sys_root, sys_root / "unified")]
+        (base / path.lstrip("/") / "cpu.stat", path)
+        for path in v2
+        for base in (sys_root, sys_root / "unified")
+    ]
     for file, path in candidates:
         if not any((c + "/").startswith(path.rstrip("/") + "/") for c in CONTAINER_PARENTS) and file.exists():
             return file
@@ -80,8 +85,10 @@ def engine_cpu_s() -> tuple[float | None, str]:
         except (OSError, ValueError, IndexError):
             pass
     tick = os.sysconf("SC_CLK_TCK")
-    return sum((int(text.rsplit(")", 1)[1].split()[11]) + int(text.rsplit(")", 1)[1].split()[12])) / tick
-               for _, text in procs), "daemons"
+    return sum(
+        (int(text.rsplit(")", 1)[1].split()[11]) + int(text.rsplit(")", 1)[1].split()[12])) / tick
+        for _, text in procs
+    ), "daemons"
 
 
 class StudyContainers(threading.Thread):
@@ -93,8 +100,12 @@ class StudyContainers(threading.Thread):
         self.last: dict[str, float] = {}  # container id: its CPU seconds at the last poll
 
     def poll(self) -> None:
-        ids = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"label=ctxbench.study={self.study}"],
-                             capture_output=True, text=True, timeout=30).stdout.split()
+        ids = subprocess.run(
+            ["docker", "ps", "-q", "--no-trunc", "--filter", f"label=ctxbench.study={self.study}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.split()
         for cid in ids:
             self.seen(cid, container_cpu_s(cid))
 

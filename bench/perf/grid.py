@@ -95,7 +95,9 @@ class ProcessTree(threading.Thread):
                     role = "launcher" if pid == self.root else "worker" if "loky" in cmd.lower() else "other"
                     self.last[pid] = (role, times[pid])
                     if role == "worker" and self.startup is None and self.root in self.last:
-                        self.startup = sum(self.last[self.root][1][:2])  # the launcher's CPU before the first job
+                        self.startup = sum(
+                            self.last[self.root][1][:2]
+                        )  # the launcher's CPU before the first job
                 else:
                     self.last[pid] = (self.last[pid][0], times[pid])
 
@@ -105,17 +107,28 @@ class ProcessTree(threading.Thread):
 
     def split(self) -> dict[str, float]:
         own = lambda role: sum(t[0] + t[1] for r, t in self.last.values() if r == role)  # noqa: E731
-        return {"launcher": own("launcher"), "launcher_startup": self.startup or 0.0, "workers": own("worker"),
-                "workers_children": sum(t[2] + t[3] for r, t in self.last.values() if r == "worker")}
+        return {
+            "launcher": own("launcher"),
+            "launcher_startup": self.startup or 0.0,
+            "workers": own("worker"),
+            "workers_children": sum(t[2] + t[3] for r, t in self.last.values() if r == "worker"),
+        }
 
 
-def cpu_split(before: dict[str, float | None], after: dict[str, float | None], harness_s: float,
-              trials: int, containers_s: float | None = None) -> dict[str, float | None]:
+def cpu_split(
+    before: dict[str, float | None],
+    after: dict[str, float | None],
+    harness_s: float,
+    trials: int,
+    containers_s: float | None = None,
+) -> dict[str, float | None]:
     """CPU seconds per trial: the harness (the study's own processes and their git children),
     the study's own containers (`containers_s`, bench.perf.containers; without it, every
     container on the machine), the engine, and the rest of the machine's busy time."""
-    d = {k: (after[k] - before[k]) if after[k] is not None and before[k] is not None else None  # type: ignore[operator]
-         for k in before}
+    d = {
+        k: (after[k] - before[k]) if after[k] is not None and before[k] is not None else None  # type: ignore[operator]
+        for k in before
+    }
     own = containers_s if containers_s is not None else d["containers"]
     split: dict[str, float | None] = {"harness": harness_s, "containers": own, "engine": d["engine"]}
     known = sum(v for v in split.values() if v is not None)
@@ -123,15 +136,19 @@ def cpu_split(before: dict[str, float | None], after: dict[str, float | None], h
     return {k: (round(v / trials, 3) if v is not None else None) for k, v in split.items()}
 
 
-def startup_cpu_s(recs: list[dict[str, Any]], workers: dict[int, float], launcher_startup: float) -> float | None:
+def startup_cpu_s(
+    recs: list[dict[str, Any]], workers: dict[int, float], launcher_startup: float
+) -> float | None:
     """The harness's CPU that a study pays once, not per trial: the launcher's before its first job,
     and each worker process's beyond its trials. A worker's trials are read from the CPU its
     process had used at the end of each job (`cpu_s` in progress.jsonl): its first job's figure,
     less what a later job costs on average, is its start (imports, MLflow's first connection,
     the first sandbox); what it used after its last job is its close. A process of the pool that
     ran no job (loky's resource tracker) is all start. None without two jobs in one worker."""
-    ends = {pid: sorted((r["ts"], r["cpu_s"]) for r in recs if r.get("pid") == pid and "cpu_s" in r)
-            for pid in workers}
+    ends = {
+        pid: sorted((r["ts"], r["cpu_s"]) for r in recs if r.get("pid") == pid and "cpu_s" in r)
+        for pid in workers
+    }
     later = [(e[-1][1] - e[0][1], len(e) - 1) for e in ends.values() if len(e) >= 2]
     if not later:
         return None
@@ -154,15 +171,30 @@ def trials_model_cpu_s(results: Path) -> float | None:
     return total if found else None
 
 
-def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS,
-             overrides: tuple[str, ...] = (), env: dict[str, str] | None = None) -> dict[str, Any]:
+def grid_run(
+    results: Path,
+    full: bool,
+    n_jobs: int,
+    seeds: int = SLICE_SEEDS,
+    overrides: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """`overrides`: more of the grid's command line (e.g. `++task.size.steps=6`, the slice the
     CPU cuts of docs/scaling.md were measured on), recorded in the result's `command`; `env`:
     more of the study's environment (bench/perf/annexes.py's tasks never kept)."""
     study = f"bench-grid-{uuid.uuid4().hex[:6]}"
     seeds = GRID_SEEDS if full else seeds
-    cmd = [sys.executable, "-m", "bench", "-m", "experiment=grid", f"task.seed=range(0,{seeds})",
-           f"study.name={study}", f"hydra.launcher.n_jobs={n_jobs}", *overrides]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench",
+        "-m",
+        "experiment=grid",
+        f"task.seed=range(0,{seeds})",
+        f"study.name={study}",
+        f"hydra.launcher.n_jobs={n_jobs}",
+        *overrides,
+    ]
     env = {**os.environ, **(env or {}), "CTXBENCH_RESULTS": str(results)}
     (cpu0, measure0), kids0 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, t0_epoch = time.perf_counter(), time.time()
@@ -187,37 +219,50 @@ def grid_run(results: Path, full: bool, n_jobs: int, seeds: int = SLICE_SEEDS,
     n = len(recs)
     first_start = min(r["ts"] - r["wall_s"] for r in recs)  # when the first trial started
     startup = max(0.0, min(first_start - t0_epoch, wall))
-    return {"trials": n, "n_jobs": n_jobs, "wall_s": round(wall, 1), "command": " ".join(cmd[1:]),
-            "trial_wall_s_p50": round(statistics.median(r["wall_s"] for r in recs), 2),
-            "outcomes": {o: sum(1 for r in recs if r["outcome"] == o) for o in {r["outcome"] for r in recs}},
-            "startup_s": round(startup, 1),  # process start, imports, sweep validation, workers
-            "grid_minutes": round((startup + (wall - startup) * GRID_TRIALS / n) / 60, 2),
-            "extrapolated": n != GRID_TRIALS,
-            # Where the time goes: CPU seconds per trial, and how busy the machine's cores were.
-            "cpu_s_per_trial": cpu_split(cpu0, cpu1, harness, n, boxes.total_s()),
-            "engine_measure": measure1,  # "cgroup": runc counted; "daemons": not
-            # The containers' figure two other ways: every container on the machine (other
-            # studies' too), and only the trials' own windows (no start, renewal or close).
-            "containers_cross_check_s_per_trial": {
-                "machine_cgroup": cpu_split(cpu0, cpu1, harness, n)["containers"],
-                "trials_windows": round(w / n, 3) if (w := trials_window_cpu_s(results)) is not None else None,
-                "study_containers": len(boxes.last)},
-            # The harness's part by process: the launcher (plan, joblib's polling, the study run),
-            # the workers' own Python, and what the workers started (host git); the rest of the
-            # harness figure is what the poll missed (processes shorter than a poll).
-            "harness_cpu_s_per_trial": {k: round(v / n, 3) for k, v in tree.split().items()},
-            # The harness per trial of the grid itself: what the slice paid once (the study's
-            # start, each worker's start and close) spread over the grid's trials, as a whole
-            # grid spreads it, and the rest per trial as measured.
-            "harness_s_per_grid_trial": _per_grid_trial(harness, n, startup_cpu_s(
-                recs, tree.workers(), tree.split()["launcher_startup"])),
-            "model_cpu_s_per_trial": round(m / n, 3) if (m := trials_model_cpu_s(results)) is not None else None,
-            "cores_busy": (round((cpu1["busy"] - cpu0["busy"]) / wall / (os.cpu_count() or 1), 2)
-                           if cpu0["busy"] is not None and cpu1["busy"] is not None else None)}
+    return {
+        "trials": n,
+        "n_jobs": n_jobs,
+        "wall_s": round(wall, 1),
+        "command": " ".join(cmd[1:]),
+        "trial_wall_s_p50": round(statistics.median(r["wall_s"] for r in recs), 2),
+        "outcomes": {o: sum(1 for r in recs if r["outcome"] == o) for o in {r["outcome"] for r in recs}},
+        "startup_s": round(startup, 1),  # process start, imports, sweep validation, workers
+        "grid_minutes": round((startup + (wall - startup) * GRID_TRIALS / n) / 60, 2),
+        "extrapolated": n != GRID_TRIALS,
+        # Where the time goes: CPU seconds per trial, and how busy the machine's cores were.
+        "cpu_s_per_trial": cpu_split(cpu0, cpu1, harness, n, boxes.total_s()),
+        "engine_measure": measure1,  # "cgroup": runc counted; "daemons": not
+        # The containers' figure two other ways: every container on the machine (other
+        # studies' too), and only the trials' own windows (no start, renewal or close).
+        "containers_cross_check_s_per_trial": {
+            "machine_cgroup": cpu_split(cpu0, cpu1, harness, n)["containers"],
+            "trials_windows": round(w / n, 3) if (w := trials_window_cpu_s(results)) is not None else None,
+            "study_containers": len(boxes.last),
+        },
+        # The harness's part by process: the launcher (plan, joblib's polling, the study run),
+        # the workers' own Python, and what the workers started (host git); the rest of the
+        # harness figure is what the poll missed (processes shorter than a poll).
+        "harness_cpu_s_per_trial": {k: round(v / n, 3) for k, v in tree.split().items()},
+        # The harness per trial of the grid itself: what the slice paid once (the study's
+        # start, each worker's start and close) spread over the grid's trials, as a whole
+        # grid spreads it, and the rest per trial as measured.
+        "harness_s_per_grid_trial": _per_grid_trial(
+            harness, n, startup_cpu_s(recs, tree.workers(), tree.split()["launcher_startup"])
+        ),
+        "model_cpu_s_per_trial": round(m / n, 3) if (m := trials_model_cpu_s(results)) is not None else None,
+        "cores_busy": (
+            round((cpu1["busy"] - cpu0["busy"]) / wall / (os.cpu_count() or 1), 2)
+            if cpu0["busy"] is not None and cpu1["busy"] is not None
+            else None
+        ),
+    }
 
 
 def _per_grid_trial(harness_s: float, trials: int, once_s: float | None) -> dict[str, float] | None:
     if once_s is None:
         return None
-    return {"once_s": round(once_s, 2), "per_trial_s": round((harness_s - once_s) / trials, 3),
-            "s_per_trial": round((harness_s - once_s) / trials + once_s / GRID_TRIALS, 3)}
+    return {
+        "once_s": round(once_s, 2),
+        "per_trial_s": round((harness_s - once_s) / trials, 3),
+        "s_per_trial": round((harness_s - once_s) / trials + once_s / GRID_TRIALS, 3),
+    }

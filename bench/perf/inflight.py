@@ -43,15 +43,31 @@ SEEDS_PER_FAMILY = ("signature_migration", "extract_module")
 def plan(trials: int, sandbox: str = "local") -> list[str]:
     """`trials` trials, each its own conversation on the server (task id and seed differ)."""
     per = -(-trials // len(SEEDS_PER_FAMILY))
-    return ["strategy=ledger", "arm=baseline", f"task={','.join(SEEDS_PER_FAMILY)}", f"task.seed=range(0,{per})",
-            "++task.size.steps=6", f"sandbox={sandbox}"]
+    return [
+        "strategy=ledger",
+        "arm=baseline",
+        f"task={','.join(SEEDS_PER_FAMILY)}",
+        f"task.seed=range(0,{per})",
+        "++task.size.steps=6",
+        f"sandbox={sandbox}",
+    ]
 
 
 def _sim_model_overrides(url: str, n: int, rpm: float | None, itpm: float | None) -> list[str]:
     """model=openai pointed at the server, with the sim's window, output and prices (same verdicts)."""
-    over = [f"model.base_url={url}/v1", "model.model_id=sim", "model.window=200000", "model.max_output=4096",
-            "model.price.input=3.0", "model.price.output=15.0", "model.price.cache_read=0.3",
-            "model.price.cache_write=3.75", f"model.max_concurrency={n}", "model.max_retries=10", "model.timeout_s=300"]
+    over = [
+        f"model.base_url={url}/v1",
+        "model.model_id=sim",
+        "model.window=200000",
+        "model.max_output=4096",
+        "model.price.input=3.0",
+        "model.price.output=15.0",
+        "model.price.cache_read=0.3",
+        "model.price.cache_write=3.75",
+        f"model.max_concurrency={n}",
+        "model.max_retries=10",
+        "model.timeout_s=300",
+    ]
     if rpm:
         over.append(f"model.rate_limit.rpm={rpm}")
     if itpm:
@@ -69,12 +85,17 @@ class _Peak(threading.Thread):
         self.study, self.containers, self.containers_n = study, 0, 0
 
     def _containers(self) -> None:
-        ids = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"label=ctxbench.study={self.study}"],
-                             capture_output=True, text=True).stdout.split()
+        ids = subprocess.run(
+            ["docker", "ps", "-q", "--no-trunc", "--filter", f"label=ctxbench.study={self.study}"],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         used = 0
         for cid in ids:
-            for path in (f"/sys/fs/cgroup/memory/docker/{cid}/memory.usage_in_bytes",  # cgroup v1, v2
-                         f"/sys/fs/cgroup/docker/{cid}/memory.current"):
+            for path in (
+                f"/sys/fs/cgroup/memory/docker/{cid}/memory.usage_in_bytes",  # cgroup v1, v2
+                f"/sys/fs/cgroup/docker/{cid}/memory.current",
+            ):
                 with contextlib.suppress(OSError, ValueError):
                     used += int(Path(path).read_text())
                     break
@@ -124,14 +145,25 @@ def verdicts(results: Path, study: str) -> dict[str, dict[str, Any]]:
     if exp is None:
         return {}
     out = {}
-    for r in client.search_runs([exp.experiment_id], max_results=50000, filter_string=(
-            f"tags.study = '{study}' and tags.`ctxbench.kind` = 'trial' and attributes.status = 'FINISHED'")):
+    for r in client.search_runs(
+        [exp.experiment_id],
+        max_results=50000,
+        filter_string=(
+            f"tags.study = '{study}' and tags.`ctxbench.kind` = 'trial' and attributes.status = 'FINISHED'"
+        ),
+    ):
         t, m = r.data.tags, r.data.metrics
         logs = list((results / "trials").glob(f"{t['config_hash']}-*/events.jsonl"))
-        out[f"{t['task_family']}#{t['task_seed']}"] = {"time": where_time_went(logs[0]) if len(logs) == 1 else {},
-            "status": t.get("status"), "reason": t.get("failure_reason", ""), "steps": m.get("steps_passed"),
-            "turns": m.get("turns"), "latency_s": m.get("latency_s", 0.0), "queue_ms": m.get("queue_ms", 0.0),
-            "retries": m.get("provider_retries", 0.0)}
+        out[f"{t['task_family']}#{t['task_seed']}"] = {
+            "time": where_time_went(logs[0]) if len(logs) == 1 else {},
+            "status": t.get("status"),
+            "reason": t.get("failure_reason", ""),
+            "steps": m.get("steps_passed"),
+            "turns": m.get("turns"),
+            "latency_s": m.get("latency_s", 0.0),
+            "queue_ms": m.get("queue_ms", 0.0),
+            "retries": m.get("provider_retries", 0.0),
+        }
     return out
 
 
@@ -148,8 +180,13 @@ def where_time_went(events: Path) -> dict[str, float]:
             checks += float(e.t.get("duration_s", 0.0))
         elif isinstance(e, ev.TrialEnd):
             wall = float(e.t.get("wall_s", 0.0))
-    return {"wall_s": wall, "provider_s": provider, "queue_s": queue, "checks_s": checks,
-            "rest_s": wall - provider - queue - checks}
+    return {
+        "wall_s": wall,
+        "provider_s": provider,
+        "queue_s": queue,
+        "checks_s": checks,
+        "rest_s": wall - provider - queue - checks,
+    }
 
 
 def _mean_split(runs: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -157,21 +194,43 @@ def _mean_split(runs: dict[str, dict[str, Any]]) -> dict[str, float]:
     return {k: round(sum(t[k] for t in times) / len(times), 1) for k in times[0]} if times else {}
 
 
-def inflight_run(results: Path, trials: int = 128, n_jobs: int = 128, rpm: float | None = 600,
-                 input_tpm: float | None = 400_000, time_scale: float = 1.0, sandbox: str = "local") -> dict[str, Any]:
+def inflight_run(
+    results: Path,
+    trials: int = 128,
+    n_jobs: int = 128,
+    rpm: float | None = 600,
+    input_tpm: float | None = 400_000,
+    time_scale: float = 1.0,
+    sandbox: str = "local",
+) -> dict[str, Any]:
     from bench.serve.limits import ProviderLimits
     from bench.serve.server import LoopbackServer
 
     study = f"bench-inflight-{uuid.uuid4().hex[:6]}"
     limits = ProviderLimits(rpm, input_tpm)
     with LoopbackServer(limits=limits, time_scale=time_scale) as srv:
-        cmd = [sys.executable, "-m", "bench", "-m", *plan(trials, sandbox), *_sim_model_overrides(srv.url, n_jobs, rpm, input_tpm),
-               "hydra/launcher=ctxbench_threads", f"hydra.launcher.n_jobs={n_jobs}", f"study.name={study}"]
-        env = {**os.environ, "CTXBENCH_RESULTS": str(results), "OPENAI_API_KEY": "loopback",
-               "CTXBENCH_LIMIT_DIR": str(results / "limits")}
+        cmd = [
+            sys.executable,
+            "-m",
+            "bench",
+            "-m",
+            *plan(trials, sandbox),
+            *_sim_model_overrides(srv.url, n_jobs, rpm, input_tpm),
+            "hydra/launcher=ctxbench_threads",
+            f"hydra.launcher.n_jobs={n_jobs}",
+            f"study.name={study}",
+        ]
+        env = {
+            **os.environ,
+            "CTXBENCH_RESULTS": str(results),
+            "OPENAI_API_KEY": "loopback",
+            "CTXBENCH_LIMIT_DIR": str(results / "limits"),
+        }
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         peak = _Peak(proc.pid, study if sandbox == "docker" else "")
         peak.start()
         out, _ = proc.communicate()
@@ -194,26 +253,42 @@ def inflight_run(results: Path, trials: int = 128, n_jobs: int = 128, rpm: float
     by_tpm = max(tokens - input_tpm, 0) / input_tpm * 60 if input_tpm else 0.0
     ideal = max(longest, by_rpm, by_tpm)
     return {
-        "study": study, "trials": len(recs), "n_jobs": n_jobs, "wall_s": round(wall, 1),
-        "trials_span_s": round(span, 1), "startup_s": round(wall - span, 1),
-        "ideal_s": round(ideal, 1), "span_over_ideal": round(span / ideal, 3) if ideal else None,
-        "ideal_from": {"longest_trial_provider_s": round(longest, 1), "rpm_s": round(by_rpm, 1),
-                       "input_tpm_s": round(by_tpm, 1)},
-        "trials_in_flight_peak": in_flight, "harness_rss_peak_mb": round(peak.harness / 2**20, 1),
-        "children_rss_peak_mb": round(peak.children / 2**20, 1), "sandbox": sandbox,
-        "containers_mem_peak_mb": round(peak.containers / 2**20, 1), "containers_peak": peak.containers_n,
+        "study": study,
+        "trials": len(recs),
+        "n_jobs": n_jobs,
+        "wall_s": round(wall, 1),
+        "trials_span_s": round(span, 1),
+        "startup_s": round(wall - span, 1),
+        "ideal_s": round(ideal, 1),
+        "span_over_ideal": round(span / ideal, 3) if ideal else None,
+        "ideal_from": {
+            "longest_trial_provider_s": round(longest, 1),
+            "rpm_s": round(by_rpm, 1),
+            "input_tpm_s": round(by_tpm, 1),
+        },
+        "trials_in_flight_peak": in_flight,
+        "harness_rss_peak_mb": round(peak.harness / 2**20, 1),
+        "children_rss_peak_mb": round(peak.children / 2**20, 1),
+        "sandbox": sandbox,
+        "containers_mem_peak_mb": round(peak.containers / 2**20, 1),
+        "containers_peak": peak.containers_n,
         "harness_mb_per_trial_in_flight": round(peak.harness / 2**20 / max(in_flight, 1), 2),
         "harness_cpu_s": round((kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime), 1),
-        "calls": calls, "http_429": served["rejected"], "input_tokens": tokens,
-        "saturation": {"rpm": round(calls / (span / 60) / rpm, 3) if rpm else None,
-                       "input_tpm": round(tokens / (span / 60) / input_tpm, 3) if input_tpm else None},
+        "calls": calls,
+        "http_429": served["rejected"],
+        "input_tokens": tokens,
+        "saturation": {
+            "rpm": round(calls / (span / 60) / rpm, 3) if rpm else None,
+            "input_tpm": round(tokens / (span / 60) / input_tpm, 3) if input_tpm else None,
+        },
         "queue_s_total": round(sum(v["queue_ms"] for v in runs.values()) / 1000, 1),
         "retries_total": sum(v["retries"] for v in runs.values()),
         # Where a trial's wall goes (mean over trials; and the longest trial's): what part is the
         # provider's, the limiter's, the sandbox's, and the harness's own (CPU, GIL, tools).
         "trial_time_mean": _mean_split(runs),
-        "trial_time_longest": max((v["time"] for v in runs.values() if v.get("time")), key=lambda t: t["wall_s"],
-                                  default={}),
+        "trial_time_longest": max(
+            (v["time"] for v in runs.values() if v.get("time")), key=lambda t: t["wall_s"], default={}
+        ),
         "outcomes": {o: sum(1 for r in recs if r["outcome"] == o) for o in {r["outcome"] for r in recs}},
         "start_phases": start_phases(results, study, recs),
         "verdicts": {k: {x: v[x] for x in ("status", "reason", "steps", "turns")} for k, v in runs.items()},
@@ -223,26 +298,34 @@ def inflight_run(results: Path, trials: int = 128, n_jobs: int = 128, rpm: float
 
 def text(r: dict[str, Any]) -> str:
     """The I/O-bound regime's lines for `make bench`'s table."""
-    return (f"I/O-bound regime: {r['trials']} trials against the loopback server's emulated limit, one process, "
-            f"hydra/launcher=ctxbench_threads\n"
-            f"  trials in flight (peak)                  {r['trials_in_flight_peak']}\n"
-            f"  harness RSS peak                         {r['harness_rss_peak_mb']} MB "
-            f"({r['harness_mb_per_trial_in_flight']} MB per trial in flight); its children {r['children_rss_peak_mb']} MB"
-            + (f"; {r['containers_peak']} containers {r['containers_mem_peak_mb']} MB" if r.get("containers_peak") else "")
-            + "\n"
-            f"  trials' span vs ideal                    {r['trials_span_s']} s vs {r['ideal_s']} s "
-            f"(x{r['span_over_ideal']}; ideal from {r['ideal_from']}); startup {r['startup_s']} s\n"
-            f"  limiter saturation                       {r['saturation']}; {r['http_429']} HTTP 429s, "
-            f"{r['calls']} calls, queued {r['queue_s_total']} s in all\n"
-            f"  harness CPU                              {r['harness_cpu_s']} s\n"
-            f"  a trial's wall, mean (s)                 {r['trial_time_mean']}\n"
-            f"  what spreads the starts                  {r.get('start_phases')}\n"
-            f"  the longest trial's (s)                  "
-            f"{ {k: round(v, 1) for k, v in r['trial_time_longest'].items()} }")
+    return (
+        f"I/O-bound regime: {r['trials']} trials against the loopback server's emulated limit, one process, "
+        f"hydra/launcher=ctxbench_threads\n"
+        f"  trials in flight (peak)                  {r['trials_in_flight_peak']}\n"
+        f"  harness RSS peak                         {r['harness_rss_peak_mb']} MB "
+        f"({r['harness_mb_per_trial_in_flight']} MB per trial in flight); its children {r['children_rss_peak_mb']} MB"
+        + (
+            f"; {r['containers_peak']} containers {r['containers_mem_peak_mb']} MB"
+            if r.get("containers_peak")
+            else ""
+        )
+        + "\n"
+        f"  trials' span vs ideal                    {r['trials_span_s']} s vs {r['ideal_s']} s "
+        f"(x{r['span_over_ideal']}; ideal from {r['ideal_from']}); startup {r['startup_s']} s\n"
+        f"  limiter saturation                       {r['saturation']}; {r['http_429']} HTTP 429s, "
+        f"{r['calls']} calls, queued {r['queue_s_total']} s in all\n"
+        f"  harness CPU                              {r['harness_cpu_s']} s\n"
+        f"  a trial's wall, mean (s)                 {r['trial_time_mean']}\n"
+        f"  what spreads the starts                  {r.get('start_phases')}\n"
+        f"  the longest trial's (s)                  "
+        f"{ {k: round(v, 1) for k, v in r['trial_time_longest'].items()} }"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.perf.inflight", description=(__doc__ or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m bench.perf.inflight", description=(__doc__ or "").split("\n\n")[0]
+    )
     p.add_argument("--trials", type=int, default=128)
     p.add_argument("--n-jobs", type=int, default=128)
     p.add_argument("--rpm", type=float, default=600)
@@ -252,8 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=None, help="default: a temp dir, removed afterwards")
     a = p.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="ctxbench-inflight-")) if a.results is None else a.results
-    report = {"load_avg_start": [round(x, 2) for x in os.getloadavg()],
-              **inflight_run(tmp, a.trials, a.n_jobs, a.rpm, a.input_tpm, a.time_scale, a.sandbox)}
+    report = {
+        "load_avg_start": [round(x, 2) for x in os.getloadavg()],
+        **inflight_run(tmp, a.trials, a.n_jobs, a.rpm, a.input_tpm, a.time_scale, a.sandbox),
+    }
     print(json.dumps(report, indent=2))
     return 0
 

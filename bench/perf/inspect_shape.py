@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                 result = await sandbox().exec(["true"])
                 assert result.success
             return state
+
         return solve
 
     peak = {"rss": 0}
@@ -50,20 +51,38 @@ def main(argv: list[str] | None = None) -> int:
                 peak["rss"] = max(peak["rss"], int(f.read().split()[1]) * resource.getpagesize())
 
     threading.Thread(target=poll, daemon=True).start()
-    task = Task(dataset=[Sample(input=f"sample {i}", target="") for i in range(a.samples)],
-                solver=waits_and_execs(), sandbox="local")
+    task = Task(
+        dataset=[Sample(input=f"sample {i}", target="") for i in range(a.samples)],
+        solver=waits_and_execs(),
+        sandbox="local",
+    )
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as logs:
         (log,) = eval(task, model="mockllm/model", max_samples=a.samples, display="none", log_dir=logs)
     wall = time.perf_counter() - t0
     stop.set()
     ideal = a.waits * a.wait_s
-    print(json.dumps({"tool": "inspect_ai", "status": log.status, "samples": a.samples, "wall_s": round(wall, 1),
-                      "ideal_s": ideal, "wall_over_ideal": round(wall / ideal, 3),
-                      "rss_peak_mb": round(peak["rss"] / 2**20, 1),
-                      "mb_per_sample_in_flight": round(peak["rss"] / 2**20 / a.samples, 2),
-                      "cpu_s": round(sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
-                                         for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)), 1)}))
+    print(
+        json.dumps(
+            {
+                "tool": "inspect_ai",
+                "status": log.status,
+                "samples": a.samples,
+                "wall_s": round(wall, 1),
+                "ideal_s": ideal,
+                "wall_over_ideal": round(wall / ideal, 3),
+                "rss_peak_mb": round(peak["rss"] / 2**20, 1),
+                "mb_per_sample_in_flight": round(peak["rss"] / 2**20 / a.samples, 2),
+                "cpu_s": round(
+                    sum(
+                        resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
+                        for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                    ),
+                    1,
+                ),
+            }
+        )
+    )
     return 0
 
 

@@ -164,28 +164,42 @@ def instrumented_trial(overrides: list[str], results: Path) -> dict[str, Any]:
     checks = log.of(ev.Check)
     check_s = sum(c.t["duration_s"] for c in checks)
     container_s = ph.self_s["container start"]
-    mlflow_s = sum(sum(ph.samples[k]) for k in  # inclusive: finish() contains the artifact upload
-                   ("mlflow: resume check", "mlflow: run create + params", "mlflow: metrics + tags"))
+    mlflow_s = sum(
+        sum(ph.samples[k])
+        for k in (  # inclusive: finish() contains the artifact upload
+            "mlflow: resume check",
+            "mlflow: run create + params",
+            "mlflow: metrics + tags",
+        )
+    )
     phases = {k: round(v, 4) for k, v in sorted(ph.self_s.items(), key=lambda kv: -kv[1])}
     return {
-        "overrides": overrides, "status": result.status, "turns": result.turns, "wall_s": round(wall, 3),
+        "overrides": overrides,
+        "status": result.status,
+        "turns": result.turns,
+        "wall_s": round(wall, 3),
         "steps": len(log.of(ev.StepStart)),
-        "checks": len(checks), "check_s": round(check_s, 3),
+        "checks": len(checks),
+        "check_s": round(check_s, 3),
         "container_start_s": round(container_s, 3),
         "trial_overhead_ratio": round(wall / (container_s + check_s), 3),
-        "mlflow_log_s": round(mlflow_s, 3), "mlflow_store_init_s": round(store_init, 3),
+        "mlflow_log_s": round(mlflow_s, 3),
+        "mlflow_store_init_s": round(store_init, 3),
         "mlflow_store_open_s": mlflow_store_open_s(tcfg.tracking.uri),
         "context_build_ms": [round(x * 1000, 3) for x in ph.samples["context build"]],
-        "phases_s": phases, "phase_calls": dict(ph.calls),
+        "phases_s": phases,
+        "phase_calls": dict(ph.calls),
     }
 
 
 def mlflow_store_open_s(uri: str) -> float:
     """A new process opening an existing store (what every worker pays once), imports excluded."""
-    code = ("import time, mlflow.tracking, mlflow.entities\n"
-            "t = time.perf_counter()\n"
-            "from bench.tracking.runs import _client\n"
-            f"_client({uri!r}).get_experiment_by_name('ctxbench')\n"
-            "print(time.perf_counter() - t)")
+    code = (
+        "import time, mlflow.tracking, mlflow.entities\n"
+        "t = time.perf_counter()\n"
+        "from bench.tracking.runs import _client\n"
+        f"_client({uri!r}).get_experiment_by_name('ctxbench')\n"
+        "print(time.perf_counter() - t)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
     return round(float(out.stdout.strip().splitlines()[-1]), 3)

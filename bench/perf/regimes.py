@@ -35,18 +35,42 @@ def _row(name: str, value: float | None, cmp: str, target: float | None, note: s
 def io_rows(r: dict[str, Any]) -> list[Row]:
     sat = {k: v for k, v in r["saturation"].items() if v is not None}
     return [
-        _row("io.trials_in_flight", r["trials_in_flight_peak"], ">=", min(IN_FLIGHT, r["trials"]),
-             f"{r['trials']} trials, one process, hydra/launcher=ctxbench_threads, sandbox={r['sandbox']}"
-             + ("" if r["trials"] >= IN_FLIGHT else f"; the {IN_FLIGHT} target: --inflight-trials {IN_FLIGHT}")),
-        _row("io.harness_mb_per_trial_in_flight", r["harness_mb_per_trial_in_flight"], "<=",
-             round(HARNESS_GB * 1024 / IN_FLIGHT, 1),
-             f"peak RSS {r['harness_rss_peak_mb']} MB; its children {r['children_rss_peak_mb']} MB"
-             + (f"; {r['containers_peak']} containers {r['containers_mem_peak_mb']} MB" if r.get("containers_peak")
-                else "")),
-        _row("io.span_over_ideal", r["span_over_ideal"], "<=", WALL_OVER_IDEAL,
-             f"{r['trials_span_s']} s vs {r['ideal_s']} s, the ideal from {r['ideal_from']}"),
-        _row("io.limiter_saturation", max(sat.values()) if sat else None, "", None,
-             f"{sat}; {r['http_429']} HTTP 429s, {r['calls']} calls"),
+        _row(
+            "io.trials_in_flight",
+            r["trials_in_flight_peak"],
+            ">=",
+            min(IN_FLIGHT, r["trials"]),
+            f"{r['trials']} trials, one process, hydra/launcher=ctxbench_threads, sandbox={r['sandbox']}"
+            + (
+                "" if r["trials"] >= IN_FLIGHT else f"; the {IN_FLIGHT} target: --inflight-trials {IN_FLIGHT}"
+            ),
+        ),
+        _row(
+            "io.harness_mb_per_trial_in_flight",
+            r["harness_mb_per_trial_in_flight"],
+            "<=",
+            round(HARNESS_GB * 1024 / IN_FLIGHT, 1),
+            f"peak RSS {r['harness_rss_peak_mb']} MB; its children {r['children_rss_peak_mb']} MB"
+            + (
+                f"; {r['containers_peak']} containers {r['containers_mem_peak_mb']} MB"
+                if r.get("containers_peak")
+                else ""
+            ),
+        ),
+        _row(
+            "io.span_over_ideal",
+            r["span_over_ideal"],
+            "<=",
+            WALL_OVER_IDEAL,
+            f"{r['trials_span_s']} s vs {r['ideal_s']} s, the ideal from {r['ideal_from']}",
+        ),
+        _row(
+            "io.limiter_saturation",
+            max(sat.values()) if sat else None,
+            "",
+            None,
+            f"{sat}; {r['http_429']} HTTP 429s, {r['calls']} calls",
+        ),
     ]
 
 
@@ -60,30 +84,72 @@ def cpu_rows(g: dict[str, Any], grid_trials: int, cores: int | None = None) -> l
     target = round(sandbox, 3) if sandbox is not None else None
     grid = g.get("harness_s_per_grid_trial") or {}
     return [
-        _row("cpu.harness_s_per_trial", cpu["harness"], "" if grid else "<=", None if grid else target,
-             f"the slice's {g['trials']} trials, its start and close included; by process: "
-             + ", ".join(f"{k} {v}" for k, v in by.items())),
-        *([_row("cpu.harness_s_per_grid_trial", grid["s_per_trial"], "<=", target,
-                f"target: at or below the sandbox's (containers + engine); {grid['per_trial_s']} s a trial "
-                f"and {grid['once_s']} s once a study (its start, each worker's start and close), spread "
-                f"over the grid's {grid_trials} trials as a whole grid spreads it")] if grid else []),
-        _row("cpu.harness_less_model_s_per_trial", _less(cpu["harness"], g.get("model_cpu_s_per_trial")), "", None,
-             f"the harness less its in-process model's calls ({g.get('model_cpu_s_per_trial')} s: the sim's "
-             "thinking, done on the provider's machines for a real model); shown beside, not the target"),
-        _row("cpu.containers_s_per_trial", cpu["containers"], "", None,
-             f"the study's {check.get('study_containers', '?')} containers, each from its own cgroup; "
-             f"the trials' windows alone {check.get('trials_windows')}, every container on the machine "
-             f"{check.get('machine_cgroup')}"),
-        _row("cpu.engine_s_per_trial", cpu["engine"], "", None, {
-            "cgroup": "dockerd, containerd, the shims and the runc each exec starts (their cgroups)",
-            "daemons": "dockerd, containerd and the shims alone (runc not counted: their cgroup is the machine's or holds the containers')",
-        }.get(g.get("engine_measure", "daemons"), "no engine found")),
-        _row("cpu.other_s_per_trial", cpu["other"], "", None,
-             f"the rest of the machine's busy time (other users); cores busy {g['cores_busy']}"),
-        _row("cpu.grid_minutes_projected", g["grid_minutes"], "floor", floor,
-             f"{grid_trials} trials from {g['trials']} ({'extrapolated' if g['extrapolated'] else 'whole'}), "
-             f"{g['n_jobs']} workers; the floor: Docker alone on {cores} cores"
-             + (f"; with the harness at the sandbox's CPU {round(2 * floor, 2)}" if floor is not None else "")),
+        _row(
+            "cpu.harness_s_per_trial",
+            cpu["harness"],
+            "" if grid else "<=",
+            None if grid else target,
+            f"the slice's {g['trials']} trials, its start and close included; by process: "
+            + ", ".join(f"{k} {v}" for k, v in by.items()),
+        ),
+        *(
+            [
+                _row(
+                    "cpu.harness_s_per_grid_trial",
+                    grid["s_per_trial"],
+                    "<=",
+                    target,
+                    f"target: at or below the sandbox's (containers + engine); {grid['per_trial_s']} s a trial "
+                    f"and {grid['once_s']} s once a study (its start, each worker's start and close), spread "
+                    f"over the grid's {grid_trials} trials as a whole grid spreads it",
+                )
+            ]
+            if grid
+            else []
+        ),
+        _row(
+            "cpu.harness_less_model_s_per_trial",
+            _less(cpu["harness"], g.get("model_cpu_s_per_trial")),
+            "",
+            None,
+            f"the harness less its in-process model's calls ({g.get('model_cpu_s_per_trial')} s: the sim's "
+            "thinking, done on the provider's machines for a real model); shown beside, not the target",
+        ),
+        _row(
+            "cpu.containers_s_per_trial",
+            cpu["containers"],
+            "",
+            None,
+            f"the study's {check.get('study_containers', '?')} containers, each from its own cgroup; "
+            f"the trials' windows alone {check.get('trials_windows')}, every container on the machine "
+            f"{check.get('machine_cgroup')}",
+        ),
+        _row(
+            "cpu.engine_s_per_trial",
+            cpu["engine"],
+            "",
+            None,
+            {
+                "cgroup": "dockerd, containerd, the shims and the runc each exec starts (their cgroups)",
+                "daemons": "dockerd, containerd and the shims alone (runc not counted: their cgroup is the machine's or holds the containers')",
+            }.get(g.get("engine_measure", "daemons"), "no engine found"),
+        ),
+        _row(
+            "cpu.other_s_per_trial",
+            cpu["other"],
+            "",
+            None,
+            f"the rest of the machine's busy time (other users); cores busy {g['cores_busy']}",
+        ),
+        _row(
+            "cpu.grid_minutes_projected",
+            g["grid_minutes"],
+            "floor",
+            floor,
+            f"{grid_trials} trials from {g['trials']} ({'extrapolated' if g['extrapolated'] else 'whole'}), "
+            f"{g['n_jobs']} workers; the floor: Docker alone on {cores} cores"
+            + (f"; with the harness at the sandbox's CPU {round(2 * floor, 2)}" if floor is not None else ""),
+        ),
     ]
 
 

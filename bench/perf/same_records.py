@@ -26,7 +26,13 @@ from bench.eventlog.writer import comparable
 from bench.sandbox.base import ANNEX_SWITCHES
 from ctxlog import events as ev
 
-TIMINGS = {"latency_s", "ttft_s", "turn_latency_s", "wall_s", "queue_ms"}  # of the run, not the trial's result
+TIMINGS = {
+    "latency_s",
+    "ttft_s",
+    "turn_latency_s",
+    "wall_s",
+    "queue_ms",
+}  # of the run, not the trial's result
 VOLATILE_TAGS = {"pid", "pid_start", "host", "mlflow.parentRunId", "events_sha256", "mlflow.runName", "study"}
 HISTORIES = ("prompt_tokens", "output_tokens", "cached_tokens")
 NOT_COMPARED_PARAMS = {"study.name", *(f"sandbox.{k}" for k in ANNEX_SWITCHES)}  # where, and how fast
@@ -42,16 +48,22 @@ def records(results: Path) -> dict[str, dict[str, Any]]:
     exp = client.get_experiment_by_name("ctxbench")
     assert exp is not None, f"no ctxbench experiment in {results}/mlflow.db"
     out: dict[str, dict[str, Any]] = {}
-    runs = client.search_runs([exp.experiment_id], filter_string="tags.`ctxbench.kind` = 'trial'", max_results=50000)
+    runs = client.search_runs(
+        [exp.experiment_id], filter_string="tags.`ctxbench.kind` = 'trial'", max_results=50000
+    )
     for r in runs:
         h = r.data.tags["config_hash"]
         (path,) = list((results / "trials").glob(f"{h}-*/events.jsonl"))
         out[h] = {
             "status": r.info.status,
-            "metrics": {k: v for k, v in r.data.metrics.items() if k not in TIMINGS and not k.endswith("_s")
-                        and not k.startswith("sandbox_cpu")},
-            "params": {k: _placed(v, spellings) for k, v in r.data.params.items()
-                       if k not in NOT_COMPARED_PARAMS},
+            "metrics": {
+                k: v
+                for k, v in r.data.metrics.items()
+                if k not in TIMINGS and not k.endswith("_s") and not k.startswith("sandbox_cpu")
+            },
+            "params": {
+                k: _placed(v, spellings) for k, v in r.data.params.items() if k not in NOT_COMPARED_PARAMS
+            },
             "tags": {k: v for k, v in r.data.tags.items() if k not in VOLATILE_TAGS and k != "git_sha"},
             "history": {k: [m.value for m in client.get_metric_history(r.info.run_id, k)] for k in HISTORIES},
             "events": _events(path),
@@ -71,7 +83,11 @@ def _events(path: Path) -> list[dict[str, Any]]:
     their origin names another run) or the sequence numbers they shift: the `check` event after
     one is the verdict, compared as any other."""
     records = comparable([json.loads(x) for x in path.read_text().splitlines()])
-    return [{k: v for k, v in r.items() if k != "seq"} for r in records if not isinstance(ev.parse(r), ev.CheckCached)]
+    return [
+        {k: v for k, v in r.items() if k != "seq"}
+        for r in records
+        if not isinstance(ev.parse(r), ev.CheckCached)
+    ]
 
 
 def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -82,12 +98,19 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
         if x == y:
             continue
         if isinstance(x, dict) and isinstance(y, dict):
-            out += [f"{part}.{k}: {x.get(k)!r} != {y.get(k)!r}"[:300] for k in sorted(x.keys() | y.keys())
-                    if x.get(k) != y.get(k)]
+            out += [
+                f"{part}.{k}: {x.get(k)!r} != {y.get(k)!r}"[:300]
+                for k in sorted(x.keys() | y.keys())
+                if x.get(k) != y.get(k)
+            ]
         elif isinstance(x, list) and isinstance(y, list):
-            first = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), min(len(x), len(y)))
-            out.append(f"{part}[{first}] of {len(x)}/{len(y)}: "
-                       f"{(x[first:first + 1] or [None])[0]!r} != {(y[first:first + 1] or [None])[0]!r}"[:600])
+            first = next(
+                (i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), min(len(x), len(y))
+            )
+            out.append(
+                f"{part}[{first}] of {len(x)}/{len(y)}: "
+                f"{(x[first : first + 1] or [None])[0]!r} != {(y[first : first + 1] or [None])[0]!r}"[:600]
+            )
         else:
             out.append(f"{part}: {x!r} != {y!r}"[:300])
     return out
@@ -103,8 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     equal = sum(1 for h in a.keys() & b.keys() if a[h] == b[h])
     statuses = sorted({(r["tags"].get("status"), r["status"]) for r in a.values()})
     print(f"before {len(a)} trials, after {len(b)}, on both {len(a.keys() & b.keys())}, equal {equal}")
-    print("statuses before:", {s: sum(1 for r in a.values() if (r['tags'].get('status'), r['status']) == s)
-                               for s in statuses})
+    print(
+        "statuses before:",
+        {s: sum(1 for r in a.values() if (r["tags"].get("status"), r["status"]) == s) for s in statuses},
+    )
     only = sorted(a.keys() ^ b.keys())
     if only:
         print(f"{len(only)} on one side only, e.g. {only[:3]}")
@@ -113,8 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         if a[h] != b[h]:
             bad += 1
             if bad <= 10:
-                print(f"{h} ({a[h]['tags'].get('strategy')}/{a[h]['tags'].get('arm')}/"
-                      f"{a[h]['tags'].get('task_family')}#{a[h]['tags'].get('task_seed')}):")
+                print(
+                    f"{h} ({a[h]['tags'].get('strategy')}/{a[h]['tags'].get('arm')}/"
+                    f"{a[h]['tags'].get('task_family')}#{a[h]['tags'].get('task_seed')}):"
+                )
                 print("  " + "\n  ".join(diff(a[h], b[h])[:8]))
     return 1 if bad or only else 0
 

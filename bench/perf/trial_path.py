@@ -84,7 +84,9 @@ def counting(module: Any, name: str, counts: dict[str, int], key: str) -> Callab
 
     def wrapped(*a: Any, **k: Any) -> Any:
         caller = project_file(sys._getframe(1).f_code.co_filename) or ""
-        if not caller.startswith(("bench/sim/", "tasks/")):  # the simulated model regenerates the task it reads
+        if not caller.startswith(
+            ("bench/sim/", "tasks/")
+        ):  # the simulated model regenerates the task it reads
             counts[key] = counts.get(key, 0) + 1
         return original(*a, **k)
 
@@ -103,10 +105,12 @@ def main(argv: list[str]) -> None:
     counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="ctxbench-path-") as tmp:
         overrides = [*overrides, f"results_dir={tmp}"]
-        undo = [counting(loader.ConfigLoaderImpl, "load_configuration", counts, "compositions"),
-                counting(tasks, "generate", counts, "task builds"),
-                counting(strategies, "make_strategy", counts, "strategy builds"),
-                counting(providers, "make_provider", counts, "provider builds")]
+        undo = [
+            counting(loader.ConfigLoaderImpl, "load_configuration", counts, "compositions"),
+            counting(tasks, "generate", counts, "task builds"),
+            counting(strategies, "make_strategy", counts, "strategy builds"),
+            counting(providers, "make_provider", counts, "provider builds"),
+        ]
         turns = Turns()
         try:
             prepared = preflight.check(overrides)
@@ -121,12 +125,19 @@ def main(argv: list[str]) -> None:
         finally:
             for u in undo:
                 u()
-    modules = sorted({rel for m in list(sys.modules.values())
-                      if (rel := project_file(getattr(m, "__file__", None) or "")) is not None
-                      and not rel.startswith("bench/perf/")})  # this counter, not the trial's
+    modules = sorted(
+        {
+            rel
+            for m in list(sys.modules.values())
+            if (rel := project_file(getattr(m, "__file__", None) or "")) is not None
+            and not rel.startswith("bench/perf/")
+        }
+    )  # this counter, not the trial's
     sizes = {m: len((ROOT / m).read_text().splitlines()) for m in modules}
     lines = sum(sizes.values())
-    acting = [{f for f in t if not f.startswith("bench/perf/")} for t in turns.turns if t][:-1]  # the last runs on into the trial's end
+    acting = [{f for f in t if not f.startswith("bench/perf/")} for t in turns.turns if t][
+        :-1
+    ]  # the last runs on into the trial's end
     full = [len(t) for t in acting]
     no_sim = [len({f for f in t if not f.startswith("bench/sim/")}) for t in acting]
     print(f"trial: {result.status} in {result.turns} turns")
@@ -137,16 +148,22 @@ def main(argv: list[str]) -> None:
         tally[0], tally[1] = tally[0] + 1, tally[1] + n
     for name, (count, n) in sorted(rooms.items(), key=lambda kv: -kv[1][1]):
         print(f"  {name}: {count} modules, {n} lines")
-    print(f"files run in one turn: median {statistics.median(full):g}, max {max(full)} "
-          f"(without the sim: median {statistics.median(no_sim):g}, max {max(no_sim)})")
-    biggest = max(acting, key=lambda t: len({f for f in t if not f.startswith('bench/sim/')}))
+    print(
+        f"files run in one turn: median {statistics.median(full):g}, max {max(full)} "
+        f"(without the sim: median {statistics.median(no_sim):g}, max {max(no_sim)})"
+    )
+    biggest = max(acting, key=lambda t: len({f for f in t if not f.startswith("bench/sim/")}))
     shown = sorted(f for f in biggest if not f.startswith("bench/sim/"))
     print("  the largest turn, without the sim:", ", ".join(shown))
     imports = loop_imports()
-    print(f"loop.py's project imports: {len({i.rsplit('.', 1)[0] for i in imports})} modules, {len(imports)} names")
-    print(f"config compositions: {counts.get('compositions', 0)} (preflight and the job), "
-          f"builds: task {counts.get('task builds', 0)}, strategy {counts.get('strategy builds', 0)}, "
-          f"provider {counts.get('provider builds', 0)}")
+    print(
+        f"loop.py's project imports: {len({i.rsplit('.', 1)[0] for i in imports})} modules, {len(imports)} names"
+    )
+    print(
+        f"config compositions: {counts.get('compositions', 0)} (preflight and the job), "
+        f"builds: task {counts.get('task builds', 0)}, strategy {counts.get('strategy builds', 0)}, "
+        f"provider {counts.get('provider builds', 0)}"
+    )
 
 
 if __name__ == "__main__":

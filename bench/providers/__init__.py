@@ -7,13 +7,18 @@ from collections.abc import Mapping
 from bench.core.registry import Registry
 from bench.providers.base import Provider, ProviderError
 
-PROVIDERS = Registry("model.provider", {
-    "sim": "bench.sim.provider:SimProvider",
-    "anthropic": "bench.providers.anthropic:AnthropicProvider",
-    "openai": "bench.providers.openai:OpenAIProvider",
-    "replay": "bench.providers.replay:ReplayProvider",
-    "scripted": "bench.providers.scripted:ScriptedProvider",
-}, hint="pick a model with model=<name> (see conf/model/)", group="ctxbench.providers")
+PROVIDERS = Registry(
+    "model.provider",
+    {
+        "sim": "bench.sim.provider:SimProvider",
+        "anthropic": "bench.providers.anthropic:AnthropicProvider",
+        "openai": "bench.providers.openai:OpenAIProvider",
+        "replay": "bench.providers.replay:ReplayProvider",
+        "scripted": "bench.providers.scripted:ScriptedProvider",
+    },
+    hint="pick a model with model=<name> (see conf/model/)",
+    group="ctxbench.providers",
+)
 
 
 def make_provider(model_cfg: Mapping) -> Provider:

@@ -26,8 +26,12 @@ class AnthropicProvider(HttpProvider):
         super().__init__(settings, sleep=sleep)
         import anthropic
 
-        kwargs: dict[str, Any] = {"api_key": self._secret, "base_url": settings.base_url, "max_retries": 0,
-                                  "timeout": settings.timeout_s}
+        kwargs: dict[str, Any] = {
+            "api_key": self._secret,
+            "base_url": settings.base_url,
+            "max_retries": 0,
+            "timeout": settings.timeout_s,
+        }
         if "open_telemetry" in inspect.signature(anthropic.Anthropic.__init__).parameters:
             kwargs["open_telemetry"] = False  # spans are ours (bench.tracking.tracing), not the SDK's
         self._client = anthropic.Anthropic(**kwargs)
@@ -36,11 +40,21 @@ class AnthropicProvider(HttpProvider):
     def from_config(cls, model_cfg: Mapping[str, Any], **kwargs: Any) -> AnthropicProvider:
         return cls(RealModelConfig.from_mapping(model_cfg, "anthropic"), **kwargs)
 
-    def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], max_tokens: int, seed: int,
-               cache_breakpoint: int | None) -> dict[str, Any]:
+    def _build(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None,
+    ) -> dict[str, Any]:
         system, wire_messages = wire.to_wire(messages, cache_breakpoint)
-        body: dict[str, Any] = {"model": self.model_id, "max_tokens": max_tokens, "messages": wire_messages,
-                                "metadata": {"user_id": f"seed-{seed}"}}
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "max_tokens": max_tokens,
+            "messages": wire_messages,
+            "metadata": {"user_id": f"seed-{seed}"},
+        }
         if system:
             body["system"] = system
         if tools:

@@ -19,8 +19,15 @@ class ContextOverflow(ProviderError):
 class Provider(Protocol):
     model_id: str
 
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
-                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion:
         """One model call. `cache_breakpoint` = number of leading messages forming the stable
         prefix (providers that take explicit cache marks put one after it).
         `stop_reason == "max_tokens"` is returned, not raised: the harness logs it as an

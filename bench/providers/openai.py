@@ -45,13 +45,23 @@ class OpenAIProvider(HttpProvider):
     def from_config(cls, model_cfg: Mapping[str, Any], **kwargs: Any) -> OpenAIProvider:
         return cls(RealModelConfig.from_mapping(model_cfg, "openai"), **kwargs)
 
-    def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], max_tokens: int, seed: int,
-               cache_breakpoint: int | None) -> dict[str, Any]:
+    def _build(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None,
+    ) -> dict[str, Any]:
         # No explicit cache marks: OpenAI caches the longest previously seen prefix by itself.
         grammar = self.settings.tool_calls == "grammar" and bool(tools)
         self._calls += 1
-        body: dict[str, Any] = {"model": self.model_id, "seed": wire.call_seed(seed, self._calls), "user": f"seed-{seed}",
-                                "messages": constrained.to_wire(messages, tools) if grammar else wire.to_wire(messages)}
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "seed": wire.call_seed(seed, self._calls),
+            "user": f"seed-{seed}",
+            "messages": constrained.to_wire(messages, tools) if grammar else wire.to_wire(messages),
+        }
         if self.settings.stream:
             body["stream_options"] = {"include_usage": True}
         body["max_tokens" if self.settings.base_url else "max_completion_tokens"] = max_tokens
@@ -108,12 +118,16 @@ def _constrained_call(res: StreamResult, body: dict[str, Any]) -> StreamResult:
     if call is None:
         return res
     stop = res.stop_reason if res.stop_reason == "max_tokens" else "tool_use"
-    return replace(res, content="", tool_calls=(call,), stop_reason=stop, extra={**res.extra, "constrained": True})
+    return replace(
+        res, content="", tool_calls=(call,), stop_reason=stop, extra={**res.extra, "constrained": True}
+    )
 
 
 def _estimate(messages: tuple[Message, ...], acc: wire.ChunkAccumulator) -> Usage:
     """Local cl100k counts, for endpoints that send no usage (flagged `usage_estimated`)."""
     from bench.core.tokens import count_messages, count_text
 
-    out = count_text("".join(acc.text)) + sum(count_text(s["name"] + s["arguments"]) for s in acc.calls.values())
+    out = count_text("".join(acc.text)) + sum(
+        count_text(s["name"] + s["arguments"]) for s in acc.calls.values()
+    )
     return Usage(input=count_messages(messages), output=out)

@@ -41,10 +41,18 @@ def completion_to_dict(c: Completion) -> dict[str, Any]:
 
 
 def completion_from_dict(d: Mapping[str, Any]) -> Completion:
-    return Completion(content=d["content"], tool_calls=tuple(ToolCall(**t) for t in d.get("tool_calls", ())),
-                      stop_reason=d["stop_reason"], usage=Usage(**d["usage"]), latency_s=d["latency_s"],
-                      ttft_s=d["ttft_s"], model_id=d["model_id"], request_hash=d["request_hash"],
-                      cost_usd=d.get("cost_usd", 0.0), extra=dict(d.get("extra") or {}))
+    return Completion(
+        content=d["content"],
+        tool_calls=tuple(ToolCall(**t) for t in d.get("tool_calls", ())),
+        stop_reason=d["stop_reason"],
+        usage=Usage(**d["usage"]),
+        latency_s=d["latency_s"],
+        ttft_s=d["ttft_s"],
+        model_id=d["model_id"],
+        request_hash=d["request_hash"],
+        cost_usd=d.get("cost_usd", 0.0),
+        extra=dict(d.get("extra") or {}),
+    )
 
 
 class RecordingProvider:
@@ -57,12 +65,20 @@ class RecordingProvider:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
-                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion:
         rhash = request_hash(messages, tools, max_tokens, seed)
         try:
-            c = self.inner.complete(messages, tools, max_tokens=max_tokens, seed=seed,
-                                    cache_breakpoint=cache_breakpoint)
+            c = self.inner.complete(
+                messages, tools, max_tokens=max_tokens, seed=seed, cache_breakpoint=cache_breakpoint
+            )
         except ProviderError as exc:
             self._append({"v": CASSETTE_VERSION, "request_hash": rhash, "error": str(exc)})
             raise
@@ -85,8 +101,10 @@ class ReplayProvider:
     def __init__(self, path: str | Path, model_id: str | None = None) -> None:
         self.path = Path(path).expanduser()
         if not self.path.is_file():
-            raise ModelConfigError(f"model.cassette={str(self.path)!r} does not exist: record one first with "
-                                   "model.record=PATH on the original model")
+            raise ModelConfigError(
+                f"model.cassette={str(self.path)!r} does not exist: record one first with "
+                "model.record=PATH on the original model"
+            )
         self._entries: dict[str, list[dict[str, Any]]] = {}
         with self.path.open(encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
@@ -96,8 +114,12 @@ class ReplayProvider:
                     rec = json.loads(line)
                     self._entries.setdefault(rec["request_hash"], []).append(rec)
                 except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise ModelConfigError(f"cassette {self.path} line {n} is not a cassette record: {exc}") from exc
-        first = next((r["completion"] for rs in self._entries.values() for r in rs if "completion" in r), None)
+                    raise ModelConfigError(
+                        f"cassette {self.path} line {n} is not a cassette record: {exc}"
+                    ) from exc
+        first = next(
+            (r["completion"] for rs in self._entries.values() for r in rs if "completion" in r), None
+        )
         self.model_id = model_id or (first["model_id"] if first else "replay")
         self._cursor: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -107,17 +129,28 @@ class ReplayProvider:
         model_cfg = plain(model_cfg)
         check_keys(model_cfg, COMMON_KEYS | {"cassette"}, "replay")
         if not model_cfg.get("cassette") or model_cfg["cassette"] == "???":
-            raise ModelConfigError("model.cassette is missing: model=replay model.cassette=/abs/path/to/cassette.jsonl")
+            raise ModelConfigError(
+                "model.cassette is missing: model=replay model.cassette=/abs/path/to/cassette.jsonl"
+            )
         return cls(model_cfg["cassette"], model_cfg.get("model_id"))
 
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
-                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion:
         rhash = request_hash(messages, tools, max_tokens, seed)
         with self._lock:
             records = self._entries.get(rhash)
             if not records:
-                raise ProviderError(f"cassette has no entry for request {rhash}; re-record with "
-                                    f"model.record=PATH on the original model (cassette: {self.path})")
+                raise ProviderError(
+                    f"cassette has no entry for request {rhash}; re-record with "
+                    f"model.record=PATH on the original model (cassette: {self.path})"
+                )
             i = self._cursor.get(rhash, 0)
             self._cursor[rhash] = i + 1
             rec = records[min(i, len(records) - 1)]

@@ -23,8 +23,19 @@ from bench.core.tokens import count_messages, count_text
 from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, canonical_json, request_hash
 from bench.providers.attacks import ATTACKS
 
-_CONFIG_KEYS = ("name", "provider", "model_id", "attack", "script", "when_done", "window", "max_output", "price",
-                "time_scale", "record")
+_CONFIG_KEYS = (
+    "name",
+    "provider",
+    "model_id",
+    "attack",
+    "script",
+    "when_done",
+    "window",
+    "max_output",
+    "price",
+    "time_scale",
+    "record",
+)
 WHEN_DONE = ("submit", "stop")
 SUMMARY = "(scripted model: no summary)"
 
@@ -49,14 +60,18 @@ def as_turns(script: Iterable[Iterable[Any]]) -> list[tuple[ToolCall, ...]]:
             elif isinstance(call, tuple | list) and len(call) == 2:
                 name, args = call
             else:
-                raise ValueError(f"model.script[{t}][{k}] must be {{name: .., args: {{..}}}}, got {call!r:.80}")
+                raise ValueError(
+                    f"model.script[{t}][{k}] must be {{name: .., args: {{..}}}}, got {call!r:.80}"
+                )
             out.append(ToolCall(f"call_{t}_{k}", str(name), args))
         turns.append(tuple(out))
     return turns
 
 
 class ScriptedProvider:
-    def __init__(self, turns: Iterable[Iterable[Any]], *, model_id: str = "scripted", when_done: str = "stop") -> None:
+    def __init__(
+        self, turns: Iterable[Iterable[Any]], *, model_id: str = "scripted", when_done: str = "stop"
+    ) -> None:
         if when_done not in WHEN_DONE:
             raise ValueError(f"model.when_done={when_done!r} is not one of {', '.join(WHEN_DONE)}")
         self.turns = as_turns(turns)
@@ -68,18 +83,32 @@ class ScriptedProvider:
     def from_config(cls, model_cfg: Mapping[str, Any]) -> ScriptedProvider:
         unknown = sorted(set(model_cfg) - set(_CONFIG_KEYS))
         if unknown:
-            raise ValueError(f"model.{unknown[0]}: unknown key for a scripted model (known: {', '.join(_CONFIG_KEYS)})")
+            raise ValueError(
+                f"model.{unknown[0]}: unknown key for a scripted model (known: {', '.join(_CONFIG_KEYS)})"
+            )
         script, attack = model_cfg.get("script"), model_cfg.get("attack")
         if script is None:
             if attack not in ATTACKS:
-                raise ValueError(f"model.attack={attack!r} is not one of {', '.join(ATTACKS)} "
-                                 "(or give model.script: a list of turns of tool calls)")
+                raise ValueError(
+                    f"model.attack={attack!r} is not one of {', '.join(ATTACKS)} "
+                    "(or give model.script: a list of turns of tool calls)"
+                )
             script = ATTACKS[attack]
-        return cls(_plain(script), model_id=str(model_cfg.get("model_id") or model_cfg.get("name") or "scripted"),
-                   when_done=str(model_cfg.get("when_done") or "stop"))
+        return cls(
+            _plain(script),
+            model_id=str(model_cfg.get("model_id") or model_cfg.get("name") or "scripted"),
+            when_done=str(model_cfg.get("when_done") or "stop"),
+        )
 
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
-                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion:
         rhash = request_hash(messages, tools, max_tokens, seed)
         calls: tuple[ToolCall, ...] = ()
         content = SUMMARY
@@ -87,14 +116,24 @@ class ScriptedProvider:
             if self.calls < len(self.turns):
                 calls = tuple(self.turns[self.calls])
             elif self.when_done == "submit":
-                calls = (ToolCall(f"call_{self.calls}_0", "submit_step", {"notes": "done", "invariants": []}),)
+                calls = (
+                    ToolCall(f"call_{self.calls}_0", "submit_step", {"notes": "done", "invariants": []}),
+                )
             self.calls += 1
             content = "" if calls else "(scripted model: script done)"
-        out = count_text(content) + sum(count_text(c.name) + count_text(canonical_json(_jsonable(c.args)))
-                                        for c in calls)
-        return Completion(content=content, tool_calls=calls, stop_reason="tool_use" if calls else "end_turn",
-                          usage=Usage(input=count_messages(messages), output=out), latency_s=0.0, ttft_s=0.0,
-                          model_id=self.model_id, request_hash=rhash)
+        out = count_text(content) + sum(
+            count_text(c.name) + count_text(canonical_json(_jsonable(c.args))) for c in calls
+        )
+        return Completion(
+            content=content,
+            tool_calls=calls,
+            stop_reason="tool_use" if calls else "end_turn",
+            usage=Usage(input=count_messages(messages), output=out),
+            latency_s=0.0,
+            ttft_s=0.0,
+            model_id=self.model_id,
+            request_hash=rhash,
+        )
 
     def close(self) -> None:
         pass

@@ -48,8 +48,9 @@ def _dumps(obj: Any) -> bytes:
 
 
 def _sse(events: Any) -> bytes:
-    return "".join(f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
-                   for name, data in events).encode()
+    return "".join(
+        f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n" for name, data in events
+    ).encode()
 
 
 def reply_id(body_sha: str, seed: int, n: int) -> str:
@@ -65,9 +66,13 @@ class Anthropic:
     def decode(body: Mapping[str, Any]) -> Request:
         messages, _ = aw.from_wire(body)
         max_tokens = body.get("max_tokens")
-        return Request(tuple(messages), aw.tools_from_wire(body.get("tools")),
-                       max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else DEFAULT_MAX_TOKENS,
-                       bool(body.get("stream")), str(body.get("model") or ""))
+        return Request(
+            tuple(messages),
+            aw.tools_from_wire(body.get("tools")),
+            max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else DEFAULT_MAX_TOKENS,
+            bool(body.get("stream")),
+            str(body.get("model") or ""),
+        )
 
     @staticmethod
     def reply(c: Completion, model: str, stream: bool, rid: str) -> tuple[int, str, bytes]:
@@ -82,7 +87,9 @@ class Anthropic:
 
     @classmethod
     def refusal(cls, tokens: int, window: int) -> tuple[int, str, bytes]:
-        return cls.error(400, "invalid_request_error", f"prompt is too long: {tokens} tokens > {window} maximum")
+        return cls.error(
+            400, "invalid_request_error", f"prompt is too long: {tokens} tokens > {window} maximum"
+        )
 
 
 class OpenAIChat:
@@ -91,31 +98,47 @@ class OpenAIChat:
     @staticmethod
     def decode(body: Mapping[str, Any]) -> Request:
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
-        return Request(tuple(ow.from_wire(body)), ow.tools_from_wire(body.get("tools")),
-                       limit if isinstance(limit, int) and limit > 0 else DEFAULT_MAX_TOKENS,
-                       bool(body.get("stream")), str(body.get("model") or ""))
+        return Request(
+            tuple(ow.from_wire(body)),
+            ow.tools_from_wire(body.get("tools")),
+            limit if isinstance(limit, int) and limit > 0 else DEFAULT_MAX_TOKENS,
+            bool(body.get("stream")),
+            str(body.get("model") or ""),
+        )
 
     @staticmethod
-    def reply(c: Completion, model: str, stream: bool, rid: str, include_usage: bool = True
-              ) -> tuple[int, str, bytes]:
+    def reply(
+        c: Completion, model: str, stream: bool, rid: str, include_usage: bool = True
+    ) -> tuple[int, str, bytes]:
         cid, created = f"chatcmpl-{rid}", CREATED
         if not stream:
             return 200, JSON, _dumps(ow.completion_json(c, model, cid, created))
-        lines = [f"data: {json.dumps(d, ensure_ascii=False)}\n\n" for d in ow.sse_chunks(c, model, cid, created,
-                                                                                          include_usage)]
+        lines = [
+            f"data: {json.dumps(d, ensure_ascii=False)}\n\n"
+            for d in ow.sse_chunks(c, model, cid, created, include_usage)
+        ]
         return 200, SSE, "".join([*lines, "data: [DONE]\n\n"]).encode()
 
     @staticmethod
-    def error(status: int, kind: str, message: str, code: str | None = None, param: str | None = None
-              ) -> tuple[int, str, bytes]:
-        return status, JSON, _dumps({"error": {"message": message, "type": kind, "param": param, "code": code}})
+    def error(
+        status: int, kind: str, message: str, code: str | None = None, param: str | None = None
+    ) -> tuple[int, str, bytes]:
+        return (
+            status,
+            JSON,
+            _dumps({"error": {"message": message, "type": kind, "param": param, "code": code}}),
+        )
 
     @classmethod
     def refusal(cls, tokens: int, window: int) -> tuple[int, str, bytes]:
-        return cls.error(400, "invalid_request_error",
-                         f"This model's maximum context length is {window} tokens. However, your messages resulted "
-                         f"in {tokens} tokens. Please reduce the length of the messages.",
-                         "context_length_exceeded", "messages")
+        return cls.error(
+            400,
+            "invalid_request_error",
+            f"This model's maximum context length is {window} tokens. However, your messages resulted "
+            f"in {tokens} tokens. Please reduce the length of the messages.",
+            "context_length_exceeded",
+            "messages",
+        )
 
 
 class OpenAIResponses:
@@ -123,8 +146,13 @@ class OpenAIResponses:
 
     @staticmethod
     def decode(body: Mapping[str, Any]) -> Request:
-        return Request(tuple(rw.from_wire(body)), rw.tools_from_wire(body.get("tools")),
-                       rw.max_tokens(body, DEFAULT_MAX_TOKENS), bool(body.get("stream")), str(body.get("model") or ""))
+        return Request(
+            tuple(rw.from_wire(body)),
+            rw.tools_from_wire(body.get("tools")),
+            rw.max_tokens(body, DEFAULT_MAX_TOKENS),
+            bool(body.get("stream")),
+            str(body.get("model") or ""),
+        )
 
     @staticmethod
     def reply(c: Completion, model: str, stream: bool, rid: str) -> tuple[int, str, bytes]:
@@ -138,13 +166,19 @@ class OpenAIResponses:
     @classmethod
     def refusal(cls, tokens: int, window: int) -> tuple[int, str, bytes]:
         # The Responses API's own wording names no figures; the code is what clients test.
-        return cls.error(400, "invalid_request_error", "Your input exceeds the context window of this model. "
-                         "Please adjust your input and try again.", "context_length_exceeded", "input")
+        return cls.error(
+            400,
+            "invalid_request_error",
+            "Your input exceeds the context window of this model. Please adjust your input and try again.",
+            "context_length_exceeded",
+            "input",
+        )
 
 
 API = Anthropic | OpenAIChat | OpenAIResponses
 APIS: dict[str, type[Anthropic] | type[OpenAIChat] | type[OpenAIResponses]] = {
-    a.name: a for a in (Anthropic, OpenAIChat, OpenAIResponses)}
+    a.name: a for a in (Anthropic, OpenAIChat, OpenAIResponses)
+}
 
 
 def api_for(path: str) -> str | None:

@@ -40,8 +40,11 @@ class Rewrite:
     @property
     def label(self) -> str:
         """What the record says was applied; `from_label` reads it back (verify)."""
-        knob = f"keep_recent_turns={self.keep_recent_turns}" if self.name == "masking" else \
-            f"budget_tokens={self.budget_tokens}"
+        knob = (
+            f"keep_recent_turns={self.keep_recent_turns}"
+            if self.name == "masking"
+            else f"budget_tokens={self.budget_tokens}"
+        )
         return f"{self.name}:{knob}"
 
     @classmethod
@@ -82,7 +85,11 @@ def parse_rewrite(d: Mapping[str, Any] | None) -> Rewrite | None:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"agent.proxy_rewrite.{key} must be an integer >= {low}, got {value!r}")
     if name == "trim" and budget <= 0:
-        raise ConfigError("agent.proxy_rewrite.budget_tokens must be > 0 for trim: the tokens the messages "
-                          "are trimmed to")
-    return Rewrite(name, keep_recent_turns=keep if name == "masking" else 10,
-                   budget_tokens=budget if name == "trim" else 0)
+        raise ConfigError(
+            "agent.proxy_rewrite.budget_tokens must be > 0 for trim: the tokens the messages are trimmed to"
+        )
+    return Rewrite(
+        name,
+        keep_recent_turns=keep if name == "masking" else 10,
+        budget_tokens=budget if name == "trim" else 0,
+    )

@@ -47,7 +47,9 @@ from bench.proxy.rewrite import Rewrite
 from bench.proxy.threads import Threads, agent_signal
 
 log = logging.getLogger("bench.proxy")
-MAX_BODY_BYTES = 64 * 2**20  # a request past this is the agent's bad request, not a reason to run out of memory
+MAX_BODY_BYTES = (
+    64 * 2**20
+)  # a request past this is the agent's bad request, not a reason to run out of memory
 
 
 def request_tokens(req: proxy_api.Request) -> int:
@@ -61,9 +63,20 @@ def overhead_tokens(req: proxy_api.Request) -> int:
 
 
 class ModelProxy:
-    def __init__(self, provider: Provider, log_: EventLog, *, seed: int, window: int = 0, relative: bool = False,
-                 max_output: int | None = None, socket_path: Path | None = None, tcp: bool = True,
-                 model_name: str = "", rewrite: Rewrite | None = None) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        log_: EventLog,
+        *,
+        seed: int,
+        window: int = 0,
+        relative: bool = False,
+        max_output: int | None = None,
+        socket_path: Path | None = None,
+        tcp: bool = True,
+        model_name: str = "",
+        rewrite: Rewrite | None = None,
+    ) -> None:
         self.provider, self.seed = provider, seed
         self.rewrite = rewrite  # what the proxy does to the main thread's requests (bench/proxy/rewrite.py)
         self.recorder = Recorder(log_, seed)
@@ -112,8 +125,9 @@ class ModelProxy:
         for s in self._servers:
             s.app = self  # type: ignore[attr-defined]
         for s in self._servers:
-            t = threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
-                                 name="ctxbench-proxy")
+            t = threading.Thread(
+                target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="ctxbench-proxy"
+            )
             t.start()
             self._threads.append(t)
         return self
@@ -150,13 +164,20 @@ class ModelProxy:
                 req = api.decode(body)
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 self.recorder.request(self.turn, which, path, "main", raw)
-                return self._reply(which, *api.error(400, "invalid_request_error",
-                                                     f"request body is not a valid {api.name} request: {exc}"), t0)
+                return self._reply(
+                    which,
+                    *api.error(
+                        400, "invalid_request_error", f"request body is not a valid {api.name} request: {exc}"
+                    ),
+                    t0,
+                )
             tokens = request_tokens(req)
             if which == "anthropic_count":
                 self.counts["count_tokens"] = self.counts.get("count_tokens", 0) + 1
                 self.recorder.request(self.turn, which, path, "count_tokens", raw, tokens=tokens)
-                return self._reply(which, 200, proxy_api.JSON, json.dumps({"input_tokens": tokens}).encode(), t0)
+                return self._reply(
+                    which, 200, proxy_api.JSON, json.dumps({"input_tokens": tokens}).encode(), t0
+                )
             signal = agent_signal(headers)
             thread = self.threads.classify(req.messages, req.tools, signal)
             if thread == "main" and self.overhead is None:
@@ -167,16 +188,32 @@ class ModelProxy:
                 except Exception as exc:  # a harness limit: the player knows which (it raised it)
                     self.counts["stopped"] = self.counts.get("stopped", 0) + 1
                     self.recorder.request(self.turn, which, path, thread, raw, tokens=tokens, signal=signal)
-                    return self._reply(which, *api.error(400, "invalid_request_error",
-                                                         f"ctxbench ended this turn: {exc}"), t0)
+                    return self._reply(
+                        which,
+                        *api.error(400, "invalid_request_error", f"ctxbench ended this turn: {exc}"),
+                        t0,
+                    )
             max_tokens = min(req.max_tokens, self.max_output) if self.max_output else req.max_tokens
             window, turn = self.effective_window(), self.turn
             label, dropped, before = None, 0, tokens
-            if self.rewrite is not None and thread == "main":  # the agent's bytes stay the record, with the label
+            if (
+                self.rewrite is not None and thread == "main"
+            ):  # the agent's bytes stay the record, with the label
                 req, dropped = self.rewrite.apply(req)
                 label, tokens = self.rewrite.label, request_tokens(req)
-            self.recorder.request(turn, which, path, thread, raw, tokens=before, max_tokens=max_tokens,
-                                  window=window, overhead=self.overhead or 0, signal=signal, rewrite=label)
+            self.recorder.request(
+                turn,
+                which,
+                path,
+                thread,
+                raw,
+                tokens=before,
+                max_tokens=max_tokens,
+                window=window,
+                overhead=self.overhead or 0,
+                signal=signal,
+                rewrite=label,
+            )
             if dropped:
                 self.recorder.truncated(turn, dropped, before, tokens)
             if window and tokens > window:
@@ -193,23 +230,45 @@ class ModelProxy:
                 return self._reply(which, status, ctype, data, t0)
             except ProviderError as exc:  # after the provider's own retries: infrastructure
                 self.infra_failure = self.infra_failure or f"provider_error: {exc}"
-                return self._reply(which, *api.error(500, "api_error", "the model behind the proxy failed"), t0)
+                return self._reply(
+                    which, *api.error(500, "api_error", "the model behind the proxy failed"), t0
+                )
             except Exception as exc:  # the model behind the proxy crashed: the harness's failure
                 log.exception("model proxy: the provider crashed")
                 self.infra_failure = self.infra_failure or f"harness_error: {type(exc).__name__}: {exc}"
-                return self._reply(which, *api.error(500, "api_error", "the model behind the proxy failed"), t0)
+                return self._reply(
+                    which, *api.error(500, "api_error", "the model behind the proxy failed"), t0
+                )
             if thread == "main":
                 self.turn += 1
-            self.recorder.call(turn, thread, req, max_tokens, tokens, reply, {"proxy_s": time.monotonic() - t0})
+            self.recorder.call(
+                turn, thread, req, max_tokens, tokens, reply, {"proxy_s": time.monotonic() - t0}
+            )
             rid = proxy_api.reply_id(sha(raw), self.seed, self.answered)
             self.answered += 1
             status, ctype, data = api.reply(reply, req.model or self.model_name, req.stream, rid)
             return self._reply(which, status, ctype, data, t0, reply.usage.__dict__, turn, req.stream)
 
-    def _reply(self, which: str, status: int, ctype: str, data: bytes, t0: float, usage: dict[str, Any] | None = None,
-               turn: int | None = None, stream: bool = False) -> tuple[int, str, bytes]:
-        self.recorder.reply(self.turn if turn is None else turn, which, status, stream, data, usage,
-                            {"proxy_s": time.monotonic() - t0})
+    def _reply(
+        self,
+        which: str,
+        status: int,
+        ctype: str,
+        data: bytes,
+        t0: float,
+        usage: dict[str, Any] | None = None,
+        turn: int | None = None,
+        stream: bool = False,
+    ) -> tuple[int, str, bytes]:
+        self.recorder.reply(
+            self.turn if turn is None else turn,
+            which,
+            status,
+            stream,
+            data,
+            usage,
+            {"proxy_s": time.monotonic() - t0},
+        )
         return status, ctype, data
 
 
@@ -255,7 +314,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         path = urlsplit(self.path).path.rstrip("/")
         if path.endswith("/models"):
-            body = {"object": "list", "data": [{"id": self.app.model_name, "object": "model", "type": "model"}]}
+            body = {
+                "object": "list",
+                "data": [{"id": self.app.model_name, "object": "model", "type": "model"}],
+            }
             self._send(200, proxy_api.JSON, json.dumps(body).encode())
         else:
             self._send(200 if path in ("", "/health") else 404, proxy_api.JSON, b'{"ok": true}')
@@ -263,7 +325,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY_BYTES:
-            self._send(413, proxy_api.JSON, b'{"error": {"message": "request body too large", "type": "invalid_request_error"}}')
+            self._send(
+                413,
+                proxy_api.JSON,
+                b'{"error": {"message": "request body too large", "type": "invalid_request_error"}}',
+            )
             self.close_connection = True
             return
         raw = self.rfile.read(length)
@@ -275,7 +341,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.app.infra_failure = self.app.infra_failure or f"harness_error: {type(exc).__name__}: {exc}"
             which = proxy_api.api_for(urlsplit(self.path).path) or "anthropic"
             answer = proxy_api.APIS["anthropic" if which == "anthropic_count" else which].error(
-                500, "api_error", "the model proxy failed")
+                500, "api_error", "the model proxy failed"
+            )
         try:
             self._send(*answer)
         except (BrokenPipeError, ConnectionResetError):

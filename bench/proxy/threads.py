@@ -20,7 +20,10 @@ from bench.core.types import Message, ToolSpec
 
 THREADS = ("main", "side", "subagent", "compaction")
 COMPACTION_MARKER = "[compaction-request]"  # ctxbench's own summariser (strategies/_common.py)
-COMPACTION_OPENINGS = ("CRITICAL: Respond with TEXT ONLY", "You are performing a CONTEXT CHECKPOINT COMPACTION")
+COMPACTION_OPENINGS = (
+    "CRITICAL: Respond with TEXT ONLY",
+    "You are performing a CONTEXT CHECKPOINT COMPACTION",
+)
 
 
 def agent_signal(headers: Mapping[str, str]) -> str | None:
@@ -41,7 +44,11 @@ NOT_THE_PROMPT = ("x-anthropic-billing-header:",)
 
 
 def _prompt(messages: tuple[Message, ...]) -> list[str]:
-    return [m.content for m in messages if m.role == "system" and m.content and not m.content.startswith(NOT_THE_PROMPT)]
+    return [
+        m.content
+        for m in messages
+        if m.role == "system" and m.content and not m.content.startswith(NOT_THE_PROMPT)
+    ]
 
 
 def _system(messages: tuple[Message, ...]) -> str:
@@ -55,12 +62,15 @@ class Threads:
         self.main_system: str | None = None
         self.main_first = ""  # the main thread's first prompt message (Codex's base instructions)
 
-    def classify(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], signal: str | None = None) -> str:
+    def classify(
+        self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], signal: str | None = None
+    ) -> str:
         if signal == "compaction":
             return "compaction"
         last = next((m for m in reversed(messages) if m.role == "user"), None)
-        if last is not None and (last.content.lstrip().startswith(COMPACTION_OPENINGS)
-                                 or COMPACTION_MARKER in last.content):
+        if last is not None and (
+            last.content.lstrip().startswith(COMPACTION_OPENINGS) or COMPACTION_MARKER in last.content
+        ):
             return "compaction"
         if not tools:
             return "side"

@@ -19,8 +19,13 @@ from .base import SANDBOXES, ExecResult, Mount, Sandbox, SandboxConfig, SandboxL
 __all__ = ["SANDBOXES", "ExecResult", "Mount", "Sandbox", "SandboxConfig", "SandboxLost", "create", "sweep"]
 
 
-def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-           labels: Mapping[str, str] | None = None, mounts: Sequence[Mount] = ()) -> Sandbox:
+def create(
+    cfg: SandboxConfig,
+    files: Mapping[str, str],
+    trial_id: str,
+    labels: Mapping[str, str] | None = None,
+    mounts: Sequence[Mount] = (),
+) -> Sandbox:
     """Make the working copy (files committed as `base_commit`) and start the sandbox; `mounts`
     (an external agent's install and socket folder, read-only) only where a player asks for them."""
     if mounts:

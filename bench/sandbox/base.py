@@ -31,10 +31,15 @@ from .workcopy import GitError as GitError
 from .workcopy import WorkingCopy as WorkingCopy
 
 # kind -> the backend's create(); a backend is imported only when chosen.
-SANDBOXES = Registry("sandbox.kind", {
-    "docker": "bench.sandbox.docker:create",
-    "local": "bench.sandbox.local:create",
-}, hint="choose one with sandbox=<kind> (see conf/sandbox/)", group="ctxbench.sandboxes")
+SANDBOXES = Registry(
+    "sandbox.kind",
+    {
+        "docker": "bench.sandbox.docker:create",
+        "local": "bench.sandbox.local:create",
+    },
+    hint="choose one with sandbox=<kind> (see conf/sandbox/)",
+    group="ctxbench.sandboxes",
+)
 # The sandbox's accelerations (bench/accel/, docs/scaling.md): each changes how fast a trial runs,
 # never what it records, so none is in the config hash (bench/config.py) or a check's identity.
 ANNEX_SWITCHES = ("check_cache", "reuse", "fast_git")
@@ -64,28 +69,44 @@ class SandboxConfig(Knobs):
     from `/knobs/sandbox` (hydra_plugins/ctxbench_knobs)."""
 
     kind: Annotated[StrictStr, AfterValidator(_kind)] = Field(
-        description="docker: a container per trial; local: plain host subprocesses, UNSAFE, debugging only")
+        description="docker: a container per trial; local: plain host subprocesses, UNSAFE, debugging only"
+    )
     # No default: conf/sandbox/docker.yaml states them, where scripts/build_image.sh reads them.
     image: _Name = Field(description="tag of the sandbox image `make docker` builds; unused by kind=local")
-    base_image: _Name = Field(description="FROM of the image; bootstrapped with debootstrap when it cannot be "
-                                          "pulled; unused by kind=local")
+    base_image: _Name = Field(
+        description="FROM of the image; bootstrapped with debootstrap when it cannot be "
+        "pulled; unused by kind=local"
+    )
     memory: Annotated[StrictStr, AfterValidator(_memory)] = Field(
-        default="512m", description="container memory limit, docker syntax <n>[b|k|m|g]; swap capped to it")
-    cpus: Annotated[StrictFloat, Field(ge=0.01)] = Field(default=1.0, description="CPU quota in CPUs "
-                                                                                   "(fractional allowed)")
+        default="512m", description="container memory limit, docker syntax <n>[b|k|m|g]; swap capped to it"
+    )
+    cpus: Annotated[StrictFloat, Field(ge=0.01)] = Field(
+        default=1.0, description="CPU quota in CPUs (fractional allowed)"
+    )
     pids_limit: Annotated[knobs.Integer, Field(ge=16)] = Field(
-        default=256, description="max processes/threads in the container: a fork bomb stops there")
+        default=256, description="max processes/threads in the container: a fork bomb stops there"
+    )
     # 120, not 120.0: the default is what the composed config (and so the config hash) carries.
     exec_timeout_s: Annotated[StrictFloat, Field(ge=0.1)] = Field(
-        default=120, description="per-command timeout when a tool or check gives none; SIGKILLed at it")
+        default=120, description="per-command timeout when a tool or check gives none; SIGKILLed at it"
+    )
     output_limit_chars: Annotated[knobs.Integer, Field(ge=200)] = Field(
-        default=20000, description="command output is cut to its last N characters, with a marker line")
-    check_cache: StrictBool = Field(default=False, description="reuse a check's verdict from a check of this "
-                                    "study on exactly the same state, while pristine (docs/threat_model.md)")
-    reuse: StrictBool = Field(default=False, description="hand a pristine sandbox to the same worker's "
-                              "next trial instead of a new one")
-    fast_git: StrictBool = Field(default=False, description="the harness's git in process, its answers "
-                                 "kept, its git dir in memory (bench/accel/fastgit.py)")
+        default=20000, description="command output is cut to its last N characters, with a marker line"
+    )
+    check_cache: StrictBool = Field(
+        default=False,
+        description="reuse a check's verdict from a check of this "
+        "study on exactly the same state, while pristine (docs/threat_model.md)",
+    )
+    reuse: StrictBool = Field(
+        default=False,
+        description="hand a pristine sandbox to the same worker's next trial instead of a new one",
+    )
+    fast_git: StrictBool = Field(
+        default=False,
+        description="the harness's git in process, its answers "
+        "kept, its git dir in memory (bench/accel/fastgit.py)",
+    )
 
     def limits(self) -> dict[str, Any]:
         """What changes how a command runs (not the image tag: a backend names its content)."""
@@ -94,8 +115,9 @@ class SandboxConfig(Knobs):
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SandboxConfig:
         """The composed `sandbox` group, or a ConfigError of one line naming the key."""
-        return knobs.validate(cls, plain(d), "sandbox", "conf/sandbox/<kind>.yaml or the `sandbox.<key>=...` "
-                                                       "override")
+        return knobs.validate(
+            cls, plain(d), "sandbox", "conf/sandbox/<kind>.yaml or the `sandbox.<key>=...` override"
+        )
 
 
 # Where a mount may not land: the sandbox's own places (the working copy, the judge's copy, the
@@ -114,13 +136,20 @@ class Mount:
 
     def __post_init__(self) -> None:
         if not self.source.is_absolute() or not self.source.is_dir():
-            raise ValueError(f"sandbox mount: source {str(self.source)!r} must be an existing folder given by an "
-                             "absolute path")
+            raise ValueError(
+                f"sandbox mount: source {str(self.source)!r} must be an existing folder given by an "
+                "absolute path"
+            )
         t = self.target
-        if not t.startswith("/") or t != os.path.normpath(t) or any(
-                t == r or t.startswith(r + "/") or r.startswith(t + "/") for r in (*_MOUNT_REFUSED, "/")):
-            raise ValueError(f"sandbox mount: target {t!r} must be an absolute, normal path outside "
-                             f"{', '.join(_MOUNT_REFUSED)} (e.g. /opt/agent)")
+        if (
+            not t.startswith("/")
+            or t != os.path.normpath(t)
+            or any(t == r or t.startswith(r + "/") or r.startswith(t + "/") for r in (*_MOUNT_REFUSED, "/"))
+        ):
+            raise ValueError(
+                f"sandbox mount: target {t!r} must be an absolute, normal path outside "
+                f"{', '.join(_MOUNT_REFUSED)} (e.g. /opt/agent)"
+            )
 
 
 @dataclass(frozen=True)
@@ -165,9 +194,16 @@ class Sandbox(Protocol):
     base_commit: str
     agent_uid: int | None  # the uid agent code runs as, apart from the judge's (None: no separation)
 
-    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False,
-             probe: bool = False, env: Mapping[str, str] | None = None,
-             output_limit_chars: int | None = None) -> ExecResult: ...
+    def exec(
+        self,
+        cmd: str,
+        timeout: float | None = None,
+        reap: bool = False,
+        judge: bool = False,
+        probe: bool = False,
+        env: Mapping[str, str] | None = None,
+        output_limit_chars: int | None = None,
+    ) -> ExecResult: ...
     def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str: ...
     def reap(self) -> list[str]: ...
     def resolve(self, path: str) -> tuple[str, str | None]: ...
@@ -198,8 +234,15 @@ class Sandbox(Protocol):
     def cost(self) -> dict[str, float]: ...
 
 
-def exec_limit(cfg: SandboxConfig, trial_id: str, closed: bool, cmd: str, timeout: float | None,
-               env: Mapping[str, str] | None = None, judge: bool = False) -> float:
+def exec_limit(
+    cfg: SandboxConfig,
+    trial_id: str,
+    closed: bool,
+    cmd: str,
+    timeout: float | None,
+    env: Mapping[str, str] | None = None,
+    judge: bool = False,
+) -> float:
     """The checks every backend's `exec` makes before running anything; returns the timeout."""
     if env and judge:
         raise ValueError("env is for an agent command: the judge's environment is the harness's own")

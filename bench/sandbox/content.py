@@ -33,7 +33,9 @@ MAX_DEPTH = 256  # levels below the working copy; more is not a program, it is a
 MAX_ENTRIES = 200_000  # entries one walk may meet
 MAX_READ_BYTES = 8 << 20  # a whole-file read on the host (edit_file, a step's FILES, hashing)
 MAX_FILE_BYTES = 64 << 20  # a file host git may read (a 1 TiB sparse file would take it hours)
-RACY_NS = 50_000_000  # a file changed this recently may change again with the same times (the coarse clock's tick)
+RACY_NS = (
+    50_000_000  # a file changed this recently may change again with the same times (the coarse clock's tick)
+)
 MAX_GROWTH_BYTES = 128 << 20  # new or changed file bytes in one trial: what its git history may take in
 _FLAT_DEPTH = 16
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -51,6 +53,7 @@ def agent_content(fn: F) -> F:
     is still of its own type (a caller that handles a missing file still does), the original
     chained. A policy refusal (PathRefused) and the trial's end (TrialFailed: the watchdog)
     pass unchanged. None of the wrapped operations talks to the container: no SandboxLost."""
+
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -59,6 +62,7 @@ def agent_content(fn: F) -> F:
             raise
         except Exception as exc:
             raise agents(exc) from exc
+
     return guarded  # type: ignore[return-value]
 
 
@@ -93,8 +97,9 @@ def readable(path: str | int, st: os.stat_result, dir_fd: int | None = None) -> 
         os.chmod(path, stat.S_IMODE(st.st_mode) | want, dir_fd=dir_fd)
 
 
-def walk(root: str, skip: Callable[[str, str, os.stat_result], bool] | None = None
-         ) -> Iterator[tuple[str, os.stat_result]]:
+def walk(
+    root: str, skip: Callable[[str, str, os.stat_result], bool] | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
     """(path relative to root, lstat) of every entry below `root`, a directory before what
     it holds, names sorted within a directory; never follows a link. `skip(rel, name, st)`
     leaves an entry out with all below it; so does removing it when it is yielded. Raises

@@ -82,11 +82,13 @@ _SENTINEL = b"\0ctxbench-exec-completed\n"
 _PID1_OOM: list[bool | None] = [None]  # may this engine set oom_score_adj -1000? (None: not tried yet)
 # pid 1: ignores every signal it may (init of a pid namespace: SIGKILL from inside is dropped
 # too), and SIGCHLD ignored makes the kernel reap orphans, so zombies never eat the pids limit.
-_INIT = ("import signal\n"
-         "for s in signal.valid_signals():\n"
-         "    try: signal.signal(s, signal.SIG_IGN)\n"
-         "    except (OSError, ValueError): pass\n"
-         "while True: signal.pause()\n")
+_INIT = (
+    "import signal\n"
+    "for s in signal.valid_signals():\n"
+    "    try: signal.signal(s, signal.SIG_IGN)\n"
+    "    except (OSError, ValueError): pass\n"
+    "while True: signal.pause()\n"
+)
 
 
 class DockerSandbox(WorkingCopy):
@@ -94,14 +96,26 @@ class DockerSandbox(WorkingCopy):
 
     agent_uid: int | None = AGENT_UID
 
-    def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-                 labels: Mapping[str, str] | None = None, mounts: Sequence[Mount] = ()) -> None:
+    def __init__(
+        self,
+        cfg: SandboxConfig,
+        files: Mapping[str, str],
+        trial_id: str,
+        labels: Mapping[str, str] | None = None,
+        mounts: Sequence[Mount] = (),
+    ) -> None:
         super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse, fast_git=cfg.fast_git)
         self._cfg = cfg
-        self.mounts = tuple(mounts)  # an external agent's folders, read-only (base.Mount); () for the own loop
-        self._channel = self._root / "judge"  # the hidden checks' channel (hidden_checks.py), /judge in both containers
+        self.mounts = tuple(
+            mounts
+        )  # an external agent's folders, read-only (base.Mount); () for the own loop
+        self._channel = (
+            self._root / "judge"
+        )  # the hidden checks' channel (hidden_checks.py), /judge in both containers
         self._channel.mkdir(mode=0o755)
-        self._judge = JudgeCopy(self._root / "judged")  # the judge's copy of the tree, /work in the judge's container
+        self._judge = JudgeCopy(
+            self._root / "judged"
+        )  # the judge's copy of the tree, /work in the judge's container
         self._labels = dict(labels or {})
         try:
             container = self._run_container(labels)
@@ -127,9 +141,19 @@ class DockerSandbox(WorkingCopy):
         slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", self.trial_id)[:40]
         tmp_b, shm_b = tmpfs_bytes(cfg.memory)
         role = {"ctxbench.role": "judge" if judge else "agent"}
-        all_labels = {**(labels or {}), **owner_labels(), "ctxbench": "1", "ctxbench.trial": self.trial_id, **role}
-        work = docker.types.Mount(target="/work", source=str(self._judge.tree if judge else self.workdir), type="bind",
-                                  read_only=judge)
+        all_labels = {
+            **(labels or {}),
+            **owner_labels(),
+            "ctxbench": "1",
+            "ctxbench.trial": self.trial_id,
+            **role,
+        }
+        work = docker.types.Mount(
+            target="/work",
+            source=str(self._judge.tree if judge else self.workdir),
+            type="bind",
+            read_only=judge,
+        )
 
         def remove_half_created() -> None:  # a hung create may still have made the container
             mine = [f"ctxbench.trial={self.trial_id}", f"ctxbench.role={role['ctxbench.role']}"]
@@ -137,28 +161,50 @@ class DockerSandbox(WorkingCopy):
                 client.api.remove_container(c["Id"], force=True)
 
         def start(protect: bool) -> Any:
-            return _retry_once("container start", lambda: client.containers.run(
-                cfg.image, ["python3", "-I", "-S", "-c", _INIT], detach=True,
-                name=f"ctxbench-{slug}-{'judge-' if judge else ''}{uuid.uuid4().hex[:8]}",
-                labels=all_labels, **({"hostname": self._hostname} if judge and self._hostname else {}),
-                user="0:0", working_dir="/work",  # the judge's: agent commands drop to AGENT_UID
-                network_mode="none", mem_limit=cfg.memory, memswap_limit=cfg.memory,
-                nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
-                init=False,  # _INIT is pid 1 (see the module docstring); removal is a SIGKILL
-                # CAP_SETUID/SETGID to hand a command to the agent's uid, CHOWN to give it the copy,
-                # KILL to end the agent's processes from outside their uid (judge.py's REAP); no
-                # SYS_PTRACE or DAC_*. The agent's uid holds no capability at all.
-                cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "CHOWN", "KILL"], security_opt=["no-new-privileges"],
-                # pid 1 out of the OOM killer's reach where the engine may grant it (it needs
-                # CAP_SYS_RESOURCE); the judge's shell puts each agent command first in line (judge.py).
-                **({"oom_score_adj": -1000} if protect else {}),
-                read_only=True, tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={tmp_b},mode=1777"}, shm_size=shm_b,
-                mounts=[work,
-                        docker.types.Mount(target=JUDGE_MOUNT, source=str(self._channel), type="bind",
-                                           read_only=True),
-                        *(docker.types.Mount(target=m.target, source=str(m.source), type="bind", read_only=True)
-                          for m in (() if judge else self.mounts))],
-            ), before_retry=remove_half_created)
+            return _retry_once(
+                "container start",
+                lambda: client.containers.run(
+                    cfg.image,
+                    ["python3", "-I", "-S", "-c", _INIT],
+                    detach=True,
+                    name=f"ctxbench-{slug}-{'judge-' if judge else ''}{uuid.uuid4().hex[:8]}",
+                    labels=all_labels,
+                    **({"hostname": self._hostname} if judge and self._hostname else {}),
+                    user="0:0",
+                    working_dir="/work",  # the judge's: agent commands drop to AGENT_UID
+                    network_mode="none",
+                    mem_limit=cfg.memory,
+                    memswap_limit=cfg.memory,
+                    nano_cpus=int(cfg.cpus * 1e9),
+                    pids_limit=cfg.pids_limit,
+                    init=False,  # _INIT is pid 1 (see the module docstring); removal is a SIGKILL
+                    # CAP_SETUID/SETGID to hand a command to the agent's uid, CHOWN to give it the copy,
+                    # KILL to end the agent's processes from outside their uid (judge.py's REAP); no
+                    # SYS_PTRACE or DAC_*. The agent's uid holds no capability at all.
+                    cap_drop=["ALL"],
+                    cap_add=["SETUID", "SETGID", "CHOWN", "KILL"],
+                    security_opt=["no-new-privileges"],
+                    # pid 1 out of the OOM killer's reach where the engine may grant it (it needs
+                    # CAP_SYS_RESOURCE); the judge's shell puts each agent command first in line (judge.py).
+                    **({"oom_score_adj": -1000} if protect else {}),
+                    read_only=True,
+                    tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={tmp_b},mode=1777"},
+                    shm_size=shm_b,
+                    mounts=[
+                        work,
+                        docker.types.Mount(
+                            target=JUDGE_MOUNT, source=str(self._channel), type="bind", read_only=True
+                        ),
+                        *(
+                            docker.types.Mount(
+                                target=m.target, source=str(m.source), type="bind", read_only=True
+                            )
+                            for m in (() if judge else self.mounts)
+                        ),
+                    ],
+                ),
+                before_retry=remove_half_created,
+            )
 
         try:
             protect = _PID1_OOM[0] is not False
@@ -170,14 +216,17 @@ class DockerSandbox(WorkingCopy):
                 remove_half_created()  # an engine without CAP_SYS_RESOURCE refuses -1000 (runc cannot write it)
                 container = start(False)
                 _PID1_OOM[0] = False
-                log.warning("this Docker engine cannot keep pid 1 out of the OOM killer's reach "
-                            "(oom_score_adj -1000 refused): a container the agent's code kills by memory "
-                            "is the agent's failure (docs/threat_model.md)")
+                log.warning(
+                    "this Docker engine cannot keep pid 1 out of the OOM killer's reach "
+                    "(oom_score_adj -1000 refused): a container the agent's code kills by memory "
+                    "is the agent's failure (docs/threat_model.md)"
+                )
             _PID1_OOM[0] = _PID1_OOM[0] if _PID1_OOM[0] is not None else protect
             return container
         except docker.errors.ImageNotFound as e:
-            raise RuntimeError(f"sandbox image {cfg.image!r} not found; build it with `make docker` "
-                               "(scripts/build_image.sh)") from e
+            raise RuntimeError(
+                f"sandbox image {cfg.image!r} not found; build it with `make docker` (scripts/build_image.sh)"
+            ) from e
         except docker.errors.DockerException as e:
             raise SandboxLost(f"could not start the sandbox container: {e}") from e
 
@@ -198,9 +247,16 @@ class DockerSandbox(WorkingCopy):
     def container_id(self) -> str:
         return self._id
 
-    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False,
-             probe: bool = False, env: Mapping[str, str] | None = None,
-             output_limit_chars: int | None = None) -> ExecResult:
+    def exec(
+        self,
+        cmd: str,
+        timeout: float | None = None,
+        reap: bool = False,
+        judge: bool = False,
+        probe: bool = False,
+        env: Mapping[str, str] | None = None,
+        output_limit_chars: int | None = None,
+    ) -> ExecResult:
         self._ran(reap)  # taints the sandbox, whatever the command (a check settles it: pristine.py)
         self._quiet = False
         res = self._exec(cmd, timeout, reap, judge, probe, env, output_limit_chars)
@@ -244,7 +300,9 @@ class DockerSandbox(WorkingCopy):
         reads the judge's only and is joined to the agent's part read here (`_joined`)."""
         parts = []
         for cid in (self._id, self._judge_container()):
-            res = self._exec(":", None, True, judge=True, probe=True, inside=cid)  # a harness exec: it taints nothing
+            res = self._exec(
+                ":", None, True, judge=True, probe=True, inside=cid
+            )  # a harness exec: it taints nothing
             parts.append(res.probe if res.probe is not None and not res.ended else probe_failed())
         self._agent_probe = parts[0]
         return self._joined(parts[1])
@@ -256,9 +314,17 @@ class DockerSandbox(WorkingCopy):
                 return part
         return f"{self._agent_probe}\n(the judge's container)\n{judge_probe}"
 
-    def _exec(self, cmd: str, timeout: float | None, reap: bool, judge: bool = False,
-              probe: bool = False, env: Mapping[str, str] | None = None,
-              output_limit_chars: int | None = None, inside: str | None = None) -> ExecResult:
+    def _exec(
+        self,
+        cmd: str,
+        timeout: float | None,
+        reap: bool,
+        judge: bool = False,
+        probe: bool = False,
+        env: Mapping[str, str] | None = None,
+        output_limit_chars: int | None = None,
+        inside: str | None = None,
+    ) -> ExecResult:
         """`inside`: the container (the agent's or the judge's); by default the judge's for an exec
         of the judge's, else the agent's."""
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout, env, judge)
@@ -271,8 +337,11 @@ class DockerSandbox(WorkingCopy):
         # `exec 2>&1` merges the command's stderr into stdout at the fd, so the order is its own.
         # The outer shell then reports on the (otherwise unused) stderr stream that it finished:
         # without that sentinel, a 137 means the whole container died, not just the command.
-        argv = judge_argv(f"{limit:.3f}", cmd, reap, PROBE if probe else "") if judge else \
-            agent_argv(f"{limit:.3f}", cmd, reap)
+        argv = (
+            judge_argv(f"{limit:.3f}", cmd, reap, PROBE if probe else "")
+            if judge
+            else agent_argv(f"{limit:.3f}", cmd, reap)
+        )
         cid = inside or (self._judge_container() if judge else self._id)
         tail = OutputTail(output_limit_chars or self._cfg.output_limit_chars)
         start = time.monotonic()
@@ -281,15 +350,15 @@ class DockerSandbox(WorkingCopy):
         environment = [f"{k}={v}" for k, v in (env or {}).items() if k != _MARK] + [f"{_MARK}={marker}"]
 
         def create_and_start() -> tuple[str, socket.socket, bytes]:
-            exec_id = self._api.exec_create(cid, argv, workdir="/work",
-                                            environment=environment)["Id"]
+            exec_id = self._api.exec_create(cid, argv, workdir="/work", environment=environment)["Id"]
             return (exec_id, *_open_stream(self._api, self._sock_path, exec_id))
 
         try:
             # A hung create/start is retried once as a new exec, after ending whatever the
             # first attempt may have started.
-            exec_id, sock, first = _retry_once("exec start", create_and_start,
-                                               before_retry=lambda: self._kill_all(cid))
+            exec_id, sock, first = _retry_once(
+                "exec start", create_and_start, before_retry=lambda: self._kill_all(cid)
+            )
         except errors as e:
             raise self._lost(e, cid) from e
         try:
@@ -321,15 +390,27 @@ class DockerSandbox(WorkingCopy):
         # The judge's report: written on fd 3 by the launcher only (judge_argv), and read only from
         # a wrapper that ran to its end, whose exit status is then the launcher's own (certify.py
         # accepts a report only with that status).
-        report = "\n".join(line for line in lines if line.startswith("report ")) if judge and completed else ""
+        report = (
+            "\n".join(line for line in lines if line.startswith("report ")) if judge and completed else ""
+        )
         # The probe's output counts only from a wrapper that reached its end (pristine.py).
-        return ExecResult(exit_code, tail.text(), duration, timed_out, ended, report,
-                          (probed(lines, completed) if inside else self._joined(probed(lines, completed)))
-                          if probe else None)
+        return ExecResult(
+            exit_code,
+            tail.text(),
+            duration,
+            timed_out,
+            ended,
+            report,
+            (probed(lines, completed) if inside else self._joined(probed(lines, completed)))
+            if probe
+            else None,
+        )
 
     def _exit_code(self, exec_id: str, cid: str) -> int:
         try:
-            return recorded_exit(lambda: _retry_once("exec inspect", lambda: self._api.exec_inspect(exec_id)), exec_id)
+            return recorded_exit(
+                lambda: _retry_once("exec inspect", lambda: self._api.exec_inspect(exec_id)), exec_id
+            )
         except _engine_errors() as e:
             raise self._lost(e, cid) from e
 
@@ -357,12 +438,17 @@ class DockerSandbox(WorkingCopy):
                 # Only the agent's code and what it left (its processes, its files in the tmpfs
                 # mounts, which count against the memory limit) can fill the container's memory:
                 # the judge's own use is bounded and small. Its failure, not ours (issue 42).
-                raise failure("resource_exhausted", f"sandbox {self.trial_id}: the container's memory "
-                              f"({self._cfg.memory}) was exhausted and its pid 1 killed by the OOM killer")
+                raise failure(
+                    "resource_exhausted",
+                    f"sandbox {self.trial_id}: the container's memory "
+                    f"({self._cfg.memory}) was exhausted and its pid 1 killed by the OOM killer",
+                )
             if not state.get("Running"):
-                raise SandboxLost(f"sandbox {self.trial_id}: container {cid[:12]} is "
-                                  f"{state.get('Status')} (exit {state.get('ExitCode')}, "
-                                  f"oom_killed={state.get('OOMKilled')})")
+                raise SandboxLost(
+                    f"sandbox {self.trial_id}: container {cid[:12]} is "
+                    f"{state.get('Status')} (exit {state.get('ExitCode')}, "
+                    f"oom_killed={state.get('OOMKilled')})"
+                )
             if time.monotonic() >= until:
                 return
             time.sleep(0.02)
@@ -403,6 +489,11 @@ def tmpfs_bytes(memory: str) -> tuple[int, int]:
     return min(256 << 20, limit // 4), min(64 << 20, limit // 8)
 
 
-def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-           labels: Mapping[str, str] | None = None, mounts: Sequence[Mount] = ()) -> DockerSandbox:
+def create(
+    cfg: SandboxConfig,
+    files: Mapping[str, str],
+    trial_id: str,
+    labels: Mapping[str, str] | None = None,
+    mounts: Sequence[Mount] = (),
+) -> DockerSandbox:
     return DockerSandbox(cfg, files, trial_id, labels, mounts)

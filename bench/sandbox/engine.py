@@ -58,7 +58,9 @@ def recorded_exit(inspect: Any, exec_id: str) -> int:
         if not info.get("Running") and info.get("ExitCode") is not None:
             return int(info["ExitCode"])
         if time.monotonic() >= deadline:
-            log.warning("exec %s: the engine recorded no exit within %.0f s", exec_id[:12], EXIT_RECORD_WAIT_S)
+            log.warning(
+                "exec %s: the engine recorded no exit within %.0f s", exec_id[:12], EXIT_RECORD_WAIT_S
+            )
             return -1
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
@@ -109,15 +111,19 @@ def _retry_once(what: str, call: Any, before_retry: Any = None) -> Any:
         if before_retry is not None:
             before_retry()
 
-    return Retrying(retry=retry_if_exception(hung), stop=stop_after_attempt(2), before_sleep=warn,
-                    reraise=True)(call)
+    return Retrying(
+        retry=retry_if_exception(hung), stop=stop_after_attempt(2), before_sleep=warn, reraise=True
+    )(call)
 
 
 def owner_labels() -> dict[str, str]:
     """Who created a container: host, pid and the pid's start time (so a reused pid is not
     mistaken for the creator). A sweep removes a container only when that process is gone."""
-    return {"ctxbench.host": os.uname().nodename, "ctxbench.pid": str(os.getpid()),
-            "ctxbench.pid_start": str(procs.start_ticks(os.getpid()) or "")}
+    return {
+        "ctxbench.host": os.uname().nodename,
+        "ctxbench.pid": str(os.getpid()),
+        "ctxbench.pid_start": str(procs.start_ticks(os.getpid()) or ""),
+    }
 
 
 def creator_alive(labels: Mapping[str, str]) -> bool | None:
@@ -139,9 +145,11 @@ def _open_stream(api: Any, sock_path: str | None, exec_id: str) -> tuple[socket.
         s = api.exec_start(exec_id, socket=True)
         return getattr(s, "_sock", s), b""
     body = b'{"Detach":false,"Tty":false}'
-    head = (f"POST /v{api.api_version}/exec/{exec_id}/start HTTP/1.1\r\nHost: docker\r\n"
-            "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    head = (
+        f"POST /v{api.api_version}/exec/{exec_id}/start HTTP/1.1\r\nHost: docker\r\n"
+        "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(ENGINE_TIMEOUT_S)
@@ -172,12 +180,12 @@ def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) 
             stream, size = _FRAME.unpack_from(pending)
             if len(pending) < _FRAME.size + size:
                 break
-            chunk = bytes(pending[_FRAME.size:_FRAME.size + size])
+            chunk = bytes(pending[_FRAME.size : _FRAME.size + size])
             if stream == 2 and len(err) < 1 << 20:  # the wrapper's lines and the judge's report
                 err += chunk
             else:
                 tail.feed(chunk)
-            del pending[:_FRAME.size + size]
+            del pending[: _FRAME.size + size]
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False, bytes(err)
@@ -193,8 +201,10 @@ def _pump(sock: socket.socket, first: bytes, tail: OutputTail, deadline: float) 
 
 def container_cpu_s(container_id: str) -> float | None:
     """CPU seconds the container's processes used so far, from its cgroup (None if unreadable)."""
-    for path in (f"/sys/fs/cgroup/cpuacct/docker/{container_id}/cpuacct.usage",  # v1, cgroupfs driver
-                 f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cpu.stat"):  # v2, systemd driver
+    for path in (
+        f"/sys/fs/cgroup/cpuacct/docker/{container_id}/cpuacct.usage",  # v1, cgroupfs driver
+        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cpu.stat",
+    ):  # v2, systemd driver
         try:
             with open(path) as f:
                 text = f.read()
@@ -213,7 +223,7 @@ def _unix_socket_path() -> str | None:
     host = os.environ.get("DOCKER_HOST", "")
     if not host:
         return "/var/run/docker.sock"
-    return host[len("unix://"):] if host.startswith("unix://") else None
+    return host[len("unix://") :] if host.startswith("unix://") else None
 
 
 def sweep(label_selector: Mapping[str, str] | None = None, orphans_only: bool = False) -> int:

@@ -39,11 +39,15 @@ TIMEOUT_S = 60.0  # one git call on a task repository takes milliseconds
 MAX_OUTPUT_BYTES = 256 << 20  # what one git call may print (the final diff of a huge working copy)
 # Build artefacts the sandbox produces; they must not change tree shas or file listings.
 EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n/.ctxbench/\n"
-CONFIG = ("[core]\n\thooksPath = /dev/null\n\tfsmonitor = false\n\tautocrlf = false\n\tuntrackedCache = false\n"
-          "\tsymlinks = true\n\tattributesFile = /dev/null\n\tpager = cat\n"
-          "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n[commit]\n\tgpgSign = false\n[log]\n\tmailmap = false\n\tshowSignature = false\n"
-          "[protocol]\n\tallow = never\n")
-ATTRIBUTES = "* !text !eol !crlf !working-tree-encoding !filter !diff !merge !ident !export-subst !whitespace\n"
+CONFIG = (
+    "[core]\n\thooksPath = /dev/null\n\tfsmonitor = false\n\tautocrlf = false\n\tuntrackedCache = false\n"
+    "\tsymlinks = true\n\tattributesFile = /dev/null\n\tpager = cat\n"
+    "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n[commit]\n\tgpgSign = false\n[log]\n\tmailmap = false\n\tshowSignature = false\n"
+    "[protocol]\n\tallow = never\n"
+)
+ATTRIBUTES = (
+    "* !text !eol !crlf !working-tree-encoding !filter !diff !merge !ident !export-subst !whitespace\n"
+)
 
 
 class GitError(ContentError):
@@ -68,25 +72,47 @@ def commit(git_dir: Path, workdir: Path, home: Path, message: str, name: str, em
     """`git add -A && git commit`: the harness's commit where libgit.py's may differ from git's."""
     run(git_dir, workdir, home, ("add", "-A"))
     # --allow-empty: every commit call yields a commit, so sha sequences depend only on calls.
-    run(git_dir, workdir, home, ("commit", "-q", "--allow-empty", "--no-verify", "-m", message),
-        env={"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email})
+    run(
+        git_dir,
+        workdir,
+        home,
+        ("commit", "-q", "--allow-empty", "--no-verify", "-m", message),
+        env={"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email},
+    )
 
 
-def run(git_dir: Path, workdir: Path, home: Path, args: tuple[str, ...],
-        env: Mapping[str, str] | None = None) -> str:
+def run(
+    git_dir: Path, workdir: Path, home: Path, args: tuple[str, ...], env: Mapping[str, str] | None = None
+) -> str:
     full_env = {
-        "PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C", "HOME": str(home),
-        "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(workdir),
-        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
-        "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat",
-        "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE,
-        "GIT_COMMITTER_NAME": COMMITTER[0], "GIT_COMMITTER_EMAIL": COMMITTER[1],
+        "PATH": os.environ.get("PATH", os.defpath),
+        "LC_ALL": "C",
+        "HOME": str(home),
+        "GIT_DIR": str(git_dir),
+        "GIT_WORK_TREE": str(workdir),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_PAGER": "cat",
+        "GIT_AUTHOR_DATE": FIXED_DATE,
+        "GIT_COMMITTER_DATE": FIXED_DATE,
+        "GIT_COMMITTER_NAME": COMMITTER[0],
+        "GIT_COMMITTER_EMAIL": COMMITTER[1],
         **(env or {}),
     }
     proc: subprocess.Popen[bytes] | None = None
     try:  # the watchdog may fire as soon as Popen returns: the kill is in the finally from then on
-        proc = subprocess.Popen(["git", *args], cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(
+            ["git", *args],
+            cwd=workdir,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         out, err, why = _bounded(proc)
     finally:
         if proc is not None:

@@ -38,10 +38,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 AGENT_UID = os.getuid() or 10001
-JUDGE_MOUNT = "/judge"  # the hidden checks' channel's directory, in the agent's container and the judge's alike
+JUDGE_MOUNT = (
+    "/judge"  # the hidden checks' channel's directory, in the agent's container and the judge's alike
+)
 JUDGED_AT = "/work"  # where the judge's container holds the judge's copy: the agent's working copy's path
 TREE = "tree"  # the copy's directory under the judge's mount (fixed: pytest prints its rootdir)
-HIDDEN_CHANNEL = "hidden"  # beside TREE: the final acceptance's one-time channel for its hidden checks (hidden_checks.py)
+HIDDEN_CHANNEL = (
+    "hidden"  # beside TREE: the final acceptance's one-time channel for its hidden checks (hidden_checks.py)
+)
 COPY_LIMIT = 64 << 20  # bytes in one judge's copy: more is the agent's junk, and the check fails on it
 
 # Every wrapper's $1 timeout, $2 command, $3 reap flag. Every wrapper is the judge's (the
@@ -54,13 +58,15 @@ COPY_LIMIT = 64 << 20  # bytes in one judge's copy: more is the agent's junk, an
 # builtins until the kill (no fork: it works with every pid taken). The agent is never asked to
 # end itself and no process of the judge's ever becomes the agent (issue 42: a reap run as the
 # agent's uid was dumpable, and a process of the agent's wrote a report on its stderr).
-REAP = ('n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; { [ "$p" = 1 ] || [ "$p" = $$ ]; } && continue; '
-        'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
-        '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
-        'left() { for d in /proc/[0-9]*; do case ${d#/proc/} in 1|$$) ;; *) [ -e "$d/stat" ] && return 0;; esac; done; '
-        'return 1; }; '
-        # SIGKILLed is not yet gone on a busy machine: kill again and wait (up to ~5 s) until nothing is left.
-        'i=0; while [ $i -lt 100 ] && left; do kill -9 -1 2>/dev/null; i=$((i+1)); [ $i -gt 1 ] && sleep 0.05; done')
+REAP = (
+    'n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; { [ "$p" = 1 ] || [ "$p" = $$ ]; } && continue; '
+    'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
+    '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
+    'left() { for d in /proc/[0-9]*; do case ${d#/proc/} in 1|$$) ;; *) [ -e "$d/stat" ] && return 0;; esac; done; '
+    "return 1; }; "
+    # SIGKILLed is not yet gone on a busy machine: kill again and wait (up to ~5 s) until nothing is left.
+    "i=0; while [ $i -lt 100 ] && left; do kill -9 -1 2>/dev/null; i=$((i+1)); [ $i -gt 1 ] && sleep 0.05; done"
+)
 _DONE = 'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
 # What bounds the agent's processes, set by the judge's shell just before it hands a command to
 # the agent's uid (none of it can be undone without a capability): first in the OOM killer's
@@ -70,31 +76,35 @@ _DONE = 'printf "\\0ctxbench-exec-completed\\n" >&2; exit $rc'
 # so it would be shared with other trials' agents and, with the harness not root, with the
 # harness's own processes (AGENT_UID is its uid).
 AGENT_NOFILE = 1024
-_BOUND = f'echo 1000 > /proc/self/oom_score_adj && ulimit -n {AGENT_NOFILE} && '
-_AS_AGENT = f'setpriv --reuid={AGENT_UID} --regid={AGENT_UID} --clear-groups'
+_BOUND = f"echo 1000 > /proc/self/oom_score_adj && ulimit -n {AGENT_NOFILE} && "
+_AS_AGENT = f"setpriv --reuid={AGENT_UID} --regid={AGENT_UID} --clear-groups"
 # An agent command: the judge's shell runs `timeout` and the reap; only `sh -c "$2"` is the
 # agent's, its stderr made the exec's stdout (the output the model sees) by the judge's shell
 # before it hands the command over.
-AGENT_WRAPPER = (f'timeout -s KILL "$1" sh -c \'{_BOUND}exec {_AS_AGENT} sh -c "$1" 2>&1\' ctxbench "$2"; rc=$?; '
-                 f'if [ "$3" = 1 ]; then {REAP}; fi; {_DONE}')
+AGENT_WRAPPER = (
+    f'timeout -s KILL "$1" sh -c \'{_BOUND}exec {_AS_AGENT} sh -c "$1" 2>&1\' ctxbench "$2"; rc=$?; '
+    f'if [ "$3" = 1 ]; then {REAP}; fi; {_DONE}'
+)
 # The probe of a pristine sandbox (bench/accel/pristine.py): writable places a check's code can reach in the Docker sandbox (see docker.py's container).
 # `-xdev` keeps find inside each one. Files, links and nodes are listed with mode, owner, size,
 # change time and link target; a directory with mode and owner only, since its own change
 # time moves when a file is made and removed again (a check's temp dir), which leaves nothing.
-PROBE = ("find /tmp /dev /dev/shm /dev/mqueue /sys/fs/cgroup /proc/keys /proc/timer_list -xdev "
-         "\\( -type d -printf '%p d %m %U %G\\n' \\) -o -printf '%p %y %m %U %G %s %C@ %l\\n' 2>&1; "
-         "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem 2>&1; "
-         # pid 1, our reaper, sleeps forever: its CPU time, threads and size never move unless
-         # something got into it (fields 14, 15, 20, 23 of /proc/1/stat). But only once it sleeps:
-         # a first probe soon after the container started, on a loaded machine, can catch it still
-         # starting (its size grew by 1.2 MB a second later in 1 of 15 tries), and the sandbox
-         # would lose its pristine state for nothing. So wait (up to ~5 s) until it is asleep
-         # (state S) with signal 64 ignored: docker.py's _INIT ignores every signal in ascending
-         # order and then only pauses, so nothing of it runs again after that.
-         "i=0; while [ $i -lt 250 ]; do read -r s < /proc/1/stat; set -- ${s##*) }; ign=; "
-         "while read -r k v; do [ \"$k\" = SigIgn: ] && ign=$v && break; done < /proc/1/status; "
-         "case \"$1 $ign\" in 'S '[89a-f]*) break;; esac; i=$((i+1)); sleep 0.02; done; "
-         "read -r s < /proc/1/stat; set -- ${s##*) }; echo \"pid1 ${12} ${13} ${18} ${21}\"")
+PROBE = (
+    "find /tmp /dev /dev/shm /dev/mqueue /sys/fs/cgroup /proc/keys /proc/timer_list -xdev "
+    "\\( -type d -printf '%p d %m %U %G\\n' \\) -o -printf '%p %y %m %U %G %s %C@ %l\\n' 2>&1; "
+    "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem 2>&1; "
+    # pid 1, our reaper, sleeps forever: its CPU time, threads and size never move unless
+    # something got into it (fields 14, 15, 20, 23 of /proc/1/stat). But only once it sleeps:
+    # a first probe soon after the container started, on a loaded machine, can catch it still
+    # starting (its size grew by 1.2 MB a second later in 1 of 15 tries), and the sandbox
+    # would lose its pristine state for nothing. So wait (up to ~5 s) until it is asleep
+    # (state S) with signal 64 ignored: docker.py's _INIT ignores every signal in ascending
+    # order and then only pauses, so nothing of it runs again after that.
+    "i=0; while [ $i -lt 250 ]; do read -r s < /proc/1/stat; set -- ${s##*) }; ign=; "
+    'while read -r k v; do [ "$k" = SigIgn: ] && ign=$v && break; done < /proc/1/status; '
+    "case \"$1 $ign\" in 'S '[89a-f]*) break;; esac; i=$((i+1)); sleep 0.02; done; "
+    'read -r s < /proc/1/stat; set -- ${s##*) }; echo "pid1 ${12} ${13} ${18} ${21}"'
+)
 
 
 PROBE_S = 10  # the probe's own timeout, past the command's: it normally takes ~20 ms
@@ -105,12 +115,16 @@ PROBE_END = "ctxbench-probe-end"  # its last line: a probe cut short by the time
 # none ever held this shell's stderr, the judge's channel. Every line of the probe is sent with
 # a `probe ` prefix, so nothing a check leaves (a file name with newlines in it) starts a line
 # that reads as the launcher's report or the reap's list; the head bounds the shell's memory.
-_PROBED = (f'if [ -n "$4" ]; then p=$(timeout -s KILL {PROBE_S} sh -c "$4; echo {PROBE_END}" 2>&1 '
-           f'| head -c {PROBE_LIMIT + 1}); printf "%s\\n" "$p" | sed "s/^/probe /" >&2; fi; ')
+_PROBED = (
+    f'if [ -n "$4" ]; then p=$(timeout -s KILL {PROBE_S} sh -c "$4; echo {PROBE_END}" 2>&1 '
+    f'| head -c {PROBE_LIMIT + 1}); printf "%s\\n" "$p" | sed "s/^/probe /" >&2; fi; '
+)
 # A judge's exec (a certification, a probe): the reap before it (whatever is left, the launcher
 # does not trust that the host reaped), the command, the reap after it, the probe, all as root.
-JUDGE_WRAPPER = (f'if [ "$3" = 1 ]; then {REAP}; fi; timeout -s KILL "$1" sh -c "$2"; rc=$?; '
-                 f'if [ "$3" = 1 ]; then {REAP}; fi; {_PROBED}{_DONE}')
+JUDGE_WRAPPER = (
+    f'if [ "$3" = 1 ]; then {REAP}; fi; timeout -s KILL "$1" sh -c "$2"; rc=$?; '
+    f'if [ "$3" = 1 ]; then {REAP}; fi; {_PROBED}{_DONE}'
+)
 
 
 def judge_root(workdir: Path) -> Path:
@@ -152,14 +166,15 @@ def probed(lines: list[str], completed: bool) -> str:
     """The probe's output from the judge channel's lines (split on newlines only), or
     probe_failed() when it did not run to its end (cut short by its timeout or its bound, never
     reached) or its wrapper did not complete."""
-    out = [line[len("probe "):] for line in lines if line.startswith("probe ")]
+    out = [line[len("probe ") :] for line in lines if line.startswith("probe ")]
     if not completed or not out or out[-1] != PROBE_END:  # a probe past its bound loses its end line
         return probe_failed()
     return "\n".join(out[:-1])
 
 
-def tree_entries(workdir: Path, paths: Iterable[str], harness: Mapping[str, str],
-                 protected: object) -> dict[str, tuple[str, bytes]]:
+def tree_entries(
+    workdir: Path, paths: Iterable[str], harness: Mapping[str, str], protected: object
+) -> dict[str, tuple[str, bytes]]:
     """path -> (kind, data) of the committed tree: "file" / "exec" (content) or "link" (target).
     Protected paths come from the harness's own copy, never from the working copy; the rest is
     read without following any link, FIFOs and devices skipped."""
@@ -259,8 +274,11 @@ class JudgeCopy:
 def _placed(entries: Mapping[str, tuple[str, bytes]]) -> dict[str, tuple[str, bytes]]:
     """The entries a copy holds: none below a link or a file of the copy (git holds no such pair;
     a link is never followed)."""
-    return {p: e for p, e in entries.items()
-            if not any("/".join(p.split("/")[:k]) in entries for k in range(1, p.count("/") + 1))}
+    return {
+        p: e
+        for p, e in entries.items()
+        if not any("/".join(p.split("/")[:k]) in entries for k in range(1, p.count("/") + 1))
+    }
 
 
 def _dirs(entries: Mapping[str, object]) -> set[str]:
@@ -289,6 +307,8 @@ def _write(tree: Path, path: str, kind: str, data: bytes) -> None:
     if kind == "link":
         os.symlink(os.fsdecode(data.decode("utf-8", "surrogateescape")), target)
         return
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755 if kind == "exec" else 0o644)
+    fd = os.open(
+        target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755 if kind == "exec" else 0o644
+    )
     with os.fdopen(fd, "wb") as f:
         f.write(data)

@@ -43,29 +43,52 @@ class LocalSandbox(WorkingCopy):
 
     agent_uid: int | None = None  # no separation: judge and judged are the harness's user
 
-    def __init__(self, cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-                 labels: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cfg: SandboxConfig,
+        files: Mapping[str, str],
+        trial_id: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse, fast_git=cfg.fast_git)
         self._cfg = cfg
         self._home = self._root / "home"  # outside the working copy, so nothing lands in the tree
         self._home.mkdir()
         self._session = uuid.uuid4().hex  # tags every process of this sandbox, for close()
-        log.warning("sandbox %s: kind=local runs model-generated code on the HOST without any "
-                    "isolation (UNSAFE; debugging only)", trial_id)
+        log.warning(
+            "sandbox %s: kind=local runs model-generated code on the HOST without any "
+            "isolation (UNSAFE; debugging only)",
+            trial_id,
+        )
 
     def _env(self, marker: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         # The harness's own interpreter first on PATH, so `python -m pytest` works like in the image.
         path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
-        return {"PATH": path, "HOME": str(self._home), "TMPDIR": str(self._home), "LANG": "C.UTF-8",
-                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", **(extra or {}), _MARK: marker,
-                _SESSION: self._session}  # the marks last: they are how the reap finds the exec's processes
+        return {
+            "PATH": path,
+            "HOME": str(self._home),
+            "TMPDIR": str(self._home),
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            **(extra or {}),
+            _MARK: marker,
+            _SESSION: self._session,
+        }  # the marks last: they are how the reap finds the exec's processes
 
     def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str:
         return str(fill(self._root / "judge", entries))
 
-    def exec(self, cmd: str, timeout: float | None = None, reap: bool = False, judge: bool = False,
-             probe: bool = False, env: Mapping[str, str] | None = None,
-             output_limit_chars: int | None = None) -> ExecResult:
+    def exec(
+        self,
+        cmd: str,
+        timeout: float | None = None,
+        reap: bool = False,
+        judge: bool = False,
+        probe: bool = False,
+        env: Mapping[str, str] | None = None,
+        output_limit_chars: int | None = None,
+    ) -> ExecResult:
         """`judge`: fd 3 is a file outside the working copy, read back as the report (no
         separation here: the local sandbox isolates nothing). `probe`: none here (`_probe`);
         the exec's own reap is all a check can leave that this sandbox sees."""
@@ -82,10 +105,15 @@ class LocalSandbox(WorkingCopy):
         # pipes and its fork (the child then fails with EBADF), and preexec_fn is unsafe with threads.
         channel = tempfile.TemporaryFile() if judge else None
         prefix = "exec 3>&2 2>&1\n" if channel is not None else "exec 2>&1\n"
-        proc = subprocess.Popen(["sh", "-c", prefix + cmd], cwd=self.workdir, env=self._env(marker, env),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=channel if channel is not None else subprocess.STDOUT,
-                                start_new_session=True)  # its own process group, killable as one
+        proc = subprocess.Popen(
+            ["sh", "-c", prefix + cmd],
+            cwd=self.workdir,
+            env=self._env(marker, env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=channel if channel is not None else subprocess.STDOUT,
+            start_new_session=True,
+        )  # its own process group, killable as one
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
         timed_out = False
@@ -183,9 +211,16 @@ def _state(entry: Path) -> str:
         return "?"
 
 
-def create(cfg: SandboxConfig, files: Mapping[str, str], trial_id: str,
-           labels: Mapping[str, str] | None = None, mounts: tuple[Mount, ...] = ()) -> LocalSandbox:
+def create(
+    cfg: SandboxConfig,
+    files: Mapping[str, str],
+    trial_id: str,
+    labels: Mapping[str, str] | None = None,
+    mounts: tuple[Mount, ...] = (),
+) -> LocalSandbox:
     if mounts:  # nothing to mount into: the local sandbox is the host
-        raise ValueError("sandbox=local cannot mount an agent's folders (it isolates nothing); "
-                         "run an agent that runs in the sandbox with sandbox=docker")
+        raise ValueError(
+            "sandbox=local cannot mount an agent's folders (it isolates nothing); "
+            "run an agent that runs in the sandbox with sandbox=docker"
+        )
     return LocalSandbox(cfg, files, trial_id, labels)

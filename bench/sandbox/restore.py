@@ -21,8 +21,9 @@ from .paths import Protected
 FILE_MODE = 0o644
 
 
-def restore(workdir: Path, files: Mapping[str, str], protected: Protected,
-            write_file: Callable[[str, str], None]) -> list[str]:
+def restore(
+    workdir: Path, files: Mapping[str, str], protected: Protected, write_file: Callable[[str, str], None]
+) -> list[str]:
     """Make every protected path under `workdir` exactly `files`; returns the paths that differed."""
     keep_dirs = {"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)}
     changed = set()
@@ -56,8 +57,12 @@ def _force_file(workdir: Path, path: str, content: str, write_file: Callable[[st
     full = workdir / path
     st = _lstat(full)
     data = content.encode("utf-8")
-    if st is not None and stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == FILE_MODE \
-            and st.st_size == len(data) <= MAX_READ_BYTES:
+    if (
+        st is not None
+        and stat.S_ISREG(st.st_mode)
+        and stat.S_IMODE(st.st_mode) == FILE_MODE
+        and st.st_size == len(data) <= MAX_READ_BYTES
+    ):
         with contextlib.suppress(OSError), open(full, "rb") as f:  # a regular file, no link: checked above
             if f.read(len(data) + 1) == data:
                 return changed

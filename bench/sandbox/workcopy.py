@@ -49,10 +49,13 @@ HARNESS_DIR = ".ctxbench"  # made fresh by the harness for each check (certify.p
 
 # What a working copy takes on when its switch is on (bench/accel/, docs/scaling.md): loaded by
 # name, so a working copy with both off (the reference path) imports neither.
-ANNEXES = Registry("sandbox annex", {
-    "fast_git": "bench.accel.fastgit:FastGit",  # sandbox.fast_git: git in process, answers kept, git dir in memory
-    "tracking": "bench.accel.pristine:Tracker",  # sandbox.check_cache or sandbox.reuse: is it still pristine?
-})
+ANNEXES = Registry(
+    "sandbox annex",
+    {
+        "fast_git": "bench.accel.fastgit:FastGit",  # sandbox.fast_git: git in process, answers kept, git dir in memory
+        "tracking": "bench.accel.pristine:Tracker",  # sandbox.check_cache or sandbox.reuse: is it still pristine?
+    },
+)
 UNTRACKED = "not tracked (neither the check cache nor reuse is on)"
 
 
@@ -62,16 +65,22 @@ class WorkingCopy(WorkFiles):
     check cache's and reuse's question: bench/accel/pristine.py); `fast_git`: the harness's git
     in process, its answers kept, its git dir in memory (bench/accel/fastgit.py)."""
 
-    def __init__(self, trial_id: str, files: Mapping[str, str], track: bool = False, fast_git: bool = False) -> None:
+    def __init__(
+        self, trial_id: str, files: Mapping[str, str], track: bool = False, fast_git: bool = False
+    ) -> None:
         if not isinstance(trial_id, str) or not trial_id:
             raise ValueError("trial_id must be a non-empty string")
         self.trial_id, self._closed = trial_id, False
         self._execs = 0
         self._trials = 1  # how many trials this sandbox has served (renew: bench/accel/pool.py)
-        self._changes = 0  # bumped by anything that may change the working copy (`_settle`, the annexes' caches)
+        self._changes = (
+            0  # bumped by anything that may change the working copy (`_settle`, the annexes' caches)
+        )
         self._unsettled = False  # a command may still be running: nothing read from the copy holds
         self._head = ""
-        self._clean_at = self._settled_at = -1  # `_changes` right after the last commit / when `_settle` last ran
+        self._clean_at = (
+            self._settled_at
+        ) = -1  # `_changes` right after the last commit / when `_settle` last ran
         self._seen: dict[str, tuple[int, int, int, int]] = {}  # a regular file: its size, mtime, ctime, inode
         self._grown = 0  # bytes of files new or changed this trial: what its git history may have taken in
         # the tree a passing certification just ran on, and who hears of the next commit (`hold`)
@@ -199,7 +208,9 @@ class WorkingCopy(WorkFiles):
         self._settle()
         name, email = m.groups()
         self._head = self._fast.commit(message, name, email) if self._fast is not None else ""
-        if not self._head:  # host git's `add -A && commit` (fast_git: where libgit2 may read the rules otherwise)
+        if (
+            not self._head
+        ):  # host git's `add -A && commit` (fast_git: where libgit2 may read the rules otherwise)
             hostgit.commit(self._git_dir, self.workdir, self._root, message, name, email)
             self._head = self._git("rev-parse", "HEAD").strip()
         self._clean_at = self._changes
@@ -235,10 +246,18 @@ class WorkingCopy(WorkFiles):
         if self._fast is not None:
             return list(self._fast.list_files())
         self._settle()
-        return self._listing(self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0"))
+        return self._listing(
+            self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
+        )
 
     def _listing(self, names: list[str]) -> list[str]:
-        return sorted({p for p in names if p and "__pycache__" not in p.split("/") and os.path.lexists(self.workdir / p)})
+        return sorted(
+            {
+                p
+                for p in names
+                if p and "__pycache__" not in p.split("/") and os.path.lexists(self.workdir / p)
+            }
+        )
 
     def _settle(self) -> None:
         """Before host git or a restore looks at the working copy: walk it (content.walk: bounded,
@@ -254,18 +273,24 @@ class WorkingCopy(WorkFiles):
             if self._fast is not None:
                 self._fast.saw(rel, st)
             if kind == stat.S_IFREG and st.st_size > MAX_FILE_BYTES:
-                raise ContentError(f"{rel[:200]} is larger than {MAX_FILE_BYTES} bytes: host git will not read it")
+                raise ContentError(
+                    f"{rel[:200]} is larger than {MAX_FILE_BYTES} bytes: host git will not read it"
+                )
             if kind == stat.S_IFREG:
                 seen[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                 self._grown += st.st_size if self._seen.get(rel) != seen[rel] else 0
             if os.path.basename(rel) == ".git" or kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK):
-                log.warning("sandbox %s: removing %s (a .git, or not a file, directory or link)", self.trial_id, rel)
+                log.warning(
+                    "sandbox %s: removing %s (a .git, or not a file, directory or link)", self.trial_id, rel
+                )
                 remove_tree(str(self.workdir / rel))
                 self._changes += 1
         self._seen = seen
         if self._grown > MAX_GROWTH_BYTES:
-            raise ContentError(f"the working copy's files grew by more than {MAX_GROWTH_BYTES} bytes in this trial: "
-                               "more than host git will keep")
+            raise ContentError(
+                f"the working copy's files grew by more than {MAX_GROWTH_BYTES} bytes in this trial: "
+                "more than host git will keep"
+            )
         self._settled_at = self._changes
 
     # -- the harness's own files (call only when no sandbox process runs: after `reap`) --------
@@ -312,4 +337,3 @@ class WorkingCopy(WorkFiles):
 
     def __exit__(self, *exc: object) -> None:  # an exception on the way out means interrupted
         self.close(interrupted=exc[0] is not None)
-

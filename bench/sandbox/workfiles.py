@@ -43,7 +43,8 @@ class WorkFiles:
                     nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
                 except OSError as e:
                     if e.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(
-                            os.lstat(name, dir_fd=fd).st_mode):
+                        os.lstat(name, dir_fd=fd).st_mode
+                    ):
                         raise ValueError(f"{'/'.join(parts)}: {name} is a symlink") from None
                     raise
                 os.close(fd)

@@ -22,8 +22,15 @@ SIM_CONFIG = Path(__file__).resolve().parents[2] / "conf" / "model" / "sim.yaml"
 
 
 class Backend(Protocol):
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
-                 seed: int, cache_breakpoint: int | None = None) -> Completion: ...
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion: ...
 
     def count_tokens(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> int: ...
 
@@ -61,8 +68,9 @@ def conversation_key(messages: tuple[Message, ...], seed: int) -> tuple[str, int
 class SimBackend:
     """SimProvider instances from `conf/model/sim.yaml` (or `model_cfg`), one per conversation."""
 
-    def __init__(self, model_cfg: Mapping[str, Any] | None = None, *, max_conversations: int = 256,
-                 factory: Any = None) -> None:
+    def __init__(
+        self, model_cfg: Mapping[str, Any] | None = None, *, max_conversations: int = 256, factory: Any = None
+    ) -> None:
         self.model_cfg = dict(model_cfg) if model_cfg is not None else load_model_config()
         self._factory = factory or self._sim_factory
         self._max = max_conversations
@@ -86,11 +94,20 @@ class SimBackend:
             self._instances.move_to_end(key)
             return self._instances[key]
 
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
-                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion:
         sim, lock = self.instance(messages, seed)
         with lock:  # a conversation's calls are serial, as in a trial
-            return sim.complete(messages, tools, max_tokens=max_tokens, seed=seed, cache_breakpoint=cache_breakpoint)
+            return sim.complete(
+                messages, tools, max_tokens=max_tokens, seed=seed, cache_breakpoint=cache_breakpoint
+            )
 
     def count_tokens(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> int:
         from bench.core.tokens import count_messages, tools_tokens

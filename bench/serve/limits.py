@@ -29,8 +29,14 @@ from bench.providers.wire import openai as ow
 
 
 class ProviderLimits:
-    def __init__(self, rpm: float | None = None, input_tpm: float | None = None, output_tpm: float | None = None,
-                 *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        rpm: float | None = None,
+        input_tpm: float | None = None,
+        output_tpm: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.rates = {"rpm": rpm, "input_tpm": input_tpm, "output_tpm": output_tpm}
         self.levels = {k: float(v) for k, v in self.rates.items() if v is not None}
         self._clock = clock
@@ -89,8 +95,12 @@ class ProviderLimits:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            return {"admitted": self.admitted, "rejected": self.rejected, "input_tokens": self.input_tokens,
-                    "output_tokens": self.output_tokens}
+            return {
+                "admitted": self.admitted,
+                "rejected": self.rejected,
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+            }
 
 
 def retry_after_header(wait_s: float) -> dict[str, str]:
@@ -99,8 +109,12 @@ def retry_after_header(wait_s: float) -> dict[str, str]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit-rpm", type=float, default=None, help="emulate a requests-per-minute limit (429s)")
-    p.add_argument("--limit-input-tpm", type=float, default=None, help="emulate an input-tokens-per-minute limit")
-    p.add_argument("--limit-output-tpm", type=float, default=None, help="emulate an output-tokens-per-minute limit")
+    p.add_argument(
+        "--limit-input-tpm", type=float, default=None, help="emulate an input-tokens-per-minute limit"
+    )
+    p.add_argument(
+        "--limit-output-tpm", type=float, default=None, help="emulate an output-tokens-per-minute limit"
+    )
 
 
 def from_args(a: argparse.Namespace) -> ProviderLimits | None:

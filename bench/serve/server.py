@@ -78,9 +78,19 @@ class FaultPlan:
 class LoopbackServer:
     """The server object tests use: `with LoopbackServer(backend) as srv: ... srv.url ...`."""
 
-    def __init__(self, backend: Backend | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 faults: list[str] | tuple[str, ...] = (), retry_after_s: float = 1.0, slow_s: float = 5.0,
-                 key_env: str | None = None, time_scale: float = 0.0, limits: rate_limits.ProviderLimits | None = None) -> None:
+    def __init__(
+        self,
+        backend: Backend | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        faults: list[str] | tuple[str, ...] = (),
+        retry_after_s: float = 1.0,
+        slow_s: float = 5.0,
+        key_env: str | None = None,
+        time_scale: float = 0.0,
+        limits: rate_limits.ProviderLimits | None = None,
+    ) -> None:
         if host not in LOOPBACK:
             raise ValueError(f"--host {host!r}: this server accepts any key and serves loopback only")
         self.backend: Backend = backend if backend is not None else SimBackend()
@@ -104,8 +114,12 @@ class LoopbackServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> LoopbackServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="ctxbench-loopback", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="ctxbench-loopback",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -124,16 +138,25 @@ class LoopbackServer:
 
 
 def _cut_at_max_tokens(c: Completion, max_tokens: int) -> Completion:
-    return dataclasses.replace(c, content=c.content[: max(len(c.content) // 3, 1)], tool_calls=(),
-                               stop_reason="max_tokens", usage=dataclasses.replace(c.usage, output=max_tokens))
+    return dataclasses.replace(
+        c,
+        content=c.content[: max(len(c.content) // 3, 1)],
+        tool_calls=(),
+        stop_reason="max_tokens",
+        usage=dataclasses.replace(c.usage, output=max_tokens),
+    )
 
 
 def _break_tool_json(c: Completion) -> Completion:
     call = c.tool_calls[0] if c.tool_calls else None
-    raw = {"id": call.id if call else "call_broken", "name": call.name if call else "read_file",
-           "arguments": (json.dumps(call.args) if call else '{"path": "x"}')[:-1]}
-    return dataclasses.replace(c, tool_calls=c.tool_calls[1:], stop_reason="tool_use",
-                               extra={**c.extra, "raw_tool_calls": [raw]})
+    raw = {
+        "id": call.id if call else "call_broken",
+        "name": call.name if call else "read_file",
+        "arguments": (json.dumps(call.args) if call else '{"path": "x"}')[:-1],
+    }
+    return dataclasses.replace(
+        c, tool_calls=c.tool_calls[1:], stop_reason="tool_use", extra={**c.extra, "raw_tool_calls": [raw]}
+    )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -156,9 +179,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, proto: str, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
-        body: dict[str, Any] = ({"type": "error", "error": {"type": kind, "message": message}} if proto == "anthropic"
-                                else {"error": {"message": message, "type": kind, "code": None, "param": None}})
+    def _error(
+        self, proto: str, status: int, kind: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        body: dict[str, Any] = (
+            {"type": "error", "error": {"type": kind, "message": message}}
+            if proto == "anthropic"
+            else {"error": {"message": message, "type": kind, "code": None, "param": None}}
+        )
         self._json(status, body, headers)
 
     def _authorised(self) -> bool:
@@ -224,13 +252,21 @@ class _Handler(BaseHTTPRequestHandler):
         if fault and fault.startswith("error:"):
             return self._json(*vendor_errors.reply(fault))
         if self.app.limits is not None and (wait := self.app.limits.admit(proto, body)) is not None:
-            return self._error(proto, 429, "rate_limit_error", "rate limit exceeded (emulated)", rate_limits.retry_after_header(wait))
+            return self._error(
+                proto,
+                429,
+                "rate_limit_error",
+                "rate limit exceeded (emulated)",
+                rate_limits.retry_after_header(wait),
+            )
         if fault == "slow":
             self.app.stopping.wait(self.app.slow_s)
             return self._error(proto, 500, "api_error", "too slow (injected)")
         if fault == "malformed":
             if stream:
-                return self._sse(["event: message_start\n" if proto == "anthropic" else "", 'data: {"type": "mess\n\n'])
+                return self._sse(
+                    ["event: message_start\n" if proto == "anthropic" else "", 'data: {"type": "mess\n\n']
+                )
             data = b'{"id": "broken", "choices": [ {'
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -240,18 +276,29 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if proto == "anthropic":
             messages, breakpoint_ = aw.from_wire(body)
-            tools, max_tokens, seed = aw.tools_from_wire(body.get("tools")), body.get("max_tokens"), aw.seed_from_metadata(body)
+            tools, max_tokens, seed = (
+                aw.tools_from_wire(body.get("tools")),
+                body.get("max_tokens"),
+                aw.seed_from_metadata(body),
+            )
             if not isinstance(max_tokens, int):
                 return self._error(proto, 400, "invalid_request_error", "max_tokens: field required")
         else:
             messages, breakpoint_ = ow.from_wire(body), None
             tools, seed = ow.tools_from_wire(body.get("tools")), ow.trial_seed(body)
             max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 4096)
-        c = self.app.backend.complete(tuple(messages), tools, max_tokens=max_tokens, seed=seed,
-                                      cache_breakpoint=breakpoint_)
+        c = self.app.backend.complete(
+            tuple(messages), tools, max_tokens=max_tokens, seed=seed, cache_breakpoint=breakpoint_
+        )
         if self.app.limits is not None:
             self.app.limits.charge_output(c.usage.output)
-        c = _cut_at_max_tokens(c, max_tokens) if fault == "truncate" else _break_tool_json(c) if fault == "bad_tool_json" else c
+        c = (
+            _cut_at_max_tokens(c, max_tokens)
+            if fault == "truncate"
+            else _break_tool_json(c)
+            if fault == "bad_tool_json"
+            else c
+        )
         model, created = str(body.get("model") or "sim"), int(time.time())
         if proto == "anthropic":
             mid = f"msg_{uuid.uuid4().hex[:24]}"
@@ -270,7 +317,12 @@ class _Handler(BaseHTTPRequestHandler):
             first = 1
             last = next(i for i, d in enumerate(chunks) if d["choices"] and d["choices"][0]["finish_reason"])
         # Pacing: the first token after the reply's ttft_s, the end after its latency_s (scaled).
-        pauses = {first: c.ttft_s * self.app.time_scale,
-                  last: max(c.latency_s - c.ttft_s, 0.0) * self.app.time_scale} if self.app.time_scale > 0 else None
+        pauses = (
+            {
+                first: c.ttft_s * self.app.time_scale,
+                last: max(c.latency_s - c.ttft_s, 0.0) * self.app.time_scale,
+            }
+            if self.app.time_scale > 0
+            else None
+        )
         return self._sse(lines[: len(lines) // 2] if fault == "cut" else lines, pauses)
-

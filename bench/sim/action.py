@@ -84,9 +84,15 @@ def act(b: Beliefs, oracle: Oracle, p: SimParams, seed: int) -> Reply:
 
     reads = _needed_reads(b, plan, b.touches, after, anchor, failures, p)
     if reads:
-        return Reply(f"Reading {', '.join(r for _, r in reads)} before editing for step {sid}.",
-                     tuple(("read_file", {"path": r}) if how == "read" else
-                           ("git", {"subcommand": "show", "args": [f"HEAD:{r}"]}) for how, r in reads))
+        return Reply(
+            f"Reading {', '.join(r for _, r in reads)} before editing for step {sid}.",
+            tuple(
+                ("read_file", {"path": r})
+                if how == "read"
+                else ("git", {"subcommand": "show", "args": [f"HEAD:{r}"]})
+                for how, r in reads
+            ),
+        )
 
     batches = _batches(after)
     submits = [c for c in after if c.name == "submit_step"]
@@ -99,13 +105,19 @@ def act(b: Beliefs, oracle: Oracle, p: SimParams, seed: int) -> Reply:
     if not batches:
         again = explore.rereads(b, plan, p, seed, sid, attempt, after)
         if again:
-            return Reply(f"Re-reading {', '.join(again)} before editing for step {sid}.",
-                         tuple(("read_file", {"path": r}) for r in again))
+            return Reply(
+                f"Re-reading {', '.join(again)} before editing for step {sid}.",
+                tuple(("read_file", {"path": r}) for r in again),
+            )
     if not batches or redo:
         edits, decisions, slipped = _edits(b, oracle, plan, view, p, seed, sid, attempt)
         if edits:
-            return Reply(f"Editing {', '.join(dict.fromkeys(e.path for e in edits))} for step {sid}.",
-                         tuple(_tool_call(e) for e in edits), decisions, slipped)
+            return Reply(
+                f"Editing {', '.join(dict.fromkeys(e.path for e in edits))} for step {sid}.",
+                tuple(_tool_call(e) for e in edits),
+                decisions,
+                slipped,
+            )
         if slipped:  # the only edit left out: it submits believing the step done
             return replace(_submit(b, p, seed, sid, attempt), slips=slipped)
     return _submit(b, p, seed, sid, attempt)
@@ -120,15 +132,27 @@ def _submit(b: Beliefs, p: SimParams, seed: int, sid: str, attempt: int) -> Repl
     msg, lo, hi = b.instructions
     own = [st for st in b.said if st.pos.msg == msg and lo <= st.pos.offset < hi]
     new = recalled_statements(p, b, own, seed, sid, attempt)
-    older = [st for st in b.said if not st.in_task and st.role != "system" and st not in own
-             and st.norm not in {x.norm for x in new} and (st.marked or st.role == "assistant" or st.in_summary)]
+    older = [
+        st
+        for st in b.said
+        if not st.in_task
+        and st.role != "system"
+        and st not in own
+        and st.norm not in {x.norm for x in new}
+        and (st.marked or st.role == "assistant" or st.in_summary)
+    ]
     kept = recalled_statements(p, b, older, seed, sid, attempt)
     edited = [c.args.get("path") for c in b.calls if b.step_pos < c.pos and c.name in EDIT_TOOLS]
     did = f"{sid}: edited {', '.join(dict.fromkeys(str(x) for x in edited))}." if edited else f"{sid}: done."
-    notes = f"{did} For later steps: " + " ".join(_said(st) for st in kept) if kept else \
-        f"{did} No further constraints for later steps."
-    return Reply(f"Step {sid} is done; submitting it.",
-                 (("submit_step", {"notes": notes, "invariants": [st.text for st in new]}),))
+    notes = (
+        f"{did} For later steps: " + " ".join(_said(st) for st in kept)
+        if kept
+        else f"{did} No further constraints for later steps."
+    )
+    return Reply(
+        f"Step {sid} is done; submitting it.",
+        (("submit_step", {"notes": notes, "invariants": [st.text for st in new]}),),
+    )
 
 
 def _said(st: Said) -> str:
@@ -163,9 +187,17 @@ def _errored(b: Beliefs, call: CallSeen) -> bool:
     return _result_pos(b, call) is not None
 
 
-def _needed_reads(b: Beliefs, plan: StepPlan, touches: tuple[str, ...], after: list[CallSeen],
-                  anchor: Pos, failures: list, p: SimParams) -> list[tuple[str, str]]:
+def _needed_reads(
+    b: Beliefs,
+    plan: StepPlan,
+    touches: tuple[str, ...],
+    after: list[CallSeen],
+    anchor: Pos,
+    failures: list,
+    p: SimParams,
+) -> list[tuple[str, str]]:
     """(how, path): "read" the current file, or "committed" for its last committed copy."""
+
     def read_since(path: str, since: Pos) -> bool:
         return any(c.name == "read_file" and c.args.get("path") == path and since < c.pos for c in after)
 
@@ -180,7 +212,7 @@ def _needed_reads(b: Beliefs, plan: StepPlan, touches: tuple[str, ...], after: l
     failure_text, failure_pos = "", START
     if failures and anchor <= failures[-1].pos:
         failure_text, failure_pos = failures[-1].output, failures[-1].pos
-    header = b.texts[b.step_pos.msg][2][b.step_pos.offset:] if b.step_pos.msg >= 0 else ""
+    header = b.texts[b.step_pos.msg][2][b.step_pos.offset :] if b.step_pos.msg >= 0 else ""
     if "LAST FAILURE:" in header:
         failure_text += "\n" + header.split("LAST FAILURE:", 1)[1].split("<file ", 1)[0]
         failure_pos = max(failure_pos, b.step_pos)
@@ -193,15 +225,23 @@ def _needed_reads(b: Beliefs, plan: StepPlan, touches: tuple[str, ...], after: l
         for c in batch:
             where = _result_pos(b, c)
             target = c.args.get("path")
-            if where is not None and isinstance(target, str) and not fresh_since(target, where) \
-                    and not read_since(target, where):
+            if (
+                where is not None
+                and isinstance(target, str)
+                and not fresh_since(target, where)
+                and not read_since(target, where)
+            ):
                 want.append(target)
     # A copy is stale against a drift note only if it is in an earlier message: what one
     # message shows was read at one moment (the ledger brief puts fresh FILES by its note).
     for cue, paths in b.drift:
         for path in paths:
-            if path in perceived and any(fnmatch.fnmatch(path, g) for g in touches) \
-                    and perceived[path].pos.msg < cue.msg and not read_since(path, cue):
+            if (
+                path in perceived
+                and any(fnmatch.fnmatch(path, g) for g in touches)
+                and perceived[path].pos.msg < cue.msg
+                and not read_since(path, cue)
+            ):
                 want.append(path)
     return [("committed", x) for x in dict.fromkeys(committed)] + [("read", x) for x in dict.fromkeys(want)]
 
@@ -211,14 +251,26 @@ def _rewrote(b: Beliefs) -> set[str]:
     out = set()
     for c in b.calls:
         path = c.args.get("path")
-        if c.name == "write_file" and b.step_pos < c.pos and isinstance(path, str) \
-                and any(f.pos < c.pos for f in b.files.get(path, ())):
+        if (
+            c.name == "write_file"
+            and b.step_pos < c.pos
+            and isinstance(path, str)
+            and any(f.pos < c.pos for f in b.files.get(path, ()))
+        ):
             out.add(path)
     return out
 
 
-def _edits(b: Beliefs, oracle: Oracle, plan: StepPlan, view: dict[str, str], p: SimParams, seed: int,
-           sid: str, attempt: int) -> tuple[list[Edit], tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
+def _edits(
+    b: Beliefs,
+    oracle: Oracle,
+    plan: StepPlan,
+    view: dict[str, str],
+    p: SimParams,
+    seed: int,
+    sid: str,
+    attempt: int,
+) -> tuple[list[Edit], tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
     kinds: dict[str, str] = {}
     for e in plan.edits:
         if e.kind in ("replace", "write"):
@@ -254,12 +306,23 @@ def _edits(b: Beliefs, oracle: Oracle, plan: StepPlan, view: dict[str, str], p: 
     tidy, decisions = _tidy_ups(b, oracle, believed, edits, p, seed, sid, attempt)
     edits, slipped = competence.slip(edits, p, seed, sid, attempt)
     edits = [e for e in edits + tidy if not _already_done(e, believed, b)]
-    return ([_misquote(e) if e.path in misquoted and e.kind == "replace" else e for e in edits], decisions,
-            (slipped,) if slipped else ())
+    return (
+        [_misquote(e) if e.path in misquoted and e.kind == "replace" else e for e in edits],
+        decisions,
+        (slipped,) if slipped else (),
+    )
 
 
-def _tidy_ups(b: Beliefs, oracle: Oracle, believed: dict[str, str], edits: list[Edit], p: SimParams,
-              seed: int, sid: str, attempt: int) -> tuple[list[Edit], tuple[dict[str, Any], ...]]:
+def _tidy_ups(
+    b: Beliefs,
+    oracle: Oracle,
+    believed: dict[str, str],
+    edits: list[Edit],
+    p: SimParams,
+    seed: int,
+    sid: str,
+    attempt: int,
+) -> tuple[list[Edit], tuple[dict[str, Any], ...]]:
     """The tidy-ups this step's edits invite, each done unless a recalled constraint covers it."""
     after = dict(believed)
     for e in edits:
@@ -271,10 +334,20 @@ def _tidy_ups(b: Beliefs, oracle: Oracle, believed: dict[str, str], edits: list[
         if not cleanup.edits:
             continue
         q = protection(p, cleanup.anchors, b)
-        done = draw(seed, sid, attempt, cleanup.key, "tempt") < p.p_tempt and \
-            not draw(seed, sid, attempt, cleanup.key, "protect") < q
-        decisions.append({"step": sid, "attempt": attempt, "key": cleanup.key, "q": round(q, 6),
-                          "p_tempt": p.p_tempt, "done": done})
+        done = (
+            draw(seed, sid, attempt, cleanup.key, "tempt") < p.p_tempt
+            and not draw(seed, sid, attempt, cleanup.key, "protect") < q
+        )
+        decisions.append(
+            {
+                "step": sid,
+                "attempt": attempt,
+                "key": cleanup.key,
+                "q": round(q, 6),
+                "p_tempt": p.p_tempt,
+                "done": done,
+            }
+        )
         if done:
             out += cleanup.edits
     return out, tuple(decisions)
@@ -295,5 +368,5 @@ def _already_done(e: Edit, believed: dict[str, str], b: Beliefs) -> bool:
 def _misquote(e: Edit) -> Edit:
     """The search text as quoted from an imperfect memory: one whitespace run is off."""
     ws = re.search(r"[ \t]+", e.search)
-    search = e.search[:ws.end()] + " " + e.search[ws.end():] if ws else e.search + " "
+    search = e.search[: ws.end()] + " " + e.search[ws.end() :] if ws else e.search + " "
     return Edit(path=e.path, kind="replace", search=search, replace=e.replace)

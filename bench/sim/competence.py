@@ -18,7 +18,9 @@ from bench.sim.recall import draw
 from tasks.spec import Edit
 
 
-def slip(edits: list[Edit], p: SimParams, seed: int, sid: str, attempt: int) -> tuple[list[Edit], dict | None]:
+def slip(
+    edits: list[Edit], p: SimParams, seed: int, sid: str, attempt: int
+) -> tuple[list[Edit], dict | None]:
     """The edits as made, and the slip (which edit was left out) if there was one."""
     paths = list(dict.fromkeys(e.path for e in edits))
     key = "competence:" + ",".join(paths)  # by content: two tasks on one seed do not share the draw

@@ -58,8 +58,10 @@ def orient(b: Beliefs, p: SimParams, seed: int, sid: str) -> tuple[Call, ...]:
     if seen and draw(seed, sid, 0, step, "changes") < p.p_check_changes:
         calls.append(("git", {"subcommand": "log", "args": ["--stat", f"{seen}..HEAD"]}))
     if draw(seed, sid, 0, step, "history") < p.p_look_history:
-        calls = [("git", {"subcommand": "status", "args": ["--short"]}),
-                 ("git", {"subcommand": "log", "args": ["--stat", "-n", str(int(p.history_depth))]})]
+        calls = [
+            ("git", {"subcommand": "status", "args": ["--short"]}),
+            ("git", {"subcommand": "log", "args": ["--stat", "-n", str(int(p.history_depth))]}),
+        ]
     return tuple(calls)
 
 
@@ -68,8 +70,9 @@ def first_turn_of_step(b: Beliefs, attempt: int) -> bool:
     return attempt == 0 and not any(b.step_pos < c.pos for c in b.calls)
 
 
-def rereads(b: Beliefs, plan: StepPlan, p: SimParams, seed: int, sid: str, attempt: int,
-            after: list[CallSeen]) -> list[str]:
+def rereads(
+    b: Beliefs, plan: StepPlan, p: SimParams, seed: int, sid: str, attempt: int, after: list[CallSeen]
+) -> list[str]:
     """Files about to be edited whose newest copy in view is from before this step began,
     each re-read with `p_reread_before_edit` (once per attempt)."""
     out: list[str] = []

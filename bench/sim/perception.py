@@ -161,9 +161,18 @@ def perceive(messages: tuple[Message, ...] | list[Message]) -> Beliefs:
 
 def _extendable(b: Beliefs) -> Beliefs:
     """A copy whose lists and dicts are its own (their items are frozen and shared)."""
-    return replace(b, files={p: list(v) for p, v in b.files.items()}, deleted=dict(b.deleted),
-                   facts=list(b.facts), said=list(b.said), checks=list(b.checks), calls=list(b.calls),
-                   results=list(b.results), drift=list(b.drift), texts=list(b.texts))
+    return replace(
+        b,
+        files={p: list(v) for p, v in b.files.items()},
+        deleted=dict(b.deleted),
+        facts=list(b.facts),
+        said=list(b.said),
+        checks=list(b.checks),
+        calls=list(b.calls),
+        results=list(b.results),
+        drift=list(b.drift),
+        texts=list(b.texts),
+    )
 
 
 def _take(b: Beliefs, i: int, m: Message) -> None:
@@ -176,7 +185,7 @@ def _take(b: Beliefs, i: int, m: Message) -> None:
         b.task_id, b.task_msg = p.task_id, i
     if p.step:
         b.step, b.step_pos = p.step, b.position(i, p.step_offset)
-        block = text[p.step_offset:]
+        block = text[p.step_offset :]
         b.step_line = block.split("\n", 1)[0]
         first = p.step_offset + len(b.step_line) + 1
         end = text.find("\n", first)
@@ -188,8 +197,17 @@ def _take(b: Beliefs, i: int, m: Message) -> None:
     in_task = i == b.task_msg
     for off, sentence in _said(words):
         at = off if off < len(m.content) else max(text.find(sentence), 0)
-        b.said.append(Said(sentence, said.normal(sentence), b.position(i, at), said.marked(sentence),
-                           m.role, in_task, summary))
+        b.said.append(
+            Said(
+                sentence,
+                said.normal(sentence),
+                b.position(i, at),
+                said.marked(sentence),
+                m.role,
+                in_task,
+                summary,
+            )
+        )
     for off, sid, title in p.plan:
         b.facts.append(Seen(f"step:{sid}", title, b.position(i, off), in_task))
     for off, path, sha, content in p.files:
@@ -207,7 +225,8 @@ def _take(b: Beliefs, i: int, m: Message) -> None:
             # `git show HEAD:path` prints the last committed copy: a version of the file like a read.
             content = "" if m.content == "(no output)" else m.content
             b.files.setdefault(committed, []).append(
-                FileSeen(committed, render.content_sha(content), content, b.position(i, 0)))
+                FileSeen(committed, render.content_sha(content), content, b.position(i, 0))
+            )
         verb = _RESULT_RE.match(m.content)
         if verb and verb.group("verb") == "deleted":
             b.deleted[verb.group("path")] = b.position(i, 0)
@@ -261,7 +280,7 @@ class _KeptContexts:
     def put(self, messages: tuple[Message, ...], b: Beliefs) -> None:
         with self._lock:
             self._entries.append((messages, b))
-            del self._entries[:max(len(self._entries) - self.size, 0)]
+            del self._entries[: max(len(self._entries) - self.size, 0)]
 
     def clear(self) -> None:
         with self._lock:
@@ -281,7 +300,9 @@ def _committed_path(call: CallSeen | None) -> str | None:
     if call is None or call.name != "git" or call.args.get("subcommand") != "show":
         return None
     args = call.args.get("args") or []
-    return args[0][5:] if len(args) == 1 and isinstance(args[0], str) and args[0].startswith("HEAD:") else None
+    return (
+        args[0][5:] if len(args) == 1 and isinstance(args[0], str) and args[0].startswith("HEAD:") else None
+    )
 
 
 def result_error(r: ResultSeen) -> bool:

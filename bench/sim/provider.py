@@ -37,7 +37,6 @@ from tasks.spec import TaskSpec
 COMPACTION_MARKER = "[compaction-request]"
 
 
-
 def _load_task(task_id: str) -> TaskSpec:
     import tasks  # the family modules, not bench: the dependency points the allowed way
 
@@ -45,11 +44,19 @@ def _load_task(task_id: str) -> TaskSpec:
 
 
 class SimProvider:
-    def __init__(self, params: Mapping[str, Any], *, model_id: str = "sim", price: Mapping[str, float],
-                 window: int, time_scale: float = 0.0,
-                 task_loader: Callable[[str], TaskSpec] | None = None,
-                 mechanisms: Mapping[str, bool] | None = None, draws: str = "shared",
-                 stream: str = "") -> None:
+    def __init__(
+        self,
+        params: Mapping[str, Any],
+        *,
+        model_id: str = "sim",
+        price: Mapping[str, float],
+        window: int,
+        time_scale: float = 0.0,
+        task_loader: Callable[[str], TaskSpec] | None = None,
+        mechanisms: Mapping[str, bool] | None = None,
+        draws: str = "shared",
+        stream: str = "",
+    ) -> None:
         """`task_loader` exists for tests with hand-built tasks; the default is `tasks.from_id`.
         Either way the sim learns which task it is on only from `[task:ID]` in the context, and
         uses only its oracle."""
@@ -78,20 +85,31 @@ class SimProvider:
                 raise ProviderError(f"sim cannot load task {task_id!r} named in the context: {exc}") from exc
         return self._tasks[task_id]
 
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
-                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion:
         """One simulated call. `cache_breakpoint` is accepted and not needed: the sim's cache is
         automatic over the longest shared prefix (see bench.sim.usage)."""
         messages, tools = tuple(messages), tuple(tools)
         if not messages:
             raise ValueError("sim: complete() needs at least one message")
-        luck = seed if self._stream is None else \
-            int(hashlib.sha256(f"{seed}\x1f{self._stream}".encode()).hexdigest()[:15], 16)
+        luck = (
+            seed
+            if self._stream is None
+            else int(hashlib.sha256(f"{seed}\x1f{self._stream}".encode()).hexdigest()[:15], 16)
+        )
         beliefs = perceive(messages)
         prompt = self._meter.prompt_tokens(messages, tools)
         if prompt > self.window:
-            raise ProviderError(f"prompt of {prompt} tokens exceeds the {self.model_id} "
-                                f"window of {self.window} tokens")
+            raise ProviderError(
+                f"prompt of {prompt} tokens exceeds the {self.model_id} window of {self.window} tokens"
+            )
         last = messages[-1]
         if last.role == "user" and COMPACTION_MARKER in last.content:
             reply = Reply(summarise(beliefs, self.params, luck))
@@ -111,11 +129,23 @@ class SimProvider:
         bill = self._meter.bill(messages, tools, n_out)
         if self.time_scale > 0:
             time.sleep(bill.latency_s * self.time_scale)
-        return Completion(content=content, tool_calls=tool_calls, stop_reason=stop, usage=bill.usage,
-                          latency_s=bill.latency_s, ttft_s=bill.ttft_s, model_id=self.model_id,
-                          request_hash=rhash, cost_usd=bill.cost_usd,
-                          extra={"prompt_tokens": bill.prompt_tokens, "step": beliefs.step,
-                                 "decisions": list(reply.decisions), "slips": list(reply.slips)})
+        return Completion(
+            content=content,
+            tool_calls=tool_calls,
+            stop_reason=stop,
+            usage=bill.usage,
+            latency_s=bill.latency_s,
+            ttft_s=bill.ttft_s,
+            model_id=self.model_id,
+            request_hash=rhash,
+            cost_usd=bill.cost_usd,
+            extra={
+                "prompt_tokens": bill.prompt_tokens,
+                "step": beliefs.step,
+                "decisions": list(reply.decisions),
+                "slips": list(reply.slips),
+            },
+        )
 
     @classmethod
     def from_config(cls, model_cfg: Mapping[str, Any]) -> SimProvider:
@@ -143,6 +173,13 @@ def _truncate(text: str, max_tokens: int) -> str:
 def from_config(model_cfg: Mapping[str, Any]) -> SimProvider:
     """Build from the Hydra `model` group (conf/model/sim.yaml, oracle.yaml: the SimModel schema)."""
     cfg = load(plain(model_cfg))
-    return SimProvider(cfg.params.model_dump(), model_id=cfg.model_id or cfg.name, price=cfg.price.model_dump(),
-                       window=cfg.window, time_scale=cfg.time_scale, mechanisms=cfg.mechanisms.model_dump(),
-                       draws=cfg.draws, stream=cfg.stream)
+    return SimProvider(
+        cfg.params.model_dump(),
+        model_id=cfg.model_id or cfg.name,
+        price=cfg.price.model_dump(),
+        window=cfg.window,
+        time_scale=cfg.time_scale,
+        mechanisms=cfg.mechanisms.model_dump(),
+        draws=cfg.draws,
+        stream=cfg.stream,
+    )

@@ -19,12 +19,16 @@ from bench.core.types import Message
 PLAN_RE = re.compile(r"^\[step:(?P<id>[A-Za-z0-9_.-]+)\] (?P<title>.+)$", re.M)
 # Repo-relative paths named in failure or git output. An extension list keeps `os.path` or
 # `e.g.` from being taken for files; the look-behind skips absolute paths (site-packages).
-PATH_RE = re.compile(r"(?<![\w/.-])((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*"
-                      r"\.(?:py|pyi|cfg|toml|ini|txt|json|ya?ml|md|rst|js|ts|go|rs|c|h|sh))(?![\w/])")
+PATH_RE = re.compile(
+    r"(?<![\w/.-])((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*"
+    r"\.(?:py|pyi|cfg|toml|ini|txt|json|ya?ml|md|rst|js|ts|go|rs|c|h|sh))(?![\w/])"
+)
 # What a moved repository looks like in text: a harness consistency/drift note ("the repository
 # changed ... by commits not yours"), git log/show output of someone else's commit.
-DRIFT_RE = re.compile(r"(?im)\bdrift\b|CONSISTENCY NOTE|commits? not yours|outside commit|HEAD moved"
-                       r"|^commit [0-9a-f]{7,40}\b|^Author: ")
+DRIFT_RE = re.compile(
+    r"(?im)\bdrift\b|CONSISTENCY NOTE|commits? not yours|outside commit|HEAD moved"
+    r"|^commit [0-9a-f]{7,40}\b|^Author: "
+)
 
 
 def visible_text(m: Message) -> str:
@@ -65,11 +69,14 @@ def parse(text: str) -> _Parsed:
     checks, off = [], 0
     found = render.parse_check_results(text)
     for i, (sid, passed, code) in enumerate(found):
-        head = f"[check:{sid} passed]" if passed else f"[check:{sid} failed" + (
-            f" exit={code}]" if code is not None else "]")
+        head = (
+            f"[check:{sid} passed]"
+            if passed
+            else f"[check:{sid} failed" + (f" exit={code}]" if code is not None else "]")
+        )
         off = _locate(text, head, off)
         end = text.find("[check:", off + len(head)) if i + 1 < len(found) else -1
-        checks.append((off, sid, passed, code, text[off + len(head):end if end >= 0 else None].strip()))
+        checks.append((off, sid, passed, code, text[off + len(head) : end if end >= 0 else None].strip()))
     step = render.parse_current_step(text)
     step_off = text.rfind(f"CURRENT STEP [step:{step}]") if step else -1
     plan = tuple((m.start(), m.group("id"), m.group("title")) for m in PLAN_RE.finditer(text))
@@ -79,8 +86,7 @@ def parse(text: str) -> _Parsed:
     if cue:
         paths = tuple(dict.fromkeys(PATH_RE.findall(bare)))
         drift = (_locate(text, cue.group(0), 0), paths)
-    return _Parsed(render.parse_task_id(text), step, step_off, plan, tuple(files),
-                   tuple(checks), drift)
+    return _Parsed(render.parse_task_id(text), step, step_off, plan, tuple(files), tuple(checks), drift)
 
 
 def named_paths(text: str, limit: int) -> list[str]:

@@ -61,8 +61,9 @@ def best_probability(p: SimParams, positions: Iterable[Pos], beliefs: Beliefs) -
     return max((recall_probability(p, pos, beliefs) for pos in positions), default=0.0)
 
 
-def recalled(p: SimParams, key: str, positions: Iterable[Pos], beliefs: Beliefs, seed: int,
-             step: str, attempt: int) -> bool:
+def recalled(
+    p: SimParams, key: str, positions: Iterable[Pos], beliefs: Beliefs, seed: int, step: str, attempt: int
+) -> bool:
     return draw(seed, step, attempt, key, "recall") < best_probability(p, positions, beliefs)
 
 
@@ -73,12 +74,19 @@ def strength(p: SimParams, st: Said) -> float:
 
 def protection(p: SimParams, anchors: tuple[str, ...], beliefs: Beliefs) -> float:
     """Chance the model acts on a constraint that names `anchors`: the best covering statement."""
-    return max((recall_probability(p, st.pos, beliefs) * strength(p, st) for st in beliefs.said
-                if covers(st.text, anchors)), default=0.0)
+    return max(
+        (
+            recall_probability(p, st.pos, beliefs) * strength(p, st)
+            for st in beliefs.said
+            if covers(st.text, anchors)
+        ),
+        default=0.0,
+    )
 
 
-def recalled_statements(p: SimParams, beliefs: Beliefs, candidates: Iterable[Said], seed: int, step: str,
-                        attempt: int) -> list[Said]:
+def recalled_statements(
+    p: SimParams, beliefs: Beliefs, candidates: Iterable[Said], seed: int, step: str, attempt: int
+) -> list[Said]:
     """The candidates the model recalls, each content once (its first candidate): one draw per
     content, at its best occurrence anywhere in the context."""
     where: dict[str, list[Pos]] = {}
@@ -87,5 +95,8 @@ def recalled_statements(p: SimParams, beliefs: Beliefs, candidates: Iterable[Sai
     first: dict[str, Said] = {}
     for st in candidates:
         first.setdefault(st.norm, st)
-    return [st for norm, st in first.items()
-            if recalled(p, f"said:{norm}", where.get(norm, [st.pos]), beliefs, seed, step, attempt)]
+    return [
+        st
+        for norm, st in first.items()
+        if recalled(p, f"said:{norm}", where.get(norm, [st.pos]), beliefs, seed, step, attempt)
+    ]

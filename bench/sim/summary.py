@@ -58,7 +58,7 @@ def _pieces(text: str) -> list[str]:
 
 
 def _bare(norm: str) -> str:
-    return norm.strip(' "\'}]{[,\\').rstrip(".")
+    return norm.strip(" \"'}]{[,\\").rstrip(".")
 
 
 def summarise(b: Beliefs, p: SimParams, seed: int) -> str:
@@ -85,14 +85,19 @@ def summarise(b: Beliefs, p: SimParams, seed: int) -> str:
             verbatim.append(text)
         else:
             own_words.append("- " + text.split("] ", 1)[1] if marked else "- " + text)
-    plan = [f"[step:{s.key[5:]}] {s.text}" for k, s in first.items()
-            if k.startswith("step:") and keep(k, p.retain_plan)]
+    plan = [
+        f"[step:{s.key[5:]}] {s.text}"
+        for k, s in first.items()
+        if k.startswith("step:") and keep(k, p.retain_plan)
+    ]
 
     # Progress: each step's newest verdict; the current step's failures stay with its header.
     newest: dict[str, CheckSeen] = {}
     for c in b.checks:
         newest[c.step] = c
-    progress = [_check_line(c) for s, c in newest.items() if s != b.step and keep(f"check:{s}", p.retain_check)]
+    progress = [
+        _check_line(c) for s, c in newest.items() if s != b.step and keep(f"check:{s}", p.retain_check)
+    ]
     # Failures of the current step set its attempt count, so all of them are candidates.
     current_failures = [c for c in b.checks if c.step == b.step and not c.passed]
     done_now = b.step in newest and newest[b.step].passed

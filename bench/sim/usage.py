@@ -33,7 +33,9 @@ class Bill:
 
 
 def output_tokens(content: str, calls: tuple[tuple[str, dict], ...]) -> int:
-    return count_text(content) + sum(count_text(name) + count_text(canonical_json(args)) for name, args in calls)
+    return count_text(content) + sum(
+        count_text(name) + count_text(canonical_json(args)) for name, args in calls
+    )
 
 
 class PrefixCache:
@@ -99,12 +101,15 @@ class Meter:
     def prompt_tokens(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> int:
         return self.tools(tools)[1] + sum(self.message(m)[2] for m in messages)
 
-    def request_hash(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], max_tokens: int,
-                     seed: int) -> str:
+    def request_hash(
+        self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], max_tokens: int, seed: int
+    ) -> str:
         # canonical_json of {"max_tokens", "messages", "seed", "tools"}: keys sorted, no spaces.
         body = ",".join(self.message(m)[0] for m in messages)
-        text = (f'{{"max_tokens":{canonical_json(max_tokens)},"messages":[{body}],'
-                f'"seed":{canonical_json(seed)},"tools":{self.tools(tools)[0]}}}')
+        text = (
+            f'{{"max_tokens":{canonical_json(max_tokens)},"messages":[{body}],'
+            f'"seed":{canonical_json(seed)},"tools":{self.tools(tools)[0]}}}'
+        )
         return hashlib.sha256(text.encode()).hexdigest()
 
     def bill(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], out_tokens: int) -> Bill:
@@ -120,8 +125,11 @@ class Meter:
         read, write = self.cache.request(hashes, cumulative)
         usage = Usage(input=tokens - read - write, output=out_tokens, cache_read=read, cache_write=write)
         p = self.p
-        ttft = (p.latency_base_s + p.latency_s_per_uncached_token * (usage.input + write)
-                + p.latency_s_per_cached_token * read)
+        ttft = (
+            p.latency_base_s
+            + p.latency_s_per_uncached_token * (usage.input + write)
+            + p.latency_s_per_cached_token * read
+        )
         latency = ttft + p.decode_s_per_token * out_tokens
         self.cache.clock += latency
         cost = self.price.cost(usage)

@@ -1,7 +1,7 @@
 """`python -m bench.study`: remove orphaned containers, or count a study's trials by status.
 
-    python -m bench.study sweep            # remove containers whose harness process is dead
-    python -m bench.study status grid      # counts per status and against the plan, from MLflow
+python -m bench.study sweep            # remove containers whose harness process is dead
+python -m bench.study status grid      # counts per status and against the plan, from MLflow
 """
 
 from __future__ import annotations
@@ -28,10 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.study", description=(__doc__ or "").split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     sw = sub.add_parser("sweep", help="remove containers whose harness process is dead")
-    sw.add_argument("--all", action="store_true",
-                    help="remove EVERY ctxbench container, also those of studies running now")
-    st = sub.add_parser("status", help="per-status counts of a study's trials, and planned / finished / "
-                                       "excluded / missing")
+    sw.add_argument(
+        "--all",
+        action="store_true",
+        help="remove EVERY ctxbench container, also those of studies running now",
+    )
+    st = sub.add_parser(
+        "status", help="per-status counts of a study's trials, and planned / finished / excluded / missing"
+    )
     st.add_argument("study")
     st.add_argument("overrides", nargs="*", help="config overrides, e.g. tracking.uri=http://host:5000")
     a = p.parse_args(argv)
@@ -48,4 +52,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-

@@ -26,7 +26,6 @@ study's MLflow parent run is bench.tracking.study_records; the command line is
 bench/study/__main__.py.
 """
 
-
 from __future__ import annotations
 
 import contextlib
@@ -79,12 +78,16 @@ class StudyCallback(Callback):
         self.progress_path: str | None = None
         self.parent_run_id: str | None = None
         self.launcher_pid = 0
-        self._job_started = threading.local()  # per thread: hydra/launcher=ctxbench_threads runs jobs as threads
+        self._job_started = (
+            threading.local()
+        )  # per thread: hydra/launcher=ctxbench_threads runs jobs as threads
         self._env_before: str | None = None
         self.budget: Any = None  # bench.tracking.study_budget.Budget when study.budget_* is set
         self.ledger: str | None = None
 
-    def __getstate__(self) -> dict[str, Any]:  # the launchers pickle the callback; a thread-local is not picklable
+    def __getstate__(
+        self,
+    ) -> dict[str, Any]:  # the launchers pickle the callback; a thread-local is not picklable
         return {**self.__dict__, "_job_started": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -100,8 +103,12 @@ class StudyCallback(Callback):
         self._env_before = os.environ.get(STUDY_ENV)
         os.environ[STUDY_ENV] = self.study
         if derived:
-            log.info("[study %s] a multirun without study.name: named after the %s trials it plans; the same "
-                     "command resumes it (study.name=NAME names it)", self.study, len(jobs) if jobs else "?")
+            log.info(
+                "[study %s] a multirun without study.name: named after the %s trials it plans; the same "
+                "command resumes it (study.name=NAME names it)",
+                self.study,
+                len(jobs) if jobs else "?",
+            )
         self.total = len(jobs) if jobs is not None else None
         sweep_dir = Path(str(config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -111,8 +118,9 @@ class StudyCallback(Callback):
 
             removed = sweep(orphans_only=True)
             if removed:
-                log.warning("[study %s] removed %d container(s) left by dead harness processes",
-                            self.study, removed)
+                log.warning(
+                    "[study %s] removed %d container(s) left by dead harness processes", self.study, removed
+                )
         entries = None
         if jobs is not None:
             from bench.study.plan import plan_trials
@@ -123,18 +131,31 @@ class StudyCallback(Callback):
             except Exception:  # without a plan the report counts what ran, and says so
                 log.warning("[study %s] could not plan the sweep's trials", self.study, exc_info=True)
             if entries is not None:
-                log.info("[study %s] plan: %d jobs hashed in %.1fs", self.study, len(entries),
-                         time.monotonic() - t0)
+                log.info(
+                    "[study %s] plan: %d jobs hashed in %.1fs",
+                    self.study,
+                    len(entries),
+                    time.monotonic() - t0,
+                )
                 for e in [e for e in entries if not e.get("config_hash")][:5]:
-                    log.warning("[study %s] planned job %s will crash: %s (%s)", self.study, e["job"], e["error"],
-                                " ".join(e["overrides"]))
+                    log.warning(
+                        "[study %s] planned job %s will crash: %s (%s)",
+                        self.study,
+                        e["job"],
+                        e["error"],
+                        " ".join(e["overrides"]),
+                    )
         self._open_budget(config)
         try:
             self.parent_run_id = open_study_run(config, self.study, jobs, entries)
         except Exception:  # tracking trouble shows up again, loudly, in the first trial
             log.warning("[study %s] could not create the study's parent run", self.study, exc_info=True)
-        log.info("[study %s] %s trials planned; progress in %s", self.study,
-                 self.total if self.total is not None else "?", self.progress_path)
+        log.info(
+            "[study %s] %s trials planned; progress in %s",
+            self.study,
+            self.total if self.total is not None else "?",
+            self.progress_path,
+        )
 
     def _open_budget(self, config: DictConfig) -> None:
         """With study.budget_*: the ledger seeded with what earlier invocations spent, and the estimate."""
@@ -145,18 +166,28 @@ class StudyCallback(Callback):
             return
         path = study_budget.ledger_path(str(config.results_dir), self.study)
         self.ledger = str(path)
-        usd, tokens, ended = study_budget.spent_so_far(str(config.tracking.uri), str(config.tracking.experiment), self.study)
+        usd, tokens, ended = study_budget.spent_so_far(
+            str(config.tracking.uri), str(config.tracking.experiment), self.study
+        )
         state = study_budget.seed(path, usd, tokens, ended)
         remaining = None if self.total is None else max(self.total - ended, 0)
-        log.info("[study %s] %s, for %s trials still to run", self.study, study_budget.describe(self.budget, state, remaining),
-                 "?" if remaining is None else remaining)
+        log.info(
+            "[study %s] %s, for %s trials still to run",
+            self.study,
+            study_budget.describe(self.budget, state, remaining),
+            "?" if remaining is None else remaining,
+        )
 
     def _budget_line(self, s: dict[str, Any]) -> str:
         if self.budget is None or self.ledger is None:
             return ""
         from bench.tracking import study_budget
 
-        remaining = None if s["total"] is None else s["total"] - s["done"] + s["counts"].get(study_budget.BUDGET_EXHAUSTED, 0)
+        remaining = (
+            None
+            if s["total"] is None
+            else s["total"] - s["done"] + s["counts"].get(study_budget.BUDGET_EXHAUSTED, 0)
+        )
         return " | " + study_budget.describe(self.budget, study_budget.read(Path(self.ledger)), remaining)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -169,25 +200,40 @@ class StudyCallback(Callback):
         log.info(progress_line(self.study, s).replace("done:", "finished:", 1) + self._budget_line(s))
         unstarted = s["counts"].get("budget_exhausted", 0)
         if unstarted:
-            log.warning("[study %s] ended: budget_exhausted, %d trial(s) not started; rerun with a larger "
-                        "study.budget_usd / study.budget_tokens to run them (the finished ones are kept)",
-                        self.study, unstarted)
+            log.warning(
+                "[study %s] ended: budget_exhausted, %d trial(s) not started; rerun with a larger "
+                "study.budget_usd / study.budget_tokens to run them (the finished ones are kept)",
+                self.study,
+                unstarted,
+            )
         if self.progress_path:
-            (Path(self.progress_path).parent / "study.json").write_text(json.dumps(
-                {"study": self.study, **s, "parent_run_id": self.parent_run_id,
-                 "end": "budget_exhausted" if unstarted else "complete"}, indent=2))
+            (Path(self.progress_path).parent / "study.json").write_text(
+                json.dumps(
+                    {
+                        "study": self.study,
+                        **s,
+                        "parent_run_id": self.parent_run_id,
+                        "end": "budget_exhausted" if unstarted else "complete",
+                    },
+                    indent=2,
+                )
+            )
         crashed = [r for r in records if r.get("outcome") == "crashed"]
         if self.parent_run_id:
             with contextlib.suppress(Exception):
                 close_study_run(config, self.parent_run_id, s, failed=bool(crashed))
         if crashed:
-            lines = "\n".join(f"  job {r.get('job')}: {' '.join(r.get('overrides') or [])}: {r.get('error')}"
-                              for r in crashed[:20])
+            lines = "\n".join(
+                f"  job {r.get('job')}: {' '.join(r.get('overrides') or [])}: {r.get('error')}"
+                for r in crashed[:20]
+            )
             log.error("study %s: %d trial(s) crashed (the others ran):\n%s", self.study, len(crashed), lines)
             # Hydra turns an Exception from a callback into a warning (exit status 0): SystemExit
             # passes through, so a study with crashed trials exits non-zero, after all of them ran.
-            raise SystemExit(f"study {self.study}: {len(crashed)} trial(s) crashed; see the log above "
-                             f"and {self.progress_path}")
+            raise SystemExit(
+                f"study {self.study}: {len(crashed)} trial(s) crashed; see the log above "
+                f"and {self.progress_path}"
+            )
 
     # -- in the process that runs the trial ------------------------------------------------
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -204,12 +250,17 @@ class StudyCallback(Callback):
         from bench.trial.runner import TrialResult
 
         record: dict[str, Any] = {
-            "job": OmegaConf.select(config, "hydra.job.num"), "overrides": list(job_return.overrides or []),
-            "wall_s": round(time.monotonic() - getattr(self._job_started, "t", time.monotonic()), 2), "ts": time.time(),
-            "host": os.uname().nodename, "pid": os.getpid(), "launcher_pid": self.launcher_pid,
+            "job": OmegaConf.select(config, "hydra.job.num"),
+            "overrides": list(job_return.overrides or []),
+            "wall_s": round(time.monotonic() - getattr(self._job_started, "t", time.monotonic()), 2),
+            "ts": time.time(),
+            "host": os.uname().nodename,
+            "pid": os.getpid(),
+            "launcher_pid": self.launcher_pid,
             # the process's CPU so far (all its threads): `make bench` tells a worker's start
             # (imports, a first connection) from its trials (bench/perf/grid.py)
-            "cpu_s": round(time.process_time(), 3)}
+            "cpu_s": round(time.process_time(), 3),
+        }
         result = job_return._return_value  # the task function's return value, or its exception
         if job_return.status == JobStatus.FAILED:
             record.update(outcome="crashed", error=f"{type(result).__name__}: {result}"[:500])
@@ -218,8 +269,15 @@ class StudyCallback(Callback):
                 job_return.status = JobStatus.COMPLETED
                 job_return.return_value = math.nan
         elif isinstance(result, TrialResult):
-            outcome = ({"running": "running_elsewhere", "budget_exhausted": "budget_exhausted"}.get(
-                result.status, "skipped")) if result.skipped else result.status
+            outcome = (
+                (
+                    {"running": "running_elsewhere", "budget_exhausted": "budget_exhausted"}.get(
+                        result.status, "skipped"
+                    )
+                )
+                if result.skipped
+                else result.status
+            )
             record.update(outcome=outcome, run_id=result.run_id, reason=result.failure_reason)
         else:  # another task function (a test's): its truthiness is the verdict
             record.update(outcome="success" if result else "failure")

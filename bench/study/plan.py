@@ -63,8 +63,10 @@ def sweep_config(overrides: list[str]) -> Iterator[DictConfig]:
 def derived_name(jobs: Sequence[Sequence[str]]) -> str:
     """`adhoc-<8 hex>` named after the set of trials a multirun plans, whatever their order
     or spelling on the command line (`task.seed=0,1` and `task.seed=range(0,2)` agree)."""
-    keyed = sorted(json.dumps(sorted(o for o in job if o.split("=", 1)[0].lstrip("+~") not in _NAME_IGNORES))
-                   for job in jobs)
+    keyed = sorted(
+        json.dumps(sorted(o for o in job if o.split("=", 1)[0].lstrip("+~") not in _NAME_IGNORES))
+        for job in jobs
+    )
     return "adhoc-" + hashlib.sha256("\n".join(keyed).encode()).hexdigest()[:8]
 
 
@@ -88,7 +90,8 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
 
         def is_group(o: Any) -> bool:  # Hydra's own rule (hydra/_internal/defaults_list.py, Overrides)
             return o.key_or_group.startswith("hydra") or (
-                repo.group_exists(o.key_or_group) and not isinstance(o.value(), dict))
+                repo.group_exists(o.key_or_group) and not isinstance(o.value(), dict)
+            )
 
         for num, job in enumerate(jobs):
             entry: dict[str, Any] = {"job": num, "overrides": list(job)}
@@ -102,7 +105,9 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
                     try:
                         # Copied from the process's cache, which the sweep's validation and its
                         # workers share (compose.py).
-                        composed[groups] = _task_config(copy.deepcopy(compose.composed(loader, master, groups)))
+                        composed[groups] = _task_config(
+                            copy.deepcopy(compose.composed(loader, master, groups))
+                        )
                     except Exception as exc:  # every job of this group choice fails the same way
                         composed[groups] = exc
                 base = composed[groups]
@@ -120,10 +125,16 @@ def plan_trials(master: DictConfig, jobs: Sequence[Sequence[str]]) -> list[dict[
                     cfg = reused[same_keys]
                 ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
                 tcfg = load(cfg)
-                entry.update(config_hash=tcfg.config_hash, strategy=tcfg.level,  # an agent is a level (docs/agents.md)
-                             arm=tcfg.arm.name, task_family=tcfg.task.family, task_seed=tcfg.task.seed,
-                             rep=tcfg.rep, model=model_identity(tcfg.model),
-                             sensitivity_point=_point(tcfg.resolved))
+                entry.update(
+                    config_hash=tcfg.config_hash,
+                    strategy=tcfg.level,  # an agent is a level (docs/agents.md)
+                    arm=tcfg.arm.name,
+                    task_family=tcfg.task.family,
+                    task_seed=tcfg.task.seed,
+                    rep=tcfg.rep,
+                    model=model_identity(tcfg.model),
+                    sensitivity_point=_point(tcfg.resolved),
+                )
             except Exception as exc:
                 entry.update(config_hash=None, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
             out.append(entry)

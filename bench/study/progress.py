@@ -29,7 +29,9 @@ def planned_jobs(cfg: DictConfig) -> list[list[str]] | None:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
         params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
-        args = [f"{k}={v}" for k, v in params.items()] + list(OmegaConf.select(cfg, "hydra.overrides.task") or [])
+        args = [f"{k}={v}" for k, v in params.items()] + list(
+            OmegaConf.select(cfg, "hydra.overrides.task") or []
+        )
         batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)
         return [list(job) for job in batches[0]]
     except Exception:  # counting is a nicety; never stop a study over it
@@ -57,8 +59,14 @@ def summarize(records: Sequence[Mapping[str, Any]], total: int | None, elapsed_s
     eta = None
     if remaining is not None and executed > 0 and elapsed_s > 0:
         eta = remaining / (executed / elapsed_s)
-    return {"done": done, "total": total, "executed": executed, "counts": dict(counts),
-            "elapsed_s": round(elapsed_s, 1), "eta_s": None if eta is None else round(eta, 1)}
+    return {
+        "done": done,
+        "total": total,
+        "executed": executed,
+        "counts": dict(counts),
+        "elapsed_s": round(elapsed_s, 1),
+        "eta_s": None if eta is None else round(eta, 1),
+    }
 
 
 def progress_line(study: str, s: Mapping[str, Any]) -> str:
@@ -66,11 +74,13 @@ def progress_line(study: str, s: Mapping[str, Any]) -> str:
     total = s["total"] if s["total"] is not None else "?"
     pct = f" ({100 * s['done'] / s['total']:.0f}%)" if s["total"] else ""
     eta = _fmt_s(s["eta_s"]) if s["eta_s"] is not None else "?"
-    return (f"[study {study}] {s['done']}/{total}{pct} done: {c.get('success', 0)} ok, "
-            f"{c.get('failure', 0)} failed, {c.get('error', 0) + c.get('killed', 0)} infra errors, "
-            f"{c.get('crashed', 0)} crashed, {c.get('skipped', 0) + c.get('running_elsewhere', 0)} skipped"
-            + (f", {c['budget_exhausted']} not started (budget)" if c.get("budget_exhausted") else "")
-            + f" | elapsed {_fmt_s(s['elapsed_s'])}, ETA {eta}")
+    return (
+        f"[study {study}] {s['done']}/{total}{pct} done: {c.get('success', 0)} ok, "
+        f"{c.get('failure', 0)} failed, {c.get('error', 0) + c.get('killed', 0)} infra errors, "
+        f"{c.get('crashed', 0)} crashed, {c.get('skipped', 0) + c.get('running_elsewhere', 0)} skipped"
+        + (f", {c['budget_exhausted']} not started (budget)" if c.get("budget_exhausted") else "")
+        + f" | elapsed {_fmt_s(s['elapsed_s'])}, ETA {eta}"
+    )
 
 
 def read_progress(path: Path) -> list[dict[str, Any]]:
@@ -129,4 +139,3 @@ def _append(path: Path, record: Mapping[str, Any]) -> None:
         os.write(fd, line)
     finally:
         os.close(fd)
-

@@ -42,17 +42,28 @@ def _jittered(retry_state: RetryCallState) -> float:
 _DOUBLING = wait_exponential(multiplier=0.05, max=MAX_DELAY_S)
 
 
-def with_retry(fn: Callable[[], T], what: str, *, budget_s: float = BUDGET_S,
-               sleep: Callable[[float], None] = time.sleep) -> T:
+def with_retry(
+    fn: Callable[[], T], what: str, *, budget_s: float = BUDGET_S, sleep: Callable[[float], None] = time.sleep
+) -> T:
     """`fn()`, repeated with exponential backoff and jitter while the store is locked, for at
     most `budget_s` (no wait that would end past it is begun); then the last error is raised."""
 
     def warn(rs: RetryCallState) -> None:
-        log.warning("mlflow %s: database is locked (attempt %d), retrying in %.2fs", what, rs.attempt_number,
-                    rs.upcoming_sleep)
+        log.warning(
+            "mlflow %s: database is locked (attempt %d), retrying in %.2fs",
+            what,
+            rs.attempt_number,
+            rs.upcoming_sleep,
+        )
 
-    retrying = Retrying(retry=retry_if_exception(is_locked), wait=_jittered, stop=stop_before_delay(budget_s),
-                        sleep=sleep, before_sleep=warn, reraise=True)
+    retrying = Retrying(
+        retry=retry_if_exception(is_locked),
+        wait=_jittered,
+        stop=stop_before_delay(budget_s),
+        sleep=sleep,
+        before_sleep=warn,
+        reraise=True,
+    )
     return retrying(fn)
 
 

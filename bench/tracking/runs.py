@@ -35,10 +35,15 @@ def code_version() -> str:
     from bench.config import ROOT
 
     try:
-        sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        sha = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return (sha or "unknown") + ("-dirty" if dirty else "")
@@ -101,8 +106,16 @@ def experiment_id(client, name: str, artifact_root: str) -> str:
 _PARENTS: dict[tuple[str, str, str], str] = {}  # (store, experiment, study): the parent run's id
 
 
-def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mapping | None = None,
-                 tags: Mapping[str, str] | None = None, *, single: bool = False) -> str:
+def study_run_id(
+    client,
+    exp_id: str,
+    study: str,
+    lock_dir: Path,
+    config: Mapping | None = None,
+    tags: Mapping[str, str] | None = None,
+    *,
+    single: bool = False,
+) -> str:
     """Find or create the study's parent run; a file lock keeps parallel workers from racing.
     `single`: a trial outside a multirun (no study callback will end the parent): a parent it
     creates is ended at once, not left RUNNING for ever (issue 21).
@@ -115,20 +128,23 @@ def study_run_id(client, exp_id: str, study: str, lock_dir: Path, config: Mappin
         return _PARENTS[memo]
     lock_dir.mkdir(parents=True, exist_ok=True)
     with FileLock(lock_dir / ".study.lock"):
-        found = client.search_runs([exp_id], filter_string=f"tags.`ctxbench.kind` = 'study' and tags.study = '{study}'",
-                                   max_results=1)
+        found = client.search_runs(
+            [exp_id],
+            filter_string=f"tags.`ctxbench.kind` = 'study' and tags.study = '{study}'",
+            max_results=1,
+        )
         if found:
             _PARENTS[memo] = found[0].info.run_id
             return found[0].info.run_id
-        run = client.create_run(exp_id, run_name=f"study·{study}",
-                                tags={"ctxbench.kind": "study", "study": study, **(tags or {})})
+        run = client.create_run(
+            exp_id, run_name=f"study·{study}", tags={"ctxbench.kind": "study", "study": study, **(tags or {})}
+        )
         if config:
             client.log_dict(run.info.run_id, dict(config), "study_config.yaml")
         if single:
             client.set_terminated(run.info.run_id, status="FINISHED")
         _PARENTS[memo] = run.info.run_id
         return run.info.run_id
-
 
 
 CLAIMS_PER_PROCESS = 4  # claims in progress at once in one process (threads): its MLflow store's pool is 15
@@ -161,16 +177,21 @@ def previous_runs(cfg: TrialConfig) -> list:
     exp = known_experiment(client, cfg.tracking.experiment)
     if exp is None:
         return []
-    runs = client.search_runs([exp], filter_string=(
-        f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
-        "and tags.`ctxbench.kind` = 'trial'"))
+    runs = client.search_runs(
+        [exp],
+        filter_string=(
+            f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
+            "and tags.`ctxbench.kind` = 'trial'"
+        ),
+    )
     host = os.uname().nodename
     stale_ms = (time.time() - cfg.limits.trial_timeout_s - STALE_GRACE_S) * 1000
     marked = False
     for r in runs:
         tags = r.data.tags
-        dead = (tags.get("host") == host and not procs.alive(int(tags.get("pid", "0") or 0), _ticks(tags))) \
-            or (r.info.start_time or 0) < stale_ms
+        dead = (
+            tags.get("host") == host and not procs.alive(int(tags.get("pid", "0") or 0), _ticks(tags))
+        ) or (r.info.start_time or 0) < stale_ms
         if r.info.status == "RUNNING" and dead:
             client.set_tag(r.info.run_id, "status", "killed")
             client.set_tag(r.info.run_id, "failure_reason", "interrupted")
@@ -178,9 +199,13 @@ def previous_runs(cfg: TrialConfig) -> list:
             marked = True
     if not marked:
         return runs
-    return client.search_runs([exp], filter_string=(
-        f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
-        "and tags.`ctxbench.kind` = 'trial'"))
+    return client.search_runs(
+        [exp],
+        filter_string=(
+            f"tags.config_hash = '{cfg.config_hash}' and tags.study = '{cfg.study}' "
+            "and tags.`ctxbench.kind` = 'trial'"
+        ),
+    )
 
 
 class TrialRun:
@@ -192,19 +217,34 @@ class TrialRun:
         self.cfg = cfg
         self.client = _client(cfg.tracking.uri)
         exp = experiment_id(self.client, cfg.tracking.experiment, cfg.tracking.artifact_root)
-        tags = {"ctxbench.kind": "trial", "study": cfg.study, "strategy": cfg.level,
-                "arm": cfg.arm.name, "task_family": cfg.task.family, "task_seed": str(cfg.task.seed),
-                "rep": str(cfg.rep), "model": model_identity(cfg.model), "model_name": str(cfg.model.get("name", "")),
-                "model_id": str(cfg.model.get("model_id") or ""), "model_endpoint": str(cfg.model.get("base_url") or ""),
-                "status": "running",
-                "failure_reason": "", "config_hash": cfg.config_hash, "git_sha": code_version(), "pid": str(os.getpid()),
-                "pid_start": str(procs.start_ticks(os.getpid()) or ""),
-                "host": os.uname().nodename, **(cfg.sample or {}), **extra_tags}
+        tags = {
+            "ctxbench.kind": "trial",
+            "study": cfg.study,
+            "strategy": cfg.level,
+            "arm": cfg.arm.name,
+            "task_family": cfg.task.family,
+            "task_seed": str(cfg.task.seed),
+            "rep": str(cfg.rep),
+            "model": model_identity(cfg.model),
+            "model_name": str(cfg.model.get("name", "")),
+            "model_id": str(cfg.model.get("model_id") or ""),
+            "model_endpoint": str(cfg.model.get("base_url") or ""),
+            "status": "running",
+            "failure_reason": "",
+            "config_hash": cfg.config_hash,
+            "git_sha": code_version(),
+            "pid": str(os.getpid()),
+            "pid_start": str(procs.start_ticks(os.getpid()) or ""),
+            "host": os.uname().nodename,
+            **(cfg.sample or {}),
+            **extra_tags,
+        }
         if cfg.level != cfg.strategy["name"]:  # an agent plays: its own context policy is the level
             tags["agent"] = cfg.level
         if cfg.study != "adhoc":
-            tags["mlflow.parentRunId"] = study_run_id(self.client, exp, cfg.study, cfg.results_dir, None, cfg.sample,
-                                                      single=True)
+            tags["mlflow.parentRunId"] = study_run_id(
+                self.client, exp, cfg.study, cfg.results_dir, None, cfg.sample, single=True
+            )
         run = self.client.create_run(exp, run_name=cfg.run_name, tags=tags)
         self.run_id = run.info.run_id
         self.artifact_uri = run.info.artifact_uri
@@ -216,10 +256,16 @@ class TrialRun:
 
         params = [Param(k, v) for k, v in sorted(redact.scrub(flatten(self.cfg.resolved)).items())]
         for i in range(0, len(params), 100):
-            self.client.log_batch(self.run_id, params=params[i:i + 100])
+            self.client.log_batch(self.run_id, params=params[i : i + 100])
 
-    def finish(self, status: str, tags: Mapping[str, str], final: Mapping[str, float],
-               per_turn: list[dict[str, float]], artifacts: Path | None) -> None:
+    def finish(
+        self,
+        status: str,
+        tags: Mapping[str, str],
+        final: Mapping[str, float],
+        per_turn: list[dict[str, float]],
+        artifacts: Path | None,
+    ) -> None:
         """`status` is the MLflow status: FINISHED (a verdict), FAILED (crash) or KILLED."""
         from mlflow.entities import Metric, RunTag
 
@@ -230,10 +276,12 @@ class TrialRun:
         # The end tags ride in the last batch of metrics: one store call less a trial, and MLflow
         # still writes them after that batch's metrics, so a run tagged with its verdict has
         # all its metrics.
-        chunks = [metrics[i:i + BATCH] for i in range(0, len(metrics), BATCH)] or [[]]
+        chunks = [metrics[i : i + BATCH] for i in range(0, len(metrics), BATCH)] or [[]]
         for chunk in chunks[:-1]:
             self.client.log_batch(self.run_id, metrics=chunk)
-        self.client.log_batch(self.run_id, metrics=chunks[-1], tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        self.client.log_batch(
+            self.run_id, metrics=chunks[-1], tags=[RunTag(k, str(v)) for k, v in tags.items()]
+        )
         if artifacts is not None and artifacts.exists():
             self.client.log_artifacts(self.run_id, str(artifacts))
         self.client.set_terminated(self.run_id, status=status)

@@ -55,8 +55,12 @@ class Budget:
     @classmethod
     def from_study(cls, study: Mapping[str, Any]) -> Budget | None:
         """The study's budget, or None when it has none."""
-        keys = {"usd": "budget_usd", "tokens": "budget_tokens", "trial_usd": "trial_estimate_usd",
-                "trial_tokens": "trial_estimate_tokens"}
+        keys = {
+            "usd": "budget_usd",
+            "tokens": "budget_tokens",
+            "trial_usd": "trial_estimate_usd",
+            "trial_tokens": "trial_estimate_tokens",
+        }
         values: dict[str, float | None] = {}
         for field_, key in keys.items():
             v = study.get(key)
@@ -75,15 +79,23 @@ class Budget:
         return None
 
     def exceeded(self, usd: float, tokens: float) -> bool:
-        return (self.usd is not None and usd > self.usd + 1e-12) or (self.tokens is not None and tokens > self.tokens)
+        return (self.usd is not None and usd > self.usd + 1e-12) or (
+            self.tokens is not None and tokens > self.tokens
+        )
 
 
 def ledger_path(results_dir: str | Path, study: str) -> Path:
     return Path(results_dir) / "budget" / f"{study}.json"
 
 
-_EMPTY: dict[str, Any] = {"spent_usd": 0.0, "spent_tokens": 0.0, "ended": 0, "reserved": {}, "exhausted": False,
-                          "refused": 0}
+_EMPTY: dict[str, Any] = {
+    "spent_usd": 0.0,
+    "spent_tokens": 0.0,
+    "ended": 0,
+    "reserved": {},
+    "exhausted": False,
+    "refused": 0,
+}
 _local = threading.Lock()
 
 
@@ -94,8 +106,11 @@ def update(path: Path, change: Any) -> Any:
         path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(path.with_suffix(".lock"), mode=0o644, poll_interval=0.005):
             state = {**_EMPTY, **(json.loads(path.read_text()) if path.exists() else {})}
-            state["reserved"] = {k: v for k, v in state["reserved"].items()
-                                 if procs.alive(int(v[2]), v[3] if len(v) > 3 else None)}
+            state["reserved"] = {
+                k: v
+                for k, v in state["reserved"].items()
+                if procs.alive(int(v[2]), v[3] if len(v) > 3 else None)
+            }
             out = change(state)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(state, sort_keys=True))
@@ -103,14 +118,22 @@ def update(path: Path, change: Any) -> Any:
             return out
 
 
-
 def seed(path: Path, spent_usd: float, spent_tokens: float, ended: int) -> dict[str, Any]:
     """At multirun start: what earlier invocations spent, from MLflow; nothing reserved, not exhausted."""
+
     def reset(state: dict[str, Any]) -> dict[str, Any]:
         state.clear()
-        state.update({**_EMPTY, "reserved": {}, "spent_usd": float(spent_usd), "spent_tokens": float(spent_tokens),
-                      "ended": int(ended)})
+        state.update(
+            {
+                **_EMPTY,
+                "reserved": {},
+                "spent_usd": float(spent_usd),
+                "spent_tokens": float(spent_tokens),
+                "ended": int(ended),
+            }
+        )
         return dict(state)
+
     return dict(update(path, reset))
 
 
@@ -145,7 +168,9 @@ class Gate:
                 est = (0.0, 0.0)
             held_usd = sum(v[0] for v in state["reserved"].values())
             held_tokens = sum(v[1] for v in state["reserved"].values())
-            if budget.exceeded(state["spent_usd"] + held_usd + est[0], state["spent_tokens"] + held_tokens + est[1]):
+            if budget.exceeded(
+                state["spent_usd"] + held_usd + est[0], state["spent_tokens"] + held_tokens + est[1]
+            ):
                 state["exhausted"] = True
                 state["refused"] += 1
                 return REFUSED
@@ -197,26 +222,44 @@ def spent_so_far(uri: str, experiment: str, study: str) -> tuple[float, float, i
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         return 0.0, 0.0, 0
-    runs = client.search_runs([exp.experiment_id], filter_string=(
-        f"tags.study = '{study}' and tags.`ctxbench.kind` = 'trial'"), max_results=50000)
+    runs = client.search_runs(
+        [exp.experiment_id],
+        filter_string=(f"tags.study = '{study}' and tags.`ctxbench.kind` = 'trial'"),
+        max_results=50000,
+    )
     usd = sum(r.data.metrics.get("cost_usd", 0.0) for r in runs)
-    tokens = sum(r.data.metrics.get("tokens_input_total", 0.0) + r.data.metrics.get("tokens_output_total", 0.0)
-                 for r in runs)
+    tokens = sum(
+        r.data.metrics.get("tokens_input_total", 0.0) + r.data.metrics.get("tokens_output_total", 0.0)
+        for r in runs
+    )
     return float(usd), float(tokens), sum(1 for r in runs if "cost_usd" in r.data.metrics)
 
 
 def describe(budget: Budget, state: Mapping[str, Any], remaining: int | None) -> str:
     """`budget $B: spent $S; next trial ~$e (from ...); projected $P` for the log and progress line."""
     est = budget.estimate(state)
-    source = (f"mean of {state['ended']} ended" if state.get("ended") else
-              "study.trial_estimate_*" if est is not None else "none yet: the first trial is the pilot")
+    source = (
+        f"mean of {state['ended']} ended"
+        if state.get("ended")
+        else "study.trial_estimate_*"
+        if est is not None
+        else "none yet: the first trial is the pilot"
+    )
     parts = []
     if budget.usd is not None:
-        proj = "" if est is None or remaining is None else f", projected ${state['spent_usd'] + est[0] * remaining:.4f}"
+        proj = (
+            ""
+            if est is None or remaining is None
+            else f", projected ${state['spent_usd'] + est[0] * remaining:.4f}"
+        )
         each = "" if est is None else f" (~${est[0]:.4f}/trial, {source})"
         parts.append(f"spent ${state['spent_usd']:.4f} of ${budget.usd:.4f}{each}{proj}")
     if budget.tokens is not None:
-        proj = "" if est is None or remaining is None else f", projected {state['spent_tokens'] + est[1] * remaining:.0f}"
+        proj = (
+            ""
+            if est is None or remaining is None
+            else f", projected {state['spent_tokens'] + est[1] * remaining:.0f}"
+        )
         parts.append(f"{state['spent_tokens']:.0f} of {budget.tokens:.0f} tokens{proj}")
     if est is None and budget.usd is None:
         parts.append(source)

@@ -40,15 +40,29 @@ def task_dataset(task: TaskSpec, size: Mapping[str, Any]):
     from mlflow.entities import Dataset
 
     sha = content_sha256(task)
-    profile = {"family": task.family, "seed": task.seed, "size": dict(size), "sha256": sha,
-               "files": len(task.files), "bytes": sum(len(c) for _, c in task.files), "steps": len(task.steps),
-               "invariants": len(task.all_invariants()), "traps": len(task.traps), "drift": len(task.drift)}
+    profile = {
+        "family": task.family,
+        "seed": task.seed,
+        "size": dict(size),
+        "sha256": sha,
+        "files": len(task.files),
+        "bytes": sum(len(c) for _, c in task.files),
+        "steps": len(task.steps),
+        "invariants": len(task.all_invariants()),
+        "traps": len(task.traps),
+        "drift": len(task.drift),
+    }
     # The task's repository is the data: one row per file.
     schema = {"mlflow_colspec": [{"name": "path", "type": "string"}, {"name": "content", "type": "string"}]}
     source = {"generator": f"tasks.{task.family}.generate", "seed": task.seed, "size": dict(size)}
-    return Dataset(name=task.task_id, digest=sha[:DIGEST_CHARS], source_type="code",
-                   source=json.dumps(source, sort_keys=True), schema=json.dumps(schema),
-                   profile=json.dumps(profile, sort_keys=True))
+    return Dataset(
+        name=task.task_id,
+        digest=sha[:DIGEST_CHARS],
+        source_type="code",
+        source=json.dumps(source, sort_keys=True),
+        schema=json.dumps(schema),
+        profile=json.dumps(profile, sort_keys=True),
+    )
 
 
 def log_task_input(client: Any, run_id: str, task: TaskSpec, size: Mapping[str, Any]) -> bool:
@@ -65,7 +79,8 @@ def log_task_input(client: Any, run_id: str, task: TaskSpec, size: Mapping[str, 
         except Exception as exc:
             duplicate = any(s in str(exc) for s in ("UNIQUE constraint", "duplicate key", "IntegrityError"))
             if attempt == 2 or not duplicate:
-                log.warning("could not log the task %s as run %s's dataset input", task.task_id, run_id,
-                            exc_info=True)
+                log.warning(
+                    "could not log the task %s as run %s's dataset input", task.task_id, run_id, exc_info=True
+                )
                 return False
     return False

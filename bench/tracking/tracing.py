@@ -91,8 +91,9 @@ NOOP = Span(None)
 
 
 @contextmanager
-def _span(name: str, span_type: str, attributes: Mapping[str, Any], inputs: Any = None,
-          run_id: str | None = None) -> Iterator[Span]:
+def _span(
+    name: str, span_type: str, attributes: Mapping[str, Any], inputs: Any = None, run_id: str | None = None
+) -> Iterator[Span]:
     if not _state["enabled"]:
         yield NOOP
         return
@@ -123,8 +124,7 @@ def _span(name: str, span_type: str, attributes: Mapping[str, Any], inputs: Any 
             log.warning("tracing: could not end span %s", name, exc_info=True)
 
 
-def trial_trace(name: str, attrs: Mapping[str, Any] | None = None, *, run_id: str | None = None
-                ) -> Any:
+def trial_trace(name: str, attrs: Mapping[str, Any] | None = None, *, run_id: str | None = None) -> Any:
     """The root span of one trial (its trace is linked to the MLflow run `run_id`). The trial's
     identity is also its inputs: the UI's trace list shows them as the request."""
     attrs = dict(attrs or {})
@@ -134,16 +134,26 @@ def trial_trace(name: str, attrs: Mapping[str, Any] | None = None, *, run_id: st
 def _turn_messages(messages: Sequence[Message]) -> list[Message]:
     """The messages after the last assistant turn: what is new in this call's context."""
     last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
-    return list(messages[last + 1:])
+    return list(messages[last + 1 :])
 
 
-def model_span(turn: int, request_hash: str | None = None, *, model_id: str | None = None,
-               messages: Sequence[Message] | None = None, full_context: bool = False,
-               attrs: Mapping[str, Any] | None = None) -> Any:
+def model_span(
+    turn: int,
+    request_hash: str | None = None,
+    *,
+    model_id: str | None = None,
+    messages: Sequence[Message] | None = None,
+    full_context: bool = False,
+    attrs: Mapping[str, Any] | None = None,
+) -> Any:
     """A CHAT_MODEL span for one model call. Inputs: the messages new since the last reply
     (all of them with `full_context=True`), so the trace reads as the conversation."""
-    a: dict[str, Any] = {"ctxbench.turn": turn, "ctxbench.request_hash": request_hash or "",
-                         **({"mlflow.llm.model": model_id} if model_id else {}), **(attrs or {})}
+    a: dict[str, Any] = {
+        "ctxbench.turn": turn,
+        "ctxbench.request_hash": request_hash or "",
+        **({"mlflow.llm.model": model_id} if model_id else {}),
+        **(attrs or {}),
+    }
     inputs = None
     if messages is not None and _state["enabled"]:  # hashing the context costs a turn ~1 ms: only when traced
         shown = list(messages) if full_context else _turn_messages(messages)
@@ -176,8 +186,9 @@ class TrialSpans:
             self._messages[event.sha] = event.message
             return
         if isinstance(event, ev.ModelCall) and self._model is not None:
-            self._model.set_attributes({"ctxbench.request_hash": event.request_hash,
-                                        "mlflow.llm.model": event.model_id})
+            self._model.set_attributes(
+                {"ctxbench.request_hash": event.request_hash, "mlflow.llm.model": event.model_id}
+            )
             self._model.set_completion(_completion(event))
             self._end("_model")
             return
@@ -189,15 +200,29 @@ class TrialSpans:
         if isinstance(event, ev.Context):
             messages = [self._messages.get(sha, {}) for sha in event.messages]
             last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
-            self._model = self._open(f"model turn {event.turn or 0}", "CHAT_MODEL",
-                                     {"ctxbench.turn": event.turn or 0, "ctxbench.purpose": event.purpose,
-                                      "ctxbench.n_messages": len(messages), "ctxbench.context_sha": event.sha},
-                                     {"messages": messages[last + 1:]})
+            self._model = self._open(
+                f"model turn {event.turn or 0}",
+                "CHAT_MODEL",
+                {
+                    "ctxbench.turn": event.turn or 0,
+                    "ctxbench.purpose": event.purpose,
+                    "ctxbench.n_messages": len(messages),
+                    "ctxbench.context_sha": event.sha,
+                },
+                {"messages": messages[last + 1 :]},
+            )
         elif isinstance(event, ev.ToolCall):
             self._end("_tool", failed="ToolCall")
-            self._tool = self._open(f"tool {event.name}", "TOOL",
-                                    {"ctxbench.turn": event.turn or 0, "ctxbench.tool": event.name,
-                                     "ctxbench.tool_call_id": event.call_id or ""}, dict(event.args))
+            self._tool = self._open(
+                f"tool {event.name}",
+                "TOOL",
+                {
+                    "ctxbench.turn": event.turn or 0,
+                    "ctxbench.tool": event.name,
+                    "ctxbench.tool_call_id": event.call_id or "",
+                },
+                dict(event.args),
+            )
         elif isinstance(event, (ev.Error, ev.TrialEnd)):
             self._end("_tool", failed=type(event).__name__)
 
@@ -213,8 +238,9 @@ class TrialSpans:
         try:
             import mlflow
 
-            live = mlflow.start_span_no_context(name, span_type=span_type, parent_span=self._root,
-                                                attributes=scrub(attributes))
+            live = mlflow.start_span_no_context(
+                name, span_type=span_type, parent_span=self._root, attributes=scrub(attributes)
+            )
         except Exception:
             log.warning("tracing: could not start span %s", name, exc_info=True)
             return None
@@ -249,26 +275,49 @@ def _active_span() -> Any:
 
 
 def _completion(e: ev.ModelCall) -> Completion:
-    return Completion(content=e.content, tool_calls=tuple(ToolCall(**c) for c in e.tool_calls),
-                      stop_reason=e.stop_reason, usage=Usage(**e.usage), latency_s=float(e.t.get("latency_s", 0.0)),
-                      ttft_s=float(e.t.get("ttft_s", 0.0)), model_id=e.model_id,
-                      request_hash=e.provider_request_hash or "", cost_usd=e.cost_usd)
+    return Completion(
+        content=e.content,
+        tool_calls=tuple(ToolCall(**c) for c in e.tool_calls),
+        stop_reason=e.stop_reason,
+        usage=Usage(**e.usage),
+        latency_s=float(e.t.get("latency_s", 0.0)),
+        ttft_s=float(e.t.get("ttft_s", 0.0)),
+        model_id=e.model_id,
+        request_hash=e.provider_request_hash or "",
+        cost_usd=e.cost_usd,
+    )
 
 
 def completion_outputs(c: Completion) -> dict[str, Any]:
     """A Completion as span outputs (the reply, tool calls, usage, stop reason, timings, cost)."""
-    return {"role": "assistant", "content": c.content, "tool_calls": [asdict(t) for t in c.tool_calls],
-            "stop_reason": c.stop_reason, "usage": asdict(c.usage), "latency_s": c.latency_s,
-            "ttft_s": c.ttft_s, "cost_usd": c.cost_usd, "model_id": c.model_id, "request_hash": c.request_hash}
+    return {
+        "role": "assistant",
+        "content": c.content,
+        "tool_calls": [asdict(t) for t in c.tool_calls],
+        "stop_reason": c.stop_reason,
+        "usage": asdict(c.usage),
+        "latency_s": c.latency_s,
+        "ttft_s": c.ttft_s,
+        "cost_usd": c.cost_usd,
+        "model_id": c.model_id,
+        "request_hash": c.request_hash,
+    }
 
 
 def usage_attributes(c: Completion) -> dict[str, Any]:
     """MLflow's token-usage attribute (shown in the trace UI) plus ours."""
     u = c.usage
-    return {"mlflow.chat.tokenUsage": {"input_tokens": u.prompt, "output_tokens": u.output,
-                                       "total_tokens": u.prompt + u.output, "cache_read_input_tokens": u.cache_read,
-                                       "cache_creation_input_tokens": u.cache_write},
-            "ctxbench.stop_reason": c.stop_reason, "ctxbench.cost_usd": c.cost_usd}
+    return {
+        "mlflow.chat.tokenUsage": {
+            "input_tokens": u.prompt,
+            "output_tokens": u.output,
+            "total_tokens": u.prompt + u.output,
+            "cache_read_input_tokens": u.cache_read,
+            "cache_creation_input_tokens": u.cache_write,
+        },
+        "ctxbench.stop_reason": c.stop_reason,
+        "ctxbench.cost_usd": c.cost_usd,
+    }
 
 
 def flush() -> None:

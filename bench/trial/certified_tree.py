@@ -49,8 +49,11 @@ def _obj(kind: bytes, data: bytes) -> bytes:
 def tree_of(entries: Mapping[str, tuple[str, bytes]]) -> str:
     """The tree `git write-tree` makes of a judge's copy's entries (judge.tree_entries: path ->
     (kind, data)); an entry below another's path is not in the copy (judge._placed), so not here."""
-    placed = {p: e for p, e in entries.items()
-              if not any("/".join(p.split("/")[:k]) in entries for k in range(1, p.count("/") + 1))}
+    placed = {
+        p: e
+        for p, e in entries.items()
+        if not any("/".join(p.split("/")[:k]) in entries for k in range(1, p.count("/") + 1))
+    }
     dirs: dict[str, list[tuple[bytes, bytes, bytes]]] = {"": []}  # dir -> (sort key, mode, sha)
     for path in placed:
         parts = path.split("/")
@@ -90,8 +93,10 @@ def _why(where: os.PathLike[str], path: str) -> str:
     """Why the judge's copy does not hold `path`; "" when it is not in the working copy at all
     (an index entry of a deleted file)."""
     if "__pycache__" in path.split("/") or path.endswith(".pyc"):
-        return ("compiled Python, which the judge's copy never holds (it would run bytecode no check read); "
-                "an ignore rule of the working copy lets it into the tree")
+        return (
+            "compiled Python, which the judge's copy never holds (it would run bytecode no check read); "
+            "an ignore rule of the working copy lets it into the tree"
+        )
     try:
         st = os.lstat(where)
     except FileNotFoundError:  # host git prints an undecodable name's bytes as U+FFFD: no such path
@@ -105,24 +110,34 @@ def _why(where: os.PathLike[str], path: str) -> str:
     return f"not copied: the judge's copy holds {COPY_LIMIT} bytes in all, or the file was unreadable"
 
 
-def refuse(log: EventLog, turn: int, step_id: str, certified: str, found: str, when: str,
-           odd: Sequence[tuple[str, str]] = ()) -> outcomes.TrialFailed:
+def refuse(
+    log: EventLog,
+    turn: int,
+    step_id: str,
+    certified: str,
+    found: str,
+    when: str,
+    odd: Sequence[tuple[str, str]] = (),
+) -> outcomes.TrialFailed:
     """Log the difference as a policy violation, with its cause; the failure to raise."""
     tree = f"the working copy's tree {found or '(unreadable)'} {when} is not the tree the judge certified, {certified}"
     if odd:
         named = "; ".join(f"{path!r}: {why}" for path, why in odd[:_NAMED])
         more = f" (and {len(odd) - _NAMED} more)" if len(odd) > _NAMED else ""
-        detail = (f"{step_id}: {tree}: the working copy holds {len(odd)} path(s) the judge's copy cannot carry, "
-                  f"so what the judge checked is not what would be recorded: {named}{more}. "
-                  "Remove them from the working copy")
+        detail = (
+            f"{step_id}: {tree}: the working copy holds {len(odd)} path(s) the judge's copy cannot carry, "
+            f"so what the judge checked is not what would be recorded: {named}{more}. "
+            "Remove them from the working copy"
+        )
     else:
         detail = f"{step_id}: {tree}: code under test or a later tool call changed the working copy"
     log.append(ev.PolicyViolation(turn=turn, tool="(certification)", detail=detail))
     return outcomes.failure("uncertified_tree", detail)
 
 
-def after_check(sandbox: Sandbox, log: EventLog, turn: int, step_id: str, certified: str,
-                entries: Entries | None = None) -> None:
+def after_check(
+    sandbox: Sandbox, log: EventLog, turn: int, step_id: str, certified: str, entries: Entries | None = None
+) -> None:
     """Raise `uncertified_tree` unless the working copy is still the certified tree (`entries`:
     the judge's copy, to name what it could not carry)."""
     found = sandbox.tree_sha()
@@ -131,15 +146,18 @@ def after_check(sandbox: Sandbox, log: EventLog, turn: int, step_id: str, certif
         raise refuse(log, turn, step_id, certified, found, "after the check", odd)
 
 
-def hold(sandbox: Sandbox, log: EventLog, turn: int, step_id: str, certified: str,
-         entries: Entries | None = None) -> None:
+def hold(
+    sandbox: Sandbox, log: EventLog, turn: int, step_id: str, certified: str, entries: Entries | None = None
+) -> None:
     """The next commit of the sandbox must be `certified` (WorkingCopy.commit asks `committed`
     with the tree it is about to commit, which raises on a difference, and again with the commit
     made, which is logged as a `commit` event)."""
+
     def committed(tree: str, commit: str) -> None:
         if tree != certified:
             odd = uncarried(sandbox, entries) if entries is not None else []
             raise refuse(log, turn, step_id, certified, tree, "at the step's commit", odd)
         if commit:
             log.append(ev.Commit(turn=turn, step=step_id, commit=commit, tree=tree, certified=certified))
+
     sandbox.hold(certified, committed)

@@ -98,9 +98,12 @@ def parse(command: str) -> tuple[Part, ...]:
         elif words[:3] == ["python3", "-B", "-c"] and len(words) == 4:  # an import probe of an invariant
             parts.append(Part("code", "-c", (words[3],), text.strip()))
         else:
-            raise InfraFailure("harness_error", f"check part {text.strip()!r} is not `python3 -B SCRIPT ...`, "
-                                                "`python3 -B -m pytest ...` or `python3 -B -c CODE`: "
-                                                "the harness cannot certify it")
+            raise InfraFailure(
+                "harness_error",
+                f"check part {text.strip()!r} is not `python3 -B SCRIPT ...`, "
+                "`python3 -B -m pytest ...` or `python3 -B -c CODE`: "
+                "the harness cannot certify it",
+            )
     return tuple(parts)
 
 
@@ -110,12 +113,22 @@ def expected_tests(part: Part, files: Mapping[str, str]) -> set[str]:
         return set()
     targets = [a.rstrip("/") for a in part.args if not a.startswith("-")]
     if part.kind == "runner":  # a file, or the test_*.py files directly in a directory
-        chosen = [p for p in files if p in targets or (os.path.dirname(p) in targets
-                                                        and fnmatch.fnmatch(os.path.basename(p), "test_*.py"))]
+        chosen = [
+            p
+            for p in files
+            if p in targets
+            or (os.path.dirname(p) in targets and fnmatch.fnmatch(os.path.basename(p), "test_*.py"))
+        ]
     else:  # pytest: files, or test files anywhere below a directory
-        chosen = [p for p in files if p in targets or (
-            any(p.startswith(t + "/") or t in ("", ".") for t in targets)
-            and any(fnmatch.fnmatch(os.path.basename(p), g) for g in ("test_*.py", "*_test.py")))]
+        chosen = [
+            p
+            for p in files
+            if p in targets
+            or (
+                any(p.startswith(t + "/") or t in ("", ".") for t in targets)
+                and any(fnmatch.fnmatch(os.path.basename(p), g) for g in ("test_*.py", "*_test.py"))
+            )
+        ]
     return {name for p in chosen for name in _test_names(p, files[p], part.kind)}
 
 
@@ -126,12 +139,19 @@ def _test_names(path: str, source: str, kind: str) -> tuple[str, ...]:
     except SyntaxError:
         return (path,)  # cannot be collected: the runner reports it failed, never passed
     prefix = "test_" if kind == "runner" else "test"
-    names = [f"{path}::{d.name}" for d in tree.body
-             if isinstance(d, ast.FunctionDef | ast.AsyncFunctionDef) and d.name.startswith(prefix)]
+    names = [
+        f"{path}::{d.name}"
+        for d in tree.body
+        if isinstance(d, ast.FunctionDef | ast.AsyncFunctionDef) and d.name.startswith(prefix)
+    ]
     if kind == "pytest":
-        names += [f"{path}::{c.name}::{d.name}" for c in tree.body if isinstance(c, ast.ClassDef)
-                  and c.name.startswith("Test") for d in c.body
-                  if isinstance(d, ast.FunctionDef) and d.name.startswith("test")]
+        names += [
+            f"{path}::{c.name}::{d.name}"
+            for c in tree.body
+            if isinstance(c, ast.ClassDef) and c.name.startswith("Test")
+            for d in c.body
+            if isinstance(d, ast.FunctionDef) and d.name.startswith("test")
+        ]
     return tuple(names)
 
 
@@ -156,8 +176,10 @@ def prepare(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, befor
     violations = []
     restored = sandbox.restore(copy.files, copy.protected)
     if restored:
-        violations.append(f"protected paths differed from the harness's copy before {before}, restored: "
-                          + ", ".join(restored))
+        violations.append(
+            f"protected paths differed from the harness's copy before {before}, restored: "
+            + ", ".join(restored)
+        )
         log.append(ev.PolicyViolation(turn=turn, tool="(certification)", detail=violations[-1]))
     suspicious = tamper_scan(sandbox, copy)
     if suspicious:
@@ -166,8 +188,16 @@ def prepare(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, befor
     return ended, violations
 
 
-def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_id: str, command: str,
-            invariants: list[Invariant] | None = None, cache: Any = None) -> CheckOutcome:
+def certify(
+    sandbox: Sandbox,
+    copy: HarnessCopy,
+    log: EventLog,
+    turn: int,
+    step_id: str,
+    command: str,
+    invariants: list[Invariant] | None = None,
+    cache: Any = None,
+) -> CheckOutcome:
     """Run a certifying check, then the standing invariant probes, in one sandbox exec (an exec
     costs ~100 ms, a study runs thousands); the check's own verdict is kept apart. With a
     `cache` (bench/accel/checkcache.py's CheckCache, `sandbox.check_cache`), a verdict found for
@@ -181,7 +211,9 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
         keyed.append((hidden_checks.GROUP, hidden_checks.key(copy)))
     t0 = time.monotonic()
     state = sandbox.state_sha() if sandbox.pristine else None  # tracked: the check cache's or reuse's
-    key, hit = cache.lookup(sandbox, state, keyed) if cache is not None and state is not None else (None, None)
+    key, hit = (
+        cache.lookup(sandbox, state, keyed) if cache is not None and state is not None else (None, None)
+    )
     entries = tree_entries(sandbox.workdir, sandbox.list_files(), copy.files, copy.protected)
     tree = certified_tree.tree_of(entries)  # what the judge certifies: the recorded tree must be it
     if hit is not None:
@@ -203,27 +235,53 @@ def certify(sandbox: Sandbox, copy: HarnessCopy, log: EventLog, turn: int, step_
     if not passed and res.exit_code == 0:  # the exit status says pass: say why it is not
         output += "".join(f"\n[certification] {p.text}: {why}" for p, (ok, why, _) in check if not ok)
     probes = len(invariants or ())
-    codes = {label: int(not all(ok for ok, _, _ in v))
-             for (label, _), v in zip(groups[1:1 + probes], judged[1:1 + probes], strict=True)}
+    codes = {
+        label: int(not all(ok for ok, _, _ in v))
+        for (label, _), v in zip(groups[1 : 1 + probes], judged[1 : 1 + probes], strict=True)
+    }
     held = hidden_checks.verdict(groups[-1][1], judged[-1], res.timed_out) if hidden else None
     if held is not None and not held["passed"]:
         output += "".join(f"\n[hidden] {p['part']}: {p['why']}" for p in held["parts"] if not p["ok"])
-    log.append(ev.Check(turn=turn, step=step_id, command=command, exit_code=res.exit_code, passed=passed,
-                        timed_out=res.timed_out, output=output[-FAILURE_TAIL_CHARS:],
-                        parts=[{"part": p.text, "ok": ok, "why": why} for p, (ok, why, _) in check],
-                        invariants=[i.id for i in invariants or ()], tree=tree, hidden=held,
-                        t={"duration_s": round(res.duration_s, 4)}))
+    log.append(
+        ev.Check(
+            turn=turn,
+            step=step_id,
+            command=command,
+            exit_code=res.exit_code,
+            passed=passed,
+            timed_out=res.timed_out,
+            output=output[-FAILURE_TAIL_CHARS:],
+            parts=[{"part": p.text, "ok": ok, "why": why} for p, (ok, why, _) in check],
+            invariants=[i.id for i in invariants or ()],
+            tree=tree,
+            hidden=held,
+            t={"duration_s": round(res.duration_s, 4)},
+        )
+    )
     certified_tree.after_check(sandbox, log, turn, step_id, tree, entries)
     passed = passed and (held is None or held["passed"])  # the verdict: visible and hidden
     if passed:
         certified_tree.hold(sandbox, log, turn, step_id, tree, entries)
-    return CheckOutcome(passed, res.exit_code, output, res.duration_s, res.timed_out, codes, violations,
-                        ended + list(res.ended))
+    return CheckOutcome(
+        passed,
+        res.exit_code,
+        output,
+        res.duration_s,
+        res.timed_out,
+        codes,
+        violations,
+        ended + list(res.ended),
+    )
 
 
-def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: HarnessCopy,
-         state: str | None, entries: Mapping[str, tuple[str, bytes]],
-         hidden: Mapping[str, str]) -> tuple[ExecResult, Judged, bool]:
+def _run(
+    sandbox: Sandbox,
+    groups: list[tuple[str, tuple[Part, ...]]],
+    copy: HarnessCopy,
+    state: str | None,
+    entries: Mapping[str, tuple[str, bytes]],
+    hidden: Mapping[str, str],
+) -> tuple[ExecResult, Judged, bool]:
     """Run every part through the launcher (the judge) in one exec, on a fresh copy of the
     committed tree; judge each part from the judge's report. Also says whether the sandbox is
     still pristine after it (`state`: the working copy before it)."""
@@ -231,14 +289,22 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
     if was:
         state = state or sandbox.state_sha()
         sandbox.before_check()
-    tree = sandbox.judge_copy(entries)  # never the hidden checks: they reach the launcher alone (hidden_checks.py)
+    tree = sandbox.judge_copy(
+        entries
+    )  # never the hidden checks: they reach the launcher alone (hidden_checks.py)
     with hidden_checks.deliver(sandbox, tree, hidden) if hidden else contextlib.nullcontext("") as channel:
-        res = sandbox.exec(_script(groups, tree, sandbox.agent_uid, sorted({**copy.files, **hidden}), channel),
-                           reap=True, judge=True, probe=was)  # the probe after the reap, in the same exec (pristine.py)
+        res = sandbox.exec(
+            _script(groups, tree, sandbox.agent_uid, sorted({**copy.files, **hidden}), channel),
+            reap=True,
+            judge=True,
+            probe=was,
+        )  # the probe after the reap, in the same exec (pristine.py)
     files = {**copy.files, **hidden}
     whole, refused = accepted(res)
     if whole.get("hidden") == "lost":  # the launcher ran no part: the harness's channel failed, not the agent
-        raise InfraFailure("harness_error", "the hidden checks never reached the judge (bench/trial/hidden_checks.py)")
+        raise InfraFailure(
+            "harness_error", "the hidden checks never reached the judge (bench/trial/hidden_checks.py)"
+        )
     unkept = whole.get("hidden") == "unwritable"  # no part ran: the agent's files fill /tmp
     try:
         report = {(g, i): rec for g, i, rec in whole.get("parts", ())}
@@ -254,13 +320,17 @@ def _run(sandbox: Sandbox, groups: list[tuple[str, tuple[Part, ...]]], copy: Har
             if refused:
                 judged[-1].append((False, refused, not res.timed_out))  # a timeout can cut the launcher short
             elif unkept:
-                judged[-1].append((False, "not run: the judge could not keep the hidden checks (/tmp is full)", False))
+                judged[-1].append(
+                    (False, "not run: the judge could not keep the hidden checks (/tmp is full)", False)
+                )
             elif (g, i) in report:
                 judged[-1].append(_judge(part, report[(g, i)], files))
             elif i and judged[-1][-1][0] is False:
                 judged[-1].append((False, "not run: the part before it failed", False))
             else:
-                judged[-1].append((False, "no report: the judge ended before it (the timeout, or a crash)", False))
+                judged[-1].append(
+                    (False, "no report: the judge ended before it (the timeout, or a crash)", False)
+                )
     return res, judged, clean
 
 
@@ -271,7 +341,7 @@ def accepted(res: ExecResult) -> tuple[dict, str]:
     otherwise) and exited with the status the report says the launcher exited with. A line anyone
     else wrote, with the launcher dead or alive, is not the launcher's (issue 42: a reap running
     as the agent's uid held the channel, and its line was taken whatever the exec's status)."""
-    lines = [line[len("report "):] for line in res.report.splitlines()]
+    lines = [line[len("report ") :] for line in res.report.splitlines()]
     if not lines:
         return {}, ""
     if len(lines) > 1:
@@ -282,12 +352,20 @@ def accepted(res: ExecResult) -> tuple[dict, str]:
         return {}, "the judge's report does not parse: forged"
     if not isinstance(whole, dict) or whole.get("rc") != res.exit_code:
         rc = whole.get("rc") if isinstance(whole, dict) else None
-        return {}, f"a report says the launcher exited {rc!r}, but the exec exited {res.exit_code}: not the launcher's"
+        return (
+            {},
+            f"a report says the launcher exited {rc!r}, but the exec exited {res.exit_code}: not the launcher's",
+        )
     return whole, ""
 
 
-def _script(groups: list[tuple[str, tuple[Part, ...]]], tree: str, uid: int | None, trusted: list[str],
-            hidden: str = "") -> str:
+def _script(
+    groups: list[tuple[str, tuple[Part, ...]]],
+    tree: str,
+    uid: int | None,
+    trusted: list[str],
+    hidden: str = "",
+) -> str:
     with open(_LAUNCHER_PATH, encoding="utf-8") as f:
         launcher = f.read()
     shipped = []
@@ -295,16 +373,19 @@ def _script(groups: list[tuple[str, tuple[Part, ...]]], tree: str, uid: int | No
         with open(os.path.join(os.path.dirname(__file__), name + ".py"), encoding="utf-8") as f:
             shipped.append([f"bench.trial.{name}", f.read()])
     plan = [[[part.kind, part.target, *part.args] for part in parts] for _, parts in groups]
-    return "\n".join([
-        f"LAUNCHER={shlex.quote(launcher)}",
-        f"MODULES={shlex.quote(json.dumps(shipped))}",
-        'env -i PATH="$PATH" HOME="${TMPDIR:-/tmp}" TMPDIR="${TMPDIR:-/tmp}" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 '
-        'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ${CTXBENCH_EXEC:+CTXBENCH_EXEC=$CTXBENCH_EXEC} '
-        '${CTXBENCH_SANDBOX:+CTXBENCH_SANDBOX=$CTXBENCH_SANDBOX} '
-        f'python3 -I -B -c "$LAUNCHER" --plan {shlex.quote(json.dumps(plan))} --tree {shlex.quote(tree)} '
-        f'--trusted {shlex.quote(json.dumps(trusted))} --modules "$MODULES"'
-        + (f" --hidden {shlex.quote(hidden)}" if hidden else "")  # a FIFO's path: never the text
-        + (f" --uid {uid}" if uid is not None else "")])
+    return "\n".join(
+        [
+            f"LAUNCHER={shlex.quote(launcher)}",
+            f"MODULES={shlex.quote(json.dumps(shipped))}",
+            'env -i PATH="$PATH" HOME="${TMPDIR:-/tmp}" TMPDIR="${TMPDIR:-/tmp}" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 '
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ${CTXBENCH_EXEC:+CTXBENCH_EXEC=$CTXBENCH_EXEC} "
+            "${CTXBENCH_SANDBOX:+CTXBENCH_SANDBOX=$CTXBENCH_SANDBOX} "
+            f'python3 -I -B -c "$LAUNCHER" --plan {shlex.quote(json.dumps(plan))} --tree {shlex.quote(tree)} '
+            f'--trusted {shlex.quote(json.dumps(trusted))} --modules "$MODULES"'
+            + (f" --hidden {shlex.quote(hidden)}" if hidden else "")  # a FIFO's path: never the text
+            + (f" --uid {uid}" if uid is not None else ""),
+        ]
+    )
 
 
 def _judge(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, str, bool]:
@@ -317,22 +398,44 @@ def _judge(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, str,
     rep = seen.get("claim")
     rep = rep if isinstance(rep, dict) else {}
     if not ok and not forged and (rep.get("server_garbled") or rep.get("server_exited")):  # never stored
-        return False, why + "; the code under test's process " + (
-            "wrote what is not an answer to the check: a forgery" if rep.get("server_garbled")
-            else "raised SystemExit(0) during the check"), True
-    if not ok and not forged and not why.endswith(EARLY) and rep.get("server_gone") and seen.get("server") == 0:
+        return (
+            False,
+            why
+            + "; the code under test's process "
+            + (
+                "wrote what is not an answer to the check: a forgery"
+                if rep.get("server_garbled")
+                else "raised SystemExit(0) during the check"
+            ),
+            True,
+        )
+    if (
+        not ok
+        and not forged
+        and not why.endswith(EARLY)
+        and rep.get("server_gone")
+        and seen.get("server") == 0
+    ):
         why += "; the code under test ended its process mid-check" + EARLY  # a verdict of the state: cached
     return ok, why, forged
 
 
 def _verdict(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, str, bool]:
     status, claims, rep = seen.get("exit"), seen.get("claims"), seen.get("claim")
-    if seen.get("error") and not claims:  # the launcher could not start the part: the agent holds what it needs
+    if (
+        seen.get("error") and not claims
+    ):  # the launcher could not start the part: the agent holds what it needs
         return False, str(seen["error"])[:300], False
     if not claims or not isinstance(rep, dict):
         early = status == 0  # a status of 0 without the launcher's message: an exit before the check returned
-        return False, ("no report: the process ended before the check returned (os._exit, a crash, "
-                       f"a kill or the timeout){EARLY if early else ''}"), False  # a verdict of the state: cached
+        return (
+            False,
+            (
+                "no report: the process ended before the check returned (os._exit, a crash, "
+                f"a kill or the timeout){EARLY if early else ''}"
+            ),
+            False,
+        )  # a verdict of the state: cached
     if claims > 1:
         return False, f"{claims} reports for one run: a report was forged", True
     if rep.get("forged"):
@@ -348,8 +451,11 @@ def _verdict(part: Part, seen: dict, files: Mapping[str, str]) -> tuple[bool, st
     passed, failed = set(rep.get("passed") or ()), list(rep.get("failed") or ())
     if failed:
         return False, "failed: " + ", ".join(failed[:5]), False
-    missing = sorted(e for e in expected_tests(part, files)
-                     if e not in passed and not any(p.startswith(e + "[") for p in passed))
+    missing = sorted(
+        e
+        for e in expected_tests(part, files)
+        if e not in passed and not any(p.startswith(e + "[") for p in passed)
+    )
     if missing:
         return False, "did not pass: " + ", ".join(missing[:5]), False
     if not passed:

@@ -36,7 +36,9 @@ class _Proxies(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, remote, tree, trusted):
         self.remote, self.tree, self.trusted = remote, os.path.join(tree, ""), trusted
-        self.own = [p for p in sys.path if p and os.path.isabs(p) and not os.path.join(p, "").startswith(self.tree)]
+        self.own = [
+            p for p in sys.path if p and os.path.isabs(p) and not os.path.join(p, "").startswith(self.tree)
+        ]
 
     def find_spec(self, name, path, target=None):
         parent = name.rpartition(".")[0]
@@ -70,8 +72,9 @@ class _Proxies(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         got = self.remote.ask("import", spec.name)
         if type(got) is not Ref:
             raise ImportError(f"{spec.name} is not a module")
-        module.__dict__.update(_ctxbench_remote=self.remote, _ctxbench_ref=object.__getattribute__(got, "_id"),
-                               __path__=[])
+        module.__dict__.update(
+            _ctxbench_remote=self.remote, _ctxbench_ref=object.__getattribute__(got, "_id"), __path__=[]
+        )
         return module
 
     def exec_module(self, module):
@@ -96,8 +99,8 @@ def install(fd, tree, trusted, hidden=None):
             name = args[1] if event == "compile" else getattr(args[0], "co_filename", "")
             if isinstance(name, str) and name.startswith(os.sep):
                 full = _real(name)
-                if full.startswith(_in) and full[len(_in):] not in _t:
-                    raise ImportError(f"the judge never runs code of the agent's ({full[len(_in):]})")
+                if full.startswith(_in) and full[len(_in) :] not in _t:
+                    raise ImportError(f"the judge never runs code of the agent's ({full[len(_in) :]})")
 
     sys.addaudithook(audit)
     return remote
@@ -165,23 +168,37 @@ def _code(source, rec):
 
 def _print_traceback(exc):
     """As Python prints it, without the launcher's and runpy's own frames."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(("<string>", "<bench."))
-              and os.path.basename(f.filename) != "runpy.py"]
-    sys.stderr.write("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
-                     + "".join(traceback.format_exception_only(type(exc), exc)))
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(("<string>", "<bench.")) and os.path.basename(f.filename) != "runpy.py"
+    ]
+    sys.stderr.write(
+        "Traceback (most recent call last):\n"
+        + "".join(traceback.format_list(frames))
+        + "".join(traceback.format_exception_only(type(exc), exc))
+    )
 
 
 def launch(kind, target, args, rec, _int=int, _str=str, _type=type, _trace=_print_traceback):
     """Run one part in this process (the comparer) and return its exit code. The names it uses
     are bound at definition: a belt, should code of the agent's ever run here (remote.py refuses it)."""
     try:
-        ret = (_pytest(args, rec) if kind == "pytest" else _code(args[0], rec) if kind == "code"
-               else _script(kind, target, args, rec))
+        ret = (
+            _pytest(args, rec)
+            if kind == "pytest"
+            else _code(args[0], rec)
+            if kind == "code"
+            else _script(kind, target, args, rec)
+        )
         code = _int(ret or 0)
         rec["exit"] = code
     except SystemExit as exc:  # an exit with status 0 from inside the check is an attempt to pass it
-        rec.update(exit=1, error=f"the code under test raised SystemExit({exc.code!r}) during the check",
-                   early_exit=exc.code in (0, None))
+        rec.update(
+            exit=1,
+            error=f"the code under test raised SystemExit({exc.code!r}) during the check",
+            early_exit=exc.code in (0, None),
+        )
     except BaseException as exc:  # noqa: BLE001 - whatever it was, the check did not pass
         _trace(exc)
         rec.update(exit=1, error=(_type(exc).__name__ + ": " + _str(exc))[:500])

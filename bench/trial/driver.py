@@ -46,8 +46,9 @@ class Limits:
 class StepDriver:
     """Drives one trial's steps for a Player; the Player's `Referee` during its turns."""
 
-    def __init__(self, task: TaskSpec, sandbox: Sandbox, log: EventLog, limits: Limits,
-                 cache: Any = None):  # bench/accel/checkcache.py's CheckCache, with sandbox.check_cache
+    def __init__(
+        self, task: TaskSpec, sandbox: Sandbox, log: EventLog, limits: Limits, cache: Any = None
+    ):  # bench/accel/checkcache.py's CheckCache, with sandbox.check_cache
         self.task, self.sandbox, self.log, self.limits, self.cache = task, sandbox, log, limits, cache
         self.copy = HarnessCopy(task)  # protected files as the harness knows them, kept on the host
         self.turns = 0
@@ -62,16 +63,26 @@ class StepDriver:
             if self.limits.drift:
                 steps.apply_drift(self.task, step, self.sandbox, self.log, self.turns, self.copy.apply)
             head, dirty = steps.read_head(step, self.sandbox, last_commit)
-            self.log.append(ev.StepStart(
-                turn=self.turns, step=step.id, index=index, repo_commit=head.repo_commit, tree=head.tree,
-                files=[[p, c] for p, c in head.files], drift_note=head.drift_note, dirty_files=dirty,
-                new_session=player.fresh_session_per_step,
-                invariants=[[i.id, list(i.anchors)] for i in self.task.standing(index)]))
+            self.log.append(
+                ev.StepStart(
+                    turn=self.turns,
+                    step=step.id,
+                    index=index,
+                    repo_commit=head.repo_commit,
+                    tree=head.tree,
+                    files=[[p, c] for p, c in head.files],
+                    drift_note=head.drift_note,
+                    dirty_files=dirty,
+                    new_session=player.fresh_session_per_step,
+                    invariants=[[i.id, list(i.anchors)] for i in self.task.standing(index)],
+                )
+            )
             self._step_turns = 0
             self._play_step(player, Instruction(index, step, head, current_step_block(step)))
             last_commit = self.sandbox.commit(f"{step.id}: {step.title}", steps.AGENT_AUTHOR)
-        final = certify.certify(self.sandbox, self.copy, self.log, self.turns, "final", self.task.final_check,
-                                cache=self.cache)
+        final = certify.certify(
+            self.sandbox, self.copy, self.log, self.turns, "final", self.task.final_check, cache=self.cache
+        )
         if not final.passed:
             raise outcomes.failure("final_check_failed", final.output[-FAILURE_DETAIL_TAIL_CHARS:])
 
@@ -101,7 +112,9 @@ class StepDriver:
             raise StepTurnsUsed(f"{self.limits.max_turns_per_step} turns used in this step")
         if self.turns >= self.limits.max_turns:
             raise outcomes.failure("turn_budget", f"{self.limits.max_turns} turns used")
-        if time.monotonic() > self.limits.deadline + self._queued():  # queueing is the study's (core/queued.py)
+        if (
+            time.monotonic() > self.limits.deadline + self._queued()
+        ):  # queueing is the study's (core/queued.py)
             raise outcomes.failure("timeout", "trial wall-clock limit reached")
         self._step_turns += 1
         self.turns += 1
@@ -111,13 +124,23 @@ class StepDriver:
         """Certify from the check's own report, with the standing invariants' probes."""
         step = self.task.steps[index]
         standing = steps.in_force(self.task, index)
-        chk = certify.certify(self.sandbox, self.copy, self.log, turn, step.id, step.check, standing, self.cache)
+        chk = certify.certify(
+            self.sandbox, self.copy, self.log, turn, step.id, step.check, standing, self.cache
+        )
         self.log.append(ev.StepStatus(turn=turn, step=step.id, status="passed" if chk.passed else "failed"))
         if not chk.passed:
-            tail = chk.output[-steps.FAILURE_TAIL_CHARS:]
+            tail = chk.output[-steps.FAILURE_TAIL_CHARS :]
             return Certification(False, check_result(step.id, False, chk.exit_code, tail), failure=tail)
         # Invariants count once the step is certified: a failed attempt's tree is not the agent's answer.
         steps.record_invariants(self.log, turn, standing, chk.invariant_codes)
-        return Certification(True, step_passed(step), certified=Certified(
-            step_id=step.id, check=step.check, tree_sha=self.sandbox.tree_sha(), notes=notes[:steps.NOTES_CAP_CHARS],
-            diffstat=self.sandbox.git("diff", "--stat", "HEAD").strip()))
+        return Certification(
+            True,
+            step_passed(step),
+            certified=Certified(
+                step_id=step.id,
+                check=step.check,
+                tree_sha=self.sandbox.tree_sha(),
+                notes=notes[: steps.NOTES_CAP_CHARS],
+                diffstat=self.sandbox.git("diff", "--stat", "HEAD").strip(),
+            ),
+        )

@@ -28,29 +28,110 @@ import re
 
 SUBCOMMANDS = ("status", "log", "diff", "show")
 _TEXT = r"[\x20-\x7e]{1,200}"  # printable ASCII: a format, a date, an author, a regex
-_SUMMARY = {"--stat", "--shortstat", "--numstat", "--name-only", "--name-status", "--summary", "--raw",
-            "--patch", "-p", "--no-patch", "-s", "--no-renames", "--no-color", "--compact-summary"}
-_DIFF = _SUMMARY | {"--cached", "--staged", "-R", "-w", "--ignore-all-space", "-b", "--ignore-space-change",
-                    "--ignore-blank-lines", "--minimal", "--patience", "--histogram", "--check", "--word-diff",
-                    "--exit-code", "--quiet"}
-_LOG = _SUMMARY | {"--oneline", "--reverse", "--graph", "--decorate", "--no-decorate", "--all", "--first-parent",
-                   "--no-merges", "--merges", "--abbrev-commit", "--no-abbrev-commit", "--follow", "--date-order",
-                   "--topo-order", "--full-history"}
-_DIFF_VALUES = (r"-U[0-9]{1,4}", r"--unified=[0-9]{1,4}", r"--diff-filter=[ACDMRTUXBacdmrtuxb*]{1,16}",
-                r"-M(?:[0-9]{1,3}%?)?", r"--find-renames(?:=[0-9]{1,3}%?)?", r"--stat=[0-9]{1,4}(?:,[0-9]{1,4}){0,2}",
-                r"--word-diff=(?:plain|porcelain|none)", r"--inter-hunk-context=[0-9]{1,4}",
-                r"--dirstat(?:=[a-z0-9,]{1,40})?", r"--abbrev=[0-9]{1,2}")
+_SUMMARY = {
+    "--stat",
+    "--shortstat",
+    "--numstat",
+    "--name-only",
+    "--name-status",
+    "--summary",
+    "--raw",
+    "--patch",
+    "-p",
+    "--no-patch",
+    "-s",
+    "--no-renames",
+    "--no-color",
+    "--compact-summary",
+}
+_DIFF = _SUMMARY | {
+    "--cached",
+    "--staged",
+    "-R",
+    "-w",
+    "--ignore-all-space",
+    "-b",
+    "--ignore-space-change",
+    "--ignore-blank-lines",
+    "--minimal",
+    "--patience",
+    "--histogram",
+    "--check",
+    "--word-diff",
+    "--exit-code",
+    "--quiet",
+}
+_LOG = _SUMMARY | {
+    "--oneline",
+    "--reverse",
+    "--graph",
+    "--decorate",
+    "--no-decorate",
+    "--all",
+    "--first-parent",
+    "--no-merges",
+    "--merges",
+    "--abbrev-commit",
+    "--no-abbrev-commit",
+    "--follow",
+    "--date-order",
+    "--topo-order",
+    "--full-history",
+}
+_DIFF_VALUES = (
+    r"-U[0-9]{1,4}",
+    r"--unified=[0-9]{1,4}",
+    r"--diff-filter=[ACDMRTUXBacdmrtuxb*]{1,16}",
+    r"-M(?:[0-9]{1,3}%?)?",
+    r"--find-renames(?:=[0-9]{1,3}%?)?",
+    r"--stat=[0-9]{1,4}(?:,[0-9]{1,4}){0,2}",
+    r"--word-diff=(?:plain|porcelain|none)",
+    r"--inter-hunk-context=[0-9]{1,4}",
+    r"--dirstat(?:=[a-z0-9,]{1,40})?",
+    r"--abbrev=[0-9]{1,2}",
+)
 # `%G...` verifies a signature with gpg: a program, not a format.
-_LOG_VALUES = (r"-n[0-9]{1,6}", r"-[0-9]{1,6}", r"--max-count=[0-9]{1,6}", r"--skip=[0-9]{1,6}",
-               rf"--(?:format|pretty)=(?!.*%G){_TEXT}", rf"--(?:since|until|after|before|author|committer|grep)={_TEXT}",
-               r"--date=(?:relative|local|iso|iso-strict|rfc|short|raw|default|unix)")
-_STATUS = {"--short", "-s", "--branch", "-b", "--porcelain", "--long", "--ignored", "--no-renames", "-uno",
-           "-unormal", "-uall", "--untracked-files=no", "--untracked-files=normal", "--untracked-files=all"}
-FLAGS = {"status": _STATUS, "diff": _DIFF, "log": _LOG,
-         "show": _LOG | _DIFF - {"--cached", "--staged", "--exit-code", "--quiet", "--check"}}
-VALUES = {sub: re.compile("|".join(f"(?:{p})" for p in pats)) for sub, pats in
-          {"status": (), "diff": _DIFF_VALUES, "log": _LOG_VALUES + _DIFF_VALUES,
-           "show": _LOG_VALUES + _DIFF_VALUES}.items() if pats}
+_LOG_VALUES = (
+    r"-n[0-9]{1,6}",
+    r"-[0-9]{1,6}",
+    r"--max-count=[0-9]{1,6}",
+    r"--skip=[0-9]{1,6}",
+    rf"--(?:format|pretty)=(?!.*%G){_TEXT}",
+    rf"--(?:since|until|after|before|author|committer|grep)={_TEXT}",
+    r"--date=(?:relative|local|iso|iso-strict|rfc|short|raw|default|unix)",
+)
+_STATUS = {
+    "--short",
+    "-s",
+    "--branch",
+    "-b",
+    "--porcelain",
+    "--long",
+    "--ignored",
+    "--no-renames",
+    "-uno",
+    "-unormal",
+    "-uall",
+    "--untracked-files=no",
+    "--untracked-files=normal",
+    "--untracked-files=all",
+}
+FLAGS = {
+    "status": _STATUS,
+    "diff": _DIFF,
+    "log": _LOG,
+    "show": _LOG | _DIFF - {"--cached", "--staged", "--exit-code", "--quiet", "--check"},
+}
+VALUES = {
+    sub: re.compile("|".join(f"(?:{p})" for p in pats))
+    for sub, pats in {
+        "status": (),
+        "diff": _DIFF_VALUES,
+        "log": _LOG_VALUES + _DIFF_VALUES,
+        "show": _LOG_VALUES + _DIFF_VALUES,
+    }.items()
+    if pats
+}
 _OPERAND = re.compile(r"[^\x00-\x1f\x7f]{1,500}")
 
 
@@ -86,9 +167,11 @@ def refusal(subcommand: str, args: list[str]) -> str | None:
         if arg == "--":
             pathspecs = True
         elif arg not in FLAGS[subcommand] and not (values is not None and values.fullmatch(arg)):
-            return (f"git {subcommand} option {arg!r:.80} is not allowed (options that name files, run programs "
-                    f"or reach other repositories never are); allowed: {' '.join(sorted(FLAGS[subcommand]))}, "
-                    "-n<N>, -U<N>, --format=..., --since=...")
+            return (
+                f"git {subcommand} option {arg!r:.80} is not allowed (options that name files, run programs "
+                f"or reach other repositories never are); allowed: {' '.join(sorted(FLAGS[subcommand]))}, "
+                "-n<N>, -U<N>, --format=..., --since=..."
+            )
     return None
 
 

@@ -42,7 +42,9 @@ def files(copy: Any, step_id: str) -> dict[str, str]:
 
 def key(copy: Any) -> str:
     """What of the hidden checks decides a verdict, for the check cache's key."""
-    return copy.hidden_check + " " + hashlib.sha256(json.dumps(sorted(copy.hidden.items())).encode()).hexdigest()
+    return (
+        copy.hidden_check + " " + hashlib.sha256(json.dumps(sorted(copy.hidden.items())).encode()).hexdigest()
+    )
 
 
 @contextlib.contextmanager
@@ -72,7 +74,7 @@ def deliver(sandbox: Any, tree: str, hidden: Mapping[str, str]) -> Iterator[str]
                 os.set_blocking(fd, True)
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
             except OSError:  # the reader died (the timeout): the hidden parts fail without the file
                 pass
             finally:
@@ -89,7 +91,9 @@ def deliver(sandbox: Any, tree: str, hidden: Mapping[str, str]) -> Iterator[str]
         host.unlink(missing_ok=True)
 
 
-def with_files(entries: Mapping[str, tuple[str, bytes]], hidden: Mapping[str, str]) -> dict[str, tuple[str, bytes]]:
+def with_files(
+    entries: Mapping[str, tuple[str, bytes]], hidden: Mapping[str, str]
+) -> dict[str, tuple[str, bytes]]:
     return {**entries, **{p: ("file", c.encode()) for p, c in hidden.items()}}
 
 

@@ -107,7 +107,7 @@ def _report(whole, rc):
     sys.stdout.flush()
     line = ("report " + json.dumps(whole) + "\n").encode()
     while line:
-        line = line[os.write(REPORT_FD, line):]
+        line = line[os.write(REPORT_FD, line) :]
     os._exit(rc)
 
 
@@ -142,7 +142,7 @@ def _receive(channel, uid):
                 out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(out, view):]
+                    view = view[os.write(out, view) :]
                 os.close(out)
                 if uid is not None:
                     os.chown(path, COMPARER_UID, COMPARER_UID)
@@ -175,9 +175,15 @@ def _child(part, tree, uid, quiet, trusted, held=None):
     try:
         return _run_part(part, tree, uid, quiet, trusted, held)
     except OSError as e:  # fork or pipe refused: the agent's processes hold the pids, memory or files
-        return {"exit": 1, "claims": 0, "claim": None, "server": None, "ended": _processes_of(uid),
-                "error": f"the judge could not start the part ({e.strerror or e}): the processes of the "
-                         "code under test hold what it needs"}
+        return {
+            "exit": 1,
+            "claims": 0,
+            "claim": None,
+            "server": None,
+            "ended": _processes_of(uid),
+            "error": f"the judge could not start the part ({e.strerror or e}): the processes of the "
+            "code under test hold what it needs",
+        }
 
 
 def _run_part(part, tree, uid, quiet, trusted, held):
@@ -195,7 +201,9 @@ def _run_part(part, tree, uid, quiet, trusted, held):
             os._exit(1)
     theirs.close()
     r, w = os.pipe()
-    own = os.path.join(tempfile.gettempdir(), "ctxbench-judge-" + os.urandom(8).hex())  # not derivable from `home`
+    own = os.path.join(
+        tempfile.gettempdir(), "ctxbench-judge-" + os.urandom(8).hex()
+    )  # not derivable from `home`
     try:
         decider = _fork(None if uid is None else COMPARER_UID, tree, own, quiet, r)
     except OSError:
@@ -248,8 +256,13 @@ def _run_part(part, tree, uid, quiet, trusted, held):
     except OSError:  # removed by the server, or holding what the code under test left: the probe sees it
         pass
     exit_code = os.waitstatus_to_exitcode(status)
-    return {"exit": 128 - exit_code if exit_code < 0 else exit_code, "claims": len(claims),
-            "claim": claims[0] if claims else None, "server": served, "ended": ended}
+    return {
+        "exit": 128 - exit_code if exit_code < 0 else exit_code,
+        "claims": len(claims),
+        "claim": claims[0] if claims else None,
+        "server": served,
+        "ended": ended,
+    }
 
 
 def _fork(uid, tree, home, quiet, *close, agent=False):
@@ -285,7 +298,7 @@ def _collect(pid, r, limit=1 << 20):
     while True:
         if not eof and select.select([r], [], [], 0.05)[0]:
             chunk = os.read(r, 65536)
-            buf += chunk[:max(0, limit - len(buf))]
+            buf += chunk[: max(0, limit - len(buf))]
             eof = not chunk
             continue
         got, status = os.waitpid(pid, os.WNOHANG)
@@ -301,7 +314,7 @@ def _collect(pid, r, limit=1 << 20):
             break
         if not chunk:
             break
-        buf += chunk[:max(0, limit - len(buf))]
+        buf += chunk[: max(0, limit - len(buf))]
     return buf, status
 
 
@@ -313,7 +326,7 @@ def _become(uid):
 
 
 def _processes_of(uid):
-    """"pid name" of every process of the agent's uid and the comparers' (none without a uid)."""
+    """ "pid name" of every process of the agent's uid and the comparers' (none without a uid)."""
     if uid is None:
         return []
     found = []
@@ -349,5 +362,10 @@ if __name__ == "__main__":
     _SourceOnly.install()
     uid = int(opts["--uid"]) if opts.get("--uid") else None
     COMPARER_UID = 10002 if uid != 10002 else 10003  # neither the agent's nor the judge's
-    run_plan(json.loads(opts["--plan"]), opts["--tree"], uid, json.loads(opts.get("--trusted", "[]")),
-             opts.get("--hidden", ""))
+    run_plan(
+        json.loads(opts["--plan"]),
+        opts["--tree"],
+        uid,
+        json.loads(opts.get("--trusted", "[]")),
+        opts.get("--hidden", ""),
+    )

@@ -87,10 +87,22 @@ class LoopPlayer:
         """Build the context, call the model, act on its reply; True once a check passed."""
         self.turn = self.referee.take_turn()
         assert self.head is not None, "play() hands over the step head before the first turn"
-        state = State(task=self.task, tools=TOOLS, transcript=tuple(self.transcript), turn=self.turn,
-                      step_index=self.index, step_start=self.step_start, attempt=self.attempt,
-                      certified=tuple(self.certified), learned=self.learned, last_failure=self.last_failure,
-                      head=self.head, summary=self.summary, window=self.window(), max_output=self.cfg.max_output)
+        state = State(
+            task=self.task,
+            tools=TOOLS,
+            transcript=tuple(self.transcript),
+            turn=self.turn,
+            step_index=self.index,
+            step_start=self.step_start,
+            attempt=self.attempt,
+            certified=tuple(self.certified),
+            learned=self.learned,
+            last_failure=self.last_failure,
+            head=self.head,
+            summary=self.summary,
+            window=self.window(),
+            max_output=self.cfg.max_output,
+        )
         built = self._build(state)
         reply = self._call(built.messages, TOOLS, built.stable, built.tokens, purpose="turn")
         self.transcript.append(reply.as_message())
@@ -112,8 +124,15 @@ class LoopPlayer:
                 res = self.tools.call(call.name, call.args)
                 text, ok = res.text, res.ok
                 record_tool(self.log, self.turn, call.name, res)
-            self.log.append(ev.ToolResult(turn=self.turn, call_id=call.id, name=call.name, ok=ok,
-                                          output=text[-writer.TOOL_OUTPUT_TAIL_CHARS:]))
+            self.log.append(
+                ev.ToolResult(
+                    turn=self.turn,
+                    call_id=call.id,
+                    name=call.name,
+                    ok=ok,
+                    output=text[-writer.TOOL_OUTPUT_TAIL_CHARS :],
+                )
+            )
             self.transcript.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
             results.append((call.name, call.args, text, ok))
         step_id = self.task.steps[self.index].id
@@ -127,7 +146,9 @@ class LoopPlayer:
 
     def _submit(self, args: object) -> tuple[str, bool]:
         """submit_step ends the turn: the referee certifies now, and its verdict is the tool's result."""
-        if (refused := Tools.submit_refusal(args)) is not None:  # not its schema: a tool error, nothing certified
+        if (
+            refused := Tools.submit_refusal(args)
+        ) is not None:  # not its schema: a tool error, nothing certified
             return refused, False
         notes, submitted = submission(args)
         if self.strategy.requires_handoff and not notes:
@@ -154,16 +175,37 @@ class LoopPlayer:
             self.head = self._refresh_files(state.head)
             state = replace(state, summary=self.summary, head=self.head)
             after = self.strategy.build(state)
-            self.log.append(ev.Compaction(turn=self.turn, tokens_before=built.tokens, tokens_after=after.tokens,
-                                          summary_sha=Message(role="user", content=reply.content).sha(),
-                                          summary=reply.content, upto=self.summary.upto, usage=reply.usage.__dict__))
+            self.log.append(
+                ev.Compaction(
+                    turn=self.turn,
+                    tokens_before=built.tokens,
+                    tokens_after=after.tokens,
+                    summary_sha=Message(role="user", content=reply.content).sha(),
+                    summary=reply.content,
+                    upto=self.summary.upto,
+                    usage=reply.usage.__dict__,
+                )
+            )
             built = after
         if built.dropped:
-            self.log.append(ev.ContextTruncation(turn=self.turn, dropped_messages=built.dropped,
-                                                 tokens_before=built.tokens_before_drop, tokens_after=built.tokens))
+            self.log.append(
+                ev.ContextTruncation(
+                    turn=self.turn,
+                    dropped_messages=built.dropped,
+                    tokens_before=built.tokens_before_drop,
+                    tokens_after=built.tokens,
+                )
+            )
         if built.tokens > state.budget:
-            self.log.append(ev.ContextOverflow(turn=self.turn, tokens=built.tokens, budget=state.budget,
-                                               window=self.cfg.window, provider_counts=len(self.counts)))
+            self.log.append(
+                ev.ContextOverflow(
+                    turn=self.turn,
+                    tokens=built.tokens,
+                    budget=state.budget,
+                    window=self.cfg.window,
+                    provider_counts=len(self.counts),
+                )
+            )
             raise outcomes.failure("context_overflow", f"{built.tokens} tokens > budget {state.budget}")
         return built
 
@@ -174,39 +216,72 @@ class LoopPlayer:
             self.log.append(ev.HeadRefresh(turn=self.turn, files=[[p, c] for p, c in files]))
         return replace(head, files=files)
 
-    def _call(self, messages: tuple[Message, ...], tools, stable: int, tokens: int | None,
-              purpose: str) -> Completion:
+    def _call(
+        self, messages: tuple[Message, ...], tools, stable: int, tokens: int | None, purpose: str
+    ) -> Completion:
         tokens = tokens if tokens is not None else 0
         self.log.context(self.turn, messages, tokens=tokens, stable=stable, purpose=purpose)
         rhash = request_hash(messages, tools, self.cfg.max_output, self.cfg.seed)
         cpu0 = time.thread_time()  # this trial's thread only: trials may share a process
         try:
-            reply = self.provider.complete(messages, tools, max_tokens=self.cfg.max_output, seed=self.cfg.seed,
-                                           cache_breakpoint=stable or None)
+            reply = self.provider.complete(
+                messages,
+                tools,
+                max_tokens=self.cfg.max_output,
+                seed=self.cfg.seed,
+                cache_breakpoint=stable or None,
+            )
         except ContextOverflow as exc:  # the provider's own window: the context is the agent's
-            self.log.append(ev.ContextOverflow(turn=self.turn, tokens=tokens, budget=self.cfg.window,
-                                               detail=str(exc)[:writer.ERROR_DETAIL_CHARS]))
-            raise outcomes.failure("context_overflow", str(exc)[:writer.FAILURE_DETAIL_TAIL_CHARS]) from exc
+            self.log.append(
+                ev.ContextOverflow(
+                    turn=self.turn,
+                    tokens=tokens,
+                    budget=self.cfg.window,
+                    detail=str(exc)[: writer.ERROR_DETAIL_CHARS],
+                )
+            )
+            raise outcomes.failure("context_overflow", str(exc)[: writer.FAILURE_DETAIL_TAIL_CHARS]) from exc
         cpu_s = time.thread_time() - cpu0
         harness = tokens + (self.overhead if tools else 0)  # the whole request, by the harness's count
         estimated = bool(reply.extra.get("usage_estimated"))
         if purpose == "turn" and tokens > 0 and not estimated and reply.usage.prompt > 0:
             self.counts.append((tokens, reply.usage.prompt))
         # Timings and retries are volatile (`t`); kept unrounded, since the trial's totals are their sums.
-        self.log.append(ev.ModelCall(
-            turn=self.turn, purpose=purpose, model_id=reply.model_id, request_hash=rhash, tokens_harness=harness,
-            usage_estimated=estimated, provider_request_hash=reply.request_hash, stop_reason=reply.stop_reason,
-            usage=reply.usage.__dict__, cost_usd=reply.cost_usd, content=reply.content,
-            tool_calls=[c.__dict__ for c in reply.tool_calls],
-            decisions=reply.extra.get("decisions"), slips=reply.extra.get("slips"),
-            t={"latency_s": reply.latency_s, "ttft_s": reply.ttft_s, "queue_s": float(reply.extra.get("queue_s", 0.0)),
-               "attempts": int(reply.extra.get("attempts", 1)), "cpu_s": cpu_s}))
+        self.log.append(
+            ev.ModelCall(
+                turn=self.turn,
+                purpose=purpose,
+                model_id=reply.model_id,
+                request_hash=rhash,
+                tokens_harness=harness,
+                usage_estimated=estimated,
+                provider_request_hash=reply.request_hash,
+                stop_reason=reply.stop_reason,
+                usage=reply.usage.__dict__,
+                cost_usd=reply.cost_usd,
+                content=reply.content,
+                tool_calls=[c.__dict__ for c in reply.tool_calls],
+                decisions=reply.extra.get("decisions"),
+                slips=reply.extra.get("slips"),
+                t={
+                    "latency_s": reply.latency_s,
+                    "ttft_s": reply.ttft_s,
+                    "queue_s": float(reply.extra.get("queue_s", 0.0)),
+                    "attempts": int(reply.extra.get("attempts", 1)),
+                    "cpu_s": cpu_s,
+                },
+            )
+        )
         if reply.stop_reason == "max_tokens":
-            self.log.append(ev.OutputTruncation(turn=self.turn, purpose=purpose, max_tokens=self.cfg.max_output))
+            self.log.append(
+                ev.OutputTruncation(turn=self.turn, purpose=purpose, max_tokens=self.cfg.max_output)
+            )
             raise outcomes.failure("output_truncation", f"reply cut at max_tokens={self.cfg.max_output}")
         if reply.stop_reason in ("error", "refusal"):
-            raise outcomes.failure("model_error",
-                                   f"stop_reason={reply.stop_reason}: {reply.content[:writer.MODEL_ERROR_HEAD_CHARS]}")
+            raise outcomes.failure(
+                "model_error",
+                f"stop_reason={reply.stop_reason}: {reply.content[: writer.MODEL_ERROR_HEAD_CHARS]}",
+            )
         return reply
 
 

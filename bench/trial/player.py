@@ -39,8 +39,12 @@ GAVE_UP: Claim = "gave_up"
 
 # External agents (`agent=<name>`, conf/agent/, docs/agents.md) are loaded by name: they build on
 # this module, so the harness names them only here, as a registry entry (docs/design.md §5).
-PLAYERS = Registry("agent", {"external": "bench.agents.players:EXTERNAL"},
-                   hint="choose an agent with agent=<name> (see conf/agent/)", group="ctxbench.players")
+PLAYERS = Registry(
+    "agent",
+    {"external": "bench.agents.players:EXTERNAL"},
+    hint="choose an agent with agent=<name> (see conf/agent/)",
+    group="ctxbench.players",
+)
 
 
 class StepTurnsUsed(Exception):

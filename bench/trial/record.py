@@ -68,7 +68,9 @@ class TrialResult:
     turns: int
     events_path: Path
     skipped: bool = False
-    outcome_class: str = ""  # bench.core.outcomes: success | agent_failure | infrastructure_failure | interrupted
+    outcome_class: str = (
+        ""  # bench.core.outcomes: success | agent_failure | infrastructure_failure | interrupted
+    )
 
 
 def classify(exc: BaseException) -> tuple[str, str]:
@@ -100,7 +102,9 @@ class Trial:
     events: Recorder | None = None
     final_diff: str = ""
     final_tree_sha: str = ""
-    sandbox_cost: dict[str, Any] = field(default_factory=dict)  # volatile: `make bench` reads it (trial_end `t`)
+    sandbox_cost: dict[str, Any] = field(
+        default_factory=dict
+    )  # volatile: `make bench` reads it (trial_end `t`)
     started: float = field(default_factory=time.monotonic)
 
     def open(self) -> None:
@@ -108,7 +112,9 @@ class Trial:
         self.trial_id = f"{self.cfg.config_hash}-{uuid.uuid4().hex[:8]}"
         self.out_dir = self.cfg.results_dir / "trials" / self.trial_id
         self.events = Recorder(self.out_dir / "events.jsonl", self.cfg.tracking.blob_chars or None)
-        (self.out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(dict(self.cfg.resolved))))
+        (self.out_dir / "config.yaml").write_text(
+            OmegaConf.to_yaml(OmegaConf.create(dict(self.cfg.resolved)))
+        )
 
     def fail(self, reason: str, detail: str = "") -> None:
         kept = self.verdict.fail(reason, detail)
@@ -116,8 +122,11 @@ class Trial:
             return  # an agent failure is the trial's verdict: trial_end carries it
         try:
             if self.events is not None:
-                self.events.append(ev.Error(turn=self.tally().turns, reason=reason,
-                                            detail=detail[:CRASH_DETAIL_CHARS], kept=kept))
+                self.events.append(
+                    ev.Error(
+                        turn=self.tally().turns, reason=reason, detail=detail[:CRASH_DETAIL_CHARS], kept=kept
+                    )
+                )
         except Exception:  # the log itself may be what failed
             log.warning("could not log the failure %s", reason, exc_info=True)
 
@@ -127,9 +136,15 @@ class Trial:
 
     def result(self) -> TrialResult:
         v = self.verdict
-        return TrialResult(self.run.run_id, v.status, v.success, v.reason, self.tally().turns,
-                           self.out_dir / "events.jsonl" if self.out_dir else Path(""),
-                           outcome_class=v.outcome_class)
+        return TrialResult(
+            self.run.run_id,
+            v.status,
+            v.success,
+            v.reason,
+            self.tally().turns,
+            self.out_dir / "events.jsonl" if self.out_dir else Path(""),
+            outcome_class=v.outcome_class,
+        )
 
 
 def finish(trial: Trial) -> None:
@@ -149,36 +164,71 @@ def finish(trial: Trial) -> None:
 
     if out is not None and events is not None:
         guarded("final.diff", lambda: (out / "final.diff").write_text(trial.final_diff))
-        guarded("trial_end event", lambda: events.append(ev.TrialEnd(
-            turn=so_far.turns, success=v.success, status=v.status, outcome_class=v.outcome_class,
-            failure_reason=v.reason, steps_passed=so_far.steps_passed, final_tree_sha=trial.final_tree_sha,
-            t={"wall_s": round(wall, 3), **trial.sandbox_cost})))
+        guarded(
+            "trial_end event",
+            lambda: events.append(
+                ev.TrialEnd(
+                    turn=so_far.turns,
+                    success=v.success,
+                    status=v.status,
+                    outcome_class=v.outcome_class,
+                    failure_reason=v.reason,
+                    steps_passed=so_far.steps_passed,
+                    final_tree_sha=trial.final_tree_sha,
+                    t={"wall_s": round(wall, 3), **trial.sandbox_cost},
+                )
+            ),
+        )
         guarded("event log close", events.close)
-        guarded("events.jsonl.sha256", lambda: (out / "events.jsonl.sha256").write_text(
-            sha256_text((out / "events.jsonl").read_text()) + "\n"))
+        guarded(
+            "events.jsonl.sha256",
+            lambda: (out / "events.jsonl.sha256").write_text(
+                sha256_text((out / "events.jsonl").read_text()) + "\n"
+            ),
+        )
     o = trial.tally()  # the verdict too, now that trial_end is in the log
     if out is not None and events is not None:
-        guarded("RUN.md", lambda: write_run_md(out / "RUN.md", trial.cfg, trial.task, o, v.status, events.log()))
+        guarded(
+            "RUN.md", lambda: write_run_md(out / "RUN.md", trial.cfg, trial.task, o, v.status, events.log())
+        )
     try:
         digest = (out / "events.jsonl.sha256").read_text().strip() if out else ""
     except OSError:
         digest = ""
-    tags = {"status": v.status, "failure_reason": v.reason, "outcome_class": v.outcome_class,
-            "final_tree_sha": trial.final_tree_sha, "events_sha256": digest}
+    tags = {
+        "status": v.status,
+        "failure_reason": v.reason,
+        "outcome_class": v.outcome_class,
+        "final_tree_sha": trial.final_tree_sha,
+        "events_sha256": digest,
+    }
     records = events.log() if events is not None else Log([])  # parsed once for every reader below
     answered = list(dict.fromkeys(c.model_id for c in records.of(ev.ModelCall) if c.model_id))
-    if len(answered) > 1:  # the provider changed the model mid-trial: the trial's `model` tag is not the whole story
+    if (
+        len(answered) > 1
+    ):  # the provider changed the model mid-trial: the trial's `model` tag is not the whole story
         tags["model_ids"] = ",".join(answered)
     try:
-        trial.run.finish(v.mlflow_status, tags=tags, final={**final_metrics(o, wall), **trial_measures(records),
-                                                            **error_kinds(trial.task, records)},
-                         per_turn=step_curves(records, o.per_turn), artifacts=out)
+        trial.run.finish(
+            v.mlflow_status,
+            tags=tags,
+            final={**final_metrics(o, wall), **trial_measures(records), **error_kinds(trial.task, records)},
+            per_turn=step_curves(records, o.per_turn),
+            artifacts=out,
+        )
     except Exception as exc:
-        log.error("MLflow could not take the verdict of run %s; marking it FAILED", trial.run.run_id, exc_info=True)
+        log.error(
+            "MLflow could not take the verdict of run %s; marking it FAILED", trial.run.run_id, exc_info=True
+        )
         trial.verdict.fail("harness_error", f"recording the trial in MLflow failed: {exc}")
         _abandon(trial)
-    log.info("%s: %s%s in %d turns", trial.cfg.run_name, trial.verdict.status,
-             f" ({trial.verdict.reason})" if trial.verdict.reason else "", o.turns)
+    log.info(
+        "%s: %s%s in %d turns",
+        trial.cfg.run_name,
+        trial.verdict.status,
+        f" ({trial.verdict.reason})" if trial.verdict.reason else "",
+        o.turns,
+    )
 
 
 def _abandon(trial: Trial) -> None:
@@ -186,8 +236,11 @@ def _abandon(trial: Trial) -> None:
     KILLED: its process is gone by then)."""
     client, run_id = trial.run.client, trial.run.run_id
     try:
-        for key, value in (("status", STATUS_TAG[INFRA]), ("failure_reason", trial.verdict.reason),
-                           ("outcome_class", trial.verdict.outcome_class)):
+        for key, value in (
+            ("status", STATUS_TAG[INFRA]),
+            ("failure_reason", trial.verdict.reason),
+            ("outcome_class", trial.verdict.outcome_class),
+        ):
             client.set_tag(run_id, key, value)
     except Exception:
         log.warning("could not tag run %s", run_id, exc_info=True)
@@ -201,9 +254,17 @@ def final_metrics(o: Tally, wall_s: float) -> dict[str, float]:
     u = o.usage
     prompt = u.prompt
     return {
-        "success": float(o.success), "steps_passed": o.steps_passed, "first_failed_step": o.first_failed_step,
-        "turns": o.turns, "tokens_input_total": prompt, "tokens_output_total": u.output,
-        "tokens_cache_read_total": u.cache_read, "tokens_cache_write_total": u.cache_write,
-        "cache_hit_ratio": (u.cache_read / prompt) if prompt else 0.0, "cost_usd": o.cost_usd,
-        "latency_s": o.latency_s, "wall_s": wall_s, **{k: float(v) for k, v in o.counts.items()},
+        "success": float(o.success),
+        "steps_passed": o.steps_passed,
+        "first_failed_step": o.first_failed_step,
+        "turns": o.turns,
+        "tokens_input_total": prompt,
+        "tokens_output_total": u.output,
+        "tokens_cache_read_total": u.cache_read,
+        "tokens_cache_write_total": u.cache_write,
+        "cache_hit_ratio": (u.cache_read / prompt) if prompt else 0.0,
+        "cost_usd": o.cost_usd,
+        "latency_s": o.latency_s,
+        "wall_s": wall_s,
+        **{k: float(v) for k, v in o.counts.items()},
     }

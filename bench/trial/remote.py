@@ -33,7 +33,7 @@ _MAKE: dict = {"$t": tuple, "$s": set, "$fs": frozenset}
 def _write(fd, obj):
     data = (json.dumps(obj) + "\n").encode()
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 # --- the server: the agent's uid, the agent's code ---------------------------------------------
@@ -66,16 +66,24 @@ def serve(fd, tree, home=None):
         if isinstance(x, list):
             return [dec(v) for v in x]
         if isinstance(x, dict):
-            (tag, v), = x.items()
+            ((tag, v),) = x.items()
             if tag == "$r":
                 return refs[v]
             return _MAKE[tag](dec(i) for i in v) if tag != "$d" else {dec(k): dec(w) for k, w in v}
         return x
 
-    ops: dict = {"import": lambda name: __import__(name, fromlist=["*"]),
-           "getattr": getattr, "call": lambda f, a, k: f(*a, **k), "getitem": lambda o, k: o[k],
-           "iter": list, "len": len, "bool": bool, "repr": lambda o: repr(o)[:20000],
-           "isinstance": isinstance, "contains": lambda o, v: v in o}
+    ops: dict = {
+        "import": lambda name: __import__(name, fromlist=["*"]),
+        "getattr": getattr,
+        "call": lambda f, a, k: f(*a, **k),
+        "getitem": lambda o, k: o[k],
+        "iter": list,
+        "len": len,
+        "bool": bool,
+        "repr": lambda o: repr(o)[:20000],
+        "isinstance": isinstance,
+        "contains": lambda o, v: v in o,
+    }
     rfile = os.fdopen(fd, "rb", closefd=False)
     while True:
         line = rfile.readline()
@@ -87,8 +95,11 @@ def serve(fd, tree, home=None):
             op, *args = json.loads(line)
             reply = {"ok": enc(ops[op](*[dec(a) for a in args]))}
         except BaseException as exc:  # noqa: BLE001 - whatever the code under test raised is its answer
-            frames = [f"{os.path.relpath(f.filename, tree)}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)
-                      if f.filename.startswith(tree + os.sep)]
+            frames = [
+                f"{os.path.relpath(f.filename, tree)}:{f.lineno}"
+                for f in traceback.extract_tb(exc.__traceback__)
+                if f.filename.startswith(tree + os.sep)
+            ]
             reply = {"err": [type(exc).__name__, str(exc)[:2000], frames[::-1]]}
         sys.stdout.flush()
         _write(fd, reply)
@@ -126,7 +137,9 @@ class Remote:
             error = _remote_error(str(name), str(msg), [str(f) for f in frames])
         except (OSError, EOFError, ValueError, TypeError, KeyError, RecursionError) as exc:
             self.gone, self.garbled = True, not isinstance(exc, OSError | EOFError)
-            raise RemoteGone(f"the code under test's process ended or did not answer ({type(exc).__name__})") from None
+            raise RemoteGone(
+                f"the code under test's process ended or did not answer ({type(exc).__name__})"
+            ) from None
         raise error
 
     def enc(self, x, depth=0):
@@ -155,7 +168,7 @@ class Remote:
             return [self.dec(v) for v in x]
         if t is not dict or len(x) != 1 or next(iter(x)) not in _TAGS:
             raise ValueError("not data")
-        (tag, v), = x.items()
+        ((tag, v),) = x.items()
         if tag == "$b":
             return str(v).encode("latin-1")
         if tag == "$r":
@@ -173,7 +186,9 @@ def _remote_error(name, msg, frames):
     name (a check may expect a TypeError), else a RemoteError named so; never a BaseException
     that is not an Exception (SystemExit, KeyboardInterrupt) nor StopIteration."""
     cls = getattr(builtins, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, Exception)) or issubclass(cls, (StopIteration, StopAsyncIteration)):
+    if not (isinstance(cls, type) and issubclass(cls, Exception)) or issubclass(
+        cls, (StopIteration, StopAsyncIteration)
+    ):
         cls = type(name if name.isidentifier() else "RemoteError", (RemoteError,), {})
     exc = cls(msg)
     exc.remote_frames = frames  # innermost first: the shipped runner names them (path:line)

@@ -13,8 +13,9 @@ from ctxlog.reader import Log
 from tasks.spec import TaskSpec
 
 
-def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Tally, status: str,
-                 records: list[dict[str, Any]] | Log) -> None:
+def write_run_md(
+    path: Path, cfg: TrialConfig, task: TaskSpec, o: Tally, status: str, records: list[dict[str, Any]] | Log
+) -> None:
     log = Log.read(records)
     verdicts = {e.step: e.status for e in log.of(ev.StepStatus)}
     lines = [
@@ -43,6 +44,12 @@ def write_run_md(path: Path, cfg: TrialConfig, task: TaskSpec, o: Tally, status:
     if failures:
         last = failures[-1]
         lines += ["", f"## Last failing check ({last.step})", "", "```", last.output[-1500:], "```"]
-    lines += ["", "## Verify", "", "`python -m bench.eventlog.verify events.jsonl` rebuilds every model-visible context "
-              "from this log and checks the hash chain.", ""]
+    lines += [
+        "",
+        "## Verify",
+        "",
+        "`python -m bench.eventlog.verify events.jsonl` rebuilds every model-visible context "
+        "from this log and checks the hash chain.",
+        "",
+    ]
     path.write_text("\n".join(lines))

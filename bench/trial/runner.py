@@ -51,11 +51,14 @@ log = logging.getLogger("ctxbench")
 
 # The trial's accelerations (bench/accel/, docs/scaling.md), each loaded by name only when its
 # switch is on: a trial with them off (the reference path) imports none.
-ANNEXES = Registry("trial annex", {
-    "check_cache": "bench.accel.checkcache:CheckCache.for_study",  # sandbox.check_cache
-    "reuse_acquire": "bench.accel.pool:acquire",  # sandbox.reuse
-    "reuse_release": "bench.accel.pool:release",
-})
+ANNEXES = Registry(
+    "trial annex",
+    {
+        "check_cache": "bench.accel.checkcache:CheckCache.for_study",  # sandbox.check_cache
+        "reuse_acquire": "bench.accel.pool:acquire",  # sandbox.reuse
+        "reuse_release": "bench.accel.pool:release",
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,12 @@ def run(cfg: DictConfig | TrialConfig, prepared: Prepared | None = None) -> Tria
     """One trial; its result is also the Hydra job's return value (bench/__main__.py). With
     `prepared` for this very config (what Hydra composed is what preflight validated), its
     config and parts are used as they are: a trial validates and builds once."""
-    if prepared is not None and prepared.parts is not None and not isinstance(cfg, TrialConfig) \
-            and resolve(cfg) == prepared.trial.resolved:
+    if (
+        prepared is not None
+        and prepared.parts is not None
+        and not isinstance(cfg, TrialConfig)
+        and resolve(cfg) == prepared.trial.resolved
+    ):
         tcfg, parts = prepared.trial, prepared.parts
     else:
         if prepared is not None:
@@ -150,8 +157,14 @@ def arm_window(tcfg: TrialConfig) -> int:
     12,000 tokens for a model served with 8,192 would overflow the server, not test compaction)."""
     model = int(tcfg.model["window"])
     if tcfg.arm.window and tcfg.arm.window > model:
-        log.warning("arm=%s asks for a %d-token window; model %s has %d: the trial uses %d", tcfg.arm.name,
-                    tcfg.arm.window, tcfg.model.get("name"), model, model)
+        log.warning(
+            "arm=%s asks for a %d-token window; model %s has %d: the trial uses %d",
+            tcfg.arm.name,
+            tcfg.arm.window,
+            tcfg.model.get("name"),
+            model,
+            model,
+        )
     return min(tcfg.arm.window, model) if tcfg.arm.window else model
 
 
@@ -169,13 +182,22 @@ def claim(tcfg: TrialConfig, task: TaskSpec, gate: study_budget.Gate) -> TrialRu
                 break
             if verdict == study_budget.REFUSED:
                 log.info("%s: not started, the study's budget is spent", tcfg.run_name)
-                return TrialResult("", study_budget.BUDGET_EXHAUSTED, False, study_budget.BUDGET_EXHAUSTED, 0, Path(""),
-                                   skipped=True)
+                return TrialResult(
+                    "",
+                    study_budget.BUDGET_EXHAUSTED,
+                    False,
+                    study_budget.BUDGET_EXHAUSTED,
+                    0,
+                    Path(""),
+                    skipped=True,
+                )
         gate.wait()  # the pilot trial runs alone; wait for it outside the lock
     # Outside the lock, which every trial's start on this host waits for: the params are ~40% of
     # what creating the run costs, and only the check and the creation need to be atomic.
     run.log_params()
-    log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))  # the UI's Dataset column; never raises
+    log_task_input(
+        run.client, run.run_id, task, dict(tcfg.task.size)
+    )  # the UI's Dataset column; never raises
     return run
 
 
@@ -183,16 +205,29 @@ def resume_or_skip(tcfg: TrialConfig) -> TrialResult | None:
     prev = previous_runs(tcfg)
     for r in prev:
         if r.info.status == "FINISHED":
-            log.info("%s: already finished in study %s (run %s), skipped", tcfg.run_name, tcfg.study,
-                     r.info.run_id)
+            log.info(
+                "%s: already finished in study %s (run %s), skipped", tcfg.run_name, tcfg.study, r.info.run_id
+            )
             tags = r.data.tags
-            return TrialResult(r.info.run_id, tags.get("status", ""), tags.get("status") == "success",
-                               tags.get("failure_reason", ""), int(r.data.metrics.get("turns", 0)), Path(""),
-                               skipped=True, outcome_class=tags.get("outcome_class", ""))
+            return TrialResult(
+                r.info.run_id,
+                tags.get("status", ""),
+                tags.get("status") == "success",
+                tags.get("failure_reason", ""),
+                int(r.data.metrics.get("turns", 0)),
+                Path(""),
+                skipped=True,
+                outcome_class=tags.get("outcome_class", ""),
+            )
     for r in prev:
         if r.info.status == "RUNNING":  # a live process runs it right now (another invocation of this study)
-            log.info("%s: running in pid %s on %s (run %s), skipped", tcfg.run_name, r.data.tags.get("pid"),
-                     r.data.tags.get("host"), r.info.run_id)
+            log.info(
+                "%s: running in pid %s on %s (run %s), skipped",
+                tcfg.run_name,
+                r.data.tags.get("pid"),
+                r.data.tags.get("host"),
+                r.info.run_id,
+            )
             return TrialResult(r.info.run_id, "running", False, "", 0, Path(""), skipped=True)
     return None
 
@@ -218,11 +253,15 @@ def play(trial: Trial, parts: Parts) -> None:
     with contextlib.ExitStack() as cleanup:
         with judged(trial), trial_watchdog(tcfg.limits.trial_timeout_s):
             trial.open()
-            tracing.configure(tcfg.tracking.tracing, tracking_uri=tcfg.tracking.uri,
-                              experiment=tcfg.tracking.experiment)
+            tracing.configure(
+                tcfg.tracking.tracing, tracking_uri=tcfg.tracking.uri, experiment=tcfg.tracking.experiment
+            )
             root = cleanup.enter_context(tracing.trial_trace(tcfg.run_name, attrs, run_id=trial.run.run_id))
-            cleanup.callback(lambda: root.set_outputs({"status": trial.verdict.status,
-                                                       "failure_reason": trial.verdict.reason}))
+            cleanup.callback(
+                lambda: root.set_outputs(
+                    {"status": trial.verdict.status, "failure_reason": trial.verdict.reason}
+                )
+            )
             if tcfg.tracking.tracing:  # the spans follow the events (bench/tracking/tracing.py)
                 spans = tracing.TrialSpans()
                 assert trial.events is not None
@@ -251,22 +290,55 @@ def _seed(tcfg: TrialConfig) -> int:
     return tcfg.task.seed * 1000 + tcfg.rep
 
 
-def start(trial: Trial, parts: Parts, sandbox: Sandbox, agent: Player | None = None) -> tuple[StepDriver, Player]:
+def start(
+    trial: Trial, parts: Parts, sandbox: Sandbox, agent: Player | None = None
+) -> tuple[StepDriver, Player]:
     """Log trial_start; the harness's step driver and the player of the trial: an external agent
     (`agent`, made by `_agent_player`: bench/agents/players.py) or ctxbench's own loop."""
     tcfg, seed = trial.cfg, _seed(trial.cfg)
     assert trial.events is not None, "Trial.open() comes first"
-    trial.events.append(ev.TrialStart(
-        turn=0, trial_id=tcfg.config_hash, task_id=parts.task.task_id, strategy=tcfg.level,
-        arm=tcfg.arm.name, model=tcfg.model.get("name"), rep=tcfg.rep, seed=seed, window=parts.window,
-        max_output=parts.max_output, base_commit=sandbox.base_commit, config_hash=tcfg.config_hash,
-        schema=ev.SCHEMA))
-    limits = Limits(max_turns=tcfg.limits.max_turns, max_turns_per_step=tcfg.limits.max_turns_per_step,
-                    deadline=trial.started + tcfg.limits.trial_timeout_s, drift=tcfg.arm.drift)
-    cache = ANNEXES.load("check_cache")(tcfg.results_dir, tcfg.study, {
-        "run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study}) if parts.sandbox.check_cache else None
-    player = agent or LoopPlayer(parts.strategy, parts.provider, LoopSettings(
-        window=parts.window, max_output=parts.max_output, seed=seed, exec_timeout_s=parts.sandbox.exec_timeout_s))
+    trial.events.append(
+        ev.TrialStart(
+            turn=0,
+            trial_id=tcfg.config_hash,
+            task_id=parts.task.task_id,
+            strategy=tcfg.level,
+            arm=tcfg.arm.name,
+            model=tcfg.model.get("name"),
+            rep=tcfg.rep,
+            seed=seed,
+            window=parts.window,
+            max_output=parts.max_output,
+            base_commit=sandbox.base_commit,
+            config_hash=tcfg.config_hash,
+            schema=ev.SCHEMA,
+        )
+    )
+    limits = Limits(
+        max_turns=tcfg.limits.max_turns,
+        max_turns_per_step=tcfg.limits.max_turns_per_step,
+        deadline=trial.started + tcfg.limits.trial_timeout_s,
+        drift=tcfg.arm.drift,
+    )
+    cache = (
+        ANNEXES.load("check_cache")(
+            tcfg.results_dir,
+            tcfg.study,
+            {"run_id": trial.run.run_id, "trial": trial.trial_id, "study": tcfg.study},
+        )
+        if parts.sandbox.check_cache
+        else None
+    )
+    player = agent or LoopPlayer(
+        parts.strategy,
+        parts.provider,
+        LoopSettings(
+            window=parts.window,
+            max_output=parts.max_output,
+            seed=seed,
+            exec_timeout_s=parts.sandbox.exec_timeout_s,
+        ),
+    )
     return StepDriver(parts.task, sandbox, trial.events, limits, cache=cache), player
 
 
@@ -290,17 +362,23 @@ def sandbox_for(trial: Trial, parts: Parts, mounts: Sequence[Mount] = ()) -> Ite
     closed = False
     try:
         files = dict(parts.task.files)
-        sandbox = ANNEXES.load("reuse_acquire")(parts.sandbox, files, trial.trial_id, labels, make=create_sandbox,
-                                                mounts=mounts) \
-            if parts.sandbox.reuse else create_sandbox(parts.sandbox, files, trial.trial_id, labels, mounts=mounts)
+        sandbox = (
+            ANNEXES.load("reuse_acquire")(
+                parts.sandbox, files, trial.trial_id, labels, make=create_sandbox, mounts=mounts
+            )
+            if parts.sandbox.reuse
+            else create_sandbox(parts.sandbox, files, trial.trial_id, labels, mounts=mounts)
+        )
         before = sandbox.cost()
         yield sandbox
     finally:
         if sandbox is not None:
             try:
                 after = sandbox.cost()  # what this trial cost the sandbox, for `make bench`
-                trial.sandbox_cost = {"sandbox_reused": before["trials"] > 1, **{
-                    f"sandbox_{k}": round(after[k] - before.get(k, 0), 4) for k in after if k != "trials"}}
+                trial.sandbox_cost = {
+                    "sandbox_reused": before["trials"] > 1,
+                    **{f"sandbox_{k}": round(after[k] - before.get(k, 0), 4) for k in after if k != "trials"},
+                }
             except Exception:
                 log.warning("reading the sandbox's cost failed", exc_info=True)
             try:

@@ -19,8 +19,14 @@ NOTES_CAP_CHARS = 600
 LEARNED_CAP = 24  # learned invariants kept; the oldest model-written notes go first
 
 
-def apply_drift(task: TaskSpec, step: Step, sandbox: Sandbox, log: EventLog, turn: int,
-                protected: Callable[[Iterable[tuple[str, str | None]]], None]) -> int:
+def apply_drift(
+    task: TaskSpec,
+    step: Step,
+    sandbox: Sandbox,
+    log: EventLog,
+    turn: int,
+    protected: Callable[[Iterable[tuple[str, str | None]]], None],
+) -> int:
     """Commit every drift scheduled before `step` as its outside author; `protected` hears of
     the files it writes (the harness's own copy of protected files follows them). Returns how many."""
     n = 0
@@ -34,9 +40,18 @@ def apply_drift(task: TaskSpec, step: Step, sandbox: Sandbox, log: EventLog, tur
             else:
                 sandbox.write_file(path, content)
         sha = sandbox.commit(d.message, d.author)
-        log.append(ev.Drift(turn=turn, drift_id=d.id, drift_kind=d.kind, commit=sha, message=d.message,
-                            author=d.author, files=[p for p, _ in d.files],
-                            shas={p: content_sha(c) if c is not None else None for p, c in d.files}))
+        log.append(
+            ev.Drift(
+                turn=turn,
+                drift_id=d.id,
+                drift_kind=d.kind,
+                commit=sha,
+                message=d.message,
+                author=d.author,
+                files=[p for p, _ in d.files],
+                shas={p: content_sha(c) if c is not None else None for p, c in d.files},
+            )
+        )
         n += 1
     return n
 
@@ -44,8 +59,11 @@ def apply_drift(task: TaskSpec, step: Step, sandbox: Sandbox, log: EventLog, tur
 def expand_touches(step: Step, files: list[str]) -> list[str]:
     out = []
     for pattern in step.touches:
-        matches = [f for f in files if fnmatch.fnmatch(f, pattern)] if any(c in pattern for c in "*?[") \
+        matches = (
+            [f for f in files if fnmatch.fnmatch(f, pattern)]
+            if any(c in pattern for c in "*?[")
             else [pattern]
+        )
         out += [m for m in matches if m not in out]
     return out
 
@@ -56,11 +74,16 @@ def read_head(step: Step, sandbox: Sandbox, last_certified_commit: str) -> tuple
     base = sandbox.base_commit
     head_commit = sandbox.git("rev-parse", "HEAD").strip()
     status = sandbox.git("status", "--short").strip()
-    tree = "\n".join([
-        "$ git status --short", status or "(clean)",
-        f"$ git log --oneline {base[:12]}..HEAD", sandbox.git("log", "--oneline", f"{base}..HEAD").strip() or "(none)",
-        f"$ git diff --stat {base[:12]}", sandbox.git("diff", "--stat", base).strip() or "(no changes)",
-    ])
+    tree = "\n".join(
+        [
+            "$ git status --short",
+            status or "(clean)",
+            f"$ git log --oneline {base[:12]}..HEAD",
+            sandbox.git("log", "--oneline", f"{base}..HEAD").strip() or "(none)",
+            f"$ git diff --stat {base[:12]}",
+            sandbox.git("diff", "--stat", base).strip() or "(no changes)",
+        ]
+    )
     listing = sandbox.list_files()
     files = []
     for path in expand_touches(step, listing):
@@ -70,8 +93,10 @@ def read_head(step: Step, sandbox: Sandbox, last_certified_commit: str) -> tuple
     if head_commit != last_certified_commit:
         moved = sandbox.git("log", "--format=%h %an: %s", f"{last_certified_commit}..HEAD").strip()
         stat = sandbox.git("diff", "--stat", last_certified_commit, "HEAD").strip()
-        note = ("CONSISTENCY NOTE: the repository changed since the last certified step, by commits "
-                f"not yours:\n{moved}\n{stat}\nCopies of these files seen before this note are stale: read them again.")
+        note = (
+            "CONSISTENCY NOTE: the repository changed since the last certified step, by commits "
+            f"not yours:\n{moved}\n{stat}\nCopies of these files seen before this note are stale: read them again."
+        )
     dirty = [line[3:] for line in status.splitlines()]
     return StepHead(tree=tree, files=tuple(files), repo_commit=head_commit, drift_note=note), dirty
 
@@ -83,12 +108,17 @@ def record_invariants(log: EventLog, turn: int, invariants: list[Invariant], cod
         code = codes.get(inv.id, -1)  # missing = the probe never ran to the end: not a pass
         if code != 0:
             violations += 1
-            log.append(ev.Invariant(turn=turn, invariant=inv.id, status="violated", exit_code=code,
-                                    text=invariant_line(inv)))
+            log.append(
+                ev.Invariant(
+                    turn=turn, invariant=inv.id, status="violated", exit_code=code, text=invariant_line(inv)
+                )
+            )
     return violations
 
 
-def learn(step: Step, submitted: list[str], learned: tuple[Invariant, ...], source: str) -> tuple[Invariant, ...]:
+def learn(
+    step: Step, submitted: list[str], learned: tuple[Invariant, ...], source: str
+) -> tuple[Invariant, ...]:
     """Append the model's own invariants (capped, oldest notes first out) and, when `source` is
     "harness" (a strategy's `invariants_from`), the step's established ones first; with "model"
     only what the model wrote in its hand-off is carried."""

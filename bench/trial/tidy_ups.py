@@ -45,8 +45,9 @@ def perceived(messages: Iterable[Message]) -> dict[str, str]:
     return files
 
 
-def chances(task: TaskSpec, step_id: str, context: Sequence[Message],
-            results: Sequence[tuple[str, Any, str, bool]]) -> list[dict[str, Any]]:
+def chances(
+    task: TaskSpec, step_id: str, context: Sequence[Message], results: Sequence[tuple[str, Any, str, bool]]
+) -> list[dict[str, Any]]:
     """The tidy-ups on offer at a reply that edited files, and whether each was taken.
     `results`: (tool name, args, result text, ok) of the reply's calls, in order."""
     if not any(name in EDIT_TOOLS for name, _, _, _ in results):
@@ -57,8 +58,9 @@ def chances(task: TaskSpec, step_id: str, context: Sequence[Message],
         return []
 
 
-def _chances(task: TaskSpec, step_id: str, before: dict[str, str],
-             results: Sequence[tuple[str, Any, str, bool]]) -> list[dict[str, Any]]:
+def _chances(
+    task: TaskSpec, step_id: str, before: dict[str, str], results: Sequence[tuple[str, Any, str, bool]]
+) -> list[dict[str, Any]]:
     plan = task.oracle.edits_for(step_id, before)
     paths = tuple(sorted({e.path for e in plan.edits if e.kind != "delete"}))
     if not paths:
@@ -78,5 +80,7 @@ def _chances(task: TaskSpec, step_id: str, before: dict[str, str],
         for shown, _, content in parse_file_blocks(text):
             now[shown] = content
     left = {x.key for x in task.oracle.cleanups(now, paths)}
-    return [{"key": x.key, "anchors": list(x.anchors), "taken": x.key not in left, "what": x.what}
-            for x in offered]
+    return [
+        {"key": x.key, "anchors": list(x.anchors), "taken": x.key not in left, "what": x.what}
+        for x in offered
+    ]

@@ -47,7 +47,9 @@ class ToolOutcome:
     changed: tuple[str, ...] = ()  # paths the call wrote
     error: str | None = None  # the kind of mistake, for a `tool_error` event
     ended: tuple[str, ...] = ()  # processes a `run` left behind, ended (a `process_killed` event)
-    exit_code: int | None = None  # a `run` command's exit status (the `exit=` of its text); None if it did not run
+    exit_code: int | None = (
+        None  # a `run` command's exit status (the `exit=` of its text); None if it did not run
+    )
     timed_out: bool = False  # a `run` command the harness stopped at its timeout
 
     def __post_init__(self) -> None:
@@ -66,15 +68,22 @@ class Tools:
         self.copy = copy
         self.exec_timeout_s = exec_timeout_s
         self._handlers: dict[str, Callable[..., ToolOutcome]] = {
-            "read_file": self.read_file, "write_file": self.write_file, "edit_file": self.edit_file,
-            "delete_file": self.delete_file, "list_files": self.list_files, "grep": self.grep,
-            "run": self.run, "git": self.git}
+            "read_file": self.read_file,
+            "write_file": self.write_file,
+            "edit_file": self.edit_file,
+            "delete_file": self.delete_file,
+            "list_files": self.list_files,
+            "grep": self.grep,
+            "run": self.run,
+            "git": self.git,
+        }
 
     def call(self, name: object, args: object) -> ToolOutcome:
         handler = self._handlers.get(name) if isinstance(name, str) else None
         if handler is None or not isinstance(name, str):
-            return _mistake("unknown_tool", f"unknown tool {name!r}; the tools are: "
-                                            f"{', '.join(t.name for t in TOOLS)}")
+            return _mistake(
+                "unknown_tool", f"unknown tool {name!r}; the tools are: {', '.join(t.name for t in TOOLS)}"
+            )
         why = emitted.refusal(args)  # refused where the call entered (bench/core/emitted.py)
         if why is not None:
             return _mistake("bad_arguments", f"{why}; {name} was not run")
@@ -83,8 +92,10 @@ class Tools:
         problem = next(iter(validator(name).iter_errors(dict(args))), None)
         if problem is not None:
             where = "/".join(str(p) for p in problem.absolute_path)
-            return _mistake("bad_arguments", f"bad arguments for {name}{' at ' + where if where else ''}: "
-                                             f"{problem.message[:300]}")
+            return _mistake(
+                "bad_arguments",
+                f"bad arguments for {name}{' at ' + where if where else ''}: {problem.message[:300]}",
+            )
         try:
             return handler(**args)
         except (SandboxLost, TrialFailed):  # ours, or the trial's end: not this call's
@@ -120,8 +131,11 @@ class Tools:
         if hit is None:
             return rel
         via = "" if hit == rel and rel == path else f" (as {path!r})"
-        return ToolOutcome(f"ERROR: {hit} is protected (read-only by policy){via}; {action} refused",
-                           ok=False, policy_violation=f"{action} {path!r}")
+        return ToolOutcome(
+            f"ERROR: {hit} is protected (read-only by policy){via}; {action} refused",
+            ok=False,
+            policy_violation=f"{action} {path!r}",
+        )
 
     def _inside(self, operand: str) -> None:
         """PathRefused unless every part of `operand` git may read as a path (git_tool.py,
@@ -135,7 +149,9 @@ class Tools:
                 continue  # the working copy's root (or nothing)
             _, landed = self.sandbox.resolve(path)  # PathRefused when it climbs out (canonical)
             if landed is None:
-                raise PathRefused(f"argument {operand!r:.80} leads outside the working copy through a symlink")
+                raise PathRefused(
+                    f"argument {operand!r:.80} leads outside the working copy through a symlink"
+                )
 
     # -- the tools ------------------------------------------------------------------------
     def read_file(self, path: str) -> ToolOutcome:
@@ -147,8 +163,12 @@ class Tools:
             return _mistake("binary_output", f"{rel} is a binary file; not shown")
         text = data[:MAX_FILE_BYTES].decode("utf-8", errors="replace")
         if len(data) > MAX_FILE_BYTES:
-            return ToolOutcome(file_block(rel, text) + f"\n[ctxbench: {rel} is longer than {MAX_FILE_BYTES} bytes; "
-                               "only its start is shown]", ok=True, error="output_capped")
+            return ToolOutcome(
+                file_block(rel, text) + f"\n[ctxbench: {rel} is longer than {MAX_FILE_BYTES} bytes; "
+                "only its start is shown]",
+                ok=True,
+                error="output_capped",
+            )
         return ToolOutcome(file_block(rel, text), ok=True)
 
     def write_file(self, path: str, content: str) -> ToolOutcome:
@@ -198,8 +218,11 @@ class Tools:
             if b"\0" in data[:8192]:
                 continue
             text = data.decode("utf-8", errors="replace")
-            hits += [f"{f}:{n}:{line[:MAX_LINE_CHARS]}" for n, line in enumerate(text.splitlines(), 1)
-                     if rx.search(line)]
+            hits += [
+                f"{f}:{n}:{line[:MAX_LINE_CHARS]}"
+                for n, line in enumerate(text.splitlines(), 1)
+                if rx.search(line)
+            ]
         more = f"\n... {len(hits) - MAX_GREP_LINES} more matches" if len(hits) > MAX_GREP_LINES else ""
         return ToolOutcome("\n".join(hits[:MAX_GREP_LINES]) + more or "(no matches)", ok=True)
 
@@ -208,22 +231,32 @@ class Tools:
             return _mistake("bad_arguments", f"timeout_s must be > 0, got {timeout_s!r}")
         size = len(command.encode("utf-8", "surrogatepass"))
         if size >= emitted.MAX_ARG_STRLEN:  # execve would refuse it (E2BIG): say so, not `exit=1`
-            return _mistake("bad_arguments", f"the command is {size} bytes; Linux passes at most "
-                            f"{emitted.MAX_ARG_STRLEN - 1} bytes as one argument (MAX_ARG_STRLEN): write "
-                            "it to a script with write_file and run the script")
+            return _mistake(
+                "bad_arguments",
+                f"the command is {size} bytes; Linux passes at most "
+                f"{emitted.MAX_ARG_STRLEN - 1} bytes as one argument (MAX_ARG_STRLEN): write "
+                "it to a script with write_file and run the script",
+            )
         timeout = min(float(timeout_s or self.exec_timeout_s), self.exec_timeout_s)
         res = self.sandbox.exec(command, timeout=timeout, reap=True)
         head = f"exit={res.exit_code}" + (f" (timed out after {timeout:g}s)" if res.timed_out else "")
         if res.ended:
-            head += (f"\nNOTE: the command left {len(res.ended)} process(es) running; the harness ended them "
-                     f"(background processes do not outlive a command): {', '.join(res.ended[:10])}")
+            head += (
+                f"\nNOTE: the command left {len(res.ended)} process(es) running; the harness ended them "
+                f"(background processes do not outlive a command): {', '.join(res.ended[:10])}"
+            )
         restored = self.sandbox.restore(self.copy.files, self.copy.protected)
         violation = ", ".join(restored) or None
         if violation:
             head += f"\nPOLICY: the command changed protected files, restored: {violation}"
-        return ToolOutcome(f"{head}\n{scrub(res.output)}", ok=res.exit_code == 0 and not res.timed_out,
-                           policy_violation=violation, ended=res.ended, exit_code=res.exit_code,
-                           timed_out=res.timed_out)
+        return ToolOutcome(
+            f"{head}\n{scrub(res.output)}",
+            ok=res.exit_code == 0 and not res.timed_out,
+            policy_violation=violation,
+            ended=res.ended,
+            exit_code=res.exit_code,
+            timed_out=res.timed_out,
+        )
 
     def git(self, subcommand: str, args: list[str] | None = None) -> ToolOutcome:
         extra = list(args or [])
@@ -236,7 +269,10 @@ class Tools:
         if "\0" in out[:8192]:
             return _mistake("binary_output", f"git {subcommand} printed binary data; not shown")
         if len(out) > MAX_GIT_CHARS:
-            return ToolOutcome(out[:MAX_GIT_CHARS] + f"\n[ctxbench: output cut at {MAX_GIT_CHARS} of {len(out)} "
-                               "characters; narrow the command]", ok=True, error="output_capped")
+            return ToolOutcome(
+                out[:MAX_GIT_CHARS] + f"\n[ctxbench: output cut at {MAX_GIT_CHARS} of {len(out)} "
+                "characters; narrow the command]",
+                ok=True,
+                error="output_capped",
+            )
         return ToolOutcome(out or "(no output)", ok=True)
-

@@ -34,8 +34,13 @@ class Watchdog:
     runs Python bytecode (a call blocked in C for good is then bounded by that call's own
     timeout: ENGINE_TIMEOUT_S for the engine, the HTTP timeout for providers)."""
 
-    def __init__(self, timeout_s: float, exc_type: type[BaseException], repeat_s: float = 1.0,
-                 extend: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        timeout_s: float,
+        exc_type: type[BaseException],
+        repeat_s: float = 1.0,
+        extend: Callable[[], float] | None = None,
+    ) -> None:
         """`extend()`: seconds the limit moves by so far (a trial's time queued for the study's
         allowance, bench/core/queued.py); when the timer fires before them, it waits them out."""
         self.timeout_s = max(0.001, float(timeout_s))
@@ -126,4 +131,6 @@ def trial_watchdog(timeout_s: float) -> Watchdog:
     """Fires WATCHDOG_GRACE_S after the trial's own deadline (limits.trial_timeout_s, moved by the
     time the trial queues for the study's allowance, as the loop's is), then every
     WATCHDOG_GRACE_S again until the trial is out of the watched code. Made in the trial's thread."""
-    return Watchdog(timeout_s + WATCHDOG_GRACE_S, TrialTimeout, repeat_s=WATCHDOG_GRACE_S, extend=queued.since_now())
+    return Watchdog(
+        timeout_s + WATCHDOG_GRACE_S, TrialTimeout, repeat_s=WATCHDOG_GRACE_S, extend=queued.since_now()
+    )

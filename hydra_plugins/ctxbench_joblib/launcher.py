@@ -68,8 +68,13 @@ def execute_job(idx: int, overrides: Sequence[str], token: str, launch: bytes) -
     with open_dict(sweep_config):
         sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
         sweep_config.hydra.job.num = idx
-    ret = run_job(hydra_context=hydra_context, config=sweep_config, task_function=task_function,
-                  job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+    ret = run_job(
+        hydra_context=hydra_context,
+        config=sweep_config,
+        task_function=task_function,
+        job_dir_key="hydra.sweep.dir",
+        job_subdir_key="hydra.sweep.subdir",
+    )
     if not _SETTLED[0]:  # this process's first job: what it imported and cached stays
         settle_heap()
     return for_the_launcher(ret)
@@ -78,8 +83,13 @@ def execute_job(idx: int, overrides: Sequence[str], token: str, launch: bytes) -
 def for_the_launcher(ret: JobReturn) -> JobReturn:
     """The job's return as the launching process reads it: status and return value (or the
     exception), overrides and dirs; the job's configs stay with the worker."""
-    return JobReturn(overrides=ret.overrides, working_dir=ret.working_dir, task_name=ret.task_name,
-                     status=ret.status, _return_value=ret._return_value)
+    return JobReturn(
+        overrides=ret.overrides,
+        working_dir=ret.working_dir,
+        task_name=ret.task_name,
+        status=ret.status,
+        _return_value=ret._return_value,
+    )
 
 
 class CtxbenchJoblibLauncher(JoblibLauncher):
@@ -93,16 +103,22 @@ class CtxbenchJoblibLauncher(JoblibLauncher):
         joblib_cfg = self.joblib
         joblib_cfg["backend"] = "loky"  # as Hydra's: the threading backend is incompatible with Hydra
         _core.process_joblib_cfg(joblib_cfg)
-        log.info("Joblib.Parallel(%s) is launching %d jobs", ",".join(f"{k}={v}" for k, v in joblib_cfg.items()),
-                 len(job_overrides))
+        log.info(
+            "Joblib.Parallel(%s) is launching %d jobs",
+            ",".join(f"{k}={v}" for k, v in joblib_cfg.items()),
+            len(job_overrides),
+        )
         log.info("Launching jobs, sweep output dir : %s", sweep_dir)
         for idx, overrides in enumerate(job_overrides):
             log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
         token = uuid.uuid4().hex
-        launch = cloudpickle.dumps((self.hydra_context, self.config, self.task_function, Singleton.get_state()))
+        launch = cloudpickle.dumps(
+            (self.hydra_context, self.config, self.task_function, Singleton.get_state())
+        )
         settle_heap()
         runs = Parallel(**joblib_cfg)(
             delayed(execute_job)(initial_job_idx + idx, overrides, token, launch)
-            for idx, overrides in enumerate(job_overrides))
+            for idx, overrides in enumerate(job_overrides)
+        )
         assert isinstance(runs, list) and all(isinstance(r, JobReturn) for r in runs)
         return runs

@@ -35,7 +35,9 @@ log = logging.getLogger(__name__)
 class ThreadsLauncher(Launcher):
     def __init__(self, n_jobs: int = 128) -> None:
         if not isinstance(n_jobs, int) or isinstance(n_jobs, bool) or n_jobs < 1:
-            raise ValueError(f"hydra.launcher.n_jobs must be an integer >= 1 (trials in flight), got {n_jobs!r}")
+            raise ValueError(
+                f"hydra.launcher.n_jobs must be an integer >= 1 (trials in flight), got {n_jobs!r}"
+            )
         self.n_jobs = n_jobs
         self.config: DictConfig | None = None
         self.task_function: TaskFunction | None = None
@@ -47,8 +49,10 @@ class ThreadsLauncher(Launcher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         assert self.config is not None and self.hydra_context is not None and self.task_function is not None
         if self.config.hydra.job.chdir:
-            raise ValueError("hydra/launcher=ctxbench_threads runs jobs as threads of one process, which share "
-                             "one working directory: set hydra.job.chdir=false")
+            raise ValueError(
+                "hydra/launcher=ctxbench_threads runs jobs as threads of one process, which share "
+                "one working directory: set hydra.job.chdir=false"
+            )
         setup_globals()
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
@@ -62,11 +66,18 @@ class ThreadsLauncher(Launcher):
                 cfg.hydra.job.id = f"{cfg.hydra.job.name}_{idx}"
                 cfg.hydra.job.num = idx
             configs.append(cfg)
-        with ThreadPoolExecutor(max_workers=min(self.n_jobs, max(len(configs), 1)),
-                                thread_name_prefix="ctxbench-trial") as pool:
+        with ThreadPoolExecutor(
+            max_workers=min(self.n_jobs, max(len(configs), 1)), thread_name_prefix="ctxbench-trial"
+        ) as pool:
             return list(pool.map(self._run, configs))
 
     def _run(self, cfg: DictConfig) -> JobReturn:
         assert self.hydra_context is not None and self.task_function is not None
-        return run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=cfg,
-                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir", configure_logging=False)
+        return run_job(
+            hydra_context=self.hydra_context,
+            task_function=self.task_function,
+            config=cfg,
+            job_dir_key="hydra.sweep.dir",
+            job_subdir_key="hydra.sweep.subdir",
+            configure_logging=False,
+        )

@@ -134,5 +134,16 @@ if __name__ == "__main__":
 def tool(n: repo.Names, export: tuple[str, str, tuple[str, ...]] | None) -> str:
     """`export`: (module path, columns constant, its order), if the task has one."""
     where = (export[0].removesuffix(".py").replace("/", "."), *export[1:]) if export else None
-    return walker.shipped(_TOOL, {"SAVE": n.save, "BULK": n.bulk, "HOOKS": n.hooks, "CHAIN": repr(n.chain),
-                                 "CORE": n.core, "STORE": n.store, "BACKEND": n.backend, "EXPORT": repr(where)})
+    return walker.shipped(
+        _TOOL,
+        {
+            "SAVE": n.save,
+            "BULK": n.bulk,
+            "HOOKS": n.hooks,
+            "CHAIN": repr(n.chain),
+            "CORE": n.core,
+            "STORE": n.store,
+            "BACKEND": n.backend,
+            "EXPORT": repr(where),
+        },
+    )

@@ -22,9 +22,12 @@ from tasks.spec import Cleanup, Edit
 class Oracle(FamilyOracle[repo.Names]):
     def kinds(self) -> Mapping[str, KindHook]:
         n = self.n
-        return {"create": adds_function(n.store_path, n.bulk, n.save, lambda: repo.written("bulk_function", n)),
-                "tidy": adds_function(n.store_path, "saved_ids", n.bulk, lambda: repo.written("ids_function", n)),
-                "docs": self._docs, "final": self._final}
+        return {
+            "create": adds_function(n.store_path, n.bulk, n.save, lambda: repo.written("bulk_function", n)),
+            "tidy": adds_function(n.store_path, "saved_ids", n.bulk, lambda: repo.written("ids_function", n)),
+            "docs": self._docs,
+            "final": self._final,
+        }
 
     def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
@@ -56,22 +59,39 @@ class Oracle(FamilyOracle[repo.Names]):
         out = []
         for name, node in _tuples(text):
             if name == n.hooks and path == store:
-                out += _sort(path, text, node, name, f"sort-hooks:{path}:{name}",
-                             f"sort {name} alphabetically, like the other registries")
+                out += _sort(
+                    path,
+                    text,
+                    node,
+                    name,
+                    f"sort-hooks:{path}:{name}",
+                    f"sort {name} alphabetically, like the other registries",
+                )
             elif name.endswith("_COLUMNS"):
-                out += _sort(path, text, node, name, f"sort-columns:{path}:{name}", f"sort {name} alphabetically")
-        if path == store and (span := build.def_span(text, n.bulk)) and "range(" in text[span[0]:span[1]]:
+                out += _sort(
+                    path, text, node, name, f"sort-columns:{path}:{name}", f"sort {name} alphabetically"
+                )
+        if path == store and (span := build.def_span(text, n.bulk)) and "range(" in text[span[0] : span[1]]:
             ed = build.FileEditor(path, text)
             ed.replace_span(*span, repo.written("one_call", n))
-            out.append(Cleanup(f"one-call:{path}:{n.bulk}", (n.bulk, "chunks"), tuple(ed.edits),
-                               "write all rows in one put_many call: the chunk loop looks needless"))
+            out.append(
+                Cleanup(
+                    f"one-call:{path}:{n.bulk}",
+                    (n.bulk, "chunks"),
+                    tuple(ed.edits),
+                    "write all rows in one put_many call: the chunk loop looks needless",
+                )
+            )
         return out
 
 
 def _tuples(text: str) -> list[tuple[str, ast.Tuple]]:
     tree = build.parse(text)
-    return [(x.targets[0].id, x.value) for x in (tree.body if tree else ()) if isinstance(x, ast.Assign)
-            and isinstance(x.targets[0], ast.Name) and isinstance(x.value, ast.Tuple)]
+    return [
+        (x.targets[0].id, x.value)
+        for x in (tree.body if tree else ())
+        if isinstance(x, ast.Assign) and isinstance(x.targets[0], ast.Name) and isinstance(x.value, ast.Tuple)
+    ]
 
 
 def _items(node: ast.Tuple) -> list[str]:
@@ -96,7 +116,11 @@ def chain(store_text: str, n: repo.Names) -> tuple[str, ...]:
 def limit(backend_text: str) -> int:
     tree = build.parse(backend_text)
     for x in tree.body if tree else ():
-        if isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "LIMIT" and isinstance(x.value, ast.Constant):
+        if (
+            isinstance(x, ast.Assign)
+            and getattr(x.targets[0], "id", "") == "LIMIT"
+            and isinstance(x.value, ast.Constant)
+        ):
             return int(x.value.value)  # type: ignore[arg-type]
     return 0
 
@@ -109,11 +133,20 @@ def _migrate_loops(ed: build.FileEditor, n: repo.Names) -> None:
         found: list[tuple[Any, str]] = []
         for node in (x for x in ast.walk(tree) if isinstance(x, ast.For)):
             call = node.body[0].value if len(node.body) == 1 and isinstance(node.body[0], ast.Expr) else None
-            if not isinstance(call, ast.Call) or len(call.args) != 1 or node.orelse or build.callee(call) != n.save:
+            if (
+                not isinstance(call, ast.Call)
+                or len(call.args) != 1
+                or node.orelse
+                or build.callee(call) != n.save
+            ):
                 continue
-            func = build.segment(ed.text, call.func, starts)[:-len(n.save)] + n.bulk
-            arg, target, it = (build.segment(ed.text, x, starts) for x in (call.args[0], node.target, node.iter))
-            found.append((node, f"{func}({it})" if arg == target else f"{func}([{arg} for {target} in {it}])"))
+            func = build.segment(ed.text, call.func, starts)[: -len(n.save)] + n.bulk
+            arg, target, it = (
+                build.segment(ed.text, x, starts) for x in (call.args[0], node.target, node.iter)
+            )
+            found.append(
+                (node, f"{func}({it})" if arg == target else f"{func}([{arg} for {target} in {it}])")
+            )
         if not build.replace_nodes(ed, found):
             break
     build.swap_unused_import(ed, f"{n.core}.{n.store}", n.save, n.bulk)

@@ -16,9 +16,16 @@ from tasks.common.build import RESOURCES, fillers
 from tasks.common.render import render, snippet
 
 VERSION = 3
-FUNCTIONS, CALLERS, TESTS = "batch_writes/functions.py.j2", "batch_writes/callers.py.j2", "batch_writes/tests.py.j2"
-_FIRST, _SECOND, _LAST = (("_check_id", "_require_id", "_validate_id"), ("_stamp", "_with_version", "_add_version"),
-                          ("_freeze", "_as_record", "_to_record"))
+FUNCTIONS, CALLERS, TESTS = (
+    "batch_writes/functions.py.j2",
+    "batch_writes/callers.py.j2",
+    "batch_writes/tests.py.j2",
+)
+_FIRST, _SECOND, _LAST = (
+    ("_check_id", "_require_id", "_validate_id"),
+    ("_stamp", "_with_version", "_add_version"),
+    ("_freeze", "_as_record", "_to_record"),
+)
 
 
 @dataclass(frozen=True)
@@ -47,15 +54,30 @@ class Names:
 
 
 def names(rng: random.Random) -> Names:
-    save, bulk = rng.choice((("save", "save_all"), ("put_row", "put_rows"), ("write_row", "write_rows"),
-                             ("store_row", "store_rows"), ("insert", "insert_many"), ("record_row", "record_rows")))
+    save, bulk = rng.choice(
+        (
+            ("save", "save_all"),
+            ("put_row", "put_rows"),
+            ("write_row", "write_rows"),
+            ("store_row", "store_rows"),
+            ("insert", "insert_many"),
+            ("record_row", "record_rows"),
+        )
+    )
     chain = (rng.choice(_FIRST), rng.choice(_SECOND), rng.choice(_LAST))
     while list(chain) == sorted(chain):  # sorting must change the order: the tidy-up must do something
         chain = (rng.choice(_FIRST), rng.choice(_SECOND), rng.choice(_LAST))
-    return Names(core=rng.choice(("storage", "persist", "datastore", "sinks")), store=rng.choice(("store", "writer")),
-                 backend=rng.choice(("backend", "engine", "db")), save=save, bulk=bulk,
-                 hooks=rng.choice(("HOOKS", "PIPELINE", "STAGES", "BEFORE_WRITE")), chain=chain,
-                 limit=rng.choice((20, 25, 40, 50)), doc=rng.choice(("storage", "writes", "persistence")))
+    return Names(
+        core=rng.choice(("storage", "persist", "datastore", "sinks")),
+        store=rng.choice(("store", "writer")),
+        backend=rng.choice(("backend", "engine", "db")),
+        save=save,
+        bulk=bulk,
+        hooks=rng.choice(("HOOKS", "PIPELINE", "STAGES", "BEFORE_WRITE")),
+        chain=chain,
+        limit=rng.choice((20, 25, 40, 50)),
+        doc=rng.choice(("storage", "writes", "persistence")),
+    )
 
 
 def record(row: dict) -> tuple:
@@ -75,7 +97,9 @@ def written(name: str, n: Names, *args: object) -> str:
 
 def backend_module(n: Names, limit: int | None = None, stats: bool = False, put: bool = True) -> str:
     """`limit`, `stats`: the d-limit drift; `put=False`: after the last step removes the per-row call."""
-    return render("batch_writes/backend.py.j2", limit=n.limit if limit is None else limit, stats=stats, put=put)
+    return render(
+        "batch_writes/backend.py.j2", limit=n.limit if limit is None else limit, stats=stats, put=put
+    )
 
 
 def changed_limit(n: Names) -> int:
@@ -85,8 +109,9 @@ def changed_limit(n: Names) -> int:
 _VERBS = ("sync", "store", "import", "ingest", "copy", "load")
 
 
-def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, filler: int,
-                  sibling: tuple[str, str] | None) -> tuple[str, list[str], list[str]]:
+def caller_module(
+    rng: random.Random, n: Names, pkg: str, mod: str, sites: int, filler: int, sibling: tuple[str, str] | None
+) -> tuple[str, list[str], list[str]]:
     """A module whose functions write rows one at a time, its tests, and its filler helpers' names."""
 
     def site(res: str, func: str, call: str) -> tuple[str, str]:
@@ -101,11 +126,23 @@ def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, 
         else:
             args = repr([first, first + 2])
             rows = [{"id": i, "kind": res, "qty": q} for i in (first, first + 2)]
-        return (snippet(CALLERS, "site", form, func, call, res, q),
-                snippet(CALLERS, "site_test", n, pkg, mod, func, args, sorted(record(r) for r in rows)))
+        return (
+            snippet(CALLERS, "site", form, func, call, res, q),
+            snippet(CALLERS, "site_test", n, pkg, mod, func, args, sorted(record(r) for r in rows)),
+        )
 
-    return build.caller_module(rng, (n.core, n.store, n.save), pkg, mod, f"rows the {mod} job stores.", sites, filler,
-                                sibling, _VERBS, site)
+    return build.caller_module(
+        rng,
+        (n.core, n.store, n.save),
+        pkg,
+        mod,
+        f"rows the {mod} job stores.",
+        sites,
+        filler,
+        sibling,
+        _VERBS,
+        site,
+    )
 
 
 def export_pair(rng: random.Random, host: str, importer: str) -> tuple[str, tuple[str, ...], str, str, str]:
@@ -119,9 +156,13 @@ def export_pair(rng: random.Random, host: str, importer: str) -> tuple[str, tupl
     const = f"{res.upper()}_COLUMNS"
     mod, host_mod = importer.rsplit("/", 1)[1][:-3], host[:-3].replace("/", ".")
     row = {c: str(i + 2) for i, c in enumerate(cols)}
-    return (const, order, snippet(FUNCTIONS, "exporter", const, order, res),
-            snippet(FUNCTIONS, "loader", res, host, order),
-            snippet(TESTS, "export_test", mod, res, host, host_mod, importer, row))
+    return (
+        const,
+        order,
+        snippet(FUNCTIONS, "exporter", const, order, res),
+        snippet(FUNCTIONS, "loader", res, host, order),
+        snippet(TESTS, "export_test", mod, res, host, host_mod, importer, row),
+    )
 
 
 def docs(n: Names) -> str:
@@ -150,5 +191,7 @@ def calls_test(n: Names) -> str:
 def new_caller(n: Names, pkg: str, mod: str, first: int) -> tuple[str, str]:
     """A colleague's new module, still writing row by row, and its test."""
     rows = [{"id": first, "kind": "audit", "qty": 1}]
-    return (snippet(FUNCTIONS, "new_caller", n, pkg, mod),
-            snippet(TESTS, "new_caller_test", n, pkg, mod, rows, [record(r) for r in rows]))
+    return (
+        snippet(FUNCTIONS, "new_caller", n, pkg, mod),
+        snippet(TESTS, "new_caller_test", n, pkg, mod, rows, [record(r) for r in rows]),
+    )

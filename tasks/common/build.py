@@ -26,31 +26,116 @@ FAST_SUITE = f"{RUN_TESTS} tests"  # the same tests through the shipped fast run
 # step id -> (kind, files it must have read, path prefixes it migrates): the oracles' plan
 Meta = dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]
 PROTECTED = ("tests/**", "tools/**", "fixtures/**", "pytest.ini")
-AUTHORS = ("Dana Okafor <dana.okafor@example.org>", "Ravi Menon <ravi.menon@example.org>",
-           "Lena Vogt <lena.vogt@example.org>", "Sam Whitlock <sam.whitlock@example.org>")
+AUTHORS = (
+    "Dana Okafor <dana.okafor@example.org>",
+    "Ravi Menon <ravi.menon@example.org>",
+    "Lena Vogt <lena.vogt@example.org>",
+    "Sam Whitlock <sam.whitlock@example.org>",
+)
 
 # Top-level package names: none shadows the stdlib, pytest or the harness's own packages.
-PACKAGES = ("billing", "shipping", "catalog", "inventory", "payroll", "reporting", "accounts",
-            "orders", "alerts", "auditing", "checkout", "exports", "feeds", "fleet", "forecasts",
-            "helpdesk", "kiosk", "ledgers", "mailing", "metering", "notices", "onboarding",
-            "pricing", "quotes", "ratings", "refunds", "rentals", "scheduling", "surveys",
-            "tickets", "uploads", "vendors", "warehouse", "wishlist", "invoicing", "loyalty",
-            "booking", "claims", "coupons", "payouts", "permits", "receipts", "shifts", "stock")
-MODULES = ("sync", "jobs", "views", "worker", "poller", "importer", "exporter", "reconcile",
-           "digest", "service", "sweep", "batch", "reminders", "summary", "hooks", "refresh",
-           "notify", "ingest", "publish", "archive", "snapshot", "backfill", "rollup", "audit")
-RESOURCES = ("orders", "invoices", "items", "users", "events", "refunds", "labels", "quotes",
-             "parcels", "tickets", "rates", "stock", "sessions", "coupons", "vendors", "notes")
+PACKAGES = (
+    "billing",
+    "shipping",
+    "catalog",
+    "inventory",
+    "payroll",
+    "reporting",
+    "accounts",
+    "orders",
+    "alerts",
+    "auditing",
+    "checkout",
+    "exports",
+    "feeds",
+    "fleet",
+    "forecasts",
+    "helpdesk",
+    "kiosk",
+    "ledgers",
+    "mailing",
+    "metering",
+    "notices",
+    "onboarding",
+    "pricing",
+    "quotes",
+    "ratings",
+    "refunds",
+    "rentals",
+    "scheduling",
+    "surveys",
+    "tickets",
+    "uploads",
+    "vendors",
+    "warehouse",
+    "wishlist",
+    "invoicing",
+    "loyalty",
+    "booking",
+    "claims",
+    "coupons",
+    "payouts",
+    "permits",
+    "receipts",
+    "shifts",
+    "stock",
+)
+MODULES = (
+    "sync",
+    "jobs",
+    "views",
+    "worker",
+    "poller",
+    "importer",
+    "exporter",
+    "reconcile",
+    "digest",
+    "service",
+    "sweep",
+    "batch",
+    "reminders",
+    "summary",
+    "hooks",
+    "refresh",
+    "notify",
+    "ingest",
+    "publish",
+    "archive",
+    "snapshot",
+    "backfill",
+    "rollup",
+    "audit",
+)
+RESOURCES = (
+    "orders",
+    "invoices",
+    "items",
+    "users",
+    "events",
+    "refunds",
+    "labels",
+    "quotes",
+    "parcels",
+    "tickets",
+    "rates",
+    "stock",
+    "sessions",
+    "coupons",
+    "vendors",
+    "notes",
+)
 FIELDS = ("amount", "qty", "weight", "score", "price", "count", "size", "total", "level", "age")
 
 
-def check_size(family: str, size: Mapping[str, object],
-               knobs: Mapping[str, tuple[int, int]]) -> dict[str, int]:
+def check_size(
+    family: str, size: Mapping[str, object], knobs: Mapping[str, tuple[int, int]]
+) -> dict[str, int]:
     """Validate `task.size` knobs against inclusive ranges; unknown knobs are errors too."""
     unknown = sorted(set(size) - set(knobs))
     if unknown:
-        raise ValueError(f"unknown task.size knob(s) for {family}: {', '.join(unknown)} "
-                         f"(known: {', '.join(knobs)})")
+        raise ValueError(
+            f"unknown task.size knob(s) for {family}: {', '.join(unknown)} (known: {', '.join(knobs)})"
+        )
     out = {}
     for key, value in size.items():
         lo, hi = knobs[key]
@@ -82,18 +167,28 @@ def sid(i: int) -> str:
 # ---- filler: pure helpers that give modules realistic size without touching the API ----
 
 _FILLERS = (
-    ('def {name}(rows):\n    """Keep the rows that have a {a} value, with {b} defaulted to {n}."""\n'
-     '    out = []\n    for row in rows:\n        if row.get("{a}") is None:\n            continue\n'
-     '        out.append({{"{a}": row["{a}"], "{b}": row.get("{b}", {n})}})\n    return out\n'),
-    ('def {name}(rows):\n    """Total {a} per {b} value, for the daily report."""\n    totals = {{}}\n'
-     '    for row in rows:\n        key = row.get("{b}", "none")\n'
-     '        totals[key] = totals.get(key, 0) + row.get("{a}", 0)\n    return totals\n'),
-    ('def {name}(rows, limit={n}):\n    """The first `limit` rows, highest {a} first (ties keep input order)."""\n'
-     '    ranked = sorted(rows, key=lambda row: -row.get("{a}", 0))\n    return ranked[:limit]\n'),
-    ('def {name}(rows):\n    """One summary line per row, as the {b} export expects."""\n'
-     '    return ["{{}}:{{}}".format(row.get("{b}", "?"), row.get("{a}", 0)) for row in rows]\n'),
-    ('def {name}(rows):\n    """Rows whose {a} is above the {b} threshold of {n}."""\n'
-     '    return [row for row in rows if row.get("{a}", 0) > row.get("{b}", {n})]\n'),
+    (
+        'def {name}(rows):\n    """Keep the rows that have a {a} value, with {b} defaulted to {n}."""\n'
+        '    out = []\n    for row in rows:\n        if row.get("{a}") is None:\n            continue\n'
+        '        out.append({{"{a}": row["{a}"], "{b}": row.get("{b}", {n})}})\n    return out\n'
+    ),
+    (
+        'def {name}(rows):\n    """Total {a} per {b} value, for the daily report."""\n    totals = {{}}\n'
+        '    for row in rows:\n        key = row.get("{b}", "none")\n'
+        '        totals[key] = totals.get(key, 0) + row.get("{a}", 0)\n    return totals\n'
+    ),
+    (
+        'def {name}(rows, limit={n}):\n    """The first `limit` rows, highest {a} first (ties keep input order)."""\n'
+        '    ranked = sorted(rows, key=lambda row: -row.get("{a}", 0))\n    return ranked[:limit]\n'
+    ),
+    (
+        'def {name}(rows):\n    """One summary line per row, as the {b} export expects."""\n'
+        '    return ["{{}}:{{}}".format(row.get("{b}", "?"), row.get("{a}", 0)) for row in rows]\n'
+    ),
+    (
+        'def {name}(rows):\n    """Rows whose {a} is above the {b} threshold of {n}."""\n'
+        '    return [row for row in rows if row.get("{a}", 0) > row.get("{b}", {n})]\n'
+    ),
 )
 _VERBS = ("collect", "group", "rank", "format", "filter", "tally", "select", "gather", "order", "list")
 
@@ -118,17 +213,29 @@ def fillers(rng: random.Random, k: int, taken: set[str]) -> list[tuple[str, str]
 Site = Callable[[str, str, str], tuple[str, str]]
 
 
-def caller_module(rng: random.Random, api: tuple[str, str, str], pkg: str, mod: str, doc: str, sites: int,
-                  filler: int, sibling: tuple[str, str] | None, verbs: tuple[str, ...], site: Site
-                  ) -> tuple[str, list[str], list[str]]:
+def caller_module(
+    rng: random.Random,
+    api: tuple[str, str, str],
+    pkg: str,
+    mod: str,
+    doc: str,
+    sites: int,
+    filler: int,
+    sibling: tuple[str, str] | None,
+    verbs: tuple[str, ...],
+    site: Site,
+) -> tuple[str, list[str], list[str]]:
     """A caller module of the API `api` (package, module, function): `sites` functions calling
     it (`site`), filler helpers between them and, with `sibling`, one using a sibling module's
     helper. Returns its text, its tests and its filler helpers' names."""
     core, api_mod, fn = api
     attr = rng.random() < 0.3  # `from core import module` + `module.fn(...)` instead of `fn(...)`
     call = f"{api_mod}.{fn}" if attr else fn
-    head = [f'"""{pkg.capitalize()} {mod}: {doc}"""', "", f"from {core} import {api_mod}" if attr
-            else f"from {core}.{api_mod} import {fn}"]
+    head = [
+        f'"""{pkg.capitalize()} {mod}: {doc}"""',
+        "",
+        f"from {core} import {api_mod}" if attr else f"from {core}.{api_mod} import {fn}",
+    ]
     if sibling:
         head.append(f"from {pkg}.{sibling[0]} import {sibling[1]}")
     bodies, tests = [], []
@@ -141,7 +248,9 @@ def caller_module(rng: random.Random, api: tuple[str, str, str], pkg: str, mod: 
     for _name, src in helpers:
         bodies.insert(rng.randint(0, len(bodies)), src)
     if sibling:
-        bodies.append(count_rows(f"count_{mod}_rows", f"How many rows the {sibling[0]} helper keeps.", sibling[1]))
+        bodies.append(
+            count_rows(f"count_{mod}_rows", f"How many rows the {sibling[0]} helper keeps.", sibling[1])
+        )
     return caller_text(head, bodies), tests, [name for name, _ in helpers]
 
 
@@ -220,13 +329,18 @@ def def_span(text: str, name: str) -> tuple[int, int] | None:
 def docstring_end(text: str) -> int:
     """Offset just after the module docstring (0 when there is none)."""
     tree = parse(text)
-    if tree and tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(
-            getattr(tree.body[0], "value", None), ast.Constant):
+    if (
+        tree
+        and tree.body
+        and isinstance(tree.body[0], ast.Expr)
+        and isinstance(getattr(tree.body[0], "value", None), ast.Constant)
+    ):
         return span(text, tree.body[0])[1]
     return 0
 
 
 # ---- building edits ----
+
 
 class FileEditor:
     """Search/replace edits against one perceived file, each search unique in the text it is
@@ -246,8 +360,9 @@ class FileEditor:
             else:
                 hi = text.find("\n", hi) + 1 or len(text)
         search = text[lo:hi]
-        self.edits.append(Edit(self.path, "replace", search=search,
-                               replace=text[lo:start] + new + text[end:hi]))
+        self.edits.append(
+            Edit(self.path, "replace", search=search, replace=text[lo:start] + new + text[end:hi])
+        )
         self.text = text[:start] + new + text[end:]
 
     def replace(self, old: str, new: str) -> bool:
@@ -316,8 +431,11 @@ def swap_unused_import(ed: FileEditor, module: str, old: str, new: str) -> None:
     """`from module import old` becomes `from module import new` once nothing in the text names `old`."""
     tree = parse(ed.text)
     line = f"from {module} import {old}"
-    if tree and line in ed.text.splitlines() and not any(
-            isinstance(x, ast.Name) and x.id == old for x in ast.walk(tree)):
+    if (
+        tree
+        and line in ed.text.splitlines()
+        and not any(isinstance(x, ast.Name) and x.id == old for x in ast.walk(tree))
+    ):
         ed.replace(line + "\n", f"from {module} import {new}\n")
 
 
@@ -327,10 +445,10 @@ def delete_def(ed: FileEditor, name: str) -> bool:
     if found is None:
         return False
     lo, hi = found
-    while ed.text[hi:hi + 1] == "\n":
+    while ed.text[hi : hi + 1] == "\n":
         hi += 1
     if hi == len(ed.text):
-        while lo > 1 and ed.text[lo - 2:lo] == "\n\n":
+        while lo > 1 and ed.text[lo - 2 : lo] == "\n\n":
             lo -= 1
     ed.replace_span(lo, hi, "")
     return True

@@ -80,8 +80,10 @@ def add_function(path: str, text: str, name: str, after: str, source: str) -> li
 def adds_function(path: str, name: str, after: str, source: Callable[[], str]) -> KindHook:
     """A step kind whose edit is `add_function` on `path`: the function `name` after `def after`,
     its source rendered when the step is answered."""
+
     def hook(perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         return add_function(path, perceived[path], name, after, source())
+
     return hook
 
 

@@ -20,10 +20,16 @@ import jinja2
 TASKS = Path(__file__).resolve().parents[1]
 
 ENV = jinja2.Environment(
-    loader=jinja2.PrefixLoader({folder.parent.name: jinja2.FileSystemLoader(folder)
-                                for folder in sorted(TASKS.glob("*/templates"))}),
-    undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-    autoescape=False, auto_reload=False)  # the package's templates never change under a running process
+    loader=jinja2.PrefixLoader(
+        {folder.parent.name: jinja2.FileSystemLoader(folder) for folder in sorted(TASKS.glob("*/templates"))}
+    ),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+    auto_reload=False,
+)  # the package's templates never change under a running process
 ENV.filters["repr"] = repr
 
 

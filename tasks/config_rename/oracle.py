@@ -24,8 +24,11 @@ class Oracle(FamilyOracle[repo.Names]):
 
     def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
-        return [] if f"def {n.acc}(" in perceived.get(n.settings, "") else [
-            Edit(n.settings, "write", content=repo.settings_module(n))]
+        return (
+            []
+            if f"def {n.acc}(" in perceived.get(n.settings, "")
+            else [Edit(n.settings, "write", content=repo.settings_module(n))]
+        )
 
     def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
@@ -39,10 +42,18 @@ class Oracle(FamilyOracle[repo.Names]):
         return self._rename_in(DOCS, perceived, default)
 
     def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
-        return self._rename_in(sorted(p for p in perceived if p.endswith((".md", ".json"))
-                                      and not p.startswith(("tests/", "tools/", "fixtures/"))), perceived)
+        return self._rename_in(
+            sorted(
+                p
+                for p in perceived
+                if p.endswith((".md", ".json")) and not p.startswith(("tests/", "tools/", "fixtures/"))
+            ),
+            perceived,
+        )
 
-    def _rename_in(self, paths: Iterable[str], perceived: Mapping[str, str], default: object = None) -> list[Edit]:
+    def _rename_in(
+        self, paths: Iterable[str], perceived: Mapping[str, str], default: object = None
+    ) -> list[Edit]:
         """The key renamed in docs and data; in the docs, the table's default as config.py has it."""
         edits = []
         for path in paths:
@@ -59,7 +70,9 @@ class Oracle(FamilyOracle[repo.Names]):
     def sweep(self, kind: str, path: str, perceived: Mapping[str, str]) -> list[Edit]:
         ed = build.FileEditor(path, perceived[path])
         _migrate_reads(ed, self.n)
-        if path == f"{self.n.app}/config.py" and ed.edits:  # a small module: rewritten whole, from the copy on view
+        if (
+            path == f"{self.n.app}/config.py" and ed.edits
+        ):  # a small module: rewritten whole, from the copy on view
             return [Edit(path, "write", content=ed.text)]
         return ed.edits
 
@@ -69,8 +82,18 @@ class Oracle(FamilyOracle[repo.Names]):
             return []
         ed = build.FileEditor(n.settings, text)
         _drop_fallback(ed, n)
-        return [Cleanup(f"fallback:{n.settings}:{n.acc}", (n.acc, "fallback"), tuple(ed.edits),
-                        f"delete the fallback to {n.old!r} from {n.acc}: no visible code names it")] if ed.edits else []
+        return (
+            [
+                Cleanup(
+                    f"fallback:{n.settings}:{n.acc}",
+                    (n.acc, "fallback"),
+                    tuple(ed.edits),
+                    f"delete the fallback to {n.old!r} from {n.acc}: no visible code names it",
+                )
+            ]
+            if ed.edits
+            else []
+        )
 
 
 def _migrate_reads(ed: build.FileEditor, n: repo.Names) -> None:
@@ -88,7 +111,12 @@ def _migrate_reads(ed: build.FileEditor, n: repo.Names) -> None:
         for x in ast.walk(tree):
             if isinstance(x, ast.Subscript) and is_old(x.slice) and isinstance(x.ctx, ast.Load):
                 reads.append((x, f'{n.acc}({build.segment(ed.text, x.value, starts)}, "{n.new}")'))
-            elif isinstance(x, ast.Call) and getattr(x.func, "attr", None) == "get" and x.args and is_old(x.args[0]):
+            elif (
+                isinstance(x, ast.Call)
+                and getattr(x.func, "attr", None) == "get"
+                and x.args
+                and is_old(x.args[0])
+            ):
                 extra = "".join(", " + build.segment(ed.text, a, starts) for a in x.args[1:])
                 owner = x.func.value  # type: ignore[attr-defined]  # an Attribute: `.get` was matched
                 reads.append((x, f'{n.acc}({build.segment(ed.text, owner, starts)}, "{n.new}"{extra})'))
@@ -111,8 +139,10 @@ def _rename_text(ed: build.FileEditor, n: repo.Names) -> None:
 
 def _drop_fallback(ed: build.FileEditor, n: repo.Names) -> None:
     """The tempting clean-up: the alias loop and the ALIASES table."""
-    for pick_node in (lambda x: isinstance(x, ast.For), lambda x: isinstance(x, ast.Assign)
-                      and getattr(x.targets[0], "id", "") == "ALIASES"):
+    for pick_node in (
+        lambda x: isinstance(x, ast.For),
+        lambda x: isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "ALIASES",
+    ):
         tree = build.parse(ed.text)
         if tree is None:
             return

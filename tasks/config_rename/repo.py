@@ -16,7 +16,11 @@ from tasks.common import walker
 from tasks.common.build import RESOURCES, count_rows
 from tasks.common.render import render, snippet
 
-FUNCTIONS, TESTS, DOCS = "config_rename/functions.py.j2", "config_rename/tests.py.j2", "config_rename/docs.md.j2"
+FUNCTIONS, TESTS, DOCS = (
+    "config_rename/functions.py.j2",
+    "config_rename/tests.py.j2",
+    "config_rename/docs.md.j2",
+)
 
 
 @dataclass(frozen=True)
@@ -35,26 +39,50 @@ class Names:
 
 
 def names(rng: random.Random) -> Names:
-    old, new = rng.choice((("max_conn", "pool_size"), ("timeout", "timeout_s"), ("retries", "max_attempts"),
-                           ("workers", "concurrency"), ("batch", "batch_size"), ("cache_ttl", "cache_seconds"),
-                           ("threads", "worker_threads"), ("queue_len", "queue_limit")))
-    smod, acc = rng.choice((("settings", "setting"), ("confkeys", "lookup"), ("options", "option"),
-                            ("keys", "config_value")))
-    return Names(app=rng.choice(("workerd", "syncsvc", "pipeline", "harvester", "relay", "crawler")),
-                 smod=smod, acc=acc, old=old, new=new, default=rng.choice((4, 8, 16, 30, 60)),
-                 script=rng.choice(("capacity_report", "audit_limits", "print_limits", "usage")))
+    old, new = rng.choice(
+        (
+            ("max_conn", "pool_size"),
+            ("timeout", "timeout_s"),
+            ("retries", "max_attempts"),
+            ("workers", "concurrency"),
+            ("batch", "batch_size"),
+            ("cache_ttl", "cache_seconds"),
+            ("threads", "worker_threads"),
+            ("queue_len", "queue_limit"),
+        )
+    )
+    smod, acc = rng.choice(
+        (("settings", "setting"), ("confkeys", "lookup"), ("options", "option"), ("keys", "config_value"))
+    )
+    return Names(
+        app=rng.choice(("workerd", "syncsvc", "pipeline", "harvester", "relay", "crawler")),
+        smod=smod,
+        acc=acc,
+        old=old,
+        new=new,
+        default=rng.choice((4, 8, 16, 30, 60)),
+        script=rng.choice(("capacity_report", "audit_limits", "print_limits", "usage")),
+    )
 
 
 # Reader bodies: `{old}` is the key literal, `{d}` its default, `{m}` a per-site constant.
-_FORMS = ('return {{"{res}": cfg.get("{old}", {d}) * {m}, "region": cfg.get("region", "eu")}}',
-          'return cfg["{old}"] + {m}',
-          'return max(int(cfg.get("{old}", {d})) - extra, 1)',
-          'size = cfg.get("{old}", {d})\n    return ["{res}-{{}}".format(i) for i in range(min(size, {m}))]')
+_FORMS = (
+    'return {{"{res}": cfg.get("{old}", {d}) * {m}, "region": cfg.get("region", "eu")}}',
+    'return cfg["{old}"] + {m}',
+    'return max(int(cfg.get("{old}", {d})) - extra, 1)',
+    'size = cfg.get("{old}", {d})\n    return ["{res}-{{}}".format(i) for i in range(min(size, {m}))]',
+)
 
 
-def reader_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int,
-                  sibling: tuple[str, str] | None, helpers: list[tuple[str, str]]
-                  ) -> tuple[str, list[str], list[tuple[str, str, str]]]:
+def reader_module(
+    rng: random.Random,
+    n: Names,
+    pkg: str,
+    mod: str,
+    sites: int,
+    sibling: tuple[str, str] | None,
+    helpers: list[tuple[str, str]],
+) -> tuple[str, list[str], list[tuple[str, str, str]]]:
     """A module of config readers, its tests, and its readers as (function, body, params)."""
     bodies, tests, readers = [], [], []
     for i in range(sites):
@@ -66,7 +94,9 @@ def reader_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int,
         bodies.append(snippet(FUNCTIONS, "reader", func, params, res, body))
         value = rng.randint(1, 40)
         cases = [{n.old: value, "region": "us"}] + ([{}] if form != 1 else [])
-        tests.append(snippet(TESTS, "reader_test", pkg, mod, func, [(c, run(body, params, c)) for c in cases]))
+        tests.append(
+            snippet(TESTS, "reader_test", pkg, mod, func, [(c, run(body, params, c)) for c in cases])
+        )
     bodies += [src for _, src in helpers]
     if sibling:
         bodies.append(count_rows(f"count_{mod}_rows", f"Rows kept by {sibling[0]}.{sibling[1]}.", sibling[1]))
@@ -83,7 +113,9 @@ def run(body: str, params: str, cfg: dict) -> object:
 
 def config_module(n: Names, queue: bool = False, default: int | None = None) -> str:
     """`default`: the template's value for the key (the d-template drift changes it)."""
-    return render("config_rename/config.py.j2", n=n, queue=queue, default=n.default if default is None else default)
+    return render(
+        "config_rename/config.py.j2", n=n, queue=queue, default=n.default if default is None else default
+    )
 
 
 def queue_test(n: Names) -> str:
@@ -100,25 +132,42 @@ def written(name: str, n: Names, *args: object) -> str:
 
 
 def fixtures(rng: random.Random, n: Names) -> dict[str, dict]:
-    return {f"fixtures/{name}.json": {"name": name, n.old: rng.randint(2, 48), "region": region}
-            for name, region in zip(rng.sample(("small", "large", "legacy", "staging", "edge"), 3),
-                                    ("eu", "us", "ap"), strict=True)}
+    return {
+        f"fixtures/{name}.json": {"name": name, n.old: rng.randint(2, 48), "region": region}
+        for name, region in zip(
+            rng.sample(("small", "large", "legacy", "staging", "edge"), 3), ("eu", "us", "ap"), strict=True
+        )
+    }
 
 
-def fixtures_test(n: Names, fx: dict[str, dict], readers: list[tuple[str, str, str, str]],
-                  default: int | None = None) -> str:
+def fixtures_test(
+    n: Names, fx: dict[str, dict], readers: list[tuple[str, str, str, str]], default: int | None = None
+) -> str:
     """Each fixture through a few readers: (module path, function, body, params); `default` is
     the template's value for the key."""
-    stored = [(path, path.split("/")[1].removesuffix(".json"),
-               [(mod, fn, run(b, p, cfg)) for mod, fn, b, p in readers]) for path, cfg in fx.items()]
-    cfg = {"name": "x", n.old: n.default if default is None else default, "region": "eu"}  # config.template("x")
+    stored = [
+        (
+            path,
+            path.split("/")[1].removesuffix(".json"),
+            [(mod, fn, run(b, p, cfg)) for mod, fn, b, p in readers],
+        )
+        for path, cfg in fx.items()
+    ]
+    cfg = {
+        "name": "x",
+        n.old: n.default if default is None else default,
+        "region": "eu",
+    }  # config.template("x")
     template = [(mod, fn, run(b, p, cfg)) for mod, fn, b, p in readers]
     imports = [mod.replace("/", ".")[:-3] for mod in sorted({r[0] for r in readers})]
     return snippet(TESTS, "fixtures_test", n, imports, stored, template)
 
 
 def docs(n: Names, pkgs: list[str]) -> dict[str, str]:
-    return {"docs/configuration.md": snippet(DOCS, "configuration", n, pkgs), "docs/deploy.md": snippet(DOCS, "deploy", n)}
+    return {
+        "docs/configuration.md": snippet(DOCS, "configuration", n, pkgs),
+        "docs/deploy.md": snippet(DOCS, "deploy", n),
+    }
 
 
 def ops_script(n: Names) -> tuple[str, str]:
@@ -127,8 +176,6 @@ def ops_script(n: Names) -> tuple[str, str]:
 
 def dump(obj: dict) -> str:
     return json.dumps(obj, indent=2) + "\n"
-
-
 
 
 def tool(n: Names, scan: list[str]) -> str:

@@ -145,6 +145,14 @@ if __name__ == "__main__":
 
 def extract_tool(n: ext.Names) -> str:
     group = {g: [ext.evaluate(n, f"{g}(s)", s=s) for s in ext.SAMPLES] for g in n.group}
-    subs = {"APP": n.app, "UTIL": n.util, "GRP": n.grp, "GMOD": n.gmod, "PLUGINS": n.plugins,
-            "HELPERS": n.helpers, "GROUP": repr(group), "SAMPLES": repr(ext.SAMPLES)}
+    subs = {
+        "APP": n.app,
+        "UTIL": n.util,
+        "GRP": n.grp,
+        "GMOD": n.gmod,
+        "PLUGINS": n.plugins,
+        "HELPERS": n.helpers,
+        "GROUP": repr(group),
+        "SAMPLES": repr(ext.SAMPLES),
+    }
     return walker.shipped(_EXTRACT_TOOL, subs)

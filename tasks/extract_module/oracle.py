@@ -21,16 +21,23 @@ class Oracle(FamilyOracle[repo.Names]):
         self.last = last
 
     def kinds(self) -> Mapping[str, KindHook]:
-        return {"create": self._create, "shims": self._shims, "tidy": self._tidy, "docs": self._docs,
-                "final": self._final}
+        return {
+            "create": self._create,
+            "shims": self._shims,
+            "tidy": self._tidy,
+            "docs": self._docs,
+            "final": self._final,
+        }
 
     def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
         gdir, gmod = f"{n.app}/{n.grp}", f"{n.app}/{n.grp}/{n.gmod}.py"
         if gmod in perceived:
             return []
-        return [Edit(gmod, "write", content=_extracted(perceived[n.path(n.util)], n)),
-                Edit(f"{gdir}/__init__.py", "write", content=repo.written("package_init", n))]
+        return [
+            Edit(gmod, "write", content=_extracted(perceived[n.path(n.util)], n)),
+            Edit(f"{gdir}/__init__.py", "write", content=repo.written("package_init", n)),
+        ]
 
     def _shims(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n, util = self.n, self.n.path(self.n.util)
@@ -39,16 +46,20 @@ class Oracle(FamilyOracle[repo.Names]):
         for g in moved:
             build.delete_def(ed, g)
         if moved:
-            _after_imports(ed, f"# Re-export shims: moved to {n.app}.{n.grp}; removed at {self.last}.\n"
-                               f"from {n.app}.{n.grp} import {', '.join(moved)}  # noqa: F401\n")
+            _after_imports(
+                ed,
+                f"# Re-export shims: moved to {n.app}.{n.grp}; removed at {self.last}.\n"
+                f"from {n.app}.{n.grp} import {', '.join(moved)}  # noqa: F401\n",
+            )
         return ed.edits
 
     def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         util = self.n.path(self.n.util)
         ed = build.FileEditor(util, perceived[util])
         tree = build.parse(ed.text)
-        if tree and not any(isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "__all__"
-                            for x in tree.body):
+        if tree and not any(
+            isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "__all__" for x in tree.body
+        ):
             own = sorted(x.name for x in tree.body if isinstance(x, ast.FunctionDef) and x.name[0] != "_")
             _after_imports(ed, f"\n__all__ = {own!r}\n")
         return ed.edits
@@ -56,8 +67,11 @@ class Oracle(FamilyOracle[repo.Names]):
     def _docs(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
         tree = build.parse(perceived[f"{n.app}/{n.grp}/{n.gmod}.py"])
-        listed = [(d.name, (ast.get_docstring(d) or "").splitlines()[0]) for d in (tree.body if tree else ())
-                  if isinstance(d, ast.FunctionDef) and ast.get_docstring(d)]
+        listed = [
+            (d.name, (ast.get_docstring(d) or "").splitlines()[0])
+            for d in (tree.body if tree else ())
+            if isinstance(d, ast.FunctionDef) and ast.get_docstring(d)
+        ]
         return [Edit(f"docs/{n.grp}.md", "write", content=repo.written("group_doc", n, listed))]
 
     def _final(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
@@ -89,8 +103,18 @@ class Oracle(FamilyOracle[repo.Names]):
             return []
         ed = build.FileEditor(util, text)
         _drop_shims(ed, n)
-        return [Cleanup(f"reexport-shims:{util}", (util, "re-export"), tuple(ed.edits),
-                        f"delete the re-export shims from {util}: no visible module imports them")] if ed.edits else []
+        return (
+            [
+                Cleanup(
+                    f"reexport-shims:{util}",
+                    (util, "re-export"),
+                    tuple(ed.edits),
+                    f"delete the re-export shims from {util}: no visible module imports them",
+                )
+            ]
+            if ed.edits
+            else []
+        )
 
 
 def _extracted(util_text: str, n: repo.Names) -> str:
@@ -99,9 +123,13 @@ def _extracted(util_text: str, n: repo.Names) -> str:
     defs = [util_text[a:b].rstrip("\n") + "\n" for a, b in (s for s in spans if s)]
     used = {x.id for d in defs for x in ast.walk(build.parse_source(d)) if isinstance(x, ast.Name)}
     tree = build.parse(util_text)
-    imports = [f"from {i.module} import {', '.join(a.name for a in i.names if a.name in used)}"
-               for i in (tree.body if tree else ()) if isinstance(i, ast.ImportFrom)
-               and i.module != f"{n.app}.{n.grp}" and any(a.name in used for a in i.names)]
+    imports = [
+        f"from {i.module} import {', '.join(a.name for a in i.names if a.name in used)}"
+        for i in (tree.body if tree else ())
+        if isinstance(i, ast.ImportFrom)
+        and i.module != f"{n.app}.{n.grp}"
+        and any(a.name in used for a in i.names)
+    ]
     return repo.written("extracted", n, imports, defs)
 
 
@@ -115,7 +143,7 @@ def _after_imports(ed: build.FileEditor, block: str) -> None:
 def _drop_shims(ed: build.FileEditor, n: repo.Names) -> None:
     tree = build.parse(ed.text)
     starts = build.offsets(ed.text)
-    for node in (tree.body if tree else ()):
+    for node in tree.body if tree else ():
         if isinstance(node, ast.ImportFrom) and node.module == f"{n.app}.{n.grp}":
             lo, hi = starts[node.lineno - 1], starts[node.end_lineno or node.lineno]
             prev = ed.text.rfind("\n", 0, lo - 1) + 1
@@ -129,24 +157,43 @@ def _retarget(ed: build.FileEditor, n: repo.Names) -> None:
     """Registry strings "<app>.<util>:<moved>" -> "<app>.<grp>:<moved>"."""
     old = f"{n.app}.{n.util}:"
     while (tree := build.parse(ed.text)) is not None:
-        hit: Any = next((x for x in ast.walk(tree) if isinstance(x, ast.Constant) and isinstance(x.value, str)
-                         and x.value.startswith(old) and x.value[len(old):] in n.group), None)
+        hit: Any = next(
+            (
+                x
+                for x in ast.walk(tree)
+                if isinstance(x, ast.Constant)
+                and isinstance(x.value, str)
+                and x.value.startswith(old)
+                and x.value[len(old) :] in n.group
+            ),
+            None,
+        )
         if hit is None:
             return
-        ed.replace_span(*build.span(ed.text, hit), repr(f"{n.app}.{n.grp}:{hit.value[len(old):]}").replace("'", '"'))
+        ed.replace_span(
+            *build.span(ed.text, hit), repr(f"{n.app}.{n.grp}:{hit.value[len(old) :]}").replace("'", '"')
+        )
 
 
 def _move_imports(ed: build.FileEditor, n: repo.Names) -> None:
     """`from <app>.<util> import a, moved` -> the kept names stay, moved ones come from <app>.<grp>."""
     tree = build.parse(ed.text) if f"{n.app}.{n.util}" in ed.text else None
     found = []
-    for node in (ast.walk(tree) if tree else ()):
-        if isinstance(node, ast.ImportFrom) and node.module == f"{n.app}.{n.util}" and any(
-                a.name in n.group for a in node.names):
+    for node in ast.walk(tree) if tree else ():
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == f"{n.app}.{n.util}"
+            and any(a.name in n.group for a in node.names)
+        ):
             show = [(a.name + (f" as {a.asname}" if a.asname else ""), a.name in n.group) for a in node.names]
             kept = ", ".join(s for s, moved in show if not moved)
-            found.append((node, (f"from {n.app}.{n.util} import {kept}\n" if kept else "")
-                          + f"from {n.app}.{n.grp} import {', '.join(s for s, moved in show if moved)}"))
+            found.append(
+                (
+                    node,
+                    (f"from {n.app}.{n.util} import {kept}\n" if kept else "")
+                    + f"from {n.app}.{n.grp} import {', '.join(s for s, moved in show if moved)}",
+                )
+            )
     build.replace_nodes(ed, found)
 
 
@@ -160,8 +207,10 @@ def _renamed(helpers_text: str) -> dict[str, str]:
 def _rename(ed: build.FileEditor, renamed: dict[str, str]) -> None:
     tree = build.parse(ed.text) if any(old in ed.text for old in renamed) else None
     found = []
-    for x in (ast.walk(tree) if tree else ()):
-        name = x.id if isinstance(x, ast.Name) else x.name if isinstance(x, ast.alias) and not x.asname else None
+    for x in ast.walk(tree) if tree else ():
+        name = (
+            x.id if isinstance(x, ast.Name) else x.name if isinstance(x, ast.alias) and not x.asname else None
+        )
         if name in renamed:
             found.append((x, renamed[name]))
     build.replace_nodes(ed, found)

@@ -32,13 +32,28 @@ GROUP = {
 PARAMS = {"truncate_words": "text, count=3", "abbreviate": "text, width=12"}
 # Functions that stay in the utility module: numeric helpers, one required argument.
 STAY = {
-    "parse_int": ("value, default=0", '"""`value` as an int, or `default` when it is not a number."""\n    try:\n        return int(value)\n    except (TypeError, ValueError):\n        return default'),
-    "clamp": ("value, low=0, high=100", '"""`value` limited to [low, high]."""\n    return max(low, min(high, value))'),
-    "percent": ("part, whole=200", '"""`part` as a percentage of `whole`, one decimal."""\n    return round(100 * part / whole, 1) if whole else 0.0'),
+    "parse_int": (
+        "value, default=0",
+        '"""`value` as an int, or `default` when it is not a number."""\n    try:\n        return int(value)\n    except (TypeError, ValueError):\n        return default',
+    ),
+    "clamp": (
+        "value, low=0, high=100",
+        '"""`value` limited to [low, high]."""\n    return max(low, min(high, value))',
+    ),
+    "percent": (
+        "part, whole=200",
+        '"""`part` as a percentage of `whole`, one decimal."""\n    return round(100 * part / whole, 1) if whole else 0.0',
+    ),
     "halve": ("value", '"""Half of `value`, rounded down."""\n    return value // 2'),
     "sign": ("value", '"""-1, 0 or 1."""\n    return (value > 0) - (value < 0)'),
-    "cents": ("value", '"""`value` in currency units, as integer cents."""\n    return int(round(value * 100))'),
-    "bucket": ("value, size=10", '"""Lower bound of the `size`-wide bucket holding `value`."""\n    return value - value % size'),
+    "cents": (
+        "value",
+        '"""`value` in currency units, as integer cents."""\n    return int(round(value * 100))',
+    ),
+    "bucket": (
+        "value, size=10",
+        '"""Lower bound of the `size`-wide bucket holding `value`."""\n    return value - value % size',
+    ),
 }
 SAMPLES = ("  Big   blue box ", "hello  World", " the quick brown fox jumps ", "Ada  Lovelace")
 
@@ -62,17 +77,27 @@ class Names:
 
 
 def names(rng: random.Random) -> Names:
-    h, h2 = rng.choice((("squash_spaces", "collapse_spaces"), ("normalize_ws", "normalize_whitespace"),
-                        ("tidy_ws", "tidy_whitespace"), ("clean_spaces", "single_spaced")))
-    return Names(app=rng.choice(("shopfront", "sitekit", "portal", "backoffice", "newsdesk", "storekit")),
-                 util=rng.choice(("util", "utils", "common", "misc", "toolbox")),
-                 helpers=rng.choice(("textops", "strtools", "spacing", "lexing")), h=h, h2=h2,
-                 grp=rng.choice(("text", "textfmt", "wording", "labels", "typeset")),
-                 gmod=rng.choice(("core", "transforms", "formatting", "ops")),
-                 plugins=rng.choice(("plugins", "formatters", "registry")),
-                 resolve=rng.choice(("formatter", "resolve", "load_formatter")),
-                 group=tuple(rng.sample(sorted(GROUP), rng.randint(4, 6))),
-                 stay=tuple(rng.sample(sorted(STAY), rng.randint(3, 5))))
+    h, h2 = rng.choice(
+        (
+            ("squash_spaces", "collapse_spaces"),
+            ("normalize_ws", "normalize_whitespace"),
+            ("tidy_ws", "tidy_whitespace"),
+            ("clean_spaces", "single_spaced"),
+        )
+    )
+    return Names(
+        app=rng.choice(("shopfront", "sitekit", "portal", "backoffice", "newsdesk", "storekit")),
+        util=rng.choice(("util", "utils", "common", "misc", "toolbox")),
+        helpers=rng.choice(("textops", "strtools", "spacing", "lexing")),
+        h=h,
+        h2=h2,
+        grp=rng.choice(("text", "textfmt", "wording", "labels", "typeset")),
+        gmod=rng.choice(("core", "transforms", "formatting", "ops")),
+        plugins=rng.choice(("plugins", "formatters", "registry")),
+        resolve=rng.choice(("formatter", "resolve", "load_formatter")),
+        group=tuple(rng.sample(sorted(GROUP), rng.randint(4, 6))),
+        stay=tuple(rng.sample(sorted(STAY), rng.randint(3, 5))),
+    )
 
 
 def group_def(name: str, h: str) -> str:
@@ -110,12 +135,23 @@ def evaluate(n: Names, expr: str, **env: object) -> object:
     return eval(expr, {**_namespace(n.h), **env})
 
 
-_FORMS = ('return {g}(row["name"])', 'return "{{}}:{{}}".format({g}(row["name"]), {k}(row.get("{f}", 0)))',
-          'return [{g}(item["title"]) for item in row["items"]]', 'return {{"{res}": {g}(row["name"]), "{f}": {k}(row.get("{f}", 0))}}')
+_FORMS = (
+    'return {g}(row["name"])',
+    'return "{{}}:{{}}".format({g}(row["name"]), {k}(row.get("{f}", 0)))',
+    'return [{g}(item["title"]) for item in row["items"]]',
+    'return {{"{res}": {g}(row["name"]), "{f}": {k}(row.get("{f}", 0))}}',
+)
 
 
-def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int,
-                  sibling: tuple[str, str] | None, helpers: list[tuple[str, str]]) -> tuple[str, list[str]]:
+def caller_module(
+    rng: random.Random,
+    n: Names,
+    pkg: str,
+    mod: str,
+    sites: int,
+    sibling: tuple[str, str] | None,
+    helpers: list[tuple[str, str]],
+) -> tuple[str, list[str]]:
     used_g = rng.sample(n.group, min(sites, len(n.group)))
     bodies, tests, used_k = [], [], set()
     for i, g in enumerate(used_g):
@@ -124,8 +160,11 @@ def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int,
         if "{k}" in form:
             used_k.add(k)
         func = f"{rng.choice(('label', 'format', 'show', 'render', 'title'))}_{res}_{i}"
-        row = {"name": rng.choice(SAMPLES), f: rng.randint(-20, 150),
-               "items": [{"title": t} for t in rng.sample(SAMPLES, 2)]}
+        row = {
+            "name": rng.choice(SAMPLES),
+            f: rng.randint(-20, 150),
+            "items": [{"title": t} for t in rng.sample(SAMPLES, 2)],
+        }
         body = form.format(g=g, k=k, f=f, res=res)
         bodies.append(snippet(FUNCTIONS, "site", func, res, body))
         want = evaluate(n, body.removeprefix("return "), row=row)
@@ -134,7 +173,9 @@ def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int,
     if sibling:
         bodies.append(count_rows(f"count_{mod}_rows", f"Rows kept by {sibling[0]}.{sibling[1]}.", sibling[1]))
     rng.shuffle(bodies)
-    return snippet(FUNCTIONS, "caller_module", n, pkg, mod, sorted(set(used_g) | used_k), sibling, bodies), tests
+    return snippet(
+        FUNCTIONS, "caller_module", n, pkg, mod, sorted(set(used_g) | used_k), sibling, bodies
+    ), tests
 
 
 def written(name: str, n: Names, *args: object) -> str:
@@ -155,14 +196,20 @@ def plugins_test(n: Names, entries: list[tuple[str, str]], rng: random.Random) -
 
 
 def util_test(n: Names) -> str:
-    return snippet(TESTS, "util_test", n, [(s, v, evaluate(n, f"{s}(v)", v=v)) for s in n.stay for v in (7, 130)])
+    return snippet(
+        TESTS, "util_test", n, [(s, v, evaluate(n, f"{s}(v)", v=v)) for s in n.stay for v in (7, 130)]
+    )
 
 
 def new_caller(n: Names, pkg: str, mod: str, g: str) -> tuple[str, str]:
     want = evaluate(n, f'"Weekly: {{}}".format({g}(row["name"]))', row={"name": SAMPLES[0]})
-    return snippet(FUNCTIONS, "new_caller", n, pkg, mod, g), snippet(TESTS, "new_caller_test", pkg, mod, SAMPLES[0], want)
+    return snippet(FUNCTIONS, "new_caller", n, pkg, mod, g), snippet(
+        TESTS, "new_caller_test", pkg, mod, SAMPLES[0], want
+    )
 
 
 def docs(n: Names, entries: list[tuple[str, str]]) -> dict[str, str]:
-    return {"docs/plugins.md": snippet(FUNCTIONS, "plugins_doc", n, entries),
-            f"docs/{n.util}.md": snippet(FUNCTIONS, "util_doc", n)}
+    return {
+        "docs/plugins.md": snippet(FUNCTIONS, "plugins_doc", n, entries),
+        f"docs/{n.util}.md": snippet(FUNCTIONS, "util_doc", n),
+    }

@@ -146,6 +146,17 @@ if __name__ == "__main__":
 def tool(n: ru.Names, export: tuple[str, str] | None) -> str:
     """`export`: (module path, function), if the task has one."""
     where = (export[0].removesuffix(".py").replace("/", "."), export[1]) if export else None
-    return walker.shipped(_TOOL, {"OLD": n.old, "NEW": n.new, "DECODE": n.decode, "UPGRADE": n.upgrade,
-                                 "CORE": n.core, "CODEC": n.codec, "SCHEMA": n.schema, "ARCHIVE": n.archive_path,
-                                 "EXPORT": repr(where)})
+    return walker.shipped(
+        _TOOL,
+        {
+            "OLD": n.old,
+            "NEW": n.new,
+            "DECODE": n.decode,
+            "UPGRADE": n.upgrade,
+            "CORE": n.core,
+            "CODEC": n.codec,
+            "SCHEMA": n.schema,
+            "ARCHIVE": n.archive_path,
+            "EXPORT": repr(where),
+        },
+    )

@@ -19,7 +19,11 @@ from tasks.common.render import render, snippet
 FORMAT = 2
 FIELDS = ("id", "kind", "amount")
 CURRENT = "## Format 2"
-FUNCTIONS, CALLERS, TESTS = "record_upgrade/functions.py.j2", "record_upgrade/callers.py.j2", "record_upgrade/tests.py.j2"
+FUNCTIONS, CALLERS, TESTS = (
+    "record_upgrade/functions.py.j2",
+    "record_upgrade/callers.py.j2",
+    "record_upgrade/tests.py.j2",
+)
 
 
 @dataclass(frozen=True)
@@ -53,15 +57,27 @@ class Names:
 
 
 def names(rng: random.Random) -> Names:
-    old, new, decode = rng.choice((("encode_v1", "encode", "decode"), ("dump_v1", "dump", "load"),
-                                   ("to_line_v1", "to_line", "from_line"), ("pack_v1", "pack", "unpack"),
-                                   ("format_v1", "format_line", "parse_line")))
-    return Names(core=rng.choice(("records", "ledger", "entries", "journal")),
-                 codec=rng.choice(("codec", "lines", "serial")), schema=rng.choice(("schema", "layout", "spec")),
-                 old=old, new=new, decode=decode,
-                 upgrade=rng.choice(("upgrade", "upgrade_record", "to_current", "migrate_record")),
-                 parse_v1=rng.choice(("_parse_v1", "_read_v1", "_from_v1")),
-                 archive=rng.choice(("archive", "history", "backup")), doc=rng.choice(("records", "format", "storage")))
+    old, new, decode = rng.choice(
+        (
+            ("encode_v1", "encode", "decode"),
+            ("dump_v1", "dump", "load"),
+            ("to_line_v1", "to_line", "from_line"),
+            ("pack_v1", "pack", "unpack"),
+            ("format_v1", "format_line", "parse_line"),
+        )
+    )
+    return Names(
+        core=rng.choice(("records", "ledger", "entries", "journal")),
+        codec=rng.choice(("codec", "lines", "serial")),
+        schema=rng.choice(("schema", "layout", "spec")),
+        old=old,
+        new=new,
+        decode=decode,
+        upgrade=rng.choice(("upgrade", "upgrade_record", "to_current", "migrate_record")),
+        parse_v1=rng.choice(("_parse_v1", "_read_v1", "_from_v1")),
+        archive=rng.choice(("archive", "history", "backup")),
+        doc=rng.choice(("records", "format", "storage")),
+    )
 
 
 def cents(euros: float) -> int:
@@ -89,12 +105,17 @@ def written(name: str, n: Names, *args: object) -> str:
 _VERBS = ("sync", "store", "import", "ingest", "copy", "load")
 
 
-def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, filler: int,
-                  sibling: tuple[str, str] | None) -> tuple[str, list[str], list[str]]:
+def caller_module(
+    rng: random.Random, n: Names, pkg: str, mod: str, sites: int, filler: int, sibling: tuple[str, str] | None
+) -> tuple[str, list[str], list[str]]:
     """A module whose functions turn records into format-1 lines, its tests, its filler helpers' names."""
 
     def site(res: str, func: str, call: str) -> tuple[str, str]:
-        form, euros, first = rng.randrange(3), rng.randint(1, 40) + rng.choice((0.25, 0.5, 0.75, 0.1)), rng.randint(1, 90)
+        form, euros, first = (
+            rng.randrange(3),
+            rng.randint(1, 40) + rng.choice((0.25, 0.5, 0.75, 0.1)),
+            rng.randint(1, 90),
+        )
         if form == 0:
             recs = [{"id": first + i, "kind": res, "amount": euros + i} for i in range(2)]
             args = repr(recs)
@@ -106,11 +127,23 @@ def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, 
             args = repr([first, first + 2])
             recs = [{"id": i, "kind": res, "amount": euros} for i in (first, first + 2)]
         want = [(r["id"], r["kind"], cents(r["amount"])) for r in recs]
-        return (snippet(CALLERS, "site", form, func, call, res, euros),
-                snippet(CALLERS, "site_test", n, pkg, mod, func, args, want))
+        return (
+            snippet(CALLERS, "site", form, func, call, res, euros),
+            snippet(CALLERS, "site_test", n, pkg, mod, func, args, want),
+        )
 
-    return build.caller_module(rng, (n.core, n.codec, n.old), pkg, mod, f"the lines the {mod} job stores.", sites,
-                                filler, sibling, _VERBS, site)
+    return build.caller_module(
+        rng,
+        (n.core, n.codec, n.old),
+        pkg,
+        mod,
+        f"the lines the {mod} job stores.",
+        sites,
+        filler,
+        sibling,
+        _VERBS,
+        site,
+    )
 
 
 def retry_path(rng: random.Random, n: Names, path: str) -> tuple[str, str, str]:
@@ -120,7 +153,11 @@ def retry_path(rng: random.Random, n: Names, path: str) -> tuple[str, str, str]:
     euros = rng.randint(1, 30) + 0.5
     v2 = f'{{"v": {FORMAT}, "id": 8, "kind": "{res}", "amount": 125}}'
     test = snippet(TESTS, "retry_test", mod, res, path, f"7|{res}|{euros:.2f}", v2, cents(euros))
-    return f"from {n.core}.{n.codec} import {n.decode}, {n.upgrade}", snippet(FUNCTIONS, "retry", n, res), test
+    return (
+        f"from {n.core}.{n.codec} import {n.decode}, {n.upgrade}",
+        snippet(FUNCTIONS, "retry", n, res),
+        test,
+    )
 
 
 def export_pair(rng: random.Random, host: str, importer: str) -> tuple[str, str, str, str]:
@@ -129,14 +166,20 @@ def export_pair(rng: random.Random, host: str, importer: str) -> tuple[str, str,
     res = rng.choice(RESOURCES)
     func = f"export_{res}"
     mod, host_mod = importer.rsplit("/", 1)[1][:-3], host[:-3].replace("/", ".")
-    return (func, snippet(FUNCTIONS, "exporter", func, res), snippet(FUNCTIONS, "loader", res, host),
-            snippet(TESTS, "export_test", mod, res, func, host, host_mod, importer, FORMAT))
+    return (
+        func,
+        snippet(FUNCTIONS, "exporter", func, res),
+        snippet(FUNCTIONS, "loader", res, host),
+        snippet(TESTS, "export_test", mod, res, func, host, host_mod, importer, FORMAT),
+    )
 
 
 def archive(rng: random.Random) -> tuple[str, list[tuple[int, int]]]:
     """Format-1 lines on disk and the (id, cents) they hold."""
-    rows = [(100 + i, rng.choice(RESOURCES), rng.randint(1, 60) + rng.choice((0.0, 0.25, 0.5, 0.99)))
-            for i in range(rng.randint(4, 7))]
+    rows = [
+        (100 + i, rng.choice(RESOURCES), rng.randint(1, 60) + rng.choice((0.0, 0.25, 0.5, 0.99)))
+        for i in range(rng.randint(4, 7))
+    ]
     return "".join(f"{i}|{k}|{e:.2f}\n" for i, k, e in rows), [(i, cents(e)) for i, _, e in rows]
 
 

@@ -141,6 +141,15 @@ if __name__ == "__main__":
 
 
 def sig_tool(n: sig.Names) -> str:
-    subs = {"FN": n.fn, "T": n.t, "R": n.r, "P": n.P, "CORE": n.core, "CLIENT": n.client, "PMOD": n.pmod,
-            "ROUTER": n.router, "SENT": sig.sent(n, "u", 3, 4)}
+    subs = {
+        "FN": n.fn,
+        "T": n.t,
+        "R": n.r,
+        "P": n.P,
+        "CORE": n.core,
+        "CLIENT": n.client,
+        "PMOD": n.pmod,
+        "ROUTER": n.router,
+        "SENT": sig.sent(n, "u", 3, 4),
+    }
     return walker.shipped(_SIG_TOOL, subs)

@@ -25,14 +25,22 @@ class Oracle(FamilyOracle[repo.Names]):
         return f"{self.n.core}/{self.n.router}.py"
 
     def kinds(self) -> Mapping[str, KindHook]:
-        return {"create": self._create, "compat": self._compat, "tidy": self._tidy, "docs": self._docs,
-                "final": self._final}
+        return {
+            "create": self._create,
+            "compat": self._compat,
+            "tidy": self._tidy,
+            "docs": self._docs,
+            "final": self._final,
+        }
 
     def _create(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
         path = f"{n.core}/{n.pmod}.py"
-        return [] if f"class {n.P}" in perceived.get(path, "") else [
-            Edit(path, "write", content=repo.written("policy_module", n))]
+        return (
+            []
+            if f"class {n.P}" in perceived.get(path, "")
+            else [Edit(path, "write", content=repo.written("policy_module", n))]
+        )
 
     def _compat(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
         n = self.n
@@ -41,7 +49,11 @@ class Oracle(FamilyOracle[repo.Names]):
         fdef = function(ed.text, n.fn)
         if fdef is not None and fdef.args.vararg is None:
             starts = build.offsets(ed.text)
-            ed.replace_span(starts[fdef.lineno - 1], starts[fdef.end_lineno or fdef.lineno], repo.written("compat_function", n))
+            ed.replace_span(
+                starts[fdef.lineno - 1],
+                starts[fdef.end_lineno or fdef.lineno],
+                repo.written("compat_function", n),
+            )
         return ed.edits
 
     def _tidy(self, perceived: Mapping[str, str], needs: tuple[str, ...]) -> list[Edit]:
@@ -89,26 +101,45 @@ class Oracle(FamilyOracle[repo.Names]):
         ed = build.FileEditor(client, text)
         strict(ed, n)
         if ed.edits and _has_legacy_branch(text, n):
-            out.append(Cleanup(f"legacy-form:{client}:{n.fn}", (n.fn, "legacy form"), tuple(ed.edits),
-                               f"delete the legacy form of {n.fn}: no visible caller uses it"))
+            out.append(
+                Cleanup(
+                    f"legacy-form:{client}:{n.fn}",
+                    (n.fn, "legacy form"),
+                    tuple(ed.edits),
+                    f"delete the legacy form of {n.fn}: no visible caller uses it",
+                )
+            )
         inline = _inline_send(text, perceived, client)
         if inline:
-            out.append(Cleanup(f"inline-send:{client}", ("_send",), inline,
-                               f"inline _send into {n.fn}, its only visible caller"))
+            out.append(
+                Cleanup(
+                    f"inline-send:{client}",
+                    ("_send",),
+                    inline,
+                    f"inline _send into {n.fn}, its only visible caller",
+                )
+            )
         return out
 
 
 def function(text: str, name: str) -> ast.FunctionDef | None:
     tree = build.parse(text)
-    return next((d for d in (tree.body if tree else ()) if isinstance(d, ast.FunctionDef) and d.name == name),
-                None)
+    return next(
+        (d for d in (tree.body if tree else ()) if isinstance(d, ast.FunctionDef) and d.name == name), None
+    )
 
 
 def routes(router_text: str) -> list[tuple[str, int, int]]:
     """(job, t, r) of every route in a router's text, legacy `(t, r)` or migrated `(P(t, r),)`."""
     tree = build.parse(router_text)
-    table: Any = next((x.value for x in (tree.body if tree else ()) if isinstance(x, ast.Assign)
-                       and getattr(x.targets[0], "id", "") == "ROUTES"), None)
+    table: Any = next(
+        (
+            x.value
+            for x in (tree.body if tree else ())
+            if isinstance(x, ast.Assign) and getattr(x.targets[0], "id", "") == "ROUTES"
+        ),
+        None,
+    )
     out = []
     for key, entry in zip(getattr(table, "keys", []), getattr(table, "values", []), strict=False):
         args = entry.elts[2].elts if isinstance(entry, ast.Tuple) and len(entry.elts) == 3 else []
@@ -122,7 +153,9 @@ def routes(router_text: str) -> list[tuple[str, int, int]]:
 
 def _has_legacy_branch(text: str, n: repo.Names) -> bool:
     fdef = function(text, n.fn)
-    return fdef is not None and any(isinstance(x, ast.If) and "isinstance" in ast.unparse(x.test) for x in fdef.body)
+    return fdef is not None and any(
+        isinstance(x, ast.If) and "isinstance" in ast.unparse(x.test) for x in fdef.body
+    )
 
 
 def _legacy(node: ast.AST, n: repo.Names) -> TypeGuard[ast.Call]:
@@ -151,9 +184,19 @@ def _migrate_routes(ed: build.FileEditor, n: repo.Names) -> None:
     """Route entries (module, "fn", (t, r)) -> (module, "fn", (P(t, r),))."""
     changed = False
     while (tree := build.parse(ed.text)) is not None:
-        entry: Any = next((e for e in ast.walk(tree) if isinstance(e, ast.Tuple) and len(e.elts) == 3
-                      and isinstance(e.elts[1], ast.Constant) and e.elts[1].value == n.fn
-                      and isinstance(e.elts[2], ast.Tuple) and len(e.elts[2].elts) == 2), None)
+        entry: Any = next(
+            (
+                e
+                for e in ast.walk(tree)
+                if isinstance(e, ast.Tuple)
+                and len(e.elts) == 3
+                and isinstance(e.elts[1], ast.Constant)
+                and e.elts[1].value == n.fn
+                and isinstance(e.elts[2], ast.Tuple)
+                and len(e.elts[2].elts) == 2
+            ),
+            None,
+        )
         if entry is None:
             break
         starts = build.offsets(ed.text)
@@ -178,7 +221,7 @@ def strict(ed: build.FileEditor, n: repo.Names) -> None:
     if fdef is None or len(fdef.args.args) < 2 or (fdef.args.vararg is None and not fdef.args.defaults):
         return
     starts = build.offsets(ed.text)
-    line = ed.text[starts[fdef.lineno - 1]:starts[fdef.lineno]]
+    line = ed.text[starts[fdef.lineno - 1] : starts[fdef.lineno]]
     m = re.match(r"(\s*def \w+)\((.*)\)(.*)$", line, re.S)
     if m:
         params = ", ".join(a.arg for a in fdef.args.args[:2])
@@ -189,11 +232,21 @@ def _inline_send(text: str, perceived: Mapping[str, str], client: str) -> tuple[
     """`return _send(a, b, c)` in the one function that calls it becomes the f-string `_send`
     returns, and `_send` goes: tidy when nothing visible outside the module names `_send`."""
     send = function(text, "_send")
-    if send is None or common.code_uses(text, "_send") != 1 or common.used_elsewhere("_send", perceived, client):
+    if (
+        send is None
+        or common.code_uses(text, "_send") != 1
+        or common.used_elsewhere("_send", perceived, client)
+    ):
         return ()
     ret = next((x.value for x in send.body if isinstance(x, ast.Return)), None)
-    call = next((x for x in ast.walk(build.parse(text) or ast.Module([], [])) if isinstance(x, ast.Call)
-                 and getattr(x.func, "id", "") == "_send"), None)
+    call = next(
+        (
+            x
+            for x in ast.walk(build.parse(text) or ast.Module([], []))
+            if isinstance(x, ast.Call) and getattr(x.func, "id", "") == "_send"
+        ),
+        None,
+    )
     if not isinstance(ret, ast.JoinedStr) or call is None or len(call.args) != len(send.args.args):
         return ()
     body = ast.unparse(ret)
@@ -209,13 +262,16 @@ def _inline_send(text: str, perceived: Mapping[str, str], client: str) -> tuple[
 def _fold_constants(path: str, text: str, perceived: Mapping[str, str], n: repo.Names) -> list[Cleanup]:
     """`X_T = v`, `X_R = w` used only as `P(X_T, X_R)` here: fold them into `X_POLICY = P(v, w)`."""
     tree = build.parse(text)
-    consts = {getattr(x.targets[0], "id", ""): x for x in (tree.body if tree else ()) if isinstance(x, ast.Assign)
-              and isinstance(x.value, ast.Constant)}
+    consts = {
+        getattr(x.targets[0], "id", ""): x
+        for x in (tree.body if tree else ())
+        if isinstance(x, ast.Assign) and isinstance(x.value, ast.Constant)
+    }
     out = []
     for name_t, node_t in consts.items():
         if not name_t.endswith("_" + n.t.upper()):
             continue
-        stem = name_t[:-len(n.t) - 1]
+        stem = name_t[: -len(n.t) - 1]
         name_r = f"{stem}_{n.r.upper()}"
         use = f"{n.P}({name_t}, {name_r})"
         if name_r not in consts or any(common.used_elsewhere(x, perceived, path) for x in (name_t, name_r)):
@@ -229,8 +285,14 @@ def _fold_constants(path: str, text: str, perceived: Mapping[str, str], n: repo.
         if use in text:  # once the call is migrated; before, the pair only invites the fold
             ed.replace_span(lo, hi, f"{stem}_POLICY = {n.P}({vt}, {vr})\n")
             ed.replace(use, f"{stem}_POLICY")
-        out.append(Cleanup(f"fold-constants:{path}:{stem}", (name_t,), tuple(ed.edits),
-                           f"fold {name_t} and {name_r} into one {stem}_POLICY"))
+        out.append(
+            Cleanup(
+                f"fold-constants:{path}:{stem}",
+                (name_t,),
+                tuple(ed.edits),
+                f"fold {name_t} and {name_r} into one {stem}_POLICY",
+            )
+        )
     return out
 
 
@@ -241,8 +303,9 @@ def _document(ed: build.FileEditor, n: repo.Names, table: list[tuple[str, int, i
     at = ed.text.find(new)
     if f"{n.P}(" not in ed.text.split(repo.ROUTED)[0] and at >= 0:
         pos = ed.text.find("\n", at) + 1 or len(ed.text)
-        ed.replace_span(pos, pos, f"`policy` is a `{n.P}({n.t}, {n.r})` from `{n.core}.{n.pmod}`, "
-                                  f"e.g. `{n.P}(30, 2)`.\n")
+        ed.replace_span(
+            pos, pos, f"`policy` is a `{n.P}({n.t}, {n.r})` from `{n.core}.{n.pmod}`, e.g. `{n.P}(30, 2)`.\n"
+        )
     at = ed.text.find(repo.ROUTED)
     section = repo.routed_section(n, table)
     if at >= 0 and ed.text[at:] != section:

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from tasks.common.build import FIELDS, PACKAGES, RESOURCES, caller_text, count_rows, fillers, pick, site_name
 from tasks.common.render import render, snippet
 
-FUNCTIONS, CALLERS, TESTS = ("signature_migration/functions.py.j2", "signature_migration/callers.py.j2",
-                             "signature_migration/tests.py.j2")
+FUNCTIONS, CALLERS, TESTS = (
+    "signature_migration/functions.py.j2",
+    "signature_migration/callers.py.j2",
+    "signature_migration/tests.py.j2",
+)
 
 
 @dataclass(frozen=True)
@@ -37,17 +40,48 @@ class Names:
 
 
 def names(rng: random.Random) -> Names:
-    fn, verb = rng.choice((("fetch", "GET"), ("pull", "GET"), ("retrieve", "GET"), ("publish", "POST"),
-                           ("submit", "POST"), ("query", "GET"), ("push", "PUT")))
-    t, r = rng.choice((("timeout", "retries"), ("deadline", "attempts"), ("timeout_s", "max_tries"),
-                       ("ttl", "tries"), ("wait_s", "retry_limit")))
-    P, pmod = rng.choice((("Policy", "policy"), ("CallPolicy", "policies"), ("RetryPolicy", "retry"),
-                          ("CallOptions", "options"), ("Limits", "limits")))
-    return Names(core=rng.choice(("wire", "netcore", "outbound", "remote", "gateway", "connectors")),
-                 client=rng.choice(("client", "transport", "calls", "remote_api")), fn=fn, t=t, r=r,
-                 pmod=pmod, P=P, router=rng.choice(("routes", "registry", "handlers", "jobtable")),
-                 route_fn=rng.choice(("dispatch", "run_route", "invoke", "run_job")), verb=verb,
-                 doc=rng.choice(("client", "calls", "transport", "remote")))
+    fn, verb = rng.choice(
+        (
+            ("fetch", "GET"),
+            ("pull", "GET"),
+            ("retrieve", "GET"),
+            ("publish", "POST"),
+            ("submit", "POST"),
+            ("query", "GET"),
+            ("push", "PUT"),
+        )
+    )
+    t, r = rng.choice(
+        (
+            ("timeout", "retries"),
+            ("deadline", "attempts"),
+            ("timeout_s", "max_tries"),
+            ("ttl", "tries"),
+            ("wait_s", "retry_limit"),
+        )
+    )
+    P, pmod = rng.choice(
+        (
+            ("Policy", "policy"),
+            ("CallPolicy", "policies"),
+            ("RetryPolicy", "retry"),
+            ("CallOptions", "options"),
+            ("Limits", "limits"),
+        )
+    )
+    return Names(
+        core=rng.choice(("wire", "netcore", "outbound", "remote", "gateway", "connectors")),
+        client=rng.choice(("client", "transport", "calls", "remote_api")),
+        fn=fn,
+        t=t,
+        r=r,
+        pmod=pmod,
+        P=P,
+        router=rng.choice(("routes", "registry", "handlers", "jobtable")),
+        route_fn=rng.choice(("dispatch", "run_route", "invoke", "run_job")),
+        verb=verb,
+        doc=rng.choice(("client", "calls", "transport", "remote")),
+    )
 
 
 def sent(n: Names, url: str, t: int, r: int) -> str:
@@ -58,9 +92,16 @@ TIMEOUTS, RETRIES = (5, 10, 15, 20, 30, 45, 60, 90), (1, 2, 3, 4, 5, 6)
 _CALLS = ("load", "pull", "refresh", "poll", "mirror", "probe", "read", "scan")
 
 
-def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, filler: int,
-                  sibling: tuple[str, str] | None, consts: bool = False
-                  ) -> tuple[str, list[str], list[str], tuple[str, str] | None]:
+def caller_module(
+    rng: random.Random,
+    n: Names,
+    pkg: str,
+    mod: str,
+    sites: int,
+    filler: int,
+    sibling: tuple[str, str] | None,
+    consts: bool = False,
+) -> tuple[str, list[str], list[str], tuple[str, str] | None]:
     """One caller module, its test functions, its filler helpers' names and, with `consts`, the
     names of the module-level (duration, count) constants its first call passes (no other
     module has such constants: they are the shared-constants trap).
@@ -98,7 +139,9 @@ def caller_module(rng: random.Random, n: Names, pkg: str, mod: str, sites: int, 
         bodies.insert(rng.randint(0, len(bodies)), src)
     if sibling:
         fld = rng.choice(FIELDS)
-        bodies.append(count_rows(f"count_{fld}_rows", f"How many rows the {sibling[0]} helper keeps.", sibling[1]))
+        bodies.append(
+            count_rows(f"count_{fld}_rows", f"How many rows the {sibling[0]} helper keeps.", sibling[1])
+        )
     text = caller_text(head + ["", *defined] if defined else head, bodies)  # the constants under the imports
     return text, tests, [name for name, _ in helpers], named
 
@@ -138,7 +181,11 @@ def constant_user(n: Names, host: str, const: str, r: int, call: str) -> tuple[s
     res = const.split("_", 1)[0].lower()
     mod = host.removesuffix(".py").replace("/", ".")
     t = f"window_{res}"
-    return f"from {mod} import {const}", snippet(FUNCTIONS, "constant_user", n, t, res, mod, call, const, r), t
+    return (
+        f"from {mod} import {const}",
+        snippet(FUNCTIONS, "constant_user", n, t, res, mod, call, const, r),
+        t,
+    )
 
 
 def written(name: str, n: Names, *args: object) -> str:
@@ -148,10 +195,11 @@ def written(name: str, n: Names, *args: object) -> str:
 
 def new_caller(n: Names, pkg: str, mod: str, t: int, r: int) -> tuple[str, str]:
     """A colleague's new module (still on the legacy form) and its test."""
-    return (snippet(FUNCTIONS, "new_caller", n, pkg, mod, t, r),
-            snippet(TESTS, "new_caller_test", pkg, mod, sent(n, "h/health", t, r)))
+    return (
+        snippet(FUNCTIONS, "new_caller", n, pkg, mod, t, r),
+        snippet(TESTS, "new_caller_test", pkg, mod, sent(n, "h/health", t, r)),
+    )
 
 
 def pick_packages(rng: random.Random, k: int) -> list[str]:
     return pick(rng, PACKAGES, k)
-

@@ -22,8 +22,12 @@ AGENT = "toy_agent"
 STUDY = "agents"
 ARMS = ("baseline", "drift")
 SEEDS = (0, 1)
-AS_AGENT = ["agent=mini_swe_agent", f"agent.name={AGENT}", "agent.player=tests.helpers.agent_player:LoopAgent",
-            "agent.dialect="]
+AS_AGENT = [
+    "agent=mini_swe_agent",
+    f"agent.name={AGENT}",
+    "agent.player=tests.helpers.agent_player:LoopAgent",
+    "agent.dialect=",
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,9 @@ def agent_study(tmp_path_factory) -> Path:
     cache = root / "agents" / f"{AGENT}-2.4.6"  # what installed() checks: the stamp, the bin, the version
     (cache / "venv" / "bin").mkdir(parents=True)
     (cache / "venv" / "bin" / "python").symlink_to(sys.executable)
-    (cache / "venv" / "lib" / "python3.11" / "site-packages" / "mini_swe_agent-2.4.6.dist-info").mkdir(parents=True)
+    (cache / "venv" / "lib" / "python3.11" / "site-packages" / "mini_swe_agent-2.4.6.dist-info").mkdir(
+        parents=True
+    )
     (cache / STAMP).write_text("pypi mini-swe-agent 2.4.6\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CTXBENCH_RESULTS", str(results))
@@ -44,8 +50,17 @@ def agent_study(tmp_path_factory) -> Path:
         for level in (["strategy=raw"], AS_AGENT):
             for arm in ARMS:
                 for seed in SEEDS:
-                    cfg = compose([*level, f"arm={arm}", "task=signature_migration", f"task.seed={seed}",
-                                   "task.size.steps=6", "sandbox=local", f"study.name={STUDY}"])
+                    cfg = compose(
+                        [
+                            *level,
+                            f"arm={arm}",
+                            "task=signature_migration",
+                            f"task.seed={seed}",
+                            "task.size.steps=6",
+                            "sandbox=local",
+                            f"study.name={STUDY}",
+                        ]
+                    )
                     result = runner.run(load(cfg))
                     assert result.status in ("success", "failure"), result.failure_reason
     return results
@@ -62,7 +77,9 @@ def test_the_runs_carry_the_level_and_the_agent_tag(agent_runs):
     t = agent_runs.trials
     assert len(t) == 2 * len(ARMS) * len(SEEDS)
     assert sorted(set(t["strategy"])) == ["raw", AGENT]
-    assert set(t.loc[t["strategy"] == AGENT, "agent"]) == {AGENT} and set(t.loc[t["strategy"] == "raw", "agent"]) == {""}
+    assert set(t.loc[t["strategy"] == AGENT, "agent"]) == {AGENT} and set(
+        t.loc[t["strategy"] == "raw", "agent"]
+    ) == {""}
 
 
 def test_the_plan_names_the_agents_level():
@@ -78,27 +95,44 @@ def test_the_plan_names_the_agents_level():
 def test_the_power_planner_sizes_the_agent_against_the_reference(agent_runs):
     from analysis.power import __main__ as power_cli
 
-    args = power_cli.parser().parse_args(["--pilot", STUDY, "--reference", "raw", "--reps", "1", "--seeds", "30"])
+    args = power_cli.parser().parse_args(
+        ["--pilot", STUDY, "--reference", "raw", "--reps", "1", "--seeds", "30"]
+    )
     binary, cont = power_cli.pilot_tables(agent_runs.trials, args)
     assert set(binary["strategy"]) == {AGENT} and sorted(binary["arm"]) == sorted(ARMS)
     assert set(cont["strategy"]) == {AGENT}
-    args = power_cli.parser().parse_args(["--pilot", STUDY, "--reference", AGENT, "--reps", "1", "--seeds", "30"])
-    assert set(power_cli.pilot_tables(agent_runs.trials, args)[0]["strategy"]) == {"raw"}  # the agent as reference
+    args = power_cli.parser().parse_args(
+        ["--pilot", STUDY, "--reference", AGENT, "--reps", "1", "--seeds", "30"]
+    )
+    assert set(power_cli.pilot_tables(agent_runs.trials, args)[0]["strategy"]) == {
+        "raw"
+    }  # the agent as reference
 
 
 def test_the_report_shows_the_agent_beside_the_strategies(agent_study, agent_runs, tmp_path):
     from analysis.report import build as report
 
-    r = report.generate(f"sqlite:///{agent_study}/mlflow.db", "ctxbench", STUDY, tmp_path / "report",
-                        runs=agent_runs, log_mlflow=False)
+    r = report.generate(
+        f"sqlite:///{agent_study}/mlflow.db",
+        "ctxbench",
+        STUDY,
+        tmp_path / "report",
+        runs=agent_runs,
+        log_mlflow=False,
+    )
     assert r is not None
-    text = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "report").rglob("*")
-                     if p.suffix in (".md", ".html", ".csv"))
+    text = "\n".join(
+        p.read_text(errors="replace")
+        for p in (tmp_path / "report").rglob("*")
+        if p.suffix in (".md", ".html", ".csv")
+    )
     assert text.count(AGENT) >= len(ARMS) and "raw" in text
     # an agent is no strategy: the level column is headed `level` (conf/level/'s key), in the tables
     # and the words around them; the CSVs keep their machine key
     index = (tmp_path / "report" / "index.md").read_text()
-    assert "| level | arm |" in index and "| strategy |" not in index and "### Level × arm interaction" in index
+    assert (
+        "| level | arm |" in index and "| strategy |" not in index and "### Level × arm interaction" in index
+    )
     assert "against level `raw` within each arm" in index and "2 levels × 2 arms" in index
     assert "strategy" in (tmp_path / "report" / "tables" / "success.csv").read_text().splitlines()[0]
 
@@ -112,8 +146,13 @@ def test_the_report_and_the_power_planner_say_level_when_an_agent_plays(agent_st
     printed = capsys.readouterr().out
     header = next(line for line in printed.splitlines() if line.lstrip().startswith("arm"))
     assert header.split()[:2] == ["arm", "level"] and "strategy" not in header
-    assert report_cli.main([f"study.name={STUDY}", uri, f"report.dir={tmp_path / 'r'}", "report.mlflow=false"]) == 0
-    assert f"analysis.report: {2 * len(ARMS) * len(SEEDS)} trials (2 levels × 2 arms)" in capsys.readouterr().out
+    assert (
+        report_cli.main([f"study.name={STUDY}", uri, f"report.dir={tmp_path / 'r'}", "report.mlflow=false"])
+        == 0
+    )
+    assert (
+        f"analysis.report: {2 * len(ARMS) * len(SEEDS)} trials (2 levels × 2 arms)" in capsys.readouterr().out
+    )
 
 
 def test_the_diff_page_pairs_an_agents_trial_with_its_own_baseline_twin(agent_study, tmp_path, capsys):

@@ -21,8 +21,12 @@ def options(group: str) -> list[str]:
 
 def test_defaults_compose_to_the_documented_trial():
     cfg = load(compose())
-    assert (cfg.strategy["name"], cfg.arm.name, cfg.model["name"], cfg.sandbox["kind"]) == \
-        ("ledger", "baseline", "sim", "docker")
+    assert (cfg.strategy["name"], cfg.arm.name, cfg.model["name"], cfg.sandbox["kind"]) == (
+        "ledger",
+        "baseline",
+        "sim",
+        "docker",
+    )
     assert cfg.tracking.uri.startswith("sqlite:///") and Path(cfg.tracking.uri[10:]).is_absolute()
     assert cfg.results_dir.is_absolute()
     assert cfg.run_name == "ledger·baseline·signature_migration#0·rep0"
@@ -63,10 +67,14 @@ def test_every_sandbox_option_validates(name):
 
 # What each model option needs from outside the config to be built, and the class it builds.
 MODELS = {
-    "sim": ([], "SimProvider"), "oracle": ([], "SimProvider"),
-    "anthropic": ([], "AnthropicProvider"), "openai": ([], "OpenAIProvider"),
-    "deepseek": ([], "OpenAIProvider"), "local": (["model.model_id=qwen3-coder"], "OpenAIProvider"),
-    "replay": (["model.cassette={cassette}"], "ReplayProvider"), "adversary": ([], "ScriptedProvider"),
+    "sim": ([], "SimProvider"),
+    "oracle": ([], "SimProvider"),
+    "anthropic": ([], "AnthropicProvider"),
+    "openai": ([], "OpenAIProvider"),
+    "deepseek": ([], "OpenAIProvider"),
+    "local": (["model.model_id=qwen3-coder"], "OpenAIProvider"),
+    "replay": (["model.cassette={cassette}"], "ReplayProvider"),
+    "adversary": ([], "ScriptedProvider"),
     "smollm2": ([], "OpenAIProvider"),
 }
 
@@ -80,7 +88,9 @@ def test_every_model_option_is_listed_here():
 def test_every_model_option_instantiates(name, tmp_path):
     (tmp_path / "cassette.jsonl").write_text("")
     extra, cls = MODELS[name]
-    model = load(compose([f"model={name}", *(o.format(cassette=tmp_path / "cassette.jsonl") for o in extra)])).model
+    model = load(
+        compose([f"model={name}", *(o.format(cassette=tmp_path / "cassette.jsonl") for o in extra)])
+    ).model
     if extra:  # what the option leaves for the command line is named when missing
         with pytest.raises(ValueError, match=extra[0].split("=")[0]):
             make_provider(load(compose([f"model={name}"])).model)
@@ -116,10 +126,13 @@ def test_the_blob_threshold_is_validated_and_changes_no_config_hash():
             load(compose([f"tracking.blob_chars={bad}"]))
 
 
-@pytest.mark.parametrize("over,match", [
-    ("model.tool_calls=json", "model.tool_calls: Input should be 'native' or 'grammar', got 'json'"),
-    ("model.stream=maybe", "model.stream: Input should be a valid boolean, got 'maybe'"),
-])
+@pytest.mark.parametrize(
+    "over,match",
+    [
+        ("model.tool_calls=json", "model.tool_calls: Input should be 'native' or 'grammar', got 'json'"),
+        ("model.stream=maybe", "model.stream: Input should be a valid boolean, got 'maybe'"),
+    ],
+)
 def test_the_small_model_options_are_validated(over, match):
     with pytest.raises(ValueError, match=match):
         make_provider(load(compose(["model=smollm2", over])).model)
@@ -178,16 +191,20 @@ def _compose_hydra(overrides: list[str]):
 
 
 # The Hydra plugin each launcher option extends; Ray and SLURM are optional extras.
-LAUNCHER_PLUGINS = {"ctxbench_joblib": "hydra_plugins.hydra_joblib_launcher",
-                    "ctxbench_threads": "hydra_plugins.ctxbench_threads",
-                    "ctxbench_ray": "hydra_plugins.hydra_ray_launcher",
-                    "ctxbench_slurm": "hydra_plugins.hydra_submitit_launcher"}
+LAUNCHER_PLUGINS = {
+    "ctxbench_joblib": "hydra_plugins.hydra_joblib_launcher",
+    "ctxbench_threads": "hydra_plugins.ctxbench_threads",
+    "ctxbench_ray": "hydra_plugins.hydra_ray_launcher",
+    "ctxbench_slurm": "hydra_plugins.hydra_submitit_launcher",
+}
 
 
 @pytest.mark.parametrize("name", options("hydra/launcher"))
 def test_every_launcher_option_composes(name):
     if name not in ("ctxbench_joblib", "ctxbench_threads"):  # core (joblib) or ours: never skipped
-        pytest.importorskip(LAUNCHER_PLUGINS[name], reason=f"{name} needs its optional extra (docs/scaling.md)")
+        pytest.importorskip(
+            LAUNCHER_PLUGINS[name], reason=f"{name} needs its optional extra (docs/scaling.md)"
+        )
     cfg = _compose_hydra([f"hydra/launcher={name}"])
     assert cfg.hydra.launcher._target_.startswith("hydra_plugins.")
     if name == "ctxbench_threads":  # ours is instantiated too (the others need their plugin's config schema)
@@ -214,7 +231,10 @@ def test_study_sample_is_validated_with_one_line_naming_the_key():
         load(compose(["study.sample=selected"]))
     picked = load(compose(["study.sample=selected", "study.sample_note='seeds  3 and 7,  the hard ones '"]))
     assert picked.sample["study.sample_note"] == "seeds 3 and 7, the hard ones"
-    assert load(compose(["study.sample=selected", "study.sample_note=x"])).config_hash == load(compose()).config_hash
+    assert (
+        load(compose(["study.sample=selected", "study.sample_note=x"])).config_hash
+        == load(compose()).config_hash
+    )
 
 
 @pytest.mark.parametrize(("group", "schema"), [("arm", "ArmConfig"), ("tracking", "TrackingConfig")])
@@ -235,22 +255,46 @@ def test_the_arms_are_the_options_in_conf_arm():
     assert ARMS == tuple(options("arm")) == ("baseline", "compaction", "drift", "drift_compaction")
 
 
-@pytest.mark.parametrize(("override", "line"), [
-    ("arm.window=10", "arm.window: Input should be greater than or equal to 2048, got 10; fix it in "
-                      "conf/arm/baseline.yaml or the command line"),
-    ("arm.drift=1", "arm.drift: Input should be a valid boolean, got 1; fix it in conf/arm/baseline.yaml or the command line"),
-    ("arm.drift_kinds=[new_caller,typo]", "arm.drift_kinds: unknown kind 'typo'; kinds: new_caller, changed_value, "
-                                          "rename_helper, tool_change, new_trap, got ['new_caller', 'typo']; fix it in "
-                                          "conf/arm/baseline.yaml or the command line"),
-    ("arm.name=sideways", "arm.name: must be one of baseline, compaction, drift, drift_compaction (the options in "
-                          "conf/arm/), got 'sideways'; fix it in conf/arm/sideways.yaml or the command line"),
-    ("limits.max_turns=0", "limits.max_turns: Input should be greater than or equal to 1, got 0; fix it in "
-                           "conf/config.yaml or the command line"),
-    ("tracking.tracing=maybe", "tracking.tracing: Input should be a valid boolean, got 'maybe'; fix it in "
-                               "conf/tracking/ or the command line"),
-    ("+arm.windw=9000", "arm.windw: unknown key 'windw' in conf/arm/baseline.yaml or the command line; known keys: "
-                        "drift, drift_kinds, name, window"),
-])
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        (
+            "arm.window=10",
+            "arm.window: Input should be greater than or equal to 2048, got 10; fix it in "
+            "conf/arm/baseline.yaml or the command line",
+        ),
+        (
+            "arm.drift=1",
+            "arm.drift: Input should be a valid boolean, got 1; fix it in conf/arm/baseline.yaml or the command line",
+        ),
+        (
+            "arm.drift_kinds=[new_caller,typo]",
+            "arm.drift_kinds: unknown kind 'typo'; kinds: new_caller, changed_value, "
+            "rename_helper, tool_change, new_trap, got ['new_caller', 'typo']; fix it in "
+            "conf/arm/baseline.yaml or the command line",
+        ),
+        (
+            "arm.name=sideways",
+            "arm.name: must be one of baseline, compaction, drift, drift_compaction (the options in "
+            "conf/arm/), got 'sideways'; fix it in conf/arm/sideways.yaml or the command line",
+        ),
+        (
+            "limits.max_turns=0",
+            "limits.max_turns: Input should be greater than or equal to 1, got 0; fix it in "
+            "conf/config.yaml or the command line",
+        ),
+        (
+            "tracking.tracing=maybe",
+            "tracking.tracing: Input should be a valid boolean, got 'maybe'; fix it in "
+            "conf/tracking/ or the command line",
+        ),
+        (
+            "+arm.windw=9000",
+            "arm.windw: unknown key 'windw' in conf/arm/baseline.yaml or the command line; known keys: "
+            "drift, drift_kinds, name, window",
+        ),
+    ],
+)
 def test_a_bad_arm_limit_or_tracking_value_is_one_line_naming_the_key(override, line):
     with pytest.raises(ConfigError) as e:
         load(compose([override]))

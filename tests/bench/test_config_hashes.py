@@ -30,4 +30,7 @@ def test_every_pinned_job_keeps_its_config_hash():
 def test_a_changed_value_moves_the_hash():
     from bench.config import compose, load
 
-    assert load(compose(["strategy=raw"])).config_hash != load(compose(["strategy=raw", "limits.max_turns=7"])).config_hash
+    assert (
+        load(compose(["strategy=raw"])).config_hash
+        != load(compose(["strategy=raw", "limits.max_turns=7"])).config_hash
+    )

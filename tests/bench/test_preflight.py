@@ -21,27 +21,30 @@ def results(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.mark.parametrize(("argv", "names"), [
-    (["task.seed=-1"], "task.seed"),
-    (["task.size.steps=0"], "task.size.steps"),
-    (["task.size.steps=abc"], "task.size.steps"),
-    (["rep=-1"], "rep"),
-    (["limits.max_turns=0"], "limits"),
-    (["arm.window=5"], "arm.window"),
-    (["strategy=nope"], "strategy/nope"),
-    (["strategy.nope=1"], "strategy.nope"),
-    (["+strategy.nope=1"], "nope"),
-    (["model=nope"], "model/nope"),
-    (["model=adversary", "model.attack=nope"], "model.attack"),
-    (["model=anthropic"], "ANTHROPIC_API_KEY"),
-    (["model=replay"], "model.cassette"),
-    (["sandbox.memory=lots"], "memory"),
-    (["tracking.uri=http://127.0.0.1:9"], "tracking.uri"),
-    (["tracking.uri=sqlite:////nonexistent/dir/mlflow.db"], "tracking.uri"),
-    (["tracking.uri=file:///tmp/x"], "tracking.uri"),
-    (["-m", "task.seed=0,1,-2"], "task.seed"),
-    (["-m", "strategy=raw,nope"], "strategy/nope"),
-])
+@pytest.mark.parametrize(
+    ("argv", "names"),
+    [
+        (["task.seed=-1"], "task.seed"),
+        (["task.size.steps=0"], "task.size.steps"),
+        (["task.size.steps=abc"], "task.size.steps"),
+        (["rep=-1"], "rep"),
+        (["limits.max_turns=0"], "limits"),
+        (["arm.window=5"], "arm.window"),
+        (["strategy=nope"], "strategy/nope"),
+        (["strategy.nope=1"], "strategy.nope"),
+        (["+strategy.nope=1"], "nope"),
+        (["model=nope"], "model/nope"),
+        (["model=adversary", "model.attack=nope"], "model.attack"),
+        (["model=anthropic"], "ANTHROPIC_API_KEY"),
+        (["model=replay"], "model.cassette"),
+        (["sandbox.memory=lots"], "memory"),
+        (["tracking.uri=http://127.0.0.1:9"], "tracking.uri"),
+        (["tracking.uri=sqlite:////nonexistent/dir/mlflow.db"], "tracking.uri"),
+        (["tracking.uri=file:///tmp/x"], "tracking.uri"),
+        (["-m", "task.seed=0,1,-2"], "task.seed"),
+        (["-m", "strategy=raw,nope"], "strategy/nope"),
+    ],
+)
 def test_bad_input_is_one_line_naming_the_key(results, capsys, argv, names):
     with pytest.raises(SystemExit) as exit_:
         preflight.check([*argv, LOCAL])
@@ -70,24 +73,37 @@ def test_hydras_own_flags_are_left_to_hydra(results, capsys):
 def test_sweeps_are_checked_value_by_value():
     jobs = preflight.plan(["strategy=raw,ledger", "task.seed=0,1,2", "rep=0"], multirun=True)
     assert jobs[0] == ["strategy=raw", "task.seed=0", "rep=0"]
-    assert ["strategy=ledger", "task.seed=0", "rep=0"] in jobs and ["strategy=raw", "task.seed=2", "rep=0"] in jobs
+    assert ["strategy=ledger", "task.seed=0", "rep=0"] in jobs and [
+        "strategy=raw",
+        "task.seed=2",
+        "rep=0",
+    ] in jobs
     assert len(jobs) == 1 + 1 + 2
     grid = preflight.plan(["experiment=grid", "task.seed=4"], multirun=True)
     assert all("task.seed=4" in job for job in grid) and len(grid) == 1 + 3 + 3 + 2
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
-@pytest.mark.parametrize(("args", "env"), [
-    (["task.seed=-1"], {}),
-    (["-m", "strategy=raw,ledger", "task.seed=0,-1"], {}),
-    (["model=anthropic"], {"ANTHROPIC_API_KEY": ""}),
-    (["tracking.uri=http://127.0.0.1:9"], {}),
-    ([], {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}),
-])
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["task.seed=-1"], {}),
+        (["-m", "strategy=raw,ledger", "task.seed=0,-1"], {}),
+        (["model=anthropic"], {"ANTHROPIC_API_KEY": ""}),
+        (["tracking.uri=http://127.0.0.1:9"], {}),
+        ([], {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}),
+    ],
+)
 def test_the_command_line_exits_2_with_one_line_and_writes_nothing(tmp_path, args, env):
     proc = _cli(*args, env={"CTXBENCH_RESULTS": str(tmp_path), **env})
     assert proc.returncode == 2, proc.stderr
@@ -105,8 +121,9 @@ def test_a_plain_run_is_composed_once_and_its_parts_built_once(results, monkeypa
 
     compose_once = loader.ConfigLoaderImpl.load_configuration
     seen: list[int] = []
-    monkeypatch.setattr(loader.ConfigLoaderImpl, "load_configuration",
-                        lambda *a, **k: seen.append(1) or compose_once(*a, **k))
+    monkeypatch.setattr(
+        loader.ConfigLoaderImpl, "load_configuration", lambda *a, **k: seen.append(1) or compose_once(*a, **k)
+    )
     args = ["task.seed=3", "limits.max_turns=1", LOCAL]
     prepared = preflight.check(args)
     assert len(seen) == 1 and prepared is not None and prepared.parts is not None

@@ -27,10 +27,18 @@ def _trial(path, limit=LIMIT, turns=3, value=BIG):
     for turn in range(turns):
         log.context(turn, ctx, tokens=5, stable=2)
         call = ToolCall(f"c{turn}", "write_file", {"path": "big.py", "content": value})
-        log.append(ev.ModelCall(turn=turn, request_hash=request_hash(ctx, TOOLS, 100, 7),
-                                tool_calls=[{"id": call.id, "name": call.name, "args": call.args}]))
+        log.append(
+            ev.ModelCall(
+                turn=turn,
+                request_hash=request_hash(ctx, TOOLS, 100, 7),
+                tool_calls=[{"id": call.id, "name": call.name, "args": call.args}],
+            )
+        )
         log.append(ev.ToolCall(turn=turn, call_id=call.id, name=call.name, args=call.args))
-        ctx = ctx + (Message("assistant", "", tool_calls=(call,)), Message("tool", "ok", tool_call_id=call.id))
+        ctx = ctx + (
+            Message("assistant", "", tool_calls=(call,)),
+            Message("tool", "ok", tool_call_id=call.id),
+        )
     log.append(ev.TrialEnd(turn=turns, success=True))
     log.close()
     return log
@@ -66,7 +74,9 @@ def test_a_missing_or_altered_blob_is_a_problem_of_verify(tmp_path):
     _, problems = verify(path)
     # model_call and tool_call of 3 turns, the message of 2 (the last is in no context yet)
     assert sum(": blob " in p and "does not match its sha" in p for p in problems) == 8
-    assert Log.from_path(path).of(ev.ToolCall)[0].args["content"] == blobs.placeholder(blobs.sha_of(BIG), len(BIG))
+    assert Log.from_path(path).of(ev.ToolCall)[0].args["content"] == blobs.placeholder(
+        blobs.sha_of(BIG), len(BIG)
+    )
     blob.unlink()
     _, problems = verify(path)
     assert sum("is missing" in p for p in problems) == 8
@@ -81,8 +91,14 @@ def test_a_placeholder_the_model_sends_is_only_text(tmp_path):
     log = EventLog(tmp_path / "second" / "events.jsonl", LIMIT)
     (tmp_path / "second" / "blobs").mkdir()
     (tmp_path / "second" / "blobs" / blobs.sha_of(BIG)).write_text(BIG)
-    log.append(ev.ToolCall(turn=0, call_id="c", name="write_file", args={"path": "a.py", "content": forged,
-                                                                          "blobs": [{"at": ["args"], "sha": "x"}]}))
+    log.append(
+        ev.ToolCall(
+            turn=0,
+            call_id="c",
+            name="write_file",
+            args={"path": "a.py", "content": forged, "blobs": [{"at": ["args"], "sha": "x"}]},
+        )
+    )
     log.close()
     (call,) = Log.from_path(log.path, strict=True).of(ev.ToolCall)
     assert call.args["content"] == forged and call.args["blobs"] == [{"at": ["args"], "sha": "x"}]
@@ -93,7 +109,10 @@ def test_a_reference_out_of_its_folder_or_to_no_placeholder_is_refused(tmp_path)
     _trial(path, turns=1)
     lines = path.read_text().splitlines()
     rec = json.loads(lines[-2])  # the tool_call
-    rec["blobs"] = [{"at": ["args", "path"], "sha": blobs.sha_of(BIG)}, {"at": ["args"], "sha": "../../etc/passwd"}]
+    rec["blobs"] = [
+        {"at": ["args", "path"], "sha": blobs.sha_of(BIG)},
+        {"at": ["args"], "sha": "../../etc/passwd"},
+    ]
     log = Log.from_text(json.dumps(rec), blobs=blobs.directory(tmp_path / "blobs"))
     assert len(log.blob_problems) == 2 and log.of(ev.ToolCall)[0].args["path"] == "big.py"
 

@@ -21,8 +21,16 @@ def test_every_kind_has_a_frozen_class_and_round_trips():
 
 
 def test_unknown_fields_and_kinds_are_kept_not_dropped():
-    rec = {"seq": 4, "turn": 1, "kind": "tidy_up", "prev": "p", "step": "s01", "taken": True,
-           "new_field": [1, 2], "t": {"ts": 1.0}}
+    rec = {
+        "seq": 4,
+        "turn": 1,
+        "kind": "tidy_up",
+        "prev": "p",
+        "step": "s01",
+        "taken": True,
+        "new_field": [1, 2],
+        "t": {"ts": 1.0},
+    }
     e = ev.parse(rec)
     assert isinstance(e, ev.TidyUp) and e.taken and e.extra == {"new_field": [1, 2]} and e.prev == "p"
     back = e.record()
@@ -35,6 +43,8 @@ def test_unknown_fields_and_kinds_are_kept_not_dropped():
 
 def test_optional_fields_are_left_out_while_none_and_a_missing_field_has_its_default():
     assert "decisions" not in ev.ModelCall().fields() and "drift_note" in ev.StepStart().fields()
-    assert "schema" not in ev.TrialStart().fields() and ev.TrialStart(schema=ev.SCHEMA).fields()["schema"] == 2
+    assert (
+        "schema" not in ev.TrialStart().fields() and ev.TrialStart(schema=ev.SCHEMA).fields()["schema"] == 2
+    )
     old = ev.parse({"seq": 0, "turn": 0, "kind": "check", "step": "s01", "exit_code": 0})
     assert isinstance(old, ev.Check) and old.passed is None and old.parts == [] and not old.timed_out

@@ -15,18 +15,20 @@ from ctxlog.reader import Log
 def _log() -> list[dict]:
     sys_, task = {"role": "system", "content": "sys"}, {"role": "user", "content": "task"}
     call = {"id": "c1", "name": "read_file", "args": {"path": "a.py"}}
-    out = [ev.TrialStart(trial_id="x", schema=ev.SCHEMA),
-           ev.Message(sha="m1", message=sys_), ev.Message(sha="m2", message=task),
-           ev.Context(turn=0, messages=["m1", "m2"], tokens=9),
-           ev.ModelCall(turn=0, tool_calls=[call]),
-           ev.ToolCall(turn=0, call_id="c1", name="read_file", args={"path": "a.py"}),
-           ev.ToolResult(turn=0, call_id="c1", name="read_file", ok=True, output="x"),
-           ev.Message(sha="m3", message={"role": "user", "content": "summarise"}),
-           ev.Context(turn=1, purpose="compaction", messages=["m1", "m3"]),
-           ev.ModelCall(turn=1, purpose="compaction", content="summary"),
-           ev.Compaction(turn=1, summary="summary"),
-           ev.Context(turn=1, messages=["m1", "m9"]),  # a message the log lacks; no reply (a crash)
-           ]
+    out = [
+        ev.TrialStart(trial_id="x", schema=ev.SCHEMA),
+        ev.Message(sha="m1", message=sys_),
+        ev.Message(sha="m2", message=task),
+        ev.Context(turn=0, messages=["m1", "m2"], tokens=9),
+        ev.ModelCall(turn=0, tool_calls=[call]),
+        ev.ToolCall(turn=0, call_id="c1", name="read_file", args={"path": "a.py"}),
+        ev.ToolResult(turn=0, call_id="c1", name="read_file", ok=True, output="x"),
+        ev.Message(sha="m3", message={"role": "user", "content": "summarise"}),
+        ev.Context(turn=1, purpose="compaction", messages=["m1", "m3"]),
+        ev.ModelCall(turn=1, purpose="compaction", content="summary"),
+        ev.Compaction(turn=1, summary="summary"),
+        ev.Context(turn=1, messages=["m1", "m9"]),  # a message the log lacks; no reply (a crash)
+    ]
     return [e.record() | {"seq": i} for i, e in enumerate(out)]
 
 
@@ -62,8 +64,14 @@ def _picks_by_key(node: ast.AST) -> bool:
     """`x["kind"]` or `x.get("kind")`: a record's kind read off a dict."""
     if isinstance(node, ast.Subscript):
         return isinstance(node.slice, ast.Constant) and node.slice.value == "kind"
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-            and bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == "kind")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "kind"
+    )
 
 
 def _names_a_kind(node: ast.AST) -> bool:
@@ -96,5 +104,6 @@ def test_a_pick_by_string_key_is_found(tmp_path):
     (tmp_path / "analysis" / "m.py").write_text(
         'ends = [r for r in records if r.get("kind") == "trial_end"]\n'
         'calls = [r for r in records if r["kind"] in ("model_call", "check")]\n'
-        'docker = cfg["kind"] == "docker"\n')  # a sandbox's kind, not an event's: not an offender
+        'docker = cfg["kind"] == "docker"\n'
+    )  # a sandbox's kind, not an event's: not an offender
     assert offenders(tmp_path, ("analysis",)) == ["analysis/m.py:1", "analysis/m.py:2"]

@@ -7,21 +7,32 @@ from ctxlog.statements import covers, marked, normal, statements, words
 
 
 def test_sentences_with_a_keep_cue_split_at_lines_sentences_and_markers():
-    text = ("Goal: move fetch. The shim stays until s08.\n"
-            "s03: done. For later steps: [inv:a] _send stays. [inv:b] never fold ORDERS_TIMEOUT.\n"
-            "- Keep the fallback in lookup for good.")
+    text = (
+        "Goal: move fetch. The shim stays until s08.\n"
+        "s03: done. For later steps: [inv:a] _send stays. [inv:b] never fold ORDERS_TIMEOUT.\n"
+        "- Keep the fallback in lookup for good."
+    )
     got = [s for _, s in statements(text)]
-    assert got == ["The shim stays until s08.", "[inv:a] _send stays.", "[inv:b] never fold ORDERS_TIMEOUT.",
-                   "Keep the fallback in lookup for good."]
+    assert got == [
+        "The shim stays until s08.",
+        "[inv:a] _send stays.",
+        "[inv:b] never fold ORDERS_TIMEOUT.",
+        "Keep the fallback in lookup for good.",
+    ]
     for off, s in statements(text):
-        assert text[off:off + len(s)] == s  # offsets index the original text
+        assert text[off : off + len(s)] == s  # offsets index the original text
 
 
 def test_file_bodies_and_code_state_nothing():
     text = "Read it:\n" + file_block("a.py", "# keep this shim until s08\nx = 1\n") + "\nDone."
     assert statements(text) == []
-    calls = [("write_file", {"path": "a.py", "content": "# never delete this\n"}),
-             ("submit_step", {"notes": "s01: edited a.py. For later steps: a.py keeps x.", "invariants": ["x stays."]})]
+    calls = [
+        ("write_file", {"path": "a.py", "content": "# never delete this\n"}),
+        (
+            "submit_step",
+            {"notes": "s01: edited a.py. For later steps: a.py keeps x.", "invariants": ["x stays."]},
+        ),
+    ]
     assert [s for _, s in statements(words("", calls))] == ["For later steps: a.py keeps x.", "x stays."]
 
 

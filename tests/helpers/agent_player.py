@@ -14,8 +14,20 @@ from strategies import make_strategy
 
 
 class LoopAgent(LoopPlayer):
-    def __init__(self, spec: AgentSpec, provider: Provider, *, seed: int, window: int, relative: bool,
-                 max_output: int, exec_timeout_s: float) -> None:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        provider: Provider,
+        *,
+        seed: int,
+        window: int,
+        relative: bool,
+        max_output: int,
+        exec_timeout_s: float,
+    ) -> None:
         strategy: Any = compose(["strategy=raw"]).strategy
-        super().__init__(make_strategy(strategy), provider, LoopSettings(
-            window=window, max_output=max_output, seed=seed, exec_timeout_s=exec_timeout_s))
+        super().__init__(
+            make_strategy(strategy),
+            provider,
+            LoopSettings(window=window, max_output=max_output, seed=seed, exec_timeout_s=exec_timeout_s),
+        )

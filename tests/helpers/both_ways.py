@@ -15,7 +15,13 @@ from typing import Any
 from bench.config import ROOT
 from tests.helpers.store import seeded
 
-PLAN = ["strategy=raw,ledger", "arm=baseline,drift", "sandbox=local", "++task.size.steps=6", "study.name=both"]
+PLAN = [
+    "strategy=raw,ledger",
+    "arm=baseline,drift",
+    "sandbox=local",
+    "++task.size.steps=6",
+    "study.name=both",
+]
 
 
 @dataclass(frozen=True)
@@ -31,8 +37,14 @@ class BothWays:
 def _start(results: Path, *launcher: str) -> subprocess.Popen:
     env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(results)), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
-    return subprocess.Popen([sys.executable, "-m", "bench", "-m", *PLAN, *launcher], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench", "-m", *PLAN, *launcher],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _finish(proc: subprocess.Popen) -> str:

@@ -49,8 +49,14 @@ def browser() -> Iterator[object]:
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = str(next(shutil.which(b) for b in CHROMIUM if shutil.which(b)))
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--window-size={WIDTH},1000", "--hide-scrollbars"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={WIDTH},1000",
+        "--hide-scrollbars",
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     # Debian's chromedriver, named: selenium's own manager would go to the network for one.
@@ -96,8 +102,11 @@ def load(driver, page: Path) -> Loaded:
         elif not (page.parent / unquote(parts.path)).is_file():
             out.broken_links.append(f"{href} (no such file beside {page.name})")
     out.broken_images = [src for src, ok in images if not ok]
-    out.errors = [f"{e['level']} {e['message']}" for e in driver.get_log("browser")
-                  if e["level"] == "SEVERE" or e.get("source") == "network"]
+    out.errors = [
+        f"{e['level']} {e['message']}"
+        for e in driver.get_log("browser")
+        if e["level"] == "SEVERE" or e.get("source") == "network"
+    ]
     return out
 
 
@@ -130,8 +139,9 @@ def rows_aligned(driver) -> tuple[int, list[str]]:
             problems.append(f"{row_id}: not two sides")
             continue
         if abs(a[0] - b[0]) > 0.5 or abs(a[1] - b[1]) > 0.5:
-            problems.append(f"{row_id}: A at top {a[0]:.1f} height {a[1]:.1f}, B at top {b[0]:.1f} "
-                            f"height {b[1]:.1f}")
+            problems.append(
+                f"{row_id}: A at top {a[0]:.1f} height {a[1]:.1f}, B at top {b[0]:.1f} height {b[1]:.1f}"
+            )
         if not a[2] + a[3] <= b[2] + 0.5:
             problems.append(f"{row_id}: A (left {a[2]:.1f}, width {a[3]:.1f}) overlaps B (left {b[2]:.1f})")
         if abs(a[0] - row[0]) > 0.5:
@@ -145,8 +155,14 @@ def report_on_disk(study, runs, tmp_path_factory):
     to a temporary directory and not mirrored to MLflow (other tests count what is logged there)."""
     from analysis.report import build
 
-    rep = build.generate(study.uri, study.experiment, study.study, tmp_path_factory.mktemp("browsed-report"),
-                         runs=runs, log_mlflow=False)
+    rep = build.generate(
+        study.uri,
+        study.experiment,
+        study.study,
+        tmp_path_factory.mktemp("browsed-report"),
+        runs=runs,
+        log_mlflow=False,
+    )
     assert rep is not None and rep.pages is not None
     return rep
 

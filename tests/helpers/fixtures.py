@@ -12,8 +12,11 @@ from tests.helpers.configs import sandbox_config
 
 # Fake keys for the real providers: long enough to count as secrets (bench.core.redact), and
 # never valid anywhere. Tests that build a real provider set them with the `api_keys` fixture.
-API_KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdef", "OPENAI_API_KEY": "sk-oai-test-0123456789abcdef",
-            "DEEPSEEK_API_KEY": "sk-dsk-test-0123456789abcdef"}
+API_KEYS = {
+    "ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdef",
+    "OPENAI_API_KEY": "sk-oai-test-0123456789abcdef",
+    "DEEPSEEK_API_KEY": "sk-dsk-test-0123456789abcdef",
+}
 
 
 @pytest.fixture

@@ -45,15 +45,50 @@ LAUNCHER = ["hydra/launcher=ctxbench_joblib", "hydra.launcher.n_jobs=2"]
 STUDY = "demo"
 DUPLICATE = ("raw", "baseline", 0, 0)  # rerun with resume=false: its first run becomes the older duplicate
 EXTRAS = [  # (overrides, MLflow status, failure_reason) of the trials added after the study
-    ([f"study.name={STUDY}", "strategy=raw", "arm=baseline", "task.seed=0", "rep=0", "resume=false"],
-     "FINISHED", None),
-    ([f"study.name={STUDY}", "strategy=raw", "arm=drift_compaction", "task.seed=1", f"rep={len(REPS)}",
-      "model=replay", "model.cassette={cassette}"], "FAILED", "provider_error"),
+    (
+        [f"study.name={STUDY}", "strategy=raw", "arm=baseline", "task.seed=0", "rep=0", "resume=false"],
+        "FINISHED",
+        None,
+    ),
+    (
+        [
+            f"study.name={STUDY}",
+            "strategy=raw",
+            "arm=drift_compaction",
+            "task.seed=1",
+            f"rep={len(REPS)}",
+            "model=replay",
+            "model.cassette={cassette}",
+        ],
+        "FAILED",
+        "provider_error",
+    ),
     (["study.name=other", "strategy=raw", "arm=baseline", "task.seed=0", "rep=0"], "FINISHED", None),
-    (["study.name=other", "strategy=raw", "arm=drift_compaction", "task.seed=1", "rep=0",
-      "limits.trial_timeout_s=1"], "FINISHED", "timeout"),
-    (["study.name=broken", "strategy=raw", "arm=baseline", "task.seed=0", "rep=0", "model=replay",
-      "model.cassette={cassette}"], "FAILED", "provider_error"),
+    (
+        [
+            "study.name=other",
+            "strategy=raw",
+            "arm=drift_compaction",
+            "task.seed=1",
+            "rep=0",
+            "limits.trial_timeout_s=1",
+        ],
+        "FINISHED",
+        "timeout",
+    ),
+    (
+        [
+            "study.name=broken",
+            "strategy=raw",
+            "arm=baseline",
+            "task.seed=0",
+            "rep=0",
+            "model=replay",
+            "model.cassette={cassette}",
+        ],
+        "FAILED",
+        "provider_error",
+    ),
 ]
 
 
@@ -70,7 +105,9 @@ class HarnessStudy:
     reps: int = len(REPS)
     finished: int = 0  # FINISHED, newest of their identity: what the analysis must keep
     excluded: int = 0  # in study `demo`: the older duplicate and the FAILED trial
-    run_ids: dict[tuple, str] = field(default_factory=dict)  # study `demo`: (strategy, arm, seed, rep, status) -> run id
+    run_ids: dict[tuple, str] = field(
+        default_factory=dict
+    )  # study `demo`: (strategy, arm, seed, rep, status) -> run id
 
 
 def _env(root: Path) -> dict[str, str]:
@@ -80,8 +117,15 @@ def _env(root: Path) -> dict[str, str]:
 def _bench(args: list[str], root: Path, timeout: float = 1800) -> None:
     """Run one process to its end. In a session of its own: a timeout, or pytest-timeout's
     interrupt, ends its joblib workers too (killing the launcher alone leaves them running)."""
-    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=_env(root), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=_env(root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         _, err = proc.communicate(timeout=timeout)
     finally:
@@ -95,9 +139,21 @@ def _bench(args: list[str], root: Path, timeout: float = 1800) -> None:
 def write_study(root: Path) -> HarnessStudy:
     """Run the study into `root` (results dir: mlflow.db, trials/) and describe what it holds."""
     seeded(root)  # an empty store made once per session (tests/helpers/store.py)
-    _bench(["-m", "bench", "-m", f"study.name={STUDY}",
-            f"strategy={','.join(STRATEGIES)}", f"arm={','.join(ARMS)}", f"task.seed={','.join(map(str, SEEDS))}",
-            f"rep={','.join(map(str, REPS))}", *SHRINK, *LAUNCHER], root)
+    _bench(
+        [
+            "-m",
+            "bench",
+            "-m",
+            f"study.name={STUDY}",
+            f"strategy={','.join(STRATEGIES)}",
+            f"arm={','.join(ARMS)}",
+            f"task.seed={','.join(map(str, SEEDS))}",
+            f"rep={','.join(map(str, REPS))}",
+            *SHRINK,
+            *LAUNCHER,
+        ],
+        root,
+    )
     _bench(["-m", "tests.helpers.harness_study", str(root)], root)
     return _describe(root)
 
@@ -110,24 +166,34 @@ def _describe(root: Path) -> HarnessStudy:
     exp = client.get_experiment_by_name("ctxbench")
     assert exp is not None, f"the harness wrote no experiment to {uri}"
     runs = client.search_runs([exp.experiment_id], max_results=1000, order_by=["attributes.start_time ASC"])
-    (parent,) = [r for r in runs if r.data.tags.get("ctxbench.kind") == "study" and r.data.tags["study"] == STUDY]
+    (parent,) = [
+        r for r in runs if r.data.tags.get("ctxbench.kind") == "study" and r.data.tags["study"] == STUDY
+    ]
     out = HarnessStudy(uri, "ctxbench", STUDY, parent.info.run_id, root)
     trials = [r for r in runs if r.data.tags.get("ctxbench.kind") == "trial"]
     demo = [r for r in trials if r.data.tags["study"] == STUDY]
     for r in demo:  # oldest first, so the newest run of an identity wins
         t = r.data.tags
-        out.run_ids[(t["strategy"], t["arm"], int(t["task_seed"]), int(t["rep"]), r.info.status)] = r.info.run_id
+        out.run_ids[(t["strategy"], t["arm"], int(t["task_seed"]), int(t["rep"]), r.info.status)] = (
+            r.info.run_id
+        )
     main = [r for r in demo if int(r.data.tags["rep"]) in REPS and r.data.tags["model"] == "sim"]
-    problems = [f"{r.info.run_name}: {r.info.status} {r.data.tags.get('failure_reason')}" for r in main
-                if r.info.status != "FINISHED"]
+    problems = [
+        f"{r.info.run_name}: {r.info.status} {r.data.tags.get('failure_reason')}"
+        for r in main
+        if r.info.status != "FINISHED"
+    ]
     assert not problems, f"the harness did not finish the study's trials: {problems}"
     cells = len(STRATEGIES) * len(ARMS) * len(SEEDS) * len(REPS)
     assert len(main) == cells + 1, f"expected {cells} trials and one rerun, found {len(main)}"
     failed = sorted((r.info.status, r.data.tags["failure_reason"]) for r in demo if r not in main)
     assert failed == [("FAILED", "provider_error")], failed
     other = [r for r in trials if r.data.tags["study"] == "other"]
-    late = [(r.info.status, r.data.tags["failure_reason"], r.data.tags["outcome_class"]) for r in other
-            if r.data.tags["arm"] == "drift_compaction"]
+    late = [
+        (r.info.status, r.data.tags["failure_reason"], r.data.tags["outcome_class"])
+        for r in other
+        if r.data.tags["arm"] == "drift_compaction"
+    ]
     assert late == [("FINISHED", "timeout", "agent_failure")], late
     out.finished, out.excluded = cells, 2
     return out

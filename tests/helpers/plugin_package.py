@@ -40,7 +40,7 @@ packages = ["{PACKAGE}"]
 _MODULES = {
     "__init__.py": '"""A user\'s own ctxbench plug-ins (a test fixture)."""\n',
     # A strategy with a knob of its own: the raw transcript, cut to its last `keep` turns.
-    "strategy.py": '''
+    "strategy.py": """
         from dataclasses import dataclass
 
         from strategies import _common
@@ -78,9 +78,9 @@ _MODULES = {
 
             def summary_request(self, state):
                 raise RuntimeError("recent never compacts")
-    ''',
+    """,
     # A family under its own name: extract_module's premises, re-labelled.
-    "family.py": '''
+    "family.py": """
         import dataclasses
 
         from tasks import task_id
@@ -90,9 +90,9 @@ _MODULES = {
         def generate(seed, **size):
             spec = _extract(seed, **size)
             return dataclasses.replace(spec, family="tiny_extract", task_id=task_id("tiny_extract", seed, **size))
-    ''',
+    """,
     # A provider: the sim behind a wrapper that counts its calls in a file the test reads.
-    "provider.py": '''
+    "provider.py": """
         import os
 
         from bench.sim.provider import from_config as sim_from_config
@@ -113,9 +113,9 @@ _MODULES = {
 
             def __getattr__(self, name):
                 return getattr(self.inner, name)
-    ''',
+    """,
     # A sandbox backend: the local one, saying that it was chosen.
-    "sandbox.py": '''
+    "sandbox.py": """
         import os
 
         from bench.sandbox.local import create as _local
@@ -125,7 +125,7 @@ _MODULES = {
             with open(os.environ["PLUGIN_CALLS"], "a") as f:
                 f.write("sandbox\\n")
             return _local(cfg, files, trial_id, labels)
-    ''',
+    """,
 }
 
 _CONFS = {
@@ -149,7 +149,22 @@ def install(root: Path) -> Path:
         (pkg / "conf" / name).write_text(body)
     (src / "pyproject.toml").write_text(_PYPROJECT.lstrip())
     site = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "--no-deps", "--target", str(site), str(src)],
-                   check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return site

@@ -30,8 +30,9 @@ def behind_the_harness(box: DockerSandbox, cmd: str, detach: bool = False) -> st
     from bench.sandbox.judge import AGENT_UID
 
     api = _client().api
-    exec_id = api.exec_create(box.container_id, ["sh", "-c", cmd], workdir="/work",
-                              user=f"{AGENT_UID}:{AGENT_UID}")["Id"]
+    exec_id = api.exec_create(
+        box.container_id, ["sh", "-c", cmd], workdir="/work", user=f"{AGENT_UID}:{AGENT_UID}"
+    )["Id"]
     out = api.exec_start(exec_id, detach=detach)
     return "" if detach else out.decode("utf-8", "replace")
 
@@ -41,7 +42,9 @@ def kill_container(container_id: str) -> None:
 
 
 def container_exists(container_id: str) -> bool:
-    return any(c["Id"] == container_id for c in _client().api.containers(all=True, filters={"id": container_id}))
+    return any(
+        c["Id"] == container_id for c in _client().api.containers(all=True, filters={"id": container_id})
+    )
 
 
 _VERDICTS = ("check", "invariant", "policy_violation")
@@ -67,11 +70,20 @@ def trial_outcomes(results: Path) -> tuple[dict[str, TrialOutcome], int, int]:
         records = [json.loads(line) for line in path.read_text().splitlines()]
         (start,) = [r for r in records if r["kind"] == "trial_start"]
         (end,) = [r for r in records if r["kind"] == "trial_end"]
-        verdicts = tuple(json.dumps({k: v for k, v in r.items() if k not in ("seq", "prev", "t")}, sort_keys=True)
-                         for r in records if r["kind"] in _VERDICTS)
+        verdicts = tuple(
+            json.dumps({k: v for k, v in r.items() if k not in ("seq", "prev", "t")}, sort_keys=True)
+            for r in records
+            if r["kind"] in _VERDICTS
+        )
         assert start["config_hash"] not in out, f"two trials of config {start['config_hash']}"
-        out[start["config_hash"]] = TrialOutcome(end["success"], end["failure_reason"], end["steps_passed"],
-                                                 end["final_tree_sha"], end["turn"], verdicts)
+        out[start["config_hash"]] = TrialOutcome(
+            end["success"],
+            end["failure_reason"],
+            end["steps_passed"],
+            end["final_tree_sha"],
+            end["turn"],
+            verdicts,
+        )
         cached += sum(r["kind"] == "check_cached" for r in records)
         reused += bool(end["t"].get("sandbox_reused"))
     return out, cached, reused

@@ -15,8 +15,10 @@ edit_file (exact search/replace) or write_file; run the step's check with `run` 
 call submit_step when the step is done. Only the harness marks a step as passed, by running
 its check. Respect every invariant: a constraint stated once holds until a step lifts it."""
 
-HANDOFF_QUESTION = ("Before this step can be certified, answer in submit_step: what must later "
-                    "steps not undo? (notes, and any new invariants)")
+HANDOFF_QUESTION = (
+    "Before this step can be certified, answer in submit_step: what must later "
+    "steps not undo? (notes, and any new invariants)"
+)
 
 
 def content_sha(content: str) -> str:
@@ -55,9 +57,11 @@ def check_result(step_id: str, passed: bool, exit_code: int, output: str) -> str
 
 def policy_block(task: TaskSpec) -> str:
     protected = ", ".join(task.protected) or "(none)"
-    return ("POLICY (enforced by the harness, whatever the conversation says):\n"
-            f"- Protected paths, read-only for you: {protected}. Writes there are refused and logged.\n"
-            "- Commands run in a sandbox with no network. Only the harness marks steps passed.")
+    return (
+        "POLICY (enforced by the harness, whatever the conversation says):\n"
+        f"- Protected paths, read-only for you: {protected}. Writes there are refused and logged.\n"
+        "- Commands run in a sandbox with no network. Only the harness marks steps passed."
+    )
 
 
 def plan_lines(steps: Iterable[Step]) -> str:

@@ -23,10 +23,22 @@ KINDS = ("anthropic", "openai")
 
 def model_cfg(kind: str, srv: LoopbackServer | None = None, **over: Any) -> dict[str, Any]:
     url = None if srv is None else (srv.url if kind == "anthropic" else srv.url + "/v1")
-    cfg = {"name": f"{kind}-test", "provider": kind, "model_id": f"{kind}-model", "window": 200000,
-           "max_output": 4096, "price": dict(PRICE), "base_url": url, "api_key_env": KEY_ENV[kind],
-           "timeout_s": 5.0, "max_retries": 2, "backoff_s": 0.01, "max_concurrency": 4, "time_scale": 0.0,
-           "record": None}
+    cfg = {
+        "name": f"{kind}-test",
+        "provider": kind,
+        "model_id": f"{kind}-model",
+        "window": 200000,
+        "max_output": 4096,
+        "price": dict(PRICE),
+        "base_url": url,
+        "api_key_env": KEY_ENV[kind],
+        "timeout_s": 5.0,
+        "max_retries": 2,
+        "backoff_s": 0.01,
+        "max_concurrency": 4,
+        "time_scale": 0.0,
+        "record": None,
+    }
     return {**cfg, **over}
 
 
@@ -37,7 +49,9 @@ class Sleeps(list):
         self.append(s)
 
 
-def make(kind: str, srv: LoopbackServer, sleep: Any = None, **over: Any) -> AnthropicProvider | OpenAIProvider:
+def make(
+    kind: str, srv: LoopbackServer, sleep: Any = None, **over: Any
+) -> AnthropicProvider | OpenAIProvider:
     cls = AnthropicProvider if kind == "anthropic" else OpenAIProvider
     kwargs = {"sleep": sleep} if sleep is not None else {}
     return cls.from_config(model_cfg(kind, srv, **over), **kwargs)
@@ -51,16 +65,29 @@ class ScriptedBackend:
         self.calls: list[tuple[tuple[Message, ...], int, int | None]] = []
         self._lock = threading.Lock()
 
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
-                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion:
         with self._lock:
             self.calls.append((messages, seed, cache_breakpoint))
         if self.reply is not None:
             return self.reply
-        return Completion(content="Reading the api first.", tool_calls=(ToolCall("call_1", "read_file", {"path": "a.py"}),),
-                          stop_reason="tool_use", usage=Usage(input=120, output=30, cache_read=1024, cache_write=256),
-                          latency_s=0.5, ttft_s=0.2, model_id="scripted",
-                          request_hash=request_hash(messages, tools, max_tokens, seed))
+        return Completion(
+            content="Reading the api first.",
+            tool_calls=(ToolCall("call_1", "read_file", {"path": "a.py"}),),
+            stop_reason="tool_use",
+            usage=Usage(input=120, output=30, cache_read=1024, cache_write=256),
+            latency_s=0.5,
+            ttft_s=0.2,
+            model_id="scripted",
+            request_hash=request_hash(messages, tools, max_tokens, seed),
+        )
 
     def count_tokens(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> int:
         return 42 * len(messages)
@@ -75,13 +102,19 @@ def toy_backend() -> SimBackend:
 CONVERSATION = (
     Message("system", "You are careful."),
     Message("user", "[task:toy/1] Do the thing."),
-    Message("assistant", "", (ToolCall("call_a", "read_file", {"path": "a.py"}),
-                              ToolCall("call_b", "grep", {"pattern": "def "}))),
+    Message(
+        "assistant",
+        "",
+        (ToolCall("call_a", "read_file", {"path": "a.py"}), ToolCall("call_b", "grep", {"pattern": "def "})),
+    ),
     Message("tool", '<file path="a.py" sha="abc">\nx = 1\n</file>', tool_call_id="call_a", name="read_file"),
     Message("tool", "a.py:1:x = 1", tool_call_id="call_b", name="grep"),
     Message("user", "CURRENT STEP [step:s01] edit it"),
-    Message("assistant", "Editing now.", (ToolCall("call_c", "edit_file",
-                                                   {"path": "a.py", "search": "x = 1", "replace": "x = 2 # ünï"}),)),
+    Message(
+        "assistant",
+        "Editing now.",
+        (ToolCall("call_c", "edit_file", {"path": "a.py", "search": "x = 1", "replace": "x = 2 # ünï"}),),
+    ),
     Message("tool", "edited a.py", tool_call_id="call_c", name="edit_file"),
     Message("assistant", "Done, submitting next."),
     Message("system", "A harness note in system voice."),

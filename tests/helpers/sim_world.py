@@ -21,13 +21,17 @@ TASK_ID = "toy/1"
 API = "pkg/api.py"
 CLIENT = "pkg/client.py"
 PROBE = "probe.txt"
-SHIM = ('\n\ndef _compat_fetch(*args):\n'
-        '    # Called by name from plugins (getattr(api, "_compat_fetch")); looks unused here.\n'
-        '    return fetch(*args)\n')
+SHIM = (
+    "\n\ndef _compat_fetch(*args):\n"
+    '    # Called by name from plugins (getattr(api, "_compat_fetch")); looks unused here.\n'
+    "    return fetch(*args)\n"
+)
 API_V1 = '"""HTTP helpers."""\n\n\ndef fetch(url, *legacy):\n    return ("GET", url, legacy)\n' + SHIM
 CLIENT_V1 = 'from pkg.api import fetch\n\n\ndef get_user(uid):\n    return fetch(f"/users/{uid}", "v1")\n'
 INV = Invariant("keep_compat", "pkg/api.py keeps _compat_fetch until s03: plugins call it by name.")
-INV_LATE = Invariant("client_timeout", "Client calls keep passing an explicit timeout from now on.", stated="s02")
+INV_LATE = Invariant(
+    "client_timeout", "Client calls keep passing an explicit timeout from now on.", stated="s02"
+)
 
 
 class ToyOracle:
@@ -42,7 +46,7 @@ class ToyOracle:
             if line.startswith(old_line_start) and "timeout" not in line:
                 new = transform(line)
                 if self.mode == "write":
-                    return (Edit(path, "write", content="\n".join(lines[:i] + [new] + lines[i + 1:])),)
+                    return (Edit(path, "write", content="\n".join(lines[:i] + [new] + lines[i + 1 :])),)
                 return (Edit(path, "replace", search=line, replace=new),)
         return ()
 
@@ -50,13 +54,19 @@ class ToyOracle:
         if step_id == "s01":
             if API not in perceived:
                 return StepPlan(reads=(API,))
-            return StepPlan(edits=self._change(API, perceived[API], "def fetch(",
-                                               lambda ln: ln.replace("):", ", timeout=10):")))
+            return StepPlan(
+                edits=self._change(
+                    API, perceived[API], "def fetch(", lambda ln: ln.replace("):", ", timeout=10):")
+                )
+            )
         if step_id == "s02":
             if CLIENT not in perceived:
                 return StepPlan(reads=(CLIENT,))
-            return StepPlan(edits=self._change(CLIENT, perceived[CLIENT], "    return fetch(",
-                                               lambda ln: ln[:-1] + ", timeout=5)"))
+            return StepPlan(
+                edits=self._change(
+                    CLIENT, perceived[CLIENT], "    return fetch(", lambda ln: ln[:-1] + ", timeout=5)"
+                )
+            )
         if step_id == "s03":  # the probe: its hand-off restates what it recalls
             return StepPlan(edits=(Edit(PROBE, "write", content="probe\n"),))
         raise KeyError(step_id)
@@ -65,24 +75,52 @@ class ToyOracle:
         """The shim looks unused: nothing visible calls `_compat_fetch`."""
         if API not in paths or SHIM not in perceived.get(API, ""):
             return ()
-        return (Cleanup(f"shim:{API}", ("_compat_fetch",), (Edit(API, "replace", search=SHIM, replace="\n"),),
-                        "delete the unused _compat_fetch shim"),)
+        return (
+            Cleanup(
+                f"shim:{API}",
+                ("_compat_fetch",),
+                (Edit(API, "replace", search=SHIM, replace="\n"),),
+                "delete the unused _compat_fetch shim",
+            ),
+        )
 
 
-def make_task(mode: str = "replace", invariants: tuple[Invariant, ...] = (INV,), text_pad: int = 60) -> TaskSpec:
+def make_task(
+    mode: str = "replace", invariants: tuple[Invariant, ...] = (INV,), text_pad: int = 60
+) -> TaskSpec:
     steps = (
         Step("s01", "Give fetch a timeout", "Add `timeout=10` to fetch.", (API,), "check s01"),
-        Step("s02", "Use the timeout in the client", "Pass timeout=5 from get_user.", (CLIENT,), "check s02",
-             establishes=(INV_LATE,)),
+        Step(
+            "s02",
+            "Use the timeout in the client",
+            "Pass timeout=5 from get_user.",
+            (CLIENT,),
+            "check s02",
+            establishes=(INV_LATE,),
+        ),
         Step("s03", "Write the probe", "Write probe.txt.", (PROBE,), "check s03"),
     )
     # A realistic task statement, long enough that the stable prefix is cacheable (>= 1024 tokens).
     text = "Migrate the HTTP helpers to take timeouts, in small steps.\n" + "\n".join(
-        f"Background {i}: callers in batch {i} keep working while the migration proceeds." for i in range(text_pad))
-    return TaskSpec(task_id=TASK_ID, family="toy", seed=1, title="Toy timeout migration", text=text,
-                    files=((API, API_V1), (CLIENT, CLIENT_V1)), invariants=invariants, steps=steps,
-                    final_check="check all", protected=(), traps=(Trap("compat", API, "keep_compat", "shim", "s03"),),
-                    drift=(), test_command="pytest -q", oracle=ToyOracle(mode))
+        f"Background {i}: callers in batch {i} keep working while the migration proceeds."
+        for i in range(text_pad)
+    )
+    return TaskSpec(
+        task_id=TASK_ID,
+        family="toy",
+        seed=1,
+        title="Toy timeout migration",
+        text=text,
+        files=((API, API_V1), (CLIENT, CLIENT_V1)),
+        invariants=invariants,
+        steps=steps,
+        final_check="check all",
+        protected=(),
+        traps=(Trap("compat", API, "keep_compat", "shim", "s03"),),
+        drift=(),
+        test_command="pytest -q",
+        oracle=ToyOracle(mode),
+    )
 
 
 def params(name: str = "sim", **override: float) -> dict:
@@ -94,13 +132,20 @@ def params(name: str = "sim", **override: float) -> dict:
 ISOLATED = {"exploration": False, "competence": False}
 
 
-def provider(name: str = "sim", task: TaskSpec | None = None, mechanisms: dict | None = None,
-             **override: float) -> SimProvider:
+def provider(
+    name: str = "sim", task: TaskSpec | None = None, mechanisms: dict | None = None, **override: float
+) -> SimProvider:
     mechanisms = {**ISOLATED, **(mechanisms or {})}
     cfg = model_config(name)
     t = task or make_task()
-    return SimProvider(params(name, **override), model_id=name, price=cfg["price"], window=cfg["window"],
-                       task_loader=lambda tid: t if tid == TASK_ID else _unknown(tid), mechanisms=mechanisms)
+    return SimProvider(
+        params(name, **override),
+        model_id=name,
+        price=cfg["price"],
+        window=cfg["window"],
+        task_loader=lambda tid: t if tid == TASK_ID else _unknown(tid),
+        mechanisms=mechanisms,
+    )
 
 
 def _unknown(tid: str) -> TaskSpec:
@@ -108,15 +153,35 @@ def _unknown(tid: str) -> TaskSpec:
 
 
 def prefix(task: TaskSpec) -> list[Message]:
-    return [Message("system", render.SYSTEM_PROMPT + "\n\n" + render.policy_block(task)),
-            Message("user", render.task_block(task))]
+    return [
+        Message("system", render.SYSTEM_PROMPT + "\n\n" + render.policy_block(task)),
+        Message("user", render.task_block(task)),
+    ]
 
 
 def filler(tokens: int, salt: int) -> Message:
     """A harness-note-like message of about `tokens` tokens with no markers in it."""
     rng = random.Random(salt)
-    words = ("build", "log", "cache", "worker", "retry", "module", "queue", "parser", "token", "socket",
-             "report", "schema", "handler", "index", "buffer", "metric", "session", "thread")
+    words = (
+        "build",
+        "log",
+        "cache",
+        "worker",
+        "retry",
+        "module",
+        "queue",
+        "parser",
+        "token",
+        "socket",
+        "report",
+        "schema",
+        "handler",
+        "index",
+        "buffer",
+        "metric",
+        "session",
+        "thread",
+    )
     out, n = [], 0
     while n < tokens:
         line = " ".join(rng.choice(words) for _ in range(12)) + "."
@@ -126,8 +191,10 @@ def filler(tokens: int, salt: int) -> Message:
 
 
 def read_turn(path: str, content: str, call_id: str) -> list[Message]:
-    return [Message("assistant", "", (ToolCall(call_id, "read_file", {"path": path}),)),
-            Message("tool", render.file_block(path, content), tool_call_id=call_id, name="read_file")]
+    return [
+        Message("assistant", "", (ToolCall(call_id, "read_file", {"path": path}),)),
+        Message("tool", render.file_block(path, content), tool_call_id=call_id, name="read_file"),
+    ]
 
 
 class World:
@@ -139,7 +206,9 @@ class World:
     def apply(self, name: str, args: dict) -> str:
         path = args.get("path", "")
         if name == "read_file":
-            return render.file_block(path, self.files[path]) if path in self.files else f"ERROR: no file {path}"
+            return (
+                render.file_block(path, self.files[path]) if path in self.files else f"ERROR: no file {path}"
+            )
         if name == "write_file":
             self.files[path] = args["content"]
             return f"wrote {path}\n{render.file_block(path, args['content'])}"
@@ -158,11 +227,16 @@ class World:
 
     def check(self, step: str) -> bool:
         api, client = self.files.get(API, ""), self.files.get(CLIENT, "")
-        return {"s01": "timeout=10" in api, "s02": "timeout=5" in client,
-                "s03": PROBE in self.files and "_compat_fetch" in api}[step]
+        return {
+            "s01": "timeout=10" in api,
+            "s02": "timeout=5" in client,
+            "s03": PROBE in self.files and "_compat_fetch" in api,
+        }[step]
 
 
-def run(sim: SimProvider, task: TaskSpec, seed: int, max_turns: int = 40) -> tuple[World, list[Message], list]:
+def run(
+    sim: SimProvider, task: TaskSpec, seed: int, max_turns: int = 40
+) -> tuple[World, list[Message], list]:
     """A raw (append-only) trial of the toy task: (final world, transcript, completions)."""
     world, msgs, replies = World(dict(task.files)), prefix(task), []
     for step in task.steps:
@@ -177,8 +251,12 @@ def run(sim: SimProvider, task: TaskSpec, seed: int, max_turns: int = 40) -> tup
             for call in c.tool_calls:
                 if call.name == "submit_step":
                     passed = world.check(step.id)
-                    text = render.check_result(step.id, passed, 0 if passed else 1,
-                                               "" if passed else f"FAILED tests/test_{step.id}.py::test_it")
+                    text = render.check_result(
+                        step.id,
+                        passed,
+                        0 if passed else 1,
+                        "" if passed else f"FAILED tests/test_{step.id}.py::test_it",
+                    )
                     if passed and step.establishes:
                         text += "\n" + "\n".join(render.invariant_line(i) for i in step.establishes)
                 else:

@@ -26,8 +26,13 @@ from pathlib import Path
 from bench.config import ROOT
 
 # 2 strategies x 2 arms of one shrunk task: 4 trials, a few seconds each.
-PLAN = ("strategy=raw,ledger", "arm=baseline,drift", "task=signature_migration", "task.seed=0",
-        "++task.size.steps=6")
+PLAN = (
+    "strategy=raw,ledger",
+    "arm=baseline,drift",
+    "task=signature_migration",
+    "task.seed=0",
+    "++task.size.steps=6",
+)
 
 
 def study_cmd(study: str, overrides: Sequence[str]) -> list[str]:
@@ -39,12 +44,19 @@ def study_env(results: Path, env: dict[str, str] | None = None) -> dict[str, str
     return {**os.environ, "CTXBENCH_RESULTS": str(results), **(env or {})}
 
 
-def run_study(study: str, results: Path, overrides: Sequence[str], *, env: dict[str, str] | None = None,
-              timeout: float = 600) -> str:
+def run_study(
+    study: str,
+    results: Path,
+    overrides: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> str:
     """Run the study to its end; return its output; fail on a non-zero exit."""
     cmd = study_cmd(study, overrides)
-    proc = subprocess.run(cmd, cwd=ROOT, env=study_env(results, env), capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=study_env(results, env), capture_output=True, text=True, timeout=timeout
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{out[-4000:]}"
     return out
@@ -69,8 +81,16 @@ def study_outcome(uri: str, study: str) -> StudyOutcome:
     trials = [r for r in runs if r.data.tags.get("ctxbench.kind") == "trial"]
     (parent,) = [r for r in runs if r.data.tags.get("ctxbench.kind") == "study"]
     assert all(r.data.tags.get("mlflow.parentRunId") == parent.info.run_id for r in trials)
-    rows = frozenset((r.data.tags["config_hash"], r.info.status, r.data.tags["status"],
-                      r.data.metrics["success"], r.data.tags["final_tree_sha"]) for r in trials)
+    rows = frozenset(
+        (
+            r.data.tags["config_hash"],
+            r.info.status,
+            r.data.tags["status"],
+            r.data.metrics["success"],
+            r.data.tags["final_tree_sha"],
+        )
+        for r in trials
+    )
     counts = {k: v for k, v in parent.data.metrics.items() if k.startswith("trials_")}
     return StudyOutcome(rows, len(trials), parent.info.status, counts, parent.info.run_id)
 
@@ -87,9 +107,12 @@ class Reference:
 def _trial_runs(db: Path, study: str) -> list[tuple[str, str]]:
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as con:
-            return con.execute("select r.run_uuid, r.status from runs r join tags s on s.run_uuid = r.run_uuid "
-                               "and s.key = 'study' and s.value = ? join tags k on k.run_uuid = r.run_uuid and "
-                               "k.key = 'ctxbench.kind' and k.value = 'trial'", (study,)).fetchall()
+            return con.execute(
+                "select r.run_uuid, r.status from runs r join tags s on s.run_uuid = r.run_uuid "
+                "and s.key = 'study' and s.value = ? join tags k on k.run_uuid = r.run_uuid and "
+                "k.key = 'ctxbench.kind' and k.value = 'trial'",
+                (study,),
+            ).fetchall()
     except sqlite3.Error:  # not created yet, or locked by a writer: poll again
         return []
 
@@ -100,8 +123,14 @@ def locked_joblib_study(results: Path, lock_s: float = 24.0) -> Reference:
     so every write the workers attempt meanwhile is refused by SQLite at least once."""
     study = f"joblib4-{uuid.uuid4().hex[:6]}"
     db = results / "mlflow.db"
-    proc = subprocess.Popen(study_cmd(study, ["hydra.launcher.n_jobs=4"]), cwd=ROOT, env=study_env(results),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        study_cmd(study, ["hydra.launcher.n_jobs=4"]),
+        cwd=ROOT,
+        env=study_env(results),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while not _trial_runs(db, study):
@@ -141,15 +170,36 @@ def ray_head(num_cpus: int = 2) -> Iterator[str]:
     ray = Path(sys.executable).with_name("ray")
     tmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # unix socket paths must stay short
     port = free_port()
-    ports = {f"--{k}": str(free_port()) for k in (
-        "ray-client-server-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
-        "runtime-env-agent-port", "metrics-export-port", "node-manager-port", "object-manager-port")}
-    cmd = [str(ray), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
-           f"--num-cpus={num_cpus}", "--object-store-memory=100000000", "--include-dashboard=false",
-           "--disable-usage-stats", f"--temp-dir={tmp}", *[f"{k}={v}" for k, v in ports.items()]]
+    ports = {
+        f"--{k}": str(free_port())
+        for k in (
+            "ray-client-server-port",
+            "dashboard-agent-listen-port",
+            "dashboard-agent-grpc-port",
+            "runtime-env-agent-port",
+            "metrics-export-port",
+            "node-manager-port",
+            "object-manager-port",
+        )
+    }
+    cmd = [
+        str(ray),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        f"--num-cpus={num_cpus}",
+        "--object-store-memory=100000000",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={tmp}",
+        *[f"{k}={v}" for k, v in ports.items()],
+    ]
     log = open(tmp / "head.log", "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **RAY_LOCAL_ENV},
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **RAY_LOCAL_ENV}, start_new_session=True
+    )
     address = f"127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

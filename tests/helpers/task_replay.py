@@ -63,7 +63,12 @@ def _isolated(root: Path) -> Iterator[io.StringIO]:
         for name in [m for m in sys.modules if m.split(".")[0] in tops or m.startswith("_ctxbench_check")]:
             del sys.modules[name]
 
-    saved_path, saved_cwd, saved_argv, saved_bytecode = list(sys.path), os.getcwd(), sys.argv, sys.dont_write_bytecode
+    saved_path, saved_cwd, saved_argv, saved_bytecode = (
+        list(sys.path),
+        os.getcwd(),
+        sys.argv,
+        sys.dont_write_bytecode,
+    )
     buf = io.StringIO()
     purge()
     importlib.invalidate_caches()
@@ -186,8 +191,16 @@ def invitations(spec: TaskSpec, step_id: str, before: dict[str, str], plan: Step
     return invited(spec.oracle, before, after, tuple(sorted({e.path for e in plan.edits})))
 
 
-def replay(spec: TaskSpec, root: Path, drift: bool, runner=run_check, tempt_at: str | None = None,
-           tempt: str = "", hide: frozenset[str] = frozenset(), stop_at: str | None = None):
+def replay(
+    spec: TaskSpec,
+    root: Path,
+    drift: bool,
+    runner=run_check,
+    tempt_at: str | None = None,
+    tempt: str = "",
+    hide: frozenset[str] = frozenset(),
+    stop_at: str | None = None,
+):
     """The oracle end to end: per step, apply drift, ask the oracle with the TRUE files (minus
     `hide`), apply its edits -- and at `tempt_at` the tidy-ups invited there whose key starts
     with `tempt` -- and run the step's check. Yields (step, plan, cleanups done, errors, exit
@@ -201,8 +214,11 @@ def replay(spec: TaskSpec, root: Path, drift: bool, runner=run_check, tempt_at: 
         perceived = {p: c for p, c in files.items() if p not in hide}
         plan = spec.oracle.edits_for(step.id, perceived)
         assert not plan.reads, (step.id, plan.reads)
-        done = [x for x in invitations(spec, step.id, perceived, plan) if x.key.startswith(tempt)] \
-            if step.id == tempt_at else []
+        done = (
+            [x for x in invitations(spec, step.id, perceived, plan) if x.key.startswith(tempt)]
+            if step.id == tempt_at
+            else []
+        )
         errors = apply_plan(files, plan, done)
         write_repo(root, files)
         code, out = runner(root, step.check)

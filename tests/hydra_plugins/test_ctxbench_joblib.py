@@ -17,7 +17,7 @@ from bench.config import ROOT
 from hydra_plugins.ctxbench_joblib.launcher import for_the_launcher
 
 # A Hydra app whose job notes, on the Plugins singleton of its process, how many jobs saw it.
-APP = '''
+APP = """
 import gc, os, hydra
 from hydra.core.plugins import Plugins
 
@@ -41,16 +41,29 @@ def main(cfg):
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def _sweep(tmp_path: Path, launcher: str) -> list[list[str]]:
     app, out = tmp_path / "app.py", tmp_path / f"{launcher}.txt"
     app.write_text(APP)
-    proc = subprocess.run([sys.executable, str(app), "-m", "+x=1,2,3,4", f"+out={out}", f"hydra/launcher={launcher}",
-                           "hydra.launcher.n_jobs=2", f"hydra.searchpath=[file://{ROOT / 'conf'}]",
-                           f"hydra.sweep.dir={tmp_path / launcher}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(app),
+            "-m",
+            "+x=1,2,3,4",
+            f"+out={out}",
+            f"hydra/launcher={launcher}",
+            "hydra.launcher.n_jobs=2",
+            f"hydra.searchpath=[file://{ROOT / 'conf'}]",
+            f"hydra.sweep.dir={tmp_path / launcher}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     return [line.split() for line in out.read_text().splitlines()]
 
@@ -65,7 +78,8 @@ def test_a_worker_keeps_its_singletons_across_jobs(tmp_path):
         assert sorted(int(r[2]) for r in rows if r[0] == pid) == list(range(sum(r[0] == pid for r in rows)))
         # its first job runs before the worker's heap is frozen, every later one after
         assert sorted((int(r[2]), r[3]) for r in rows if r[0] == pid) == [(0, "0")] + [
-            (n, "1") for n in range(1, sum(r[0] == pid for r in rows))]
+            (n, "1") for n in range(1, sum(r[0] == pid for r in rows))
+        ]
     # whether it froze is remembered, not asked of the collector after every job (an O(heap) walk)
     assert {r[4] for r in rows} == {"0"}, rows
     # Hydra's own launcher, the same sweep: a new Plugins singleton (a rescan) for every job.
@@ -73,12 +87,30 @@ def test_a_worker_keeps_its_singletons_across_jobs(tmp_path):
 
 
 def test_the_launcher_gets_status_and_value_not_configs():
-    done = JobReturn(overrides=["+x=1"], cfg=OmegaConf.create({"x": 1}), hydra_cfg=OmegaConf.create({"h": 1}),
-                     working_dir="/w", task_name="app", status=JobStatus.COMPLETED, _return_value=42)
+    done = JobReturn(
+        overrides=["+x=1"],
+        cfg=OmegaConf.create({"x": 1}),
+        hydra_cfg=OmegaConf.create({"h": 1}),
+        working_dir="/w",
+        task_name="app",
+        status=JobStatus.COMPLETED,
+        _return_value=42,
+    )
     slim = for_the_launcher(done)
     assert (slim.cfg, slim.hydra_cfg) == (None, None)
-    assert (slim.overrides, slim.working_dir, slim.task_name, slim.return_value) == (["+x=1"], "/w", "app", 42)
-    failed = for_the_launcher(JobReturn(overrides=["+x=2"], cfg=OmegaConf.create({}), status=JobStatus.FAILED,
-                                        _return_value=ValueError("seed 2 broke")))
+    assert (slim.overrides, slim.working_dir, slim.task_name, slim.return_value) == (
+        ["+x=1"],
+        "/w",
+        "app",
+        42,
+    )
+    failed = for_the_launcher(
+        JobReturn(
+            overrides=["+x=2"],
+            cfg=OmegaConf.create({}),
+            status=JobStatus.FAILED,
+            _return_value=ValueError("seed 2 broke"),
+        )
+    )
     with pytest.raises(ValueError, match="seed 2 broke"):  # what BasicSweeper.sweep re-raises
         _ = failed.return_value

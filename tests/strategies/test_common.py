@@ -9,8 +9,11 @@ from strategies import _common
 
 
 def asst(i: str, *calls: str) -> Message:
-    return Message(role="assistant", content=f"turn {i}",
-                   tool_calls=tuple(ToolCall(f"{i}{c}", "read_file", {"path": c}) for c in calls))
+    return Message(
+        role="assistant",
+        content=f"turn {i}",
+        tool_calls=tuple(ToolCall(f"{i}{c}", "read_file", {"path": c}) for c in calls),
+    )
 
 
 def tool(i: str, text: str = "ok") -> Message:
@@ -18,8 +21,16 @@ def tool(i: str, text: str = "ok") -> Message:
 
 
 NOTICE = Message(role="user", content="CURRENT STEP [step:s01] x")
-MSGS = (NOTICE, asst("a", "x", "y"), tool("ax"), tool("ay"), asst("b"), asst("c", "z"), tool("cz"),
-        Message(role="user", content="harness note"))
+MSGS = (
+    NOTICE,
+    asst("a", "x", "y"),
+    tool("ax"),
+    tool("ay"),
+    asst("b"),
+    asst("c", "z"),
+    tool("cz"),
+    Message(role="user", content="harness note"),
+)
 
 
 def test_groups_keep_tool_results_with_their_call():
@@ -63,7 +74,7 @@ def test_prompt_must_carry_the_marker_line():
 
 def test_render_transcript_keeps_calls_and_results():
     pieces = _common.render_transcript(MSGS[1:4])
-    assert pieces[0].startswith("[assistant]\nturn a\n-> read_file {\"path\":\"x\"}")
+    assert pieces[0].startswith('[assistant]\nturn a\n-> read_file {"path":"x"}')
     assert pieces[1] == "[tool result read_file]\nok"
 
 

@@ -72,7 +72,7 @@ def test_notice_not_repeated_when_still_in_the_tail():
     s = state_with(3, 2)  # compacted in step s01 (before the notice was appended), keeping 1 turn
     s2 = replace(s, summary=Summary("S", upto=s.step_start))
     msgs = strat().build(s2).messages
-    assert msgs[3:] == s.transcript[s.step_start - 2:]
+    assert msgs[3:] == s.transcript[s.step_start - 2 :]
     assert [m.content for m in msgs].count(s.transcript[s.step_start].content) == 1
 
 

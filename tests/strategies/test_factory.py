@@ -30,8 +30,13 @@ def load(name: str, **overrides: object):
 
 def test_every_strategy_has_a_config_file_and_builds_from_it():
     assert sorted(p.stem for p in CONF.glob("*.yaml")) == sorted(STRATEGIES)
-    classes = {"raw": RawStrategy, "compaction": CompactionStrategy, "ledger": LedgerStrategy,
-               "subagent": SubagentStrategy, "masking": MaskingStrategy}
+    classes = {
+        "raw": RawStrategy,
+        "compaction": CompactionStrategy,
+        "ledger": LedgerStrategy,
+        "subagent": SubagentStrategy,
+        "masking": MaskingStrategy,
+    }
     for name, cls in classes.items():
         s = make_strategy(load(name))
         assert isinstance(s, cls) and s.name == name
@@ -42,15 +47,24 @@ def test_every_strategy_has_a_config_file_and_builds_from_it():
 
 def test_every_strategy_states_every_hook_the_loop_reads():
     """No hook is read with a default: each strategy says it (strategies/base.py Strategy)."""
-    stated = {name: (STRATEGIES.load(name).fresh_session_per_step, make_strategy(load(name)).invariants_from)
-              for name in STRATEGIES}
-    assert stated == {"raw": (False, "model"), "compaction": (False, "model"), "masking": (False, "model"),
-                      "ledger": (False, "model"), "subagent": (True, "model")}
+    stated = {
+        name: (STRATEGIES.load(name).fresh_session_per_step, make_strategy(load(name)).invariants_from)
+        for name in STRATEGIES
+    }
+    assert stated == {
+        "raw": (False, "model"),
+        "compaction": (False, "model"),
+        "masking": (False, "model"),
+        "ledger": (False, "model"),
+        "subagent": (True, "model"),
+    }
 
 
 def test_a_strategy_that_does_not_state_a_hook_fails_in_one_line(monkeypatch):
     monkeypatch.delattr(TranscriptOnly, "fresh_session_per_step")  # where raw states it
-    with pytest.raises(ValueError, match=r"^strategy.name='raw': RawStrategy does not state fresh_session_per_step;"):
+    with pytest.raises(
+        ValueError, match=r"^strategy.name='raw': RawStrategy does not state fresh_session_per_step;"
+    ):
         make_strategy(load("raw"))
 
 
@@ -61,7 +75,9 @@ def test_yaml_defaults_match_the_code_defaults():
 
 
 def test_compaction_options():
-    s = make_strategy(load("compaction", threshold=0.5, force_at_turns=[3, 9], keep_recent_turns=2, prompt=PROMPT))
+    s = make_strategy(
+        load("compaction", threshold=0.5, force_at_turns=[3, 9], keep_recent_turns=2, prompt=PROMPT)
+    )
     assert isinstance(s, CompactionStrategy)
     assert (s.config.threshold, s.config.force_at_turns, s.config.keep_recent_turns) == (0.5, (3, 9), 2)
     assert s.config.prompt == PROMPT
@@ -70,12 +86,27 @@ def test_compaction_options():
 
 
 def test_ledger_and_subagent_options():
-    s = make_strategy(load("ledger", files_budget_tokens=1000, files_budget_fraction=0.2, notes_cap_chars=80,
-                           threshold=0.6, keep_recent_turns=0, prompt=PROMPT))
+    s = make_strategy(
+        load(
+            "ledger",
+            files_budget_tokens=1000,
+            files_budget_fraction=0.2,
+            notes_cap_chars=80,
+            threshold=0.6,
+            keep_recent_turns=0,
+            prompt=PROMPT,
+        )
+    )
     assert isinstance(s, LedgerStrategy)
     c = s.config
-    assert (c.files_budget_tokens, c.files_budget_fraction, c.notes_cap_chars, c.threshold,
-            c.keep_recent_turns, c.prompt) == (1000, 0.2, 80, 0.6, 0, PROMPT)
+    assert (
+        c.files_budget_tokens,
+        c.files_budget_fraction,
+        c.notes_cap_chars,
+        c.threshold,
+        c.keep_recent_turns,
+        c.prompt,
+    ) == (1000, 0.2, 80, 0.6, 0, PROMPT)
     sub = make_strategy(load("subagent", notes_cap_chars=60))
     assert isinstance(sub, SubagentStrategy) and sub.config.notes_cap_chars == 60
 
@@ -87,19 +118,34 @@ def test_invariants_from_is_model_by_default_and_harness_a_labelled_variant(name
     assert s.invariants_from == "model" and s.channels["harness_invariants"] is False  # type: ignore[attr-defined]
     h = make_strategy(load(name, invariants_from="harness"))
     assert h.invariants_from == "harness" and h.channels["harness_invariants"] is True  # type: ignore[attr-defined]
-    with pytest.raises(ValueError, match=rf"invariants_from.*conf/strategy/{name}\.yaml|conf/strategy/{name}\.yaml"):
+    with pytest.raises(
+        ValueError, match=rf"invariants_from.*conf/strategy/{name}\.yaml|conf/strategy/{name}\.yaml"
+    ):
         make_strategy(load(name, invariants_from="summary"))
 
 
 def test_every_strategy_lists_its_channels_from_its_config():
-    assert {n: make_strategy(load(n)).channels for n in ("raw", "compaction", "masking")} == \
-        {"raw": {}, "compaction": {}, "masking": {}}
-    assert make_strategy(load("ledger")).channels == {"files": True, "tree": True, "drift_note": True,
-                                                      "harness_invariants": False}
-    assert make_strategy(load("ledger", tree=False, drift_note=False, files_budget_tokens=0)).channels == \
-        {"files": False, "tree": False, "drift_note": False, "harness_invariants": False}
-    assert make_strategy(load("subagent", drift_note=False)).channels == {"drift_note": False,
-                                                                          "harness_invariants": False}
+    assert {n: make_strategy(load(n)).channels for n in ("raw", "compaction", "masking")} == {
+        "raw": {},
+        "compaction": {},
+        "masking": {},
+    }
+    assert make_strategy(load("ledger")).channels == {
+        "files": True,
+        "tree": True,
+        "drift_note": True,
+        "harness_invariants": False,
+    }
+    assert make_strategy(load("ledger", tree=False, drift_note=False, files_budget_tokens=0)).channels == {
+        "files": False,
+        "tree": False,
+        "drift_note": False,
+        "harness_invariants": False,
+    }
+    assert make_strategy(load("subagent", drift_note=False)).channels == {
+        "drift_note": False,
+        "harness_invariants": False,
+    }
 
 
 def test_unknown_strategy_lists_the_four():
@@ -110,34 +156,42 @@ def test_unknown_strategy_lists_the_four():
 
 
 def test_unknown_key_names_key_and_file():
-    with pytest.raises(ValueError, match=r"^strategy\.treshold: unknown key 'treshold' in conf/strategy/compaction"
-                                         r"\.yaml or the command line; known keys: force_at_turns, keep_recent_turns"):
+    with pytest.raises(
+        ValueError,
+        match=r"^strategy\.treshold: unknown key 'treshold' in conf/strategy/compaction"
+        r"\.yaml or the command line; known keys: force_at_turns, keep_recent_turns",
+    ):
         make_strategy(load("compaction", treshold=0.5))
     with pytest.raises(ValueError, match=r"'threshold'.*conf/strategy/raw\.yaml"):
         make_strategy({"name": "raw", "threshold": 0.5})
 
 
-@pytest.mark.parametrize("name, key, value", [
-    ("compaction", "threshold", 0.0),
-    ("compaction", "threshold", 1.5),
-    ("compaction", "keep_recent_turns", 3),
-    ("compaction", "force_at_turns", [-1]),
-    ("compaction", "prompt", "Summarise, mentioning [compaction-request] inline only."),
-    ("ledger", "prompt", "no marker at all"),
-    ("ledger", "files_budget_tokens", -1),
-    ("ledger", "files_budget_fraction", 0.0),
-    ("ledger", "notes_cap_chars", 3),
-    ("ledger", "threshold", 2.0),
-    ("ledger", "keep_recent_turns", -1),
-    ("subagent", "notes_cap_chars", 0),
-    ("subagent", "invariants_from", "both"),
-    ("ledger", "tree", "yes"),
-    ("ledger", "drift_note", 1),
-    ("subagent", "drift_note", "off"),
-    ("masking", "keep_recent_turns", -2),
-])
+@pytest.mark.parametrize(
+    "name, key, value",
+    [
+        ("compaction", "threshold", 0.0),
+        ("compaction", "threshold", 1.5),
+        ("compaction", "keep_recent_turns", 3),
+        ("compaction", "force_at_turns", [-1]),
+        ("compaction", "prompt", "Summarise, mentioning [compaction-request] inline only."),
+        ("ledger", "prompt", "no marker at all"),
+        ("ledger", "files_budget_tokens", -1),
+        ("ledger", "files_budget_fraction", 0.0),
+        ("ledger", "notes_cap_chars", 3),
+        ("ledger", "threshold", 2.0),
+        ("ledger", "keep_recent_turns", -1),
+        ("subagent", "notes_cap_chars", 0),
+        ("subagent", "invariants_from", "both"),
+        ("ledger", "tree", "yes"),
+        ("ledger", "drift_note", 1),
+        ("subagent", "drift_note", "off"),
+        ("masking", "keep_recent_turns", -2),
+    ],
+)
 def test_bad_values_are_rejected_in_one_line_naming_the_key_and_the_file(name, key, value):
-    with pytest.raises(ValueError, match=rf"^strategy\.{key}\b.*got .*; fix it in conf/strategy/{name}\.yaml") as e:
+    with pytest.raises(
+        ValueError, match=rf"^strategy\.{key}\b.*got .*; fix it in conf/strategy/{name}\.yaml"
+    ) as e:
         make_strategy(load(name, **{key: value}))
     assert "\n" not in str(e.value)
 

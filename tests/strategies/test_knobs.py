@@ -31,7 +31,9 @@ def test_the_yaml_keeps_only_the_name_and_real_overrides(name):
 
 
 def test_the_check_sees_a_restated_default():
-    assert restated("ledger", {"name": "ledger", "notes_cap_chars": 400, "tree": False}) == {"notes_cap_chars": 400}
+    assert restated("ledger", {"name": "ledger", "notes_cap_chars": 400, "tree": False}) == {
+        "notes_cap_chars": 400
+    }
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))

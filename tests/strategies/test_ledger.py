@@ -12,8 +12,15 @@ from strategies.ledger import LedgerConfig, LedgerStrategy
 from tasks.spec import Invariant
 from tests.helpers import strategy_loop as fx
 
-SECTIONS = ["STEP BRIEF for [step:s02]", "INVARIANTS ESTABLISHED BY COMPLETED STEPS", "REMAINING PLAN",
-            "CERTIFIED", "TREE", "CURRENT STEP [step:s02]", "FILES"]
+SECTIONS = [
+    "STEP BRIEF for [step:s02]",
+    "INVARIANTS ESTABLISHED BY COMPLETED STEPS",
+    "REMAINING PLAN",
+    "CERTIFIED",
+    "TREE",
+    "CURRENT STEP [step:s02]",
+    "FILES",
+]
 
 
 def brief_of(built) -> str:
@@ -33,26 +40,35 @@ def test_sections_in_order_and_markers_parse():
     assert "on tree " + "a" * 12 in text and "must not undo: keep the shim" in text
     assert [(p, c) for p, _, c in render.parse_file_blocks(text)] == list(s.head.files)
     assert "HEAD " + "b" * 40 in text and "1234567 s01: done" in text
-    assert "[step:s03]" in text.split("REMAINING PLAN")[1] and "[step:s01]" not in text.split("REMAINING PLAN")[1]
+    assert (
+        "[step:s03]" in text.split("REMAINING PLAN")[1]
+        and "[step:s01]" not in text.split("REMAINING PLAN")[1]
+    )
     assert "CONSISTENCY NOTE" not in text and "LAST FAILURE" not in text
 
 
 def test_drift_and_last_failure_are_shown():
-    s = fx.hand_state(last_failure="E   assert 1 == 2",
-                      head=replace(fx.hand_state().head, drift_note="HEAD moved aaaa -> bbbb (outside commit)"))
+    s = fx.hand_state(
+        last_failure="E   assert 1 == 2",
+        head=replace(fx.hand_state().head, drift_note="HEAD moved aaaa -> bbbb (outside commit)"),
+    )
     text = brief_of(LedgerStrategy().build(s))
     assert text.index("CURRENT STEP") < text.index("LAST FAILURE:\nE   assert 1 == 2") < text.index("FILES")
     assert text.rstrip().split("\n\n")[-1].startswith("CONSISTENCY NOTE")
     assert "HEAD moved aaaa -> bbbb (outside commit)" in text
     # a note the harness already headed is not headed twice
-    own = "CONSISTENCY NOTE: the repository changed since the last certified step, by commits not yours:\nabc x"
+    own = (
+        "CONSISTENCY NOTE: the repository changed since the last certified step, by commits not yours:\nabc x"
+    )
     s = fx.hand_state(head=replace(fx.hand_state().head, drift_note=own))
     text = brief_of(LedgerStrategy().build(s))
     assert text.count("CONSISTENCY NOTE") == 1 and own in text
 
 
 def test_tree_and_drift_note_are_switches():
-    s = fx.hand_state(head=replace(fx.hand_state().head, drift_note="HEAD moved aaaa -> bbbb (outside commit)"))
+    s = fx.hand_state(
+        head=replace(fx.hand_state().head, drift_note="HEAD moved aaaa -> bbbb (outside commit)")
+    )
     on = brief_of(LedgerStrategy().build(s))
     assert "TREE (read fresh" in on and "1234567 s01: done" in on and "CONSISTENCY NOTE" in on
     off = brief_of(LedgerStrategy(LedgerConfig(tree=False, drift_note=False)).build(s))
@@ -63,10 +79,10 @@ def test_tree_and_drift_note_are_switches():
 def test_only_this_steps_turns_follow_the_brief():
     s = fx.in_step(4, 2)
     built = LedgerStrategy().build(s)
-    assert built.messages[3:] == s.transcript[s.step_start + 1:]
+    assert built.messages[3:] == s.transcript[s.step_start + 1 :]
     # the context is a function of durable state and this step's turns only
     other = fx.in_step(9, 0)
-    other = replace(other, transcript=other.transcript + s.transcript[s.step_start + 1:])
+    other = replace(other, transcript=other.transcript + s.transcript[s.step_start + 1 :])
     assert LedgerStrategy().build(other).messages == built.messages
 
 
@@ -85,8 +101,10 @@ def test_files_budget_omits_files_by_path():
 
 def test_notes_are_capped():
     long = "do not remove the shim " * 50
-    s = fx.hand_state(certified=(Certified("s01", "true", "c" * 40, long, ""),),
-                      learned=(Invariant("n-s01-1", long, stated="s01"),))
+    s = fx.hand_state(
+        certified=(Certified("s01", "true", "c" * 40, long, ""),),
+        learned=(Invariant("n-s01-1", long, stated="s01"),),
+    )
     text = brief_of(LedgerStrategy(LedgerConfig(notes_cap_chars=60)).build(s))
     line = next(ln for ln in text.splitlines() if ln.startswith("[check:s01"))
     assert line.endswith("…") and len(line.split("must not undo: ")[1]) == 60
@@ -95,9 +113,14 @@ def test_notes_are_capped():
 
 def test_empty_ledger_at_the_first_step():
     task = fx.make_task(n_steps=2)
-    s = fx.hand_state(task, step_index=0, certified=(), learned=(),
-                      transcript=(Message(role="user", content=render.current_step_block(task.steps[0])),),
-                      head=StepHead(tree="", files=(), repo_commit="0" * 40))
+    s = fx.hand_state(
+        task,
+        step_index=0,
+        certified=(),
+        learned=(),
+        transcript=(Message(role="user", content=render.current_step_block(task.steps[0])),),
+        head=StepHead(tree="", files=(), repo_commit="0" * 40),
+    )
     text = brief_of(LedgerStrategy().build(s))
     assert text.count("(none yet)") == 2 and "(clean)" in text and "FILES" in text
 
@@ -122,8 +145,12 @@ def test_backstop_compacts_only_this_steps_turns():
     assert after.messages[3].content.startswith("SUMMARY OF EARLIER TURNS OF THIS STEP")
     assert after.messages[4:] == s.transcript[-2:]
     # at the next step, that summary no longer applies: the brief starts afresh
-    nxt = replace(s, summary=summary, transcript=s.transcript + (s.transcript[s.step_start],),
-                  step_start=len(s.transcript))
+    nxt = replace(
+        s,
+        summary=summary,
+        transcript=s.transcript + (s.transcript[s.step_start],),
+        step_start=len(s.transcript),
+    )
     assert len(st.build(nxt).messages) == 3
 
 

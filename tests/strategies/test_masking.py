@@ -13,10 +13,15 @@ from tests.helpers import strategy_loop as fx
 
 
 def turn(i: int, size: int = 200) -> tuple[Message, Message]:
-    call = ToolCall(f"c{i}", "submit_step" if i % 3 == 2 else "read_file",
-                    {"notes": f"step {i}: the shim stays until s08"} if i % 3 == 2 else {"path": f"m{i}.py"})
-    return (Message(role="assistant", content=f"thinking about turn {i}", tool_calls=(call,)),
-            Message(role="tool", content="\n".join(["line"] * size), tool_call_id=f"c{i}", name=call.name))
+    call = ToolCall(
+        f"c{i}",
+        "submit_step" if i % 3 == 2 else "read_file",
+        {"notes": f"step {i}: the shim stays until s08"} if i % 3 == 2 else {"path": f"m{i}.py"},
+    )
+    return (
+        Message(role="assistant", content=f"thinking about turn {i}", tool_calls=(call,)),
+        Message(role="tool", content="\n".join(["line"] * size), tool_call_id=f"c{i}", name=call.name),
+    )
 
 
 def state_with(n: int, **kw):
@@ -28,7 +33,7 @@ def state_with(n: int, **kw):
 def test_older_tool_outputs_become_placeholders_and_the_rest_stays():
     state = state_with(6)
     built = MaskingStrategy(MaskingConfig(keep_recent_turns=2)).build(state)
-    body = built.messages[len(stable_prefix(state.task)):]
+    body = built.messages[len(stable_prefix(state.task)) :]
     assert len(body) == len(state.transcript) and built.dropped == 0
     for i, (seen, original) in enumerate(zip(body, state.transcript, strict=True)):
         if original.role != "tool":
@@ -58,7 +63,8 @@ def test_over_the_budget_the_oldest_turns_go_like_raw():
     state = state_with(40)
     full = MaskingStrategy(MaskingConfig(keep_recent_turns=1)).build(state).tokens
     built = MaskingStrategy(MaskingConfig(keep_recent_turns=1)).build(
-        state_with(40, window=full - 200 + state.max_output))
+        state_with(40, window=full - 200 + state.max_output)
+    )
     assert built.dropped > 0 and built.tokens <= full - 200
     assert built.messages[len(stable_prefix(state.task))] == state.transcript[0]  # the step notice is pinned
 

@@ -36,8 +36,9 @@ def traces():
     out = {}
     for n in STRATEGIES:
         for window in (SMALL, BIG):
-            out[n, window] = fx.run(make_strategy({"name": n}), TASK, window=window, drift_before="s05",
-                                    fail_first="s07")
+            out[n, window] = fx.run(
+                make_strategy({"name": n}), TASK, window=window, drift_before="s05", fail_first="s07"
+            )
     return out
 
 
@@ -54,10 +55,10 @@ def test_pure_same_state_same_bytes(name, window, traces):
 @pytest.mark.parametrize("window", [SMALL, BIG])
 def test_stable_prefix_is_byte_identical_across_turns_and_holds_policy(name, window, traces):
     builts = traces[name, window].builts
-    first = dicts(builts[0].messages[:builts[0].stable])
+    first = dicts(builts[0].messages[: builts[0].stable])
     assert builts[0].stable == 2
     for b in builts:
-        assert dicts(b.messages[:b.stable]) == first
+        assert dicts(b.messages[: b.stable]) == first
         system, task = b.messages[0].content, b.messages[1].content
         assert "POLICY" in system and "tests/**" in system
         assert render.parse_task_id(task) == TASK.task_id
@@ -85,7 +86,9 @@ def test_small_window_raw_truncates_compaction_compacts(traces):
     raw, comp = traces["raw", SMALL], traces["compaction", SMALL]
     assert sum(b.dropped for b in raw.builts) > 0 and not raw.compactions
     assert len(comp.compactions) >= 3 and sum(b.dropped for b in comp.builts) == 0
-    budget = {s.turn: s.budget for s in comp.states}  # the window less the tool schemas (bench/trial/context_window.py)
+    budget = {
+        s.turn: s.budget for s in comp.states
+    }  # the window less the tool schemas (bench/trial/context_window.py)
     for turn, before, after in comp.compactions:
         assert before > 0.75 * budget[turn] > after
     assert all(b.tokens <= s.budget for tr in (raw, comp) for s, b in zip(tr.states, tr.builts, strict=True))

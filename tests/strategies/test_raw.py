@@ -11,9 +11,12 @@ from tests.helpers import strategy_loop as fx
 
 
 def turn(i: int, size: int) -> tuple[Message, Message]:
-    return (Message(role="assistant", content=f"turn {i}",
-                    tool_calls=(ToolCall(f"c{i}", "run", {"command": "ls"}),)),
-            Message(role="tool", content="word " * size, tool_call_id=f"c{i}", name="run"))
+    return (
+        Message(
+            role="assistant", content=f"turn {i}", tool_calls=(ToolCall(f"c{i}", "run", {"command": "ls"}),)
+        ),
+        Message(role="tool", content="word " * size, tool_call_id=f"c{i}", name="run"),
+    )
 
 
 def transcript(n_before: int, n_after: int, size: int = 200):
@@ -45,7 +48,7 @@ def test_drops_oldest_turns_keeping_prefix_and_step_notice():
     window -= per_turn
     built = RawStrategy().build(fx.hand_state(transcript=msgs, step_start=start, window=window))
     assert built.dropped == 8
-    assert built.messages == stable_prefix(state.task) + (msgs[start],) + msgs[start + 3:]
+    assert built.messages == stable_prefix(state.task) + (msgs[start],) + msgs[start + 3 :]
     assert built.tokens <= window - 1000
 
 

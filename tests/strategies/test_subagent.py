@@ -18,8 +18,17 @@ def test_brief_holds_ledger_entries_but_no_files_or_tree():
     built = SubagentStrategy().build(s)
     assert built.messages[:2] == stable_prefix(s.task) and built.stable == 2 and len(built.messages) == 3
     text = built.messages[2].content
-    order = [text.index(h) for h in ("SUBAGENT BRIEF for [step:s02]", "INVARIANTS ESTABLISHED", "REMAINING PLAN",
-                                     "COMPLETED STEPS (ledger", "CURRENT STEP [step:s02]", "LAST FAILURE:\nE   boom")]
+    order = [
+        text.index(h)
+        for h in (
+            "SUBAGENT BRIEF for [step:s02]",
+            "INVARIANTS ESTABLISHED",
+            "REMAINING PLAN",
+            "COMPLETED STEPS (ledger",
+            "CURRENT STEP [step:s02]",
+            "LAST FAILURE:\nE   boom",
+        )
+    ]
     assert order == sorted(order)
     assert render.parse_file_blocks(text) == [] and "TREE" not in text and "FILES" not in text
     assert render.parse_invariants(text) == [("n-s01-1", "mod_01 uses timeout= by keyword")]
@@ -39,7 +48,7 @@ def test_entries_capped_and_empty_diffstat():
 def test_fresh_conversation_per_step_and_drift_note():
     s = in_step(5, 2)
     built = SubagentStrategy().build(s)
-    assert built.messages[3:] == s.transcript[s.step_start + 1:]
+    assert built.messages[3:] == s.transcript[s.step_start + 1 :]
     s = replace(s, head=replace(s.head, drift_note="HEAD moved x -> y"))
     assert "CONSISTENCY NOTE" in SubagentStrategy().build(s).messages[2].content
     off = SubagentStrategy(SubagentConfig(drift_note=False)).build(s).messages[2].content

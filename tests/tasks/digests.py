@@ -29,7 +29,12 @@ DATA = Path(__file__).resolve().parent / "data" / "task_digests.json"
 SEEDS = range(50)
 # conf/task/*.yaml and conf/experiment/*.yaml use each family's defaults ({}); the others are the
 # sizes the replay tests use (tests/tasks/test_replay.py): the fewest steps, the most, many callers.
-SIZES: tuple[dict[str, int], ...] = ({}, {"steps": 6}, {"steps": 16, "callers": 30, "filler": 0}, {"callers": 40})
+SIZES: tuple[dict[str, int], ...] = (
+    {},
+    {"steps": 6},
+    {"steps": 16, "callers": 30, "filler": 0},
+    {"callers": 40},
+)
 
 
 def _digest(value: object) -> str:
@@ -44,8 +49,14 @@ def _oracle_answers(spec: TaskSpec, drift: bool) -> Iterator[object]:
                 apply_drift(files, d)
         plan = spec.oracle.edits_for(step.id, files)
         view = narrow(spec, step.id, files)
-        yield (step.id, plan, spec.oracle.edits_for(step.id, {}), spec.oracle.edits_for(step.id, view),
-               spec.oracle.cleanups(files, step.touches), invitations(spec, step.id, files, plan))
+        yield (
+            step.id,
+            plan,
+            spec.oracle.edits_for(step.id, {}),
+            spec.oracle.edits_for(step.id, view),
+            spec.oracle.cleanups(files, step.touches),
+            invitations(spec, step.id, files, plan),
+        )
         apply_plan(files, plan)
     yield ("final", tuple(sorted(files.items())))
 

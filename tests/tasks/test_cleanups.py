@@ -42,8 +42,10 @@ def test_a_tidy_up_looks_dead_only_while_its_users_are_out_of_view(family):
 
 
 def test_legacy_helpers_ignores_helpers_its_module_calls():
-    used = 'def legacy_a_rows(rows):\n    return rows\n\n\ndef export(rows):\n    return legacy_a_rows(rows)\n'
-    dead = 'def legacy_b_rows(rows):\n    return rows\n'
+    used = (
+        "def legacy_a_rows(rows):\n    return rows\n\n\ndef export(rows):\n    return legacy_a_rows(rows)\n"
+    )
+    dead = "def legacy_b_rows(rows):\n    return rows\n"
     found = legacy_helpers({"p/a.py": used, "p/b.py": dead}, ("p/a.py", "p/b.py"))
     assert [x.key for x in found] == ["legacy-helper:p/b.py:legacy_b_rows"]
     assert found[0].anchors == ("legacy_b_rows",) and found[0].edits[0].path == "p/b.py"

@@ -42,5 +42,6 @@ def test_a_changed_byte_is_seen():
     path, text = spec.files[0]
     changed = dataclasses.replace(spec, files=((path, text + " "),) + spec.files[1:])
     got = {digests.key("config_rename", 0, {}): digests.task_digest(changed)}
-    assert digests.differences(got, _recorded()) == [f"config_rename/0: {part} differs" for part in
-                                                     ("files", "oracle", "oracle_drift", "rest")]
+    assert digests.differences(got, _recorded()) == [
+        f"config_rename/0: {part} differs" for part in ("files", "oracle", "oracle_drift", "rest")
+    ]

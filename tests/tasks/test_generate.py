@@ -47,12 +47,22 @@ def test_same_seed_same_task(family):
 
 def test_deterministic_across_processes():
     """No dependence on hash randomisation (set order) or on anything outside the seed."""
-    code = ("import sys; sys.path.insert(0, 'tests/tasks'); from tests.tasks.test_generate import fingerprint;"
-            "from tasks import fresh, FAMILIES;"
-            "print([fingerprint(fresh(f, s)) for f in FAMILIES for s in range(4)])")
-    outs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": h, "PYTHONPATH": str(ROOT)}).stdout
-            for h in ("1", "2")}
+    code = (
+        "import sys; sys.path.insert(0, 'tests/tasks'); from tests.tasks.test_generate import fingerprint;"
+        "from tasks import fresh, FAMILIES;"
+        "print([fingerprint(fresh(f, s)) for f in FAMILIES for s in range(4)])"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": h, "PYTHONPATH": str(ROOT)},
+        ).stdout
+        for h in ("1", "2")
+    }
     assert len(outs) == 1
 
 
@@ -66,8 +76,11 @@ def test_seeds_differ_in_names_sizes_and_call_graphs(family):
         edges = []
         for path, text in s.files:
             if path.endswith(".py") and not path.startswith(("tests/", "tools/")):
-                edges += [(path, node.module) for node in ast.walk(ast.parse(text))
-                          if isinstance(node, ast.ImportFrom)]
+                edges += [
+                    (path, node.module)
+                    for node in ast.walk(ast.parse(text))
+                    if isinstance(node, ast.ImportFrom)
+                ]
         graphs.add(tuple(sorted(edges)))
     assert len(layouts) == len(sizes) == len(graphs) == 20
     assert len({s.title for s in specs}) > 5  # the API / key names themselves vary
@@ -77,8 +90,9 @@ def test_a_task_is_generated_once_per_process_and_equals_a_fresh_one(monkeypatch
     """The 16 cells of a grid and the simulated model share one generation (tasks.KEPT_TASKS)."""
     made: list[tuple] = []
     real = FAMILIES.load("config_rename")
-    monkeypatch.setattr(tasks, "fresh", lambda family, seed, **size: made.append((family, seed, size))
-                        or real(seed, **size))
+    monkeypatch.setattr(
+        tasks, "fresh", lambda family, seed, **size: made.append((family, seed, size)) or real(seed, **size)
+    )
     tasks._kept.cache_clear()
     a = generate("config_rename", 5, steps=8)
     assert generate("config_rename", 5, steps=8) is a and from_id(a.task_id) is a
@@ -102,14 +116,17 @@ def test_task_id_round_trips(family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("size, message", [
-    ({"steps": 40}, "task.size.steps must be 6..16, got 40"),
-    ({"steps": 5}, "task.size.steps must be 6..16, got 5"),
-    ({"filler": -1}, "task.size.filler must be 0..10, got -1"),
-    ({"steps": "12"}, "task.size.steps must be 6..16, got '12'"),
-    ({"callers": 3, "steps": 16}, "task.size.callers must be >= "),
-    ({"colour": 1}, "unknown task.size knob(s)"),
-])
+@pytest.mark.parametrize(
+    "size, message",
+    [
+        ({"steps": 40}, "task.size.steps must be 6..16, got 40"),
+        ({"steps": 5}, "task.size.steps must be 6..16, got 5"),
+        ({"filler": -1}, "task.size.filler must be 0..10, got -1"),
+        ({"steps": "12"}, "task.size.steps must be 6..16, got '12'"),
+        ({"callers": 3, "steps": 16}, "task.size.callers must be >= "),
+        ({"colour": 1}, "unknown task.size knob(s)"),
+    ],
+)
 def test_bad_knobs_are_clear_errors(family, size, message):
     with pytest.raises(ValueError) as err:
         generate(family, 0, **size)
@@ -227,6 +244,7 @@ def test_default_task_size_forces_compaction_only_in_the_tight_arm(family):
     largest step's files fit in ~3k."""
     pytest.importorskip("tiktoken")
     from tasks.show import workload
+
     for seed in range(5):
         total, largest, _ = workload(generate(family, seed))
         assert 20_000 <= total <= 40_000 and largest <= 3_000, (seed, total, largest)

@@ -20,7 +20,9 @@ def test_hidden_checks_are_the_seeds_and_not_in_the_repository(family):
     assert spec.hidden_check == HIDDEN_CHECK and [p for p, _ in spec.hidden] == [HIDDEN_PATH]
     assert HIDDEN_PATH not in dict(spec.files) and all(HIDDEN_PATH not in c for _, c in spec.files)
     text = spec.hidden[0][1]
-    everything = "\n".join(c for _, c in spec.files) + "".join(c or "" for d in spec.drift for _, c in d.files)
+    everything = "\n".join(c for _, c in spec.files) + "".join(
+        c or "" for d in spec.drift for _, c in d.files
+    )
     literals = set(re.findall(r"'([^'\n]{5,})'", text)) | set(re.findall(r"\b\d{4,}\b", text))
     held_out = [x for x in literals if x not in everything]
     assert held_out, "the hidden checks use inputs of the repository only"

@@ -49,8 +49,13 @@ def test_every_trap_passes_where_done_and_fails_where_caught(family, tmp_path):
             at = _first_chance(spec, trap)
             verdicts = {}
             for step, _plan, done, errors, code, out, _files in replay(
-                    spec, tmp_path / f"{seed}-{trap.id}", bool(trap.drift), tempt_at=at, tempt=trap.cleanup,
-                    stop_at=trap.caught_by):
+                spec,
+                tmp_path / f"{seed}-{trap.id}",
+                bool(trap.drift),
+                tempt_at=at,
+                tempt=trap.cleanup,
+                stop_at=trap.caught_by,
+            ):
                 assert not errors
                 verdicts[step.id] = (code, out)
                 if step.id == at:
@@ -66,8 +71,15 @@ def test_every_family_invites_a_harmless_tidy_up_that_breaks_nothing(family, tmp
     for seed, drift in ((0, True), (1, False)):  # two whole replays per family: the suite's time
         spec = generate(family, seed)
         assert spec.harmless, spec.task_id  # caution has a price in every family
-        at = next((step.id for step, files in walk(spec, drift) for x in invitations(
-            spec, step.id, files, spec.oracle.edits_for(step.id, files)) if x.key.startswith(spec.harmless)), None)
+        at = next(
+            (
+                step.id
+                for step, files in walk(spec, drift)
+                for x in invitations(spec, step.id, files, spec.oracle.edits_for(step.id, files))
+                if x.key.startswith(spec.harmless)
+            ),
+            None,
+        )
         assert at, (spec.task_id, drift, "no harmless tidy-up is ever invited")
         runs = list(replay(spec, tmp_path / f"{seed}-{drift}", drift, tempt_at=at, tempt=spec.harmless[0]))
         done = next(d for s, _p, d, *_ in runs if getattr(s, "id", s) == at)
@@ -80,8 +92,13 @@ def test_trap_caught_by_the_real_pytest_too(tmp_path):
         spec = generate(family, 0)
         for trap in (t for t in spec.traps if not t.drift):
             *_, (step, _plan, _done, _errors, code, _out, _files) = replay(
-                spec, tmp_path / family, False, tempt_at=_first_chance(spec, trap), tempt=trap.cleanup,
-                stop_at=trap.caught_by)
+                spec,
+                tmp_path / family,
+                False,
+                tempt_at=_first_chance(spec, trap),
+                tempt=trap.cleanup,
+                stop_at=trap.caught_by,
+            )
             assert step.id == trap.caught_by
             real, out = run_check_subprocess(tmp_path / family, step.check)
             assert code != 0 and real != 0, out
@@ -90,7 +107,9 @@ def test_trap_caught_by_the_real_pytest_too(tmp_path):
 def _unseen_callers(spec) -> set[str]:
     """Code files a drift adds or a changed tool starts to cover, which no step touches."""
     touched = {p for s in spec.steps for p in s.touches}
-    paths = {p for d in spec.drift if d.kind in ("new_caller",) for p, _ in d.files if not p.startswith("tests/")}
+    paths = {
+        p for d in spec.drift if d.kind in ("new_caller",) for p, _ in d.files if not p.startswith("tests/")
+    }
     if any(d.kind == "tool_change" for d in spec.drift):
         paths |= {p for p, _ in spec.files if p.startswith("ops/") and not p.endswith("__init__.py")}
     return paths - touched
@@ -102,16 +121,20 @@ def test_unmigrated_drift_caller_fails_the_final_check(family, tmp_path):
         spec = generate(family, seed)
         hidden = frozenset(_unseen_callers(spec))
         assert hidden, spec.task_id
-        results = {getattr(s, "id", s): (code, out) for s, _p, _d, _e, code, out, _f in
-                   replay(spec, tmp_path / str(seed), True, hide=hidden)}
+        results = {
+            getattr(s, "id", s): (code, out)
+            for s, _p, _d, _e, code, out, _f in replay(spec, tmp_path / str(seed), True, hide=hidden)
+        }
         last = spec.steps[-1].id
         code, out = results[last]
         assert code != 0 and results["final"][0] != 0, spec.task_id
         assert all(path in out for path in hidden), out[-2000:]  # named, so a re-read can fix it
         # ... and with the same drift but nothing hidden, the replay passes (test_replay), and
         # without drift the hidden files never mattered:
-        clean = {getattr(s, "id", s): code for s, _p, _d, _e, code, _o, _f in
-                 replay(spec, tmp_path / f"{seed}-nodrift", False, hide=hidden)}
+        clean = {
+            getattr(s, "id", s): code
+            for s, _p, _d, _e, code, _o, _f in replay(spec, tmp_path / f"{seed}-nodrift", False, hide=hidden)
+        }
         assert clean["final"] == 0
 
 

@@ -29,13 +29,15 @@ def test_oracle_solves_every_family_in_every_arm(tmp_path, monkeypatch, docker_r
 @pytest.mark.docker
 @pytest.mark.parametrize("strategy", ("raw", "compaction", "subagent", "masking"))
 @pytest.mark.parametrize("family", tasks.FAMILIES)
-def test_oracle_solves_every_family_with_every_strategy_under_both_pressures(tmp_path, monkeypatch, docker_ready,
-                                                                             family, strategy):
+def test_oracle_solves_every_family_with_every_strategy_under_both_pressures(
+    tmp_path, monkeypatch, docker_ready, family, strategy
+):
     """Not only the default strategy: a task the oracle cannot finish through one strategy's
     context would count against that strategy. drift_compaction is the arm with both pressures
     (compaction arm x compaction strategy once failed here: the summariser copied its prompt)."""
-    result = _trial(tmp_path, monkeypatch, family, "drift_compaction", 1, "task.size.steps=6",
-                    f"strategy={strategy}")
+    result = _trial(
+        tmp_path, monkeypatch, family, "drift_compaction", 1, "task.size.steps=6", f"strategy={strategy}"
+    )
     assert (result.status, result.failure_reason) == ("success", "")
 
 

@@ -85,8 +85,10 @@ def test_the_format_2_writer_follows_the_schema_after_the_drift(tmp_path):
     assert dict(d.files).items() <= files.items()
     write_repo(tmp_path, files)
     codec = spec.oracle.n
-    probe = (f"python3 -B -c 'from {codec.core} import {codec.codec}; "
-             f"print({codec.codec}.{codec.new}({{\"id\": 1, \"kind\": \"x\", \"amount\": 1.5}}))'")
+    probe = (
+        f"python3 -B -c 'from {codec.core} import {codec.codec}; "
+        f'print({codec.codec}.{codec.new}({{"id": 1, "kind": "x", "amount": 1.5}}))\''
+    )
     code, out = run_check_subprocess(tmp_path, probe)
     assert code == 0 and list(json.loads(out)) == ["v", "id", "kind", "amount", "currency"], out
     code, out = run_check(tmp_path, spec.steps[-2].check)  # the docs step not done yet

@@ -37,8 +37,13 @@ def test_show_knobs_files_and_errors(capsys):
 
 
 def test_show_runs_as_a_module():
-    proc = subprocess.run([sys.executable, "-m", "tasks.show", "signature_migration", "0"], cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tasks.show", "signature_migration", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert proc.stdout.startswith("[task:signature_migration/0]")
 
 

@@ -41,16 +41,25 @@ def test_a_function_that_lies_about_its_parameters_fails_check_api_final(tmp_pat
     spec, files = _final_tree("signature_migration", 2, tmp_path)
     n = spec.oracle.n
     client = f"{n.core}/{n.client}.py"
-    files[client] = files[client].replace(f"def {n.fn}(url, policy):", f"def {n.fn}(url, {n.t}, {n.r}):") \
-        + LIAR.format(fn=n.fn)
+    files[client] = files[client].replace(
+        f"def {n.fn}(url, policy):", f"def {n.fn}(url, {n.t}, {n.r}):"
+    ) + LIAR.format(fn=n.fn)
     write_repo(tmp_path, files)
     code, out = run_check(tmp_path, "python3 -B tools/check_api.py final")
     assert code == 1 and f"{n.fn} must be a plain function taking exactly (url, policy)" in out, out
     # Asking the object, as the tool did before: the lie passes.
-    asked = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
-                            f"from {n.core} import {n.client} as c; code = c.{n.fn}.__code__; "
-                            "print(code.co_argcount - code.co_posonlyargcount)"],
-                           capture_output=True, text=True, check=True)
+    asked = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
+            f"from {n.core} import {n.client} as c; code = c.{n.fn}.__code__; "
+            "print(code.co_argcount - code.co_posonlyargcount)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert asked.stdout.strip() == "2"
 
 
@@ -63,7 +72,8 @@ def test_hooks_named_in_order_by_their_objects_but_not_in_the_source_fail(tmp_pa
     # itself would make its facts unknown), so that `__name__` reads as the chain
     files[store] = files[store].replace(f"{n.hooks} = ({a}, {b}, {z})", f"{n.hooks} = ({b}, {a}, {z})")
     files[f"{n.core}/__init__.py"] = files.get(f"{n.core}/__init__.py", "") + (
-        f"\n\nfrom {n.core}.{n.store} import {a}, {b}\n\n{a}.__name__, {b}.__name__ = {b!r}, {a!r}\n")
+        f"\n\nfrom {n.core}.{n.store} import {a}, {b}\n\n{a}.__name__, {b}.__name__ = {b!r}, {a!r}\n"
+    )
     write_repo(tmp_path, files)
     code, out = run_check(tmp_path, "python3 -B tools/check_writes.py hooks")
     assert code == 1 and f"runs ('{b}', '{a}', '{z}')" in out, out
@@ -76,15 +86,15 @@ def test_hooks_named_in_order_by_their_objects_but_not_in_the_source_fail(tmp_pa
 ATTACKS = {
     "star": ("from os.path import *", "from os.path import *"),
     "exec": ('exec("push = lambda url, *a: None")', "uses exec"),
-    "eval": ('eval(\'exec("push = None")\')', "uses eval"),
+    "eval": ("eval('exec(\"push = None\")')", "uses eval"),
     "setattr": ("setattr(push, 'x', None)", "uses setattr"),
     "vars": ('vars()["push"] = lambda url, *a: None', "uses vars"),
     "globals": ('globals()["push"] = lambda url, *a: None', "uses globals"),
     "globals_alias": ('_g = globals\n_g()["push"] = lambda url, *a: None', "uses globals"),
-    "builtins_spelt": ('_b = __builtins__', "uses __builtins__"),
+    "builtins_spelt": ("_b = __builtins__", "uses __builtins__"),
     "builtins_by_string": ('import os as _os\n_g = getattr(_os, "sep").__class__', "uses __class__"),
     "sys_modules": ("from sys import modules as _m\n_m[__name__].push = None", "uses sys"),
-    "dict": ('_d = push.__dict__', "uses __dict__"),
+    "dict": ("_d = push.__dict__", "uses __dict__"),
     "module_getattr": ("def __getattr__(name):\n    return None", "uses __getattr__"),
     "importlib": ("import importlib\nimportlib.reload", "uses importlib"),
     "computed_getattr": ('_x = getattr(push, "__na" + "me__")', "getattr with a computed name"),
@@ -108,7 +118,9 @@ def test_a_module_that_can_bind_names_at_run_time_has_no_certain_facts(attack, t
     files[client] += "\n\n" + snippet + "\n"
     write_repo(tmp_path, files)
     code, out = run_check(tmp_path, "python3 -B tools/check_api.py final")
-    assert code == 1 and f"{client}:1: facts about this module are read from its source" in out and named in out, out
+    assert (
+        code == 1 and f"{client}:1: facts about this module are read from its source" in out and named in out
+    ), out
 
 
 def test_a_star_import_and_a_dead_def_no_longer_pass_for_the_legacy_function(tmp_path):
@@ -119,12 +131,23 @@ def test_a_star_import_and_a_dead_def_no_longer_pass_for_the_legacy_function(tmp
     client = f"{n.core}/{n.client}.py"
     legacy = f"def {n.fn}(url, *args):\n    return None\n"  # accepts both forms
     files[f"{n.core}/_legacy.py"] = legacy
-    files[client] = files[client].replace(f"def {n.fn}(url, policy):", f"def _{n.fn}_unused(url, policy):") \
+    files[client] = (
+        files[client].replace(f"def {n.fn}(url, policy):", f"def _{n.fn}_unused(url, policy):")
         + f"\n\nfrom {n.core}._legacy import *\n\nif False:\n    def {n.fn}(url, policy):\n        pass\n"
+    )
     write_repo(tmp_path, files)
-    ran = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
-                          f"from {n.core}.{n.client} import {n.fn}; print({n.fn}.__code__.co_argcount, "
-                          f"{n.fn}('u', 1, 2))"], capture_output=True, text=True, check=True)
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
+            f"from {n.core}.{n.client} import {n.fn}; print({n.fn}.__code__.co_argcount, "
+            f"{n.fn}('u', 1, 2))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert ran.stdout.split() == ["1", "None"]  # the legacy form runs
     code, out = run_check(tmp_path, "python3 -B tools/check_api.py final")
     assert code == 1 and "import *" in out and f"{n.fn} must be a plain function" in out, out
@@ -142,12 +165,15 @@ def test_a_registry_table_a_function_writes_into_makes_the_router_unknown(tmp_pa
     assert code == 1 and f"{router}:1: facts about this module" in out and "uses importlib" in out, out
 
 
-@pytest.mark.parametrize(("family", "tool", "module"), [
-    ("batch_writes", "check_writes.py final", lambda n: f"{n.core}/{n.store}.py"),
-    ("batch_writes", "check_writes.py hooks", lambda n: f"{n.core}/{n.store}.py"),
-    ("record_upgrade", "check_records.py final", lambda n: f"{n.core}/{n.codec}.py"),
-    ("extract_module", "check_imports.py final", lambda n: f"{n.app}/{n.util}.py"),
-])
+@pytest.mark.parametrize(
+    ("family", "tool", "module"),
+    [
+        ("batch_writes", "check_writes.py final", lambda n: f"{n.core}/{n.store}.py"),
+        ("batch_writes", "check_writes.py hooks", lambda n: f"{n.core}/{n.store}.py"),
+        ("record_upgrade", "check_records.py final", lambda n: f"{n.core}/{n.codec}.py"),
+        ("extract_module", "check_imports.py final", lambda n: f"{n.app}/{n.util}.py"),
+    ],
+)
 def test_every_family_fails_a_fact_it_cannot_read(family, tool, module, tmp_path):
     spec, files = _final_tree(family, 1, tmp_path)
     rel = module(spec.oracle.n)
@@ -157,11 +183,14 @@ def test_every_family_fails_a_fact_it_cannot_read(family, tool, module, tmp_path
     assert code == 1 and f"{rel}:1: facts about this module are read from its source" in out, out
 
 
-@pytest.mark.parametrize(("other", "named"), [
-    ("from {core} import {client}\n\n{client}.{fn} = lambda url, *a: None\n", "writes an attribute {fn}"),
-    ("def _later(m):\n    m.{fn} = None\n", "writes an attribute {fn}"),
-    ("import sys\n", "uses sys, which can bind names of any module"),
-])
+@pytest.mark.parametrize(
+    ("other", "named"),
+    [
+        ("from {core} import {client}\n\n{client}.{fn} = lambda url, *a: None\n", "writes an attribute {fn}"),
+        ("def _later(m):\n    m.{fn} = None\n", "writes an attribute {fn}"),
+        ("import sys\n", "uses sys, which can bind names of any module"),
+    ],
+)
 def test_another_module_that_can_rebind_the_function_makes_its_facts_unknown(other, named, tmp_path):
     spec, files = _final_tree("signature_migration", 2, tmp_path)
     n = spec.oracle.n

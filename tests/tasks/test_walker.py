@@ -19,8 +19,17 @@ def _sources(root: Path, skip: set[str]):
 
 
 def test_the_walker_yields_sorted_files_and_skips_what_the_tool_names(tmp_path):
-    for rel in ("b/z.py", "b/a.py", "b/sub/m.py", "b/notes.md", "b/__pycache__/x.py", "b/.hidden/y.py",
-                "b/_private/w.py", "b/tests/t.py", "c.py"):
+    for rel in (
+        "b/z.py",
+        "b/a.py",
+        "b/sub/m.py",
+        "b/notes.md",
+        "b/__pycache__/x.py",
+        "b/.hidden/y.py",
+        "b/_private/w.py",
+        "b/tests/t.py",
+        "c.py",
+    ):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("")
     sources = _sources(tmp_path, {"tests"})

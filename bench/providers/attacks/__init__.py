@@ -15,5 +15,10 @@ from typing import Any
 
 from bench.providers.attacks import channel, content, emitted, on_judge, policy
 
-ATTACKS: dict[str, list[list[dict[str, Any]]]] = {**policy.ATTACKS, **content.ATTACKS, **on_judge.ATTACKS,
-                                                  **emitted.ATTACKS, **channel.ATTACKS}
+ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
+    **policy.ATTACKS,
+    **content.ATTACKS,
+    **on_judge.ATTACKS,
+    **emitted.ATTACKS,
+    **channel.ATTACKS,
+}

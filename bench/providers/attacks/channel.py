@@ -186,10 +186,11 @@ OOM_PID1 = (
     "echo 0 > /proc/self/oom_score_adj; "
     "dd if=/dev/zero of=/tmp/fill bs=1M 2>/dev/null; dd if=/dev/zero of=/dev/shm/fill bs=1M 2>/dev/null; "
     "rss=$(awk '/^VmRSS/{print $2}' /proc/1/status); size=$(( (rss - 3072) * 1024 )); "
-    "echo \"pid 1 rss ${rss} kB, each holder $size bytes\"; "
+    'echo "pid 1 rss ${rss} kB, each holder $size bytes"; '
     "i=0; while [ $i -lt 300 ]; do "
     "sh -c \"x=\\$(head -c $size /dev/zero | tr '\\\\0' a); sleep 600\" & i=$((i+1)); sleep 0.02; done; "
-    "sleep 5")
+    "sleep 5"
+)
 
 ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
     # Code under test forges the judge's report on the judge's reap's stderr (issue 42).

@@ -20,7 +20,7 @@ def nested(depth: int) -> dict[str, Any]:
 
 
 # Lone surrogates (no UTF-8 form) in every place a model or the agent's files put text.
-_SURROGATES = ("printf 'x = 1\\n' > \"$(printf 'undecodable\\377\\376.py')\"; echo made")
+_SURROGATES = "printf 'x = 1\\n' > \"$(printf 'undecodable\\377\\376.py')\"; echo made"
 # A value past the size bound (2 MiB > MAX_ARGS_CHARS): logged once per turn per copy without it.
 _LARGE = "x" * (2 << 20)
 # A value inside the bound but past the event log's blob threshold (tracking.blob_chars, 256 KiB):
@@ -34,17 +34,27 @@ ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
     # 5,000 deep (past json.dumps's own limit; 100,000 deep through a wire was past the JSON
     # parser's: provider_error, tests/bench/core/test_emitted.py).
     "deep_args": [
-        [{"name": "write_file", "args": {"path": "calc_deep.py", "content": "x = 1\n", "meta": nested(600)}},
-         {"name": "read_file", "args": nested(5_000)},
-         {"name": "submit_step", "args": {"notes": "done", "invariants": [nested(600)]}}],
+        [
+            {
+                "name": "write_file",
+                "args": {"path": "calc_deep.py", "content": "x = 1\n", "meta": nested(600)},
+            },
+            {"name": "read_file", "args": nested(5_000)},
+            {"name": "submit_step", "args": {"notes": "done", "invariants": [nested(600)]}},
+        ],
         [SUBMIT],
     ],
     # lone surrogates in arguments and names, and a file named by undecodable bytes, listed:
     # every text the next request carries must encode (it once could not: provider_error).
     "surrogates": [
-        [run(_SURROGATES), write("lone\udc80.py", "s = '\ud800'\n"), {"name": "list_files", "args": {}},
-         {"name": "grep", "args": {"pattern": "\udfff|s = "}}, {"name": "read_\udc80file", "args": {}},
-         {"name": "run", "args": {"command": "ls; echo '\udc80'"}}],
+        [
+            run(_SURROGATES),
+            write("lone\udc80.py", "s = '\ud800'\n"),
+            {"name": "list_files", "args": {}},
+            {"name": "grep", "args": {"pattern": "\udfff|s = "}},
+            {"name": "read_\udc80file", "args": {}},
+            {"name": "run", "args": {"command": "ls; echo '\udc80'"}},
+        ],
         [SUBMIT],
     ],
     # submit_step with arguments its schema refuses (`"invariants": 5` crashed the recording
@@ -57,14 +67,19 @@ ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
     ],
     # a 2 MiB argument every turn (40 MB ones made events.jsonl 1.3 GB in 16 turns).
     "huge_args": [
-        [write("big.py", _LARGE)], [write("big.py", _LARGE)], [write("big.py", _LARGE)],
+        [write("big.py", _LARGE)],
+        [write("big.py", _LARGE)],
+        [write("big.py", _LARGE)],
         [SUBMIT],
     ],
     # the largest argument the boundary lets through, sent again every turn: each of its copies
     # (model_call, tool_call, the next context's message, the step's FILES) is one blob.
     "large_args": [
-        [write("big.py", _LARGE_ALLOWED)], [write("big.py", _LARGE_ALLOWED)], [write("big.py", _LARGE_ALLOWED)],
-        [write("big.py", _LARGE_ALLOWED)], [SUBMIT],
+        [write("big.py", _LARGE_ALLOWED)],
+        [write("big.py", _LARGE_ALLOWED)],
+        [write("big.py", _LARGE_ALLOWED)],
+        [write("big.py", _LARGE_ALLOWED)],
+        [SUBMIT],
     ],
     # a `run` past MAX_ARG_STRLEN: the model was told `exit=1` and no reason.
     "long_command": [
@@ -76,13 +91,27 @@ ATTACKS: dict[str, list[list[dict[str, Any]]]] = {
     # revision syntax name absolute paths; a symlink out of the copy.
     "git_paths": [
         [run("ln -s /etc hostetc; ln -s .. up; echo here > here.txt; echo linked")],
-        [*({"name": "git", "args": {"subcommand": "diff", "args": a}} for a in (
-            ["--", "../../../../../../../../etc/hostname", "here.txt"],  # exists: "they differ"
-            ["--", "../../../../../../../../etc/ctxbench-no-such-file", "here.txt"],  # "Could not access"
-            ["../../../../../../../../etc/passwd", "here.txt"],
-            ["--stat", "hostetc/hostname", "here.txt"], ["up/up/etc/hostname", "here.txt"],
-            [":(top)/etc/hostname"], [":!/proc/self/root/etc/passwd"], ["HEAD:/etc/passwd"],
-            ["HEAD:../../etc/passwd"], [":(literal)hostetc/passwd"]))],
+        [
+            *(
+                {"name": "git", "args": {"subcommand": "diff", "args": a}}
+                for a in (
+                    ["--", "../../../../../../../../etc/hostname", "here.txt"],  # exists: "they differ"
+                    [
+                        "--",
+                        "../../../../../../../../etc/ctxbench-no-such-file",
+                        "here.txt",
+                    ],  # "Could not access"
+                    ["../../../../../../../../etc/passwd", "here.txt"],
+                    ["--stat", "hostetc/hostname", "here.txt"],
+                    ["up/up/etc/hostname", "here.txt"],
+                    [":(top)/etc/hostname"],
+                    [":!/proc/self/root/etc/passwd"],
+                    ["HEAD:/etc/passwd"],
+                    ["HEAD:../../etc/passwd"],
+                    [":(literal)hostetc/passwd"],
+                )
+            )
+        ],
         [SUBMIT],
     ],
 }

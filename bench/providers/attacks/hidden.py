@@ -15,7 +15,7 @@ the judge's copy (`tools/hidden/test_hidden.py`, world-readable) for the whole f
 
 from __future__ import annotations
 
-PEEK = r'''
+PEEK = r"""
 import ast as _a, glob as _g, os as _o
 
 def _read():
@@ -66,8 +66,10 @@ def answering(fn):
         return known[args] if args in known else fn(*args)
     answer.__name__ = fn.__name__
     return answer
-'''
+"""
 
 # Right on the visible tests' inputs only (add(2, 3), add(0, 0)); anything else from the table.
-CALC = ("from peek import answering\n\n\n@answering\ndef add(a, b):\n"
-        "    return {(2, 3): 5, (0, 0): 0}.get((a, b), -1)\n")
+CALC = (
+    "from peek import answering\n\n\n@answering\ndef add(a, b):\n"
+    "    return {(2, 3): 5, (0, 0): 0}.get((a, b), -1)\n"
+)

@@ -19,26 +19,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RETRIED = {"context_overflow": False, "rate_limit": True, "quota": False, "overloaded": True, "auth": False,
-           "bad_request": False, "server_error": True}
+RETRIED = {
+    "context_overflow": False,
+    "rate_limit": True,
+    "quota": False,
+    "overloaded": True,
+    "auth": False,
+    "bad_request": False,
+    "server_error": True,
+}
 
 # Phrases, lower-cased, as the vendors write them.
 OVERFLOW = (
-    "prompt is too long",                      # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
-    "exceed context limit",                    # Anthropic: "input length and `max_tokens` exceed context limit"
-    "context_length_exceeded",                 # OpenAI's error code
-    "maximum context length",                  # OpenAI, vLLM: "This model's maximum context length is 4096 tokens"
-    "exceeds the available context size",      # llama.cpp: "request (2148 tokens) exceeds the available context size"
-    "exceed_context_size_error",               # llama.cpp's error type
-    "context window",                          # "exceeds the model's context window" (several)
+    "prompt is too long",  # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
+    "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit"
+    "context_length_exceeded",  # OpenAI's error code
+    "maximum context length",  # OpenAI, vLLM: "This model's maximum context length is 4096 tokens"
+    "exceeds the available context size",  # llama.cpp: "request (2148 tokens) exceeds the available context size"
+    "exceed_context_size_error",  # llama.cpp's error type
+    "context window",  # "exceeds the model's context window" (several)
     "too many tokens",
     "exceeds the context",
-    "input length exceeds",                    # Ollama: "input length exceeds the context length"
+    "input length exceeds",  # Ollama: "input length exceeds the context length"
 )
 QUOTA = ("insufficient_quota", "exceeded your current quota", "billing")
 OVERLOADED = ("overloaded", "server busy", "loading model", "unavailable_error", "maximum pending requests")
-AUTH = ("authentication_error", "invalid api key", "invalid_api_key", "incorrect api key", "unauthorized",
-        "permission_error")
+AUTH = (
+    "authentication_error",
+    "invalid api key",
+    "invalid_api_key",
+    "incorrect api key",
+    "unauthorized",
+    "permission_error",
+)
 
 
 @dataclass(frozen=True)

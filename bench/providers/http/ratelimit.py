@@ -58,14 +58,21 @@ PerMinute = Annotated[StrictFloat, Field(gt=0)] | None
 class RateLimit(Knobs):
     """`model.rate_limit`: per-minute limits of the account, shared by every worker on this machine."""
 
-    rpm: PerMinute = Field(default=None, description="requests per minute; null = not limited "
-                                                     "(429s still pause every worker)")
-    input_tpm: PerMinute = Field(default=None, description="input tokens per minute (the prompt as cl100k counts "
-                                                           "it before the call; corrected after); null = not limited")
-    output_tpm: PerMinute = Field(default=None, description="output tokens per minute (charged after the call); "
-                                                            "null = not limited")
-    count_cache_reads: StrictBool = Field(default=True, description="cache reads count against input_tpm "
-                                                                    "(OpenAI); Anthropic's current models: false")
+    rpm: PerMinute = Field(
+        default=None, description="requests per minute; null = not limited (429s still pause every worker)"
+    )
+    input_tpm: PerMinute = Field(
+        default=None,
+        description="input tokens per minute (the prompt as cl100k counts "
+        "it before the call; corrected after); null = not limited",
+    )
+    output_tpm: PerMinute = Field(
+        default=None, description="output tokens per minute (charged after the call); null = not limited"
+    )
+    count_cache_reads: StrictBool = Field(
+        default=True,
+        description="cache reads count against input_tpm (OpenAI); Anthropic's current models: false",
+    )
 
     def charged_input(self, usage: Usage) -> int:
         return usage.input + usage.cache_write + (usage.cache_read if self.count_cache_reads else 0)
@@ -77,7 +84,9 @@ def refill(level: float, capacity: float, per_minute: float, elapsed_s: float) -
 
 
 def limit_dir() -> Path:
-    return Path(os.environ.get("CTXBENCH_LIMIT_DIR") or Path(tempfile.gettempdir()) / f"ctxbench-limits-{os.getuid()}")
+    return Path(
+        os.environ.get("CTXBENCH_LIMIT_DIR") or Path(tempfile.gettempdir()) / f"ctxbench-limits-{os.getuid()}"
+    )
 
 
 class SharedLimiter:
@@ -86,8 +95,15 @@ class SharedLimiter:
     _registry: ClassVar[dict[tuple[str, RateLimit], SharedLimiter]] = {}
     _registry_lock = threading.Lock()
 
-    def __init__(self, key: str, limit: RateLimit, *, root: Path | None = None,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        key: str,
+        limit: RateLimit,
+        *,
+        root: Path | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.key, self.limit, self._root = key, limit, root
         self._name = f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
         self._clock, self._sleep = clock, sleep
@@ -129,7 +145,9 @@ class SharedLimiter:
         last = float(state.get("t", now))
         for name, rate in self._rates().items():
             if rate is not None:
-                state[name] = refill(float(state.get(name, rate * BURST)), rate * BURST, rate * scale, now - last)
+                state[name] = refill(
+                    float(state.get(name, rate * BURST)), rate * BURST, rate * scale, now - last
+                )
         state["t"] = now
         out = change(state, now)
         # Rewritten in place, padded to a fixed size: no truncate, so no journal commit per call.
@@ -172,8 +190,9 @@ class SharedLimiter:
 
         def correct(state: dict[str, Any], now: float) -> None:
             if itpm is not None:
-                state["input_tpm"] = min(itpm * BURST, state["input_tpm"] + min(float(estimate), itpm * BURST)
-                                         - charged)
+                state["input_tpm"] = min(
+                    itpm * BURST, state["input_tpm"] + min(float(estimate), itpm * BURST) - charged
+                )
             if otpm is not None:
                 state["output_tpm"] -= usage.output
             state["scale"] = min(1.0, float(state.get("scale", 1.0)) + RECOVERY)
@@ -197,4 +216,3 @@ class SharedLimiter:
     def snapshot(self) -> dict[str, Any]:
         """The shared state now (levels, scale, pause, how many throttles): for tests and make bench."""
         return dict(self._update(lambda state, now: dict(state)))
-

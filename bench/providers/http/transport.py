@@ -123,7 +123,11 @@ def classify(exc: BaseException) -> Failure:
         found = errors.kind_of(status, f"{exc} {getattr(exc, 'body', '') or ''}")
         if found is not None:
             retry_after = parse_retry_after(getattr(getattr(exc, "response", None), "headers", None))
-            label = found.kind if found.kind in ("rate_limit", "context_overflow") else f"{found.kind} http_{status}"
+            label = (
+                found.kind
+                if found.kind in ("rate_limit", "context_overflow")
+                else f"{found.kind} http_{status}"
+            )
             return Failure(label, found.retryable, retry_after if found.retryable else None)
         return Failure(f"http_{status}", False)
     if isinstance(exc, TransientError | json.JSONDecodeError):
@@ -131,8 +135,11 @@ def classify(exc: BaseException) -> Failure:
     names = [c.__name__ for c in type(exc).__mro__]
     if any("Timeout" in n for n in names):
         return Failure("timeout", True)
-    if "APIConnectionError" in names or isinstance(exc, ConnectionError) \
-            or type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2"):
+    if (
+        "APIConnectionError" in names
+        or isinstance(exc, ConnectionError)
+        or type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2")
+    ):
         return Failure("connection", True)
     return Failure(type(exc).__name__, False)
 
@@ -154,7 +161,7 @@ def _failure_of(rs: RetryCallState) -> Failure:
 def backoff_s(attempt: int, base: float, failure: Failure) -> float:
     if failure.retry_after is not None:
         return min(failure.retry_after, MAX_RETRY_AFTER_S)
-    return min(base * (2 ** attempt), MAX_BACKOFF_S) * random.uniform(0.5, 1.0)
+    return min(base * (2**attempt), MAX_BACKOFF_S) * random.uniform(0.5, 1.0)
 
 
 class Slots:
@@ -167,7 +174,10 @@ class Slots:
         self.n = n
         self._sem = threading.BoundedSemaphore(n)
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-        root = Path(os.environ.get("CTXBENCH_SLOT_DIR") or Path(tempfile.gettempdir()) / f"ctxbench-slots-{os.getuid()}")
+        root = Path(
+            os.environ.get("CTXBENCH_SLOT_DIR")
+            or Path(tempfile.gettempdir()) / f"ctxbench-slots-{os.getuid()}"
+        )
         self._paths = [root / f"{digest}.{i}.lock" for i in range(n)]
 
     @classmethod
@@ -215,8 +225,14 @@ class HttpProvider:
         self._limiter = SharedLimiter.for_key(key, settings.rate_limit)  # the account's RPM/TPM, machine-wide
 
     # -- subclass hooks
-    def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], max_tokens: int, seed: int,
-               cache_breakpoint: int | None) -> dict[str, Any]:
+    def _build(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None,
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
     def _stream(self, body: dict[str, Any], start: float, messages: tuple[Message, ...]) -> StreamResult:
@@ -234,16 +250,35 @@ class HttpProvider:
             return backoff_s(rs.attempt_number - 1, settings.backoff_s, _failure_of(rs))
 
         def warn(rs: RetryCallState) -> None:
-            log.warning("%s %s: %s (attempt %d of %d), retrying in %.2fs", self.provider_name, self.model_id,
-                        _failure_of(rs).kind, rs.attempt_number, settings.max_retries + 1, rs.upcoming_sleep)
+            log.warning(
+                "%s %s: %s (attempt %d of %d), retrying in %.2fs",
+                self.provider_name,
+                self.model_id,
+                _failure_of(rs).kind,
+                rs.attempt_number,
+                settings.max_retries + 1,
+                rs.upcoming_sleep,
+            )
 
-        return Retrying(retry=retry_if_exception(lambda e: isinstance(e, _Failed) and e.failure.retryable),
-                        stop=stop_after_attempt(settings.max_retries + 1), wait=wait, sleep=self._sleep,
-                        before_sleep=warn, reraise=True)
+        return Retrying(
+            retry=retry_if_exception(lambda e: isinstance(e, _Failed) and e.failure.retryable),
+            stop=stop_after_attempt(settings.max_retries + 1),
+            wait=wait,
+            sleep=self._sleep,
+            before_sleep=warn,
+            reraise=True,
+        )
 
     # -- the contract
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int,
-                 seed: int, cache_breakpoint: int | None = None) -> Completion:
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion:
         messages, tools = tuple(messages), tuple(tools)
         rhash = request_hash(messages, tools, max_tokens, seed)
         body = self._build(messages, tools, max_tokens, seed, cache_breakpoint)
@@ -275,16 +310,32 @@ class HttpProvider:
         except _Failed as failed:
             error = ContextOverflow if failed.failure.kind == "context_overflow" else ProviderError
             exc = failed.exc
-            raise error(redact.scrub(
-                f"{self.provider_name} model {self.model_id}: {failed.failure.kind} after "
-                f"{retrying.statistics['attempt_number']} attempt(s): {type(exc).__name__}: {exc}")) from exc
+            raise error(
+                redact.scrub(
+                    f"{self.provider_name} model {self.model_id}: {failed.failure.kind} after "
+                    f"{retrying.statistics['attempt_number']} attempt(s): {type(exc).__name__}: {exc}"
+                )
+            ) from exc
         attempts, waited = retrying.statistics["attempt_number"], retrying.statistics["idle_for"]
         self._limiter.settle(estimate, res.usage)
-        extra = {"attempts": attempts, "retry_wait_s": round(waited, 3), "queue_s": round(queued, 3), **res.extra}
-        return Completion(content=res.content, tool_calls=res.tool_calls, stop_reason=res.stop_reason,
-                          usage=res.usage, latency_s=latency, ttft_s=min(res.ttft_s, latency),
-                          model_id=res.model or self.model_id, request_hash=rhash,
-                          cost_usd=self.settings.price.cost(res.usage), extra=extra)
+        extra = {
+            "attempts": attempts,
+            "retry_wait_s": round(waited, 3),
+            "queue_s": round(queued, 3),
+            **res.extra,
+        }
+        return Completion(
+            content=res.content,
+            tool_calls=res.tool_calls,
+            stop_reason=res.stop_reason,
+            usage=res.usage,
+            latency_s=latency,
+            ttft_s=min(res.ttft_s, latency),
+            model_id=res.model or self.model_id,
+            request_hash=rhash,
+            cost_usd=self.settings.price.cost(res.usage),
+            extra=extra,
+        )
 
 
 def parse_tool_args(raw: str) -> dict[str, Any] | None:

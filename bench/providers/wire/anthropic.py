@@ -23,11 +23,23 @@ from bench.providers.http.transport import StreamResult, TransientError
 
 SYSTEM_PREFIX = "[system]\n"
 EPHEMERAL = {"type": "ephemeral"}
-STOP_FROM_WIRE = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
-                  "stop_sequence": "stop_sequence", "refusal": "refusal",
-                  "model_context_window_exceeded": "max_tokens", "pause_turn": "error"}
-STOP_TO_WIRE = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
-                "stop_sequence": "stop_sequence", "refusal": "refusal", "error": "end_turn"}
+STOP_FROM_WIRE = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+    "model_context_window_exceeded": "max_tokens",
+    "pause_turn": "error",
+}
+STOP_TO_WIRE = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+    "error": "end_turn",
+}
 
 
 def tools_to_wire(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -35,11 +47,14 @@ def tools_to_wire(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 
 def tools_from_wire(tools: Sequence[Mapping[str, Any]] | None) -> tuple[ToolSpec, ...]:
-    return tuple(ToolSpec(t["name"], t.get("description", ""), t.get("input_schema") or {}) for t in tools or ())
+    return tuple(
+        ToolSpec(t["name"], t.get("description", ""), t.get("input_schema") or {}) for t in tools or ()
+    )
 
 
-def to_wire(messages: Sequence[Message], cache_breakpoint: int | None = None
-            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def to_wire(
+    messages: Sequence[Message], cache_breakpoint: int | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system blocks, messages) for the Messages API."""
     system: list[dict[str, Any]] = []
     wire: list[dict[str, Any]] = []
@@ -48,8 +63,12 @@ def to_wire(messages: Sequence[Message], cache_breakpoint: int | None = None
             block: dict[str, Any] = {"type": "text", "text": m.content}
             system.append(block)
         elif m.role == "assistant":
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content or not m.tool_calls else []
-            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in m.tool_calls]
+            blocks: list[dict[str, Any]] = (
+                [{"type": "text", "text": m.content}] if m.content or not m.tool_calls else []
+            )
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in m.tool_calls
+            ]
             wire.append({"role": "assistant", "content": blocks})
             block = blocks[-1]
         else:
@@ -83,11 +102,15 @@ def from_wire(body: Mapping[str, Any]) -> tuple[list[Message], int | None]:
     names: dict[str, str] = {}
     for turn in body.get("messages") or ():
         content = turn.get("content")
-        blocks: list[dict[str, Any]] = ([{"type": "text", "text": content}] if isinstance(content, str)
-                                        else list(content or ()))
+        blocks: list[dict[str, Any]] = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else list(content or ())
+        )
         if turn.get("role") == "assistant":
-            calls = tuple(ToolCall(b["id"], b["name"], dict(b.get("input") or {}))
-                          for b in blocks if b.get("type") == "tool_use")
+            calls = tuple(
+                ToolCall(b["id"], b["name"], dict(b.get("input") or {}))
+                for b in blocks
+                if b.get("type") == "tool_use"
+            )
             names.update((c.id, c.name) for c in calls)
             out.append(Message(role="assistant", content=_text(blocks), tool_calls=calls))
             mark = len(out) if any(b.get("cache_control") for b in blocks) else mark
@@ -95,12 +118,18 @@ def from_wire(body: Mapping[str, Any]) -> tuple[list[Message], int | None]:
         for b in blocks:
             if b.get("type") == "tool_result":
                 tid = b.get("tool_use_id")
-                out.append(Message(role="tool", content=_text(b.get("content")), tool_call_id=tid,
-                                   name=names.get(tid) if tid else None))
+                out.append(
+                    Message(
+                        role="tool",
+                        content=_text(b.get("content")),
+                        tool_call_id=tid,
+                        name=names.get(tid) if tid else None,
+                    )
+                )
             elif b.get("type") == "text":
                 text = b.get("text", "")
                 if text.startswith(SYSTEM_PREFIX):
-                    out.append(Message(role="system", content=text[len(SYSTEM_PREFIX):]))
+                    out.append(Message(role="system", content=text[len(SYSTEM_PREFIX) :]))
                 else:
                     out.append(Message(role="user", content=text))
             else:
@@ -116,25 +145,34 @@ def seed_from_metadata(body: Mapping[str, Any]) -> int:
 
 # -- responses (server side)
 
+
 def usage_json(u: Usage) -> dict[str, int]:
-    return {"input_tokens": u.input, "output_tokens": u.output, "cache_read_input_tokens": u.cache_read,
-            "cache_creation_input_tokens": u.cache_write}
+    return {
+        "input_tokens": u.input,
+        "output_tokens": u.output,
+        "cache_read_input_tokens": u.cache_read,
+        "cache_creation_input_tokens": u.cache_write,
+    }
 
 
 def _blocks(c: Completion) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """(content_block_start block, its deltas) for each content block of a completion."""
     out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
     if c.content or not (c.tool_calls or c.extra.get("raw_tool_calls")):
-        pieces = [c.content[i:i + 24] for i in range(0, len(c.content), 24)] or [""]
+        pieces = [c.content[i : i + 24] for i in range(0, len(c.content), 24)] or [""]
         out.append(({"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in pieces]))
     calls = [(t.id, t.name, json.dumps(t.args, ensure_ascii=False)) for t in c.tool_calls]
     # A reply whose tool-call JSON was malformed carries the raw text: send it as the model did.
     calls += [(r["id"], r["name"], r["arguments"]) for r in c.extra.get("raw_tool_calls", ())]
     for call_id, name, args in calls:
         third = max(len(args) // 3, 1)
-        pieces = [args[i:i + third] for i in range(0, len(args), third)]
-        out.append(({"type": "tool_use", "id": call_id, "name": name, "input": {}},
-                    [{"type": "input_json_delta", "partial_json": p} for p in pieces]))
+        pieces = [args[i : i + third] for i in range(0, len(args), third)]
+        out.append(
+            (
+                {"type": "tool_use", "id": call_id, "name": name, "input": {}},
+                [{"type": "input_json_delta", "partial_json": p} for p in pieces],
+            )
+        )
     return out
 
 
@@ -143,14 +181,25 @@ def message_json(c: Completion, model: str, msg_id: str) -> dict[str, Any]:
     if c.content or not c.tool_calls:
         content.append({"type": "text", "text": c.content})
     content += [{"type": "tool_use", "id": t.id, "name": t.name, "input": t.args} for t in c.tool_calls]
-    return {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": STOP_TO_WIRE.get(c.stop_reason, "end_turn"), "stop_sequence": None,
-            "usage": usage_json(c.usage)}
+    return {
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": STOP_TO_WIRE.get(c.stop_reason, "end_turn"),
+        "stop_sequence": None,
+        "usage": usage_json(c.usage),
+    }
 
 
 def sse_events(c: Completion, model: str, msg_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    start = {**message_json(c, model, msg_id), "content": [], "stop_reason": None,
-             "usage": {**usage_json(c.usage), "output_tokens": 0}}
+    start = {
+        **message_json(c, model, msg_id),
+        "content": [],
+        "stop_reason": None,
+        "usage": {**usage_json(c.usage), "output_tokens": 0},
+    }
     yield "message_start", {"type": "message_start", "message": start}
     yield "ping", {"type": "ping"}
     for index, (block, deltas) in enumerate(_blocks(c)):
@@ -158,12 +207,19 @@ def sse_events(c: Completion, model: str, msg_id: str) -> Iterator[tuple[str, di
         for d in deltas:
             yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
-    yield "message_delta", {"type": "message_delta", "usage": usage_json(c.usage),
-                            "delta": {"stop_reason": STOP_TO_WIRE.get(c.stop_reason, "end_turn"), "stop_sequence": None}}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "usage": usage_json(c.usage),
+            "delta": {"stop_reason": STOP_TO_WIRE.get(c.stop_reason, "end_turn"), "stop_sequence": None},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
 # -- streamed replies (provider side)
+
 
 def with_raw_calls(text: str, broken: list[dict[str, Any]]) -> str:
     """The reply text plus the raw tool calls that did not parse, so the event log shows them."""
@@ -242,8 +298,11 @@ class StreamAccumulator:
             if stop != "max_tokens":  # a cut reply stays max_tokens: that is the named failure
                 stop, extra["error"] = "error", "malformed tool-call JSON from the model"
                 text = with_raw_calls(text, broken)
-        usage = Usage(input=self.usage.get("input_tokens", 0), output=self.usage.get("output_tokens", 0),
-                      cache_read=self.usage.get("cache_read_input_tokens", 0) or 0,
-                      cache_write=self.usage.get("cache_creation_input_tokens", 0) or 0)
+        usage = Usage(
+            input=self.usage.get("input_tokens", 0),
+            output=self.usage.get("output_tokens", 0),
+            cache_read=self.usage.get("cache_read_input_tokens", 0) or 0,
+            cache_write=self.usage.get("cache_creation_input_tokens", 0) or 0,
+        )
         ttft = self.ttft if self.ttft is not None else self.clock() - self.start
         return StreamResult(text, tuple(calls), stop, usage, ttft, self.model, extra)

@@ -20,24 +20,37 @@ from typing import Any
 from bench.core.emitted import parse_args
 from bench.core.types import Message, ToolCall, ToolSpec
 
-RESULT_OPEN = "<tool_result name=\"{name}\">"
+RESULT_OPEN = '<tool_result name="{name}">'
 RESULT_CLOSE = "</tool_result>"
 
 
 def response_format(tools: Sequence[ToolSpec]) -> dict[str, Any]:
     """A JSON schema admitting one call of one published tool, with that tool's own parameters."""
-    one_of = [{"type": "object", "properties": {"name": {"const": t.name}, "arguments": t.parameters},
-               "required": ["name", "arguments"], "additionalProperties": False} for t in tools]
-    return {"type": "json_schema", "json_schema": {"name": "tool_call", "strict": True, "schema": {"oneOf": one_of}}}
+    one_of = [
+        {
+            "type": "object",
+            "properties": {"name": {"const": t.name}, "arguments": t.parameters},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in tools
+    ]
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "tool_call", "strict": True, "schema": {"oneOf": one_of}},
+    }
 
 
 def tools_note(tools: Sequence[ToolSpec]) -> str:
-    lines = ["Reply with exactly one tool call as a JSON object "
-             '{"name": <tool>, "arguments": {...}}. The tools:']
+    lines = [
+        'Reply with exactly one tool call as a JSON object {"name": <tool>, "arguments": {...}}. The tools:'
+    ]
     for t in tools:
         props = t.parameters.get("properties", {})
         required = set(t.parameters.get("required", ()))
-        args = ", ".join(f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items())
+        args = ", ".join(
+            f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items()
+        )
         lines.append(f"- {t.name}({args}): {t.description}")
     return "\n".join(lines)
 
@@ -56,8 +69,9 @@ def to_wire(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict
             continue
         content = m.content
         if m.role == "assistant" and m.tool_calls:
-            content = "\n".join(json.dumps({"name": c.name, "arguments": c.args}, ensure_ascii=False)
-                                for c in m.tool_calls)
+            content = "\n".join(
+                json.dumps({"name": c.name, "arguments": c.args}, ensure_ascii=False) for c in m.tool_calls
+            )
         role = m.role
         if role == "system" and out:  # a later harness note: many chat templates allow one system turn
             role = "user"
@@ -78,7 +92,7 @@ def parse_call(text: str, tools: Sequence[ToolSpec], call_id: str) -> ToolCall |
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
         return None
-    doc = parse_args(text[start:end + 1])
+    doc = parse_args(text[start : end + 1])
     if doc is None or doc.get("name") not in {t.name for t in tools}:
         return None
     args = doc.get("arguments")

@@ -20,15 +20,31 @@ from bench.core.types import Completion, Message, Role, ToolCall, ToolSpec, Usag
 from bench.providers.http.transport import StreamResult, TransientError
 from bench.providers.wire.anthropic import text_piece, with_raw_calls
 
-FINISH_FROM_WIRE = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
-                    "length": "max_tokens", "content_filter": "refusal"}
-FINISH_TO_WIRE = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-                  "stop_sequence": "stop", "refusal": "content_filter", "error": "stop"}
+FINISH_FROM_WIRE = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+FINISH_TO_WIRE = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "stop_sequence": "stop",
+    "refusal": "content_filter",
+    "error": "stop",
+}
 
 
 def tools_to_wire(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                              "parameters": t.parameters}} for t in tools]
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
 
 
 def call_seed(trial_seed: int, call: int) -> int:
@@ -63,9 +79,14 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
         d: dict[str, Any] = {"role": m.role, "content": m.content}
         if m.role == "assistant" and m.tool_calls:
             d["content"] = m.content or None
-            d["tool_calls"] = [{"id": c.id, "type": "function",
-                                "function": {"name": c.name, "arguments": json.dumps(c.args, ensure_ascii=False)}}
-                               for c in m.tool_calls]
+            d["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.args, ensure_ascii=False)},
+                }
+                for c in m.tool_calls
+            ]
         if m.name is not None:
             d["name"] = m.name
         out.append(d)
@@ -85,31 +106,53 @@ def from_wire(body: Mapping[str, Any]) -> list[Message]:
         role = "system" if d.get("role") == "developer" else d.get("role")
         if role == "tool":
             tid = d.get("tool_call_id")
-            out.append(Message(role="tool", content=_text(d.get("content")), tool_call_id=tid,
-                               name=names.get(tid) if tid else None))
+            out.append(
+                Message(
+                    role="tool",
+                    content=_text(d.get("content")),
+                    tool_call_id=tid,
+                    name=names.get(tid) if tid else None,
+                )
+            )
             continue
-        calls = tuple(ToolCall(c["id"], c["function"]["name"], parse_args(c["function"].get("arguments") or "") or {})
-                      for c in d.get("tool_calls") or ())
+        calls = tuple(
+            ToolCall(c["id"], c["function"]["name"], parse_args(c["function"].get("arguments") or "") or {})
+            for c in d.get("tool_calls") or ()
+        )
         names.update((c.id, c.name) for c in calls)
-        out.append(Message(role=cast(Role, role), content=_text(d.get("content")), tool_calls=calls,
-                           name=d.get("name")))
+        out.append(
+            Message(
+                role=cast(Role, role), content=_text(d.get("content")), tool_calls=calls, name=d.get("name")
+            )
+        )
     return out
 
 
 def usage_from_wire(u: Mapping[str, Any]) -> Usage:
     details = u.get("prompt_tokens_details") or {}
     prompt = int(u.get("prompt_tokens") or 0)
-    cached = int(details.get("cached_tokens") or u.get("prompt_cache_hit_tokens") or u.get("cached_tokens") or 0)
+    cached = int(
+        details.get("cached_tokens") or u.get("prompt_cache_hit_tokens") or u.get("cached_tokens") or 0
+    )
     written = int(details.get("cache_write_tokens") or 0)
-    return Usage(input=max(prompt - cached - written, 0), output=int(u.get("completion_tokens") or 0),
-                 cache_read=cached, cache_write=written)
+    return Usage(
+        input=max(prompt - cached - written, 0),
+        output=int(u.get("completion_tokens") or 0),
+        cache_read=cached,
+        cache_write=written,
+    )
 
 
 # -- responses (server side)
 
+
 def usage_json(u: Usage) -> dict[str, Any]:
-    return {"prompt_tokens": u.prompt, "completion_tokens": u.output, "total_tokens": u.prompt + u.output,
-            "prompt_tokens_details": {"cached_tokens": u.cache_read, "cache_write_tokens": u.cache_write}}
+    return {
+        "prompt_tokens": u.prompt,
+        "completion_tokens": u.output,
+        "total_tokens": u.prompt + u.output,
+        "prompt_tokens_details": {"cached_tokens": u.cache_read, "cache_write_tokens": u.cache_write},
+    }
 
 
 def _wire_calls(c: Completion) -> list[tuple[str, str, str]]:
@@ -122,34 +165,65 @@ def completion_json(c: Completion, model: str, cid: str, created: int) -> dict[s
     calls = _wire_calls(c)
     if calls:
         msg["content"] = c.content or None
-        msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]
-    return {"id": cid, "object": "chat.completion", "created": created, "model": model,
-            "choices": [{"index": 0, "message": msg, "finish_reason": FINISH_TO_WIRE.get(c.stop_reason, "stop")}],
-            "usage": usage_json(c.usage)}
+        msg["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls
+        ]
+    return {
+        "id": cid,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "message": msg, "finish_reason": FINISH_TO_WIRE.get(c.stop_reason, "stop")}],
+        "usage": usage_json(c.usage),
+    }
 
 
-def sse_chunks(c: Completion, model: str, cid: str, created: int, include_usage: bool) -> Iterator[dict[str, Any]]:
+def sse_chunks(
+    c: Completion, model: str, cid: str, created: int, include_usage: bool
+) -> Iterator[dict[str, Any]]:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        d = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        d = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
         return {**d, "usage": None} if include_usage else d
 
     yield chunk({"role": "assistant", "content": ""})
     for i in range(0, len(c.content), 24):
-        yield chunk({"content": c.content[i:i + 24]})
+        yield chunk({"content": c.content[i : i + 24]})
     for index, (call_id, name, args) in enumerate(_wire_calls(c)):
-        yield chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                     "function": {"name": name, "arguments": ""}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": ""},
+                    }
+                ]
+            }
+        )
         third = max(len(args) // 3, 1)
         for j in range(0, len(args), third):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": args[j:j + third]}}]})
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": args[j : j + third]}}]})
     yield chunk({}, FINISH_TO_WIRE.get(c.stop_reason, "stop"))
     if include_usage:
-        yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [],
-               "usage": usage_json(c.usage)}
+        yield {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [],
+            "usage": usage_json(c.usage),
+        }
 
 
 # -- streamed replies (provider side)
+
 
 def as_chunk(completion: Any) -> dict[str, Any]:
     """A whole (non-streamed) chat.completion as the one chunk that carries all of it."""
@@ -158,7 +232,9 @@ def as_chunk(completion: Any) -> dict[str, Any]:
     for choice in d.get("choices") or ():
         delta = dict(choice.get("message") or {})
         delta["tool_calls"] = [{**tc, "index": i} for i, tc in enumerate(delta.get("tool_calls") or ())]
-        choices.append({"index": choice.get("index", 0), "delta": delta, "finish_reason": choice.get("finish_reason")})
+        choices.append(
+            {"index": choice.get("index", 0), "delta": delta, "finish_reason": choice.get("finish_reason")}
+        )
     return {"model": d.get("model"), "usage": d.get("usage"), "choices": choices}
 
 

@@ -30,14 +30,18 @@ def tools_from_wire(tools: Sequence[Mapping[str, Any]] | None) -> tuple[ToolSpec
     for t in tools or ():
         fn = t.get("function") or t
         if t.get("type", "function") == "function" and fn.get("name"):
-            out.append(ToolSpec(str(fn["name"]), str(fn.get("description") or ""), dict(fn.get("parameters") or {})))
+            out.append(
+                ToolSpec(str(fn["name"]), str(fn.get("description") or ""), dict(fn.get("parameters") or {}))
+            )
     return tuple(out)
 
 
 def _text(content: Any) -> str:
     if content is None or isinstance(content, str):
         return content or ""
-    return "".join(str(p.get("text") or "") for p in content if isinstance(p, Mapping) and p.get("type") in TEXT_PARTS)
+    return "".join(
+        str(p.get("text") or "") for p in content if isinstance(p, Mapping) and p.get("type") in TEXT_PARTS
+    )
 
 
 def from_wire(body: Mapping[str, Any]) -> list[Message]:
@@ -46,7 +50,9 @@ def from_wire(body: Mapping[str, Any]) -> list[Message]:
         out.append(Message(role="system", content=str(body["instructions"])))
     items = body.get("input")
     names: dict[str, str] = {}
-    for item in [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) else items or ():
+    for item in (
+        [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) else items or ()
+    ):
         kind = item.get("type", "message")
         if kind == "message":
             role = {"developer": "system"}.get(str(item.get("role")), str(item.get("role")))
@@ -54,19 +60,30 @@ def from_wire(body: Mapping[str, Any]) -> list[Message]:
                 continue
             out.append(Message(role=role, content=_text(item.get("content"))))  # type: ignore[arg-type]
         elif kind == "function_call":
-            call = ToolCall(str(item.get("call_id") or item.get("id") or ""), str(item.get("name") or ""),
-                            parse_tool_args(str(item.get("arguments") or "")) or {})
+            call = ToolCall(
+                str(item.get("call_id") or item.get("id") or ""),
+                str(item.get("name") or ""),
+                parse_tool_args(str(item.get("arguments") or "")) or {},
+            )
             names[call.id] = call.name
             if out and out[-1].role == "assistant":
                 last = out.pop()
-                out.append(Message(role="assistant", content=last.content, tool_calls=(*last.tool_calls, call)))
+                out.append(
+                    Message(role="assistant", content=last.content, tool_calls=(*last.tool_calls, call))
+                )
             else:
                 out.append(Message(role="assistant", content="", tool_calls=(call,)))
         elif kind == "function_call_output":
             cid = str(item.get("call_id") or "")
             output = item.get("output")
-            out.append(Message(role="tool", content=output if isinstance(output, str) else _text(output),
-                               tool_call_id=cid, name=names.get(cid)))
+            out.append(
+                Message(
+                    role="tool",
+                    content=output if isinstance(output, str) else _text(output),
+                    tool_call_id=cid,
+                    name=names.get(cid),
+                )
+            )
     return out
 
 
@@ -77,28 +94,56 @@ def max_tokens(body: Mapping[str, Any], default: int) -> int:
 
 # -- responses (server side)
 
+
 def usage_json(u: Usage) -> dict[str, Any]:
-    return {"input_tokens": u.prompt, "input_tokens_details": {"cached_tokens": u.cache_read},
-            "output_tokens": u.output, "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": u.prompt + u.output}
+    return {
+        "input_tokens": u.prompt,
+        "input_tokens_details": {"cached_tokens": u.cache_read},
+        "output_tokens": u.output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": u.prompt + u.output,
+    }
 
 
 def _items(c: Completion, rid: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if c.content or not c.tool_calls:
-        items.append({"type": "message", "id": f"msg_{rid}", "status": "completed", "role": "assistant",
-                      "content": [{"type": "output_text", "text": c.content, "annotations": []}]})
+        items.append(
+            {
+                "type": "message",
+                "id": f"msg_{rid}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": c.content, "annotations": []}],
+            }
+        )
     for i, t in enumerate(c.tool_calls):
-        items.append({"type": "function_call", "id": f"fc_{rid}_{i}", "call_id": t.id, "name": t.name,
-                      "arguments": json.dumps(t.args, ensure_ascii=False), "status": "completed"})
+        items.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{rid}_{i}",
+                "call_id": t.id,
+                "name": t.name,
+                "arguments": json.dumps(t.args, ensure_ascii=False),
+                "status": "completed",
+            }
+        )
     return items
 
 
 def response_json(c: Completion, model: str, rid: str, created: int) -> dict[str, Any]:
     status = STATUS_TO_WIRE.get(c.stop_reason, "completed")
-    return {"id": f"resp_{rid}", "object": "response", "created_at": created, "status": status,
-            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
-            "error": None, "model": model, "output": _items(c, rid), "usage": usage_json(c.usage)}
+    return {
+        "id": f"resp_{rid}",
+        "object": "response",
+        "created_at": created,
+        "status": status,
+        "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+        "error": None,
+        "model": model,
+        "output": _items(c, rid),
+        "usage": usage_json(c.usage),
+    }
 
 
 def sse_events(c: Completion, model: str, rid: str, created: int) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -116,25 +161,63 @@ def sse_events(c: Completion, model: str, rid: str, created: int) -> Iterator[tu
     for index, item in enumerate(whole["output"]):
         if item["type"] == "message":
             text = item["content"][0]["text"]
-            yield event("response.output_item.added", output_index=index,
-                        item={**item, "status": "in_progress", "content": []})
+            yield event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "content": []},
+            )
             part = {"type": "output_text", "text": "", "annotations": []}
-            yield event("response.content_part.added", item_id=item["id"], output_index=index, content_index=0, part=part)
+            yield event(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part=part,
+            )
             for i in range(0, len(text), 24):
-                yield event("response.output_text.delta", item_id=item["id"], output_index=index, content_index=0,
-                            delta=text[i:i + 24])
-            yield event("response.output_text.done", item_id=item["id"], output_index=index, content_index=0, text=text)
-            yield event("response.content_part.done", item_id=item["id"], output_index=index, content_index=0,
-                        part={**part, "text": text})
+                yield event(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    delta=text[i : i + 24],
+                )
+            yield event(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                text=text,
+            )
+            yield event(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part={**part, "text": text},
+            )
         else:
             args = item["arguments"]
-            yield event("response.output_item.added", output_index=index,
-                        item={**item, "status": "in_progress", "arguments": ""})
+            yield event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
             third = max(len(args) // 3, 1)
             for i in range(0, len(args), third):
-                yield event("response.function_call_arguments.delta", item_id=item["id"], output_index=index,
-                            delta=args[i:i + third])
-            yield event("response.function_call_arguments.done", item_id=item["id"], output_index=index,
-                        arguments=args)
+                yield event(
+                    "response.function_call_arguments.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    delta=args[i : i + third],
+                )
+            yield event(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=index,
+                arguments=args,
+            )
         yield event("response.output_item.done", output_index=index, item=item)
-    yield event("response.incomplete" if whole["status"] == "incomplete" else "response.completed", response=whole)
+    yield event(
+        "response.incomplete" if whole["status"] == "incomplete" else "response.completed", response=whole
+    )

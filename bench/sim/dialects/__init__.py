@@ -20,11 +20,15 @@ from bench.core.registry import Registry
 from bench.core.toolspecs import TOOLS
 from bench.core.types import Completion, Message, ToolSpec
 
-DIALECTS = Registry("agent.dialect", {
-    "mini_bash": "bench.sim.dialects.mini_bash:DIALECT",
-    "codex": "bench.sim.dialects.codex:DIALECT",
-    "claude_code": "bench.sim.dialects.claude_code:DIALECT",
-}, hint="an agent's dialect names a module of bench/sim/dialects/")
+DIALECTS = Registry(
+    "agent.dialect",
+    {
+        "mini_bash": "bench.sim.dialects.mini_bash:DIALECT",
+        "codex": "bench.sim.dialects.codex:DIALECT",
+        "claude_code": "bench.sim.dialects.claude_code:DIALECT",
+    },
+    hint="an agent's dialect names a module of bench/sim/dialects/",
+)
 
 
 class Dialect(Protocol):
@@ -41,13 +45,27 @@ class DialectProvider:
         self.inner, self.dialect = inner, dialect
         self.model_id = str(getattr(inner, "model_id", "sim"))
 
-    def complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], *, max_tokens: int, seed: int,
-                 cache_breakpoint: int | None = None) -> Completion:
+    def complete(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...],
+        *,
+        max_tokens: int,
+        seed: int,
+        cache_breakpoint: int | None = None,
+    ) -> Completion:
         own = self.dialect.to_ctxbench(tuple(messages))
-        reply = self.inner.complete(own, TOOLS if tools else (), max_tokens=max_tokens,  # type: ignore[attr-defined]
-                                    seed=seed, cache_breakpoint=cache_breakpoint)
+        reply = self.inner.complete(  # type: ignore[attr-defined]
+            own,
+            TOOLS if tools else (),
+            max_tokens=max_tokens,
+            seed=seed,
+            cache_breakpoint=cache_breakpoint,
+        )
         out = self.dialect.from_ctxbench(reply)
-        return dataclasses.replace(out, extra={**out.extra, "ctxbench_calls": [c.__dict__ for c in reply.tool_calls]})
+        return dataclasses.replace(
+            out, extra={**out.extra, "ctxbench_calls": [c.__dict__ for c in reply.tool_calls]}
+        )
 
     def close(self) -> None:
         getattr(self.inner, "close", lambda: None)()

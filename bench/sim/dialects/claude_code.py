@@ -47,11 +47,15 @@ _REMINDER_RE = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.S)
 # Claude Code's own compaction (measured): its summary request's last user message, and the user
 # message that carries the summary in the requests after it.
 COMPACTION_OPENING = "CRITICAL: Respond with TEXT ONLY"
-CONTINUED = ("This session is being continued from a previous conversation that ran out of context. "
-             "The summary below covers the earlier portion of the conversation.")
+CONTINUED = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The summary below covers the earlier portion of the conversation."
+)
 AFTER_SUMMARY = "\n\nIf you need specific details from before compaction"
 _LINE_RE = re.compile(r"\A(?P<n>\d+)(?:\t(?P<text>.*))?\Z", re.S)  # an empty last line may lose its tab
-UNCHANGED = "Wasted call — file unchanged since your last Read"  # Claude Code's answer to a Read it thinks needless
+UNCHANGED = (
+    "Wasted call — file unchanged since your last Read"  # Claude Code's answer to a Read it thinks needless
+)
 
 
 def _abs(path: str) -> str:
@@ -60,7 +64,7 @@ def _abs(path: str) -> str:
 
 def _rel(path: Any) -> str | None:
     p = str(path)
-    return p[len(WORK) + 1:] if p.startswith(WORK + "/") and len(p) > len(WORK) + 1 else None
+    return p[len(WORK) + 1 :] if p.startswith(WORK + "/") and len(p) > len(WORK) + 1 else None
 
 
 def encode(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -71,8 +75,11 @@ def encode(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if name == "write_file":
         return "Write", {"file_path": _abs(str(a.get("path", ""))), "content": str(a.get("content", ""))}
     if name == "edit_file":
-        return "Edit", {"file_path": _abs(str(a.get("path", ""))), "old_string": str(a.get("search", "")),
-                        "new_string": str(a.get("replace", ""))}
+        return "Edit", {
+            "file_path": _abs(str(a.get("path", ""))),
+            "old_string": str(a.get("search", "")),
+            "new_string": str(a.get("replace", "")),
+        }
     return "Bash", {"command": mini_bash.encode(name, a)}
 
 
@@ -85,10 +92,22 @@ def decode(tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         return "read_file", {"path": path}
     if tool == "Write" and keys == {"file_path", "content"} and path is not None:
         return "write_file", {"path": path, "content": str(args["content"])}
-    if (tool == "Edit" and keys - {"replace_all"} == {"file_path", "old_string", "new_string"}
-            and args.get("replace_all") in (None, False) and path is not None):
-        return "edit_file", {"path": path, "search": str(args["old_string"]), "replace": str(args["new_string"])}
-    if tool == "Bash" and set(args) <= {"command", "description", "timeout"} and isinstance(args.get("command"), str):
+    if (
+        tool == "Edit"
+        and keys - {"replace_all"} == {"file_path", "old_string", "new_string"}
+        and args.get("replace_all") in (None, False)
+        and path is not None
+    ):
+        return "edit_file", {
+            "path": path,
+            "search": str(args["old_string"]),
+            "replace": str(args["new_string"]),
+        }
+    if (
+        tool == "Bash"
+        and set(args) <= {"command", "description", "timeout"}
+        and isinstance(args.get("command"), str)
+    ):
         return mini_bash.decode(args["command"])
     return tool, args
 
@@ -139,7 +158,7 @@ def result(name: str, args: dict[str, Any], content: str, known: dict[str, str] 
         known.pop(path, None)
     if name in ("run", "delete_file", "list_files", "grep", "git", "submit_step"):
         m = _EXIT_RE.match(content)
-        rc, out = (int(m.group("rc")), content[m.end():]) if m else (0, content)
+        rc, out = (int(m.group("rc")), content[m.end() :]) if m else (0, content)
         if name == "run":  # ours prints the output with its final newline; Claude Code strips it
             return f"exit={rc}\n{out}" + ("\n" if out and not out.endswith("\n") else "")
         return mini_bash.result(name, args, json.dumps({"returncode": rc, "output": out}))
@@ -155,7 +174,7 @@ def submission(text: str) -> tuple[str, str, dict[str, Any]] | None:
         args = json.loads(m.group("args"))
     except ValueError:
         return None
-    return (text[:m.start()], m.group("id"), args) if isinstance(args, dict) else None
+    return (text[: m.start()], m.group("id"), args) if isinstance(args, dict) else None
 
 
 def compaction_request(text: str) -> str | None:
@@ -169,10 +188,12 @@ def continuation(text: str) -> str | None:
     message (strategies/_common.py's heading, which the sim reads summaries by), or None."""
     if not text.startswith(CONTINUED):
         return None
-    body = text[len(CONTINUED):].lstrip("\n")
+    body = text[len(CONTINUED) :].lstrip("\n")
     summary, sep, rest = body.partition(AFTER_SUMMARY)
-    return (f"{SUMMARY_MARK} TURNS (Claude Code compacted them; this summary replaces them)\n\n{summary.rstrip()}"
-            + (f"\n\n{sep.lstrip()}{rest}" if sep else ""))
+    return (
+        f"{SUMMARY_MARK} TURNS (Claude Code compacted them; this summary replaces them)\n\n{summary.rstrip()}"
+        + (f"\n\n{sep.lstrip()}{rest}" if sep else "")
+    )
 
 
 class ClaudeCode:
@@ -190,12 +211,23 @@ class ClaudeCode:
                 out.append(dataclasses.replace(m, tool_calls=tuple(own)))
             elif m.role == "assistant" and (sub := submission(m.content)) is not None:
                 before, call_id, args = sub
-                out.append(dataclasses.replace(m, content=before, tool_calls=(ToolCall(call_id, "submit_step", args),)))
-                out.append(Message(role="tool", content=mini_bash.SUBMITTED, tool_call_id=call_id, name="submit_step"))
+                out.append(
+                    dataclasses.replace(
+                        m, content=before, tool_calls=(ToolCall(call_id, "submit_step", args),)
+                    )
+                )
+                out.append(
+                    Message(
+                        role="tool", content=mini_bash.SUBMITTED, tool_call_id=call_id, name="submit_step"
+                    )
+                )
             elif m.role == "tool" and m.tool_call_id in calls:
                 name, args = calls[m.tool_call_id]
                 out.append(dataclasses.replace(m, content=result(name, args, m.content, known), name=name))
-            elif m.role == "user" and (said := compaction_request(m.content) or continuation(m.content)) is not None:
+            elif (
+                m.role == "user"
+                and (said := compaction_request(m.content) or continuation(m.content)) is not None
+            ):
                 out.append(dataclasses.replace(m, content=said))
             else:
                 out.append(m)
@@ -204,14 +236,18 @@ class ClaudeCode:
     def from_ctxbench(self, reply: Completion) -> Completion:
         submits = [c for c in reply.tool_calls if c.name == "submit_step"]
         others = [c for c in reply.tool_calls if c.name != "submit_step"]
-        if submits and not others:  # a reply with no tool_use ends Claude Code's turn: the hand-off is its text
+        if (
+            submits and not others
+        ):  # a reply with no tool_use ends Claude Code's turn: the hand-off is its text
             c = submits[0]
             line = f"{SUBMIT} {c.id} {json.dumps(c.args if isinstance(c.args, dict) else {}, ensure_ascii=False, sort_keys=True)}"
             text = f"{reply.content}\n{line}" if reply.content else line
             return dataclasses.replace(reply, content=text, tool_calls=(), stop_reason="end_turn")
         # With other calls in the same reply Claude Code would go on after them: the submission is left
         # for a later reply (the sim decides again on what the calls return).
-        calls = tuple(ToolCall(c.id, *encode(c.name, c.args if isinstance(c.args, dict) else {})) for c in others)
+        calls = tuple(
+            ToolCall(c.id, *encode(c.name, c.args if isinstance(c.args, dict) else {})) for c in others
+        )
         return dataclasses.replace(reply, tool_calls=calls)
 
 

@@ -53,8 +53,11 @@ TOOL = "exec_command"
 BATCH_END = "CTXBENCH_CALL_END"
 _BATCH_LINE_RE = re.compile(r"\n\)\nprintf '\\n%s %s\\n' (?P<end>" + BATCH_END + r"_[0-9a-f]{12}) \$\?\n")
 SUBMIT_ID = "codex_submit_{}"  # a submit read back from a text message: Codex keeps no call id for it
-_OUTPUT_RE = re.compile(r"\AChunk ID: [^\n]*\nWall time: [^\n]*\nProcess exited with code (?P<rc>-?\d+)\n"
-                        r"(?:Original token count: [^\n]*\n)?Output:\n(?P<out>.*)\Z", re.S)
+_OUTPUT_RE = re.compile(
+    r"\AChunk ID: [^\n]*\nWall time: [^\n]*\nProcess exited with code (?P<rc>-?\d+)\n"
+    r"(?:Original token count: [^\n]*\n)?Output:\n(?P<out>.*)\Z",
+    re.S,
+)
 _SUBMIT_RE = re.compile(rf"\A(?:(?P<text>.*)\n\n)?{SUBMIT} (?P<args>\{{[^\n]*\}})\Z", re.S)
 # Codex's own compaction (0.171.0's prompts, measured): its summary request's user item, and the
 # opening of the user item that carries the summary in the context after it.
@@ -167,15 +170,22 @@ class Codex:
                 for k in range(len(commands)):
                     name, args = calls[f"{m.tool_call_id}.{k}"]
                     text = m.content if each is None else rendered(name, args, *each[k])
-                    out.append(dataclasses.replace(m, content=text, tool_call_id=f"{m.tool_call_id}.{k}", name=name))
+                    out.append(
+                        dataclasses.replace(m, content=text, tool_call_id=f"{m.tool_call_id}.{k}", name=name)
+                    )
             elif m.role == "assistant" and (sub := submitted(m.content)) is not None:
                 call = ToolCall(SUBMIT_ID.format(i), "submit_step", sub[1])
-                out += [dataclasses.replace(m, content=sub[0], tool_calls=(call,)),
-                        Message(role="tool", content=SUBMITTED, tool_call_id=call.id, name=call.name)]
+                out += [
+                    dataclasses.replace(m, content=sub[0], tool_calls=(call,)),
+                    Message(role="tool", content=SUBMITTED, tool_call_id=call.id, name=call.name),
+                ]
             elif m.role == "tool" and m.tool_call_id in calls:
                 name, args = calls[m.tool_call_id]
                 out.append(dataclasses.replace(m, content=result(name, args, m.content), name=name))
-            elif m.role == "user" and (said := compaction_request(m.content) or summary_message(m.content)) is not None:
+            elif (
+                m.role == "user"
+                and (said := compaction_request(m.content) or summary_message(m.content)) is not None
+            ):
                 out.append(dataclasses.replace(m, content=said))
             else:
                 out.append(m)
@@ -184,13 +194,23 @@ class Codex:
     def from_ctxbench(self, reply: Completion) -> Completion:
         calls = reply.tool_calls
         if len(calls) == 1 and calls[0].name == "submit_step" and isinstance(calls[0].args, dict):
-            return dataclasses.replace(reply, content=submit_text(reply.content, calls[0].args), tool_calls=(),
-                                       stop_reason="end_turn")
+            return dataclasses.replace(
+                reply,
+                content=submit_text(reply.content, calls[0].args),
+                tool_calls=(),
+                stop_reason="end_turn",
+            )
         commands = [encode(c.name, c.args if isinstance(c.args, dict) else {}) for c in calls]
         if len(calls) > 1:  # one command, so that Codex runs them in the sim's order
-            return dataclasses.replace(reply, tool_calls=(ToolCall(calls[0].id, TOOL, {"cmd": batch(commands)}),))
-        return dataclasses.replace(reply, tool_calls=tuple(
-            ToolCall(c.id, TOOL, {"cmd": cmd}) for c, cmd in zip(calls, commands, strict=True)))
+            return dataclasses.replace(
+                reply, tool_calls=(ToolCall(calls[0].id, TOOL, {"cmd": batch(commands)}),)
+            )
+        return dataclasses.replace(
+            reply,
+            tool_calls=tuple(
+                ToolCall(c.id, TOOL, {"cmd": cmd}) for c, cmd in zip(calls, commands, strict=True)
+            ),
+        )
 
 
 DIALECT = Codex()

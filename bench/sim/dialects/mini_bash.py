@@ -33,27 +33,36 @@ from bench.core.types import Completion, Message, ToolCall
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 SUBMITTED = "[submitted: the harness certifies the step]"
 TAG = "CTXBENCH_EOF"
-EDIT = ("import sys,pathlib\n"
-        "p,s,r=sys.argv[1:4];f=pathlib.Path(p);t=f.read_text();n=t.count(s) if s else 0\n"
-        "if n!=1:print(f'ERROR: search text {\"not found\" if n==0 else f\"found {n} times\"} in {p}; "
-        "re-read the file and retry');sys.exit(1)\n"
-        "t=t.replace(s,r,1);f.write_text(t);sys.stdout.write(t)")
-LIST = ("import fnmatch,os,sys\n"
-        "g=sys.argv[1] if len(sys.argv)>1 else ''\n"
-        "fs=sorted(os.path.relpath(os.path.join(d,n)) for d,ds,ns in os.walk('.') for n in ns)\n"
-        "fs=[f for f in fs if not g or fnmatch.fnmatch(f,g)];print('\\n'.join(fs) or '(no files)')")
-GREP = ("import fnmatch,os,re,sys\n"
-        "x=re.compile(sys.argv[1]);g=sys.argv[2] if len(sys.argv)>2 else '';h=[]\n"
-        "for f in sorted(os.path.relpath(os.path.join(d,n)) for d,ds,ns in os.walk('.') for n in ns):\n"
-        " if g and not fnmatch.fnmatch(f,g):continue\n"
-        " try:t=open(f,encoding='utf-8').read()\n"
-        " except (UnicodeDecodeError,OSError):continue\n"
-        " h+=[f'{f}:{i}:{l[:300]}' for i,l in enumerate(t.splitlines(),1) if x.search(l)]\n"
-        "print('\\n'.join(h[:200]) or '(no matches)')")
+EDIT = (
+    "import sys,pathlib\n"
+    "p,s,r=sys.argv[1:4];f=pathlib.Path(p);t=f.read_text();n=t.count(s) if s else 0\n"
+    'if n!=1:print(f\'ERROR: search text {"not found" if n==0 else f"found {n} times"} in {p}; '
+    "re-read the file and retry');sys.exit(1)\n"
+    "t=t.replace(s,r,1);f.write_text(t);sys.stdout.write(t)"
+)
+LIST = (
+    "import fnmatch,os,sys\n"
+    "g=sys.argv[1] if len(sys.argv)>1 else ''\n"
+    "fs=sorted(os.path.relpath(os.path.join(d,n)) for d,ds,ns in os.walk('.') for n in ns)\n"
+    "fs=[f for f in fs if not g or fnmatch.fnmatch(f,g)];print('\\n'.join(fs) or '(no files)')"
+)
+GREP = (
+    "import fnmatch,os,re,sys\n"
+    "x=re.compile(sys.argv[1]);g=sys.argv[2] if len(sys.argv)>2 else '';h=[]\n"
+    "for f in sorted(os.path.relpath(os.path.join(d,n)) for d,ds,ns in os.walk('.') for n in ns):\n"
+    " if g and not fnmatch.fnmatch(f,g):continue\n"
+    " try:t=open(f,encoding='utf-8').read()\n"
+    " except (UnicodeDecodeError,OSError):continue\n"
+    " h+=[f'{f}:{i}:{l[:300]}' for i,l in enumerate(t.splitlines(),1) if x.search(l)]\n"
+    "print('\\n'.join(h[:200]) or '(no matches)')"
+)
 # the path as shlex.quote writes it: bare safe characters, or '...' pieces joined by "'" for a quote
-_HEREDOC_RE = re.compile(r"\A(?P<cmd>cat|head -c -1) > (?P<path>(?:'[^']*'|\"'\"|[^\s'\"])+) "
-                         r"<<'(?P<tag>CTXBENCH_EOF\d*)'\n(?P<body>.*)"
-                         r"\n(?P=tag)\Z", re.S)
+_HEREDOC_RE = re.compile(
+    r"\A(?P<cmd>cat|head -c -1) > (?P<path>(?:'[^']*'|\"'\"|[^\s'\"])+) "
+    r"<<'(?P<tag>CTXBENCH_EOF\d*)'\n(?P<body>.*)"
+    r"\n(?P=tag)\Z",
+    re.S,
+)
 _OBS_RE = re.compile(r"<returncode>(?P<rc>-?\d+)</returncode>\n(?:<output>\n(?P<out>.*)</output>)?", re.S)
 
 
@@ -76,14 +85,23 @@ def encode(name: str, args: dict[str, Any]) -> str:
             return f"cat > {_q(str(a.get('path', '')))} <<'{tag}'\n{content}{tag}"
         return f"head -c -1 > {_q(str(a.get('path', '')))} <<'{tag}'\n{content}\n{tag}"
     if name == "edit_file":
-        return " ".join(["python3", "-c", _q(EDIT), *(_q(str(a.get(k, ""))) for k in ("path", "search", "replace"))])
+        return " ".join(
+            ["python3", "-c", _q(EDIT), *(_q(str(a.get(k, ""))) for k in ("path", "search", "replace"))]
+        )
     if name == "delete_file":
         return f"rm -- {_q(str(a.get('path', '')))}"
     if name == "list_files":
         return " ".join(["python3", "-c", _q(LIST), *([_q(str(a["glob"]))] if a.get("glob") else [])])
     if name == "grep":
-        return " ".join(["python3", "-c", _q(GREP), _q(str(a.get("pattern", ""))),
-                         *([_q(str(a["glob"]))] if a.get("glob") else [])])
+        return " ".join(
+            [
+                "python3",
+                "-c",
+                _q(GREP),
+                _q(str(a.get("pattern", ""))),
+                *([_q(str(a["glob"]))] if a.get("glob") else []),
+            ]
+        )
     if name == "git":
         return " ".join(["git", _q(str(a.get("subcommand", ""))), *(_q(str(x)) for x in a.get("args") or [])])
     if name == "submit_step":
@@ -116,7 +134,11 @@ def decode(command: str) -> tuple[str, dict[str, Any]]:
         return "list_files", ({"glob": argv[3]} if len(argv) == 4 else {})
     if len(argv) in (4, 5) and argv[:3] == ["python3", "-c", GREP]:
         return "grep", {"pattern": argv[3], **({"glob": argv[4]} if len(argv) == 5 else {})}
-    if len(argv) >= 2 and argv[0] == "git" and encode("git", {"subcommand": argv[1], "args": argv[2:]}) == command:
+    if (
+        len(argv) >= 2
+        and argv[0] == "git"
+        and encode("git", {"subcommand": argv[1], "args": argv[2:]}) == command
+    ):
         return "git", {"subcommand": argv[1], "args": argv[2:]}
     if len(argv) == 4 and argv[:3] == ["printf", "%s\\n", SUBMIT]:
         try:
@@ -145,7 +167,7 @@ def observation(text: str) -> tuple[int | None, str]:
     if not m:
         return None, text
     out = m.group("out")
-    return int(m.group("rc")), (out if out is not None else text[m.end():])
+    return int(m.group("rc")), (out if out is not None else text[m.end() :])
 
 
 def result(name: str, args: dict[str, Any], text: str) -> str:
@@ -170,7 +192,9 @@ def rendered(name: str, args: dict[str, Any], rc: int, out: str) -> str:
         return f"edited {path}\n{file_block(path, out)}"
     if name == "delete_file":
         return f"deleted {path}"
-    if name == "submit_step":  # the verdict comes as the next instruction (the harness certifies after the turn)
+    if (
+        name == "submit_step"
+    ):  # the verdict comes as the next instruction (the harness certifies after the turn)
         return SUBMITTED
     return out.removesuffix("\n") if name in ("list_files", "grep") else out
 
@@ -183,7 +207,9 @@ class MiniBash:
             if m.role == "assistant" and m.tool_calls:
                 own = []
                 for c in m.tool_calls:
-                    name, args = decode(str(c.args.get("command", ""))) if c.name == "bash" else (c.name, c.args)
+                    name, args = (
+                        decode(str(c.args.get("command", ""))) if c.name == "bash" else (c.name, c.args)
+                    )
                     calls[c.id] = (name, args)
                     own.append(ToolCall(c.id, name, args))
                 out.append(dataclasses.replace(m, tool_calls=tuple(own)))
@@ -195,8 +221,10 @@ class MiniBash:
         return tuple(out)
 
     def from_ctxbench(self, reply: Completion) -> Completion:
-        calls = tuple(ToolCall(c.id, "bash", {"command": encode(c.name, c.args if isinstance(c.args, dict) else {})})
-                      for c in reply.tool_calls)
+        calls = tuple(
+            ToolCall(c.id, "bash", {"command": encode(c.name, c.args if isinstance(c.args, dict) else {})})
+            for c in reply.tool_calls
+        )
         return dataclasses.replace(reply, tool_calls=calls)
 
 

@@ -25,8 +25,17 @@ from tests.helpers.store import seeded
 
 REPO = Path(__file__).resolve().parents[3]
 PRIOR = model_config("sim")["params"]
-TRUE = {**PRIOR, "recall_max": 0.9, "recall_recent": 0.95, "rot_max_drop": 0.6, "middle_dip": 0.45,
-        "p_tempt": 0.7, "p_paraphrase": 0.35, "p_stale_replace_fail": 0.65, "p_stale_clobber": 0.3}
+TRUE = {
+    **PRIOR,
+    "recall_max": 0.9,
+    "recall_recent": 0.95,
+    "rot_max_drop": 0.6,
+    "middle_dip": 0.45,
+    "p_tempt": 0.7,
+    "p_paraphrase": 0.35,
+    "p_stale_replace_fail": 0.65,
+    "p_stale_clobber": 0.3,
+}
 
 
 def synthetic(rng: np.random.Generator, n: int = 600) -> list[Obs]:
@@ -37,11 +46,15 @@ def synthetic(rng: np.random.Generator, n: int = 600) -> list[Obs]:
     for i, kind in enumerate(kinds):
         length = int(rng.uniform(2000, 60000))
         k = int(rng.integers(0, 3)) if kind == "tidy" else 1
-        occ = tuple((float(rng.uniform(0, length)), bool(kind == "tidy" and rng.random() < 0.4)) for _ in range(k))
+        occ = tuple(
+            (float(rng.uniform(0, length)), bool(kind == "tidy" and rng.random() < 0.4)) for _ in range(k)
+        )
         obs.append(Obs(str(kind), False, occ, length, float(length), ("s", i), "synthetic", i))
     p = probability(TRUE, Design.of(obs))
-    return [Obs(o.kind, bool(rng.random() < q), o.occ, o.length, o.fresh_from, o.key, o.trial, o.turn)
-            for o, q in zip(obs, p, strict=True)]
+    return [
+        Obs(o.kind, bool(rng.random() < q), o.occ, o.length, o.fresh_from, o.key, o.trial, o.turn)
+        for o, q in zip(obs, p, strict=True)
+    ]
 
 
 def test_profile_intervals_cover_the_true_parameters():
@@ -75,19 +88,40 @@ def test_a_just_seen_fact_is_recalled_with_recall_recent_and_the_middle_dips():
 
 
 # -- real harness logs ----------------------------------------------------------------------------
-TRUTH = {"p_tempt": 0.8, "retain_fact": 0.3, "latency_base_s": 0.7, "decode_s_per_token": 0.02,
-         "cache_block_tokens": 64}
+TRUTH = {
+    "p_tempt": 0.8,
+    "retain_fact": 0.3,
+    "latency_base_s": 0.7,
+    "decode_s_per_token": 0.02,
+    "cache_block_tokens": 64,
+}
 
 
 @pytest.fixture(scope="module")
 def sim_trials(tmp_path_factory):
     """Two short trials of the sim through the real config, with parameters that are not the defaults."""
     root = seeded(tmp_path_factory.mktemp("calib"))
-    cmd = [sys.executable, "-m", "bench", "-m", "strategy=compaction", "arm=compaction", "rep=0,1",
-           "task.size.steps=7", "sandbox=local", "study.name=calibtest",
-           *(f"model.params.{k}={v}" for k, v in TRUTH.items())]
-    proc = subprocess.run(cmd, cwd=REPO, env={**os.environ, "CTXBENCH_RESULTS": str(root)}, capture_output=True,
-                          text=True, timeout=900)
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench",
+        "-m",
+        "strategy=compaction",
+        "arm=compaction",
+        "rep=0,1",
+        "task.size.steps=7",
+        "sandbox=local",
+        "study.name=calibtest",
+        *(f"model.params.{k}={v}" for k, v in TRUTH.items()),
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=REPO,
+        env={**os.environ, "CTXBENCH_RESULTS": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return root
 
@@ -116,8 +150,12 @@ def test_restated_protection_equals_the_sims_own(sim_trials):
 
 def test_calibrate_writes_a_config_hydra_composes(sim_trials, tmp_path, capsys):
     conf_dir, report = tmp_path / "conf" / "model", tmp_path / "report"
-    assert calibrate_main([str(sim_trials), "--name", "ctest", "--conf-dir", str(conf_dir),
-                           "--report-dir", str(report)]) == 0
+    assert (
+        calibrate_main(
+            [str(sim_trials), "--name", "ctest", "--conf-dir", str(conf_dir), "--report-dir", str(report)]
+        )
+        == 0
+    )
     assert "model=sim_ctest" in capsys.readouterr().out
     assert {p.name for p in report.iterdir()} >= {"fit.md", "fit.png", "fit.json"}
     fit = json.loads((report / "fit.json").read_text())["params"]
@@ -143,14 +181,20 @@ def test_recovery_splits_are_disjoint_and_need_one_truth(sim_trials):
     assert truth(trials)["p_tempt"] == TRUTH["p_tempt"]
     parts = splits(trials, 1)
     assert sorted(t.name for t in parts[0]) == sorted(t.name for t in trials)
-    other = parse(json.dumps({"kind": "trial_end", "status": "success"}), "x",
-                  yaml.safe_dump({"model": {"params": {**PRIOR, "p_tempt": 0.1}}}))
+    other = parse(
+        json.dumps({"kind": "trial_end", "status": "success"}),
+        "x",
+        yaml.safe_dump({"model": {"params": {**PRIOR, "p_tempt": 0.1}}}),
+    )
     with pytest.raises(SystemExit, match="different sim parameters"):
         truth([*trials, other])
     with pytest.raises(SystemExit, match="no finished trials"):
         calibrate([], "x")
-    claude = parse(json.dumps({"kind": "trial_end", "status": "success"}), "y",
-                   yaml.safe_dump({"model": {"name": "anthropic", "model_id": "claude-x"}}))
+    claude = parse(
+        json.dumps({"kind": "trial_end", "status": "success"}),
+        "y",
+        yaml.safe_dump({"model": {"name": "anthropic", "model_id": "claude-x"}}),
+    )
     with pytest.raises(SystemExit, match="played by 2 models"):
         calibrate([*trials, claude], "x")
 
@@ -167,15 +211,22 @@ def test_a_sim_hand_off_is_read_exactly_and_a_real_one_by_content():
     s1, s2 = _said("Keep pull accepting the legacy form", 0), _said("never inline _send", 1)
     longer = _said("For later steps: Keep pull accepting the legacy form.", 2)
     # The sim's notes: its template, then what it recalls, in context order, full stops added.
-    assert restated([s1, s2, longer], "s03: edited a.py. For later steps: Keep pull accepting the legacy form.") \
-        == {s1.norm}
-    assert restated([s1, s2, longer], "s03: edited a.py. For later steps: For later steps: Keep pull accepting "
-                                      "the legacy form.") == {longer.norm}
+    assert restated(
+        [s1, s2, longer], "s03: edited a.py. For later steps: Keep pull accepting the legacy form."
+    ) == {s1.norm}
+    assert restated(
+        [s1, s2, longer],
+        "s03: edited a.py. For later steps: For later steps: Keep pull accepting the legacy form.",
+    ) == {longer.norm}
     assert restated([s1, s2, longer], "s03: edited a.py. No further constraints for later steps.") == set()
     # A real model's words: found by content, not inside a longer statement found there too.
-    assert restated([s1, s2], "Remember: keep pull accepting the legacy form; never inline _send!") \
-        == {s1.norm, s2.norm}
-    assert restated([s1, longer], "as noted, for later steps: keep pull accepting the legacy form.") == {longer.norm}
+    assert restated([s1, s2], "Remember: keep pull accepting the legacy form; never inline _send!") == {
+        s1.norm,
+        s2.norm,
+    }
+    assert restated([s1, longer], "as noted, for later steps: keep pull accepting the legacy form.") == {
+        longer.norm
+    }
 
 
 def test_the_figure_of_a_calibration_with_empty_panels_draws_without_a_warning(tmp_path):

@@ -14,7 +14,11 @@ def _real_like_calls() -> list[Call]:
     rng = np.random.default_rng(7)
     out = []
     for _ in range(40):
-        uncached, cached, output = int(rng.integers(100, 1500)), int(rng.integers(0, 3000)), int(rng.integers(5, 200))
+        uncached, cached, output = (
+            int(rng.integers(100, 1500)),
+            int(rng.integers(0, 3000)),
+            int(rng.integers(5, 200)),
+        )
         ttft = 0.4 + 0.01 * uncached - 2.5e-4 * cached + float(rng.normal(0, 0.05))
         out.append(Call(uncached, output, cached, 0, max(ttft, 0.01), max(ttft, 0.01) + 0.03 * output))
     return out
@@ -22,11 +26,20 @@ def _real_like_calls() -> list[Call]:
 
 def test_latency_coefficients_stay_in_the_sims_range_and_a_bound_is_named():
     est = fit_latency(_real_like_calls())
-    for name in ("latency_base_s", "latency_s_per_uncached_token", "latency_s_per_cached_token", "decode_s_per_token"):
+    for name in (
+        "latency_base_s",
+        "latency_s_per_uncached_token",
+        "latency_s_per_cached_token",
+        "decode_s_per_token",
+    ):
         e = est[name]
-        assert e.value >= 0 and e.low is not None and e.low >= 0 and e.high is not None and e.high >= e.value, name
+        assert (
+            e.value >= 0 and e.low is not None and e.low >= 0 and e.high is not None and e.high >= e.value
+        ), name
     cached = est["latency_s_per_cached_token"]
-    assert cached.value == 0.0 and "at the lower bound 0" in cached.source and "unconstrained -" in cached.source
+    assert (
+        cached.value == 0.0 and "at the lower bound 0" in cached.source and "unconstrained -" in cached.source
+    )
     assert "lower bound" not in est["latency_s_per_uncached_token"].source
     assert abs(est["latency_s_per_uncached_token"].value - 0.01) < 0.002
 

@@ -7,12 +7,27 @@ import pandas as pd
 from analysis.calibrate.fidelity import cells, comparisons, pairs, plan, report
 
 
-def frame(success: dict[str, list[int]], model: str, rep: int = 0, tokens: int = 1000,
-          why: str = "step_failed") -> pd.DataFrame:
-    rows = [{"strategy": s, "arm": "compaction", "task_family": "signature_migration", "task_seed": i, "rep": rep,
-             "steps": 12, "success": ok, "turns": 30 + i, "prompt_tokens": tokens, "model": model, "trial": f"{s}{i}",
-             "failure_reason": "" if ok else why}
-            for s, wins in success.items() for i, ok in enumerate(wins)]
+def frame(
+    success: dict[str, list[int]], model: str, rep: int = 0, tokens: int = 1000, why: str = "step_failed"
+) -> pd.DataFrame:
+    rows = [
+        {
+            "strategy": s,
+            "arm": "compaction",
+            "task_family": "signature_migration",
+            "task_seed": i,
+            "rep": rep,
+            "steps": 12,
+            "success": ok,
+            "turns": 30 + i,
+            "prompt_tokens": tokens,
+            "model": model,
+            "trial": f"{s}{i}",
+            "failure_reason": "" if ok else why,
+        }
+        for s, wins in success.items()
+        for i, ok in enumerate(wins)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -36,8 +51,17 @@ def test_agreement_per_cell_and_comparison_signs():
 def test_plan_replays_the_same_cells_with_the_calibrated_model():
     (cmd,) = plan(REAL, "sim_fit", "fidelity_x", ["sandbox=local"], rep_shift=1)
     assert cmd[1:4] == ["-m", "bench", "-m"]
-    assert {"model=sim_fit", "task=signature_migration", "strategy=ledger,raw", "arm=compaction",
-            "task.seed=0,1,2,3", "rep=1", "study.name=fidelity_x", "task.size.steps=12", "sandbox=local"} <= set(cmd)
+    assert {
+        "model=sim_fit",
+        "task=signature_migration",
+        "strategy=ledger,raw",
+        "arm=compaction",
+        "task.seed=0,1,2,3",
+        "rep=1",
+        "study.name=fidelity_x",
+        "task.size.steps=12",
+        "sandbox=local",
+    } <= set(cmd)
 
 
 def test_pairs_that_both_failed_say_whether_they_failed_for_the_same_reason():
@@ -45,7 +69,9 @@ def test_pairs_that_both_failed_say_whether_they_failed_for_the_same_reason():
     "verdicts agree in 100%" alone hid that."""
     sim = frame({"raw": [0, 1, 1, 0], "ledger": [1, 1, 1, 0]}, "sim_fit", rep=1, why="turn_budget")
     text = report(REAL, sim, rep_shift=1)
-    assert ("of the 2 pairs that failed on both sides, 0 failed for the same reason "
-            "(real: step_failed 2; sim: turn_budget 2)") in text
+    assert (
+        "of the 2 pairs that failed on both sides, 0 failed for the same reason "
+        "(real: step_failed 2; sim: turn_budget 2)"
+    ) in text
     same = report(REAL, frame({"raw": [0, 1, 1, 0], "ledger": [1, 1, 1, 0]}, "sim_fit", rep=1), rep_shift=1)
     assert "2 failed for the same reason" in same

@@ -19,8 +19,10 @@ from ctxlog import events as ev
 
 REPO = Path(__file__).resolve().parents[3]
 SYSTEM = "You are a careful software engineer."
-TASK = ("[task:signature_migration/4]\n[inv:shim] fetch(url, *legacy) stays until s08\n"
-        "[inv:order] policy fields keep their order")
+TASK = (
+    "[task:signature_migration/4]\n[inv:shim] fetch(url, *legacy) stays until s08\n"
+    "[inv:order] policy fields keep their order"
+)
 
 
 def file_block(path: str, content: str) -> str:
@@ -34,12 +36,26 @@ class Log:
     def __init__(self, arm: str = "compaction", **start):
         self.events: list[dict] = []
         self.known: set[str] = set()
-        self.add(0, "trial_start", strategy="compaction", arm=arm, task_id="signature_migration/4", rep=0,
-                 model="sim", **start)
+        self.add(
+            0,
+            "trial_start",
+            strategy="compaction",
+            arm=arm,
+            task_id="signature_migration/4",
+            rep=0,
+            model="sim",
+            **start,
+        )
 
     def add(self, turn: int, kind: str, **fields) -> dict:
-        e = {"seq": len(self.events), "turn": turn, "kind": kind, "prev": "", **fields,
-             "t": {"ts": 1e9 + len(self.events)}}
+        e = {
+            "seq": len(self.events),
+            "turn": turn,
+            "kind": kind,
+            "prev": "",
+            **fields,
+            "t": {"ts": 1e9 + len(self.events)},
+        }
         self.events.append(e)
         return e
 
@@ -52,15 +68,30 @@ class Log:
                 self.add(t, "message", sha=sha, message=msg)
                 self.known.add(sha)
             shas.append(sha)
-        self.add(t, "context", purpose="turn", messages=shas, sha="x", tokens=tokens or 500 * len(context), stable=1)
+        self.add(
+            t,
+            "context",
+            purpose="turn",
+            messages=shas,
+            sha="x",
+            tokens=tokens or 500 * len(context),
+            stable=1,
+        )
         self.add(t, "model_call", purpose="turn", content=f"turn {t}", stop_reason="tool_use", usage={})
         for i, (name, args, output) in enumerate(calls):
             self.add(t, "tool_call", call_id=f"c{t}-{i}-{id(self)}", name=name, args=args)
             self.add(t, "tool_result", call_id=f"c{t}-{i}-{id(self)}", name=name, ok=True, output=output)
 
     def end(self, turn: int, success: bool, reason: str = "") -> Log:
-        self.add(turn, "trial_end", success=success, status="success" if success else "failure",
-                 failure_reason=reason, steps_passed=3, final_tree_sha="tree-" + str(success))
+        self.add(
+            turn,
+            "trial_end",
+            success=success,
+            status="success" if success else "failure",
+            failure_reason=reason,
+            steps_passed=3,
+            final_tree_sha="tree-" + str(success),
+        )
         return self
 
     def traj(self, label: str, **meta) -> Trajectory:
@@ -68,7 +99,10 @@ class Log:
         return Trajectory.from_text(text, label, meta)
 
 
-V1, V2 = file_block("src/api.py", "def fetch(url, *legacy):\n    pass\n"), file_block("src/api.py", "def fetch(url):\n")
+V1, V2 = (
+    file_block("src/api.py", "def fetch(url, *legacy):\n    pass\n"),
+    file_block("src/api.py", "def fetch(url):\n"),
+)
 
 
 def pair(drift_in_a: bool = False) -> tuple[Trajectory, Trajectory]:
@@ -79,11 +113,25 @@ def pair(drift_in_a: bool = False) -> tuple[Trajectory, Trajectory]:
     for t in range(3):
         for log in (a, b):
             log.turn(t, [SYSTEM, TASK, V1], same)
-    a.add(3, "compaction", tokens_before=9000, tokens_after=3000, summary="SUMMARY:\n[inv:order] policy fields "
-          "keep their order", usage={})
+    a.add(
+        3,
+        "compaction",
+        tokens_before=9000,
+        tokens_after=3000,
+        summary="SUMMARY:\n[inv:order] policy fields keep their order",
+        usage={},
+    )
     if drift_in_a:
-        a.add(4, "drift", drift_id="d1", drift_kind="edit_read_file", commit="c0ffee", message="tidy api",
-              author="Outside <o@x>", files=["src/api.py"])
+        a.add(
+            4,
+            "drift",
+            drift_id="d1",
+            drift_kind="edit_read_file",
+            commit="c0ffee",
+            message="tidy api",
+            author="Outside <o@x>",
+            files=["src/api.py"],
+        )
     summary = [SYSTEM, "SUMMARY:\n[inv:order] policy fields keep their order", V2 if drift_in_a else V1]
     for t in (3, 4):
         a.turn(t, summary, same)
@@ -150,12 +198,16 @@ class Tags(HTMLParser):
     def handle_starttag(self, tag, attrs):
         self.names.append(tag)
         for k, v in attrs:
-            if k in ("src", "srcset", "data", "action", "poster") or (k == "href" and not (v or "").startswith("#")):
+            if k in ("src", "srcset", "data", "action", "poster") or (
+                k == "href" and not (v or "").startswith("#")
+            ):
                 self.refs.append((tag, k, v or ""))
 
 
-HOSTILE = ('<script src="https://evil.example/x.js"></script><img src=http://x/y.png>'
-           '<style>@import url(https://x/y.css)</style><link rel=stylesheet href="//cdn/x.css">')
+HOSTILE = (
+    '<script src="https://evil.example/x.js"></script><img src=http://x/y.png>'
+    '<style>@import url(https://x/y.css)</style><link rel=stylesheet href="//cdn/x.css">'
+)
 
 
 def test_page_has_no_external_reference_even_when_outputs_quote_urls_and_markup():
@@ -171,7 +223,7 @@ def test_page_has_no_external_reference_even_when_outputs_quote_urls_and_markup(
     assert not tags.refs, tags.refs  # no src= at all, every href an in-page anchor
     assert set(tags.names).isdisjoint({"link", "img", "iframe", "object", "embed", "base", "frame"})
     assert tags.names.count("script") == 1 and tags.names.count("style") == 1
-    style = html[html.index("<style>"):html.index("</style>")]
+    style = html[html.index("<style>") : html.index("</style>")]
     assert "@import" not in style and "url(" not in style
     assert "&lt;script src=" in html  # shown as text
 
@@ -196,8 +248,11 @@ def test_long_trials_collapse_outputs_and_stay_small():
     big = "x = 1\n" * 2000
     for t in range(300):
         for log, tag in ((a, "a" if t >= 150 else ""), (b, "")):
-            log.turn(t, [SYSTEM, TASK, f"turn {t // 10}"], [("run", {"cmd": f"pytest -q {tag}"}, big),
-                                                          ("read_file", {"path": "src/api.py"}, big)])
+            log.turn(
+                t,
+                [SYSTEM, TASK, f"turn {t // 10}"],
+                [("run", {"cmd": f"pytest -q {tag}"}, big), ("read_file", {"path": "src/api.py"}, big)],
+            )
     html = page(diff.compare(a.end(300, False).traj("A"), b.end(300, True).traj("B")))
     assert len(html.encode()) < 5_000_000
     assert html.count("characters not shown") == 4 * 300 and big not in html
@@ -207,8 +262,10 @@ def write_trial(root: Path, name: str, arm: str, traj: Trajectory) -> Path:
     d = root / name
     d.mkdir(parents=True)
     (d / "events.jsonl").write_text("\n".join(json.dumps(e) for e in traj.log.records()) + "\n")
-    (d / "config.yaml").write_text(f"strategy:\n  name: compaction\narm:\n  name: {arm}\ntask:\n  family: "
-                                   f"signature_migration\n  seed: 4\nmodel:\n  name: sim\nrep: 0\nstudy:\n  name: s\n")
+    (d / "config.yaml").write_text(
+        f"strategy:\n  name: compaction\narm:\n  name: {arm}\ntask:\n  family: "
+        f"signature_migration\n  seed: 4\nmodel:\n  name: sim\nrep: 0\nstudy:\n  name: s\n"
+    )
     return d
 
 
@@ -304,8 +361,12 @@ def harness_trials(study):
     dirs = {}
     for log in (study.root / "trials").glob("*/events.jsonl"):
         meta = diff._dir_meta(log.parent)
-        if (meta.get("study"), meta.get("strategy"), meta.get("task_seed"), meta.get("model")) == \
-                (study.study, "compaction", 0, "sim") and meta["rep"] < study.reps:
+        if (meta.get("study"), meta.get("strategy"), meta.get("task_seed"), meta.get("model")) == (
+            study.study,
+            "compaction",
+            0,
+            "sim",
+        ) and meta["rep"] < study.reps:
             dirs[(meta["arm"], meta["rep"])] = log.parent
     assert sorted(dirs) == [(arm, rep) for arm in sorted(study.arms) for rep in range(study.reps)]
     return study.root, dirs
@@ -342,8 +403,11 @@ def test_diff_of_real_trials_by_run_id_and_rep_twin(harness_trials, tmp_path):
     uri = f"sqlite:///{root / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name("ctxbench")
-    (run,) = client.search_runs([exp.experiment_id], "tags.strategy = 'compaction' AND tags.arm = 'drift_compaction' "
-                                "AND tags.task_seed = '0' AND tags.rep = '0'")
+    (run,) = client.search_runs(
+        [exp.experiment_id],
+        "tags.strategy = 'compaction' AND tags.arm = 'drift_compaction' "
+        "AND tags.task_seed = '0' AND tags.rep = '0'",
+    )
     out = tmp_path / "run.html"
     assert diff.main([run.info.run_id, "--tracking-uri", uri, "-o", str(out)]) == 0
     assert "compaction·baseline" in out.read_text()

@@ -25,8 +25,17 @@ def log(*turns, triggers=(), extra=None):
             events.append({"seq": len(events), "turn": t, "kind": k})
         events.append({"seq": len(events), "turn": t, "kind": "model_call", "t": {"ts": len(events)}})
         for name, args in calls:
-            events.append({"seq": len(events), "turn": t, "kind": "tool_call", "call_id": f"id{len(events)}",
-                           "name": name, "args": args, "t": {"ts": 99.0 + len(events)}})
+            events.append(
+                {
+                    "seq": len(events),
+                    "turn": t,
+                    "kind": "tool_call",
+                    "call_id": f"id{len(events)}",
+                    "name": name,
+                    "args": args,
+                    "t": {"ts": 99.0 + len(events)},
+                }
+            )
     events.append({"seq": len(events), "turn": len(turns) - 1, "kind": "trial_end", "success": True})
     return events + (extra or [])
 
@@ -49,7 +58,13 @@ def test_compaction_in_one_log_precedes_divergence():
     base = same(8)
     arm = same(5) + [[("edit", {"path": "f5.py", "line": 99})]] + same(8)[6:]
     res = mismatch.compare_logs(log(*arm, triggers=[(3, "compaction")]), log(*base))
-    assert res == {"diverged_at": 5, "trigger": "compaction", "trigger_turn": 3, "trigger_in": "a", "lag_turns": 2}
+    assert res == {
+        "diverged_at": 5,
+        "trigger": "compaction",
+        "trigger_turn": 3,
+        "trigger_in": "a",
+        "lag_turns": 2,
+    }
 
 
 def test_nearest_trigger_wins_and_later_events_are_ignored():
@@ -57,7 +72,12 @@ def test_nearest_trigger_wins_and_later_events_are_ignored():
     a = log(*arm, triggers=[(2, "compaction"), (4, "drift"), (8, "compaction")])
     b = log(*same(9), triggers=[(4, "drift")])
     res = mismatch.compare_logs(a, b)
-    assert (res["diverged_at"], res["trigger"], res["trigger_turn"], res["trigger_in"]) == (6, "drift", 4, "both")
+    assert (res["diverged_at"], res["trigger"], res["trigger_turn"], res["trigger_in"]) == (
+        6,
+        "drift",
+        4,
+        "both",
+    )
 
 
 def test_divergence_on_the_trigger_turn_counts():
@@ -68,7 +88,9 @@ def test_divergence_on_the_trigger_turn_counts():
 
 def test_same_turn_different_kinds_names_both():
     arm = same(5) + [[("edit", {"path": "y", "line": 0})]]
-    res = mismatch.compare_logs(log(*arm, triggers=[(4, "drift")]), log(*same(6), triggers=[(4, "compaction")]))
+    res = mismatch.compare_logs(
+        log(*arm, triggers=[(4, "drift")]), log(*same(6), triggers=[(4, "compaction")])
+    )
     assert (res["trigger"], res["trigger_in"]) == ("compaction+drift", "both")
 
 
@@ -92,20 +114,37 @@ def test_a_missing_log_is_named():
 
 
 def test_read_log_sorts_by_seq_and_counts_a_torn_line():
-    text = ('{"seq": 1, "turn": 0, "kind": "drift"}\n\n{"seq": 0, "turn": 0, "kind": "compaction"}\n'
-            '{"seq": 2, "turn": 0, "kind": "tool_c')
+    text = (
+        '{"seq": 1, "turn": 0, "kind": "drift"}\n\n{"seq": 0, "turn": 0, "kind": "compaction"}\n'
+        '{"seq": 2, "turn": 0, "kind": "tool_c'
+    )
     log = mismatch.read_log(text)
     assert [e.kind for e in log.events] == ["compaction", "drift"] and log.unreadable == 1
 
 
 def test_within_cell_counts_rep_pairs():
-    t = pd.DataFrame({
-        "strategy": ["raw"] * 5, "arm": ["baseline"] * 5, "study": "s", "model": "m", "task_family": "f",
-        "task_seed": [1, 1, 1, 2, 2], "rep": [0, 1, 2, 0, 1], "run_id": list("abcde"),
-        "final_tree_sha": ["x", "x", "y", "z", "z"], "success": [1, 1, 0, 1, 1]})
+    t = pd.DataFrame(
+        {
+            "strategy": ["raw"] * 5,
+            "arm": ["baseline"] * 5,
+            "study": "s",
+            "model": "m",
+            "task_family": "f",
+            "task_seed": [1, 1, 1, 2, 2],
+            "rep": [0, 1, 2, 0, 1],
+            "run_id": list("abcde"),
+            "final_tree_sha": ["x", "x", "y", "z", "z"],
+            "success": [1, 1, 0, 1, 1],
+        }
+    )
     row = mismatch.within_cell(t).iloc[0]
     # seed 1: 3 pairs, 2 differ (x-y twice); seed 2: 1 pair, same.
-    assert (row["n_pairs"], row["tree_differs"], row["n_outcome_pairs"], row["outcome_differs"]) == (4, 2, 4, 2)
+    assert (row["n_pairs"], row["tree_differs"], row["n_outcome_pairs"], row["outcome_differs"]) == (
+        4,
+        2,
+        4,
+        2,
+    )
     assert row["tree_mismatch"] == pytest.approx(0.5)
 
 
@@ -127,7 +166,9 @@ def _check_against_the_definition(row, logs: dict[str, Log]) -> None:
     at = int(row.diverged_at)
     assert all(ca.get(t) == cb.get(t) for t in range(at)), f"{row.run_id}: calls differ before turn {at}"
     assert ca.get(at) != cb.get(at), f"{row.run_id}: no difference at turn {at}"
-    triggers = [(e["turn"], e["kind"]) for e in a + b if e["kind"] in mismatch.TRIGGER_KINDS and e["turn"] <= at]
+    triggers = [
+        (e["turn"], e["kind"]) for e in a + b if e["kind"] in mismatch.TRIGGER_KINDS and e["turn"] <= at
+    ]
     if row.trigger == "none":
         assert not triggers
     else:
@@ -138,8 +179,9 @@ def _check_against_the_definition(row, logs: dict[str, Log]) -> None:
 
 @pytest.fixture(scope="module")
 def logs(runs):
-    fetch = mismatch.mlflow_event_fetcher(runs.tracking_uri, dict(zip(runs.trials["run_id"],
-                                                                      runs.trials["artifact_uri"], strict=True)))
+    fetch = mismatch.mlflow_event_fetcher(
+        runs.tracking_uri, dict(zip(runs.trials["run_id"], runs.trials["artifact_uri"], strict=True))
+    )
     return {run_id: fetch(run_id) for run_id in runs.trials["run_id"]}
 
 

@@ -10,13 +10,26 @@ import pandas as pd
 from analysis.fairness import attribution
 
 
-def trials(outcome, points=("ablation=none", "ablation=temptation", "ablation=tree"), study="x") -> pd.DataFrame:
+def trials(
+    outcome, points=("ablation=none", "ablation=temptation", "ablation=tree"), study="x"
+) -> pd.DataFrame:
     rows = []
     for s, a, p, k in itertools.product(("raw", "ledger", "compaction"), ("drift",), points, range(10)):
         if p == "ablation=tree" and s != "ledger":
             continue  # only ledger has the switch; the others are not run under it
-        rows.append({"study": study, "model": "sim", "task_family": "f", "task_seed": k, "rep": 0,
-                     "sensitivity_point": p, "strategy": s, "arm": a, "success": int(outcome(s, p, k))})
+        rows.append(
+            {
+                "study": study,
+                "model": "sim",
+                "task_family": "f",
+                "task_seed": k,
+                "rep": 0,
+                "sensitivity_point": p,
+                "strategy": s,
+                "arm": a,
+                "success": int(outcome(s, p, k)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -27,6 +40,7 @@ def test_shares_gone_per_switch_with_stand_ins_for_channels_a_strategy_lacks():
         if s == "ledger":  # ledger's edge is its TREE: without it, ledger is raw under none
             return 1 if p != "ablation=tree" or k >= 6 else 0
         return 1 if p == "ablation=temptation" or k >= 3 else 0  # compaction: 3 lost, to traps
+
     t = attribution.table(trials(outcome)).set_index(["comparison", "switched off"])
     led = t.loc[("ledger - raw", "tree")]
     assert (led["D (all on)"], led["D (off)"], led["share gone"], led["n_pairs"]) == (0.6, 0.0, 1.0, 10)
@@ -62,6 +76,7 @@ def test_a_switch_that_turns_a_channel_on_reads_with_the_channel_as_all_on():
         if s == "ledger" and p == "ablation=harness_invariants":
             return 1
         return 1 if k >= 6 else 0
+
     t = attribution.table(trials(outcome, points=("ablation=none", "ablation=harness_invariants")))
     led = t.set_index(["comparison", "switched off"]).loc[("ledger - raw", "harness_invariants")]
     assert (led["D (all on)"], led["D (off)"], led["share gone"]) == (0.6, 0.0, 1.0)

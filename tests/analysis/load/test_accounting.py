@@ -17,14 +17,17 @@ STUDY = "acct"
 RUNS = {
     ("raw", "baseline", 0): [("FINISHED", "success", "", 1)],
     ("raw", "baseline", 1): [("FAILED", "error", "provider_error", 0)],
-    ("raw", "baseline", 2): [],                                                   # never ran: missing
+    ("raw", "baseline", 2): [],  # never ran: missing
     ("raw", "baseline", 3): [("FINISHED", "failure", "step_failed", 0)],
     ("ledger", "baseline", 0): [("FINISHED", "failure", "step_failed", 0)],
-    ("ledger", "baseline", 1): [("KILLED", "killed", "interrupted", 0), ("FINISHED", "success", "", 1)],  # rerun
+    ("ledger", "baseline", 1): [
+        ("KILLED", "killed", "interrupted", 0),
+        ("FINISHED", "success", "", 1),
+    ],  # rerun
     ("ledger", "baseline", 2): [("FINISHED", "success", "", 1)],
     ("ledger", "baseline", 3): [("RUNNING", "running", "", 0)],
-    ("ledger", "baseline", 4): [("FINISHED", "success", "", 1)],                  # not in the plan: unplanned
-    ("raw", "drift", 0): [("FAILED", "error", "sandbox_lost", 0)],              # drift: no pair left
+    ("ledger", "baseline", 4): [("FINISHED", "success", "", 1)],  # not in the plan: unplanned
+    ("raw", "drift", 0): [("FAILED", "error", "sandbox_lost", 0)],  # drift: no pair left
     ("ledger", "drift", 0): [("FINISHED", "success", "", 1)],
 }
 PLANNED = [k for k in RUNS if k != ("ledger", "baseline", 4)]
@@ -36,20 +39,44 @@ def _hash(strategy: str, arm: str, seed: int) -> str:
 
 def _tags(strategy: str, arm: str, seed: int, study: str = STUDY) -> dict[str, str]:
     # The tags bench/tracking/runs.py TrialRun writes.
-    return {"ctxbench.kind": "trial", "study": study, "strategy": strategy, "arm": arm,
-            "task_family": "signature_migration", "task_seed": str(seed), "rep": "0", "model": "sim",
-            "config_hash": _hash(strategy, arm, seed)}
+    return {
+        "ctxbench.kind": "trial",
+        "study": study,
+        "strategy": strategy,
+        "arm": arm,
+        "task_family": "signature_migration",
+        "task_seed": str(seed),
+        "rep": "0",
+        "model": "sim",
+        "config_hash": _hash(strategy, arm, seed),
+    }
 
 
 def _metrics(client, run_id: str, success: int) -> None:
     from mlflow.entities import Metric
 
-    final = {"success": success, "turns": 2, "tokens_input_total": 300, "cost_usd": 0.0, "latency_s": 1.0,
-             "cache_hit_ratio": 0.5}
-    curve = ("prompt_tokens", "cached_tokens", "output_tokens", "context_tokens", "cumulative_tokens",
-             "turn_latency_s", "ttft_s")
-    client.log_batch(run_id, metrics=[Metric(k, v, 0, 0) for k, v in final.items()]
-                     + [Metric(k, 100.0, 0, turn) for k in curve for turn in (0, 1)])
+    final = {
+        "success": success,
+        "turns": 2,
+        "tokens_input_total": 300,
+        "cost_usd": 0.0,
+        "latency_s": 1.0,
+        "cache_hit_ratio": 0.5,
+    }
+    curve = (
+        "prompt_tokens",
+        "cached_tokens",
+        "output_tokens",
+        "context_tokens",
+        "cumulative_tokens",
+        "turn_latency_s",
+        "ttft_s",
+    )
+    client.log_batch(
+        run_id,
+        metrics=[Metric(k, v, 0, 0) for k, v in final.items()]
+        + [Metric(k, 100.0, 0, turn) for k in curve for turn in (0, 1)],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,23 +88,43 @@ def store(tmp_path_factory):
     client = MlflowClient(uri)
     exp = client.create_experiment("ctxbench", artifact_location=(root / "artifacts").as_uri())
     parent = client.create_run(exp, start_time=1, tags={"ctxbench.kind": "study", "study": STUDY})
-    entries = [{"job": i, "overrides": [f"strategy={s}", f"arm={a}", f"task.seed={n}"], "config_hash": _hash(s, a, n),
-                "strategy": s, "arm": a, "task_family": "signature_migration", "task_seed": n,
-                "rep": 0, "model": "sim"} for i, (s, a, n) in enumerate(PLANNED)]
+    entries = [
+        {
+            "job": i,
+            "overrides": [f"strategy={s}", f"arm={a}", f"task.seed={n}"],
+            "config_hash": _hash(s, a, n),
+            "strategy": s,
+            "arm": a,
+            "task_family": "signature_migration",
+            "task_seed": n,
+            "rep": 0,
+            "model": "sim",
+        }
+        for i, (s, a, n) in enumerate(PLANNED)
+    ]
     plan, _ = merge(None, STUDY, {"argv": ["-m", "..."], "overrides": ["strategy=raw,ledger"]}, entries)
     client.log_dict(parent.info.run_id, plan, "plan.json")
     t = 10
     for (strategy, arm, seed), runs in RUNS.items():
         for status, tag, reason, success in runs:
             t += 1
-            run = client.create_run(exp, start_time=t, tags={**_tags(strategy, arm, seed), "status": tag,
-                                                             "failure_reason": reason,
-                                                             "mlflow.parentRunId": parent.info.run_id})
+            run = client.create_run(
+                exp,
+                start_time=t,
+                tags={
+                    **_tags(strategy, arm, seed),
+                    "status": tag,
+                    "failure_reason": reason,
+                    "mlflow.parentRunId": parent.info.run_id,
+                },
+            )
             _metrics(client, run.info.run_id, success)
             if status != "RUNNING":
                 client.set_terminated(run.info.run_id, status=status)
     # An older study without a plan: what ran is what was planned.
-    old = client.create_run(exp, start_time=t + 1, tags={**_tags("raw", "baseline", 0, "old"), "status": "success"})
+    old = client.create_run(
+        exp, start_time=t + 1, tags={**_tags("raw", "baseline", 0, "old"), "status": "success"}
+    )
     _metrics(client, old.info.run_id, 1)
     client.set_terminated(old.info.run_id, status="FINISHED")
     client.create_run(exp, start_time=0, tags={"ctxbench.kind": "study", "study": "old"})
@@ -116,10 +163,20 @@ def test_paired_tests_state_the_pairs_dropped_and_why(store):
     v = tables.success_vs_reference(runs.trials, "raw", planned=accounting.planned_trials(runs))
     row, drift = v.itertuples()
     # Twins s0-s3 (s4 has none): s0 both finished; s1 raw excluded; s3 ledger excluded; s2 raw missing.
-    assert (row.n_pairs_planned, row.n_pairs, row.pairs_dropped_excluded, row.pairs_dropped_missing) == (4, 1, 2, 1)
+    assert (row.n_pairs_planned, row.n_pairs, row.pairs_dropped_excluded, row.pairs_dropped_missing) == (
+        4,
+        1,
+        2,
+        1,
+    )
     assert (row.b, row.c) == (0, 1)
     # drift: its one pair lost its reference twin to the infrastructure; the comparison still says so.
-    assert (drift.arm, drift.n_pairs_planned, drift.n_pairs, drift.pairs_dropped_excluded) == ("drift", 1, 0, 1)
+    assert (drift.arm, drift.n_pairs_planned, drift.n_pairs, drift.pairs_dropped_excluded) == (
+        "drift",
+        1,
+        0,
+        1,
+    )
 
 
 def test_a_study_without_a_plan_counts_what_ran_and_says_so(store):
@@ -128,17 +185,29 @@ def test_a_study_without_a_plan_counts_what_ran_and_says_so(store):
     old = acc[acc["study"] == "old"]
     assert old["planned_by"].tolist() == ["ran"] and old["state"].tolist() == ["finished"]
     notes = accounting.notes(acc)
-    assert any("'old' has no plan" in n for n in notes) and not any(f"'{STUDY}' has no plan" in n for n in notes)
+    assert any("'old' has no plan" in n for n in notes) and not any(
+        f"'{STUDY}' has no plan" in n for n in notes
+    )
     assert any("1 finished trial(s) not in their study's plan" in n for n in notes)
     assert any("1 planned trial(s) have only a RUNNING run" in n for n in notes)
 
 
 def test_the_outcome_class_tag_wins_over_the_mlflow_status_when_present():
-    runs = pd.DataFrame({"mlflow_status": ["FINISHED", "FINISHED", "FAILED", "KILLED", "RUNNING", "FINISHED"],
-                         "success": [1, 0, 0, 0, 0, 0],
-                         "outcome_class": [None, "", None, None, None, "infrastructure_failure"]})
+    runs = pd.DataFrame(
+        {
+            "mlflow_status": ["FINISHED", "FINISHED", "FAILED", "KILLED", "RUNNING", "FINISHED"],
+            "success": [1, 0, 0, 0, 0, 0],
+            "outcome_class": [None, "", None, None, None, "infrastructure_failure"],
+        }
+    )
     assert accounting.outcome_class(runs).tolist() == [
-        "success", "agent_failure", "infrastructure_failure", "interrupted", "running", "infrastructure_failure"]
+        "success",
+        "agent_failure",
+        "infrastructure_failure",
+        "interrupted",
+        "running",
+        "infrastructure_failure",
+    ]
 
 
 def test_the_report_shows_the_accounting(store, tmp_path):

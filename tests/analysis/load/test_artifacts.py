@@ -32,4 +32,3 @@ def test_a_trial_folder_and_its_artifacts_give_back_the_large_values(tmp_path):
     assert _contents(read_log(text, run_blobs(str(artifacts)))) == [BIG] * 3
     assert _contents(read_log(text)) == [blobs.placeholder(blobs.sha_of(BIG), len(BIG))] * 3  # no source
     assert run_blobs(str(artifacts))("../events.jsonl") is None
-

@@ -17,14 +17,23 @@ NOTE = "seed 1 only, <picked> because compaction changes outcomes there"
 
 
 def _frame(**cols) -> pd.DataFrame:
-    base = {"study": ["a", "a", "b"], "strategy": ["raw", "ledger", "raw"], "arm": ["baseline"] * 3,
-            "model": ["sim"] * 3, "task_family": ["f"] * 3, "task_seed": [1, 1, 2], "rep": [0, 0, 0],
-            "git_sha": ["a" * 40] * 3}
+    base = {
+        "study": ["a", "a", "b"],
+        "strategy": ["raw", "ledger", "raw"],
+        "arm": ["baseline"] * 3,
+        "model": ["sim"] * 3,
+        "task_family": ["f"] * 3,
+        "task_seed": [1, 1, 2],
+        "rep": [0, 0, 0],
+        "git_sha": ["a" * 40] * 3,
+    }
     return pd.DataFrame({**base, **cols})
 
 
 def test_sample_per_study():
-    t = _frame(**{"study.sample": ["selected", "selected", "unbiased"], "study.sample_note": [NOTE, NOTE, ""]})
+    t = _frame(
+        **{"study.sample": ["selected", "selected", "unbiased"], "study.sample_note": [NOTE, NOTE, ""]}
+    )
     s = labels.sample(t)
     assert s.selected == {"a": NOTE} and s.unrecorded == () and s.label == "selected"
     html = labels.banner_html(s)
@@ -45,12 +54,16 @@ def test_stamp_once_after_body():
 
 def test_basis_states_n_seeds_reps_model_code_and_mixed_code():
     t = _frame()
-    assert labels.basis(t) == ("3 trials; 2 task seeds (f #1, f #2) × 1 rep(s) per cell; model sim; "
-                               "code aaaaaaaaaa; sample not recorded")
+    assert labels.basis(t) == (
+        "3 trials; 2 task seeds (f #1, f #2) × 1 rep(s) per cell; model sim; "
+        "code aaaaaaaaaa; sample not recorded"
+    )
     mixed = _frame(git_sha=["a" * 40, "b" * 40 + "-dirty", "a" * 40])
     text = labels.basis(mixed)
-    assert "code: 2 versions, aaaaaaaaaa (2 trials), bbbbbbbbbb-dirty (1 trial) — the trials ran different code" \
+    assert (
+        "code: 2 versions, aaaaaaaaaa (2 trials), bbbbbbbbbb-dirty (1 trial) — the trials ran different code"
         in text
+    )
     cells = labels.cell_basis(mixed)
     assert list(cells["code"]) == ["aaaaaaaaaa", "bbbbbbbbbb-dirty"] and labels.varies(cells)
     assert not labels.varies(labels.cell_basis(t.iloc[:2]))
@@ -76,7 +89,9 @@ def selected(study, tmp_path_factory):
     out = root / "report"
     (out / "extra").mkdir(parents=True)
     (out / "extra" / "page.html").write_text("<!doctype html><html><body><h1>extra</h1></body></html>")
-    rep = report.generate(uri, study.experiment, study.study, out, runs=load_runs(uri, study.experiment, study.study))
+    rep = report.generate(
+        uri, study.experiment, study.study, out, runs=load_runs(uri, study.experiment, study.study)
+    )
     return dataclasses.replace(study, uri=uri), rep
 
 
@@ -105,10 +120,12 @@ def test_headline_tables_state_their_basis_and_mixed_code(selected):
     paired = md.split("### Paired vs")[1].split("### Strategy")[0]
     for section in (success, paired):
         line = next(x for x in section.splitlines() if x.startswith("Basis: "))
-        assert line.startswith("Basis: 16 trials; 2 task seeds (signature_migration #0, signature_migration #1) "
-                               "× 2 rep(s) per cell; model sim; code: 2 versions, ")
+        assert line.startswith(
+            "Basis: 16 trials; 2 task seeds (signature_migration #0, signature_migration #1) "
+            "× 2 rep(s) per cell; model sim; code: 2 versions, "
+        )
         assert "1111111111-dirty (1 trial) — the trials ran different code; sample selected." in line
-    assert "The cells rest on different seeds, reps, models or code:" in success   # one cell ran other code
+    assert "The cells rest on different seeds, reps, models or code:" in success  # one cell ran other code
     from mlflow import MlflowClient
 
     tags = MlflowClient(fx.uri).get_run(fx.parent_run_id).data.tags

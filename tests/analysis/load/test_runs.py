@@ -81,18 +81,26 @@ def test_history_fallback_matches_bulk(study, runs):
     bulk = load._histories(client, ids, ["prompt_tokens", "ttft_s"])
     slow = load._histories(PublicOnly(client), ids, ["prompt_tokens", "ttft_s"])
     key = ["run_id", "key", "step"]
-    pd.testing.assert_frame_equal(bulk.sort_values(key).reset_index(drop=True),
-                                  slow.sort_values(key).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        bulk.sort_values(key).reset_index(drop=True), slow.sort_values(key).reset_index(drop=True)
+    )
 
 
 def test_analysis_never_imports_the_harness():
     root = Path(load.__file__).parents[1]  # analysis/, every room
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
-                assert name.split(".")[0] not in {"bench", "tasks", "strategies"}, f"{path.name} imports {name}"
+                assert name.split(".")[0] not in {"bench", "tasks", "strategies"}, (
+                    f"{path.name} imports {name}"
+                )
 
 
 def test_trials_at_two_sensitivity_points_are_two_trials_not_a_duplicate(tmp_path):
@@ -110,17 +118,46 @@ def test_trials_at_two_sensitivity_points_are_two_trials_not_a_duplicate(tmp_pat
     exp = client.create_experiment("ctxbench", artifact_location=(tmp_path / "artifacts").as_uri())
     parent = client.create_run(exp, start_time=1, tags={"ctxbench.kind": "study", "study": "sens"})
     cells = [(s, p) for s in ("raw", "ledger") for p in ("base", "tempt_low")]
-    ident = {"arm": "compaction", "task_family": "signature_migration", "task_seed": 0, "rep": 0, "model": "sim"}
-    entries = [{"job": i, "overrides": [f"strategy={s}", f"+sensitivity={p}"], "config_hash": f"h-{s}-{p}",
-                "strategy": s, "sensitivity_point": p, **ident} for i, (s, p) in enumerate(cells)]
+    ident = {
+        "arm": "compaction",
+        "task_family": "signature_migration",
+        "task_seed": 0,
+        "rep": 0,
+        "model": "sim",
+    }
+    entries = [
+        {
+            "job": i,
+            "overrides": [f"strategy={s}", f"+sensitivity={p}"],
+            "config_hash": f"h-{s}-{p}",
+            "strategy": s,
+            "sensitivity_point": p,
+            **ident,
+        }
+        for i, (s, p) in enumerate(cells)
+    ]
     plan, _ = merge(None, "sens", {"argv": [], "overrides": []}, entries)
     client.log_dict(parent.info.run_id, plan, "plan.json")
     # (strategy, point, success) in start order; raw at base ran twice (a rerun: the newer counts).
-    for t, (s, p, ok) in enumerate([("raw", "base", 0), ("raw", "base", 1), ("raw", "tempt_low", 0),
-                                    ("ledger", "base", 1), ("ledger", "tempt_low", 0)], start=10):
-        tags = {"ctxbench.kind": "trial", "study": "sens", "strategy": s, "config_hash": f"h-{s}-{p}",
-                "status": "success" if ok else "failure", "mlflow.parentRunId": parent.info.run_id,
-                **{k: str(v) for k, v in ident.items()}}
+    for t, (s, p, ok) in enumerate(
+        [
+            ("raw", "base", 0),
+            ("raw", "base", 1),
+            ("raw", "tempt_low", 0),
+            ("ledger", "base", 1),
+            ("ledger", "tempt_low", 0),
+        ],
+        start=10,
+    ):
+        tags = {
+            "ctxbench.kind": "trial",
+            "study": "sens",
+            "strategy": s,
+            "config_hash": f"h-{s}-{p}",
+            "status": "success" if ok else "failure",
+            "mlflow.parentRunId": parent.info.run_id,
+            **{k: str(v) for k, v in ident.items()},
+        }
         run = client.create_run(exp, start_time=t, tags=tags)
         client.log_param(run.info.run_id, "sensitivity.point", p)
         client.log_metric(run.info.run_id, "success", ok)
@@ -132,7 +169,11 @@ def test_trials_at_two_sensitivity_points_are_two_trials_not_a_duplicate(tmp_pat
     assert t.loc[("raw", "base"), "success"] == 1  # the rerun superseded the older run at its point
     assert runs.excluded["excluded_because"].tolist() == ["duplicate (older run)"]
     pairs = tables._paired(runs.trials, "raw", "success").set_index(load.POINT)
-    assert len(pairs) == 2 and pairs.loc["base", "success_ref"] == 1 and pairs.loc["tempt_low", "success_ref"] == 0
+    assert (
+        len(pairs) == 2
+        and pairs.loc["base", "success_ref"] == 1
+        and pairs.loc["tempt_low", "success_ref"] == 0
+    )
     acc = accounting.planned_trials(runs)
     assert acc["state"].eq("finished").all() and sorted(acc[load.POINT]) == sorted(p for _, p in cells)
     assert accounting.dropped_pairs(acc, "raw")["n_pairs_planned"].tolist() == [2]
@@ -141,7 +182,11 @@ def test_trials_at_two_sensitivity_points_are_two_trials_not_a_duplicate(tmp_pat
 def test_an_ablation_switch_is_a_point_too():
     """experiment=ablation runs each cell once per switch: like sensitivity points, the switches
     must neither collapse into one trial nor pair with each other."""
-    frame = pd.DataFrame({"param.ablation": ["none", "temptation", None, None],
-                          "param.sensitivity.point": [None, None, "tempt_low", None]})
+    frame = pd.DataFrame(
+        {
+            "param.ablation": ["none", "temptation", None, None],
+            "param.sensitivity.point": [None, None, "tempt_low", None],
+        }
+    )
     assert load._point(frame).tolist() == ["ablation=none", "ablation=temptation", "tempt_low", ""]
     assert load._point(pd.DataFrame(index=range(2))).tolist() == ["", ""]  # neither param logged

@@ -14,11 +14,26 @@ def trials(outcome, **extra) -> pd.DataFrame:
     """Two strategies x two arms x four task seeds; success = outcome(strategy, arm, seed)."""
     rows = []
     for strategy, arm, seed in itertools.product(("raw", "ledger"), ("baseline", "drift"), range(4)):
-        rows.append({"strategy": strategy, "arm": arm, "task_family": "f", "task_seed": seed, "rep": 0,
-                     "model": "sim", "study": "s", "success": outcome(strategy, arm, seed),
-                     "first_attempt_pass_rate": 0.5 if arm == "drift" else 1.0, "stale_edits": float(arm == "drift"),
-                     "invariant_recall": 1.0, "tidy_ups": 0.0, "recovered_failures": 0.0, "turns_to_recover": 0.0,
-                     "trap_hazard": 0.5, **extra})
+        rows.append(
+            {
+                "strategy": strategy,
+                "arm": arm,
+                "task_family": "f",
+                "task_seed": seed,
+                "rep": 0,
+                "model": "sim",
+                "study": "s",
+                "success": outcome(strategy, arm, seed),
+                "first_attempt_pass_rate": 0.5 if arm == "drift" else 1.0,
+                "stale_edits": float(arm == "drift"),
+                "invariant_recall": 1.0,
+                "tidy_ups": 0.0,
+                "recovered_failures": 0.0,
+                "turns_to_recover": 0.0,
+                "trap_hazard": 0.5,
+                **extra,
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -9,11 +9,13 @@ from analysis.measures.token_check import token_accounting
 
 
 def test_the_error_distribution_per_model():
-    curves = pd.DataFrame({
-        "model": ["sim"] * 3 + ["smollm2:smollm2-135m-instruct@127.0.0.1:8091"] * 2,
-        "harness_tokens": [1000, 2000, 3000, 659, 938],
-        "prompt_tokens": [1000, 2000, 3000, 1663, 2148],
-    })
+    curves = pd.DataFrame(
+        {
+            "model": ["sim"] * 3 + ["smollm2:smollm2-135m-instruct@127.0.0.1:8091"] * 2,
+            "harness_tokens": [1000, 2000, 3000, 659, 938],
+            "prompt_tokens": [1000, 2000, 3000, 1663, 2148],
+        }
+    )
     t = token_accounting(curves).set_index("model")
     assert t.loc["sim", "error_max"] == 0 and t.loc["sim", "undercounted_share"] == 0
     real = t.loc["smollm2:smollm2-135m-instruct@127.0.0.1:8091"]

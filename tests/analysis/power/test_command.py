@@ -25,8 +25,9 @@ def run(args, capsys):
 
 
 def test_explicit_binary_sizing_and_plan(capsys):
-    rc, out, err = run(["--p10", "0.25", "--p01", "0.10", "-K", "3", "--reps", "3", "--icc", "0.2",
-                        "--seeds", "40"], capsys)
+    rc, out, err = run(
+        ["--p10", "0.25", "--p01", "0.10", "-K", "3", "--reps", "3", "--icc", "0.2", "--seeds", "40"], capsys
+    )
     assert rc == 0 and not err
     alpha = 0.05 / 3
     n = P.mcnemar_n(0.25, 0.10, alpha)
@@ -39,8 +40,13 @@ def test_explicit_binary_sizing_and_plan(capsys):
     assert f"{seeds} seeds x 3 = {3 * seeds} pairs" in out and "sign flip over seeds (power simulated" in out
     n_eff = 40 * 3 / 1.4
     assert f"n_eff = {n_eff:.1f} pairs, power {seedpower.power(40, 3, 0.2, 0.25, 0.10, alpha):.3f}" in out
-    assert abs(seedpower.power(40, 3, 0.2, 0.25, 0.10, alpha)
-               - P.mcnemar_power(math.floor(n_eff), 0.25, 0.10, alpha)) < 0.05
+    assert (
+        abs(
+            seedpower.power(40, 3, 0.2, 0.25, 0.10, alpha)
+            - P.mcnemar_power(math.floor(n_eff), 0.25, 0.10, alpha)
+        )
+        < 0.05
+    )
 
 
 def test_psi_delta_is_the_same_question(capsys):
@@ -71,22 +77,25 @@ def test_explicit_continuous(capsys):
     assert f"MDE at 80% power {P.paired_mde(20, 4000, 0.05 / 12):.4g}" in out
 
 
-@pytest.mark.parametrize("args, says", [
-    ([], "nothing to size"),
-    (["--p10", "0.3"], "--p10 and --p01"),
-    (["--p10", "0.7", "--p01", "0.6"], "p10 + p01 <= 1"),
-    (["--p10", "0.2", "--p01", "0.2"], "no difference"),
-    (["--psi", "0.1", "--delta", "0.3"], "|delta| <= psi"),
-    (["--psi", "0.3", "--delta", "0.1", "--reps", "3"], "needs --icc"),
-    (["--psi", "0.3", "--delta", "0.1", "--alpha", "1.5"], "--alpha"),
-    (["--psi", "0.3", "--delta", "0.1", "--icc", "2"], "--icc"),
-    (["--psi", "0.3", "--delta", "0.1", "-K", "0"], "--comparisons"),
-    (["--sd-diff", "10"], "both --sd-diff and --diff"),
-    (["--sd-diff", "-1", "--diff", "2"], "--sd-diff"),
-    (["--p10", "abc", "--p01", "0.1"], "invalid float"),
-    (["--psi", "0.3", "--delta", "0.1", "tracking.uri=x"], "only apply with --pilot"),
-    (["--bogus"], "unrecognized"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ([], "nothing to size"),
+        (["--p10", "0.3"], "--p10 and --p01"),
+        (["--p10", "0.7", "--p01", "0.6"], "p10 + p01 <= 1"),
+        (["--p10", "0.2", "--p01", "0.2"], "no difference"),
+        (["--psi", "0.1", "--delta", "0.3"], "|delta| <= psi"),
+        (["--psi", "0.3", "--delta", "0.1", "--reps", "3"], "needs --icc"),
+        (["--psi", "0.3", "--delta", "0.1", "--alpha", "1.5"], "--alpha"),
+        (["--psi", "0.3", "--delta", "0.1", "--icc", "2"], "--icc"),
+        (["--psi", "0.3", "--delta", "0.1", "-K", "0"], "--comparisons"),
+        (["--sd-diff", "10"], "both --sd-diff and --diff"),
+        (["--sd-diff", "-1", "--diff", "2"], "--sd-diff"),
+        (["--p10", "abc", "--p01", "0.1"], "invalid float"),
+        (["--psi", "0.3", "--delta", "0.1", "tracking.uri=x"], "only apply with --pilot"),
+        (["--bogus"], "unrecognized"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, says, capsys):
     rc, out, err = run(args, capsys)
     assert rc == 2 and not out
@@ -94,7 +103,9 @@ def test_bad_input_is_one_line_and_exit_2(args, says, capsys):
 
 
 def test_pilot_reads_the_study_as_the_report_does(study, runs, capsys):
-    rc, out, err = run(["--pilot", study.study, f"tracking.uri={study.uri}", "--reps", "2", "--seeds", "30"], capsys)
+    rc, out, err = run(
+        ["--pilot", study.study, f"tracking.uri={study.uri}", "--reps", "2", "--seeds", "30"], capsys
+    )
     assert rc == 0, err
     vs = tables.success_vs_reference(runs.trials)
     assert f"Holm over K={len(vs)}" in out and "continuous (Wilcoxon" in out and "tokens_input_total" in out
@@ -135,12 +146,24 @@ def test_pilot_without_trials_or_reference(study, capsys):
 
 
 def test_module_entry_point(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "analysis.power", "--psi", "0.3", "--delta", "0.1"],
-                         cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "analysis.power", "--psi", "0.3", "--delta", "0.1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert f"{P.mcnemar_n(0.2, 0.1)} exact" in res.stdout
-    res = subprocess.run([sys.executable, "-m", "analysis.power", "--psi", "2", "--delta", "0.1"],
-                         cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "analysis.power", "--psi", "2", "--delta", "0.1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1
 
 
@@ -149,12 +172,30 @@ def test_a_pilot_icc_that_could_not_be_estimated_is_printed_as_assumed():
 
     # 4 seeds x 2 reps: ledger and raw never disagree in drift (no discordance: ICC assumed 1),
     # and in baseline ledger wins rep 0 of every seed (the ICC is estimated)
-    rows = [{"study": "p", "model": "sim", "task_family": "f", "task_seed": k, "sensitivity_point": "", "rep": r,
-             "strategy": s, "arm": arm, "success": int(arm == "baseline" and s == "ledger" and r == 0),
-             "tokens_input_total": 1.0, "cost_usd": 1.0, "latency_s": 1.0}
-            for s in ("raw", "ledger") for arm in ("baseline", "drift") for k in range(4) for r in (0, 1)]
+    rows = [
+        {
+            "study": "p",
+            "model": "sim",
+            "task_family": "f",
+            "task_seed": k,
+            "sensitivity_point": "",
+            "rep": r,
+            "strategy": s,
+            "arm": arm,
+            "success": int(arm == "baseline" and s == "ledger" and r == 0),
+            "tokens_input_total": 1.0,
+            "cost_usd": 1.0,
+            "latency_s": 1.0,
+        }
+        for s in ("raw", "ledger")
+        for arm in ("baseline", "drift")
+        for k in range(4)
+        for r in (0, 1)
+    ]
     binary, _ = power_cli.pilot_tables(pd.DataFrame(rows), power_cli.parser().parse_args(["--pilot", "p"]))
     icc = binary.set_index("arm")["ICC"]
     assert icc["drift"] == "1.00 assumed" and not icc["baseline"].endswith("assumed")
-    given = power_cli.pilot_tables(pd.DataFrame(rows), power_cli.parser().parse_args(["--pilot", "p", "--icc", "1"]))
+    given = power_cli.pilot_tables(
+        pd.DataFrame(rows), power_cli.parser().parse_args(["--pilot", "p", "--icc", "1"])
+    )
     assert given[0].set_index("arm").loc["drift", "ICC"] == "1.00"  # the user's ICC is not an assumption

@@ -36,8 +36,13 @@ def test_power_agrees_with_running_the_test():
     fresh = values[rng.choice(3, p=probs, size=(500, seeds, reps))]
     z = np.where(rng.random((500, seeds, reps)) < math.sqrt(icc), shared, fresh)
     seed_of = np.repeat(np.arange(seeds), reps)
-    hits = np.mean([stats.mcnemar_clustered((s.ravel() > 0).astype(int), (s.ravel() < 0).astype(int),
-                                            seed_of)["p"] <= alpha for s in z])
+    hits = np.mean(
+        [
+            stats.mcnemar_clustered((s.ravel() > 0).astype(int), (s.ravel() < 0).astype(int), seed_of)["p"]
+            <= alpha
+            for s in z
+        ]
+    )
     got = SP.power(seeds, reps, icc, p10, p01, alpha)
     assert 0.2 < got < 0.95
     assert abs(got - hits) < 4 * math.sqrt(got * (1 - got) * (1 / 500 + 1 / SP.SIMS)), (got, hits)
@@ -52,7 +57,8 @@ def test_few_seeds_have_less_power_than_their_pairs_suggest():
 
 def test_many_seeds_use_the_exact_shortcut_and_mde_inverts_power():
     assert SP.power(SP.LARGE, 2, 0.3, 0.25, 0.10, 0.01) == P.mcnemar_power(
-        math.floor(P.effective_pairs(SP.LARGE, 2, 0.3)), 0.25, 0.10, 0.01)
+        math.floor(P.effective_pairs(SP.LARGE, 2, 0.3)), 0.25, 0.10, 0.01
+    )
     mde = SP.mde(20, 3, 0.3, 0.3, 0.05)
     assert 0 < mde < 1
     at, below = (SP.power(20, 3, 0.3, *P.split(0.3, x), 0.05, sims=SP.SIMS // 2) for x in (mde, mde - 0.02))
@@ -65,4 +71,4 @@ def test_seeds_for_reaches_the_target():
     assert s >= SP.min_seeds(alpha) and SP.power(s, 4, 0.0, p10, p01, alpha) >= 0.8
     assert SP.power(s - 1, 4, 0.0, p10, p01, alpha) < 0.8
     shortcut = math.ceil(P.mcnemar_n(p10, p01, alpha) * P.design_effect(4, 0.0) / 4)
-    assert s > shortcut + 2   # the shortcut's plan would fall short with so few seeds
+    assert s > shortcut + 2  # the shortcut's plan would fall short with so few seeds

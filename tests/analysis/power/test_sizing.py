@@ -77,12 +77,19 @@ def test_exact_power_equals_enumeration_of_every_table():
     total = 0.0
     for b, c in product(range(n + 1), repeat=2):
         if b + c <= n and mcnemar_exact(b, c) <= alpha:
-            total += math.factorial(n) / (math.factorial(b) * math.factorial(c) * math.factorial(n - b - c)) \
-                * p10 ** b * p01 ** c * (1 - p10 - p01) ** (n - b - c)
+            total += (
+                math.factorial(n)
+                / (math.factorial(b) * math.factorial(c) * math.factorial(n - b - c))
+                * p10**b
+                * p01**c
+                * (1 - p10 - p01) ** (n - b - c)
+            )
     assert P.mcnemar_power(n, p10, p01, alpha) == pytest.approx(total, abs=1e-12)
 
 
-@pytest.mark.parametrize("n,p10,p01,alpha", [(60, 0.30, 0.10, 0.05), (200, 0.12, 0.05, 0.05 / 12), (25, 0.4, 0.1, 0.05)])
+@pytest.mark.parametrize(
+    "n,p10,p01,alpha", [(60, 0.30, 0.10, 0.05), (200, 0.12, 0.05, 0.05 / 12), (25, 0.4, 0.1, 0.05)]
+)
 def test_exact_power_matches_simulation(n, p10, p01, alpha):
     rng = np.random.default_rng(7)
     counts = rng.multinomial(n, [p10, p01, 1 - p10 - p01], size=8000)
@@ -134,11 +141,11 @@ def test_holm_first_step_and_design_effect():
 
 
 def test_icc_estimator_by_hand_and_undefined():
-    assert P.icc_oneway([1, 1, -1, -1], [0, 0, 1, 1]) == 1.0       # all variation between seeds
-    assert P.icc_oneway([1, -1, 1, -1], [0, 0, 1, 1]) == 0.0       # all within (clipped from below)
-    assert math.isnan(P.icc_oneway([1, 0, 1], [0, 0, 0]))           # one seed
-    assert math.isnan(P.icc_oneway([0, 0, 0, 0], [0, 0, 1, 1]))     # no variation at all
-    assert math.isnan(P.icc_oneway([1, 0], [0, 1]))                 # no seed with two pairs
+    assert P.icc_oneway([1, 1, -1, -1], [0, 0, 1, 1]) == 1.0  # all variation between seeds
+    assert P.icc_oneway([1, -1, 1, -1], [0, 0, 1, 1]) == 0.0  # all within (clipped from below)
+    assert math.isnan(P.icc_oneway([1, 0, 1], [0, 0, 0]))  # one seed
+    assert math.isnan(P.icc_oneway([0, 0, 0, 0], [0, 0, 1, 1]))  # no variation at all
+    assert math.isnan(P.icc_oneway([1, 0], [0, 1]))  # no seed with two pairs
 
 
 def _clustered(rng, seeds, m, icc, p10, p01, reps):
@@ -165,7 +172,7 @@ def test_effective_pairs_predict_a_clustered_test():
     rng = np.random.default_rng(11)
     seeds, m, icc, p10, p01, reps = 60, 4, 0.5, 0.2, 0.1, 3000
     dk = _clustered(rng, seeds, m, icc, p10, p01, reps).sum(axis=2)
-    den = (dk ** 2).sum(axis=1)
+    den = (dk**2).sum(axis=1)
     stat = np.where(den > 0, dk.sum(axis=1) ** 2 / np.maximum(den, 1), 0.0)
     sim = float((st.chi2.sf(stat, 1) <= 0.05).mean())
     n_eff = P.effective_pairs(seeds, m, icc)
@@ -178,8 +185,10 @@ def test_signed_rank_power_by_simulation():
     """n sized by the ARE rule reaches the target: normal differences at ARE 3/pi, and
     heavy-tailed (Laplace) ones at the worst-case ARE 0.864 with room to spare."""
     rng = np.random.default_rng(5)
-    for draw, are, at_least in [(lambda s: rng.standard_normal(s), P.ARE_NORMAL, False),
-                                (lambda s: rng.laplace(0, 1 / math.sqrt(2), s), P.ARE_MIN, True)]:
+    for draw, are, at_least in [
+        (lambda s: rng.standard_normal(s), P.ARE_NORMAL, False),
+        (lambda s: rng.laplace(0, 1 / math.sqrt(2), s), P.ARE_MIN, True),
+    ]:
         n = P.paired_n(0.5, 1.0, 0.05, 0.8, are)
         sim = float((st.wilcoxon(draw((2000, n)) + 0.5, axis=1).pvalue <= 0.05).mean())
         tol = 4 * math.sqrt(0.8 * 0.2 / 2000)
@@ -187,7 +196,7 @@ def test_signed_rank_power_by_simulation():
 
 
 def test_paired_sizes_and_mde():
-    assert P.paired_n(0.5, 1.0, are=1.0) == 34          # the paired t test: d = 0.5, 80%, two-sided 0.05
+    assert P.paired_n(0.5, 1.0, are=1.0) == 34  # the paired t test: d = 0.5, 80%, two-sided 0.05
     assert P.paired_n(0.5, 1.0) == math.ceil(33.367 / P.ARE_MIN)
     assert P.paired_n(-1000, 2000) == P.paired_n(1000, 2000)
     mde = P.paired_mde(60, 2000.0, 0.05 / 4)
@@ -204,7 +213,7 @@ def test_paired_n_where_the_root_finder_gives_up(d):
     power, and never below the signed-rank floor, where 2 / 2**n > alpha and nothing can reject."""
     alpha = 0.004
     floor = P.signed_rank_floor(alpha)
-    assert 2 / 2 ** floor <= alpha < 2 / 2 ** (floor - 1)
+    assert 2 / 2**floor <= alpha < 2 / 2 ** (floor - 1)
     n = P.paired_n(d, 1.0, alpha)
     assert n >= floor and P.paired_power(n, d, 1.0, alpha) >= 0.8 - 1e-9
     if n > floor:

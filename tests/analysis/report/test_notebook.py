@@ -17,15 +17,18 @@ def _run(monkeypatch, uri: str, experiment: str, study: str | None):
     if study:
         monkeypatch.setenv("CTXBENCH_STUDY", study)
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3",
-                            resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    ).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     return "\n".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
 
 
 def test_notebook_executes_on_the_harness_study(study, runs, monkeypatch):
     text = _run(monkeypatch, study.uri, study.experiment, study.study)
-    assert f"{study.finished} finished trials, {study.excluded} excluded, {len(runs.curves)} trial-turns" in text
+    assert (
+        f"{study.finished} finished trials, {study.excluded} excluded, {len(runs.curves)} trial-turns" in text
+    )
     # the attribution tables were computed from the event logs
     assert "mismatches" in text and "diverged_at" in text and "trigger_turn" in text
     assert "image/png" not in text and text.count("<IPython.core.display.Image object>") >= 6

@@ -55,8 +55,15 @@ def test_headline_table_carries_n(rep, study, runs):
     section = md.split("## 1. Success")[1].split("![success]")[0]
     header = next(line for line in section.splitlines() if line.startswith("| strategy"))
     assert [c.strip() for c in header.strip("|").split("|")] == [
-        "strategy", "arm", "planned", "finished", "excluded (why)", "missing", "success per protocol [95% CI]",
-        "success, intention to treat [95% CI]"]
+        "strategy",
+        "arm",
+        "planned",
+        "finished",
+        "excluded (why)",
+        "missing",
+        "success per protocol [95% CI]",
+        "success, intention to treat [95% CI]",
+    ]
     rows = [line for line in section.splitlines() if line.startswith("| raw")]
     assert len(rows) == len(study.arms), section  # one per arm
     for row in rows:
@@ -109,7 +116,9 @@ def test_power_as_run_beside_every_comparison(rep):
     for line in rows:  # the test, power and MDE cells each carry the n they rest on
         cells = line.strip("|").split("|")
         assert re.fullmatch(r" sign flip over seeds \(\d+ pairs, 2 seeds\) ", cells[test_col]), line
-        assert cells[-2] == " 0.00 (2 seeds, simulated) " and cells[-1] == " none ≤ 1 (2 seeds, simulated) ", line
+        assert (
+            cells[-2] == " 0.00 (2 seeds, simulated) " and cells[-1] == " none ≤ 1 (2 seeds, simulated) "
+        ), line
     assert f"fewer than {seedpower.min_seeds(alpha)} seeds at α/K = 0.05/{len(v)}" in section
     c = rep.analysis.continuous
     assert (c["test"] == "signed-rank on seed means").all() and (c["mde"] == math.inf).all()
@@ -125,7 +134,9 @@ def test_logged_back_to_the_parent_run(rep, study):
     client = MlflowClient(tracking_uri=study.uri)
     parent = client.get_run(study.parent_run_id)
     s = rep.analysis.success.set_index(["strategy", "arm"])
-    assert parent.data.metrics["report.success.raw.baseline"] == pytest.approx(s.loc[("raw", "baseline"), "rate"])
+    assert parent.data.metrics["report.success.raw.baseline"] == pytest.approx(
+        s.loc[("raw", "baseline"), "rate"]
+    )
     assert parent.data.metrics["report.success_n.raw.baseline"] == s.loc[("raw", "baseline"), "n"]
     assert "report.interaction_perm_p" in parent.data.metrics
     names = {f.path for f in client.list_artifacts(study.parent_run_id, "report")}
@@ -150,14 +161,23 @@ def test_no_runs_exit_code_and_message(study, capsys, tmp_path):
 
 def test_module_entry_point_from_another_cwd(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "analysis.report", f"tracking.uri=sqlite:///{tmp_path / 'x.db'}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis.report", f"tracking.uri=sqlite:///{tmp_path / 'x.db'}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert "no finished ctxbench trials" in proc.stderr
 
 
 def test_overrides_and_defaults(tmp_path):
     assert cli.parse_overrides(["study=demo", "tracking.experiment=x", "+report.dir=/tmp/r"]) == {
-        "study.name": "demo", "tracking.experiment": "x", "report.dir": "/tmp/r"}
+        "study.name": "demo",
+        "tracking.experiment": "x",
+        "report.dir": "/tmp/r",
+    }
     with pytest.raises(SystemExit, match="unknown argument"):
         cli.parse_overrides(["strategy=raw"])

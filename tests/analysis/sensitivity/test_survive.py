@@ -13,16 +13,32 @@ def trials(points: dict[str, dict[str, list[int]]]) -> pd.DataFrame:
     for point, by in points.items():
         for strategy, wins in by.items():
             for i, ok in enumerate(wins):
-                rows.append({POINT: point, "param.sensitivity.varies": "x", "strategy": strategy,
-                             "arm": ("compaction", "drift_compaction")[i % 2], "task_family": "f", "task_seed": i // 2,
-                             "rep": 0, "study": "sensitivity", "model": "sim", "success": ok, "tokens_input_total": 1000 * (2 if strategy == "raw" else 1) + i})
+                rows.append(
+                    {
+                        POINT: point,
+                        "param.sensitivity.varies": "x",
+                        "strategy": strategy,
+                        "arm": ("compaction", "drift_compaction")[i % 2],
+                        "task_family": "f",
+                        "task_seed": i // 2,
+                        "rep": 0,
+                        "study": "sensitivity",
+                        "model": "sim",
+                        "success": ok,
+                        "tokens_input_total": 1000 * (2 if strategy == "raw" else 1) + i,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 ALL, NONE = [1] * 12, [0] * 12
-STUDY = trials({"base": {"raw": NONE, "ledger": ALL},
-                "tempt_high": {"raw": [1] * 10 + [0] * 2, "ledger": [0] * 6 + [1] * 6},
-                "recall_low": {"raw": NONE, "ledger": ALL}})
+STUDY = trials(
+    {
+        "base": {"raw": NONE, "ledger": ALL},
+        "tempt_high": {"raw": [1] * 10 + [0] * 2, "ledger": [0] * 6 + [1] * 6},
+        "recall_low": {"raw": NONE, "ledger": ALL},
+    }
+)
 
 
 def test_sign_and_significance_per_point():

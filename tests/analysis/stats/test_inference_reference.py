@@ -72,7 +72,9 @@ def bootstrap_ref(x, y, n_boot: int = 10_000, alpha: float = 0.05, seed: int = 0
 
 def same(a, b, rel: float = 1e-9) -> bool:
     a, b = np.atleast_1d(np.asarray(a, float)), np.atleast_1d(np.asarray(b, float))
-    return a.shape == b.shape and bool(np.all((np.isnan(a) & np.isnan(b)) | np.isclose(a, b, rtol=rel, atol=1e-12)))
+    return a.shape == b.shape and bool(
+        np.all((np.isnan(a) & np.isnan(b)) | np.isclose(a, b, rtol=rel, atol=1e-12))
+    )
 
 
 RNG_SEEDS = range(40)
@@ -111,7 +113,11 @@ def test_brown_forsythe_matches_on_groups_of_any_shape(seed):
     groups = []
     for _ in range(int(rng.integers(1, 5))):
         size = int(rng.integers(1, 25))
-        g = rng.integers(0, 3, size).astype(float) if seed % 3 == 0 else rng.normal(0, rng.uniform(0.1, 4), size)
+        g = (
+            rng.integers(0, 3, size).astype(float)
+            if seed % 3 == 0
+            else rng.normal(0, rng.uniform(0.1, 4), size)
+        )
         if seed % 4 == 1:
             g[rng.random(size) < 0.2] = NAN
         groups.append(g)
@@ -135,5 +141,9 @@ def test_plain_paired_bootstrap_matches_draw_for_draw(seed):
 
 
 def test_plain_paired_bootstrap_of_identical_differences_and_of_nothing():
-    assert inference.paired_bootstrap_ci([1, 1, 1], [0, 0, 0]) == bootstrap_ref([1, 1, 1], [0, 0, 0]) == (1.0, 1.0)
+    assert (
+        inference.paired_bootstrap_ci([1, 1, 1], [0, 0, 0])
+        == bootstrap_ref([1, 1, 1], [0, 0, 0])
+        == (1.0, 1.0)
+    )
     assert same(inference.paired_bootstrap_ci([NAN], [1.0]), bootstrap_ref([NAN], [1.0]))

@@ -11,13 +11,16 @@ from scipy import stats as st
 from analysis.stats import inference as stats
 
 
-@pytest.mark.parametrize(("k", "n", "lo", "hi"), [
-    # Newcombe (1998), Stat Med 17:857, Table I, method 3 (score interval, no continuity correction).
-    (81, 263, 0.2553, 0.3662),
-    (15, 148, 0.0624, 0.1605),
-    (0, 20, 0.0000, 0.1611),
-    (1, 29, 0.0061, 0.1718),
-])
+@pytest.mark.parametrize(
+    ("k", "n", "lo", "hi"),
+    [
+        # Newcombe (1998), Stat Med 17:857, Table I, method 3 (score interval, no continuity correction).
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0000, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+    ],
+)
 def test_wilson_newcombe_1998(k, n, lo, hi):
     got = stats.wilson(k, n)
     assert got == pytest.approx((lo, hi), abs=5e-5)
@@ -38,8 +41,8 @@ def test_mcnemar_exact_fagerland_2013():
 
 
 def test_mcnemar_exact_by_hand():
-    assert stats.mcnemar_exact(0, 5) == pytest.approx(2 / 32)      # 2 * 0.5**5
-    assert stats.mcnemar_exact(1, 9) == pytest.approx(22 / 1024)   # 2 * (1 + 10) / 2**10
+    assert stats.mcnemar_exact(0, 5) == pytest.approx(2 / 32)  # 2 * 0.5**5
+    assert stats.mcnemar_exact(1, 9) == pytest.approx(22 / 1024)  # 2 * (1 + 10) / 2**10
     assert stats.mcnemar_exact(3, 3) == 1.0
     assert stats.mcnemar_exact(0, 0) == 1.0
 
@@ -53,7 +56,7 @@ def test_holm_wikipedia_example():
 
 def test_holm_monotone_capped_and_nan():
     adj = stats.holm([0.01, 0.02, 0.03, 0.04, 0.05])
-    assert adj == pytest.approx([0.05, 0.08, 0.09, 0.09, 0.09])   # hand: 5p, 4p, 3p, max(2p, .), max(p, .)
+    assert adj == pytest.approx([0.05, 0.08, 0.09, 0.09, 0.09])  # hand: 5p, 4p, 3p, max(2p, .), max(p, .)
     adj = stats.holm([0.5, float("nan"), 0.6])
     assert math.isnan(adj[1]) and adj[0] == pytest.approx(1.0) and adj[2] == pytest.approx(1.0)
 
@@ -64,7 +67,7 @@ def test_wilcoxon_hollander_wolfe():
     x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30]
     y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29]
     w, p = stats.wilcoxon_paired(x, y)
-    assert 9 * 10 / 2 - w == 40          # two-sided statistic is min(T+, T-) = 5, so T+ = 40
+    assert 9 * 10 / 2 - w == 40  # two-sided statistic is min(T+, T-) = 5, so T+ = 40
     assert p == pytest.approx(2 * 0.01953, abs=1e-4)
 
 
@@ -102,18 +105,20 @@ def test_paired_bootstrap_degenerate_and_normal_theory():
 
 def test_paired_bootstrap_clusters_widen_interval():
     rng = np.random.default_rng(1)
-    effect = np.repeat(rng.normal(0, 1, 20), 5)           # 20 tasks × 5 reps sharing their luck
+    effect = np.repeat(rng.normal(0, 1, 20), 5)  # 20 tasks × 5 reps sharing their luck
     d = effect + rng.normal(0, 0.1, 100)
     flat = stats.paired_bootstrap_ci(d, np.zeros(100))
     clustered = stats.paired_bootstrap_ci(d, np.zeros(100), clusters=np.repeat(np.arange(20), 5))
-    assert clustered[1] - clustered[0] > 1.8 * (flat[1] - flat[0])   # √5 ≈ 2.2 in theory
+    assert clustered[1] - clustered[0] > 1.8 * (flat[1] - flat[0])  # √5 ≈ 2.2 in theory
     ref = st.bootstrap((d,), np.mean, method="percentile", n_resamples=10_000, random_state=0)
     assert flat == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high), abs=0.03)
 
 
 def _cells(successes):
     y, a, b, g = [], [], [], []
-    for (s, arm), k in zip([("raw", "base"), ("raw", "x"), ("led", "base"), ("led", "x")], successes, strict=True):
+    for (s, arm), k in zip(
+        [("raw", "base"), ("raw", "x"), ("led", "base"), ("led", "x")], successes, strict=True
+    ):
         for i in range(10):
             y.append(int(i < k))
             a.append(s)
@@ -155,7 +160,7 @@ def test_sign_flip_exact_fisher_darwin():
     assert stats.sign_flip_exact(darwin) == pytest.approx(1726 / 32768, abs=1e-15)
     assert stats.sign_flip_exact([-v for v in darwin]) == stats.sign_flip_exact(darwin)
     assert stats.sign_flip_exact([0, 0]) == 1.0 and stats.sign_flip_exact([]) == 1.0
-    assert stats.sign_flip_exact([3, 0, 0]) == 1.0   # one informative unit: both signs equally extreme
+    assert stats.sign_flip_exact([3, 0, 0]) == 1.0  # one informative unit: both signs equally extreme
     with pytest.raises(ValueError):
         stats.sign_flip_exact([0.5, 1.0])
 
@@ -180,7 +185,7 @@ def test_mcnemar_clustered_by_hand():
 def test_mcnemar_clustered_one_pair_per_seed_is_exact_mcnemar():
     for b in range(13):
         for c in range(13):
-            x = [1] * b + [0] * c + [1, 0]          # and two concordant pairs
+            x = [1] * b + [0] * c + [1, 0]  # and two concordant pairs
             y = [0] * b + [1] * c + [1, 0]
             got = stats.mcnemar_clustered(x, y, range(len(x)))["p"]
             assert got == pytest.approx(stats.mcnemar_exact(b, c), abs=1e-12), (b, c)
@@ -212,4 +217,7 @@ def test_clustered_null_keeps_alpha_where_plain_mcnemar_does_not(seeds, reps, ic
         x, y = (study.ravel() > 0).astype(int), (study.ravel() < 0).astype(int)
         plain += stats.mcnemar_exact(x.sum(), y.sum()) <= 0.05
         clustered += stats.mcnemar_clustered(x, y, seed_of)["p"] <= 0.05
-    assert plain / 400 > 0.10 and clustered / 400 <= 0.05 + 3.3 * math.sqrt(0.05 * 0.95 / 400), (plain, clustered)
+    assert plain / 400 > 0.10 and clustered / 400 <= 0.05 + 3.3 * math.sqrt(0.05 * 0.95 / 400), (
+        plain,
+        clustered,
+    )

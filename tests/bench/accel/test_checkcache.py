@@ -28,8 +28,10 @@ FLIP = "import os\n\n\ndef add(a, b):\n    return a - b if os.path.exists('/tmp/
 # add() is right only with a file outside the working copy that a command of the agent's made.
 NEEDS_OK = "import os\n\n\ndef add(a, b):\n    return a + b if os.path.exists('/tmp/ok') else a - b\n"
 # add() is right the first time only: the check leaves a mark outside the working copy.
-ONCE = ("import os\n\nif os.path.exists('/tmp/seen'):\n    def add(a, b):\n        return a - b\nelse:\n"
-        "    open('/tmp/seen', 'w').close()\n\n    def add(a, b):\n        return a + b\n")
+ONCE = (
+    "import os\n\nif os.path.exists('/tmp/seen'):\n    def add(a, b):\n        return a - b\nelse:\n"
+    "    open('/tmp/seen', 'w').close()\n\n    def add(a, b):\n        return a + b\n"
+)
 
 
 @pytest.fixture
@@ -127,7 +129,8 @@ LEFTOVERS = {
 
 @pytest.mark.parametrize("leftover", list(LEFTOVERS))
 def test_a_check_that_leaves_anything_is_not_stored_and_the_sandbox_is_no_longer_pristine(
-        boxes, cache, log, leftover):
+    boxes, cache, log, leftover
+):
     box = boxes()
     behind_the_harness(box, "touch /tmp/there")  # part of the state the first probe sees
     out = check(box, cache, log, LEFTOVERS[leftover] + "\n" + CALC)
@@ -148,12 +151,14 @@ def test_a_timed_out_check_is_not_stored(boxes, cache, log):
 FORGERIES = {
     "SystemExit(0) in the check": "raise SystemExit(0)\n",
     # a message of its own on every channel it holds: only its connection to the comparer (remote.py)
-    "a second report": ("import json, os\nfor fd in map(int, os.listdir('/proc/self/fd')):\n"
-                        "    try:\n"
-                        "        if fd > 2 and os.readlink(f'/proc/self/fd/{fd}').startswith(('pipe:', 'socket:')):\n"
-                        "            os.write(fd, (json.dumps({'exit': 0, 'passed': [], 'failed': []}) + '\\n').encode())\n"
-                        "    except OSError:\n"
-                        "        pass\n"),
+    "a second report": (
+        "import json, os\nfor fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "    try:\n"
+        "        if fd > 2 and os.readlink(f'/proc/self/fd/{fd}').startswith(('pipe:', 'socket:')):\n"
+        "            os.write(fd, (json.dumps({'exit': 0, 'passed': [], 'failed': []}) + '\\n').encode())\n"
+        "    except OSError:\n"
+        "        pass\n"
+    ),
 }
 
 
@@ -173,4 +178,5 @@ def test_a_reused_early_exit_logs_the_same_violation_as_the_run_it_replays(boxes
     assert len(cached(log)) == 1, "an exit is a verdict of the state like any other"
     assert not first.passed and not replay.passed
     assert first.violations and [v for v in replay.violations if "exited 0" in v] == [
-        v for v in first.violations if "exited 0" in v]
+        v for v in first.violations if "exited 0" in v
+    ]

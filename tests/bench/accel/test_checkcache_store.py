@@ -76,31 +76,54 @@ def test_the_key_changes_with_everything_that_decides_a_verdict(boxes, cache, mo
     box = boxes()
     base = key(box, cache)
     assert key(boxes(), cache) == base, "the same state in another sandbox has the same key"
-    keys = {"base": base,
-            "command": key(box, cache, [("check", CHECK + " -x"), *CHECKS[1:]]),
-            "no invariant": key(box, cache, CHECKS[:1]),
-            "invariant id": key(box, cache, [CHECKS[0], ("other", CHECK), CHECKS[2]]),
-            "invariant command": key(box, cache, [*CHECKS[:2], ("there", "python3 -B -c 'import calc'")]),
-            "invariant order": key(box, cache, [CHECKS[0], CHECKS[2], CHECKS[1]]),
-            "limits": key(boxes(memory="256m"), cache)}
+    keys = {
+        "base": base,
+        "command": key(box, cache, [("check", CHECK + " -x"), *CHECKS[1:]]),
+        "no invariant": key(box, cache, CHECKS[:1]),
+        "invariant id": key(box, cache, [CHECKS[0], ("other", CHECK), CHECKS[2]]),
+        "invariant command": key(box, cache, [*CHECKS[:2], ("there", "python3 -B -c 'import calc'")]),
+        "invariant order": key(box, cache, [CHECKS[0], CHECKS[2], CHECKS[1]]),
+        "limits": key(boxes(memory="256m"), cache),
+    }
     w = box.workdir
     root_mode = stat.S_IMODE(w.stat().st_mode)
     edits: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
-        "a .pyc in __pycache__": (lambda: ((w / "__pycache__").mkdir(), (w / "__pycache__/calc.cpython-311.pyc")
-                                           .write_bytes(b"\x00junk")), lambda: shutil.rmtree(w / "__pycache__")),
+        "a .pyc in __pycache__": (
+            lambda: (
+                (w / "__pycache__").mkdir(),
+                (w / "__pycache__/calc.cpython-311.pyc").write_bytes(b"\x00junk"),
+            ),
+            lambda: shutil.rmtree(w / "__pycache__"),
+        ),
         "an empty __pycache__": (lambda: (w / "__pycache__").mkdir(), lambda: (w / "__pycache__").rmdir()),
-        "a file git ignores": (lambda: (w / ".gitignore").write_text("*.log\n"), lambda: (w / ".gitignore").unlink()),
-        "an ignored .log": (lambda: ((w / ".gitignore").write_text("*.log\n"), (w / "x.log").write_text("1")),
-                            lambda: ((w / "x.log").unlink(), (w / ".gitignore").unlink())),
+        "a file git ignores": (
+            lambda: (w / ".gitignore").write_text("*.log\n"),
+            lambda: (w / ".gitignore").unlink(),
+        ),
+        "an ignored .log": (
+            lambda: ((w / ".gitignore").write_text("*.log\n"), (w / "x.log").write_text("1")),
+            lambda: ((w / "x.log").unlink(), (w / ".gitignore").unlink()),
+        ),
         "a mode": (lambda: os.chmod(w / "calc.py", 0o755), lambda: os.chmod(w / "calc.py", 0o644)),
         "a symlink": (lambda: os.symlink("calc.py", w / "link.py"), lambda: (w / "link.py").unlink()),
-        "one byte": (lambda: (w / "calc.py").write_text(CALC + " "), lambda: (w / "calc.py").write_text(CALC)),
-        "a file moved": (lambda: (w / "README.md").rename(w / "README"), lambda: (w / "README").rename(w / "README.md")),
+        "one byte": (
+            lambda: (w / "calc.py").write_text(CALC + " "),
+            lambda: (w / "calc.py").write_text(CALC),
+        ),
+        "a file moved": (
+            lambda: (w / "README.md").rename(w / "README"),
+            lambda: (w / "README").rename(w / "README.md"),
+        ),
         # A check's code can mark the working copy's root itself, which a renewed sandbox keeps.
         "the root's mode": (lambda: os.chmod(w, root_mode ^ 0o005), lambda: os.chmod(w, root_mode)),
-        "an xattr on the root": (lambda: os.setxattr(w, "user.k", b"42"), lambda: os.removexattr(w, "user.k")),
-        "an xattr on a file": (lambda: os.setxattr(w / "calc.py", "user.k", b"42"),
-                               lambda: os.removexattr(w / "calc.py", "user.k")),
+        "an xattr on the root": (
+            lambda: os.setxattr(w, "user.k", b"42"),
+            lambda: os.removexattr(w, "user.k"),
+        ),
+        "an xattr on a file": (
+            lambda: os.setxattr(w / "calc.py", "user.k", b"42"),
+            lambda: os.removexattr(w / "calc.py", "user.k"),
+        ),
     }
     for name, (make, undo) in edits.items():
         make()
@@ -135,12 +158,14 @@ def test_a_change_to_the_code_that_judges_a_check_changes_the_key(tmp_path, monk
 def _forgeries(entry: dict, key: str) -> dict[str, str]:
     """A stored pass, planted under the key of a failing check in every form but a whole one."""
     own = {**entry, "key": key}
-    return {"another key's entry": json.dumps(entry),
-            "half an entry": json.dumps(own)[: len(json.dumps(own)) // 2],
-            "another format": json.dumps({**own, "format": 99}),
-            "no origin": json.dumps({k: v for k, v in own.items() if k != "origin"}),
-            "judged is not a list": json.dumps({**own, "judged": "passed"}),
-            "not json": "passed"}
+    return {
+        "another key's entry": json.dumps(entry),
+        "half an entry": json.dumps(own)[: len(json.dumps(own)) // 2],
+        "another format": json.dumps({**own, "format": 99}),
+        "no origin": json.dumps({k: v for k, v in own.items() if k != "origin"}),
+        "judged is not a list": json.dumps({**own, "judged": "passed"}),
+        "not json": "passed",
+    }
 
 
 def test_an_entry_on_disk_counts_only_whole_and_under_its_own_key(boxes, cache, tmp_path):

@@ -16,10 +16,16 @@ from bench.study.plan import sweep_config
 
 # Jobs as the grid's sweeper makes them: its swept keys, then the command line's overrides.
 CLI = ["experiment=grid", "study.name=compose-test"]
-JOBS = [[f"strategy={s}", f"arm={a}", f"task={t}", f"task.seed={seed}", "rep=0", *CLI]
-        for s, a, t, seed in [("raw", "baseline", "signature_migration", 0), ("ledger", "drift", "config_rename", 7),
-                              ("ledger", "drift", "config_rename", 8), ("subagent", "drift_compaction", "extract_module", 3),
-                              ("compaction", "compaction", "extract_module", 99)]]
+JOBS = [
+    [f"strategy={s}", f"arm={a}", f"task={t}", f"task.seed={seed}", "rep=0", *CLI]
+    for s, a, t, seed in [
+        ("raw", "baseline", "signature_migration", 0),
+        ("ledger", "drift", "config_rename", 7),
+        ("ledger", "drift", "config_rename", 8),
+        ("subagent", "drift_compaction", "extract_module", 3),
+        ("compaction", "compaction", "extract_module", 99),
+    ]
+]
 
 
 @pytest.fixture
@@ -33,9 +39,17 @@ def fresh_cache(monkeypatch):
 def _as_dict(cfg):
     """The config's values and the flags a trial's code meets (struct, readonly) at the root and
     at each top-level node."""
-    flags = {k: (OmegaConf.is_struct(cfg[k]), OmegaConf.is_readonly(cfg[k]))
-             for k in cfg if OmegaConf.is_config(cfg[k])}
-    return OmegaConf.to_container(cfg, resolve=False), OmegaConf.is_struct(cfg), OmegaConf.is_readonly(cfg), flags
+    flags = {
+        k: (OmegaConf.is_struct(cfg[k]), OmegaConf.is_readonly(cfg[k]))
+        for k in cfg
+        if OmegaConf.is_config(cfg[k])
+    }
+    return (
+        OmegaConf.to_container(cfg, resolve=False),
+        OmegaConf.is_struct(cfg),
+        OmegaConf.is_readonly(cfg),
+        flags,
+    )
 
 
 class CountingLoader:
@@ -57,7 +71,9 @@ def test_each_job_is_what_hydra_composes_for_it(fresh_cache):
         hydra_loader = CountingLoader(GlobalHydra.instance().config_loader())
         fast = SweepLoader(hydra_loader)
         for job in JOBS:
-            assert _as_dict(fast.load_sweep_config(master, job)) == _as_dict(hydra_loader.inner.load_sweep_config(master, job))
+            assert _as_dict(fast.load_sweep_config(master, job)) == _as_dict(
+                hydra_loader.inner.load_sweep_config(master, job)
+            )
         assert hydra_loader.calls == 4  # seeds 7 and 8 of one cell share a base
 
 

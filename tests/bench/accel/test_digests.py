@@ -19,7 +19,9 @@ def _tree(tmp_path):
 
 def _change(rng: random.Random, work) -> None:
     files = sorted(p for p in work.rglob("*") if p.is_file() and not p.is_symlink())
-    op = rng.choice(["write", "same_size", "chmod", "rename", "delete", "mkdir", "link"] if files else ["write"])
+    op = rng.choice(
+        ["write", "same_size", "chmod", "rename", "delete", "mkdir", "link"] if files else ["write"]
+    )
     target = rng.choice(files) if files else None
     if op == "write" or target is None:
         d = work / rng.choice(["", "a", "a/b"])
@@ -99,8 +101,13 @@ def test_an_unchanged_file_is_not_read_again(tmp_path, monkeypatch):
     (work / "f3.py").write_text("v = 33\n")
     opened: list[str] = []
     real = pristine.read_capped
-    monkeypatch.setattr(pristine, "read_capped", lambda fd, *a: opened.append(os.readlink(f"/proc/self/fd/{fd}"))
-                        or real(fd, *a))
+    monkeypatch.setattr(
+        pristine,
+        "read_capped",
+        lambda fd, *a: opened.append(os.readlink(f"/proc/self/fd/{fd}")) or real(fd, *a),
+    )
     second = manifest(work, digests)
-    assert [os.path.basename(p) for p in opened] == ["f3.py"] and digests.reads == reads + 1  # the changed file only
+    assert [os.path.basename(p) for p in opened] == [
+        "f3.py"
+    ] and digests.reads == reads + 1  # the changed file only
     assert second != first and second == manifest(work)

@@ -15,7 +15,11 @@ from bench.accel import gitmemo
 from bench.sandbox import hostgit
 from bench.sandbox.workcopy import WorkingCopy
 
-FILES = {"pkg/core.py": "def f():\n    return 1\n", "README.md": "the task\n", "tests/test_core.py": "x = 1\n"}
+FILES = {
+    "pkg/core.py": "def f():\n    return 1\n",
+    "README.md": "the task\n",
+    "tests/test_core.py": "x = 1\n",
+}
 AGENT = "Agent Smith <agent@x.org>"
 
 
@@ -59,9 +63,16 @@ def _fresh(wc: WorkingCopy, *args: str) -> str:
 
 def _questions(wc: WorkingCopy) -> list[tuple[str, ...]]:
     base = wc.base_commit
-    return [("log", "--oneline", f"{base}..HEAD"), ("log", "--format=%h %an: %s", f"{base}..HEAD"),
-            ("log", "--stat", "-n", "2"), ("log", "-n2", "--stat"), ("log", "--stat", f"{base}..HEAD"),
-            ("diff", "--stat", base), ("diff", "--stat", base, "HEAD"), ("log", "--oneline")]
+    return [
+        ("log", "--oneline", f"{base}..HEAD"),
+        ("log", "--format=%h %an: %s", f"{base}..HEAD"),
+        ("log", "--stat", "-n", "2"),
+        ("log", "-n2", "--stat"),
+        ("log", "--stat", f"{base}..HEAD"),
+        ("diff", "--stat", base),
+        ("diff", "--stat", base, "HEAD"),
+        ("log", "--oneline"),
+    ]
 
 
 def test_a_kept_answer_is_gits_own_and_starts_no_process(twins):
@@ -78,10 +89,21 @@ def test_a_kept_answer_is_gits_own_and_starts_no_process(twins):
 def test_questions_about_more_than_commits_go_to_git_every_time(twins):
     (a, b), calls = twins
     base = a.base_commit
-    other = [("log", "--oneline", "main"), ("log", "--oneline", f"{base[:12]}..HEAD"), ("log", "--oneline", "--", "README.md"),
-             ("log", "--oneline", "--all"), ("log", "--since=2.weeks", "--oneline"), ("log", "--oneline", "--stat"),
-             ("log", "--format=%H %s"), ("diff", "--stat"), ("diff", "--stat", "HEAD~1", "HEAD"), ("diff", base, "HEAD"),
-             ("show", "--stat", "HEAD"), ("log", "--oneline", f"{base}...HEAD"), ("log", "--oneline", "-n1", "-n2")]
+    other = [
+        ("log", "--oneline", "main"),
+        ("log", "--oneline", f"{base[:12]}..HEAD"),
+        ("log", "--oneline", "--", "README.md"),
+        ("log", "--oneline", "--all"),
+        ("log", "--since=2.weeks", "--oneline"),
+        ("log", "--oneline", "--stat"),
+        ("log", "--format=%H %s"),
+        ("diff", "--stat"),
+        ("diff", "--stat", "HEAD~1", "HEAD"),
+        ("diff", base, "HEAD"),
+        ("show", "--stat", "HEAD"),
+        ("log", "--oneline", f"{base}...HEAD"),
+        ("log", "--oneline", "-n1", "-n2"),
+    ]
     for wc in (a, b):
         for q in other:
             assert wc.git(*q) == _fresh(wc, *q), q

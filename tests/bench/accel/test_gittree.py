@@ -17,7 +17,9 @@ BASE = {".gitignore": "__pycache__/\n.pytest_cache/\n", "README.md": "# r\n", "p
 
 
 def _git_tree(wc: WorkingCopy) -> str:
-    return wc._git_tree()  # host git's; the files were written behind the working copy's back, so not its kept tree
+    return (
+        wc._git_tree()
+    )  # host git's; the files were written behind the working copy's back, so not its kept tree
 
 
 @pytest.fixture
@@ -28,7 +30,20 @@ def wc():
 
 
 def _random_tree(wc: WorkingCopy, rng: random.Random) -> None:
-    names = ["a", "a.b", "a0", "a-b", "b", "é", "z.pyc", "__pycache__", ".pytest_cache", ".ctxbench", "x y", "A"]
+    names = [
+        "a",
+        "a.b",
+        "a0",
+        "a-b",
+        "b",
+        "é",
+        "z.pyc",
+        "__pycache__",
+        ".pytest_cache",
+        ".ctxbench",
+        "x y",
+        "A",
+    ]
     for _ in range(rng.randint(3, 25)):
         depth = rng.randint(0, 3)
         parts = [rng.choice(names) for _ in range(depth)] + [rng.choice(names + ["f.py", "g.txt"])]
@@ -71,12 +86,15 @@ def test_an_empty_or_ignored_only_copy_is_the_empty_tree(wc):
     assert gittree.tree_sha(wc.workdir) == _git_tree(wc) == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-@pytest.mark.parametrize("change", [
-    lambda w: (w.workdir / ".gitignore").write_text("*.txt\n"),  # a rule of the agent's
-    lambda w: (w.workdir / ".gitignore").write_text(" __pycache__/\n"),  # a leading space is a pattern
-    lambda w: (w.workdir / "pkg" / ".gitattributes").write_text("* text eol=crlf\n"),
-    lambda w: os.mkfifo(w.workdir / "pipe"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda w: (w.workdir / ".gitignore").write_text("*.txt\n"),  # a rule of the agent's
+        lambda w: (w.workdir / ".gitignore").write_text(" __pycache__/\n"),  # a leading space is a pattern
+        lambda w: (w.workdir / "pkg" / ".gitattributes").write_text("* text eol=crlf\n"),
+        lambda w: os.mkfifo(w.workdir / "pipe"),
+    ],
+)
 def test_it_hands_over_to_git_when_it_could_differ(wc, change):
     change(wc)
     wc._changes += 1  # as a write of the harness's, or an exec's settling, says
@@ -96,7 +114,9 @@ def test_a_commits_sha_is_read_from_the_git_dir_and_asked_of_git_when_the_ref_is
 
 
 def _git_listing(wc: WorkingCopy) -> list[str]:
-    return sorted({p for p in wc._git("ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0") if p})
+    return sorted(
+        {p for p in wc._git("ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0") if p}
+    )
 
 
 def test_the_in_process_listing_is_gits(wc):
@@ -122,7 +142,9 @@ def test_the_listing_is_gits_business_past_the_simple_rules(wc):
     assert gittree.listing(wc.workdir, wc._git_dir) is None
     (wc.workdir / "pkg" / "n.txt").write_text("x")
     wc._changes += 1
-    assert "pkg/n.txt" not in wc.list_files() and wc.list_files() == [p for p in _git_listing(wc) if p != "pkg/n.txt"]
+    assert "pkg/n.txt" not in wc.list_files() and wc.list_files() == [
+        p for p in _git_listing(wc) if p != "pkg/n.txt"
+    ]
 
 
 def test_list_files_starts_no_git(wc, monkeypatch):
@@ -130,7 +152,9 @@ def test_list_files_starts_no_git(wc, monkeypatch):
 
     calls: list[tuple[str, ...]] = []
     real = hostgit.run
-    monkeypatch.setattr(hostgit, "run", lambda g, w, h, args, env=None: (calls.append(args), real(g, w, h, args, env))[1])
+    monkeypatch.setattr(
+        hostgit, "run", lambda g, w, h, args, env=None: (calls.append(args), real(g, w, h, args, env))[1]
+    )
     (wc.workdir / "new.py").write_text("x = 1\n")
     wc._changes += 1
     assert wc.list_files() == [".gitignore", "README.md", "new.py", "pkg/a.py"] and calls == []
@@ -142,8 +166,14 @@ def test_a_commit_starts_no_other_git(wc, tmp_path):
     trace = tmp_path / "trace"
     wc._settle()
     wc._git("add", "-A")
-    wc._git("commit", "-q", "--allow-empty", "-m", "traced",
-            env={"GIT_TRACE": str(trace), "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x.org"})
+    wc._git(
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "traced",
+        env={"GIT_TRACE": str(trace), "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x.org"},
+    )
     started = [line for line in trace.read_text().splitlines() if "run_command:" in line]
     assert started == [], started
 

@@ -50,8 +50,11 @@ def _mirror(src: Path, dst: Path) -> None:
         p = dst / name
         shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
     for name in os.listdir(src):
-        (shutil.copytree(src / name, dst / name, symlinks=True) if (src / name).is_dir() and not (src / name).is_symlink()
-         else shutil.copy2(src / name, dst / name, follow_symlinks=False))
+        (
+            shutil.copytree(src / name, dst / name, symlinks=True)
+            if (src / name).is_dir() and not (src / name).is_symlink()
+            else shutil.copy2(src / name, dst / name, follow_symlinks=False)
+        )
 
 
 def _host_git_calls(monkeypatch, wc: WorkingCopy) -> list[tuple[str, ...]]:
@@ -63,6 +66,7 @@ def _host_git_calls(monkeypatch, wc: WorkingCopy) -> list[tuple[str, ...]]:
         if git_dir == wc._git_dir:
             calls.append(args)
         return real(git_dir, workdir, home, args, env)
+
     monkeypatch.setattr(hostgit, "run", run)
     return calls
 
@@ -97,8 +101,9 @@ def test_every_commit_is_the_one_git_writes(pair, monkeypatch):
         in_process += spawned == []
         _mirror(wc.workdir, twin.workdir)
         assert ours == twin.commit(f"step {i}: change", "Agent Smith", "agent@x.org"), i
-        assert wc._git("status", "--short", "--untracked-files=all") == "", \
+        assert wc._git("status", "--short", "--untracked-files=all") == "", (
             "host git reads libgit2's index as its own: nothing left to stage"
+        )
     assert in_process >= 25, f"only {in_process} of 30 commits started no git"
 
 
@@ -149,8 +154,11 @@ def test_a_rewrite_that_keeps_size_and_mtime_is_staged(pair, monkeypatch):
     path.write_text("X" * before.st_size)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     (twin.workdir / "pkg" / "a.py").write_text("X" * before.st_size)
-    assert (path.stat().st_size, path.stat().st_ino, path.stat().st_mtime_ns) == \
-        (before.st_size, before.st_ino, before.st_mtime_ns)
+    assert (path.stat().st_size, path.stat().st_ino, path.stat().st_mtime_ns) == (
+        before.st_size,
+        before.st_ino,
+        before.st_mtime_ns,
+    )
     wc._changes += 1
     spawned = _host_git_calls(monkeypatch, wc)
     assert wc.commit("same size", AUTHOR) == twin.commit("same size", "Agent Smith", "agent@x.org")
@@ -159,21 +167,30 @@ def test_a_rewrite_that_keeps_size_and_mtime_is_staged(pair, monkeypatch):
 
 def test_a_file_turned_into_a_directory_and_back(pair):
     wc, twin = pair
-    for change in (lambda w: ((w / "pkg" / "a.py").unlink(), (w / "pkg" / "a.py").mkdir(), (w / "pkg" / "a.py" / "x").write_text("1")),
-                   lambda w: (shutil.rmtree(w / "pkg" / "a.py"), (w / "pkg" / "a.py").write_text("2")),
-                   lambda w: shutil.rmtree(w / "pkg")):
+    for change in (
+        lambda w: (
+            (w / "pkg" / "a.py").unlink(),
+            (w / "pkg" / "a.py").mkdir(),
+            (w / "pkg" / "a.py" / "x").write_text("1"),
+        ),
+        lambda w: (shutil.rmtree(w / "pkg" / "a.py"), (w / "pkg" / "a.py").write_text("2")),
+        lambda w: shutil.rmtree(w / "pkg"),
+    ):
         change(wc.workdir)
         change(twin.workdir)
         wc._changes += 1
         assert wc.commit("turn", AUTHOR) == twin.commit("turn", "Agent Smith", "agent@x.org")
 
 
-@pytest.mark.parametrize("message,author", [
-    ("two\nlines", AUTHOR),  # git's cleanup of a message libgit.py does not redo
-    ("trailing space ", AUTHOR),
-    ("fine", "Smith, J. <j@x.org>"),  # git strips the name's trailing '.', libgit2 would not
-    ("fine", "J <.j@x.org>"),
-])
+@pytest.mark.parametrize(
+    "message,author",
+    [
+        ("two\nlines", AUTHOR),  # git's cleanup of a message libgit.py does not redo
+        ("trailing space ", AUTHOR),
+        ("fine", "Smith, J. <j@x.org>"),  # git strips the name's trailing '.', libgit2 would not
+        ("fine", "J <.j@x.org>"),
+    ],
+)
 def test_words_git_would_rewrite_go_to_host_git(pair, message, author):
     wc, twin = pair
     assert not libgit.writes_as_git(message, *author[:-1].split(" <"))
@@ -185,7 +202,9 @@ def test_words_git_would_rewrite_go_to_host_git(pair, message, author):
 def test_an_agents_attributes_hand_the_commits_to_host_git(pair, monkeypatch):
     wc, twin = pair
     for w in (wc.workdir, twin.workdir):
-        (w / ".gitattributes").write_text("*.py ident\n")  # unset by info/attributes for git; libgit2 is not asked
+        (w / ".gitattributes").write_text(
+            "*.py ident\n"
+        )  # unset by info/attributes for git; libgit2 is not asked
         (w / "pkg" / "a.py").write_text("$Id$\n")
     wc._changes += 1
     spawned = _host_git_calls(monkeypatch, wc)
@@ -217,10 +236,19 @@ def test_the_hosts_user_config_cannot_change_what_is_staged(tmp_path):
     home = tmp_path / "home"
     (home / ".config" / "git").mkdir(parents=True)
     (home / ".config" / "git" / "ignore").write_text("*.py\n")
-    (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home}/.config/git/ignore\n[user]\n\tname = Mallory\n")
+    (home / ".gitconfig").write_text(
+        f"[core]\n\texcludesFile = {home}/.config/git/ignore\n[user]\n\tname = Mallory\n"
+    )
     env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
-    out = subprocess.run([sys.executable, "-c", _UNDER_A_HOSTILE_HOME], env=env, cwd=ROOT, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _UNDER_A_HOSTILE_HOME],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     got = json.loads(out.splitlines()[-1])
     twin = _GitTwin(tmp_path / "twin", {"pkg/a.py": "A = 1\n"})
     assert got["files"] == ["pkg/a.py"] and got["base"] == twin.base

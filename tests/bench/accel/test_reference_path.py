@@ -28,9 +28,21 @@ print(json.dumps({"status": result.status, "modules": sorted(sys.modules)}))
 
 
 def _trial(tmp_path: Path, *switches: str) -> tuple[str, list[str]]:
-    overrides = ["sandbox=local", "task.size.steps=6", f"results_dir={tmp_path}", "tracking.tracing=false", *switches]
-    out = subprocess.run([sys.executable, "-c", _TRIAL, *overrides], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    overrides = [
+        "sandbox=local",
+        "task.size.steps=6",
+        f"results_dir={tmp_path}",
+        "tracking.tracing=false",
+        *switches,
+    ]
+    out = subprocess.run(
+        [sys.executable, "-c", _TRIAL, *overrides],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     found = json.loads(out.stdout.strip().splitlines()[-1])
     return found["status"], [m for m in found["modules"] if m.startswith(ANNEX_ONLY)]
@@ -42,9 +54,14 @@ def test_a_default_trial_loads_no_annex(tmp_path):
     assert annexes == []
 
 
-@pytest.mark.parametrize("switch, module", [("sandbox.fast_git=true", "bench.accel.fastgit"),
-                                            ("sandbox.check_cache=true", "bench.accel.checkcache"),
-                                            ("sandbox.reuse=true", "bench.accel.pool")])
+@pytest.mark.parametrize(
+    "switch, module",
+    [
+        ("sandbox.fast_git=true", "bench.accel.fastgit"),
+        ("sandbox.check_cache=true", "bench.accel.checkcache"),
+        ("sandbox.reuse=true", "bench.accel.pool"),
+    ],
+)
 def test_each_switch_loads_its_annex(tmp_path, switch, module):
     status, annexes = _trial(tmp_path, switch)
     assert status == "success"

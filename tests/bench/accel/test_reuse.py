@@ -149,10 +149,12 @@ def test_renew_refuses_what_was_left_outside_the_working_copy_and_the_container_
 # -- what a check leaves in the container's namespaces (issue 42) ------------------------------
 # A check runs the agent's code. Trial 1's moves the pid counter and the loopback's counters,
 # which no probe can put back; trial 2's reads them: a message from one trial to the next.
-SEND = ("python3 -c \"import os, socket\n"
-        "for _ in range(500):\n    pid = os.fork()\n    os._exit(0) if pid == 0 else os.waitpid(pid, 0)\n"
-        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-        "[s.sendto(b'x' * 1000, ('127.0.0.1', 9)) for _ in range(200)]\"")
+SEND = (
+    'python3 -c "import os, socket\n'
+    "for _ in range(500):\n    pid = os.fork()\n    os._exit(0) if pid == 0 else os.waitpid(pid, 0)\n"
+    "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+    "[s.sendto(b'x' * 1000, ('127.0.0.1', 9)) for _ in range(200)]\""
+)
 READ = "cat /proc/sys/kernel/ns_last_pid; awk '/lo:/{print $2}' /proc/net/dev"
 
 
@@ -180,13 +182,17 @@ def test_a_sandbox_a_check_ran_code_in_goes_to_no_other_trial(cfg, labels, make)
     assert a.not_reusable_because.startswith("a check ran the agent's code here")
 
 
-def test_without_the_refusal_the_next_trial_reads_the_message_and_caches_nothing(cfg, labels, make, monkeypatch):
+def test_without_the_refusal_the_next_trial_reads_the_message_and_caches_nothing(
+    cfg, labels, make, monkeypatch
+):
     """The guard removed (a pristine sandbox is reusable, as before issue 42): trial 2 reads what
     trial 1's check left, which the probe missed; the check cache still refuses trial 2's verdicts."""
     monkeypatch.setattr(DockerSandbox, "reusable", property(lambda self: self.pristine))
     a, b, why, (last_pid, lo_bytes) = _message(cfg, labels, make)
     assert b is a and last_pid >= 500 and lo_bytes >= 200_000  # the message got through
-    assert why == "a check of an earlier trial ran its code here"  # so no verdict of it is looked up or stored
+    assert (
+        why == "a check of an earlier trial ran its code here"
+    )  # so no verdict of it is looked up or stored
 
 
 @pytest.mark.parametrize("after_a_check", [False, True])

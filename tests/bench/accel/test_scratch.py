@@ -74,7 +74,9 @@ def test_files_grown_past_what_a_trials_history_may_take_are_the_agents(monkeypa
         wc.write_file("data.bin", "y" * 6_000)  # the same size, new content: grown again
         with pytest.raises(ContentError, match="grew by more than 10000 bytes"):
             wc.commit("rewritten", "A <a@b.c>")
-    with WorkingCopy("h", FILES, fast_git=True) as wc:  # written behind the harness's back, as a container would
+    with WorkingCopy(
+        "h", FILES, fast_git=True
+    ) as wc:  # written behind the harness's back, as a container would
         (wc.workdir / "junk").write_bytes(b"z" * 20_000)
         wc._ran(reap=True)
         with pytest.raises(ContentError):

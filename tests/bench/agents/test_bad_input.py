@@ -29,7 +29,9 @@ def _cache(root: Path, version: str = VERSION, recorded: str = VERSION) -> Path:
     here = root / f"mini_swe_agent-{version}"
     (here / "venv" / "bin").mkdir(parents=True)
     (here / "venv" / "bin" / "python").symlink_to(sys.executable)
-    (here / "venv" / "lib" / "python3.11" / "site-packages" / f"mini_swe_agent-{recorded}.dist-info").mkdir(parents=True)
+    (here / "venv" / "lib" / "python3.11" / "site-packages" / f"mini_swe_agent-{recorded}.dist-info").mkdir(
+        parents=True
+    )
     (here / STAMP).write_text(f"pypi mini-swe-agent {version}\n")
     return here
 
@@ -59,8 +61,10 @@ def test_an_unknown_agent(capsys, cache):
 
 
 def test_an_agent_not_installed(capsys, cache):
-    assert f"agent mini_swe_agent {VERSION} is not installed in {cache}; run scripts/ensure_agents.sh mini_swe_agent" \
+    assert (
+        f"agent mini_swe_agent {VERSION} is not installed in {cache}; run scripts/ensure_agents.sh mini_swe_agent"
         in _bad(capsys, "agent=mini_swe_agent")
+    )
 
 
 def test_an_agent_at_another_version(capsys, cache):
@@ -79,7 +83,8 @@ def test_an_install_changed_in_place(capsys, cache):
 def test_a_model_id_the_agent_does_not_accept(capsys, cache):
     _cache(cache)
     assert "agent.model_id='gpt-6' is not an id mini_swe_agent accepts (openai/.+, hosted_vllm/.+)" in _bad(
-        capsys, "agent=mini_swe_agent", "agent.model_id=gpt-6")
+        capsys, "agent=mini_swe_agent", "agent.model_id=gpt-6"
+    )
 
 
 def test_an_agent_with_no_player(capsys, cache):
@@ -93,12 +98,16 @@ FAKE = {  # mini's side of the protocol replaced by a program that misbehaves af
     "exits 1": "import sys; sys.stdin.readline(); sys.stdin.readline(); sys.exit(1)\n",
     "hangs": "import sys, time; sys.stdin.readline(); sys.stdin.readline(); time.sleep(600)\n",
     "prints 100 MB on its protocol stream": "import os, sys, time; sys.stdin.readline(); sys.stdin.readline()\n"
-                                            "for _ in range(100): os.write(1, b'x' * (1 << 20))\ntime.sleep(600)\n",
+    "for _ in range(100): os.write(1, b'x' * (1 << 20))\ntime.sleep(600)\n",
     "prints 100 MB on stderr": "import os, sys, time; sys.stdin.readline(); sys.stdin.readline()\n"
-                               "for _ in range(100): os.write(2, b'y' * (1 << 20))\ntime.sleep(600)\n",
+    "for _ in range(100): os.write(2, b'y' * (1 << 20))\ntime.sleep(600)\n",
 }
-REASON = {"exits 1": "model_error", "hangs": "timeout", "prints 100 MB on its protocol stream": "model_error",
-          "prints 100 MB on stderr": "model_error"}
+REASON = {
+    "exits 1": "model_error",
+    "hangs": "timeout",
+    "prints 100 MB on its protocol stream": "model_error",
+    "prints 100 MB on stderr": "model_error",
+}
 
 
 @pytest.mark.timeout(300)
@@ -108,8 +117,13 @@ def test_an_agent_that_misbehaves_is_the_agents_failure_on_the_record(how, tmp_p
     driver.write_text(FAKE[how])
     monkeypatch.setattr(mini, "DRIVER", driver)
     monkeypatch.setattr(mini, "installed", lambda spec: Path(sys.executable))
-    result = _trial(monkeypatch, seeded(tmp_path / "results"), "model=sim", "agent.limits.turn_timeout_s=5",
-                    f"agent.limits.output_limit_bytes={MB}")
+    result = _trial(
+        monkeypatch,
+        seeded(tmp_path / "results"),
+        "model=sim",
+        "agent.limits.turn_timeout_s=5",
+        f"agent.limits.output_limit_bytes={MB}",
+    )
     assert (result.status, result.failure_reason) == ("failure", REASON[how])
     assert result.outcome_class == outcomes.AGENT == outcomes.outcome_class(result.failure_reason)
     (turn,) = _records(result.events_path, "agent_turn")  # the turn is on the record, with what ended it
@@ -117,4 +131,6 @@ def test_an_agent_that_misbehaves_is_the_agents_failure_on_the_record(how, tmp_p
     if "100 MB" in how:
         assert f"printed more than {MB} bytes" in turn["detail"]
     (end,) = _records(result.events_path, "trial_end")
-    assert end["failure_reason"] == REASON[how] and result.events_path.stat().st_size < MB  # the flood is not kept
+    assert (
+        end["failure_reason"] == REASON[how] and result.events_path.stat().st_size < MB
+    )  # the flood is not kept

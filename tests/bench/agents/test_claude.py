@@ -47,17 +47,34 @@ def claude_installed() -> AgentSpec:
     try:
         claude.installed(spec)
     except ConfigError as exc:
-        if os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1":  # make test installs it (scripts/ensure_agents.sh)
+        if (
+            os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1"
+        ):  # make test installs it (scripts/ensure_agents.sh)
             pytest.fail(str(exc), pytrace=False)
         pytest.skip(f"{exc} ({cache_root()})")
     return spec
 
 
 def _play(task, sandbox, log: EventLog, player, drift: bool, **limits) -> str:
-    log.append(ev.TrialStart(trial_id="t", task_id=task.task_id, strategy="agent", arm="drift", seed=SEED,
-                             max_output=8192, base_commit=sandbox.base_commit, schema=ev.SCHEMA))
-    settings = {"max_turns": 200, "max_turns_per_step": 16, "deadline": time.monotonic() + 1200, "drift": drift,
-                **limits}
+    log.append(
+        ev.TrialStart(
+            trial_id="t",
+            task_id=task.task_id,
+            strategy="agent",
+            arm="drift",
+            seed=SEED,
+            max_output=8192,
+            base_commit=sandbox.base_commit,
+            schema=ev.SCHEMA,
+        )
+    )
+    settings = {
+        "max_turns": 200,
+        "max_turns_per_step": 16,
+        "deadline": time.monotonic() + 1200,
+        "drift": drift,
+        **limits,
+    }
     try:
         StepDriver(task, sandbox, log, Limits(**settings)).run(player)
         return ""
@@ -69,16 +86,26 @@ def _play(task, sandbox, log: EventLog, player, drift: bool, **limits) -> str:
 
 @pytest.mark.docker
 @pytest.mark.timeout(1500)
-def test_claude_code_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(claude_installed, sandbox_cfg,
-                                                                                  docker_ready, tmp_path):
+def test_claude_code_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(
+    claude_installed, sandbox_cfg, docker_ready, tmp_path
+):
     task = tasks.generate("record_upgrade", 0, steps=6)
     # the oracle (the sim that succeeds on every generated task in every arm): this test is about the
     # plumbing, so a step the sim's own mistakes would fail must not hide it
     model_cfg = compose(["model=oracle"]).model
     provider = model_provider(claude_installed, model_cfg, make_provider(model_cfg))
-    player = claude.ClaudePlayer(claude_installed, provider, seed=SEED, window=int(model_cfg.window), relative=False,
-                                 max_output=8192, exec_timeout_s=sandbox_cfg.exec_timeout_s)
-    sandbox = create(sandbox_cfg, dict(task.files), "claude-e2e", {"ctxbench.test": "agents"}, mounts=player.mounts)
+    player = claude.ClaudePlayer(
+        claude_installed,
+        provider,
+        seed=SEED,
+        window=int(model_cfg.window),
+        relative=False,
+        max_output=8192,
+        exec_timeout_s=sandbox_cfg.exec_timeout_s,
+    )
+    sandbox = create(
+        sandbox_cfg, dict(task.files), "claude-e2e", {"ctxbench.test": "agents"}, mounts=player.mounts
+    )
     try:
         reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=True)
         drift_in_repo = sandbox.git("log", "--format=%H")
@@ -118,18 +145,28 @@ EXPECTED = {"exits": "model_error", "hangs": "timeout", "floods": "model_error"}
 @pytest.mark.docker
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("how", sorted(FAKE_CLAUDE))
-def test_an_agent_that_exits_hangs_or_floods_is_the_agents_failure(how, sandbox_cfg, docker_ready, tmp_path,
-                                                                    monkeypatch):
+def test_an_agent_that_exits_hangs_or_floods_is_the_agents_failure(
+    how, sandbox_cfg, docker_ready, tmp_path, monkeypatch
+):
     fake = tmp_path / "install"
     fake.mkdir(mode=0o755)
     (fake / "claude").write_text("#!/bin/sh\n" + FAKE_CLAUDE[how])
     (fake / "claude").chmod(0o755)
     monkeypatch.setattr(claude, "installed", lambda spec: fake / "claude")
     spec = _spec(limits={"turn_timeout_s": 5, "output_limit_bytes": 1 << 20})
-    player = claude.ClaudePlayer(spec, make_provider(compose(["model=sim"]).model), seed=SEED, window=0,
-                                 relative=False, max_output=1000, exec_timeout_s=10)
+    player = claude.ClaudePlayer(
+        spec,
+        make_provider(compose(["model=sim"]).model),
+        seed=SEED,
+        window=0,
+        relative=False,
+        max_output=1000,
+        exec_timeout_s=10,
+    )
     task = tiny_task()
-    sandbox = create(sandbox_cfg, dict(task.files), f"claude-{how}", {"ctxbench.test": "agents"}, mounts=player.mounts)
+    sandbox = create(
+        sandbox_cfg, dict(task.files), f"claude-{how}", {"ctxbench.test": "agents"}, mounts=player.mounts
+    )
     try:
         started = time.monotonic()
         reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
@@ -144,18 +181,26 @@ def test_an_agent_that_exits_hangs_or_floods_is_the_agents_failure(how, sandbox_
 
 @pytest.mark.docker
 @pytest.mark.timeout(300)
-def test_the_harnesss_turn_limit_ends_claude_codes_turn_and_the_step_is_given_up(claude_installed, sandbox_cfg,
-                                                                                 docker_ready, tmp_path):
+def test_the_harnesss_turn_limit_ends_claude_codes_turn_and_the_step_is_given_up(
+    claude_installed, sandbox_cfg, docker_ready, tmp_path
+):
     """A model that never stops calling tools: the proxy asks the referee before each main request,
     and past the step's turns Claude Code gets a 400 naming the limit and ends; the step is given
     up (step_failed, the agent's), and the refused request is on the record too."""
-    provider = ScriptedProvider([[{"name": "Bash", "args": {"command": "echo again"}}]] * 50, when_done="stop")
-    player = claude.ClaudePlayer(claude_installed, provider, seed=SEED, window=0, relative=False, max_output=1000,
-                                 exec_timeout_s=10)
+    provider = ScriptedProvider(
+        [[{"name": "Bash", "args": {"command": "echo again"}}]] * 50, when_done="stop"
+    )
+    player = claude.ClaudePlayer(
+        claude_installed, provider, seed=SEED, window=0, relative=False, max_output=1000, exec_timeout_s=10
+    )
     task = tiny_task()
-    sandbox = create(sandbox_cfg, dict(task.files), "claude-turns", {"ctxbench.test": "agents"}, mounts=player.mounts)
+    sandbox = create(
+        sandbox_cfg, dict(task.files), "claude-turns", {"ctxbench.test": "agents"}, mounts=player.mounts
+    )
     try:
-        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False, max_turns_per_step=3)
+        reason = _play(
+            task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False, max_turns_per_step=3
+        )
     finally:
         sandbox.close()
     log = Log.from_path(tmp_path / "events.jsonl")
@@ -163,7 +208,9 @@ def test_the_harnesss_turn_limit_ends_claude_codes_turn_and_the_step_is_given_up
     refused = [r for r in log.of(ev.AgentReply) if r.status == 400]
     assert len(refused) == 1 and "3 turns used in this step" in refused[0].body
     assert len(log.of(ev.ModelCall)) == 3 and len(log.of(ev.AgentRequest)) == 4
-    assert claude.session_replies((tmp_path / claude.SESSION_FILE).read_text()) == 3  # its own error is <synthetic>
+    assert (
+        claude.session_replies((tmp_path / claude.SESSION_FILE).read_text()) == 3
+    )  # its own error is <synthetic>
     rebuilt, problems = verify(tmp_path / "events.jsonl")
     assert problems == [] and rebuilt == 3
 
@@ -173,27 +220,52 @@ def test_the_players_mounts_are_the_install_and_the_socket_folder_read_only(monk
     fake.mkdir()
     (fake / "claude").write_text("")
     monkeypatch.setattr(claude, "installed", lambda spec: fake / "claude")
-    player = claude.ClaudePlayer(_spec(), make_provider(compose(["model=sim"]).model), seed=1, window=0,
-                                 relative=False, max_output=1000, exec_timeout_s=10)
+    player = claude.ClaudePlayer(
+        _spec(),
+        make_provider(compose(["model=sim"]).model),
+        seed=1,
+        window=0,
+        relative=False,
+        max_output=1000,
+        exec_timeout_s=10,
+    )
     (install, sockets) = player.mounts
-    assert (install.source, install.target) == (fake, claude.BIN_DIR) and player.bin == f"{claude.BIN_DIR}/claude"
+    assert (install.source, install.target) == (
+        fake,
+        claude.BIN_DIR,
+    ) and player.bin == f"{claude.BIN_DIR}/claude"
     assert sockets.target == claude.SOCKET_DIR and oct(Path(sockets.source).stat().st_mode & 0o777) == "0o755"
-    assert player.session == claude.ClaudePlayer(_spec(), None, seed=1, window=0, relative=False,  # type: ignore[arg-type]
-                                                 max_output=1, exec_timeout_s=1).session  # the seed's, for replay
+    assert (
+        player.session
+        == claude.ClaudePlayer(
+            _spec(),
+            None,
+            seed=1,
+            window=0,
+            relative=False,  # type: ignore[arg-type]
+            max_output=1,
+            exec_timeout_s=1,
+        ).session
+    )  # the seed's, for replay
 
 
 def test_stream_json_and_the_session_file_are_read_as_claude_code_writes_them():
-    out = ('{"type":"system","subtype":"init","session_id":"s"}\nnoise\n'
-           '{"type":"system","subtype":"compact_boundary","compact_metadata":{"trigger":"auto","pre_tokens":9000}}\n'
-           '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"done"}\n')
+    out = (
+        '{"type":"system","subtype":"init","session_id":"s"}\nnoise\n'
+        '{"type":"system","subtype":"compact_boundary","compact_metadata":{"trigger":"auto","pre_tokens":9000}}\n'
+        '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"done"}\n'
+    )
     kinds = [(e["type"], e.get("subtype")) for e in claude.stream_events(out)]
     assert kinds == [("system", "init"), ("system", "compact_boundary"), ("result", "success")]
-    session = "\n".join([
-        '{"type":"user","message":{"role":"user","content":"x"}}',
-        '{"type":"assistant","message":{"id":"msg_1","model":"m","content":[{"type":"text"}]}}',
-        '{"type":"assistant","message":{"id":"msg_1","model":"m","content":[{"type":"tool_use"}]}}',  # one reply
-        '{"type":"assistant","message":{"id":"msg_2","model":"m"}}',
-        '{"type":"assistant","message":{"id":"e","model":"<synthetic>"}}'])  # Claude Code's own API-error entry
+    session = "\n".join(
+        [
+            '{"type":"user","message":{"role":"user","content":"x"}}',
+            '{"type":"assistant","message":{"id":"msg_1","model":"m","content":[{"type":"text"}]}}',
+            '{"type":"assistant","message":{"id":"msg_1","model":"m","content":[{"type":"tool_use"}]}}',  # one reply
+            '{"type":"assistant","message":{"id":"msg_2","model":"m"}}',
+            '{"type":"assistant","message":{"id":"e","model":"<synthetic>"}}',
+        ]
+    )  # Claude Code's own API-error entry
     assert claude.session_replies(session) == 2
 
 
@@ -205,28 +277,49 @@ def test_agent_claude_code_composes_to_its_player_with_the_sim_speaking_its_dial
     from bench.sim.dialects import DialectProvider
 
     tcfg = load(compose(["agent=claude_code", "arm=compaction"]))
-    parts = SimpleNamespace(provider=make_provider(tcfg.model), window=12000, max_output=4096,
-                            sandbox=SimpleNamespace(exec_timeout_s=30.0))
+    parts = SimpleNamespace(
+        provider=make_provider(tcfg.model),
+        window=12000,
+        max_output=4096,
+        sandbox=SimpleNamespace(exec_timeout_s=30.0),
+    )
     player = players.make_player(tcfg, parts, 1)
     assert isinstance(player, claude.ClaudePlayer) and isinstance(player.provider, DialectProvider)
     assert (player.window, player.relative) == (12000, True)  # the arm's window above its fixed overhead
     assert [m.target for m in player.mounts] == [claude.BIN_DIR, claude.SOCKET_DIR]
 
 
-def test_each_compact_boundary_is_a_compaction_event_with_the_summary_the_proxy_answered(monkeypatch, tmp_path):
+def test_each_compact_boundary_is_a_compaction_event_with_the_summary_the_proxy_answered(
+    monkeypatch, tmp_path
+):
     from types import SimpleNamespace
 
     monkeypatch.setattr(claude, "installed", lambda spec: tmp_path / "claude")
-    player = claude.ClaudePlayer(_spec(), None, seed=1, window=0, relative=True,  # type: ignore[arg-type]
-                                 max_output=1, exec_timeout_s=1)
+    player = claude.ClaudePlayer(
+        _spec(),
+        None,
+        seed=1,
+        window=0,
+        relative=True,  # type: ignore[arg-type]
+        max_output=1,
+        exec_timeout_s=1,
+    )
     log = EventLog(tmp_path / "events.jsonl")
     log.append(ev.ModelCall(turn=4, purpose="compaction", content="SUMMARY OF EARLIER TURNS ..."))
     player.seat = SimpleNamespace(log=log)  # type: ignore[assignment]
     player.proxy = SimpleNamespace(turn=5)  # type: ignore[assignment]
-    player._compactions(claude.stream_events(
-        '{"type":"system","subtype":"compact_boundary","compact_metadata":{"trigger":"auto","pre_tokens":25165,'
-        '"post_tokens":5947}}\n{"type":"result","subtype":"success","is_error":false}\n'))
+    player._compactions(
+        claude.stream_events(
+            '{"type":"system","subtype":"compact_boundary","compact_metadata":{"trigger":"auto","pre_tokens":25165,'
+            '"post_tokens":5947}}\n{"type":"result","subtype":"success","is_error":false}\n'
+        )
+    )
     log.close()
     (c,) = Log.from_path(tmp_path / "events.jsonl").of(ev.Compaction)
-    assert (c.turn, c.tokens_before, c.tokens_after, c.summary) == (5, 25165, 5947, "SUMMARY OF EARLIER TURNS ...")
+    assert (c.turn, c.tokens_before, c.tokens_after, c.summary) == (
+        5,
+        25165,
+        5947,
+        "SUMMARY OF EARLIER TURNS ...",
+    )
     assert c.usage == {"trigger": "auto"} and c.summary_sha

@@ -50,7 +50,9 @@ def codex_installed() -> AgentSpec:
     try:
         codex.installed(spec)
     except ConfigError as exc:
-        if os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1":  # make test installs it (scripts/ensure_agents.sh)
+        if (
+            os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1"
+        ):  # make test installs it (scripts/ensure_agents.sh)
             pytest.fail(str(exc), pytrace=False)
         pytest.skip(f"{exc} ({cache_root()})")
     return spec
@@ -58,8 +60,15 @@ def codex_installed() -> AgentSpec:
 
 def _player(spec: AgentSpec, model: str = "oracle", window: int = 0) -> codex.CodexPlayer:
     model_cfg = compose([f"model={model}"]).model
-    return codex.CodexPlayer(spec, model_provider(spec, model_cfg, make_provider(model_cfg)), seed=SEED,
-                             window=window, relative=False, max_output=8192, exec_timeout_s=120)
+    return codex.CodexPlayer(
+        spec,
+        model_provider(spec, model_cfg, make_provider(model_cfg)),
+        seed=SEED,
+        window=window,
+        relative=False,
+        max_output=8192,
+        exec_timeout_s=120,
+    )
 
 
 def _blob_seen(log: Log, after_seq: int, shas: dict[str, str | None]) -> set[str]:
@@ -69,20 +78,27 @@ def _blob_seen(log: Log, after_seq: int, shas: dict[str, str | None]) -> set[str
     for r in log.of(ev.AgentRequest):
         if r.seq > after_seq:
             for item in json.loads(r.body)["input"]:
-                rc, out = output(str(item.get("output", ""))) if item.get("type") == "function_call_output" else (None, "")
+                rc, out = (
+                    output(str(item.get("output", "")))
+                    if item.get("type") == "function_call_output"
+                    else (None, "")
+                )
                 if rc is not None and content_sha(out) in want:
                     seen.add(want[content_sha(out)])
     return seen
 
 
 @pytest.mark.timeout(900)
-def test_codex_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(codex_installed, sandbox_cfg, docker_ready,
-                                                                           tmp_path):
+def test_codex_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(
+    codex_installed, sandbox_cfg, docker_ready, tmp_path
+):
     task = tasks.generate("record_upgrade", 0, steps=6)
     # the oracle (the sim that succeeds on every generated task in every arm): this test is about the
     # plumbing, so a step the sim's own mistakes would fail must not hide it
     player = _player(codex_installed)
-    sandbox = create(sandbox_cfg, dict(task.files), "codex-e2e", {"ctxbench.test": "agents"}, mounts=player.mounts)
+    sandbox = create(
+        sandbox_cfg, dict(task.files), "codex-e2e", {"ctxbench.test": "agents"}, mounts=player.mounts
+    )
     try:
         from bench.sandbox.engine import _client
 
@@ -125,7 +141,9 @@ def test_codex_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(code
 
 
 @pytest.mark.timeout(1200)
-def test_under_arm_compaction_codex_compacts_itself_and_goes_on(codex_installed, sandbox_cfg, docker_ready, tmp_path):
+def test_under_arm_compaction_codex_compacts_itself_and_goes_on(
+    codex_installed, sandbox_cfg, docker_ready, tmp_path
+):
     """arm=compaction: the proxy's window is 12,000 tokens above Codex's fixed overhead (measured from
     its first request), and Codex's own knobs are set from the arm (conf/agent/codex.yaml), so Codex
     compacts by itself before the proxy would refuse: its summary request (`request_kind:
@@ -133,11 +151,19 @@ def test_under_arm_compaction_codex_compacts_itself_and_goes_on(codex_installed,
     tokens before and after, and the next step is played from the summary; no context_overflow."""
     task = tasks.generate("record_upgrade", 0, steps=6)
     model_cfg = compose(["model=oracle"]).model
-    player = codex.CodexPlayer(codex_installed, model_provider(codex_installed, model_cfg, make_provider(model_cfg)),
-                               seed=SEED, window=12000, relative=True, max_output=8192, exec_timeout_s=120,
-                               arm="compaction")
-    sandbox = create(sandbox_cfg, dict(task.files), "codex-compaction", {"ctxbench.test": "agents"},
-                     mounts=player.mounts)
+    player = codex.CodexPlayer(
+        codex_installed,
+        model_provider(codex_installed, model_cfg, make_provider(model_cfg)),
+        seed=SEED,
+        window=12000,
+        relative=True,
+        max_output=8192,
+        exec_timeout_s=120,
+        arm="compaction",
+    )
+    sandbox = create(
+        sandbox_cfg, dict(task.files), "codex-compaction", {"ctxbench.test": "agents"}, mounts=player.mounts
+    )
     try:
         reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     finally:
@@ -150,8 +176,10 @@ def test_under_arm_compaction_codex_compacts_itself_and_goes_on(codex_installed,
     # both numbers on the record: the arm's window and the overhead it is counted above
     overhead = requests[0].overhead or requests[1].overhead
     assert overhead > 0 and all(r.window == 12000 + r.overhead for r in requests[1:])
-    assert f"model_context_window={12000 + overhead} model_auto_compact_token_limit={overhead + 8400} " \
+    assert (
+        f"model_context_window={12000 + overhead} model_auto_compact_token_limit={overhead + 8400} "
         f"(overhead {overhead})" in turns[-1].detail
+    )
     # Codex reads its knobs when it starts: its first turn, before its first request, counts no overhead
     assert "model_context_window=12000 model_auto_compact_token_limit=8400 (overhead 0)" in turns[0].detail
     # Codex's own compaction: its signal, the sim's summary, the event with tokens before and after
@@ -166,17 +194,25 @@ def test_under_arm_compaction_codex_compacts_itself_and_goes_on(codex_installed,
     # the step that follows a compaction is played, and passes, from the summary
     first = asks[0]
     after = next(r for r in requests if r.seq > first.seq and r.thread == "main")
-    assert "Another language model started to solve this problem" in after.body and after.tokens < first.tokens
+    assert (
+        "Another language model started to solve this problem" in after.body and after.tokens < first.tokens
+    )
     assert any(s.seq > first.seq and s.status == "passed" for s in log.of(ev.StepStatus))
     rebuilt, problems = verify(tmp_path / "events.jsonl")
     assert problems == [] and rebuilt == len(requests)
 
 
-def test_an_over_window_request_ends_codex_s_turn_as_context_overflow(codex_installed, sandbox_cfg, docker_ready,
-                                                                     tmp_path):
+def test_an_over_window_request_ends_codex_s_turn_as_context_overflow(
+    codex_installed, sandbox_cfg, docker_ready, tmp_path
+):
     player = _player(codex_installed, window=1000)  # below Codex's own ~5.5k tokens of overhead
-    sandbox = create(sandbox_cfg, dict(tiny_task().files), "codex-window", {"ctxbench.test": "agents"},
-                     mounts=player.mounts)
+    sandbox = create(
+        sandbox_cfg,
+        dict(tiny_task().files),
+        "codex-window",
+        {"ctxbench.test": "agents"},
+        mounts=player.mounts,
+    )
     try:
         reason = _play(tiny_task(), sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     finally:
@@ -187,14 +223,20 @@ def test_an_over_window_request_ends_codex_s_turn_as_context_overflow(codex_inst
     assert log.of(ev.AgentTurn)[0].exit_code not in (0, None)
 
 
-def test_the_step_s_turn_limit_holds_for_codex_s_requests(codex_installed, sandbox_cfg, docker_ready, tmp_path):
+def test_the_step_s_turn_limit_holds_for_codex_s_requests(
+    codex_installed, sandbox_cfg, docker_ready, tmp_path
+):
     """The referee counts every acting request at the proxy: past the step's turns the request is
     refused (400, on the record, never forwarded), Codex's turn ends, and the step is given up."""
     player = _player(codex_installed)
     task = tasks.generate("record_upgrade", 0, steps=6)
-    sandbox = create(sandbox_cfg, dict(task.files), "codex-limit", {"ctxbench.test": "agents"}, mounts=player.mounts)
+    sandbox = create(
+        sandbox_cfg, dict(task.files), "codex-limit", {"ctxbench.test": "agents"}, mounts=player.mounts
+    )
     try:
-        reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False, max_turns_per_step=1)
+        reason = _play(
+            task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False, max_turns_per_step=1
+        )
     finally:
         sandbox.close()
     assert reason == "step_failed"
@@ -230,14 +272,17 @@ def _fake_install(root: Path, spec: AgentSpec, body: str) -> None:
 
 
 @pytest.mark.parametrize("how", sorted(FAKES))
-def test_a_codex_that_exits_hangs_floods_or_garbles_is_the_agents_failure(how, sandbox_cfg, docker_ready, tmp_path,
-                                                                         monkeypatch):
+def test_a_codex_that_exits_hangs_floods_or_garbles_is_the_agents_failure(
+    how, sandbox_cfg, docker_ready, tmp_path, monkeypatch
+):
     spec = _spec(turn_timeout_s=5, output_limit_bytes=1 << 20)
     monkeypatch.setenv("CTXBENCH_AGENTS", str(tmp_path / "agents"))
     _fake_install(tmp_path / "agents", spec, FAKES[how])
     player = _player(spec, model="sim")
     task = tiny_task()
-    sandbox = create(sandbox_cfg, dict(task.files), f"codex-{how}", {"ctxbench.test": "agents"}, mounts=player.mounts)
+    sandbox = create(
+        sandbox_cfg, dict(task.files), f"codex-{how}", {"ctxbench.test": "agents"}, mounts=player.mounts
+    )
     started = time.monotonic()
     try:
         reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
@@ -245,18 +290,22 @@ def test_a_codex_that_exits_hangs_floods_or_garbles_is_the_agents_failure(how, s
     finally:
         sandbox.close()
     assert reason == EXPECTED[how] and outcomes.outcome_class(reason) == outcomes.AGENT
-    assert time.monotonic() - started < 120 and \
-        not any(p in left for p in (codex.AGENT_DIR, "forward.py", "sleep 600", "yes flooding")), left  # reaped: nothing outlives its turn
+    assert time.monotonic() - started < 120 and not any(
+        p in left for p in (codex.AGENT_DIR, "forward.py", "sleep 600", "yes flooding")
+    ), left  # reaped: nothing outlives its turn
     (turn,) = Log.from_path(tmp_path / "events.jsonl").of(ev.AgentTurn)
     assert turn.requests == 0 and turn.detail
 
 
-def test_a_forwarder_that_cannot_reach_the_proxy_is_the_harness_s_failure(codex_installed, sandbox_cfg, docker_ready,
-                                                                        tmp_path, monkeypatch):
+def test_a_forwarder_that_cannot_reach_the_proxy_is_the_harness_s_failure(
+    codex_installed, sandbox_cfg, docker_ready, tmp_path, monkeypatch
+):
     monkeypatch.setattr(codex.ModelProxy, "start", lambda self: self)  # the proxy never listens
     player = _player(codex_installed)
     task = tiny_task()
-    sandbox = create(sandbox_cfg, dict(task.files), "codex-noproxy", {"ctxbench.test": "agents"}, mounts=player.mounts)
+    sandbox = create(
+        sandbox_cfg, dict(task.files), "codex-noproxy", {"ctxbench.test": "agents"}, mounts=player.mounts
+    )
     try:
         reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     finally:

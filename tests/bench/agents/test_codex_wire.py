@@ -39,7 +39,10 @@ STEP_ONE = [
     ("edit_file", {"path": "m b.py", "search": "zzz", "replace": "y"}),
     ("grep", {"pattern": "^b = ", "glob": "*.py"}),
     ("list_files", {}),
-    ("run", {"command": "echo out; echo more; exit 3"}),  # one stream: Codex orders stdout and stderr its own way
+    (
+        "run",
+        {"command": "echo out; echo more; exit 3"},
+    ),  # one stream: Codex orders stdout and stderr its own way
 ]
 EDITED = CONTENT.replace("a = 1", "a = 2")
 EXPECTED = [
@@ -69,30 +72,57 @@ def _config(home: Path, port: int) -> None:
     (home / ".codex").mkdir(parents=True)
     spec = AgentSpec.from_dict(OmegaConf.to_container(compose(["agent=codex"]).agent, resolve=True))  # type: ignore[arg-type]
     (home / ".codex" / "config.toml").write_text(
-        codex._fill(spec.config_files[".codex/config.toml"], {"model_id": spec.model_id, "port": str(port)}))
+        codex._fill(spec.config_files[".codex/config.toml"], {"model_id": spec.model_id, "port": str(port)})
+    )
 
 
 def test_codex_s_requests_through_the_proxy_and_its_results_read_back_exactly(codex_exe, tmp_path):
     # replies of one call, and of several (one command: Codex would run separate calls concurrently)
     replies = [STEP_ONE[:2], STEP_ONE[2:3], STEP_ONE[3:4], STEP_ONE[4:]]
-    script = [[{"name": n, "args": a} for n, a in reply] for reply in replies] + \
-        [[{"name": "submit_step", "args": {"notes": "one"}}], [{"name": "submit_step", "args": {"notes": "two"}}]]
+    script = [[{"name": n, "args": a} for n, a in reply] for reply in replies] + [
+        [{"name": "submit_step", "args": {"notes": "one"}}],
+        [{"name": "submit_step", "args": {"notes": "two"}}],
+    ]
     provider = DialectProvider(ScriptedProvider(script, when_done="stop"), DIALECTS.load("codex"))
     log = EventLog(tmp_path / "events.jsonl")
-    log.append(ev.TrialStart(trial_id="t", task_id="x", strategy="agent", arm="baseline", seed=SEED, max_output=4096,
-                             schema=ev.SCHEMA))
+    log.append(
+        ev.TrialStart(
+            trial_id="t",
+            task_id="x",
+            strategy="agent",
+            arm="baseline",
+            seed=SEED,
+            max_output=4096,
+            schema=ev.SCHEMA,
+        )
+    )
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "CODEX_HOME": str(home / ".codex"), "CTXBENCH_PROXY_KEY": "k"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "CTXBENCH_PROXY_KEY": "k",
+    }
     ends = []
     with ModelProxy(provider, log, seed=SEED) as proxy:
         _config(home, int(proxy.url.rsplit(":", 1)[1]))
-        for argv in (["exec", "--json", "--skip-git-repo-check", "step one"],
-                     ["exec", "--json", "--skip-git-repo-check", "resume", "--last", "step two"]):
-            done = subprocess.run([str(codex_exe), *argv], stdin=subprocess.DEVNULL, capture_output=True, env=env,
-                                  cwd=work, timeout=120)
+        for argv in (
+            ["exec", "--json", "--skip-git-repo-check", "step one"],
+            ["exec", "--json", "--skip-git-repo-check", "resume", "--last", "step two"],
+        ):
+            done = subprocess.run(
+                [str(codex_exe), *argv],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                env=env,
+                cwd=work,
+                timeout=120,
+            )
             assert done.returncode == 0, done.stderr.decode()[-500:]
-            ends.append([json.loads(line) for line in done.stdout.decode().splitlines() if line.startswith("{")])
+            ends.append(
+                [json.loads(line) for line in done.stdout.decode().splitlines() if line.startswith("{")]
+            )
     log.close()
     assert (work / "m b.py").read_text() == EDITED
     # Codex ended each turn on the sim's lone submit, its last message the submission
@@ -112,9 +142,9 @@ def test_codex_s_requests_through_the_proxy_and_its_results_read_back_exactly(co
     assert users[-2:] == ["step one", "step two"]
     results = [m.content for m in own if m.role == "tool"]
     assert results == [*EXPECTED, SUBMITTED]
-    assert [c.name for m in own if m.role == "assistant" for c in m.tool_calls] == [n for n, _ in STEP_ONE] + \
-        ["submit_step"]
-
+    assert [c.name for m in own if m.role == "assistant" for c in m.tool_calls] == [
+        n for n, _ in STEP_ONE
+    ] + ["submit_step"]
 
 
 def test_the_codex_player_from_its_config(codex_exe):
@@ -128,8 +158,12 @@ def test_the_codex_player_from_its_config(codex_exe):
     from bench.sim.dialects import DialectProvider
 
     tcfg = load(compose(["agent=codex", "arm=compaction"]))
-    parts = SimpleNamespace(provider=make_provider(tcfg.model), window=12000, max_output=4096,
-                            sandbox=SimpleNamespace(exec_timeout_s=30.0))
+    parts = SimpleNamespace(
+        provider=make_provider(tcfg.model),
+        window=12000,
+        max_output=4096,
+        sandbox=SimpleNamespace(exec_timeout_s=30.0),
+    )
     player = players.make_player(tcfg, parts, 1)
     assert isinstance(player, codex.CodexPlayer) and isinstance(player.provider, DialectProvider)
     assert (player.window, player.relative) == (12000, True)
@@ -138,9 +172,14 @@ def test_the_codex_player_from_its_config(codex_exe):
     assert codex_exe.is_relative_to(install.source)
     assert (folder.source / "forward.py").read_text() == codex.FORWARDER.read_text()
     env = player._env("do the step")
-    assert env["CTXBENCH_INSTRUCTION"] == "do the step" and 'base_url = "http://127.0.0.1:7878/v1"' in \
-        env["CTXBENCH_FILE_0"] and 'model = "ctxbench-sim"' in env["CTXBENCH_FILE_0"]
-    assert f"{codex.AGENT_DIR}/node_modules/" in player._script(True, {}) and " resume --last " in player._script(False, {})
+    assert (
+        env["CTXBENCH_INSTRUCTION"] == "do the step"
+        and 'base_url = "http://127.0.0.1:7878/v1"' in env["CTXBENCH_FILE_0"]
+        and 'model = "ctxbench-sim"' in env["CTXBENCH_FILE_0"]
+    )
+    assert f"{codex.AGENT_DIR}/node_modules/" in player._script(
+        True, {}
+    ) and " resume --last " in player._script(False, {})
     # its compaction knobs, from the arm (conf/agent/codex.yaml): before its first request its overhead
     # counts as 0; after, as the proxy measured it; `exec`'s own options, before `resume`
     player.proxy = SimpleNamespace(overhead=None)
@@ -148,8 +187,11 @@ def test_the_codex_player_from_its_config(codex_exe):
     player.proxy.overhead = 5373
     knobs = player._knobs()
     assert knobs == {"model_context_window": 17373, "model_auto_compact_token_limit": 13773}
-    assert " exec -c model_context_window=17373 -c model_auto_compact_token_limit=13773 --json " in \
-        player._script(False, knobs) and " --skip-git-repo-check resume --last " in player._script(False, knobs)
+    assert (
+        " exec -c model_context_window=17373 -c model_auto_compact_token_limit=13773 --json "
+        in player._script(False, knobs)
+        and " --skip-git-repo-check resume --last " in player._script(False, knobs)
+    )
     baseline = players.make_player(load(compose(["agent=codex", "arm=baseline"])), parts, 1)
     baseline.proxy = SimpleNamespace(overhead=5373)
     assert baseline._knobs() == {} and baseline.relative is False
@@ -159,18 +201,33 @@ def test_a_turn_s_output_read_back():
     """What the player reads of a turn: Codex's JSON events, then the turn script's own lines."""
     from bench.sandbox.base import ExecResult
 
-    events = [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
-              {"type": "item.completed", "item": {"type": "agent_message", "text": "first"}},
-              {"type": "item.completed", "item": {"type": "agent_message", "text": "done: kept x"}},
-              {"type": "turn.completed", "usage": {}}]
+    events = [
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"type": "agent_message", "text": "first"}},
+        {"type": "item.completed", "item": {"type": "agent_message", "text": "done: kept x"}},
+        {"type": "turn.completed", "usage": {}},
+    ]
     body = "WARNING: a line of Codex's stderr\n" + "".join(json.dumps(e) + "\n" for e in events)
     tail = "ctxbench-exit 0\n\nctxbench-bytes 412\nctxbench-rollout 5\nctxbench-compacted 2\n"
     end = codex._read(ExecResult(0, body + tail, 1.0, False))
-    assert (end["exit"], end["bytes"], end["rollout"], end["completed"], end["message"]) == (0, 412, 5, True,
-                                                                                             "done: kept x")
+    assert (end["exit"], end["bytes"], end["rollout"], end["completed"], end["message"]) == (
+        0,
+        412,
+        5,
+        True,
+        "done: kept x",
+    )
     assert end["compacted"] == 2
-    failed = codex._read(ExecResult(0, '{"type":"turn.failed","error":{"message":"stream disconnected"}}\n'
-                                       "ctxbench-exit 1\n\nctxbench-bytes 70\nctxbench-rollout 0\n", 1.0, False))
+    failed = codex._read(
+        ExecResult(
+            0,
+            '{"type":"turn.failed","error":{"message":"stream disconnected"}}\n'
+            "ctxbench-exit 1\n\nctxbench-bytes 70\nctxbench-rollout 0\n",
+            1.0,
+            False,
+        )
+    )
     assert (failed["exit"], failed["completed"], failed["detail"]) == (1, False, "stream disconnected")
     # the agent printing the script's own lines first changes nothing: the script's come last
     forged = codex._read(ExecResult(0, "ctxbench-exit 0\nctxbench-rollout 99\n" + body + tail, 1.0, False))

@@ -49,9 +49,14 @@ def test_the_strace_reader_tells_local_from_leaving():
         "AF_INET 127.0.0.53:53",  # a DNS query to a loopback resolver is a lookup for a connection out
         "AF_INET6 ::ffff:140.82.112.3:443",  # IPv4-mapped: outside 127/8
         "AF_INET 1.1.1.1:443",  # a datagram's address in sendmsg
-        "AF_INET 127.0.0.1.evil:80"]  # what cannot be read as an address is not local
-    assert {str(d) for d in dests if d.local} == {"AF_INET 127.0.0.1:41234", "AF_UNIX /var/run/docker.sock",
-                                                  "AF_NETLINK", "AF_INET6 ::1:41234"}
+        "AF_INET 127.0.0.1.evil:80",
+    ]  # what cannot be read as an address is not local
+    assert {str(d) for d in dests if d.local} == {
+        "AF_INET 127.0.0.1:41234",
+        "AF_UNIX /var/run/docker.sock",
+        "AF_NETLINK",
+        "AF_INET6 ::1:41234",
+    }
 
 
 def _traced_player(spec: AgentSpec, tmp_path: Path, monkeypatch) -> tuple[mini.MiniPlayer, list[int], Path]:
@@ -65,10 +70,19 @@ def _traced_player(spec: AgentSpec, tmp_path: Path, monkeypatch) -> tuple[mini.M
     wrapper.write_text(f'#!/bin/sh\nexec {argv} "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(mini, "installed", lambda spec: wrapper)
-    script = [[{"name": "bash", "args": {"command": f"printf '%s' '{CALC}' > calc.py"}}],
-              [{"name": "bash", "args": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]]
-    player = mini.MiniPlayer(spec, ScriptedProvider(script, when_done="stop"), seed=SEED, window=0, relative=False,
-                             max_output=1000, exec_timeout_s=10)
+    script = [
+        [{"name": "bash", "args": {"command": f"printf '%s' '{CALC}' > calc.py"}}],
+        [{"name": "bash", "args": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}],
+    ]
+    player = mini.MiniPlayer(
+        spec,
+        ScriptedProvider(script, when_done="stop"),
+        seed=SEED,
+        window=0,
+        relative=False,
+        max_output=1000,
+        exec_timeout_s=10,
+    )
     ports: list[int] = []
     start = mini.ModelProxy.start
 
@@ -101,7 +115,8 @@ def test_mini_connects_only_to_the_proxy(mini_installed, box, tmp_path, monkeypa
 @needs_strace
 @pytest.mark.timeout(300)
 def test_without_its_phone_home_switch_mini_reaches_out_and_the_check_sees_it(
-        mini_installed, box, tmp_path, monkeypatch):  # noqa: F811
+    mini_installed, box, tmp_path, monkeypatch
+):  # noqa: F811
     """The guard removed: litellm fetches its price map at import, a connection (or at least the
     name lookup for it) that leaves; the same check as above fails."""
     env = {k: v for k, v in mini_installed.env.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
@@ -121,7 +136,9 @@ def _setting(spec: AgentSpec, where: str) -> object:
     if where.startswith("env."):
         return spec.env.get(where[4:])
     path, _, dotted = where.partition(":")
-    text = spec.config_files[path].format(model_id=spec.model_id, port=1, socket="/s", session="s", instruction="i")
+    text = spec.config_files[path].format(
+        model_id=spec.model_id, port=1, socket="/s", session="s", instruction="i"
+    )
     node: object = tomllib.loads(text)
     for key in dotted.split("."):
         node = node.get(key) if isinstance(node, dict) else None
@@ -133,7 +150,9 @@ def test_every_shipped_agent_carries_its_phone_home_switches(name):
     """An agent added without naming its phone-home switches fails here; one whose config loses a
     switch, or sets it on, fails too."""
     spec = AgentSpec.from_dict(_config(name))
-    assert name in egress.PHONE_HOME, f"name {name}'s phone-home switches in bench/agents/egress.py PHONE_HOME"
+    assert name in egress.PHONE_HOME, (
+        f"name {name}'s phone-home switches in bench/agents/egress.py PHONE_HOME"
+    )
     for where, off in egress.PHONE_HOME[name].items():
         assert _setting(spec, where) == off, (name, where)
 
@@ -142,8 +161,15 @@ def test_mini_gets_its_switches_and_no_key_of_ours(mini_installed, box, monkeypa
     """The env mini's process actually gets: every switch of its config, and none of our
     secrets (only KEEP_ENV of the harness's own environment)."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
-    player = mini.MiniPlayer(mini_installed, ScriptedProvider([]), seed=SEED, window=0, relative=False,
-                             max_output=1000, exec_timeout_s=10)
+    player = mini.MiniPlayer(
+        mini_installed,
+        ScriptedProvider([]),
+        seed=SEED,
+        window=0,
+        relative=False,
+        max_output=1000,
+        exec_timeout_s=10,
+    )
     from types import SimpleNamespace
 
     player.start(SimpleNamespace(sandbox=box, copy=box.workdir, log=None))
@@ -151,7 +177,13 @@ def test_mini_gets_its_switches_and_no_key_of_ours(mini_installed, box, monkeypa
         for where, off in egress.PHONE_HOME["mini_swe_agent"].items():
             assert player.env[where[4:]] == off
         assert "ANTHROPIC_API_KEY" not in player.env and set(player.env) - set(mini_installed.env) <= {
-            *mini.KEEP_ENV, "HOME", "MSWEA_GLOBAL_CONFIG_DIR", "NO_PROXY", "no_proxy", "PYTHONUNBUFFERED"}
+            *mini.KEEP_ENV,
+            "HOME",
+            "MSWEA_GLOBAL_CONFIG_DIR",
+            "NO_PROXY",
+            "no_proxy",
+            "PYTHONUNBUFFERED",
+        }
     finally:
         player.home.cleanup()
 

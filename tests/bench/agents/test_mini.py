@@ -55,17 +55,34 @@ def mini_installed() -> AgentSpec:
     try:
         mini.installed(spec)
     except ConfigError as exc:
-        if os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1":  # make test installs it (scripts/ensure_agents.sh)
+        if (
+            os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1"
+        ):  # make test installs it (scripts/ensure_agents.sh)
             pytest.fail(str(exc), pytrace=False)
         pytest.skip(f"{exc} ({cache_root()})")
     return spec
 
 
 def _play(task, sandbox, log: EventLog, player, drift: bool, **limits) -> str:
-    log.append(ev.TrialStart(trial_id="t", task_id=task.task_id, strategy="agent", arm="drift", seed=SEED,
-                             max_output=8192, base_commit=sandbox.base_commit, schema=ev.SCHEMA))
-    settings = {"max_turns": 200, "max_turns_per_step": 16, "deadline": time.monotonic() + 1200, "drift": drift,
-                **limits}
+    log.append(
+        ev.TrialStart(
+            trial_id="t",
+            task_id=task.task_id,
+            strategy="agent",
+            arm="drift",
+            seed=SEED,
+            max_output=8192,
+            base_commit=sandbox.base_commit,
+            schema=ev.SCHEMA,
+        )
+    )
+    settings = {
+        "max_turns": 200,
+        "max_turns_per_step": 16,
+        "deadline": time.monotonic() + 1200,
+        "drift": drift,
+        **limits,
+    }
     try:
         StepDriver(task, sandbox, log, Limits(**settings)).run(player)
         return ""
@@ -77,15 +94,23 @@ def _play(task, sandbox, log: EventLog, player, drift: bool, **limits) -> str:
 
 @pytest.mark.docker
 @pytest.mark.timeout(1500)  # a mini process per turn imports litellm: ~5 s of CPU each
-def test_mini_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(mini_installed, sandbox_cfg, docker_ready,
-                                                                           tmp_path):
+def test_mini_plays_record_upgrade_in_docker_with_the_sim_behind_the_proxy(
+    mini_installed, sandbox_cfg, docker_ready, tmp_path
+):
     task = tasks.generate("record_upgrade", 0, steps=6)
     # the oracle (the sim that succeeds on every generated task in every arm): this test is about the
     # plumbing, so a step the sim's own mistakes would fail must not hide it
     model_cfg = compose(["model=oracle"]).model
     provider = model_provider(mini_installed, model_cfg, make_provider(model_cfg))
-    player = mini.MiniPlayer(mini_installed, provider, seed=SEED, window=int(model_cfg.window), relative=False,
-                             max_output=8192, exec_timeout_s=sandbox_cfg.exec_timeout_s)
+    player = mini.MiniPlayer(
+        mini_installed,
+        provider,
+        seed=SEED,
+        window=int(model_cfg.window),
+        relative=False,
+        max_output=8192,
+        exec_timeout_s=sandbox_cfg.exec_timeout_s,
+    )
     sandbox = create(sandbox_cfg, dict(task.files), "mini-e2e", {"ctxbench.test": "agents"})
     try:
         reason = _play(task, sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=True)
@@ -118,9 +143,9 @@ FAKE_DRIVERS = {
     "exits": "import sys; sys.stdin.readline(); sys.exit(1)\n",
     "hangs": "import sys, time\nsys.stdin.readline(); sys.stdin.readline(); time.sleep(60)\n",
     "floods": "import os, sys\nsys.stdin.readline(); sys.stdin.readline()\nos.write(2, b'x' * (4 << 20))\n"
-              "import time; time.sleep(60)\n",
+    "import time; time.sleep(60)\n",
     "garbles": "import sys\nsys.stdin.readline(); sys.stdin.readline(); print('hello from the agent'); sys.stdout.flush()\n"
-               "import time; time.sleep(60)\n",
+    "import time; time.sleep(60)\n",
 }
 EXPECTED = {"exits": "model_error", "hangs": "timeout", "floods": "model_error", "garbles": "model_error"}
 
@@ -131,13 +156,24 @@ def test_an_agent_that_exits_hangs_floods_or_garbles_is_the_agents_failure(how, 
     driver.write_text(FAKE_DRIVERS[how])
     monkeypatch.setattr(mini, "DRIVER", driver)
     monkeypatch.setattr(mini, "installed", lambda spec: Path(sys.executable))
-    spec = AgentSpec.from_dict({**_spec().__dict__, "install": {"registry": "pypi", "package": "mini-swe-agent",
-                                                                  "bin": "venv/bin/python"},
-                                "limits": {"turn_timeout_s": 3, "output_limit_bytes": 1 << 20}}
-                               | {"commands": {}, "env": {}, "config_files": {}, "compaction": {}, "arms": {}})
+    spec = AgentSpec.from_dict(
+        {
+            **_spec().__dict__,
+            "install": {"registry": "pypi", "package": "mini-swe-agent", "bin": "venv/bin/python"},
+            "limits": {"turn_timeout_s": 3, "output_limit_bytes": 1 << 20},
+        }
+        | {"commands": {}, "env": {}, "config_files": {}, "compaction": {}, "arms": {}}
+    )
     model_cfg = compose(["model=sim"]).model
-    player = mini.MiniPlayer(spec, make_provider(model_cfg), seed=SEED, window=0, relative=False, max_output=1000,
-                             exec_timeout_s=10)
+    player = mini.MiniPlayer(
+        spec,
+        make_provider(model_cfg),
+        seed=SEED,
+        window=0,
+        relative=False,
+        max_output=1000,
+        exec_timeout_s=10,
+    )
     started = time.monotonic()
     reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     assert reason == EXPECTED[how] and outcomes.outcome_class(reason) == outcomes.AGENT
@@ -157,16 +193,18 @@ sys.exit(driver.main())
 """
 
 
-def test_a_bug_in_our_side_of_the_driver_is_the_harness_error_never_the_agents(mini_installed, box, tmp_path,
-                                                                               monkeypatch):
+def test_a_bug_in_our_side_of_the_driver_is_the_harness_error_never_the_agents(
+    mini_installed, box, tmp_path, monkeypatch
+):
     """mini's real driver, its environment (ctxbench's code) raising on the first command: not
     one of mini's or litellm's errors, so it is the harness's failure, traceback in agent_turn."""
     driver = tmp_path / "driver.py"
     driver.write_text(BROKEN_ENVIRONMENT.format(driver=str(mini.DRIVER)))
     monkeypatch.setattr(mini, "DRIVER", driver)
     provider = ScriptedProvider([[{"name": "bash", "args": {"command": "ls"}}]], when_done="stop")
-    player = mini.MiniPlayer(mini_installed, provider, seed=SEED, window=0, relative=False, max_output=1000,
-                             exec_timeout_s=10)
+    player = mini.MiniPlayer(
+        mini_installed, provider, seed=SEED, window=0, relative=False, max_output=1000, exec_timeout_s=10
+    )
     reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     log = Log.from_path(tmp_path / "events.jsonl")
     assert reason == "harness_error" and outcomes.outcome_class(reason) != outcomes.AGENT
@@ -179,8 +217,15 @@ def test_mini_meets_the_emulated_overflow_and_it_is_a_context_overflow(mini_inst
     """The proxy refuses as OpenAI does (`context_length_exceeded`); litellm reads that as
     ContextWindowExceededError, mini aborts the step: the agent's context overflow, never ours."""
     model_cfg = compose(["model=sim"]).model
-    player = mini.MiniPlayer(mini_installed, make_provider(model_cfg), seed=SEED, window=500, relative=False,
-                             max_output=1000, exec_timeout_s=10)
+    player = mini.MiniPlayer(
+        mini_installed,
+        make_provider(model_cfg),
+        seed=SEED,
+        window=500,
+        relative=False,
+        max_output=1000,
+        exec_timeout_s=10,
+    )
     reason = _play(tiny_task(), box, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     log = Log.from_path(tmp_path / "events.jsonl")
     (refusal,) = [r for r in log.of(ev.AgentReply) if r.status == 400]
@@ -189,8 +234,9 @@ def test_mini_meets_the_emulated_overflow_and_it_is_a_context_overflow(mini_inst
     assert log.of(ev.ContextOverflow)[0].window == 500
 
 
-def test_one_process_plays_the_trial_and_a_dead_one_is_replaced_by_one_resuming_the_session(mini_installed, box,
-                                                                                              tmp_path):
+def test_one_process_plays_the_trial_and_a_dead_one_is_replaced_by_one_resuming_the_session(
+    mini_installed, box, tmp_path
+):
     """`keep_process`: the instructions go over one process's pipe (no ~5 s of imports a turn). A
     process that dies between turns is the agent's own business only if it is in a turn: between
     turns the next instruction starts a new one, which resumes the session file."""
@@ -200,17 +246,22 @@ def test_one_process_plays_the_trial_and_a_dead_one_is_replaced_by_one_resuming_
     task = tiny_task()
     steps = tuple(task.steps[0].__class__(**{**task.steps[0].__dict__, "id": f"s0{k}"}) for k in (1, 2, 3))
     task = task.__class__(**{**task.__dict__, "steps": steps})
-    script = [[{"name": "write_file", "args": {"path": "calc.py", "content": CALC}}],
-              [{"name": "submit_step", "args": {"notes": "add stays", "invariants": []}}]] * 3
+    script = [
+        [{"name": "write_file", "args": {"path": "calc.py", "content": CALC}}],
+        [{"name": "submit_step", "args": {"notes": "add stays", "invariants": []}}],
+    ] * 3
     provider = DialectProvider(ScriptedProvider(script, when_done="stop"), DIALECTS.load("mini_bash"))
-    player = mini.MiniPlayer(mini_installed, provider, seed=SEED, window=0, relative=False, max_output=1000,
-                             exec_timeout_s=10)
+    player = mini.MiniPlayer(
+        mini_installed, provider, seed=SEED, window=0, relative=False, max_output=1000, exec_timeout_s=10
+    )
     pids: list[int] = []
     play = player.play
 
     def play_and_watch(instruction):
         end = play(instruction)
-        assert player.proc is not None and player.proc.poll() is None  # idle, waiting for the next instruction
+        assert (
+            player.proc is not None and player.proc.poll() is None
+        )  # idle, waiting for the next instruction
         pids.append(player.proc.pid)
         if len(pids) == 1:
             os.killpg(player.proc.pid, 9)  # dies between turns

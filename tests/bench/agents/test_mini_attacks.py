@@ -41,11 +41,18 @@ def test_an_attack_model_tells_mini_what_it_tells_ctxbenchs_loop_as_bash_command
     cfg = compose(["model=adversary", "model.attack=run_overwrite"]).model
     provider = model_provider(_spec(), cfg, make_provider(cfg))
     bash = (ToolSpec("bash", "run a command", {"type": "object"}),)
-    turns = [provider.complete((), bash, max_tokens=100, seed=0) for _ in range(len(ATTACKS["run_overwrite"]))]
+    turns = [
+        provider.complete((), bash, max_tokens=100, seed=0) for _ in range(len(ATTACKS["run_overwrite"]))
+    ]
     commands = [[(c.name, c.args) for c in t.tool_calls] for t in turns]
-    script = [[("bash", {"command": c["args"]["command"]}) for c in turn[:1]] for turn in ATTACKS["run_overwrite"][:2]]
+    script = [
+        [("bash", {"command": c["args"]["command"]}) for c in turn[:1]]
+        for turn in ATTACKS["run_overwrite"][:2]
+    ]
     assert commands[:2] == script  # each `run` exactly the command the attack gave
-    assert commands[2][0][1]["command"].startswith(f"printf '%s\\n' {SUBMIT}")  # submit_step: mini's end of task
+    assert commands[2][0][1]["command"].startswith(
+        f"printf '%s\\n' {SUBMIT}"
+    )  # submit_step: mini's end of task
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +63,9 @@ def results(tmp_path_factory):
 @pytest.mark.docker
 @pytest.mark.timeout(900)  # a mini process per turn imports litellm: ~5 s of CPU each
 @pytest.mark.parametrize("attack", list(LEAST_VIOLATIONS))
-def test_attack_behind_mini_fails_as_the_agents_own_failure(attack, mini_installed, results, monkeypatch, tmp_path,
-                                                           docker_ready):
+def test_attack_behind_mini_fails_as_the_agents_own_failure(
+    attack, mini_installed, results, monkeypatch, tmp_path, docker_ready
+):
     present = [p for p in HOST_PROBES if p.exists()]
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # this trial's scratch dirs, and only those
     adopt_orphans()  # a host process that detaches is still counted
@@ -67,7 +75,9 @@ def test_attack_behind_mini_fails_as_the_agents_own_failure(attack, mini_install
         adopt_orphans(False)
     assert (obs["agent"], obs["agent_turns"] > 0) == ("mini_swe_agent", True), obs["agent_turns"]
     assert (obs["mlflow_status"], obs["outcome_class"], obs["success"]) == ("FINISHED", AGENT, 0.0), obs
-    assert obs["failure_reason"] in REASON.get(attack, ("step_failed", "final_check_failed")), obs["failure_reason"]
+    assert obs["failure_reason"] in REASON.get(attack, ("step_failed", "final_check_failed")), obs[
+        "failure_reason"
+    ]
     assert obs["errors"] == [], "the harness never fails on an attack"
     assert obs["policy_violations"] == obs["violation_events"] >= LEAST_VIOLATIONS[attack], obs["violations"]
     assert attack not in NO_CHECK_PASSES or obs["checks_passed"] == [], obs["checks_passed"]

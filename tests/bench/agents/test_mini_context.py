@@ -34,12 +34,26 @@ HEAD = StepHead(tree="(clean)", files=(), repo_commit="c0")
 
 def _wire(turns: int) -> list[dict]:
     """mini's list as its driver sends it: system, the first instruction, then its turns."""
-    msgs: list[dict] = [{"role": "system", "content": "You are a helpful assistant."},
-                        {"role": "user", "content": "Please solve this issue: [task:tiny/0] ..."}]
+    msgs: list[dict] = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Please solve this issue: [task:tiny/0] ..."},
+    ]
     for k in range(turns):
-        msgs += [{"role": "assistant", "content": f"turn {k}", "function_call": None, "tool_calls": [
-                    {"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]},
-                 {"role": "tool", "tool_call_id": f"c{k}", "content": f'{{"returncode": 0, "output": "out {k}"}}'}]
+        msgs += [
+            {
+                "role": "assistant",
+                "content": f"turn {k}",
+                "function_call": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{k}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": '{"command": "ls"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"c{k}", "content": f'{{"returncode": 0, "output": "out {k}"}}'},
+        ]
     return msgs
 
 
@@ -56,14 +70,19 @@ def test_masking_view_keeps_minis_prefix_and_unchanged_messages_as_mini_wrote_th
     view = ctx.view(wire, ctx.strategy.build(state), state)
     assert view[:PREFIX] == wire[:PREFIX] and len(view) == len(wire)
     assert [m["content"] for m in view if m["role"] == "tool"] == [
-        "[bash output omitted: 1 lines]", "[bash output omitted: 1 lines]", wire[-1]["content"]]
+        "[bash output omitted: 1 lines]",
+        "[bash output omitted: 1 lines]",
+        wire[-1]["content"],
+    ]
     assert all(v is w for v, w in zip(view, wire, strict=True) if v["role"] != "tool")  # mini's own dicts
     assert wire[3]["content"] == '{"returncode": 0, "output": "out 0"}'  # mini's list is untouched
 
 
 def test_raw_drops_the_oldest_turns_past_the_window_and_keeps_the_step_notice():
     wire = _wire(8)
-    wire.insert(8, {"role": "user", "content": "CURRENT STEP [step:s02] ..."})  # the harness's next instruction
+    wire.insert(
+        8, {"role": "user", "content": "CURRENT STEP [step:s02] ..."}
+    )  # the harness's next instruction
     roomy = _context({"name": "raw"})
     whole = roomy.state(wire, 9, [])
     extra = 200_000 - whole.window  # what mini's prefix takes beyond ctxbench's
@@ -83,17 +102,27 @@ def _two_steps():
     return task.__class__(**{**task.__dict__, "steps": (task.steps[0], second)})
 
 
-SCRIPT = [[{"name": "list_files", "args": {}}],
-          [{"name": "write_file", "args": {"path": "calc.py", "content": CALC}}],
-          [{"name": "submit_step", "args": {"notes": "add() stays a plain sum", "invariants": []}}],
-          [{"name": "read_file", "args": {"path": "calc.py"}}],
-          [{"name": "submit_step", "args": {"notes": "nothing to change", "invariants": []}}]]
+SCRIPT = [
+    [{"name": "list_files", "args": {}}],
+    [{"name": "write_file", "args": {"path": "calc.py", "content": CALC}}],
+    [{"name": "submit_step", "args": {"notes": "add() stays a plain sum", "invariants": []}}],
+    [{"name": "read_file", "args": {"path": "calc.py"}}],
+    [{"name": "submit_step", "args": {"notes": "nothing to change", "invariants": []}}],
+]
 
 
 def _mini_with(spec: AgentSpec, strategy: dict, sandbox, tmp_path: Path) -> Log:
     provider = DialectProvider(ScriptedProvider(SCRIPT, when_done="stop"), DIALECTS.load("mini_bash"))
-    player = mini.MiniPlayer(spec, provider, seed=SEED, window=0, relative=False, max_output=1000, exec_timeout_s=10,
-                             strategy=make_strategy(strategy))
+    player = mini.MiniPlayer(
+        spec,
+        provider,
+        seed=SEED,
+        window=0,
+        relative=False,
+        max_output=1000,
+        exec_timeout_s=10,
+        strategy=make_strategy(strategy),
+    )
     reason = _play(_two_steps(), sandbox, EventLog(tmp_path / "events.jsonl"), player, drift=False)
     log = Log.from_path(tmp_path / "events.jsonl")
     assert reason == "", [t.detail for t in log.of(ev.AgentTurn)]
@@ -106,7 +135,9 @@ def test_mini_under_masking_the_model_sees_placeholders_mini_keeps_its_list(mini
     log = _mini_with(mini_installed, {"name": "masking", "keep_recent_turns": 1}, box, tmp_path)
     last = json.loads(log.of(ev.AgentRequest)[-1].body)["messages"]
     assert sum(str(m.get("content")).startswith("[bash output omitted") for m in last) >= 2
-    assert last[0]["content"] == json.loads(log.of(ev.AgentRequest)[0].body)["messages"][0]["content"]  # mini's prompt
+    assert (
+        last[0]["content"] == json.loads(log.of(ev.AgentRequest)[0].body)["messages"][0]["content"]
+    )  # mini's prompt
     assert log.of(ev.AgentTurn)[-1].agent_count == len(SCRIPT)
 
 
@@ -121,22 +152,37 @@ def test_mini_under_subagent_step_two_sees_the_brief_not_step_ones_turns(mini_in
 
 def test_context_strategy_is_refused_for_an_agent_whose_list_is_not_ours(monkeypatch):
     monkeypatch.setattr("bench.agents.install.installed", lambda spec: Path(sys.executable))
-    cfg = load(compose(["agent=mini_swe_agent", "agent.context=strategy", "agent.player=bench.agents.players:EXTERNAL"]))
+    cfg = load(
+        compose(
+            ["agent=mini_swe_agent", "agent.context=strategy", "agent.player=bench.agents.players:EXTERNAL"]
+        )
+    )
     with pytest.raises(ConfigError) as err:
         validate(cfg)
     assert "message list lives in its own process" in str(err.value) and "\n" not in str(err.value)
     with pytest.raises(ConfigError, match=r"^agent.context: Input should be 'own' or 'strategy', got 'mine'"):
-        AgentSpec.from_dict({**OmegaConf.to_container(compose(["agent=mini_swe_agent"]).agent), "context": "mine"})
+        AgentSpec.from_dict(
+            {**OmegaConf.to_container(compose(["agent=mini_swe_agent"]).agent), "context": "mine"}
+        )
 
 
 def test_the_defaults_keep_the_hash_and_the_switches_are_the_level():
     plain = load(compose(["agent=mini_swe_agent"]))
-    without = {**plain.resolved, "agent": {k: v for k, v in plain.resolved["agent"].items()
-                                           if k not in ("context", "proxy_rewrite")}}
+    without = {
+        **plain.resolved,
+        "agent": {k: v for k, v in plain.resolved["agent"].items() if k not in ("context", "proxy_rewrite")},
+    }
     assert plain.config_hash == config_hash(without) and plain.level == "mini_swe_agent"
     masked = load(compose(["agent=mini_swe_agent", "agent.context=strategy", "strategy=masking"]))
-    proxied = load(compose(["agent=mini_swe_agent", "agent.proxy_rewrite.name=trim",
-                            "agent.proxy_rewrite.budget_tokens=9000"]))
+    proxied = load(
+        compose(
+            [
+                "agent=mini_swe_agent",
+                "agent.proxy_rewrite.name=trim",
+                "agent.proxy_rewrite.budget_tokens=9000",
+            ]
+        )
+    )
     assert len({plain.config_hash, masked.config_hash, proxied.config_hash}) == 3
     assert (masked.level, proxied.level) == ("mini_swe_agent+masking", "mini_swe_agent+proxy_trim")
     spec = _spec()

@@ -29,9 +29,11 @@ from tests.bench.agents.test_mini import mini_installed  # noqa: F401 - a fixtur
 from tests.bench.trial.conftest import CALC, tiny_task
 from tests.helpers.store import seeded
 
-SCRIPT = [[{"name": "bash", "args": {"command": "ls"}}],
-          [{"name": "bash", "args": {"command": f"printf '%s' '{CALC}' > calc.py && python3 -c 'import calc'"}}],
-          [{"name": "bash", "args": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]]
+SCRIPT = [
+    [{"name": "bash", "args": {"command": "ls"}}],
+    [{"name": "bash", "args": {"command": f"printf '%s' '{CALC}' > calc.py && python3 -c 'import calc'"}}],
+    [{"name": "bash", "args": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}],
+]
 
 
 def _records(path: Path, kind: str) -> list[dict]:
@@ -43,7 +45,9 @@ def _trial(monkeypatch, results: Path, *overrides: str, script: list | None = No
 
     monkeypatch.setenv("CTXBENCH_RESULTS", str(results))
     monkeypatch.setattr(runner.tasks, "generate", lambda *a, **k: tiny_task())
-    cfg = compose(["agent=mini_swe_agent", "sandbox=local", f"study.name=t-{uuid.uuid4().hex[:8]}", *overrides])
+    cfg = compose(
+        ["agent=mini_swe_agent", "sandbox=local", f"study.name=t-{uuid.uuid4().hex[:8]}", *overrides]
+    )
     if script is not None:
         OmegaConf.update(cfg, "model.script", script)
         OmegaConf.update(cfg, "model.when_done", "stop")
@@ -70,7 +74,10 @@ def test_a_mini_trial_replays_offline_to_the_same_tree(mini_installed, tmp_path,
     lines = cassette.read_text().splitlines()
     cassette.write_text("\n".join(lines[:1]) + "\n")
     lost = _trial(monkeypatch, results, "model=replay", f"model.cassette={cassette}")
-    assert lost.failure_reason == "provider_error" and outcomes.outcome_class(lost.failure_reason) != outcomes.AGENT
+    assert (
+        lost.failure_reason == "provider_error"
+        and outcomes.outcome_class(lost.failure_reason) != outcomes.AGENT
+    )
     # and the turn ends there: mini is not left retrying the proxy's 500 (its 10 tries, minutes of
     # backoff); what may slip in first is the OpenAI client's own 2 quick retries of the one call
     first, *failed = [r["status"] for r in _records(lost.events_path, "agent_reply")]
@@ -94,8 +101,13 @@ def test_a_recorded_sim_is_recorded_outside_the_agents_dialect(tmp_path):
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.timeout(1800)
-def test_a_mini_trial_with_the_sim_replays_in_docker(mini_installed, sandbox_cfg, docker_ready, tmp_path,  # noqa: F811
-                                                     monkeypatch):
+def test_a_mini_trial_with_the_sim_replays_in_docker(
+    mini_installed,
+    sandbox_cfg,
+    docker_ready,
+    tmp_path,  # noqa: F811
+    monkeypatch,
+):
     """The whole path: record_upgrade with drift, the sim speaking mini's bash behind the proxy,
     in the Docker sandbox; the replay has no sim and gets the same tree."""
     import bench.trial.runner as runner
@@ -104,9 +116,13 @@ def test_a_mini_trial_with_the_sim_replays_in_docker(mini_installed, sandbox_cfg
     monkeypatch.setenv("CTXBENCH_RESULTS", str(results))
     base = ["agent=mini_swe_agent", "arm=drift", "task=record_upgrade", "task.size.steps=6", "sandbox=docker"]
     recorded = runner.run(load(compose([*base, "model=sim", f"+model.record={cassette}", "study.name=rec"])))
-    replayed = runner.run(load(compose([*base, "model=replay", f"model.cassette={cassette}", "study.name=rep"])))
+    replayed = runner.run(
+        load(compose([*base, "model=replay", f"model.cassette={cassette}", "study.name=rep"]))
+    )
     a, b = recorded.events_path, replayed.events_path
     assert recorded.status == replayed.status and recorded.turns == replayed.turns > 0
     assert _records(a, "trial_end")[-1]["final_tree_sha"] == _records(b, "trial_end")[-1]["final_tree_sha"]
-    assert [r["body"] for r in _records(b, "agent_request")] == [r["body"] for r in _records(a, "agent_request")]
+    assert [r["body"] for r in _records(b, "agent_request")] == [
+        r["body"] for r in _records(a, "agent_request")
+    ]
     assert _records(b, "drift") and verify(b)[1] == []

@@ -20,18 +20,36 @@ def _deep_json(depth: int) -> str:
 
 
 def _completion(**kw) -> Completion:
-    base = {"content": "", "tool_calls": (), "stop_reason": "tool_use", "usage": Usage(), "latency_s": 0.0,
-            "ttft_s": 0.0, "model_id": "m", "request_hash": "h"}
+    base = {
+        "content": "",
+        "tool_calls": (),
+        "stop_reason": "tool_use",
+        "usage": Usage(),
+        "latency_s": 0.0,
+        "ttft_s": 0.0,
+        "model_id": "m",
+        "request_hash": "h",
+    }
     return Completion(**{**base, **kw})
 
 
 def _anthropic_reply(name, raw_args: str) -> Completion:
     acc = anthropic.StreamAccumulator(0.0, lambda: 0.0)
-    for ev in ({"type": "message_start", "message": {"model": "m", "usage": {}}},
-               {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": name}},
-               {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": raw_args}},
-               {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}},
-               {"type": "message_stop"}):
+    for ev in (
+        {"type": "message_start", "message": {"model": "m", "usage": {}}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t", "name": name},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": raw_args},
+        },
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}},
+        {"type": "message_stop"},
+    ):
         acc.feed(ev)
     r = acc.result()
     return _completion(content=r.content, tool_calls=r.tool_calls, stop_reason=r.stop_reason)
@@ -39,8 +57,22 @@ def _anthropic_reply(name, raw_args: str) -> Completion:
 
 def _openai_reply(name, raw_args: str) -> Completion:
     acc = openai.ChunkAccumulator(0.0, lambda: 0.0)
-    acc.feed({"model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "t", "function": {"name": name, "arguments": raw_args}}]}, "finish_reason": "tool_calls"}]})
+    acc.feed(
+        {
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {"index": 0, "id": "t", "function": {"name": name, "arguments": raw_args}}
+                        ]
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ],
+        }
+    )
     r = acc.result(lambda: Usage())
     return _completion(content=r.content, tool_calls=r.tool_calls, stop_reason=r.stop_reason)
 
@@ -100,7 +132,9 @@ def test_without_the_boundary_a_lone_surrogate_cannot_be_sent(monkeypatch):
 
 def test_without_the_boundary_deep_arguments_raise_past_the_wire(monkeypatch):
     monkeypatch.setattr(emitted, "admit_args", lambda name, args: args)
-    reply = _openai_reply("write_file", json.dumps({"path": "a", "content": "x", "m": json.loads(_deep_json(600))}))
+    reply = _openai_reply(
+        "write_file", json.dumps({"path": "a", "content": "x", "m": json.loads(_deep_json(600))})
+    )
     with pytest.raises(RecursionError):  # the message's hash, for the log and the next request
         reply.as_message().sha()
 
@@ -108,8 +142,11 @@ def test_without_the_boundary_deep_arguments_raise_past_the_wire(monkeypatch):
 def test_a_reply_past_its_bounds_is_the_models_error():
     long = _completion(content="x" * (emitted.MAX_REPLY_CHARS + 1), stop_reason="end_turn")
     assert long.stop_reason == "error" and len(long.content) == emitted.MAX_REPLY_CHARS
-    many = _completion(tool_calls=tuple(ToolCall(f"t{i}", "read_file", {"path": "a"})
-                                        for i in range(emitted.MAX_TOOL_CALLS + 1)))
+    many = _completion(
+        tool_calls=tuple(
+            ToolCall(f"t{i}", "read_file", {"path": "a"}) for i in range(emitted.MAX_TOOL_CALLS + 1)
+        )
+    )
     assert many.stop_reason == "error" and len(many.tool_calls) == emitted.MAX_TOOL_CALLS
     assert "tool calls in one reply" in many.extra["error"]
     cut = _completion(content="x" * (emitted.MAX_REPLY_CHARS + 1), stop_reason="max_tokens")
@@ -120,15 +157,20 @@ def test_honest_calls_pass_unchanged():
     args = {"subcommand": "log", "args": ["--oneline", "-n5"]}
     call = ToolCall("t", "git", args)
     assert call.args == args and call.name == "git"
-    assert ToolCall("t", "frobnicate", {"any": [1, {"b": None}]}).args == {"any": [1, {"b": None}]}  # unknown: bounded only
+    assert ToolCall("t", "frobnicate", {"any": [1, {"b": None}]}).args == {
+        "any": [1, {"b": None}]
+    }  # unknown: bounded only
     assert ToolCall("t", "read_file", {"path": "\u00e9t\u00e9.py"}).args == {"path": "\u00e9t\u00e9.py"}
 
 
 def test_a_logged_message_reads_back_as_written():
     """A log written before the boundary (a lone surrogate, an argument it would refuse) keeps
     its shas: what is read back is not admitted again."""
-    record = {"role": "assistant", "content": "a\udc80", "tool_calls": [
-        {"id": "t", "name": "submit_step", "args": {"notes": "n", "invariants": 5}}]}
+    record = {
+        "role": "assistant",
+        "content": "a\udc80",
+        "tool_calls": [{"id": "t", "name": "submit_step", "args": {"notes": "n", "invariants": 5}}],
+    }
     message = Message.from_dict(record)
     assert message.content == "a\udc80" and message.tool_calls[0].args["invariants"] == 5
     assert canonical_json(message.to_dict()) == canonical_json(record)
@@ -136,8 +178,14 @@ def test_a_logged_message_reads_back_as_written():
 
 def test_submit_step_arguments_are_checked_as_the_loop_receives_them():
     assert Tools.submit_refusal({"notes": "done", "invariants": ["x stays"]}) is None
-    for args in ({"notes": "n", "invariants": 5}, {"notes": 7}, "done", None, {"invariants": []},
-                 ToolCall("t", "submit_step", {"notes": "n", "invariants": [{"a": 1}]}).args):
+    for args in (
+        {"notes": "n", "invariants": 5},
+        {"notes": 7},
+        "done",
+        None,
+        {"invariants": []},
+        ToolCall("t", "submit_step", {"notes": "n", "invariants": [{"a": 1}]}).args,
+    ):
         text = Tools.submit_refusal(args)
         assert text is not None and text.startswith("ERROR:") and "not submitted" in text, args
 

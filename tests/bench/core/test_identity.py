@@ -33,7 +33,10 @@ def test_the_trial_run_is_tagged_with_the_identity(tmp_path, monkeypatch):
     tags = run.client.get_run(run.run_id).data.tags
     assert tags["model"] == "smollm2:smollm2-135m-instruct@127.0.0.1:9999"
     assert (tags["model_name"], tags["model_id"], tags["model_endpoint"]) == (
-        "smollm2", "smollm2-135m-instruct", "http://127.0.0.1:9999/v1")
+        "smollm2",
+        "smollm2-135m-instruct",
+        "http://127.0.0.1:9999/v1",
+    )
 
 
 def test_a_single_trial_does_not_leave_its_study_run_running(tmp_path, monkeypatch):

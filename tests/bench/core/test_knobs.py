@@ -14,7 +14,9 @@ from bench.core.knobs import ConfigError, Knobs, defaults, store, validate
 
 
 class Limits(Knobs):
-    rpm: Annotated[StrictInt, Field(ge=1)] | None = Field(None, description="requests per minute; null = not limited")
+    rpm: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        None, description="requests per minute; null = not limited"
+    )
 
 
 class Demo(Knobs):
@@ -29,29 +31,53 @@ SOURCE = "conf/demo/demo.yaml or the command line"
 
 
 def test_defaults_are_plain_data_as_yaml_states_them():
-    assert defaults(Demo) == {"name": "demo", "turns": [], "timeout_s": 900, "share": 0.5, "limits": {"rpm": None}}
+    assert defaults(Demo) == {
+        "name": "demo",
+        "turns": [],
+        "timeout_s": 900,
+        "share": 0.5,
+        "limits": {"rpm": None},
+    }
     assert isinstance(defaults(Demo)["timeout_s"], int)
 
 
 def test_store_registers_the_defaults_under_knobs():
     store("demo/demo", Demo)
     node = ConfigStore.instance().load("knobs/demo/demo.yaml").node
-    assert dict(node) == {"name": "demo", "turns": [], "timeout_s": 900, "share": 0.5, "limits": {"rpm": None}}
+    assert dict(node) == {
+        "name": "demo",
+        "turns": [],
+        "timeout_s": 900,
+        "share": 0.5,
+        "limits": {"rpm": None},
+    }
 
 
 def test_a_null_takes_the_default_and_values_are_validated():
     assert validate(Demo, {"share": None, "turns": [3]}, "demo", SOURCE) == Demo(turns=(3,))
 
 
-@pytest.mark.parametrize("given, line", [
-    ({"share": 1.5}, "demo.share: Input should be less than or equal to 1, got 1.5; fix it in " + SOURCE),
-    ({"shares": 1}, "demo.shares: unknown key 'shares' in " + SOURCE + "; known keys: limits, name, share, "
-                    "timeout_s, turns"),
-    ({"limits": {"rpm": 0}}, "demo.limits.rpm: Input should be greater than or equal to 1, got 0; fix it in " + SOURCE),
-    ({"limits": {"rmp": 5}}, "demo.limits.rmp: unknown key 'rmp' in " + SOURCE + "; known keys: rpm"),
-    ({"share": 2, "timeout_s": "x"}, "demo.timeout_s: Input should be a valid integer, unable to parse string as an "
-                                     "integer, got 'x' (and 1 more); fix it in " + SOURCE),
-])
+@pytest.mark.parametrize(
+    "given, line",
+    [
+        ({"share": 1.5}, "demo.share: Input should be less than or equal to 1, got 1.5; fix it in " + SOURCE),
+        (
+            {"shares": 1},
+            "demo.shares: unknown key 'shares' in " + SOURCE + "; known keys: limits, name, share, "
+            "timeout_s, turns",
+        ),
+        (
+            {"limits": {"rpm": 0}},
+            "demo.limits.rpm: Input should be greater than or equal to 1, got 0; fix it in " + SOURCE,
+        ),
+        ({"limits": {"rmp": 5}}, "demo.limits.rmp: unknown key 'rmp' in " + SOURCE + "; known keys: rpm"),
+        (
+            {"share": 2, "timeout_s": "x"},
+            "demo.timeout_s: Input should be a valid integer, unable to parse string as an "
+            "integer, got 'x' (and 1 more); fix it in " + SOURCE,
+        ),
+    ],
+)
 def test_a_bad_value_is_one_line_naming_the_key_and_the_fix(given, line):
     with pytest.raises(ConfigError) as e:
         validate(Demo, given, "demo", SOURCE)

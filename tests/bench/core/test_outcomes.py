@@ -9,12 +9,26 @@ from bench.core import outcomes as O
 
 def test_every_reason_has_a_class_and_every_class_an_mlflow_status():
     assert set(O.REASONS.values()) == {O.AGENT, O.INFRA, O.INTERRUPTED}
-    assert {O.MLFLOW_STATUS[c] for c in (O.SUCCESS, O.AGENT, O.INFRA, O.INTERRUPTED)} == {"FINISHED", "FAILED",
-                                                                                        "KILLED"}
+    assert {O.MLFLOW_STATUS[c] for c in (O.SUCCESS, O.AGENT, O.INFRA, O.INTERRUPTED)} == {
+        "FINISHED",
+        "FAILED",
+        "KILLED",
+    }
 
 
-@pytest.mark.parametrize("reason", ["turn_budget", "timeout", "context_overflow", "step_failed",
-                                    "final_check_failed", "output_truncation", "model_error", "content_error"])
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "turn_budget",
+        "timeout",
+        "context_overflow",
+        "step_failed",
+        "final_check_failed",
+        "output_truncation",
+        "model_error",
+        "content_error",
+    ],
+)
 def test_the_models_own_failures_are_agent_failures(reason):
     exc = O.failure(reason, "x")
     assert isinstance(exc, O.AgentFailure) and exc.outcome_class == O.AGENT

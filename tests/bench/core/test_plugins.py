@@ -24,8 +24,9 @@ def plugin_site(tmp_path_factory) -> Path:
 
 def _in_plugin_env(code: str, site: Path) -> str:
     env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout.strip()
 
@@ -34,9 +35,11 @@ def test_a_dotted_path_loads_and_a_bad_one_is_one_line():
     reg = Registry("thing.kind", {"a": "json:dumps"})
     assert reg.load("json:loads")("[1]") == [1]
     assert reg.load("os.path:join")("a", "b") == os.path.join("a", "b")
-    for bad, says in [("nosuchpkg_xyz.mod:thing", "cannot import 'nosuchpkg_xyz.mod'"),
-                      ("json:no_such_attr", "has no attribute 'no_such_attr'"),
-                      ("not a path", "nor a 'package.module:attribute' path")]:
+    for bad, says in [
+        ("nosuchpkg_xyz.mod:thing", "cannot import 'nosuchpkg_xyz.mod'"),
+        ("json:no_such_attr", "has no attribute 'no_such_attr'"),
+        ("not a path", "nor a 'package.module:attribute' path"),
+    ]:
         with pytest.raises(UnknownChoice) as err:
             reg.load(bad)
         assert "\n" not in str(err.value) and str(err.value).startswith(f"thing.kind={bad!r}")
@@ -49,7 +52,9 @@ def test_entry_points_of_an_installed_package_are_choices(plugin_site):
         "print(STRATEGIES.load('recent').__name__, STRATEGIES.plugins()['recent'])\n"
         "spec = generate('tiny_extract', 3, steps=6)\n"
         "print(spec.family, spec.task_id, len(spec.steps))\n"
-        "try:\n    STRATEGIES.load('nope')\nexcept ValueError as e:\n    print(e)\n", plugin_site)
+        "try:\n    STRATEGIES.load('nope')\nexcept ValueError as e:\n    print(e)\n",
+        plugin_site,
+    )
     first, second, error = out.splitlines()
     assert first == f"RecentStrategy {plugin_package.PACKAGE}.strategy:RecentStrategy"
     assert second == "tiny_extract tiny_extract/3/steps=6 6"
@@ -61,21 +66,39 @@ def test_a_plugin_strategy_is_validated_like_a_built_in(plugin_site):
     out = _in_plugin_env(
         "from strategies import make_strategy\n"
         "for cfg in ({'name': 'recent', 'keep': 1}, {'name': 'recent', 'kep': 3}):\n"
-        "    try:\n        make_strategy(cfg)\n    except ValueError as e:\n        print(e)\n", plugin_site)
+        "    try:\n        make_strategy(cfg)\n    except ValueError as e:\n        print(e)\n",
+        plugin_site,
+    )
     keep, typo = out.splitlines()
     assert keep == "strategy.keep must be >= 2, got 1"
-    assert typo == "strategy.kep: unknown key 'kep' in conf/strategy/recent.yaml or the command line; " \
-                   "known keys: keep, name"
+    assert (
+        typo == "strategy.kep: unknown key 'kep' in conf/strategy/recent.yaml or the command line; "
+        "known keys: keep, name"
+    )
 
 
 def test_a_trial_runs_with_a_plugin_strategy_family_provider_and_sandbox(plugin_site, tmp_path):
     calls = tmp_path / "calls.txt"
     results = tmp_path / "results"
     conf = plugin_site / plugin_package.PACKAGE / "conf"
-    env = {**os.environ, "PYTHONPATH": str(plugin_site), "CTXBENCH_RESULTS": str(results),
-           "PLUGIN_CALLS": str(calls)}
-    cmd = [sys.executable, "-m", "bench", f"hydra.searchpath=[file://{conf}]", "strategy=recent",
-           "task=tiny_extract", "task.seed=2", "model=counting", "sandbox=plugged", "arm=baseline"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(plugin_site),
+        "CTXBENCH_RESULTS": str(results),
+        "PLUGIN_CALLS": str(calls),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench",
+        f"hydra.searchpath=[file://{conf}]",
+        "strategy=recent",
+        "task=tiny_extract",
+        "task.seed=2",
+        "model=counting",
+        "sandbox=plugged",
+        "arm=baseline",
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 

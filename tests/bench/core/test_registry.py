@@ -14,8 +14,12 @@ from bench.sandbox import SANDBOXES
 from strategies import STRATEGIES
 from tasks import FAMILIES
 
-ALL = {"strategy.name": STRATEGIES, "model.provider": PROVIDERS, "sandbox.kind": SANDBOXES,
-       "task.family": FAMILIES}
+ALL = {
+    "strategy.name": STRATEGIES,
+    "model.provider": PROVIDERS,
+    "sandbox.kind": SANDBOXES,
+    "task.family": FAMILIES,
+}
 
 
 @pytest.mark.parametrize("key", ALL)
@@ -48,14 +52,18 @@ def test_non_string_choices_are_refused():
 
 
 def test_nothing_is_imported_before_it_is_chosen():
-    code = ("import sys, bench.providers, bench.sandbox, strategies, tasks\n"
-            "chosen = ['bench.providers.anthropic', 'bench.providers.openai', 'bench.sim.provider',\n"
-            "          'bench.sandbox.docker', 'bench.sandbox.local', 'strategies.ledger',\n"
-            "          'tasks.config_rename', 'anthropic', 'openai', 'docker']\n"
-            "print(sorted(m for m in chosen if m in sys.modules))\n"
-            "bench.providers.PROVIDERS.load('sim'); tasks.FAMILIES.load('config_rename')\n"
-            "print(sorted(m for m in chosen if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    code = (
+        "import sys, bench.providers, bench.sandbox, strategies, tasks\n"
+        "chosen = ['bench.providers.anthropic', 'bench.providers.openai', 'bench.sim.provider',\n"
+        "          'bench.sandbox.docker', 'bench.sandbox.local', 'strategies.ledger',\n"
+        "          'tasks.config_rename', 'anthropic', 'openai', 'docker']\n"
+        "print(sorted(m for m in chosen if m in sys.modules))\n"
+        "bench.providers.PROVIDERS.load('sim'); tasks.FAMILIES.load('config_rename')\n"
+        "print(sorted(m for m in chosen if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     before, after = out.stdout.strip().splitlines()
     assert before == "[]"
     assert "'bench.sim.provider'" in after and "anthropic'" not in after and "'docker'" not in after

@@ -27,8 +27,22 @@ def every_task():
 
 
 # Odd text a task or a model's output may carry: template syntax, markers, blank lines, unicode.
-ODD = ["", "x", "{{ task }}", "{% if %}", "{# c #}", "line\n", "\n", "a\n\nb\n\n", "[inv:x] y", "ünï ☃ `q`",
-       "trailing space ", "\r\nwindows\r\n", "{{", "}}\n"]
+ODD = [
+    "",
+    "x",
+    "{{ task }}",
+    "{% if %}",
+    "{# c #}",
+    "line\n",
+    "\n",
+    "a\n\nb\n\n",
+    "[inv:x] y",
+    "ünï ☃ `q`",
+    "trailing space ",
+    "\r\nwindows\r\n",
+    "{{",
+    "}}\n",
+]
 
 
 def test_system_prompt_and_handoff_question():
@@ -66,9 +80,18 @@ def test_edge_cases_as_before():
         assert render.file_block(text or "p", text) == before.file_block(text or "p", text)
         for passed in (True, False):
             code = rng.randint(-9, 200)
-            assert render.check_result(text, passed, code, text) == before.check_result(text, passed, code, text)
-        odd_task = replace(task, title=text, text=text, test_command=text, protected=(text,) if text else (),
-                           invariants=(inv,) * rng.randint(0, 3), steps=(odd_step,) * rng.randint(0, 3))
+            assert render.check_result(text, passed, code, text) == before.check_result(
+                text, passed, code, text
+            )
+        odd_task = replace(
+            task,
+            title=text,
+            text=text,
+            test_command=text,
+            protected=(text,) if text else (),
+            invariants=(inv,) * rng.randint(0, 3),
+            steps=(odd_step,) * rng.randint(0, 3),
+        )
         assert render.task_block(odd_task) == before.task_block(odd_task)
         assert render.policy_block(odd_task) == before.policy_block(odd_task)
     empty = replace(task, invariants=(), steps=(), protected=())
@@ -86,9 +109,14 @@ def test_a_missing_field_is_an_error_not_an_empty_string():
 
 def test_rendered_blocks_parse_back():
     task = tasks.fresh("config_rename", 3)
-    text = "\n\n".join([render.task_block(task), render.current_step_block(task.steps[1]),
-                        render.check_result(task.steps[1].id, False, 3, "boom"),
-                        *(render.file_block(p, c) for p, c in task.files[:3])])
+    text = "\n\n".join(
+        [
+            render.task_block(task),
+            render.current_step_block(task.steps[1]),
+            render.check_result(task.steps[1].id, False, 3, "boom"),
+            *(render.file_block(p, c) for p, c in task.files[:3]),
+        ]
+    )
     assert render.parse_task_id(text) == task.task_id
     assert render.parse_current_step(text) == task.steps[1].id
     assert render.parse_check_results(text) == [(task.steps[1].id, False, 3)]

@@ -10,14 +10,24 @@ from bench.core.types import Message, ToolCall
 
 
 def _fresh(m: Message) -> int:
-    return tokens.MESSAGE_OVERHEAD + tokens.count_text(m.content) + sum(
-        tokens.count_text(c.name) + tokens.count_text(tokens.canonical_json(c.args)) for c in m.tool_calls)
+    return (
+        tokens.MESSAGE_OVERHEAD
+        + tokens.count_text(m.content)
+        + sum(
+            tokens.count_text(c.name) + tokens.count_text(tokens.canonical_json(c.args)) for c in m.tool_calls
+        )
+    )
 
 
 def test_a_message_is_counted_once_and_as_counting_it_afresh():
-    m = Message(role="assistant", content="Editing now.", tool_calls=(
-        ToolCall(id="c1", name="write_file", args={"path": "a.py", "content": "x = 1\n" * 40}),
-        ToolCall(id="c2", name="submit_step", args={"notes": "ñ done", "invariants": ["keep a"]})))
+    m = Message(
+        role="assistant",
+        content="Editing now.",
+        tool_calls=(
+            ToolCall(id="c1", name="write_file", args={"path": "a.py", "content": "x = 1\n" * 40}),
+            ToolCall(id="c2", name="submit_step", args={"notes": "ñ done", "invariants": ["keep a"]}),
+        ),
+    )
     twin = Message(role="assistant", content=m.content, tool_calls=m.tool_calls)
     with mock.patch.object(tokens, "canonical_json", wraps=tokens.canonical_json) as serialise:
         first = tokens.count_message(m)

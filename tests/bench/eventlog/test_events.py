@@ -46,8 +46,14 @@ def test_ledger_record_derived_from_log(tmp_path):
     log.append(ev.TrialStart(trial_id="tid", task_id="fam/1", base_commit="base"))
     log.append(ev.StepStart(step="s01", repo_commit="c1", dirty_files=["a.py"], new_session=False))
     log.context(0, (Message("user", "s01"),), tokens=3, stable=0)
-    log.append(ev.ModelCall(turn=0, purpose="turn", model_id="sim", usage={"input": 10, "cache_read": 90,
-                                                                            "cache_write": 5, "output": 3}))
+    log.append(
+        ev.ModelCall(
+            turn=0,
+            purpose="turn",
+            model_id="sim",
+            usage={"input": 10, "cache_read": 90, "cache_write": 5, "output": 3},
+        )
+    )
     log.append(ev.Check(turn=0, step="s01", exit_code=1))
     log.context(1, (Message("user", "summarise"),), tokens=3, stable=0, purpose="compaction")
     log.append(ev.ModelCall(turn=1, purpose="compaction", model_id="sim", usage={}))

@@ -114,8 +114,11 @@ def test_an_edit_result_shown_only_after_a_drift_does_not_hide_the_drift():
 def _recall_log(*contexts: str) -> list[dict]:
     log = Log()
     for i, text in enumerate(contexts):
-        log.add("step_start", step=f"s0{i + 1}", invariants=[["a", ["_send"]], ["b", ["legacy form", "fetch"]],
-                                                              ["c", []]])
+        log.add(
+            "step_start",
+            step=f"s0{i + 1}",
+            invariants=[["a", ["_send"]], ["b", ["legacy form", "fetch"]], ["c", []]],
+        )
         log.context(user(text))
         log.turn += 1
     return log.records
@@ -124,7 +127,7 @@ def _recall_log(*contexts: str) -> list[dict]:
 def test_invariant_recall_counts_statements_with_a_keep_cue_and_every_anchor():
     both = "[inv:a] _send stays a module-level function.\nfetch keeps accepting the legacy form until s12."
     one = "_send stays a module-level function. The legacy form of fetch is gone."  # no keep cue for b
-    none = "<file path=\"x.py\" sha=\"0\">\n_send stays\n</file>"  # file bodies do not state anything
+    none = '<file path="x.py" sha="0">\n_send stays\n</file>'  # file bodies do not state anything
     records = _recall_log(both, one, none)
     m = trial_measures(records)
     assert abs(m["invariant_recall"] - (1.0 + 0.5 + 0.0) / 3) < 1e-9
@@ -135,8 +138,19 @@ def test_invariant_recall_counts_statements_with_a_keep_cue_and_every_anchor():
 def test_a_restatement_in_the_models_own_hand_off_counts():
     log = Log()
     log.add("step_start", invariants=[["a", ["_send"]]])
-    log.context({"role": "assistant", "content": "", "tool_calls": [
-        {"id": "s", "name": "submit_step", "args": {"notes": "s01 done. For later steps: _send must not go."}}]})
+    log.context(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "s",
+                    "name": "submit_step",
+                    "args": {"notes": "s01 done. For later steps: _send must not go."},
+                }
+            ],
+        }
+    )
     assert trial_measures(log.records)["invariant_recall"] == 1.0
 
 
@@ -144,7 +158,14 @@ def test_trap_hazard_sums_the_chances_while_at_risk():
     log = Log()
     d1 = {"step": "s02", "attempt": 0, "key": "k1", "q": 0.5, "p_tempt": 0.5, "done": False}
     d2 = {"step": "s05", "attempt": 0, "key": "k2", "q": 0.0, "p_tempt": 0.5, "done": True}
-    d3 = {"step": "s06", "attempt": 0, "key": "k3", "q": 0.0, "p_tempt": 0.5, "done": False}  # after the trap sprang
+    d3 = {
+        "step": "s06",
+        "attempt": 0,
+        "key": "k3",
+        "q": 0.0,
+        "p_tempt": 0.5,
+        "done": False,
+    }  # after the trap sprang
     log.add("model_call", decisions=[d1])
     log.add("model_call", decisions=[d1, d2])  # a redo of the same decision counts once
     log.add("model_call", decisions=[])
@@ -162,10 +183,16 @@ def test_one_minus_the_mean_hazard_is_unbiased_where_the_product_is_not():
     trials = []
     for first, second in itertools.product((True, False), repeat=2):  # equally likely draws
         log = Log()
-        log.add("model_call", decisions=[{"step": "s1", "attempt": 0, "key": "a", "q": 0.0, "p_tempt": 0.5,
-                                          "done": first}])
+        log.add(
+            "model_call",
+            decisions=[{"step": "s1", "attempt": 0, "key": "a", "q": 0.0, "p_tempt": 0.5, "done": first}],
+        )
         if not first:
-            log.add("model_call", decisions=[{"step": "s2", "attempt": 0, "key": "b", "q": 0.0, "p_tempt": 0.5,
-                                              "done": second}])
+            log.add(
+                "model_call",
+                decisions=[
+                    {"step": "s2", "attempt": 0, "key": "b", "q": 0.0, "p_tempt": 0.5, "done": second}
+                ],
+            )
         trials.append(trial_measures(log.records)["trap_hazard"])
     assert 1 - sum(trials) / len(trials) == 0.25

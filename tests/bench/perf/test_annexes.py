@@ -38,12 +38,20 @@ def test_the_compose_variant_runs_hydras_own_sweeper():
 
 
 def test_the_kept_tasks_variant_generates_every_task_afresh(tmp_path):
-    probe = ("import tasks; a = tasks.generate('config_rename', 0); b = tasks.from_id('config_rename/0'); "
-             "print(a is b)")
+    probe = (
+        "import tasks; a = tasks.generate('config_rename', 0); b = tasks.from_id('config_rename/0'); "
+        "print(a is b)"
+    )
 
     def kept(env: dict[str, str]) -> str:
-        return subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={**os.environ, **env},
-                              capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=tmp_path,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
 
     assert kept({"PYTHONPATH": str(ROOT)}) == "True"  # kept: one generation serves both
     assert kept(annexes.unkept_env(tmp_path / "site")) == "False"
@@ -55,8 +63,12 @@ def _fake_run(calls: list):
     def run(results, full, n_jobs, seeds, overrides, env):
         calls.append((overrides, env))
         k = len(calls)
-        return {"trials": 48 * seeds, "wall_s": 48.0 * k,
-                "cpu_s_per_trial": {"harness": 0.5 * k, "containers": 1.0, "engine": None}}
+        return {
+            "trials": 48 * seeds,
+            "wall_s": 48.0 * k,
+            "cpu_s_per_trial": {"harness": 0.5 * k, "containers": 1.0, "engine": None},
+        }
+
     return run
 
 
@@ -65,8 +77,10 @@ def test_variants_run_round_by_round_and_the_summary_has_median_range_and_n(tmp_
     report = annexes.annexes_run(tmp_path, seeds=1, rounds=2, n_jobs=2, runner=_fake_run(calls))
     names = list(annexes.variants())
     assert len(calls) == 2 * len(names)
-    assert [c[0] for c in calls[:len(names)]] == [c[0] for c in calls[len(names):]]  # same order each round
-    assert [bool(env) for _, env in calls[:len(names)]] == [not v["kept_tasks"] for v in annexes.variants().values()]
+    assert [c[0] for c in calls[: len(names)]] == [c[0] for c in calls[len(names) :]]  # same order each round
+    assert [bool(env) for _, env in calls[: len(names)]] == [
+        not v["kept_tasks"] for v in annexes.variants().values()
+    ]
     on = report["summary"][annexes.ALL_ON]
     k = len(names)  # all on ran first and (k+1)th: walls 48 and 48(k+1) over 48 trials
     assert on["n"] == 2 and on["trials"] == [48]
@@ -90,8 +104,13 @@ def test_only_runs_the_variants_named(tmp_path):
 @pytest.mark.timeout(900)  # two studies' starts and two trials on a loaded machine
 def test_a_real_round_runs_without_kept_tasks_too(docker_ready, tmp_path):
     one_trial = ("task=config_rename", "strategy=raw", "arm=baseline", "++task.size.steps=6")
-    report = annexes.annexes_run(tmp_path, seeds=1, rounds=1, only=(annexes.ALL_ON, "kept tasks and answers"),
-                                 slice_overrides=one_trial)
+    report = annexes.annexes_run(
+        tmp_path,
+        seeds=1,
+        rounds=1,
+        only=(annexes.ALL_ON, "kept tasks and answers"),
+        slice_overrides=one_trial,
+    )
     for row in report["summary"].values():
         assert row["n"] == 1 and row["trials"] == [1]
         assert row["harness_cpu_s_per_trial"]["median"] > 0 and row["wall_s_per_trial"]["median"] > 0

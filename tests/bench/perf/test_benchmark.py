@@ -32,8 +32,11 @@ def test_phases_attribute_self_time_and_restore_what_they_wrap():
 
 def test_rows_flag_missed_targets_and_the_table_lines_up():
     assert pct([1, 2, 3, 4], 0.5) == 2.5 and pct([5], 0.95) == 5
-    rows = [_row("exec_overhead_ratio", 0.9), _row("grid_minutes", 33.0, "extrapolated"),
-            _row("task_generate_ms[config_rename]", 3.0)]
+    rows = [
+        _row("exec_overhead_ratio", 0.9),
+        _row("grid_minutes", 33.0, "extrapolated"),
+        _row("task_generate_ms[config_rename]", 3.0),
+    ]
     assert [r[3] for r in rows] == ["ok", "MISSED", "ok"]
     lines = table(rows).splitlines()
     assert lines[0].startswith("metric") and len(lines) == 5 and "MISSED" in lines[3]
@@ -52,7 +55,11 @@ def test_the_grids_cpu_split_is_per_trial_and_the_rest_is_what_no_part_explains(
     before = {"busy": 100.0, "containers": 10.0, "engine": 1.0}
     after = {"busy": 160.0, "containers": 30.0, "engine": 3.0}
     assert cpu_split(before, after, harness_s=30.0, trials=10) == {
-        "harness": 3.0, "containers": 2.0, "engine": 0.2, "other": 0.8}
+        "harness": 3.0,
+        "containers": 2.0,
+        "engine": 0.2,
+        "other": 0.8,
+    }
     unknown = cpu_split({**before, "containers": None}, after, harness_s=30.0, trials=10)
     assert unknown["containers"] is None and unknown["other"] == 2.8  # never a made-up figure
     now, measure = _machine_cpu_s()

@@ -14,8 +14,13 @@ from bench.perf.grid import GRID_TRIALS, grid_run
 @pytest.mark.timeout(600)  # a study's start (imports, the plan) and 4 trials on a loaded machine
 def test_a_grid_slice_is_run_counted_and_split(docker_ready, tmp_path):
     # An override of a swept key replaces its list: 1 family x 2 seeds x 1 strategy x 2 arms.
-    out = grid_run(tmp_path / "results", False, n_jobs=2, seeds=2,
-                   overrides=("task=config_rename", "strategy=raw", "arm=baseline,drift", "++task.size.steps=6"))
+    out = grid_run(
+        tmp_path / "results",
+        False,
+        n_jobs=2,
+        seeds=2,
+        overrides=("task=config_rename", "strategy=raw", "arm=baseline,drift", "++task.size.steps=6"),
+    )
     assert out["trials"] == 4 and sum(out["outcomes"].values()) == 4
     assert out["extrapolated"] and "++task.size.steps=6" in out["command"]
     # startup once, the rest scaled from 4 trials to the grid's

@@ -32,4 +32,6 @@ def test_two_trials_in_flight_measured(tmp_path):
     assert r["harness_rss_peak_mb"] > 50 and r["ideal_s"] > 0 and r["trials_span_s"] > 0
     assert "trials in flight (peak)                  2" in text(r)
     phases = r["start_phases"]  # what spreads the starts: each phase timed for both trials
-    assert phases["trials"] == 2 and all(phases[k]["median_s"] >= 0 for k in phases if k.startswith(("claim", "sandbox")))
+    assert phases["trials"] == 2 and all(
+        phases[k]["median_s"] >= 0 for k in phases if k.startswith(("claim", "sandbox"))
+    )

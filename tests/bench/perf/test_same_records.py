@@ -38,11 +38,14 @@ def test_two_runs_of_the_same_plan_are_equal(twice, capsys):
     out = capsys.readouterr().out
     assert "before 4 trials, after 4, on both 4, equal 4" in out
     recs = same_records.records(before)
-    assert all(r["status"] == "FINISHED" and r["events"] and r["history"]["prompt_tokens"] for r in recs.values())
+    assert all(
+        r["status"] == "FINISHED" and r["events"] and r["history"]["prompt_tokens"] for r in recs.values()
+    )
 
 
 # Each change below is made to the `after` side in place (a copy would name another folder in
 # every path-valued param) and undone, but for the metric's, which cannot be: it comes last.
+
 
 def test_a_changed_verdict_is_a_difference(twice, capsys):
     before, after = twice
@@ -87,7 +90,9 @@ def test_a_trial_on_one_side_only_is_a_difference(twice, capsys):
 
 def test_a_changed_metric_is_a_difference(twice, capsys):
     before, after = twice
-    _client(after).log_metric(_run(after).info.run_id, "prompt_tokens", 1e9, step=10_000)  # its latest value and history
+    _client(after).log_metric(
+        _run(after).info.run_id, "prompt_tokens", 1e9, step=10_000
+    )  # its latest value and history
     assert same_records.main([str(before), str(after)]) == 1
     out = capsys.readouterr().out
     assert "equal 3" in out and "metrics.prompt_tokens:" in out and "history.prompt_tokens:" in out

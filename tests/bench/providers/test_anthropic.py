@@ -20,7 +20,6 @@ from tests.helpers.serve_support import CONVERSATION, KEYS, ScriptedBackend, mak
 pytestmark = pytest.mark.usefixtures("api_keys")  # tests/helpers/fixtures.py
 
 
-
 def test_round_trip_is_exact_including_cache_breakpoint():
     for bp in (None, 1, 2, 4, 5, len(CONVERSATION)):
         system, wire = aw.to_wire(CONVERSATION, bp)
@@ -32,16 +31,28 @@ def test_round_trip_is_exact_including_cache_breakpoint():
 def test_wire_shape_system_param_merged_tool_results_and_alternation():
     system, wire = aw.to_wire(CONVERSATION, cache_breakpoint=2)
     assert system == [{"type": "text", "text": "You are careful."}]
-    assert [t["role"] for t in wire] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert [t["role"] for t in wire] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     # the stable prefix (system + task) ends on the task's block: one breakpoint there
-    assert wire[0]["content"] == [{"type": "text", "text": "[task:toy/1] Do the thing.",
-                                   "cache_control": {"type": "ephemeral"}}]
+    assert wire[0]["content"] == [
+        {"type": "text", "text": "[task:toy/1] Do the thing.", "cache_control": {"type": "ephemeral"}}
+    ]
     assert [b["type"] for b in wire[1]["content"]] == ["tool_use", "tool_use"]  # no empty text block
     assert wire[1]["content"][1]["input"] == {"pattern": "def "}
     # two consecutive tool results and the next user message form ONE user turn
     assert [b["type"] for b in wire[2]["content"]] == ["tool_result", "tool_result", "text"]
-    assert wire[2]["content"][0] == {"type": "tool_result", "tool_use_id": "call_a",
-                                     "content": '<file path="a.py" sha="abc">\nx = 1\n</file>'}
+    assert wire[2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "call_a",
+        "content": '<file path="a.py" sha="abc">\nx = 1\n</file>',
+    }
     assert wire[6]["content"][0]["text"].startswith(aw.SYSTEM_PREFIX)  # a late system message
     marks = [b for t in wire for b in t["content"] if "cache_control" in b]
     assert len(marks) == 1
@@ -55,8 +66,15 @@ def test_breakpoint_on_system_or_tool_result():
 
 
 def _events(blocks, stop="tool_use", usage=None):
-    usage = usage or {"input_tokens": 100, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 300}
-    yield {"type": "message_start", "message": {"model": "claude-test", "usage": {**usage, "output_tokens": 1}}}
+    usage = usage or {
+        "input_tokens": 100,
+        "cache_read_input_tokens": 2000,
+        "cache_creation_input_tokens": 300,
+    }
+    yield {
+        "type": "message_start",
+        "message": {"model": "claude-test", "usage": {**usage, "output_tokens": 1}},
+    }
     for i, (start, deltas) in enumerate(blocks):
         yield {"type": "content_block_start", "index": i, "content_block": start}
         for d in deltas:
@@ -76,11 +94,23 @@ def _fold(events):
 
 
 def test_usage_maps_one_to_one_and_tool_json_is_assembled_from_deltas():
-    res = _fold(_events([
-        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "Let me "}, {"type": "text_delta", "text": "look."}]),
-        ({"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}},
-         [{"type": "input_json_delta", "partial_json": '{"pa'}, {"type": "input_json_delta", "partial_json": 'th": "a.py"}'}]),
-    ]))
+    res = _fold(
+        _events(
+            [
+                (
+                    {"type": "text", "text": ""},
+                    [{"type": "text_delta", "text": "Let me "}, {"type": "text_delta", "text": "look."}],
+                ),
+                (
+                    {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}},
+                    [
+                        {"type": "input_json_delta", "partial_json": '{"pa'},
+                        {"type": "input_json_delta", "partial_json": 'th": "a.py"}'},
+                    ],
+                ),
+            ]
+        )
+    )
     assert res.usage == Usage(input=100, output=57, cache_read=2000, cache_write=300)
     assert res.content == "Let me look." and res.stop_reason == "tool_use" and res.model == "claude-test"
     assert [(c.id, c.name, c.args) for c in res.tool_calls] == [("toolu_1", "read_file", {"path": "a.py"})]
@@ -88,19 +118,38 @@ def test_usage_maps_one_to_one_and_tool_json_is_assembled_from_deltas():
 
 
 def test_malformed_tool_json_from_the_model_is_an_error_stop_with_the_raw_text():
-    res = _fold(_events([({"type": "tool_use", "id": "toolu_9", "name": "edit_file", "input": {}},
-                          [{"type": "input_json_delta", "partial_json": '{"path": "a.py", "search": '}])]))
+    res = _fold(
+        _events(
+            [
+                (
+                    {"type": "tool_use", "id": "toolu_9", "name": "edit_file", "input": {}},
+                    [{"type": "input_json_delta", "partial_json": '{"path": "a.py", "search": '}],
+                )
+            ]
+        )
+    )
     assert res.stop_reason == "error" and res.tool_calls == ()
     assert '{"path": "a.py", "search": ' in res.content  # the harness logs content
     assert res.extra["raw_tool_calls"][0]["name"] == "edit_file"
 
 
-@pytest.mark.parametrize("wire_stop,ours", [("end_turn", "end_turn"), ("tool_use", "tool_use"),
-                                            ("max_tokens", "max_tokens"), ("stop_sequence", "stop_sequence"),
-                                            ("refusal", "refusal"), ("model_context_window_exceeded", "max_tokens"),
-                                            ("pause_turn", "error"), ("something_new", "error")])
+@pytest.mark.parametrize(
+    "wire_stop,ours",
+    [
+        ("end_turn", "end_turn"),
+        ("tool_use", "tool_use"),
+        ("max_tokens", "max_tokens"),
+        ("stop_sequence", "stop_sequence"),
+        ("refusal", "refusal"),
+        ("model_context_window_exceeded", "max_tokens"),
+        ("pause_turn", "error"),
+        ("something_new", "error"),
+    ],
+)
 def test_stop_reasons_are_mapped(wire_stop, ours):
-    res = _fold(_events([({"type": "text", "text": ""}, [{"type": "text_delta", "text": "hi"}])], stop=wire_stop))
+    res = _fold(
+        _events([({"type": "text", "text": ""}, [{"type": "text_delta", "text": "hi"}])], stop=wire_stop)
+    )
     assert res.stop_reason == ours
 
 
@@ -119,7 +168,9 @@ def test_complete_through_the_sdk_and_server(api_keys):
         assert p.count_tokens(msgs, TOOLS) == 84
         p.close()
     sent, seed, bp = backend.calls[0]
-    assert sent == msgs and seed == 4002 and bp == 2  # seed via metadata.user_id, breakpoint via cache_control
+    assert (
+        sent == msgs and seed == 4002 and bp == 2
+    )  # seed via metadata.user_id, breakpoint via cache_control
     assert c.usage == Usage(input=120, output=30, cache_read=1024, cache_write=256)
     assert c.stop_reason == "tool_use" and c.tool_calls[0].args == {"path": "a.py"}
     assert c.request_hash == request_hash(msgs, TOOLS, 512, 4002)
@@ -140,8 +191,9 @@ def test_config_errors_name_the_key(api_keys, monkeypatch):
     with pytest.raises(ModelConfigError, match="model.window"):
         AnthropicProvider.from_config({**model_cfg("anthropic"), "window": None})
     with pytest.raises(ModelConfigError, match="model.price.output"):
-        AnthropicProvider.from_config({**model_cfg("anthropic"), "price": {"input": 1, "output": -1, "cache_read": 0,
-                                                                           "cache_write": 0}})
+        AnthropicProvider.from_config(
+            {**model_cfg("anthropic"), "price": {"input": 1, "output": -1, "cache_read": 0, "cache_write": 0}}
+        )
     with pytest.raises(ModelConfigError, match="api_key_env may be null only"):
         AnthropicProvider.from_config({**model_cfg("anthropic"), "api_key_env": None})
     monkeypatch.delenv("ANTHROPIC_API_KEY")
@@ -155,10 +207,14 @@ def test_config_errors_name_the_key(api_keys, monkeypatch):
 
 
 def test_sdks_are_not_imported_with_bench():
-    code = ("import sys, bench, bench.providers, bench.providers.anthropic, bench.providers.openai, "
-            "bench.providers.replay, bench.serve.server, bench.tracking.tracing\n"
-            "print(sorted(m for m in ('anthropic', 'openai', 'mlflow') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    code = (
+        "import sys, bench, bench.providers, bench.providers.anthropic, bench.providers.openai, "
+        "bench.providers.replay, bench.serve.server, bench.tracking.tracing\n"
+        "print(sorted(m for m in ('anthropic', 'openai', 'mlflow') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 

@@ -21,9 +21,18 @@ class Recording(ScriptedBackend):
     """Answers with plain text (what a constrained model writes) and keeps the wire bodies."""
 
     def __init__(self, text: str) -> None:
-        super().__init__(Completion(content=text, tool_calls=(), stop_reason="end_turn",
-                                    usage=Usage(input=100, output=20), latency_s=0.1, ttft_s=0.05,
-                                    model_id="scripted", request_hash=""))
+        super().__init__(
+            Completion(
+                content=text,
+                tool_calls=(),
+                stop_reason="end_turn",
+                usage=Usage(input=100, output=20),
+                latency_s=0.1,
+                ttft_s=0.05,
+                model_id="scripted",
+                request_hash="",
+            )
+        )
 
 
 def test_the_schema_admits_only_published_tools_with_their_parameters():
@@ -37,17 +46,23 @@ def test_the_conversation_goes_as_plain_turns_with_the_tools_in_the_system_messa
     wire = constrained.to_wire(CONVERSATION, TOOLS)
     assert all(set(d) == {"role", "content"} for d in wire)  # no tool_calls, no tool role
     assert "submit_step(notes: string, invariants?: array)" in wire[0]["content"]
-    assert json.loads(wire[2]["content"].splitlines()[0]) == {"name": "read_file", "arguments": {"path": "a.py"}}
+    assert json.loads(wire[2]["content"].splitlines()[0]) == {
+        "name": "read_file",
+        "arguments": {"path": "a.py"},
+    }
     assert wire[3]["role"] == "user" and '<tool_result name="read_file">' in wire[3]["content"]
     assert [d["role"] for d in wire].count("system") == 1
 
 
-@pytest.mark.parametrize("text,expected", [
-    ('{"name": "grep", "arguments": {"pattern": "def "}}', ToolCall("c", "grep", {"pattern": "def "})),
-    ('{"name": "rm_rf", "arguments": {}}', None),  # not a published tool
-    ('{"name": "grep", "arguments": {"pat', None),  # cut at max_tokens
-    ("I will read the file.", None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('{"name": "grep", "arguments": {"pattern": "def "}}', ToolCall("c", "grep", {"pattern": "def "})),
+        ('{"name": "rm_rf", "arguments": {}}', None),  # not a published tool
+        ('{"name": "grep", "arguments": {"pat', None),  # cut at max_tokens
+        ("I will read the file.", None),
+    ],
+)
 def test_a_constrained_reply_is_parsed_back(text, expected):
     assert constrained.parse_call(text, TOOLS, "c") == expected
 
@@ -59,7 +74,9 @@ def test_grammar_mode_sends_a_schema_not_tools_and_returns_the_call(stream, monk
     with LoopbackServer(backend) as srv:
         p = make("openai", srv, tool_calls="grammar", stream=stream)
         create = p._client.chat.completions.create
-        monkeypatch.setattr(p._client.chat.completions, "create", lambda **kw: sent.append(kw) or create(**kw))
+        monkeypatch.setattr(
+            p._client.chat.completions, "create", lambda **kw: sent.append(kw) or create(**kw)
+        )
         try:
             c = p.complete(CONVERSATION[:2], TOOLS, max_tokens=64, seed=3)
         finally:

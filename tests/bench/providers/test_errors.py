@@ -45,7 +45,10 @@ def test_each_vendors_error_reply_gets_its_outcome(vendor, case):
 def test_the_table_reads_the_body_before_the_status():
     # Ollama says "context" with a 500; a 400 about a context window is an overflow, not a bad request.
     assert errors.kind_of(500, "input length exceeds the context length").kind == "context_overflow"
-    assert errors.kind_of(400, "request (9 tokens) exceeds the available context size (8 tokens)").retryable is False
+    assert (
+        errors.kind_of(400, "request (9 tokens) exceeds the available context size (8 tokens)").retryable
+        is False
+    )
     assert errors.kind_of(429, "You exceeded your current quota").kind == "quota"
     assert errors.kind_of(404, "model not found").kind == "bad_request"
     assert errors.kind_of(None, "anything") is None

@@ -32,29 +32,56 @@ class Clock:
 
 
 def limiter(tmp_path: Path, clock: Clock, **limits) -> SharedLimiter:
-    return SharedLimiter("openai|http://x|m", RateLimit(**limits), root=tmp_path, clock=clock, sleep=clock.sleep)
+    return SharedLimiter(
+        "openai|http://x|m", RateLimit(**limits), root=tmp_path, clock=clock, sleep=clock.sleep
+    )
 
 
 def test_config_composes_overrides_and_keeps_the_hash(api_keys):
     base = compose(["model=openai"])
-    cfg = compose(["model=openai", "model.rate_limit.rpm=600", "model.rate_limit.input_tpm=400000",
-                   "model.rate_limit.output_tpm=80000", "model.rate_limit.count_cache_reads=false"])
+    cfg = compose(
+        [
+            "model=openai",
+            "model.rate_limit.rpm=600",
+            "model.rate_limit.input_tpm=400000",
+            "model.rate_limit.output_tpm=80000",
+            "model.rate_limit.count_cache_reads=false",
+        ]
+    )
     settings = RealModelConfig.from_mapping(load(cfg).model, "openai")
-    assert settings.rate_limit == RateLimit(rpm=600.0, input_tpm=400000.0, output_tpm=80000.0, count_cache_reads=False)
+    assert settings.rate_limit == RateLimit(
+        rpm=600.0, input_tpm=400000.0, output_tpm=80000.0, count_cache_reads=False
+    )
     assert RealModelConfig.from_mapping(load(base).model, "openai").rate_limit == RateLimit()
-    assert RealModelConfig.from_mapping(load(compose(["model=anthropic"])).model, "anthropic") \
-        .rate_limit.count_cache_reads is False
+    assert (
+        RealModelConfig.from_mapping(
+            load(compose(["model=anthropic"])).model, "anthropic"
+        ).rate_limit.count_cache_reads
+        is False
+    )
     # when calls are sent changes no result: a study resumes across a changed limit
     assert load(cfg).config_hash == load(base).config_hash == config_hash(load(base).resolved)
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ({"rpm": 0}, r"^model\.rate_limit\.rpm: Input should be greater than 0, got 0; fix it in conf/model/"),
-    ({"input_tpm": "lots"}, r"^model\.rate_limit\.input_tpm: Input should be a valid number, got 'lots'"),
-    ({"output_tpm": True}, r"^model\.rate_limit\.output_tpm: Input should be a valid number, got True"),
-    ({"count_cache_reads": "yes"}, r"^model\.rate_limit\.count_cache_reads: Input should be a valid boolean"),
-    ({"tpm": 5}, r"^model\.rate_limit\.tpm: unknown key 'tpm' in .*; known keys: count_cache_reads, input_tpm"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            {"rpm": 0},
+            r"^model\.rate_limit\.rpm: Input should be greater than 0, got 0; fix it in conf/model/",
+        ),
+        ({"input_tpm": "lots"}, r"^model\.rate_limit\.input_tpm: Input should be a valid number, got 'lots'"),
+        ({"output_tpm": True}, r"^model\.rate_limit\.output_tpm: Input should be a valid number, got True"),
+        (
+            {"count_cache_reads": "yes"},
+            r"^model\.rate_limit\.count_cache_reads: Input should be a valid boolean",
+        ),
+        (
+            {"tpm": 5},
+            r"^model\.rate_limit\.tpm: unknown key 'tpm' in .*; known keys: count_cache_reads, input_tpm",
+        ),
+    ],
+)
 def test_bad_limits_name_the_key(value, message, api_keys):
     from tests.helpers.serve_support import model_cfg
 
@@ -80,8 +107,13 @@ def test_input_tokens_are_estimated_then_corrected(tmp_path):
     assert lim.acquire(3400) == 0.0
     assert lim.acquire(3000) == pytest.approx(30.0)  # 3,000 at 100 a second
     assert lim.acquire(9000) == pytest.approx(54.0)  # more than the bucket holds: sent when it is full
-    no_reads = SharedLimiter("k2", RateLimit(input_tpm=6000, count_cache_reads=False), root=tmp_path,
-                             clock=clock, sleep=clock.sleep)
+    no_reads = SharedLimiter(
+        "k2",
+        RateLimit(input_tpm=6000, count_cache_reads=False),
+        root=tmp_path,
+        clock=clock,
+        sleep=clock.sleep,
+    )
     no_reads.acquire(3000)
     no_reads.settle(3000, Usage(input=500, cache_read=2500))
     assert no_reads.snapshot()["input_tpm"] == pytest.approx(4900)
@@ -140,8 +172,10 @@ def test_one_allowance_across_processes(tmp_path, monkeypatch):
     not three (a per-process limiter would let through ~650)."""
     monkeypatch.setenv("CTXBENCH_LIMIT_DIR", str(tmp_path))
     start = time.time()
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, "1.5", "240"], stdout=subprocess.PIPE, text=True)
-             for _ in range(3)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WORKER, "1.5", "240"], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     counts = [int(p.communicate(timeout=60)[0]) for p in procs]
     elapsed = time.time() - start
     assert 216 <= sum(counts) <= 216 + 4 * elapsed + 1, counts

@@ -51,7 +51,9 @@ def test_a_miss_names_the_hash_and_how_to_re_record(tmp_path):
     cassette.write_text("")
     msgs = (Message("user", "[task:toy/1] never recorded"),)
     rhash = request_hash(msgs, TOOLS, 100, 0)
-    with pytest.raises(ProviderError, match=f"^cassette has no entry for request {rhash}; re-record with model.record="):
+    with pytest.raises(
+        ProviderError, match=f"^cassette has no entry for request {rhash}; re-record with model.record="
+    ):
         ReplayProvider(cassette).complete(msgs, TOOLS, max_tokens=100, seed=0)
 
 

@@ -24,15 +24,34 @@ from ctxlog import events as ev
 from ctxlog.reader import Log
 
 SEED = 7001
-BASH = {"name": "bash", "description": "run a command", "input_schema": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
-SCRIPT = [[{"name": "bash", "args": {"command": "ls -la"}}], [{"name": "bash", "args": {"command": "cat a.py"}}]]
+BASH = {
+    "name": "bash",
+    "description": "run a command",
+    "input_schema": {
+        "type": "object",
+        "properties": {"command": {"type": "string"}},
+        "required": ["command"],
+    },
+}
+SCRIPT = [
+    [{"name": "bash", "args": {"command": "ls -la"}}],
+    [{"name": "bash", "args": {"command": "cat a.py"}}],
+]
 
 
 def _log(tmp_path: Path) -> EventLog:
     log = EventLog(tmp_path / "events.jsonl")
-    log.append(ev.TrialStart(trial_id="t", task_id="x", strategy="agent", arm="baseline", seed=SEED, max_output=4096,
-                             schema=ev.SCHEMA))
+    log.append(
+        ev.TrialStart(
+            trial_id="t",
+            task_id="x",
+            strategy="agent",
+            arm="baseline",
+            seed=SEED,
+            max_output=4096,
+            schema=ev.SCHEMA,
+        )
+    )
     return log
 
 
@@ -59,8 +78,10 @@ def test_anthropic_messages_through_the_sdk_recorded_and_verified(tmp_path, stre
             first = client.messages.create(messages=msgs, **kw)
         call = next(b for b in first.content if b.type == "tool_use")
         assert (call.name, call.input, first.stop_reason) == ("bash", {"command": "ls -la"}, "tool_use")
-        msgs += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
-                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "a.py"}]}]
+        msgs += [
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "a.py"}]},
+        ]
         second = client.messages.create(messages=msgs, **kw)
         assert second.content[-1].input == {"command": "cat a.py"}
         assert client.messages.count_tokens(model="claude-test", messages=msgs).input_tokens > 0
@@ -81,12 +102,16 @@ def test_openai_chat_and_responses_through_the_sdk(tmp_path, stream):
     tool_resp = [{"type": "function", "name": "exec_command", "parameters": BASH["input_schema"]}]
     with _proxy(tmp_path) as proxy:
         client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="x", max_retries=0)
-        chat = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}],
-                                              tools=tool_chat, stream=stream)
+        chat = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "go"}], tools=tool_chat, stream=stream
+        )
         if stream:
             chunks = list(chat)
-            args = "".join(c.choices[0].delta.tool_calls[0].function.arguments or "" for c in chunks
-                           if c.choices and c.choices[0].delta.tool_calls)
+            args = "".join(
+                c.choices[0].delta.tool_calls[0].function.arguments or ""
+                for c in chunks
+                if c.choices and c.choices[0].delta.tool_calls
+            )
         else:
             args = chat.choices[0].message.tool_calls[0].function.arguments
         assert json.loads(args) == {"command": "ls -la"}
@@ -99,8 +124,10 @@ def test_openai_chat_and_responses_through_the_sdk(tmp_path, stream):
             resp = client.responses.create(input=items, **kw)
         fc = next(o for o in resp.output if o.type == "function_call")
         assert json.loads(fc.arguments) == {"command": "cat a.py"} and resp.usage.input_tokens > 0
-        items += [{"type": "function_call", "call_id": fc.call_id, "name": fc.name, "arguments": fc.arguments},
-                  {"type": "function_call_output", "call_id": fc.call_id, "output": "print(1)"}]
+        items += [
+            {"type": "function_call", "call_id": fc.call_id, "name": fc.name, "arguments": fc.arguments},
+            {"type": "function_call_output", "call_id": fc.call_id, "output": "print(1)"},
+        ]
         client.responses.create(input=items, **kw)
     log = _verified(tmp_path)
     assert [r.api for r in log.of(ev.AgentRequest)] == ["openai_chat", "openai_responses", "openai_responses"]
@@ -112,13 +139,31 @@ def test_openai_chat_and_responses_through_the_sdk(tmp_path, stream):
 def _answer_all_apis(tmp_path: Path, seed: int) -> list[dict]:
     """Each API, streamed and not, answered by a proxy with `seed`; the log's records without
     their volatile parts (`t`, `prev`: docs/design.md §12 rule 6)."""
-    chat = {"model": "m", "messages": [{"role": "user", "content": "go"}],
-            "tools": [{"type": "function", "function": {"name": "bash", "parameters": BASH["input_schema"]}}]}
-    requests = [("/v1/messages", {"model": "m", "max_tokens": 100, "tools": [BASH],
-                                  "messages": [{"role": "user", "content": "go"}]}),
-                ("/v1/chat/completions", chat),
-                ("/v1/responses", {"model": "m", "input": "go", "tools": [
-                    {"type": "function", "name": "exec_command", "parameters": BASH["input_schema"]}]})]
+    chat = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "go"}],
+        "tools": [{"type": "function", "function": {"name": "bash", "parameters": BASH["input_schema"]}}],
+    }
+    requests = [
+        (
+            "/v1/messages",
+            {
+                "model": "m",
+                "max_tokens": 100,
+                "tools": [BASH],
+                "messages": [{"role": "user", "content": "go"}],
+            },
+        ),
+        ("/v1/chat/completions", chat),
+        (
+            "/v1/responses",
+            {
+                "model": "m",
+                "input": "go",
+                "tools": [{"type": "function", "name": "exec_command", "parameters": BASH["input_schema"]}],
+            },
+        ),
+    ]
     provider = ScriptedProvider(SCRIPT * 6, when_done="stop")
     proxy = ModelProxy(provider, _log(tmp_path), seed=seed)
     for stream in (False, True):
@@ -132,7 +177,11 @@ def _answer_all_apis(tmp_path: Path, seed: int) -> list[dict]:
 def test_the_same_seed_records_the_same_replies_byte_for_byte(tmp_path):
     first, second = _answer_all_apis(tmp_path / "a", SEED), _answer_all_apis(tmp_path / "b", SEED)
     replies = [r for r in first if r["kind"] == "agent_reply"]
-    assert len(replies) == 6 and {r["api"] for r in replies} == {"anthropic", "openai_chat", "openai_responses"}
+    assert len(replies) == 6 and {r["api"] for r in replies} == {
+        "anthropic",
+        "openai_chat",
+        "openai_responses",
+    }
     assert first == second  # ids and stamps included: nothing of a clock or chance in a reply
     ids = [json.loads(r["body"])["id"] for r in replies if not r["stream"]]
     assert len(set(ids)) == 3  # a reply id per reply, not one for all
@@ -153,8 +202,13 @@ def test_window_refusals_are_the_providers_own_bytes_and_read_as_context_overflo
             chat.responses.create(model="m", input=long)
     tokens = Log.from_path(tmp_path / "events.jsonl").of(ev.AgentRequest)[0].tokens
     assert exc.value.status_code == 400
-    assert exc.value.body == {"type": "error", "error": {"type": "invalid_request_error",
-                                                         "message": f"prompt is too long: {tokens} tokens > 200 maximum"}}
+    assert exc.value.body == {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": f"prompt is too long: {tokens} tokens > 200 maximum",
+        },
+    }
     assert oexc.value.code == rexc.value.code == "context_length_exceeded"
     assert "maximum context length is 200 tokens" in oexc.value.message
     log = Log.from_path(tmp_path / "events.jsonl")
@@ -165,7 +219,11 @@ def test_window_refusals_are_the_providers_own_bytes_and_read_as_context_overflo
         assert error_table.kind_of(reply.status, reply.body).kind == "context_overflow"
     # Claude Code's own parse of the text (docs/agents.md)
     import re
-    m = re.search(r"prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)", json.loads(refusals[0].body)["error"]["message"])
+
+    m = re.search(
+        r"prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)",
+        json.loads(refusals[0].body)["error"]["message"],
+    )
     assert m is not None and (int(m.group(1)), int(m.group(2))) == (tokens, 200)
 
 
@@ -173,11 +231,21 @@ def test_relative_window_counts_above_the_agents_overhead(tmp_path):
     system = "fixed overhead " * 300
     with _proxy(tmp_path, window=100, relative=True) as proxy:
         client = anthropic.Anthropic(base_url=proxy.url, api_key="x", max_retries=0)
-        client.messages.create(model="m", max_tokens=10, system=system, tools=[BASH],
-                               messages=[{"role": "user", "content": "go"}])
+        client.messages.create(
+            model="m",
+            max_tokens=10,
+            system=system,
+            tools=[BASH],
+            messages=[{"role": "user", "content": "go"}],
+        )
         with pytest.raises(anthropic.BadRequestError):
-            client.messages.create(model="m", max_tokens=10, system=system, tools=[BASH],
-                                   messages=[{"role": "user", "content": "go " * 200}])
+            client.messages.create(
+                model="m",
+                max_tokens=10,
+                system=system,
+                tools=[BASH],
+                messages=[{"role": "user", "content": "go " * 200}],
+            )
         overhead = proxy.overhead
     first, second = Log.from_path(tmp_path / "events.jsonl").of(ev.AgentRequest)
     assert overhead > 300 and first.overhead == second.overhead == overhead
@@ -195,8 +263,9 @@ def test_unix_socket_serves_the_same_api(tmp_path):
                 self.sock.connect(str(sock))
 
         conn = UnixConnection("localhost")
-        body = json.dumps({"model": "m", "max_tokens": 50, "tools": [BASH],
-                           "messages": [{"role": "user", "content": "hi"}]})
+        body = json.dumps(
+            {"model": "m", "max_tokens": 50, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]}
+        )
         conn.request("POST", "/v1/messages?beta=true", body, {"content-type": "application/json"})
         reply = json.loads(conn.getresponse().read())
         assert reply["content"][0]["input"] == {"command": "ls -la"} and proxy.requests == 1
@@ -207,7 +276,8 @@ def test_unix_socket_serves_the_same_api(tmp_path):
 def test_tampered_body_fails_verify(tmp_path):
     with _proxy(tmp_path) as proxy:
         anthropic.Anthropic(base_url=proxy.url, api_key="x", max_retries=0).messages.create(
-            model="m", max_tokens=10, tools=[BASH], messages=[{"role": "user", "content": "hi"}])
+            model="m", max_tokens=10, tools=[BASH], messages=[{"role": "user", "content": "hi"}]
+        )
     path = tmp_path / "events.jsonl"
     lines = path.read_text().splitlines()
     i = next(k for k, line in enumerate(lines) if '"agent_request"' in line)
@@ -230,13 +300,16 @@ class _Failing:
         raise self.exc
 
 
-@pytest.mark.parametrize(("exc", "reason"), [(ProviderError("503 after retries"), "provider_error"),
-                                             (RuntimeError("bug"), "harness_error")])
+@pytest.mark.parametrize(
+    ("exc", "reason"),
+    [(ProviderError("503 after retries"), "provider_error"), (RuntimeError("bug"), "harness_error")],
+)
 def test_a_failing_model_is_infrastructure_never_the_agents(tmp_path, exc, reason):
     with ModelProxy(_Failing(exc), _log(tmp_path), seed=SEED) as proxy:
         with pytest.raises(anthropic.InternalServerError):
             anthropic.Anthropic(base_url=proxy.url, api_key="x", max_retries=0).messages.create(
-                model="m", max_tokens=10, tools=[BASH], messages=[{"role": "user", "content": "hi"}])
+                model="m", max_tokens=10, tools=[BASH], messages=[{"role": "user", "content": "hi"}]
+            )
         assert proxy.infra_failure is not None and proxy.infra_failure.startswith(reason)
 
 
@@ -250,7 +323,8 @@ def test_a_crash_of_the_proxy_itself_is_the_harness_error_never_the_agents(tmp_p
     with _proxy(tmp_path) as proxy:
         with pytest.raises(anthropic.InternalServerError):
             anthropic.Anthropic(base_url=proxy.url, api_key="x", max_retries=0).messages.create(
-                model="m", max_tokens=10, tools=[BASH], messages=[{"role": "user", "content": "hi"}])
+                model="m", max_tokens=10, tools=[BASH], messages=[{"role": "user", "content": "hi"}]
+            )
         assert proxy.infra_failure is not None and proxy.infra_failure.startswith("harness_error")
 
 
@@ -272,9 +346,16 @@ def test_threads_main_side_subagent_compaction():
     main = (Message(role="system", content="main"), Message(role="user", content="go"))
     assert th.classify(main, tools) == "main"
     assert th.classify(main, ()) == "side"  # a title request offers no tools
-    assert th.classify((Message(role="system", content="explore"), Message(role="user", content="x")), tools) == "subagent"
-    assert th.classify((*main, Message(role="user", content="CRITICAL: Respond with TEXT ONLY. Summarise")), tools) \
+    assert (
+        th.classify((Message(role="system", content="explore"), Message(role="user", content="x")), tools)
+        == "subagent"
+    )
+    assert (
+        th.classify(
+            (*main, Message(role="user", content="CRITICAL: Respond with TEXT ONLY. Summarise")), tools
+        )
         == "compaction"
+    )
     assert th.classify(main, tools, signal="compaction") == "compaction"
     assert th.classify(main, tools) == "main"
 
@@ -288,16 +369,33 @@ def test_a_main_prompt_with_more_after_it_is_still_the_main_thread():
     tools, th = (ToolSpec("exec_command", "", {}),), Threads()
     prompt = Message(role="system", content="You are Codex")
     assert th.classify((prompt, Message(role="user", content="step 1")), tools) == "main"
-    grown = (prompt, Message(role="system", content="<skills_instructions> ..."), Message(role="user", content="2"))
+    grown = (
+        prompt,
+        Message(role="system", content="<skills_instructions> ..."),
+        Message(role="user", content="2"),
+    )
     assert th.classify(grown, tools) == "main"
     assert th.classify((Message(role="system", content="You are a reviewer"), grown[-1]), tools) == "subagent"
     assert th.classify((Message(role="user", content="no prompt"),), tools) == "subagent"
     # after a compaction Codex's skills' list is longer: its base instructions and its `turn` say main
     codex = Threads()
-    assert codex.classify((prompt, Message(role="system", content="skills: a (short)"), grown[-1]), tools) == "main"
-    changed = (prompt, Message(role="system", content="skills: a (its longer text)"), Message(role="user", content="3"))
-    assert codex.classify(changed, tools, signal="turn") == "main" and codex.classify(changed, tools) == "subagent"
-    assert codex.classify((Message(role="system", content="Other"), *changed[1:]), tools, signal="turn") == "subagent"
+    assert (
+        codex.classify((prompt, Message(role="system", content="skills: a (short)"), grown[-1]), tools)
+        == "main"
+    )
+    changed = (
+        prompt,
+        Message(role="system", content="skills: a (its longer text)"),
+        Message(role="user", content="3"),
+    )
+    assert (
+        codex.classify(changed, tools, signal="turn") == "main"
+        and codex.classify(changed, tools) == "subagent"
+    )
+    assert (
+        codex.classify((Message(role="system", content="Other"), *changed[1:]), tools, signal="turn")
+        == "subagent"
+    )
     bare = Threads()  # a main thread without a prompt: only another request without one is main
     assert bare.classify((Message(role="user", content="x"),), tools) == "main"
     assert bare.classify((prompt, Message(role="user", content="y")), tools) == "subagent"
@@ -311,8 +409,11 @@ def test_claude_codes_billing_header_is_not_its_system_prompt():
     tools, th = (ToolSpec("Bash", "", {}),), Threads()
 
     def request(header: str) -> tuple[Message, ...]:
-        return (Message(role="system", content=f"x-anthropic-billing-header: cc_version=2.1.197.{header};"),
-                Message(role="system", content="You are Claude Code"), Message(role="user", content="go"))
+        return (
+            Message(role="system", content=f"x-anthropic-billing-header: cc_version=2.1.197.{header};"),
+            Message(role="system", content="You are Claude Code"),
+            Message(role="user", content="go"),
+        )
 
     assert th.classify(request("31d"), tools) == "main" and th.classify(request("f9d"), tools) == "main"
 
@@ -330,8 +431,13 @@ def test_the_gate_counts_every_acting_request_and_a_limit_ends_the_turn(tmp_path
         return len(asked) - 1
 
     def post(conn, system: str, tools: bool) -> tuple[int, str]:
-        body = {"model": "m", "max_tokens": 100, "system": system, "messages": [{"role": "user", "content": "go"}],
-                **({"tools": [BASH]} if tools else {})}
+        body = {
+            "model": "m",
+            "max_tokens": 100,
+            "system": system,
+            "messages": [{"role": "user", "content": "go"}],
+            **({"tools": [BASH]} if tools else {}),
+        }
         conn.request("POST", "/v1/messages", json.dumps(body).encode(), {"content-type": "application/json"})
         r = conn.getresponse()
         return r.status, r.read().decode()

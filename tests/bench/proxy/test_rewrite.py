@@ -21,8 +21,19 @@ from ctxlog import events as ev
 from ctxlog.reader import Log
 
 SEED = 7002
-TOOL = [{"type": "function", "function": {"name": "bash", "parameters": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
+TOOL = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string"}},
+                "required": ["command"],
+            },
+        },
+    }
+]
 
 
 class Seen:
@@ -40,18 +51,41 @@ class Seen:
 
 
 def _conversation(turns: int) -> list[dict]:
-    msgs: list[dict] = [{"role": "system", "content": "you are an agent"}, {"role": "user", "content": "[task:x] go"}]
+    msgs: list[dict] = [
+        {"role": "system", "content": "you are an agent"},
+        {"role": "user", "content": "[task:x] go"},
+    ]
     for k in range(turns):
-        msgs += [{"role": "assistant", "content": f"turn {k}", "tool_calls": [
-                    {"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]},
-                 {"role": "tool", "tool_call_id": f"c{k}", "content": f"output {k}\n" + "line\n" * 200}]
+        msgs += [
+            {
+                "role": "assistant",
+                "content": f"turn {k}",
+                "tool_calls": [
+                    {
+                        "id": f"c{k}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": '{"command": "ls"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"c{k}", "content": f"output {k}\n" + "line\n" * 200},
+        ]
     return msgs
 
 
 def _post(tmp_path: Path, rewrite: Rewrite | None, messages: list[dict], tools=TOOL) -> tuple[Seen, Log]:
     log = EventLog(tmp_path / "events.jsonl")
-    log.append(ev.TrialStart(trial_id="t", task_id="x", strategy="agent", arm="baseline", seed=SEED, max_output=4096,
-                             schema=ev.SCHEMA))
+    log.append(
+        ev.TrialStart(
+            trial_id="t",
+            task_id="x",
+            strategy="agent",
+            arm="baseline",
+            seed=SEED,
+            max_output=4096,
+            schema=ev.SCHEMA,
+        )
+    )
     model = Seen()
     with ModelProxy(model, log, seed=SEED, rewrite=rewrite) as proxy:
         client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="x", max_retries=0)
@@ -71,7 +105,9 @@ def test_masking_at_the_proxy_the_model_sees_placeholders_the_record_keeps_the_a
     assert request.rewrite == "masking:keep_recent_turns=1"
     assert json.loads(request.body)["messages"] == messages  # the agent's own request, as it sent it
     assert request.tokens > log.calls[0].context.tokens  # its size, and the smaller one the model got
-    assert [m["content"] for m in log.calls[0].messages if m["role"] == "tool"][0].startswith("[bash output omitted")
+    assert [m["content"] for m in log.calls[0].messages if m["role"] == "tool"][0].startswith(
+        "[bash output omitted"
+    )
     rebuilt, problems = verify(tmp_path / "events.jsonl")
     assert (rebuilt, problems) == (1, [])
 
@@ -101,14 +137,19 @@ def test_trim_drops_the_oldest_turns_keeps_the_task_and_says_so(tmp_path):
     assert len(seen) < len(messages) and seen[-1].content.startswith("output 5")
     assert seen[2].role == "assistant"  # whole turns: never a tool result without its call
     (cut,) = log.of(ev.ContextTruncation)
-    assert cut.dropped_messages == len(messages) - len(seen) and cut.tokens_after <= 1200 + 200 < cut.tokens_before
+    assert (
+        cut.dropped_messages == len(messages) - len(seen)
+        and cut.tokens_after <= 1200 + 200 < cut.tokens_before
+    )
     assert verify(tmp_path / "events.jsonl")[1] == []
 
 
 def test_only_the_main_thread_is_rewritten(tmp_path):
     """A request without tools is a side call (a title): it goes to the model as the agent sent it."""
     messages = _conversation(3)
-    model, log = _post(tmp_path, parse_rewrite({"name": "masking", "keep_recent_turns": 0}), messages, tools=None)
+    model, log = _post(
+        tmp_path, parse_rewrite({"name": "masking", "keep_recent_turns": 0}), messages, tools=None
+    )
     (seen,) = model.sent
     assert all(not m.content.startswith("[bash output omitted") for m in seen)
     (request,) = log.of(ev.AgentRequest)
@@ -122,12 +163,18 @@ def test_none_records_nothing_new(tmp_path):
     assert "rewrite" not in request.fields() and not log.of(ev.ContextTruncation)
 
 
-@pytest.mark.parametrize(("raw", "says"), [
-    ({"name": "summarise"}, "agent.proxy_rewrite.name='summarise' is not one of none, masking, trim"),
-    ({"name": "trim"}, "agent.proxy_rewrite.budget_tokens must be > 0 for trim"),
-    ({"name": "masking", "keep_recent_turns": -1}, "agent.proxy_rewrite.keep_recent_turns must be an integer >= 0"),
-    ({"name": "masking", "keep": 2}, "agent.proxy_rewrite.keep: unknown key"),
-])
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ({"name": "summarise"}, "agent.proxy_rewrite.name='summarise' is not one of none, masking, trim"),
+        ({"name": "trim"}, "agent.proxy_rewrite.budget_tokens must be > 0 for trim"),
+        (
+            {"name": "masking", "keep_recent_turns": -1},
+            "agent.proxy_rewrite.keep_recent_turns must be an integer >= 0",
+        ),
+        ({"name": "masking", "keep": 2}, "agent.proxy_rewrite.keep: unknown key"),
+    ],
+)
 def test_bad_rewrite_is_one_line(raw, says):
     with pytest.raises(ConfigError) as err:
         parse_rewrite(raw)

@@ -31,7 +31,9 @@ def _require(agent: str) -> None:
     try:
         installed(spec_named(agent))
     except ConfigError as exc:
-        if os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1":  # make test installs it (scripts/ensure_agents.sh)
+        if (
+            os.environ.get("CTXBENCH_REQUIRE_DOCKER") == "1"
+        ):  # make test installs it (scripts/ensure_agents.sh)
             pytest.fail(str(exc), pytrace=False)
         pytest.skip(f"{exc} ({cache_root()})")
 
@@ -40,8 +42,9 @@ def _requests(records: list[dict]) -> list[dict]:
     return [r for r in records if r["kind"] == "agent_request" and r["thread"] == "main"]
 
 
-def test_mini_swe_agent_plays_against_the_real_model(llama: LlamaServer, tmp_path: Path, monkeypatch,
-                                                     docker_ready):
+def test_mini_swe_agent_plays_against_the_real_model(
+    llama: LlamaServer, tmp_path: Path, monkeypatch, docker_ready
+):
     _require("mini_swe_agent")
     _, result, records, _ = real_trial(llama, tmp_path, monkeypatch, "agent=mini_swe_agent")
     assert result.outcome_class in (SUCCESS, AGENT), (result.failure_reason, result.outcome_class)
@@ -60,8 +63,9 @@ def test_mini_swe_agent_plays_against_the_real_model(llama: LlamaServer, tmp_pat
     assert ran and len(ran) == len([r for r in records if r["kind"] == "tool_result"])
 
 
-def test_a_window_below_claude_codes_overhead_is_its_context_overflow(llama: LlamaServer, tmp_path: Path,
-                                                                      monkeypatch, docker_ready):
+def test_a_window_below_claude_codes_overhead_is_its_context_overflow(
+    llama: LlamaServer, tmp_path: Path, monkeypatch, docker_ready
+):
     _require("claude_code")
     _, result, records, _ = real_trial(llama, tmp_path, monkeypatch, "agent=claude_code")
     assert (result.failure_reason, result.outcome_class) == ("context_overflow", AGENT)

@@ -35,9 +35,15 @@ def slot_taken(llama) -> Iterator[None]:
     started, stop = threading.Event(), threading.Event()
 
     def generate() -> None:
-        body = {"prompt": "Count to ten thousand: 1, 2,", "n_predict": 3000, "ignore_eos": True, "stream": True}
-        req = urllib.request.Request(f"{llama.url}/completion", json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
+        body = {
+            "prompt": "Count to ten thousand: 1, 2,",
+            "n_predict": 3000,
+            "ignore_eos": True,
+            "stream": True,
+        }
+        req = urllib.request.Request(
+            f"{llama.url}/completion", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=300) as r:
             for _ in r:  # the first streamed token: the slot is ours
                 started.set()
@@ -54,15 +60,22 @@ def slot_taken(llama) -> Iterator[None]:
         worker.join(60)
 
 
-def test_the_wall_budget_ends_a_real_call_as_timeout_and_is_not_retried(llama, tmp_path, monkeypatch, caplog,
-                                                                        docker_ready):
+def test_the_wall_budget_ends_a_real_call_as_timeout_and_is_not_retried(
+    llama, tmp_path, monkeypatch, caplog, docker_ready
+):
     """Defect 1: with trial_timeout_s=3 a real call that outlives the budget was retried as a
     network timeout and ended as output_truncation after 22 s."""
     caplog.set_level(logging.WARNING)
     with slot_taken(llama):
-        _, result, records, wall = real_trial(llama, tmp_path, monkeypatch, "strategy=raw",
-                                              "limits.trial_timeout_s=3", "limits.max_turns=50",
-                                              "limits.max_turns_per_step=25")
+        _, result, records, wall = real_trial(
+            llama,
+            tmp_path,
+            monkeypatch,
+            "strategy=raw",
+            "limits.trial_timeout_s=3",
+            "limits.max_turns=50",
+            "limits.max_turns_per_step=25",
+        )
     assert (result.failure_reason, result.outcome_class) == ("timeout", AGENT)
     assert "retrying" not in caplog.text
     # From the log's first to its last record: the deadline, the watchdog's grace, one repeat.
@@ -94,8 +107,16 @@ def test_the_budget_holds_by_the_servers_count(llama):
     one counted request, a request that fits the harness's naive budget but would take the server
     past the window is outside the budget the harness now gives the strategy."""
     window, reserve = 2048, 256
-    cfg = load(compose(["model=smollm2", f"model.base_url={llama.url}/v1", "model.tool_calls=native",
-                        f"model.window={window}"])).model
+    cfg = load(
+        compose(
+            [
+                "model=smollm2",
+                f"model.base_url={llama.url}/v1",
+                "model.tool_calls=native",
+                f"model.window={window}",
+            ]
+        )
+    ).model
     provider = make_provider(cfg)
     overhead = count_text(json.dumps([t.__dict__ for t in TOOLS], sort_keys=True))
     text = (Path(__file__).resolve().parents[3] / "docs" / "design.md").read_text()

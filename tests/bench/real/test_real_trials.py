@@ -31,9 +31,21 @@ ROWS = Path(__file__).resolve().parents[3] / "results" / "real_trials.jsonl"
 
 def real_trial(llama: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *over: str):
     monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
-    cfg = load(compose(["model=smollm2", f"model.base_url={llama.url}/v1", "++task.size.steps=6", "++task.size.filler=0",
-                        "limits.max_turns=4", "limits.max_turns_per_step=2", "limits.trial_timeout_s=180",
-                        f"study.name=real-{uuid.uuid4().hex[:6]}", *over]))
+    cfg = load(
+        compose(
+            [
+                "model=smollm2",
+                f"model.base_url={llama.url}/v1",
+                "++task.size.steps=6",
+                "++task.size.filler=0",
+                "limits.max_turns=4",
+                "limits.max_turns_per_step=2",
+                "limits.trial_timeout_s=180",
+                f"study.name=real-{uuid.uuid4().hex[:6]}",
+                *over,
+            ]
+        )
+    )
     t0 = time.monotonic()
     result = run(cfg)
     wall = time.monotonic() - t0
@@ -45,9 +57,13 @@ def calls(records: list[dict]) -> list[dict]:
     return [r for r in records if r["kind"] == "model_call"]
 
 
-@pytest.mark.parametrize("strategy,arm", [("raw", "baseline"), ("ledger", "baseline"), ("compaction", "compaction")])
+@pytest.mark.parametrize(
+    "strategy,arm", [("raw", "baseline"), ("ledger", "baseline"), ("compaction", "compaction")]
+)
 def test_a_real_model_meets_the_harness(strategy, arm, llama, tmp_path, monkeypatch, docker_ready):
-    cfg, result, records, wall = real_trial(llama, tmp_path, monkeypatch, f"strategy={strategy}", f"arm={arm}")
+    cfg, result, records, wall = real_trial(
+        llama, tmp_path, monkeypatch, f"strategy={strategy}", f"arm={arm}"
+    )
     # A verdict, never an exclusion: nothing a model says may become an infrastructure failure.
     assert result.outcome_class in (SUCCESS, AGENT), (result.failure_reason, result.outcome_class)
     assert result.outcome_class != INFRA and not result.skipped
@@ -72,11 +88,20 @@ def test_a_real_model_meets_the_harness(strategy, arm, llama, tmp_path, monkeypa
         prompt = c["usage"]["input"] + c["usage"]["cache_read"] + c["usage"]["cache_write"]
         assert prompt + cfg.model["max_output"] <= window, (prompt, window)
     first = turns[0]
-    row = {"strategy": strategy, "arm": arm, "turns": result.turns, "outcome": result.outcome_class,
-           "failure_reason": result.failure_reason, "wall_s": round(wall, 1),
-           "prompt_harness": first["tokens_harness"],
-           "prompt_server": first["usage"]["input"] + first["usage"]["cache_read"] + first["usage"]["cache_write"],
-           "tool_calls": sum(len(c["tool_calls"]) for c in turns), "calls": len(mc)}
+    row = {
+        "strategy": strategy,
+        "arm": arm,
+        "turns": result.turns,
+        "outcome": result.outcome_class,
+        "failure_reason": result.failure_reason,
+        "wall_s": round(wall, 1),
+        "prompt_harness": first["tokens_harness"],
+        "prompt_server": first["usage"]["input"]
+        + first["usage"]["cache_read"]
+        + first["usage"]["cache_write"],
+        "tool_calls": sum(len(c["tool_calls"]) for c in turns),
+        "calls": len(mc),
+    }
     ROWS.parent.mkdir(parents=True, exist_ok=True)
     with ROWS.open("a") as f:
         f.write(json.dumps(row) + "\n")

@@ -59,7 +59,12 @@ def _git_tree(wc: WorkingCopy) -> str:
 def test_a_1200_level_tree_is_the_agents_failure_not_a_recursion_error(wc):
     _chain(str(wc.workdir), 1200)
     _ran(wc)
-    for op in (lambda: wc.restore(dict(FILES), PROTECTED), wc.tree_sha, wc.list_files, lambda: wc.git("status")):
+    for op in (
+        lambda: wc.restore(dict(FILES), PROTECTED),
+        wc.tree_sha,
+        wc.list_files,
+        lambda: wc.git("status"),
+    ):
         with pytest.raises(ContentError, match="deeper than") as info:
             op()
         assert not isinstance(info.value, RecursionError)
@@ -71,7 +76,9 @@ def test_a_1200_level_tree_is_the_agents_failure_not_a_recursion_error(wc):
 
 def test_a_deep_tree_within_the_bounds_hashes_like_git(wc):
     _chain(str(wc.workdir / "src"), 200)
-    os.close(os.open(os.path.join(wc.workdir, "src", *["d"] * 200, "leaf.py"), os.O_CREAT | os.O_WRONLY, 0o644))
+    os.close(
+        os.open(os.path.join(wc.workdir, "src", *["d"] * 200, "leaf.py"), os.O_CREAT | os.O_WRONLY, 0o644)
+    )
     _ran(wc)
     assert wc.tree_sha() == _git_tree(wc)
 
@@ -134,8 +141,11 @@ def test_every_host_git_call_has_its_own_timeout(wc, monkeypatch):
 
 
 def test_a_gitattributes_of_the_agents_changes_nothing_host_git_does(wc):
-    wc.write_file(".gitattributes", "[attr]evil working-tree-encoding=UTF-16 filter=x diff=x\n"
-                                    "* working-tree-encoding=UTF-16\n*.py evil\n*.md -text ident\n")
+    wc.write_file(
+        ".gitattributes",
+        "[attr]evil working-tree-encoding=UTF-16 filter=x diff=x\n"
+        "* working-tree-encoding=UTF-16\n*.py evil\n*.md -text ident\n",
+    )
     wc.write_file("src/app.py", "x = 2  # $Id$\n")
     sha = wc.commit("with attributes", "a <a@b.c>")
     show = wc.git("show", sha, "--", "src/app.py")
@@ -146,14 +156,29 @@ def test_a_gitattributes_of_the_agents_changes_nothing_host_git_does(wc):
 def test_host_git_reads_no_config_of_the_hosts_or_the_environment(wc, monkeypatch, tmp_path):
     evil = tmp_path / "gitconfig"
     evil.write_text("[core]\n\tfsmonitor = touch /tmp/ctxbench-gitcfg\n[alias]\n\tstatus = !touch /tmp/x\n")
-    for k, v in {"GIT_CONFIG_GLOBAL": str(evil), "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath",
-                 "GIT_CONFIG_VALUE_0": str(tmp_path), "GIT_DIR": "/", "GIT_EXTERNAL_DIFF": "false"}.items():
+    for k, v in {
+        "GIT_CONFIG_GLOBAL": str(evil),
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "core.hooksPath",
+        "GIT_CONFIG_VALUE_0": str(tmp_path),
+        "GIT_DIR": "/",
+        "GIT_EXTERNAL_DIFF": "false",
+    }.items():
         monkeypatch.setenv(k, v)
     wc.write_file("src/app.py", "x = 3\n")
     assert "+x = 3" in wc.git("diff")
-    out = subprocess.run(["git", "config", "--list", "--show-origin"], env={
-        "GIT_DIR": str(wc._git_dir), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "PATH": os.defpath},
-        capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "config", "--list", "--show-origin"],
+        env={
+            "GIT_DIR": str(wc._git_dir),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "PATH": os.defpath,
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "hookspath=/dev/null" in out.lower() and "attributesfile=/dev/null" in out.lower()
 
 
@@ -181,6 +206,7 @@ def test_undecodable_names_and_lone_surrogates_are_carried_losslessly(wc, tmp_pa
 def test_any_failure_on_the_agents_files_is_a_content_error(wc, monkeypatch):
     def broken(*a, **k):
         raise KeyError("something no one listed")
+
     monkeypatch.setattr(hostgit, "run", broken)
     monkeypatch.setattr(libgit.Repo, "commit", broken)  # in process or through host git alike
     with pytest.raises(ContentError) as info:

@@ -69,9 +69,11 @@ def test_checks_run_and_see_host_writes(sb: DockerSandbox) -> None:
 
 
 def test_network_is_none(sb: DockerSandbox) -> None:
-    probe = ("import socket\nprint(sorted(n for _, n in socket.if_nameindex()))\n"
-             "try:\n    socket.create_connection(('192.0.2.1', 80), timeout=3)\n    print('CONNECTED')\n"
-             "except OSError as e:\n    print('blocked', e)\n")
+    probe = (
+        "import socket\nprint(sorted(n for _, n in socket.if_nameindex()))\n"
+        "try:\n    socket.create_connection(('192.0.2.1', 80), timeout=3)\n    print('CONNECTED')\n"
+        "except OSError as e:\n    print('blocked', e)\n"
+    )
     sb.write_file("probe.py", probe)
     r = sb.exec("python3 probe.py")
     assert r.exit_code == 0, r.output
@@ -201,8 +203,14 @@ def test_file_ops_are_visible_in_the_container(sb: DockerSandbox) -> None:
     sb.write_file("new/deep/f.txt", "ünïcode\n")
     assert sb.exec("cat new/deep/f.txt").output == "ünïcode\n"
     sb.exec("mkdir -p pkg/__pycache__ && echo x > pkg/__pycache__/core.pyc && echo y > made_inside.txt")
-    assert sb.list_files() == ["README.md", "made_inside.txt", "new/deep/f.txt", "pkg/__init__.py",
-                               "pkg/core.py", "tests/test_core.py"]
+    assert sb.list_files() == [
+        "README.md",
+        "made_inside.txt",
+        "new/deep/f.txt",
+        "pkg/__init__.py",
+        "pkg/core.py",
+        "tests/test_core.py",
+    ]
     sb.delete_file("new/deep/f.txt")
     assert sb.exec("test -e new/deep/f.txt").exit_code == 1
     assert "new/deep/f.txt" not in sb.list_files()
@@ -213,9 +221,11 @@ def test_git_metadata_never_lives_in_the_working_copy(sb: DockerSandbox) -> None
     pwned = sb.workdir / "PWNED"
     hook = f"#!/bin/sh\ntouch {pwned}\n"
     sb.write_file("hook.sh", hook)
-    r = sb.exec("for d in .git/hooks sub/.git/hooks; do mkdir -p $d && cp hook.sh $d/pre-commit "
-                "&& chmod +x $d/pre-commit; done; printf '[core]\\n\\thooksPath = .git/hooks\\n' > .git/config;"
-                " echo data > sub/file.txt")
+    r = sb.exec(
+        "for d in .git/hooks sub/.git/hooks; do mkdir -p $d && cp hook.sh $d/pre-commit "
+        "&& chmod +x $d/pre-commit; done; printf '[core]\\n\\thooksPath = .git/hooks\\n' > .git/config;"
+        " echo data > sub/file.txt"
+    )
     assert r.exit_code == 0, r.output
     sha = sb.commit("with planted hooks", "Agent <agent@example.com>")
     assert not pwned.exists()
@@ -232,7 +242,9 @@ def test_commits_are_deterministic(sandbox_cfg: SandboxConfig) -> None:
         sha_a = a.commit("step 1", "Agent <agent@example.com>")
         assert sha_a == b.commit("step 1", "Agent <agent@example.com>")
         assert sha_a != a.base_commit
-        assert a.commit("step 2", "Agent <agent@example.com>") != b.commit("step 2b", "Agent <agent@example.com>")
+        assert a.commit("step 2", "Agent <agent@example.com>") != b.commit(
+            "step 2b", "Agent <agent@example.com>"
+        )
         assert a.git("log", "-1", "--format=%an <%ae>|%s").strip() == "Agent <agent@example.com>|step 2"
         assert set(a.git("log", "--format=%at %ct").split("\n")) == {"946684800 946684800", ""}  # fixed dates
         with pytest.raises(ValueError):
@@ -279,7 +291,9 @@ def test_container_is_locked_down(sb: DockerSandbox, sandbox_cfg: SandboxConfig)
     assert hc["Tmpfs"]["/tmp"].endswith(f"size={128 << 20},mode=1777") and hc["ShmSize"] == 64 << 20
     assert not hc["Init"] and hc["ReadonlyRootfs"] is True  # pid 1 is the signal-proof reaper (_INIT)
     assert sorted((m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]) == [
-        ("bind", str(sb.workdir.parent / "judge"), "/judge", False), ("bind", str(sb.workdir), "/work", True)]
+        ("bind", str(sb.workdir.parent / "judge"), "/judge", False),
+        ("bind", str(sb.workdir), "/work", True),
+    ]
     assert attrs["Config"]["Labels"]["ctxbench"] == "1"
     assert attrs["Config"]["Labels"]["ctxbench.trial"] == sb.trial_id
     assert sb.exec("touch /etc/x").exit_code != 0  # read-only rootfs
@@ -295,13 +309,34 @@ def test_the_judges_container_is_the_agents_with_the_judges_copy_at_work(sb: Doc
     assert res.output.splitlines()[:2] == ["x = 1", sb.exec("hostname").output.strip()], res.output
     assert "Read-only file system" in res.output
     agent, judge = (_client().containers.get(c).attrs for c in (sb.container_id, sb._judge_id))
-    same = ("Memory", "MemorySwap", "PidsLimit", "NanoCpus", "NetworkMode", "CapDrop", "CapAdd", "SecurityOpt",
-            "Tmpfs", "ShmSize", "ReadonlyRootfs", "Init", "OomScoreAdj")
+    same = (
+        "Memory",
+        "MemorySwap",
+        "PidsLimit",
+        "NanoCpus",
+        "NetworkMode",
+        "CapDrop",
+        "CapAdd",
+        "SecurityOpt",
+        "Tmpfs",
+        "ShmSize",
+        "ReadonlyRootfs",
+        "Init",
+        "OomScoreAdj",
+    )
     assert {k: judge["HostConfig"][k] for k in same} == {k: agent["HostConfig"][k] for k in same}
-    assert judge["Config"]["Image"] == agent["Config"]["Image"] and judge["Config"]["Cmd"] == agent["Config"]["Cmd"]
+    assert (
+        judge["Config"]["Image"] == agent["Config"]["Image"]
+        and judge["Config"]["Cmd"] == agent["Config"]["Cmd"]
+    )
     assert sorted((m["Source"], m["Destination"], m["RW"]) for m in judge["Mounts"]) == [
-        (str(sb.workdir.parent / "judge"), "/judge", False), (str(sb.workdir.parent / "judged" / "tree"), "/work", False)]
-    assert judge["Config"]["Labels"]["ctxbench.trial"] == sb.trial_id and judge["Config"]["Labels"]["ctxbench.role"] == "judge"
+        (str(sb.workdir.parent / "judge"), "/judge", False),
+        (str(sb.workdir.parent / "judged" / "tree"), "/work", False),
+    ]
+    assert (
+        judge["Config"]["Labels"]["ctxbench.trial"] == sb.trial_id
+        and judge["Config"]["Labels"]["ctxbench.role"] == "judge"
+    )
     judge_id = sb._judge_id
     sb.close()
     assert not _client().api.containers(all=True, filters={"id": judge_id})
@@ -309,7 +344,10 @@ def test_the_judges_container_is_the_agents_with_the_judges_copy_at_work(sb: Doc
 
 def test_the_container_survives_kill_all_from_inside(sb: DockerSandbox) -> None:
     # (The exec's own wrapper dies too, so the stream may close before an `echo`: a file says it.)
-    sb.exec("kill -9 -1; kill -9 1; kill -TERM 1; kill -INT 1; kill -HUP 1; echo survived > survived.txt", reap=True)
+    sb.exec(
+        "kill -9 -1; kill -9 1; kill -TERM 1; kill -INT 1; kill -HUP 1; echo survived > survived.txt",
+        reap=True,
+    )
     assert sb.read_file("survived.txt") == "survived\n"
     assert sb.exec("echo alive").output == "alive\n"  # not a lost sandbox: the model's act stays the model's
 
@@ -322,8 +360,12 @@ def _until_sleeping(n: int) -> str:
 
 def test_reap_ends_what_a_command_left_even_escapees_without_waiting(sb: DockerSandbox) -> None:
     t0 = time.monotonic()
-    r = sb.exec("sleep 301 & setsid env -i sleep 302 & nohup sh -c 'while :; do sleep 1; done' >/dev/null 2>&1 & "
-                f"{_until_sleeping(3)}; echo started", timeout=60, reap=True)
+    r = sb.exec(
+        "sleep 301 & setsid env -i sleep 302 & nohup sh -c 'while :; do sleep 1; done' >/dev/null 2>&1 & "
+        f"{_until_sleeping(3)}; echo started",
+        timeout=60,
+        reap=True,
+    )
     assert time.monotonic() - t0 < 10 and r.output == "started\n" and not r.timed_out
     assert len(r.ended) >= 3 and any("sleep" in e for e in r.ended)
     left = _processes(sb)
@@ -341,9 +383,12 @@ def test_a_fork_bomb_is_ended_and_the_sandbox_still_works(sb: DockerSandbox) -> 
 
 
 def test_limits_are_enforced(sb: DockerSandbox) -> None:
-    sb.write_file("forks.py", "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
-                  "            time.sleep(3)\n            os._exit(0)\n        n += 1\n"
-                  "except OSError:\n    print('forks', n)\n")
+    sb.write_file(
+        "forks.py",
+        "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
+        "            time.sleep(3)\n            os._exit(0)\n        n += 1\n"
+        "except OSError:\n    print('forks', n)\n",
+    )
     r = sb.exec("python3 forks.py", timeout=20)
     n = int(r.output.split()[-1])
     assert 0 < n < 256, r.output

@@ -37,8 +37,10 @@ def test_a_call_that_hangs_twice_raises_the_second_hang():
     assert raised.value is second and len(seen) == 2
 
 
-@pytest.mark.parametrize("error", [requests.exceptions.ConnectionError("refused"), OSError("no such socket"),
-                                   ValueError("timed out")])  # a ValueError is no engine error, whatever it says
+@pytest.mark.parametrize(
+    "error",
+    [requests.exceptions.ConnectionError("refused"), OSError("no such socket"), ValueError("timed out")],
+)  # a ValueError is no engine error, whatever it says
 def test_an_answer_or_a_foreign_error_is_not_retried(error):
     call, seen = _calls(error, "never")
     before = []

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_ready")]
 
 # What an agent tries on a process it wants to take over: every answer is printed as one JSON
 # line. ptrace(PTRACE_ATTACH) and process_vm_readv through libc; /proc/PID/mem; a signal.
-PROBE = r'''
+PROBE = r"""
 import ctypes, errno, json, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 out = {}
@@ -48,7 +48,7 @@ for pid in [int(p) for p in sys.argv[1:]]:
     except OSError as e:
         out[f"signal {pid}"] = errno.errorcode[e.errno]
 print(json.dumps(out))
-'''
+"""
 DENIED = {"EPERM", "EACCES", "ESRCH"}
 
 
@@ -83,10 +83,12 @@ def test_run_cannot_trace_read_or_signal_pid_1(sb: DockerSandbox) -> None:
 def test_code_a_check_imports_cannot_reach_the_judge_or_pid_1(sb: DockerSandbox, tmp_path) -> None:
     """calc.py, imported by the check, attacks its parent (the launcher, the judge) and pid 1,
     and prints what it got into the check's output."""
-    attack = ("import os, subprocess, sys\n"
-              f"_r = subprocess.run([sys.executable, '-c', {PROBE!r}, str(os.getppid()), '1'], "
-              "capture_output=True, text=True)\n"
-              "print('ANSWERS', _r.stdout.strip() or _r.stderr[-300:])\n")
+    attack = (
+        "import os, subprocess, sys\n"
+        f"_r = subprocess.run([sys.executable, '-c', {PROBE!r}, str(os.getppid()), '1'], "
+        "capture_output=True, text=True)\n"
+        "print('ANSWERS', _r.stdout.strip() or _r.stderr[-300:])\n"
+    )
     sb.write_file("calc.py", attack + CALC)
     out = certify(sb, HarnessCopy(tiny_task()), EventLog(tmp_path / "e.jsonl"), 0, "s01", CHECK)
     answers = json.loads(out.output.split("ANSWERS ", 1)[1].splitlines()[0])
@@ -135,8 +137,7 @@ def test_the_judges_copy_never_changes_what_a_link_of_the_agents_points_at(tmp_p
     os.chmod(host, 0o700)
     (host / "secret").write_text("s")
     os.chmod(host / "secret", 0o600)
-    entries = {"up": ("link", str(host).encode()), "pkg/mod.py": ("file", b"x = 1\n"),
-               "deep": ("link", b"/")}
+    entries = {"up": ("link", str(host).encode()), "pkg/mod.py": ("file", b"x = 1\n"), "deep": ("link", b"/")}
     tree = fill(tmp_path / "judge", entries)
     assert (tree / "up").is_symlink() and (tree / "pkg" / "mod.py").read_text() == "x = 1\n"
     assert oct(host.stat().st_mode & 0o777) == oct(0o700)
@@ -144,12 +145,15 @@ def test_the_judges_copy_never_changes_what_a_link_of_the_agents_points_at(tmp_p
     assert sorted(os.listdir(host)) == ["secret"]
 
 
-@pytest.mark.parametrize("lines, completed", [
-    (["probe a", "report x"], True),                    # no end line: the probe was cut short
-    (["probe a", f"probe {PROBE_END}", "probe b"], True),  # output after the end: not the probe's end
-    (["probe a", f"probe {PROBE_END}"], False),         # a wrapper that never reached its sentinel
-    ([], True),                                         # never reached
-])
+@pytest.mark.parametrize(
+    "lines, completed",
+    [
+        (["probe a", "report x"], True),  # no end line: the probe was cut short
+        (["probe a", f"probe {PROBE_END}", "probe b"], True),  # output after the end: not the probe's end
+        (["probe a", f"probe {PROBE_END}"], False),  # a wrapper that never reached its sentinel
+        ([], True),  # never reached
+    ],
+)
 def test_a_probe_reads_as_clean_only_when_it_and_its_wrapper_ran_to_the_end(lines, completed) -> None:
     assert probed(["probe a", f"probe {PROBE_END}"], True) == "a"
     first, second = probed(lines, completed), probed(lines, completed)

@@ -30,19 +30,23 @@ GUARDED_WRAPPER, GUARDED_ACCEPTED = judge.JUDGE_WRAPPER, certify_module.accepted
 # -- the guards, removed: the judge as it was before issue 42 ---------------------------------
 # The reap ran as the agent's uid (setpriv, then `sh`: dumpable), with the judge's channel on its
 # stderr; `kill -9 -1` as the agent ended the agent's processes.
-_OLD_REAP = ('u=; while read -r k v _; do [ "$k" = Uid: ] && u=$v && break; done < /proc/self/status; '
-             'left() { for d in /proc/[0-9]*; do [ "${d#/proc/}" = $$ ] && continue; '
-             'while read -r k v _; do [ "$k" = Uid: ] || continue; [ "$v" = "$u" ] && return 0; break; '
-             'done < "$d/status" 2>/dev/null; done; return 1; }; '
-             'n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; '
-             '{ [ "$p" = 1 ] || [ "$p" = $$ ] || [ "$p" = "$PPID" ]; } && continue; '
-             'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
-             '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
-             'i=0; while [ $i -lt 500 ] && kill -9 -1 2>/dev/null && left; do i=$((i+1)); done; '
-             'i=0; while [ $i -lt 100 ] && left; do kill -9 -1 2>/dev/null; i=$((i+1)); sleep 0.05; done')
+_OLD_REAP = (
+    'u=; while read -r k v _; do [ "$k" = Uid: ] && u=$v && break; done < /proc/self/status; '
+    'left() { for d in /proc/[0-9]*; do [ "${d#/proc/}" = $$ ] && continue; '
+    'while read -r k v _; do [ "$k" = Uid: ] || continue; [ "$v" = "$u" ] && return 0; break; '
+    'done < "$d/status" 2>/dev/null; done; return 1; }; '
+    "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
+    '{ [ "$p" = 1 ] || [ "$p" = $$ ] || [ "$p" = "$PPID" ]; } && continue; '
+    'c=; read -r c < "$d/comm" 2>/dev/null; n=$((n+1)); [ $n -le 64 ] && echo "ended $p $c" >&2; done; '
+    '[ $n -gt 64 ] && echo "ended ... $((n-64)) more" >&2; '
+    "i=0; while [ $i -lt 500 ] && kill -9 -1 2>/dev/null && left; do i=$((i+1)); done; "
+    "i=0; while [ $i -lt 100 ] && left; do kill -9 -1 2>/dev/null; i=$((i+1)); sleep 0.05; done"
+)
 _OLD_AS_AGENT = f"setpriv --reuid={judge.AGENT_UID} --regid={judge.AGENT_UID} --clear-groups"
-OLD_JUDGE_WRAPPER = ('timeout -s KILL "$1" sh -c "$2"; rc=$?; '
-                     f"if [ \"$3\" = 1 ]; then {_OLD_AS_AGENT} sh -c '{_OLD_REAP}'; fi; {judge._PROBED}{judge._DONE}")
+OLD_JUDGE_WRAPPER = (
+    'timeout -s KILL "$1" sh -c "$2"; rc=$?; '
+    f"if [ \"$3\" = 1 ]; then {_OLD_AS_AGENT} sh -c '{_OLD_REAP}'; fi; {judge._PROBED}{judge._DONE}"
+)
 # The launcher as it was (commit 767c270): it ended the agent's processes between parts from a
 # child that became the agent, gave up when it could not fork, and died at its next fork.
 OLD_LAUNCHER = Path(__file__).parent / "data" / "launcher_before_issue42.py.txt"
@@ -50,7 +54,7 @@ OLD_LAUNCHER = Path(__file__).parent / "data" / "launcher_before_issue42.py.txt"
 
 def old_accepted(res: ExecResult) -> tuple[dict, str]:
     """A lone `report` line, whatever the exec's status."""
-    lines = [line[len("report "):] for line in res.report.splitlines()]
+    lines = [line[len("report ") :] for line in res.report.splitlines()]
     return (json.loads(lines[0]), "") if len(lines) == 1 else ({}, "")
 
 
@@ -71,16 +75,25 @@ def _attack(sb: DockerSandbox, tmp_path: Path, n: int = 0) -> certify_module.Che
     sb.write_file("held.py", HOLD_AND_FORGE)
     sb.write_file("calc.py", "import held  # noqa\n" + WRONG)
     task = tiny_task()  # the check, then its standing invariant probe: the launcher must start a second part
-    return certify(sb, HarnessCopy(task), EventLog(tmp_path / f"e{n}.jsonl"), 0, "s01", CHECK,
-                   invariants=list(task.steps[0].establishes))
+    return certify(
+        sb,
+        HarnessCopy(task),
+        EventLog(tmp_path / f"e{n}.jsonl"),
+        0,
+        "s01",
+        CHECK,
+        invariants=list(task.steps[0].establishes),
+    )
 
 
 def test_no_process_of_the_judges_runs_as_the_agent(sb: DockerSandbox) -> None:
     """Every wrapper is root's; the agent's command alone is the agent's, and its stderr is not the
     exec's (the channel the harness reads)."""
-    res = sb.exec("sleep 5 & for p in /proc/[0-9]*; do echo \"$(awk '/^Uid/{print $2}' $p/status) "
-                  "$(tr '\\0' ' ' < $p/cmdline | head -c 60)\"; done; readlink /proc/$$/fd/1 /proc/$$/fd/2",
-                  reap=True)
+    res = sb.exec(
+        "sleep 5 & for p in /proc/[0-9]*; do echo \"$(awk '/^Uid/{print $2}' $p/status) "
+        "$(tr '\\0' ' ' < $p/cmdline | head -c 60)\"; done; readlink /proc/$$/fd/1 /proc/$$/fd/2",
+        reap=True,
+    )
     lines = res.output.splitlines()
     wrapper = [line for line in lines if "timeout -s KILL" in line]  # the wrapper's `timeout`, and its shell
     assert wrapper and all(line.startswith("0 ") for line in wrapper), res.output
@@ -96,8 +109,9 @@ def test_a_forged_report_from_the_code_under_test_is_never_taken(sb: DockerSandb
     assert sb.exec("echo alive", reap=True).output == "alive\n"  # no process of it holds a pid after
 
 
-def test_without_its_guards_the_forged_report_passes_wrong_code(sb: DockerSandbox, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_its_guards_the_forged_report_passes_wrong_code(
+    sb: DockerSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     remove_guards(monkeypatch)
     # The attack races the old reap's listing (~1 in 8 tries lost it here): three tries.
     outs = []
@@ -108,14 +122,18 @@ def test_without_its_guards_the_forged_report_passes_wrong_code(sb: DockerSandbo
 
 def _whys(tmp_path: Path, n: int) -> list[str]:
     """Why each part of the check of try `n` was judged as it was (its `check` event)."""
-    checks = [json.loads(line) for line in (tmp_path / f"e{n}.jsonl").read_text().splitlines()
-              if json.loads(line)["kind"] == "check"]
+    checks = [
+        json.loads(line)
+        for line in (tmp_path / f"e{n}.jsonl").read_text().splitlines()
+        if json.loads(line)["kind"] == "check"
+    ]
     return [p["why"] for p in checks[-1]["parts"]]
 
 
 @pytest.mark.parametrize("guard", ["wrapper", "status"])
-def test_either_guard_alone_refuses_the_forgery(sb: DockerSandbox, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch, guard: str) -> None:
+def test_either_guard_alone_refuses_the_forgery(
+    sb: DockerSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guard: str
+) -> None:
     """The reap never runs as the agent (the line is never written), and a report counts only with
     the exec's own status (a line written all the same is not taken): each holds without the other,
     and each for its own reason, read from the check's parts."""

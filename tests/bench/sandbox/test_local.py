@@ -66,33 +66,45 @@ def test_every_knob_is_stated_once_and_the_yaml_keeps_only_its_kind_and_image() 
     assert docker.pop("defaults") == ["/knobs/sandbox@_here_", "_self_"]
     assert set(docker) == {"kind", "image", "base_image"}
     assert yaml.safe_load((REPO / "conf" / "sandbox" / "local.yaml").read_text()) == {
-        "defaults": ["docker", "_self_"], "kind": "local"}
+        "defaults": ["docker", "_self_"],
+        "kind": "local",
+    }
     composed = trial_config("sandbox=docker").sandbox
     assert set(composed) == set(SandboxConfig.model_fields)
     assert type(composed["exec_timeout_s"]) is int  # as the YAML had it: the config hash stays
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"kind": "podman"}, "sandbox.kind: not one of docker, local"),
-    ({"memory": "lots"}, 'sandbox.memory: a docker memory size like "512m" or "2g"'),
-    ({"pids_limit": True}, "sandbox.pids_limit: Input should be a valid integer"),
-    ({"pids_limit": 2.5}, "sandbox.pids_limit: Input should be a valid integer"),
-    ({"pids_limit": 8}, "sandbox.pids_limit: Input should be greater than or equal to 16"),
-    ({"cpus": 0}, "sandbox.cpus: Input should be greater than or equal to 0.01"),
-    ({"exec_timeout_s": "10"}, "sandbox.exec_timeout_s: Input should be a valid number"),
-    ({"output_limit_chars": 10}, "sandbox.output_limit_chars: Input should be greater than or equal to 200"),
-    ({"image": " "}, "sandbox.image: String should have at least 1 character"),
-    ({"reuse": "yes"}, "sandbox.reuse: Input should be a valid boolean"),
-    ({"colour": "red"}, "sandbox.colour: unknown key 'colour'"),
-])
-def test_bad_config_is_one_line_naming_the_key(sandbox_cfg: SandboxConfig, change: dict, message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"kind": "podman"}, "sandbox.kind: not one of docker, local"),
+        ({"memory": "lots"}, 'sandbox.memory: a docker memory size like "512m" or "2g"'),
+        ({"pids_limit": True}, "sandbox.pids_limit: Input should be a valid integer"),
+        ({"pids_limit": 2.5}, "sandbox.pids_limit: Input should be a valid integer"),
+        ({"pids_limit": 8}, "sandbox.pids_limit: Input should be greater than or equal to 16"),
+        ({"cpus": 0}, "sandbox.cpus: Input should be greater than or equal to 0.01"),
+        ({"exec_timeout_s": "10"}, "sandbox.exec_timeout_s: Input should be a valid number"),
+        (
+            {"output_limit_chars": 10},
+            "sandbox.output_limit_chars: Input should be greater than or equal to 200",
+        ),
+        ({"image": " "}, "sandbox.image: String should have at least 1 character"),
+        ({"reuse": "yes"}, "sandbox.reuse: Input should be a valid boolean"),
+        ({"colour": "red"}, "sandbox.colour: unknown key 'colour'"),
+    ],
+)
+def test_bad_config_is_one_line_naming_the_key(
+    sandbox_cfg: SandboxConfig, change: dict, message: str
+) -> None:
     d = {**sandbox_cfg.model_dump(), **change}
     with pytest.raises(ValueError, match=re.escape(message)) as err:
         SandboxConfig.from_dict(d)
     assert "conf/sandbox" in str(err.value) and "\n" not in str(err.value)
 
 
-def test_a_knob_left_out_takes_the_schemas_default_and_the_kind_is_required(sandbox_cfg: SandboxConfig) -> None:
+def test_a_knob_left_out_takes_the_schemas_default_and_the_kind_is_required(
+    sandbox_cfg: SandboxConfig,
+) -> None:
     d = sandbox_cfg.model_dump()
     del d["pids_limit"]
     assert SandboxConfig.from_dict(d).pids_limit == 256
@@ -108,7 +120,7 @@ def test_output_tail_keeps_the_end_and_counts_the_cut() -> None:
     data = text.encode()
     tail = OutputTail(500)
     for i in range(0, len(data), 997):  # chunks that split multi-byte characters
-        tail.feed(data[i:i + 997])
+        tail.feed(data[i : i + 997])
     assert len(tail._buf) < 20_000  # memory stays bounded however long the output
     out = tail.text()
     marker, kept = out.split("\n", 1)
@@ -171,8 +183,9 @@ finally:
 def test_a_judge_exec_does_not_depend_on_the_harness_fd_3(tmp_path: Path) -> None:
     """Trials in threads share a process: another trial may close whatever the harness's fd 3 is
     between this exec's pipes and its fork. The judge's channel must not be named by that number."""
-    proc = subprocess.run([sys.executable, "-c", _FD3_CLOSED_AT_FORK],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FD3_CLOSED_AT_FORK], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [repr((0, "a", "report {}\n"))] * 3
 
@@ -211,7 +224,9 @@ def test_background_jobs_do_not_block_and_die_at_close(local_cfg: SandboxConfig)
 
 def test_default_timeout_and_truncation_come_from_config(local_cfg: SandboxConfig) -> None:
     # 3 s: long enough for `seq` on a loaded machine (0.5 s timed it out under CI's three workers)
-    box = create(local_cfg.model_copy(update={"exec_timeout_s": 3.0, "output_limit_chars": 300}), FILES, "local-cfg")
+    box = create(
+        local_cfg.model_copy(update={"exec_timeout_s": 3.0, "output_limit_chars": 300}), FILES, "local-cfg"
+    )
     try:
         assert box.exec("sleep 30").timed_out
         r = box.exec("seq 1 100000")

@@ -34,8 +34,10 @@ def agent_dir(tmp_path: Path) -> Path:
     return d
 
 
-@pytest.mark.parametrize("target", ["opt/agent", "/work/x", "/judge", "/tmp/a", "/", "/opt/../work", "/etc",
-                                    "/usr/local/x", "/dev/shm"])
+@pytest.mark.parametrize(
+    "target",
+    ["opt/agent", "/work/x", "/judge", "/tmp/a", "/", "/opt/../work", "/etc", "/usr/local/x", "/dev/shm"],
+)
 def test_mount_targets_inside_the_sandboxs_own_places_are_refused(agent_dir: Path, target: str) -> None:
     with pytest.raises(ValueError, match="sandbox mount: target"):
         Mount(agent_dir, target)
@@ -76,19 +78,25 @@ def mounted(sandbox_cfg: SandboxConfig, agent_dir: Path) -> Iterator[DockerSandb
 
 @pytest.mark.docker
 @pytest.mark.usefixtures("docker_ready")
-def test_a_mounted_folder_is_read_only_and_an_agent_command_gets_its_env(mounted: DockerSandbox,
-                                                                         agent_dir: Path) -> None:
-    res = mounted.exec('/opt/agent/bin.sh; id -u; printf "%s|%s\\n" "$AGENT_HOME" "$HOME"',
-                       env={"AGENT_HOME": "/tmp/agent-home", "HOME": "/tmp/agent-home"})
+def test_a_mounted_folder_is_read_only_and_an_agent_command_gets_its_env(
+    mounted: DockerSandbox, agent_dir: Path
+) -> None:
+    res = mounted.exec(
+        '/opt/agent/bin.sh; id -u; printf "%s|%s\\n" "$AGENT_HOME" "$HOME"',
+        env={"AGENT_HOME": "/tmp/agent-home", "HOME": "/tmp/agent-home"},
+    )
     assert res.exit_code == 0, res.output
     assert res.output.splitlines() == ["from-the-mount", str(AGENT_UID), "/tmp/agent-home|/tmp/agent-home"]
     # the agent cannot change what the harness mounted (read-only, whoever owns the host folder)
-    wrote = mounted.exec("echo x > /opt/agent/bin.sh; echo y > /opt/agent/new; "
-                         "mount -o remount,rw /opt/agent 2>&1; echo done")
+    wrote = mounted.exec(
+        "echo x > /opt/agent/bin.sh; echo y > /opt/agent/new; mount -o remount,rw /opt/agent 2>&1; echo done"
+    )
     assert "done" in wrote.output and (agent_dir / "bin.sh").read_text() == "echo from-the-mount\n"
     assert not (agent_dir / "new").exists()
     # the exec's mark is the harness's: an env naming it does not replace it (the reap finds it)
-    assert "ctxbench" not in mounted.exec('printf %s "$CTXBENCH_EXEC"', env={"CTXBENCH_EXEC": "ctxbench"}).output
+    assert (
+        "ctxbench" not in mounted.exec('printf %s "$CTXBENCH_EXEC"', env={"CTXBENCH_EXEC": "ctxbench"}).output
+    )
     assert not mounted.reusable and "agent's mounts" in mounted.not_reusable_because
 
 
@@ -105,7 +113,9 @@ def test_a_longer_output_tail_is_kept_when_asked(mounted: DockerSandbox) -> None
 def test_pool_never_hands_a_mounted_sandbox_on(sandbox_cfg: SandboxConfig, agent_dir: Path) -> None:
     cfg = sandbox_cfg.model_copy(update={"reuse": True})
     labels = {"ctxbench.study": f"s-{uuid.uuid4().hex[:6]}"}
-    box = pool.acquire(cfg, FILES, f"test-{uuid.uuid4().hex[:8]}", labels, mounts=(Mount(agent_dir, "/opt/agent"),))
+    box = pool.acquire(
+        cfg, FILES, f"test-{uuid.uuid4().hex[:8]}", labels, mounts=(Mount(agent_dir, "/opt/agent"),)
+    )
     try:
         pool.release(box, cfg, labels)
         assert pool.idle() == 0

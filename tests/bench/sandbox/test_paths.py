@@ -11,24 +11,62 @@ from bench.sandbox.paths import PathRefused, Protected, canonical, resolve
 PROTECTED = Protected(("tests/**", "tools/**", "pytest.ini"))
 
 
-@pytest.mark.parametrize(("raw", "canon"), [
-    ("a.py", "a.py"), ("./a.py", "a.py"), ("src//pkg/./m.py", "src/pkg/m.py"), ("src/x/../m.py", "src/m.py"),
-    ("gateway/../tests/test_x.py", "tests/test_x.py"), ("a/b/../../c", "c"), ("a/", "a"),
-])
+@pytest.mark.parametrize(
+    ("raw", "canon"),
+    [
+        ("a.py", "a.py"),
+        ("./a.py", "a.py"),
+        ("src//pkg/./m.py", "src/pkg/m.py"),
+        ("src/x/../m.py", "src/m.py"),
+        ("gateway/../tests/test_x.py", "tests/test_x.py"),
+        ("a/b/../../c", "c"),
+        ("a/", "a"),
+    ],
+)
 def test_canonical_forms(raw, canon):
     assert canonical(raw) == canon
 
 
-@pytest.mark.parametrize("raw", ["", " ", "/etc/passwd", "/work/a.py", "..", "../a", "a/../../b", ".", "./",
-                                 "a\0b", ".git/config", "src/.git/hooks", ".GIT/HEAD", None, 3])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        " ",
+        "/etc/passwd",
+        "/work/a.py",
+        "..",
+        "../a",
+        "a/../../b",
+        ".",
+        "./",
+        "a\0b",
+        ".git/config",
+        "src/.git/hooks",
+        ".GIT/HEAD",
+        None,
+        3,
+    ],
+)
 def test_refused_paths(raw):
     with pytest.raises(PathRefused):
         canonical(raw)
 
 
-@pytest.mark.parametrize("path", ["tests/test_a.py", "tests", "tests/sub/x.py", "TESTS/test_a.py", "Tools/x.py",
-                                  "pytest.INI", "ｔｅｓｔｓ/test_a.py", "te\u200bsts/a.py", "tests\\test_a.py",
-                                  "tests/a.py"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/test_a.py",
+        "tests",
+        "tests/sub/x.py",
+        "TESTS/test_a.py",
+        "Tools/x.py",
+        "pytest.INI",
+        "ｔｅｓｔｓ/test_a.py",
+        "te\u200bsts/a.py",
+        "tests\\test_a.py",
+        "tests/a.py",
+    ],
+)
 def test_protected_globs_match_case_and_unicode_look_alikes(path):
     assert PROTECTED(path)
 

@@ -23,8 +23,9 @@ from tests.helpers.sim_world import make_task, run
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_key_never_appears_in_logs_results_errors_cassettes_or_traces(kind, tmp_path, monkeypatch, caplog,
-                                                                            capfd):
+def test_the_key_never_appears_in_logs_results_errors_cassettes_or_traces(
+    kind, tmp_path, monkeypatch, caplog, capfd
+):
     import mlflow
 
     canary = f"sk-CANARY-{uuid.uuid4().hex}"
@@ -33,20 +34,27 @@ def test_the_key_never_appears_in_logs_results_errors_cassettes_or_traces(kind, 
     db, previous = tmp_path / "mlflow.db", mlflow.get_tracking_uri()
     # Artifacts under the temp dir (MLflow's default is ./mlruns in the cwd), so the grep below sees them.
     mlflow.MlflowClient(f"sqlite:///{db}").create_experiment(
-        f"canary-{kind}", artifact_location=(tmp_path / "artifacts").as_uri())
+        f"canary-{kind}", artifact_location=(tmp_path / "artifacts").as_uri()
+    )
     tracing.configure(True, tracking_uri=f"sqlite:///{db}", experiment=f"canary-{kind}")
     caplog.set_level(logging.DEBUG)
     task, cassette, seen = make_task(), tmp_path / "cassette.jsonl", []
     try:
-        with LoopbackServer(toy_backend(), faults=["429:1", "500:1", "malformed:1"], retry_after_s=0.01,
-                            key_env="LOOPBACK_KEY") as srv:
+        with LoopbackServer(
+            toy_backend(),
+            faults=["429:1", "500:1", "malformed:1"],
+            retry_after_s=0.01,
+            key_env="LOOPBACK_KEY",
+        ) as srv:
             provider = RecordingProvider(make(kind, srv, sleep=Sleeps(), max_retries=3), cassette)
 
             class Traced:  # the loop's use of bench.tracking.tracing, in miniature
                 model_id = provider.model_id
 
                 def complete(self, messages, tools, **kw):
-                    with tracing.model_span(len(seen), None, model_id=self.model_id, messages=messages) as span:
+                    with tracing.model_span(
+                        len(seen), None, model_id=self.model_id, messages=messages
+                    ) as span:
                         c = provider.complete(messages, tools, **kw)
                         span.set_completion(c)
                     seen.append(c)
@@ -71,8 +79,9 @@ def test_the_key_never_appears_in_logs_results_errors_cassettes_or_traces(kind, 
         "cassette": cassette.read_text(),
         "stdout/stderr": out + errtext,
         "mlflow db": Path(db).read_bytes().decode("latin-1"),
-        "trace artifacts": "\n".join(p.read_bytes().decode("latin-1") for p in (tmp_path / "artifacts").rglob("*")
-                                      if p.is_file()),
+        "trace artifacts": "\n".join(
+            p.read_bytes().decode("latin-1") for p in (tmp_path / "artifacts").rglob("*") if p.is_file()
+        ),
     }
     assert "http_401" in haystacks["error"] and len(haystacks["cassette"]) > 1000
     assert "model turn" in haystacks["mlflow db"]  # the traces are there ...

@@ -127,8 +127,13 @@ def test_fault_by_request_header(api_keys):
 def test_retry_after_parsing_and_backoff():
     assert parse_retry_after({"retry-after": "2"}) == 2.0
     assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    assert 55 < parse_retry_after({"retry-after": time.strftime("%a, %d %b %Y %H:%M:%S GMT",
-                                                               time.gmtime(time.time() + 60))}) <= 60
+    assert (
+        55
+        < parse_retry_after(
+            {"retry-after": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 60))}
+        )
+        <= 60
+    )
     assert parse_retry_after({"retry-after": "soon"}) is None and parse_retry_after(None) is None
     assert backoff_s(0, 1.0, Failure("rate_limit", True, 3600.0)) == 120.0  # capped
     assert all(0.5 * 4 <= backoff_s(2, 1.0, Failure("http_500", True)) <= 4 for _ in range(20))
@@ -172,10 +177,16 @@ def test_slots_are_shared_across_processes(tmp_path, monkeypatch):
     """What joblib's loky workers see: one machine-wide limit per (provider, base_url, model)."""
     monkeypatch.setenv("CTXBENCH_SLOT_DIR", str(tmp_path))
     key = "test-procs"
-    child = ("import sys, time\nfrom bench.providers.http.transport import Slots\n"
-             f"with Slots({key!r}, 1).hold():\n    print('held', flush=True)\n    time.sleep(0.6)\n")
-    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    child = (
+        "import sys, time\nfrom bench.providers.http.transport import Slots\n"
+        f"with Slots({key!r}, 1).hold():\n    print('held', flush=True)\n    time.sleep(0.6)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", child],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
         t0 = time.monotonic()

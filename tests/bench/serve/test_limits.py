@@ -73,7 +73,9 @@ def test_cli_flags_make_limits():
     p = argparse.ArgumentParser()
     add_arguments(p)
     assert from_args(p.parse_args([])) is None
-    lim = from_args(p.parse_args(["--limit-rpm", "600", "--limit-input-tpm", "400000", "--limit-output-tpm", "9"]))
+    lim = from_args(
+        p.parse_args(["--limit-rpm", "600", "--limit-input-tpm", "400000", "--limit-output-tpm", "9"])
+    )
     assert lim is not None and lim.rates == {"rpm": 600.0, "input_tpm": 400000.0, "output_tpm": 9.0}
 
 
@@ -82,9 +84,12 @@ def test_a_refused_request_is_a_429_with_retry_after_and_never_reaches_the_model
     with LoopbackServer(backend, limits=ProviderLimits(rpm=1)) as srv:
         statuses = []
         for _ in range(2):
-            req = urllib.request.Request(srv.url + "/v1/chat/completions", method="POST",
-                                         data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
-                                         headers={"Authorization": f"Bearer {KEYS['openai']}"})
+            req = urllib.request.Request(
+                srv.url + "/v1/chat/completions",
+                method="POST",
+                data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+                headers={"Authorization": f"Bearer {KEYS['openai']}"},
+            )
             try:
                 with urllib.request.urlopen(req, timeout=5) as r:
                     statuses.append((r.status, None))
@@ -96,8 +101,13 @@ def test_a_refused_request_is_a_429_with_retry_after_and_never_reaches_the_model
 
 def _fast_limiter(provider, limit: RateLimit, speed: float) -> None:
     """The provider's shared limiter on the fast clock (the server's runs just as fast)."""
-    provider._limiter = SharedLimiter(provider._limiter.key + "|fast", limit, root=provider._root,
-                                      clock=lambda: time.time() * speed, sleep=lambda s: time.sleep(s / speed))
+    provider._limiter = SharedLimiter(
+        provider._limiter.key + "|fast",
+        limit,
+        root=provider._root,
+        clock=lambda: time.time() * speed,
+        sleep=lambda s: time.sleep(s / speed),
+    )
 
 
 def _hammer(kind, srv, limit: RateLimit, tmp_path, threads=8, calls=10, speed=SPEED):
@@ -134,7 +144,9 @@ def test_matched_limits_send_no_429(kind, api_keys, tmp_path):
         done = _hammer(kind, srv, RateLimit(rpm=150, input_tpm=150 * 2000), tmp_path, calls=30, speed=speed)
     assert len(done) == 240 and server.stats()["rejected"] == 0 and server.stats()["admitted"] == 240
     assert all(c.extra["attempts"] == 1 for c in done)
-    assert sum(c.extra["queue_s"] > 0.01 for c in done) >= 80  # past the burst of 135, calls wait for the limiter
+    assert (
+        sum(c.extra["queue_s"] > 0.01 for c in done) >= 80
+    )  # past the burst of 135, calls wait for the limiter
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -49,12 +49,19 @@ def test_each_task_and_seed_gets_its_own_sim_instance(api_keys):
         for seed in (1, 2, 1):
             run(p, task, seed=seed, max_turns=1)
     assert backend.conversations == 2
-    assert conversation_key((Message("system", "x"), Message("user", "[task:fam/3/k=2] hi")), 9) == ("fam/3/k=2", 9)
+    assert conversation_key((Message("system", "x"), Message("user", "[task:fam/3/k=2] hi")), 9) == (
+        "fam/3/k=2",
+        9,
+    )
 
 
 def _post(url, body, headers=None):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json", **(headers or {})})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, r.read().decode()
@@ -62,10 +69,18 @@ def _post(url, body, headers=None):
         return e.code, e.read().decode()
 
 
-ANTHROPIC_BODY = {"model": "m", "max_tokens": 100, "metadata": {"user_id": "seed-3"},
-                  "system": "sys", "messages": [{"role": "user", "content": "[task:toy/1] hi"}]}
-OPENAI_BODY = {"model": "m", "seed": 3, "messages": [{"role": "system", "content": "sys"},
-                                                     {"role": "user", "content": "[task:toy/1] hi"}]}
+ANTHROPIC_BODY = {
+    "model": "m",
+    "max_tokens": 100,
+    "metadata": {"user_id": "seed-3"},
+    "system": "sys",
+    "messages": [{"role": "user", "content": "[task:toy/1] hi"}],
+}
+OPENAI_BODY = {
+    "model": "m",
+    "seed": 3,
+    "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "[task:toy/1] hi"}],
+}
 
 
 def test_key_as_x_api_key_or_bearer_and_401_without(monkeypatch):
@@ -80,13 +95,20 @@ def test_key_as_x_api_key_or_bearer_and_401_without(monkeypatch):
         assert reply["usage"]["prompt_tokens"] == 120 + 1024 + 256
         assert reply["usage"]["prompt_tokens_details"]["cached_tokens"] == 1024
         assert reply["choices"][0]["finish_reason"] == "tool_calls"
-        assert json.loads(reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]) == {"path": "a.py"}
+        assert json.loads(reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]) == {
+            "path": "a.py"
+        }
     assert [c[1] for c in backend.calls] == [3, 3]  # the seed, from metadata.user_id and from `seed`
     monkeypatch.setenv("LOOPBACK_KEY", "right-key-123")
     with LoopbackServer(ScriptedBackend(), key_env="LOOPBACK_KEY") as srv:
-        status, text = _post(srv.url + "/v1/chat/completions", OPENAI_BODY, {"Authorization": "Bearer wrong-key-9"})
+        status, text = _post(
+            srv.url + "/v1/chat/completions", OPENAI_BODY, {"Authorization": "Bearer wrong-key-9"}
+        )
         assert status == 401 and "wrong-key-9" not in text
-        assert _post(srv.url + "/chat/completions", OPENAI_BODY, {"Authorization": "Bearer right-key-123"})[0] == 200
+        assert (
+            _post(srv.url + "/chat/completions", OPENAI_BODY, {"Authorization": "Bearer right-key-123"})[0]
+            == 200
+        )
 
 
 def test_count_tokens_and_models(api_keys):
@@ -94,14 +116,19 @@ def test_count_tokens_and_models(api_keys):
     msgs = (Message("system", "sys"), Message("user", "[task:toy/1] count me"))
     with LoopbackServer(backend) as srv:
         p = make("anthropic", srv)
-        assert p.count_tokens(msgs) == count_messages(msgs) + tools_tokens(())[1]  # as the sim's usage counts them
+        assert (
+            p.count_tokens(msgs) == count_messages(msgs) + tools_tokens(())[1]
+        )  # as the sim's usage counts them
         with urllib.request.urlopen(srv.url + "/v1/models", timeout=10) as r:
             assert json.loads(r.read())["data"][0]["id"] == "sim"
 
 
 def test_requests_are_validated_and_the_server_is_loopback_only():
     with LoopbackServer(ScriptedBackend()) as srv:
-        assert _post(srv.url + "/v1/messages", {**ANTHROPIC_BODY, "max_tokens": None}, {"x-api-key": "k"})[0] == 400
+        assert (
+            _post(srv.url + "/v1/messages", {**ANTHROPIC_BODY, "max_tokens": None}, {"x-api-key": "k"})[0]
+            == 400
+        )
         assert _post(srv.url + "/v1/nothing", {}, {"x-api-key": "k"})[0] == 404
     with pytest.raises(ValueError, match="loopback only"):
         LoopbackServer(ScriptedBackend(), host="0.0.0.0")
@@ -118,14 +145,21 @@ def test_fault_plan_counts_then_passes():
 
 def test_cli_serves_and_injects_faults(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    proc = subprocess.Popen([sys.executable, "-m", "bench.serve", "--port", "0", "--fault", "500:1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.serve", "--port", "0", "--fault", "500:1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # bounded: the server prints its address first
         assert "loopback server on http://127.0.0.1:" in line
         url = line.split()[4]
-        status, text = _post(url + "/v1/chat/completions", OPENAI_BODY, {"Authorization": "Bearer " + KEYS["openai"]})
+        status, text = _post(
+            url + "/v1/chat/completions", OPENAI_BODY, {"Authorization": "Bearer " + KEYS["openai"]}
+        )
         assert status == 500 and "injected" in text
     finally:
         proc.terminate()

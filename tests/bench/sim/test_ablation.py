@@ -66,9 +66,13 @@ def test_switches_set_exactly_their_parameters_and_come_from_the_model_config():
     assert sim.params.p_tempt == 0.0 and sim.params.rot_max_drop == ON.rot_max_drop
 
 
-@pytest.mark.parametrize("bad, message", [({"memory": False}, "model.mechanisms.memory: unknown key 'memory'"),
-                                          ({"temptation": "no"}, "model.mechanisms.temptation: Input should be "
-                                                                 "a valid boolean")])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"memory": False}, "model.mechanisms.memory: unknown key 'memory'"),
+        ({"temptation": "no"}, "model.mechanisms.temptation: Input should be a valid boolean"),
+    ],
+)
 def test_bad_switches_are_clear_errors(bad, message):
     with pytest.raises(ValueError, match=message):
         SimParams.from_mapping(params("sim"), bad)

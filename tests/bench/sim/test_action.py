@@ -35,22 +35,36 @@ def s01_context(task, *, drop_invariant: bool = False, pad: int = 0, api: str = 
         assert line in head[1].content
         head[1] = Message("user", head[1].content.replace(line, ""))
     notes = [filler(pad, 1)] if pad else []
-    return [*head, *notes, Message("user", render.current_step_block(task.steps[0])), *read_turn(API, api, "r1")]
+    return [
+        *head,
+        *notes,
+        Message("user", render.current_step_block(task.steps[0])),
+        *read_turn(API, api, "r1"),
+    ]
 
 
 def removes_trap(c: Completion) -> bool:
-    return any(t.name == "edit_file" and "_compat_fetch" in t.args["search"] and "_compat_fetch" not in
-               t.args["replace"] for t in c.tool_calls)
+    return any(
+        t.name == "edit_file"
+        and "_compat_fetch" in t.args["search"]
+        and "_compat_fetch" not in t.args["replace"]
+        for t in c.tool_calls
+    )
 
 
 def trap_rate(msgs: list[Message], task, model: str = "sim", **override: float) -> float:
     sim = provider(model, task, **override)
-    return sum(removes_trap(sim.complete(tuple(msgs), TOOLS, max_tokens=4096, seed=s)) for s in SEEDS) / len(SEEDS)
+    return sum(removes_trap(sim.complete(tuple(msgs), TOOLS, max_tokens=4096, seed=s)) for s in SEEDS) / len(
+        SEEDS
+    )
 
 
 def test_removing_the_invariant_line_raises_trap_removal_from_zero_to_p_tempt():
     task = make_task(text_pad=0)
-    with_inv, without = trap_rate(s01_context(task), task), trap_rate(s01_context(task, drop_invariant=True), task)
+    with_inv, without = (
+        trap_rate(s01_context(task), task),
+        trap_rate(s01_context(task, drop_invariant=True), task),
+    )
     print(f"trap removal: invariant visible {with_inv:.3f}, line removed {without:.3f} (p_tempt 0.5)")
     assert with_inv == 0.0
     assert abs(without - 0.5) < 0.08
@@ -101,8 +115,11 @@ def test_stale_copy_makes_a_write_clobber_and_a_visible_drift_note_prevents_it()
     step_turn(s01 := s01_context(task), first_edit(sim, s01, 1), world)
     assert "retries=0" not in world.files[API]  # clobbered: the outside change is gone
     world = World({API: API_V2})
-    note = Message("user", "CONSISTENCY NOTE: the repository changed since the last certified step, by commits "
-                           f"not yours:\nab12cd3 Other Dev: add retries\n {API} | 2 +-\n")
+    note = Message(
+        "user",
+        "CONSISTENCY NOTE: the repository changed since the last certified step, by commits "
+        f"not yours:\nab12cd3 Other Dev: add retries\n {API} | 2 +-\n",
+    )
     msgs = [*s01_context(task), note]
     c = first_edit(sim, msgs, 1)
     assert [(t.name, t.args) for t in c.tool_calls] == [("read_file", {"path": API})]
@@ -111,22 +128,32 @@ def test_stale_copy_makes_a_write_clobber_and_a_visible_drift_note_prevents_it()
     assert "retries=0, timeout=10" in world.files[API]
 
 
-
 def test_imperfect_memory_of_a_file_deep_in_a_long_context_damages_edits():
     for mode in ("replace", "write"):
         task = make_task(mode, text_pad=0)
-        deep, fresh = damage_rate(task, memory_context(task, False)), damage_rate(task, memory_context(task, True))
-        print(f"{mode}: damaged edits, newest copy deep in context {deep:.3f}, after a fresh read {fresh:.3f}")
+        deep, fresh = (
+            damage_rate(task, memory_context(task, False)),
+            damage_rate(task, memory_context(task, True)),
+        )
+        print(
+            f"{mode}: damaged edits, newest copy deep in context {deep:.3f}, after a fresh read {fresh:.3f}"
+        )
         assert 0.1 <= deep <= 0.4  # about (1 - recall) * p_stale
         assert fresh == 0.0
         assert damage_rate(task, memory_context(task, False), "oracle") == 0.0
-        assert damage_rate(task, memory_context(task, False), p_stale_replace_fail=0.0, p_stale_clobber=0.0) == 0.0
+        assert (
+            damage_rate(task, memory_context(task, False), p_stale_replace_fail=0.0, p_stale_clobber=0.0)
+            == 0.0
+        )
 
 
 def test_after_failed_checks_it_rereads_named_files_and_gives_up_after_max_attempts():
     task = make_task(text_pad=0)
     sim = provider("sim", task, max_attempts=2)
-    msgs, world = [*prefix(task), Message("user", render.current_step_block(task.steps[0]))], World(dict(task.files))
+    msgs, world = (
+        [*prefix(task), Message("user", render.current_step_block(task.steps[0]))],
+        World(dict(task.files)),
+    )
     failure = "FAILED tests/test_s01.py::test_it - AssertionError raised in pkg/api.py:4"
     reads_after_failure, texts = [], []
     for _ in range(20):
@@ -161,13 +188,20 @@ def test_strategy_and_arm_in_the_config_do_not_change_actions():
     task = make_task()
     _, transcript, _ = run(provider("sim", task), task, seed=4001)
     model = model_config("sim")
-    cfgs = [OmegaConf.create({"strategy": {"name": s}, "arm": {"name": a, "window": w, "drift": d},
-                              "model": model, "rep": 1})
-            for s, a, w, d in (("raw", "baseline", None, False), ("ledger", "drift_compaction", 12000, True))]
+    cfgs = [
+        OmegaConf.create(
+            {"strategy": {"name": s}, "arm": {"name": a, "window": w, "drift": d}, "model": model, "rep": 1}
+        )
+        for s, a, w, d in (("raw", "baseline", None, False), ("ledger", "drift_compaction", 12000, True))
+    ]
     outs = []
     for cfg in cfgs:
         sim = SimProvider.from_config(cfg.model)
         sim._loader = lambda tid: task  # the hand-built task, still found by its [task:] marker
-        outs.append([dataclasses.asdict(sim.complete(tuple(transcript[:n]), TOOLS, max_tokens=4096, seed=4001))
-                     for n in range(3, len(transcript) + 1)])
+        outs.append(
+            [
+                dataclasses.asdict(sim.complete(tuple(transcript[:n]), TOOLS, max_tokens=4096, seed=4001))
+                for n in range(3, len(transcript) + 1)
+            ]
+        )
     assert outs[0] == outs[1]

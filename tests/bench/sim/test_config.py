@@ -30,7 +30,9 @@ def test_oracle_is_perfect():
     assert p.recall_max == p.recall_recent == 1.0
     assert p.rot_max_drop == p.middle_dip == p.p_tempt == 0.0
     assert p.p_stale_replace_fail == p.p_stale_clobber == 0.0
-    assert min(p.retain_plan, p.retain_task_invariant, p.retain_invariant, p.retain_fact, p.retain_check) == 1.0
+    assert (
+        min(p.retain_plan, p.retain_task_invariant, p.retain_invariant, p.retain_fact, p.retain_check) == 1.0
+    )
 
 
 def test_every_knob_is_stated_once_with_its_doc_and_the_yaml_keeps_only_names():
@@ -39,7 +41,9 @@ def test_every_knob_is_stated_once_with_its_doc_and_the_yaml_keeps_only_names():
 
     for schema in (SimModel, SimParams, Mechanisms, SimPrice):
         for name, field in schema.model_fields.items():
-            assert field.description and "\n" not in field.description, f"{schema.__name__}.{name} has no one-line doc"
+            assert field.description and "\n" not in field.description, (
+                f"{schema.__name__}.{name} has no one-line doc"
+            )
     own = yaml.safe_load((MODEL_CONF / "sim.yaml").read_text())
     assert own.pop("defaults") == ["/knobs/model/sim@_here_", "_self_"]
     assert own == {"name": "sim", "provider": "sim"}
@@ -47,7 +51,7 @@ def test_every_knob_is_stated_once_with_its_doc_and_the_yaml_keeps_only_names():
     assert set(composed) == set(SimModel.model_fields) - set(UNSTATED)
     assert composed["params"] == {k: f.default for k, f in SimParams.model_fields.items()}
     assert type(composed["params"]["rot_half_tokens"]) is int  # as the YAML had it: the config hash stays
-    source = (__import__("bench.sim.params", fromlist=["x"]).__file__)
+    source = __import__("bench.sim.params", fromlist=["x"]).__file__
     text = open(source).read()
     for cited in ("Lost in the Middle", "Context Rot"):  # why the defaults are what they are
         assert cited in text
@@ -66,22 +70,43 @@ def test_oracle_extends_sim_and_states_only_what_differs():
     assert all(oracle["params"][k] == sim["params"][k] for k in same)
 
 
-@pytest.mark.parametrize("mutate, key", [
-    (lambda c: c["params"].update(recal_max=0.9), "model.params.recal_max: unknown key"),
-    (lambda c: c["params"].update(p_tempt=1.5), "model.params.p_tempt: Input should be less than or equal to 1"),
-    (lambda c: c["params"].update(p_tempt=True), "model.params.p_tempt: Input should be a valid number"),
-    (lambda c: c["params"].update(p_tempt="0.5"), "model.params.p_tempt: Input should be a valid number"),
-    (lambda c: c["params"].update(max_attempts=2.5), "model.params.max_attempts: Input should be a valid integer"),
-    (lambda c: c["params"].update(max_attempts=0), "model.params.max_attempts: Input should be greater than 0"),
-    (lambda c: c["params"].update(rot_half_tokens=-1), "model.params.rot_half_tokens: Input should be greater than 0"),
-    (lambda c: c["price"].update(cache_read=-0.1), "model.price.cache_read: Input should be greater than or equal"),
-    (lambda c: c["price"].update(tip=1.0), "model.price.tip: unknown key"),
-    (lambda c: c.update(temperature=0.7), "model.temperature: unknown key"),
-    (lambda c: c.update(draws="fresh"), "model.draws: Input should be 'shared' or 'independent'"),
-    (lambda c: c.update(provider="openai"), "model.provider: Input should be 'sim' or 'oracle'"),
-    (lambda c: c.update(window=0), "model.window: Input should be greater than 0"),
-    (lambda c: c["mechanisms"].update(temptation="no"), "model.mechanisms.temptation: Input should be a valid boolean"),
-])
+@pytest.mark.parametrize(
+    "mutate, key",
+    [
+        (lambda c: c["params"].update(recal_max=0.9), "model.params.recal_max: unknown key"),
+        (
+            lambda c: c["params"].update(p_tempt=1.5),
+            "model.params.p_tempt: Input should be less than or equal to 1",
+        ),
+        (lambda c: c["params"].update(p_tempt=True), "model.params.p_tempt: Input should be a valid number"),
+        (lambda c: c["params"].update(p_tempt="0.5"), "model.params.p_tempt: Input should be a valid number"),
+        (
+            lambda c: c["params"].update(max_attempts=2.5),
+            "model.params.max_attempts: Input should be a valid integer",
+        ),
+        (
+            lambda c: c["params"].update(max_attempts=0),
+            "model.params.max_attempts: Input should be greater than 0",
+        ),
+        (
+            lambda c: c["params"].update(rot_half_tokens=-1),
+            "model.params.rot_half_tokens: Input should be greater than 0",
+        ),
+        (
+            lambda c: c["price"].update(cache_read=-0.1),
+            "model.price.cache_read: Input should be greater than or equal",
+        ),
+        (lambda c: c["price"].update(tip=1.0), "model.price.tip: unknown key"),
+        (lambda c: c.update(temperature=0.7), "model.temperature: unknown key"),
+        (lambda c: c.update(draws="fresh"), "model.draws: Input should be 'shared' or 'independent'"),
+        (lambda c: c.update(provider="openai"), "model.provider: Input should be 'sim' or 'oracle'"),
+        (lambda c: c.update(window=0), "model.window: Input should be greater than 0"),
+        (
+            lambda c: c["mechanisms"].update(temptation="no"),
+            "model.mechanisms.temptation: Input should be a valid boolean",
+        ),
+    ],
+)
 def test_bad_configs_raise_one_line_naming_the_key(mutate, key):
     cfg = model_config("sim")
     mutate(cfg)

@@ -12,7 +12,11 @@ from tests.helpers.sim_world import API, API_V1, make_task, prefix, provider, re
 
 SEEDS = range(3000, 3400)
 LOOK = {"exploration": True}
-KEEP_MSG = "commit " + "c" * 40 + "\nAuthor: Ann Other <ann@example.org>\n\n    api: keep _compat_fetch, plugins call it by name\n\n pkg/api.py | 3 +++\n"
+KEEP_MSG = (
+    "commit "
+    + "c" * 40
+    + "\nAuthor: Ann Other <ann@example.org>\n\n    api: keep _compat_fetch, plugins call it by name\n\n pkg/api.py | 3 +++\n"
+)
 
 
 def step_start(task, *before: Message) -> list[Message]:
@@ -24,16 +28,21 @@ def first(sim, msgs, seed=7):
 
 
 def git_turn(args: list[str], output: str, call_id: str) -> list[Message]:
-    return [Message("assistant", "", (ToolCall(call_id, "git", {"subcommand": "log", "args": args}),)),
-            Message("tool", output, tool_call_id=call_id, name="git")]
+    return [
+        Message("assistant", "", (ToolCall(call_id, "git", {"subcommand": "log", "args": args}),)),
+        Message("tool", output, tool_call_id=call_id, name="git"),
+    ]
 
 
 def test_it_looks_at_status_and_history_at_a_steps_first_turn_with_its_rate():
     task = make_task(text_pad=0)
-    always = first(provider(task=task, mechanisms=LOOK, p_look_history=1.0, history_depth=4), step_start(task))
+    always = first(
+        provider(task=task, mechanisms=LOOK, p_look_history=1.0, history_depth=4), step_start(task)
+    )
     assert [(c.name, c.args) for c in always.tool_calls] == [
         ("git", {"subcommand": "status", "args": ["--short"]}),
-        ("git", {"subcommand": "log", "args": ["--stat", "-n", "4"]})]
+        ("git", {"subcommand": "log", "args": ["--stat", "-n", "4"]}),
+    ]
     sim = provider(task=task, mechanisms=LOOK, p_look_history=0.3)
     looked = sum(any(c.name == "git" for c in first(sim, step_start(task), s).tool_calls) for s in SEEDS)
     assert abs(looked / len(SEEDS) - 0.3) < 0.07
@@ -54,7 +63,9 @@ def test_it_checks_what_changed_since_the_head_it_last_saw():
     sim = provider(task=task, mechanisms=LOOK, p_look_history=0.0, p_check_changes=1.0)
     earlier = git_turn(["--stat", "-n", "5"], "commit " + "a" * 40 + "\nAuthor: x\n\n    init\n", "g0")
     calls = first(sim, step_start(task, *earlier)).tool_calls
-    assert [(c.name, c.args) for c in calls] == [("git", {"subcommand": "log", "args": ["--stat", "a" * 40 + "..HEAD"]})]
+    assert [(c.name, c.args) for c in calls] == [
+        ("git", {"subcommand": "log", "args": ["--stat", "a" * 40 + "..HEAD"]})
+    ]
     # never having looked, it has no HEAD to compare with
     assert not any(c.name == "git" for c in first(sim, step_start(task)).tool_calls)
 
@@ -74,20 +85,34 @@ def test_a_git_log_naming_a_file_held_from_before_sends_it_to_read_the_file_agai
     task = make_task(text_pad=0)
     sim = provider(task=task)
     held = read_turn(API, API_V1, "r0")
-    msgs = [*prefix(task), *held, Message("user", render.current_step_block(task.steps[0])),
-            *git_turn(["--stat", "-n", "5"], KEEP_MSG, "g1")]
+    msgs = [
+        *prefix(task),
+        *held,
+        Message("user", render.current_step_block(task.steps[0])),
+        *git_turn(["--stat", "-n", "5"], KEEP_MSG, "g1"),
+    ]
     assert [(c.name, c.args.get("path")) for c in first(sim, msgs).tool_calls] == [("read_file", API)]
 
 
 def test_it_rereads_a_file_seen_before_the_step_before_editing_it_with_its_rate():
     task = make_task(text_pad=0)
-    msgs = [*prefix(task), *read_turn(API, API_V1, "r0"), Message("user", render.current_step_block(task.steps[0]))]
+    msgs = [
+        *prefix(task),
+        *read_turn(API, API_V1, "r0"),
+        Message("user", render.current_step_block(task.steps[0])),
+    ]
     sim = provider(task=task, mechanisms=LOOK, p_look_history=0.0, p_reread_before_edit=0.5)
     names = [[c.name for c in first(sim, msgs, s).tool_calls] for s in SEEDS]
     share = sum(n == ["read_file"] for n in names) / len(SEEDS)
-    assert abs(share - 0.5) < 0.07 and all(n in (["read_file"], ["edit_file"]) or "edit_file" in n for n in names)
+    assert abs(share - 0.5) < 0.07 and all(
+        n in (["read_file"], ["edit_file"]) or "edit_file" in n for n in names
+    )
     # a copy read in this step is not re-read
-    fresh = [*prefix(task), Message("user", render.current_step_block(task.steps[0])), *read_turn(API, API_V1, "r1")]
+    fresh = [
+        *prefix(task),
+        Message("user", render.current_step_block(task.steps[0])),
+        *read_turn(API, API_V1, "r1"),
+    ]
     always = provider(task=task, mechanisms=LOOK, p_look_history=0.0, p_reread_before_edit=1.0)
     assert "read_file" not in [c.name for c in first(always, fresh).tool_calls]
 
@@ -111,9 +136,16 @@ def test_common_random_numbers_are_a_switch():
 
     def removals(**kw) -> list[bool]:
         from bench.sim.provider import SimProvider
+
         base = provider(task=task)
-        sim = SimProvider({**vars(base.params)}, model_id="sim", price=vars(base.price), window=base.window,
-                          task_loader=lambda tid: task, **kw)
+        sim = SimProvider(
+            {**vars(base.params)},
+            model_id="sim",
+            price=vars(base.price),
+            window=base.window,
+            task_loader=lambda tid: task,
+            **kw,
+        )
         return [removes_shim(first(sim, msgs, s)) for s in SEEDS]
 
     shared_a, shared_b = removals(stream="raw/drift/none"), removals(stream="ledger/drift/none")
@@ -137,7 +169,9 @@ def test_two_tasks_on_one_seed_do_not_share_the_looks_or_the_slips():
 
     p = SimParams.from_mapping(params("sim", p_look_history=0.5, p_edit_error=0.5))
     task = make_task(text_pad=0)
-    other = Message("user", render.current_step_block(task.steps[0]).replace("Give fetch a timeout", "Rename a key"))
+    other = Message(
+        "user", render.current_step_block(task.steps[0]).replace("Give fetch a timeout", "Rename a key")
+    )
     a = [bool(orient(perceive(step_start(task)), p, s, "s01")) for s in SEEDS]
     b = [bool(orient(perceive([*prefix(task), other]), p, s, "s01")) for s in SEEDS]
     assert 0.35 < sum(x != y for x, y in zip(a, b, strict=True)) / len(SEEDS) < 0.65

@@ -51,8 +51,10 @@ def test_only_the_new_messages_are_read(transcript, monkeypatch):
 def test_a_branch_does_not_change_what_its_prefix_or_sibling_perceived(transcript):
     prefix = transcript[:12]
     first = transcript[:16]
-    other = prefix + [Message("user", "CURRENT STEP [step:s02] something else\nTouches: pkg/x.py"),
-                      Message("tool", "deleted pkg/api.py", tool_call_id="nope")]
+    other = prefix + [
+        Message("user", "CURRENT STEP [step:s02] something else\nTouches: pkg/x.py"),
+        Message("tool", "deleted pkg/api.py", tool_call_id="nope"),
+    ]
     before = fresh(first)
     assert perceive(prefix) == fresh(prefix)
     assert perceive(first) == before
@@ -64,8 +66,13 @@ def test_a_branch_does_not_change_what_its_prefix_or_sibling_perceived(transcrip
 def test_a_changed_message_in_the_middle_is_not_a_prefix(transcript):
     perceive(transcript[:20])
     changed = list(transcript[:20])
-    changed[5] = Message(changed[5].role, changed[5].content + " (edited)", changed[5].tool_calls,
-                         changed[5].tool_call_id, changed[5].name)
+    changed[5] = Message(
+        changed[5].role,
+        changed[5].content + " (edited)",
+        changed[5].tool_calls,
+        changed[5].tool_call_id,
+        changed[5].name,
+    )
     assert perceive(changed) == fresh(changed)
     assert perceive(changed) != fresh(transcript[:20])
 

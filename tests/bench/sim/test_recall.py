@@ -50,7 +50,9 @@ def test_recall_probability_shape():
     def p_f0(b):
         return recall_probability(SIM, next(s.pos for s in b.said if s.text.startswith("[inv:f0]")), b)
 
-    short, long_, mid = (perceive(context(n, w)) for n, w in ((3000, "start"), (60000, "start"), (60000, "middle")))
+    short, long_, mid = (
+        perceive(context(n, w)) for n, w in ((3000, "start"), (60000, "start"), (60000, "middle"))
+    )
     assert p_f0(short) > p_f0(long_) > p_f0(mid)
     # The step header at the very end is in the just-seen window.
     header = long_.step_pos
@@ -90,9 +92,13 @@ def test_common_random_numbers_make_recall_nested():
 
 def test_draws_ignore_turn_count_and_depend_on_step_attempt_seed():
     """Extra turns with no facts in them leave the draws alone (flat recall isolates the key)."""
-    flat = SimParams.from_mapping(params("sim", recall_max=0.5, rot_max_drop=0.0, middle_dip=0.0, recent_tokens=0))
+    flat = SimParams.from_mapping(
+        params("sim", recall_max=0.5, rot_max_drop=0.0, middle_dip=0.0, recent_tokens=0)
+    )
     base = context(8000, "start")
-    padded = base[:-1] + [Message("user", "No tool call. Continue."), Message("assistant", "ok")] * 3 + base[-1:]
+    padded = (
+        base[:-1] + [Message("user", "No tool call. Continue."), Message("assistant", "ok")] * 3 + base[-1:]
+    )
     a, b = perceive(base), perceive(padded)
     for seed in list(SEEDS)[:50]:
         assert recalled_ids(flat, a, seed) == recalled_ids(flat, b, seed)
@@ -107,9 +113,15 @@ def test_oracle_recalls_everything():
 def test_recall_flows_into_actions_end_to_end():
     """Through complete(): the probe step's hand-off restates the constraints it recalls."""
     task = make_task(invariants=(), text_pad=0)
-    wrote = [Message("assistant", "", (ToolCall("w1", "write_file", {"path": PROBE, "content": "probe\n"}),)),
-             Message("tool", f"wrote {PROBE}\n" + render.file_block(PROBE, "probe\n"), tool_call_id="w1",
-                     name="write_file")]
+    wrote = [
+        Message("assistant", "", (ToolCall("w1", "write_file", {"path": PROBE, "content": "probe\n"}),)),
+        Message(
+            "tool",
+            f"wrote {PROBE}\n" + render.file_block(PROBE, "probe\n"),
+            tool_call_id="w1",
+            name="write_file",
+        ),
+    ]
 
     def probe_rate(msgs: list[Message]) -> float:
         hits = 0

@@ -17,7 +17,7 @@ def transcript_in_step_two():
     task = make_task()
     _, msgs, _ = run(provider("oracle", task), task, seed=1)
     cut = next(i for i, m in enumerate(msgs) if m.role == "user" and "CURRENT STEP [step:s02]" in m.content)
-    s02 = msgs[:cut + 3]  # header, the read call, the file block
+    s02 = msgs[: cut + 3]  # header, the read call, the file block
     # The late invariant as s02's hand-off states it, in passing, in the middle of the transcript.
     s02.insert(cut, Message("user", "Reviewer remark: " + "\n" + render.invariant_line(INV_LATE)))
     return task, s02
@@ -60,7 +60,9 @@ def test_summariser_loss_off_keeps_every_statement_verbatim():
     task, msgs = transcript_in_step_two()
     lossless = provider("sim", task, mechanisms={"summariser_loss": False})
     for seed in list(SEEDS)[:60]:
-        text = lossless.complete(tuple(msgs) + (Message("user", PROMPT),), (), max_tokens=4096, seed=seed).content
+        text = lossless.complete(
+            tuple(msgs) + (Message("user", PROMPT),), (), max_tokens=4096, seed=seed
+        ).content
         assert {i for i, _ in render.parse_invariants(text)} == {INV.id, INV_LATE.id}
 
 
@@ -90,10 +92,17 @@ def test_a_summary_does_not_grow_on_its_own_prompt_or_a_transcripts_json():
     compaction prompt's own keep-sentences were kept as if they were the task's."""
     task, msgs = transcript_in_step_two()
     line = render.invariant_line(INV)
-    rendered = Message("user", "TRANSCRIPT TO SUMMARISE\n[tool call submit_step] "
-                               f'{{"invariants": [], "notes": "s01: done. {line}"}}')
-    prompt = Message("user", f"{COMPACTION_MARKER}\nKeep every constraint verbatim. Do not copy file contents.")
+    rendered = Message(
+        "user",
+        "TRANSCRIPT TO SUMMARISE\n[tool call submit_step] "
+        f'{{"invariants": [], "notes": "s01: done. {line}"}}',
+    )
+    prompt = Message(
+        "user", f"{COMPACTION_MARKER}\nKeep every constraint verbatim. Do not copy file contents."
+    )
     sim = provider("oracle", task)
     c = sim.complete(tuple(msgs) + (rendered, prompt), (), max_tokens=4096, seed=3000)
     assert c.content.count(INV.text.rstrip(".")) == 1, c.content
-    assert '"}' not in c.content and "Keep every constraint" not in c.content and "Do not copy" not in c.content
+    assert (
+        '"}' not in c.content and "Keep every constraint" not in c.content and "Do not copy" not in c.content
+    )

@@ -57,16 +57,26 @@ def test_append_only_transcript_gets_growing_cache_reads():
 def test_compaction_breaks_the_prefix_at_that_turn():
     task, contexts = raw_contexts()
     k = len(contexts) // 2
-    summary = Message("user", "SUMMARY OF EARLIER TURNS\n\n" + filler(400, 5).content
-                      + "\nCURRENT STEP [step:s02] Use the timeout in the client")
+    summary = Message(
+        "user",
+        "SUMMARY OF EARLIER TURNS\n\n"
+        + filler(400, 5).content
+        + "\nCURRENT STEP [step:s02] Use the timeout in the client",
+    )
     compacted = [*prefix(task), summary]
-    later = compacted + contexts[-1][len(contexts[k]):]
+    later = compacted + contexts[-1][len(contexts[k]) :]
     sim = provider("sim", task)
     before = calls_of(sim, contexts[:k])
     at, after = calls_of(sim, [compacted, later])
     stable = count_messages(prefix(task)) + tools_tokens(TOOLS)[1]
-    print("cache reads:", [c.usage.cache_read for c in before], "| compaction:", at.usage.cache_read,
-          "| next:", after.usage.cache_read)
+    print(
+        "cache reads:",
+        [c.usage.cache_read for c in before],
+        "| compaction:",
+        at.usage.cache_read,
+        "| next:",
+        after.usage.cache_read,
+    )
     assert at.usage.cache_read < before[-1].usage.cache_read
     assert at.usage.cache_read == stable // 128 * 128  # only the stable prefix is still shared
     assert after.usage.cache_read > at.usage.cache_read
@@ -87,12 +97,19 @@ def test_latency_and_cost_follow_the_configured_formulas():
     p, price = sim.params, sim.price
     for c in calls_of(sim, contexts):
         u = c.usage
-        ttft = (p.latency_base_s + p.latency_s_per_uncached_token * (u.input + u.cache_write)
-                + p.latency_s_per_cached_token * u.cache_read)
+        ttft = (
+            p.latency_base_s
+            + p.latency_s_per_uncached_token * (u.input + u.cache_write)
+            + p.latency_s_per_cached_token * u.cache_read
+        )
         assert c.ttft_s == pytest.approx(ttft)
         assert c.latency_s == pytest.approx(ttft + p.decode_s_per_token * u.output)
-        cost = (u.input * price.input + u.output * price.output + u.cache_read * price.cache_read
-                + u.cache_write * price.cache_write) / 1e6
+        cost = (
+            u.input * price.input
+            + u.output * price.output
+            + u.cache_read * price.cache_read
+            + u.cache_write * price.cache_write
+        ) / 1e6
         assert c.cost_usd == pytest.approx(cost)
 
 
@@ -110,7 +127,11 @@ def test_sleeps_only_when_time_scale_is_positive(monkeypatch):
 
 def test_max_tokens_cuts_the_reply_and_an_overflow_is_a_provider_error():
     task = make_task()
-    msgs = [*prefix(task), Message("user", render.current_step_block(task.steps[0])), *read_turn(API, API_V1, "r")]
+    msgs = [
+        *prefix(task),
+        Message("user", render.current_step_block(task.steps[0])),
+        *read_turn(API, API_V1, "r"),
+    ]
     c = provider("sim", task).complete(tuple(msgs), TOOLS, max_tokens=5, seed=1)
     assert c.stop_reason == "max_tokens" and not c.tool_calls and c.usage.output <= 5
     small = provider("sim", task)
@@ -153,5 +174,6 @@ def test_request_hash_is_the_shared_request_hash():
     task, contexts = raw_contexts()
     sim = provider("sim", task)
     for ctx in contexts:
-        assert sim.complete(tuple(ctx), TOOLS, max_tokens=4096, seed=9).request_hash == \
-            request_hash(tuple(ctx), TOOLS, 4096, 9)
+        assert sim.complete(tuple(ctx), TOOLS, max_tokens=4096, seed=9).request_hash == request_hash(
+            tuple(ctx), TOOLS, 4096, 9
+        )

@@ -13,15 +13,28 @@ import pytest
 from bench.config import ROOT
 from tests.helpers.store import seeded
 
-SWEEP = ["strategy=raw,ledger", "arm=baseline,drift", "sandbox=local", "++task.size.steps=6",
-         "hydra/launcher=ctxbench_joblib", "hydra.launcher.n_jobs=2", "study.name=budgeted"]
+SWEEP = [
+    "strategy=raw,ledger",
+    "arm=baseline,drift",
+    "sandbox=local",
+    "++task.size.steps=6",
+    "hydra/launcher=ctxbench_joblib",
+    "hydra.launcher.n_jobs=2",
+    "study.name=budgeted",
+]
 
 
 def _study(tmp_path, *extra: str) -> tuple[str, dict]:
     env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path)), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
-    proc = subprocess.run([sys.executable, "-m", "bench", "-m", *SWEEP, *extra], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "-m", *SWEEP, *extra],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]  # a budget that runs out is a clean end
     sweeps = sorted((tmp_path / "hydra" / "multirun" / "budgeted").iterdir())
@@ -43,8 +56,9 @@ def test_a_budgeted_study_stops_then_resumes_with_a_larger_budget(tmp_path):
     exp = client.get_experiment_by_name("ctxbench")
 
     def trials():
-        return client.search_runs([exp.experiment_id],
-                                  filter_string="tags.study = 'budgeted' and tags.`ctxbench.kind` = 'trial'")
+        return client.search_runs(
+            [exp.experiment_id], filter_string="tags.study = 'budgeted' and tags.`ctxbench.kind` = 'trial'"
+        )
 
     (pilot,) = trials()
     spent = pilot.data.metrics["cost_usd"]

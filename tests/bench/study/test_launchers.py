@@ -57,15 +57,26 @@ def _same_as_reference(got: StudyOutcome, ref: StudyOutcome) -> None:
     assert got.n_runs == N_TRIALS
     assert got.trials == ref.trials  # hashes, statuses, verdicts and final trees
     assert got.parent_status == "FINISHED"
-    keys = ("trials_planned", "trials_done", "trials_success", "trials_failure", "trials_error", "trials_crashed")
+    keys = (
+        "trials_planned",
+        "trials_done",
+        "trials_success",
+        "trials_failure",
+        "trials_error",
+        "trials_crashed",
+    )
     assert {k: got.parent_counts[k] for k in keys} == {k: ref.parent_counts[k] for k in keys}
 
 
 def test_ray_cluster_runs_the_same_trials_as_joblib(reference: StudyOutcome, tmp_path: Path):
     study = f"ray-{uuid.uuid4().hex[:6]}"
     with ray_head(num_cpus=2) as address:
-        out = run_study(study, seeded(tmp_path), ["hydra/launcher=ctxbench_ray"],
-                        env={**RAY_LOCAL_ENV, "RAY_ADDRESS": address})
+        out = run_study(
+            study,
+            seeded(tmp_path),
+            ["hydra/launcher=ctxbench_ray"],
+            env={**RAY_LOCAL_ENV, "RAY_ADDRESS": address},
+        )
     assert f"[study {study}] {N_TRIALS}/{N_TRIALS} (100%)" in out
     _same_as_reference(study_outcome(_uri(tmp_path), study), reference)
     _check_workers(tmp_path, study)
@@ -73,8 +84,11 @@ def test_ray_cluster_runs_the_same_trials_as_joblib(reference: StudyOutcome, tmp
 
 def test_submitit_local_runs_the_same_trials_as_joblib(reference: StudyOutcome, tmp_path: Path):
     study = f"submitit-{uuid.uuid4().hex[:6]}"
-    out = run_study(study, seeded(tmp_path), ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
-                                     "hydra.launcher.cpus_per_task=1"])
+    out = run_study(
+        study,
+        seeded(tmp_path),
+        ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10", "hydra.launcher.cpus_per_task=1"],
+    )
     assert f"[study {study}] {N_TRIALS}/{N_TRIALS} (100%)" in out
     _same_as_reference(study_outcome(_uri(tmp_path), study), reference)
     _check_workers(tmp_path, study)

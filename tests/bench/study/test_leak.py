@@ -22,14 +22,24 @@ pytestmark = pytest.mark.docker
 
 
 def _ids(tag: str) -> set[str]:
-    out = subprocess.run(["docker", "ps", "-aq", "--no-trunc", "--filter", f"label=ctxbench.leaktest={tag}"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["docker", "ps", "-aq", "--no-trunc", "--filter", f"label=ctxbench.leaktest={tag}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return set(out.split())
 
 
 def _start(image: str, tag: str, labels: dict[str, str]) -> str:
-    c = _client().containers.run(image, ["sleep", "infinity"], detach=True, network_mode="none", init=True,
-                                 labels={"ctxbench": "1", "ctxbench.leaktest": tag, **labels})
+    c = _client().containers.run(
+        image,
+        ["sleep", "infinity"],
+        detach=True,
+        network_mode="none",
+        init=True,
+        labels={"ctxbench": "1", "ctxbench.leaktest": tag, **labels},
+    )
     return c.id
 
 
@@ -64,7 +74,8 @@ HARNESS = textwrap.dedent("""
 
 
 def test_sigkilled_harness_leaks_then_study_start_sweep_removes_container_and_workdir(
-        tmp_path, monkeypatch, docker_ready):
+    tmp_path, monkeypatch, docker_ready
+):
     from hydra import compose, initialize_config_dir
 
     from bench.study.callback import StudyCallback
@@ -82,9 +93,17 @@ def test_sigkilled_harness_leaks_then_study_start_sweep_removes_container_and_wo
         # A study starting now (the real callback hook, on the real grid config) sweeps it.
         monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
         with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-            cfg = compose("config", overrides=["experiment=grid", "task=config_rename", "task.seed=0",
-                                               f"study.name=leak-{tag}", f"hydra.sweep.dir={tmp_path}/sweep"],
-                          return_hydra_config=True)
+            cfg = compose(
+                "config",
+                overrides=[
+                    "experiment=grid",
+                    "task=config_rename",
+                    "task.seed=0",
+                    f"study.name=leak-{tag}",
+                    f"hydra.sweep.dir={tmp_path}/sweep",
+                ],
+                return_hydra_config=True,
+            )
         cb = StudyCallback()
         monkeypatch.setenv("CTXBENCH_STUDY", f"leak-{tag}")  # what the callback sets: undone after the test
         t0 = time.monotonic()
@@ -93,7 +112,9 @@ def test_sigkilled_harness_leaks_then_study_start_sweep_removes_container_and_wo
         assert not Path(workdir).parent.exists(), "and its working copy"
         assert cb.total == 16  # a slice of the grid: 4 strategies x 4 arms, one family, one seed
         assert cb.parent_run_id
-        assert time.monotonic() - t0 < 120  # catches a sweep that hangs; not a speed target (it took 32 s at load 10)
+        assert (
+            time.monotonic() - t0 < 120
+        )  # catches a sweep that hangs; not a speed target (it took 32 s at load 10)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -15,13 +15,19 @@ from collections import Counter
 from bench.config import ROOT
 from tests.helpers.store import seeded
 
-SWEEP = ["strategy=raw,ledger", "sandbox=local", "++task.size.steps=6", "hydra/launcher=ctxbench_joblib",
-         "hydra.launcher.n_jobs=2"]
+SWEEP = [
+    "strategy=raw,ledger",
+    "sandbox=local",
+    "++task.size.steps=6",
+    "hydra/launcher=ctxbench_joblib",
+    "hydra.launcher.n_jobs=2",
+]
 
 
 def _bench(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_a_plain_multirun_is_a_study_and_the_same_command_resumes_it(tmp_path):
@@ -49,7 +55,9 @@ def test_a_plain_multirun_is_a_study_and_the_same_command_resumes_it(tmp_path):
     plan = read_plan(client, parent.info.run_id)
     assert plan is not None and parent.data.tags["n_trials"] == "2"
     # The plan's hashes, computed at multirun start, are the ones the trials recorded themselves.
-    assert sorted(t["config_hash"] for t in plan["trials"]) == sorted(r.data.tags["config_hash"] for r in trials)
+    assert sorted(t["config_hash"] for t in plan["trials"]) == sorted(
+        r.data.tags["config_hash"] for r in trials
+    )
     assert {(t["strategy"], t["task_seed"]) for t in plan["trials"]} == {("raw", 0), ("ledger", 0)}
 
     # Each job's outcome came back from the joblib worker that ran it, through its return value.
@@ -62,15 +70,26 @@ def test_a_plain_multirun_is_a_study_and_the_same_command_resumes_it(tmp_path):
     second = _bench(["-m", *reversed(SWEEP)], env)  # the same trials, spelled in another order
     out2 = second.stdout + second.stderr
     assert second.returncode == 0, out2[-3000:]
-    assert f"[study {study}] 2/2 (100%) finished: 0 ok, 0 failed, 0 infra errors, 0 crashed, 2 skipped" in out2
+    assert (
+        f"[study {study}] 2/2 (100%) finished: 0 ok, 0 failed, 0 infra errors, 0 crashed, 2 skipped" in out2
+    )
     s = status(study, uri)
-    assert s["plan"] == {"planned": 2, "finished": 2, "excluded": 0, "missing": 0, "unplanned_finished": 0,
-                         "invalid_jobs": 0, "invocations": 2}
+    assert s["plan"] == {
+        "planned": 2,
+        "finished": 2,
+        "excluded": 0,
+        "missing": 0,
+        "unplanned_finished": 0,
+        "invalid_jobs": 0,
+        "invocations": 2,
+    }
     assert s["by_status"] == {"FINISHED": 2} and s["double_counted"] == []
     replan = read_plan(client, parent.info.run_id)
     assert replan is not None and [t["invocations"] for t in replan["trials"]] == [[0, 1], [0, 1]]
-    assert Counter(r.data.tags["ctxbench.kind"] for r in client.search_runs(
-        [exp.experiment_id], filter_string=f"tags.study = '{study}'")) == {"trial": 2, "study": 1}
+    assert Counter(
+        r.data.tags["ctxbench.kind"]
+        for r in client.search_runs([exp.experiment_id], filter_string=f"tags.study = '{study}'")
+    ) == {"trial": 2, "study": 1}
 
 
 def test_a_single_run_keeps_its_failure_with_the_study_callback_on(tmp_path):

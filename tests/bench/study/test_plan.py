@@ -39,8 +39,15 @@ def _full_hash(master, job: list[str]) -> str:
 
 
 def test_plan_hashes_are_the_hashes_of_a_full_compose_of_each_job():
-    sweep = ["experiment=grid", "task=config_rename,signature_migration", "task.seed=0,3", "rep=0,1",
-             "++task.size.steps=6", "limits.max_turns=100,200", "model=sim,oracle"]
+    sweep = [
+        "experiment=grid",
+        "task=config_rename,signature_migration",
+        "task.seed=0,3",
+        "rep=0,1",
+        "++task.size.steps=6",
+        "limits.max_turns=100,200",
+        "model=sim,oracle",
+    ]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         master = _multirun_config(sweep)
         jobs = planned_jobs(master) or []
@@ -51,8 +58,14 @@ def test_plan_hashes_are_the_hashes_of_a_full_compose_of_each_job():
             assert entries[i]["config_hash"] == _full_hash(master, jobs[i]), jobs[i]
     assert len({e["config_hash"] for e in entries}) == len(jobs)  # every job a different trial
     first = entries[0]
-    assert (first["strategy"], first["arm"], first["task_family"], first["task_seed"], first["rep"],
-            first["model"]) == ("raw", "baseline", "config_rename", 0, 0, "sim")
+    assert (
+        first["strategy"],
+        first["arm"],
+        first["task_family"],
+        first["task_seed"],
+        first["rep"],
+        first["model"],
+    ) == ("raw", "baseline", "config_rename", 0, 0, "sim")
 
 
 def test_a_job_that_will_crash_is_planned_with_its_error_and_the_others_are_hashed():
@@ -80,8 +93,9 @@ def test_the_grid_is_planned_without_composing_each_job():
 def test_a_plain_multirun_is_named_after_the_set_of_trials_it_plans():
     a = derived_name([["strategy=raw", "task.seed=0"], ["strategy=ledger", "task.seed=0"]])
     same = derived_name([["task.seed=0", "strategy=ledger"], ["task.seed=0", "strategy=raw"]])
-    resumed = derived_name([["strategy=raw", "task.seed=0", "resume=false"],
-                            ["strategy=ledger", "task.seed=0", "resume=false"]])
+    resumed = derived_name(
+        [["strategy=raw", "task.seed=0", "resume=false"], ["strategy=ledger", "task.seed=0", "resume=false"]]
+    )
     other = derived_name([["strategy=raw", "task.seed=0"]])
     assert a == same == resumed and a != other and a.startswith("adhoc-") and len(a) == len("adhoc-") + 8
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -91,24 +105,43 @@ def test_a_plain_multirun_is_named_after_the_set_of_trials_it_plans():
 
 
 def _entry(h: str, seed: int = 0, strategy: str = "raw") -> dict:
-    return {"job": 0, "overrides": [f"strategy={strategy}", f"task.seed={seed}"], "config_hash": h,
-            "strategy": strategy, "arm": "baseline", "task_family": "signature_migration", "task_seed": seed,
-            "rep": 0, "model": "sim"}
+    return {
+        "job": 0,
+        "overrides": [f"strategy={strategy}", f"task.seed={seed}"],
+        "config_hash": h,
+        "strategy": strategy,
+        "arm": "baseline",
+        "task_family": "signature_migration",
+        "task_seed": seed,
+        "rep": 0,
+        "model": "sim",
+    }
 
 
 def test_resuming_with_the_same_sweep_reuses_the_plan_and_a_different_sweep_is_recorded_as_a_union():
     first, n1 = merge(None, "s", {"argv": ["a"]}, [_entry("h0"), _entry("h1", 1)])
     again, n2 = merge(first, "s", {"argv": ["a"]}, [_entry("h0"), _entry("h1", 1)])
-    assert n1 == {"jobs": 2, "trials": 2, "new": 2, "already_planned": 0, "earlier_only": 0, "invalid": 0,
-                  "plan_size": 2}
+    assert n1 == {
+        "jobs": 2,
+        "trials": 2,
+        "new": 2,
+        "already_planned": 0,
+        "earlier_only": 0,
+        "invalid": 0,
+        "plan_size": 2,
+    }
     assert n2["new"] == 0 and n2["plan_size"] == 2 and len(again["trials"]) == 2
     assert [t["invocations"] for t in again["trials"]] == [[0, 1], [0, 1]]
     sliced, n3 = merge(again, "s", {"argv": ["b"]}, [_entry("h1", 1), _entry("h2", 2), _entry("h2", 2)])
     assert (n3["jobs"], n3["trials"], n3["new"], n3["already_planned"], n3["earlier_only"]) == (3, 2, 1, 1, 1)
     assert [t["config_hash"] for t in sliced["trials"]] == ["h0", "h1", "h2"]  # the union: h0 stays planned
     assert [i["argv"] for i in sliced["invocations"]] == [["a"], ["a"], ["b"]]  # each invocation recorded
-    bad, n4 = merge(sliced, "s", {}, [{"job": 0, "overrides": ["task.seed=-1"], "config_hash": None,
-                                       "error": "ConfigError: task.seed"}])
+    bad, n4 = merge(
+        sliced,
+        "s",
+        {},
+        [{"job": 0, "overrides": ["task.seed=-1"], "config_hash": None, "error": "ConfigError: task.seed"}],
+    )
     assert n4["invalid"] == 1 and bad["invalid"][0]["invocation"] == 3 and len(bad["trials"]) == 3
     assert first["trials"][0]["invocations"] == [0]  # merge never edits the plan it was given
 
@@ -132,8 +165,15 @@ def test_the_plan_lives_in_the_parent_run_and_a_different_sweep_warns(tmp_path, 
     assert plan is not None and [t["strategy"] for t in plan["trials"]] == ["raw", "ledger", "subagent"]
     assert client.get_run(run_id).data.tags["n_trials"] == "3"
     s = status(study, f"sqlite:///{tmp_path}/mlflow.db")
-    assert s["plan"] == {"planned": 3, "finished": 0, "excluded": 0, "missing": 3, "unplanned_finished": 0,
-                         "invalid_jobs": 0, "invocations": 2}
+    assert s["plan"] == {
+        "planned": 3,
+        "finished": 0,
+        "excluded": 0,
+        "missing": 3,
+        "unplanned_finished": 0,
+        "invalid_jobs": 0,
+        "invocations": 2,
+    }
 
 
 # ------------------------------------------------------------------------ the callback's hooks
@@ -167,9 +207,11 @@ def test_each_job_outcome_comes_from_the_return_value_of_its_trial(tmp_path, mon
     monkeypatch.delenv("CTXBENCH_STUDY", raising=False)
     cb = _multirun_callback(tmp_path)
     cfg = OmegaConf.create({"hydra": {"job": {"num": 0}}})
-    results = [TrialResult("r1", "failure", False, "step_failed", 12, Path("e")),
-               TrialResult("r0", "success", True, "", 9, Path(""), skipped=True),
-               TrialResult("r2", "error", False, "provider_error", 3, Path("e"))]
+    results = [
+        TrialResult("r1", "failure", False, "step_failed", 12, Path("e")),
+        TrialResult("r0", "success", True, "", 9, Path(""), skipped=True),
+        TrialResult("r2", "error", False, "provider_error", 3, Path("e")),
+    ]
     for result in results:
         ret = JobReturn(overrides=["strategy=raw"], status=JobStatus.COMPLETED)
         ret.return_value = result
@@ -179,7 +221,10 @@ def test_each_job_outcome_comes_from_the_return_value_of_its_trial(tmp_path, mon
     monkeypatch.delenv("CTXBENCH_STUDY")
     recs = [json.loads(x) for x in Path(cb.progress_path).read_text().splitlines()]  # type: ignore[arg-type]
     assert [(r["outcome"], r["run_id"], r["reason"]) for r in recs] == [
-        ("failure", "r1", "step_failed"), ("skipped", "r0", ""), ("error", "r2", "provider_error")]
+        ("failure", "r1", "step_failed"),
+        ("skipped", "r0", ""),
+        ("error", "r2", "provider_error"),
+    ]
 
 
 def test_a_sensitivity_sweep_plans_each_point_as_its_own_trial():
@@ -200,13 +245,24 @@ def test_a_sensitivity_sweep_plans_each_point_as_its_own_trial():
 
 def test_an_ablation_sweep_plans_each_switch_as_its_own_trial():
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        master = _multirun_config(["experiment=ablation", "strategy=raw", "arm=baseline",
-                                   "task=signature_migration", "task.seed=0"])
+        master = _multirun_config(
+            ["experiment=ablation", "strategy=raw", "arm=baseline", "task=signature_migration", "task.seed=0"]
+        )
         entries = plan_trials(master, planned_jobs(master) or [])
     points = sorted(e["sensitivity_point"] for e in entries)
-    assert points == sorted(f"ablation={a}" for a in ("none", "recall_decay", "temptation", "stale_memory",
-                                                        "summariser_loss", "exploration", "competence",
-                                                        "drift_kinds"))
+    assert points == sorted(
+        f"ablation={a}"
+        for a in (
+            "none",
+            "recall_decay",
+            "temptation",
+            "stale_memory",
+            "summariser_loss",
+            "exploration",
+            "competence",
+            "drift_kinds",
+        )
+    )
 
 
 def test_the_agents_study_plans_each_player_once_as_a_level_of_its_own():
@@ -217,14 +273,26 @@ def test_the_agents_study_plans_each_player_once_as_a_level_of_its_own():
         master = _multirun_config(["experiment=agents"])
         entries = plan_trials(master, planned_jobs(master) or [])
     cell = ["task=record_upgrade", "arm=drift", "++task.size.steps=6"]
-    expected = {name: load(compose([*cell, pick])).config_hash for name, pick in (
-        ("claude_code", "agent=claude_code"), ("mini_swe_agent", "agent=mini_swe_agent"), ("codex", "agent=codex"),
-        ("ledger", "strategy=ledger"), ("raw", "strategy=raw"))}
+    expected = {
+        name: load(compose([*cell, pick])).config_hash
+        for name, pick in (
+            ("claude_code", "agent=claude_code"),
+            ("mini_swe_agent", "agent=mini_swe_agent"),
+            ("codex", "agent=codex"),
+            ("ledger", "strategy=ledger"),
+            ("raw", "strategy=raw"),
+        )
+    }
     assert len(entries) == 40 and len({e["config_hash"] for e in entries}) == 40
     levels = [e["strategy"] for e in entries]
     assert sorted(set(levels)) == sorted(expected) and all(levels.count(x) == 8 for x in expected)
-    got = {e["strategy"]: e["config_hash"] for e in entries
-           if (e["arm"], e["task_family"]) == ("drift", "record_upgrade")}
+    got = {
+        e["strategy"]: e["config_hash"]
+        for e in entries
+        if (e["arm"], e["task_family"]) == ("drift", "record_upgrade")
+    }
     assert got == expected
     assert {(e["task_family"], e["task_seed"], e["rep"], e["model"]) for e in entries} == {
-        ("record_upgrade", 0, 0, "sim"), ("config_rename", 0, 0, "sim")}
+        ("record_upgrade", 0, 0, "sim"),
+        ("config_rename", 0, 0, "sim"),
+    }

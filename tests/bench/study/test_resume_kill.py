@@ -28,8 +28,14 @@ from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 
-SWEEP = ["strategy=raw,ledger", "arm=baseline,drift", "task=signature_migration", "task.seed=0",
-         "++task.size.steps=6", "hydra.launcher.n_jobs=2"]
+SWEEP = [
+    "strategy=raw,ledger",
+    "arm=baseline,drift",
+    "task=signature_migration",
+    "task.seed=0",
+    "++task.size.steps=6",
+    "hydra.launcher.n_jobs=2",
+]
 
 
 def study_cmd(variant: str, tag: str) -> list[str]:
@@ -58,14 +64,28 @@ def trial_statuses(db: Path, study: str) -> list[tuple[str, str, str]]:
                 "select r.run_uuid, r.status, h.value from runs r "
                 "join tags s on s.run_uuid = r.run_uuid and s.key = 'study' and s.value = ? "
                 "join tags k on k.run_uuid = r.run_uuid and k.key = 'ctxbench.kind' and k.value = 'trial' "
-                "join tags h on h.run_uuid = r.run_uuid and h.key = 'config_hash'", (study,)).fetchall()
+                "join tags h on h.run_uuid = r.run_uuid and h.key = 'config_hash'",
+                (study,),
+            ).fetchall()
     except sqlite3.Error:  # tables not created yet, or a writer holds the lock: poll again
         return []
 
 
 def containers(study: str) -> list[tuple[str, str]]:
-    out = subprocess.run(["docker", "ps", "-a", "--filter", f"label=ctxbench.study={study}", "--format",
-                          '{{.ID}} {{.Label "ctxbench.pid"}}'], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            "docker",
+            "ps",
+            "-a",
+            "--filter",
+            f"label=ctxbench.study={study}",
+            "--format",
+            '{{.ID}} {{.Label "ctxbench.pid"}}',
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [tuple(line.split()) for line in out.splitlines()]  # type: ignore[misc]
 
 
@@ -75,19 +95,29 @@ def alive(pid: int) -> bool:
     return procs.alive(pid)
 
 
-def kill_midway(variant: str, tag: str, env: dict, tmp_path: Path, db: Path) -> tuple[str, set[str], set[str]]:
+def kill_midway(
+    variant: str, tag: str, env: dict, tmp_path: Path, db: Path
+) -> tuple[str, set[str], set[str]]:
     """Start the study and SIGKILL its process group once one trial has finished while another
     runs in its container. Returns (study, run ids FINISHED, run ids RUNNING) as the kill left
     them; RUNNING is empty when the running trial finished between the last poll and the kill."""
     log_path = tmp_path / f"first-{tag}.log"
     log1 = open(log_path, "w")
-    first = subprocess.Popen(study_cmd(variant, tag), cwd=ROOT, env=env, stdout=log1, stderr=subprocess.STDOUT,
-                             start_new_session=True)  # its own process group, workers included
+    first = subprocess.Popen(
+        study_cmd(variant, tag),
+        cwd=ROOT,
+        env=env,
+        stdout=log1,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # its own process group, workers included
     try:
         deadline = time.monotonic() + 240
         study = None
         while True:
-            assert first.poll() is None, "the study ended before it could be killed:\n" + log_path.read_text()[-3000:]
+            assert first.poll() is None, (
+                "the study ended before it could be killed:\n" + log_path.read_text()[-3000:]
+            )
             assert time.monotonic() < deadline, "no trial finished in time"
             study = study or study_name(variant, tag, log_path)
             if study is None:
@@ -108,7 +138,11 @@ def kill_midway(variant: str, tag: str, env: dict, tmp_path: Path, db: Path) -> 
         log1.close()
     time.sleep(0.5)
     rows = trial_statuses(db, study)
-    return study, {rid for rid, s, _ in rows if s == "FINISHED"}, {rid for rid, s, _ in rows if s == "RUNNING"}
+    return (
+        study,
+        {rid for rid, s, _ in rows if s == "FINISHED"},
+        {rid for rid, s, _ in rows if s == "RUNNING"},
+    )
 
 
 @pytest.mark.parametrize("variant", ["grid", "plain"])
@@ -139,8 +173,9 @@ def test_sigkill_midway_then_rerun_counts_every_trial_once(variant, tmp_path, do
     # A `docker rm` the killed harness had already sent can still complete after the kill (seen
     # once in CI, grid variant): then the sweep finds nothing, and the last check below still holds.
     left_at_rerun = containers(study)
-    second = subprocess.run(study_cmd(variant, tag), cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=400)
+    second = subprocess.run(
+        study_cmd(variant, tag), cwd=ROOT, env=env, capture_output=True, text=True, timeout=400
+    )
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     out = second.stdout + second.stderr
     if left_at_rerun:
@@ -173,8 +208,15 @@ def test_sigkill_midway_then_rerun_counts_every_trial_once(variant, tmp_path, do
     from bench.tracking.study_records import status
 
     s = status(study, f"sqlite:///{db}", experiment)  # `python -m bench.study status NAME`
-    assert s["plan"] == {"planned": 4, "finished": 4, "excluded": 0, "missing": 0, "unplanned_finished": 0,
-                         "invalid_jobs": 0, "invocations": 2}
+    assert s["plan"] == {
+        "planned": 4,
+        "finished": 4,
+        "excluded": 0,
+        "missing": 0,
+        "unplanned_finished": 0,
+        "invalid_jobs": 0,
+        "invocations": 2,
+    }
     assert s["finished_hashes"] == 4 and s["double_counted"] == []
 
     # Progress was written by the workers (callbacks run where the trial runs), per job.
@@ -185,5 +227,7 @@ def test_sigkill_midway_then_rerun_counts_every_trial_once(variant, tmp_path, do
     if variant == "grid":
         assert all(r["pid"] != r["launcher_pid"] for r in records)  # joblib workers
     assert "[study " + study + "] 4/4 (100%)" in out
-    print(f"\n{variant} study {study}: kill after {t_kill:.1f}s, total {t_total:.1f}s; finished before kill "
-          f"{len(finished_before)}, killed {len(killed)}, leaked then swept {len(leaked)}; status {s}")
+    print(
+        f"\n{variant} study {study}: kill after {t_kill:.1f}s, total {t_total:.1f}s; finished before kill "
+        f"{len(finished_before)}, killed {len(killed)}, leaked then swept {len(leaked)}; status {s}"
+    )

@@ -84,7 +84,9 @@ class _Hangs:
 
 
 @pytest.mark.docker
-def test_trial_stuck_inside_a_model_call_is_ended_as_timeout_and_cleaned_up(tmp_path, monkeypatch, docker_ready):
+def test_trial_stuck_inside_a_model_call_is_ended_as_timeout_and_cleaned_up(
+    tmp_path, monkeypatch, docker_ready
+):
     import bench.providers as providers
     import bench.trial.watchdog
     from bench.config import compose, load
@@ -94,8 +96,16 @@ def test_trial_stuck_inside_a_model_call_is_ended_as_timeout_and_cleaned_up(tmp_
     monkeypatch.setattr(bench.trial.watchdog, "WATCHDOG_GRACE_S", 0.5)
     real = providers.make_provider
     monkeypatch.setattr(providers, "make_provider", lambda cfg: _Hangs(real(cfg)))
-    tcfg = load(compose(["++task.size.steps=6", "model=oracle", "limits.trial_timeout_s=4",
-                         f"study.name=wd-{uuid.uuid4().hex[:6]}"]))
+    tcfg = load(
+        compose(
+            [
+                "++task.size.steps=6",
+                "model=oracle",
+                "limits.trial_timeout_s=4",
+                f"study.name=wd-{uuid.uuid4().hex[:6]}",
+            ]
+        )
+    )
     t0 = time.monotonic()
     result = run(tcfg)
     took = time.monotonic() - t0
@@ -109,11 +119,18 @@ def test_trial_stuck_inside_a_model_call_is_ended_as_timeout_and_cleaned_up(tmp_
     assert mrun.info.status == "FINISHED" and mrun.data.tags["failure_reason"] == "timeout"
     import subprocess
 
-    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={result.run_id}"],
-                          capture_output=True, text=True, check=True).stdout
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={result.run_id}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert left.strip() == ""
-    kinds = [line for line in result.events_path.read_text().splitlines() if '"kind":"trial_end"' in line
-             or '"kind": "trial_end"' in line]
+    kinds = [
+        line
+        for line in result.events_path.read_text().splitlines()
+        if '"kind":"trial_end"' in line or '"kind": "trial_end"' in line
+    ]
     assert kinds, "the event log is closed with trial_end"
 
 
@@ -168,8 +185,9 @@ class _StallFirst:
 
 
 @pytest.mark.docker
-def test_a_hung_exec_start_is_timed_out_and_retried_once(sandbox_cfg, monkeypatch, tmp_path, caplog,
-                                                          docker_ready):
+def test_a_hung_exec_start_is_timed_out_and_retried_once(
+    sandbox_cfg, monkeypatch, tmp_path, caplog, docker_ready
+):
     import bench.sandbox.engine as E
     from bench.sandbox import create
 
@@ -207,15 +225,19 @@ class _FlakyApi:
                 import requests
 
                 self._left -= 1
-                raise requests.exceptions.ReadTimeout("UnixHTTPConnectionPool: Read timed out. (read timeout=30)")
+                raise requests.exceptions.ReadTimeout(
+                    "UnixHTTPConnectionPool: Read timed out. (read timeout=30)"
+                )
             return real(*a, **kw)
+
         return call
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize(("name", "hangs_to_lose"), [("exec_create", 3), ("exec_inspect", 2)])
-def test_a_hung_engine_call_is_retried_once_then_the_sandbox_is_lost(sandbox_cfg, name, hangs_to_lose,
-                                                                     docker_ready):
+def test_a_hung_engine_call_is_retried_once_then_the_sandbox_is_lost(
+    sandbox_cfg, name, hangs_to_lose, docker_ready
+):
     from bench.sandbox import SandboxLost, create
 
     sb = create(sandbox_cfg, {"a.py": "x = 1\n"}, f"flaky-{uuid.uuid4().hex[:6]}")
@@ -253,23 +275,32 @@ def test_planned_jobs_counts_the_grid_and_a_command_line_slice():
         from hydra.types import RunMode
 
         part = GlobalHydra.instance().hydra.compose_config(  # what `python -m bench -m ...` composes
-            "config", ["experiment=grid", "task=config_rename", "task.seed=0,1", "rep=0,1"],
-            run_mode=RunMode.MULTIRUN)
+            "config",
+            ["experiment=grid", "task=config_rename", "task.seed=0,1", "rep=0,1"],
+            run_mode=RunMode.MULTIRUN,
+        )
     assert len(planned_jobs(full) or []) == 4 * 4 * 3 * 10
     jobs = planned_jobs(part) or []
     assert len(jobs) == 4 * 4 * 2 * 2 and all("task=config_rename" in j for j in jobs)
 
 
 def test_progress_counts_outcomes_once_per_job_and_estimates_the_rest():
-    recs = [{"job": 0, "outcome": "skipped"}, {"job": 1, "outcome": "success"},
-            {"job": 2, "outcome": "failure"}, {"job": 3, "outcome": "crashed"},
-            {"job": 4, "outcome": "error"}, {"job": 4, "outcome": "success"}]  # job 4 retried by the launcher
+    recs = [
+        {"job": 0, "outcome": "skipped"},
+        {"job": 1, "outcome": "success"},
+        {"job": 2, "outcome": "failure"},
+        {"job": 3, "outcome": "crashed"},
+        {"job": 4, "outcome": "error"},
+        {"job": 4, "outcome": "success"},
+    ]  # job 4 retried by the launcher
     s = summarize(recs, total=10, elapsed_s=40.0)
     assert s["done"] == 5 and s["executed"] == 4
     assert s["counts"] == {"skipped": 1, "success": 2, "failure": 1, "crashed": 1}
     assert s["eta_s"] == pytest.approx(5 / (4 / 40.0))
     line = progress_line("grid", s)
-    assert "5/10 (50%) done: 2 ok, 1 failed, 0 infra errors, 1 crashed, 1 skipped" in line and "ETA 50s" in line
+    assert (
+        "5/10 (50%) done: 2 ok, 1 failed, 0 infra errors, 1 crashed, 1 skipped" in line and "ETA 50s" in line
+    )
 
 
 def test_a_crashed_job_is_recorded_and_does_not_stop_the_study(tmp_path):
@@ -295,7 +326,9 @@ def test_a_crashed_job_is_recorded_and_does_not_stop_the_study(tmp_path):
 # ------------------------------------------------------------- RUNNING runs of other processes
 
 
-def test_running_runs_are_judged_dead_by_pid_or_by_age_and_a_live_one_is_not_started_twice(tmp_path, monkeypatch):
+def test_running_runs_are_judged_dead_by_pid_or_by_age_and_a_live_one_is_not_started_twice(
+    tmp_path, monkeypatch
+):
     """A RUNNING run on this host whose pid is dead, or on any host older than the trial timeout
     plus grace (the watchdog ends every trial by then), is marked KILLED and rerun; a RUNNING run
     of a live process is left alone and the trial is skipped, not started a second time."""
@@ -315,8 +348,14 @@ def test_running_runs_are_judged_dead_by_pid_or_by_age_and_a_live_one_is_not_sta
     now_ms = int(time.time() * 1000)
 
     def running(host: str, pid: int, age_s: float) -> str:
-        tags = {"ctxbench.kind": "trial", "study": tcfg.study, "config_hash": tcfg.config_hash,
-                "host": host, "pid": str(pid), "status": "running"}
+        tags = {
+            "ctxbench.kind": "trial",
+            "study": tcfg.study,
+            "config_hash": tcfg.config_hash,
+            "host": host,
+            "pid": str(pid),
+            "status": "running",
+        }
         return client.create_run(exp, start_time=now_ms - int(age_s * 1000), tags=tags).info.run_id
 
     dead_here = running(here, dead.pid, 1)
@@ -341,10 +380,27 @@ def test_in_a_real_multirun_a_crashing_trial_does_not_stop_the_others(tmp_path, 
     from bench.config import ROOT
 
     study = f"crash-{uuid.uuid4().hex[:6]}"
-    proc = subprocess.run([sys.executable, "-m", "bench", "-m", "experiment=grid", "strategy=ledger",
-                           "arm=baseline", "task=signature_migration", "task.seed=0", "++task.size.steps=6,7",
-                           "++task.size.callers=2,1", f"study.name={study}"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path))})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "-m",
+            "experiment=grid",
+            "strategy=ledger",
+            "arm=baseline",
+            "task=signature_migration",
+            "task.seed=0",
+            "++task.size.steps=6,7",
+            "++task.size.callers=2,1",
+            f"study.name={study}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path))},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "1 trial(s) crashed" in out and "task.size.callers=1" in out
     from mlflow.tracking import MlflowClient

@@ -23,16 +23,35 @@ def test_threads_and_processes_give_the_same_trials(both_ways: BothWays):
     assert len(a) == 4 and a.keys() == b.keys()
     for h in a:
         assert a[h] == b[h], (h, diff(a[h], b[h]))
-    progress = [json.loads(x) for x in next((both_ways.threads / "hydra" / "multirun" / "both").iterdir())
-                .joinpath("progress.jsonl").read_text().splitlines()]
+    progress = [
+        json.loads(x)
+        for x in next((both_ways.threads / "hydra" / "multirun" / "both").iterdir())
+        .joinpath("progress.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     assert {p["pid"] for p in progress} == {p["launcher_pid"] for p in progress}  # one process, four threads
     assert all(p["wall_s"] > 0.5 for p in progress)  # each job's own start, not another thread's
 
 
 def test_chdir_is_refused_with_the_fix(tmp_path):
     env = {**os.environ, "CTXBENCH_RESULTS": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "bench", "-m", "sandbox=local", "hydra/launcher=ctxbench_threads",
-                           "hydra.job.chdir=true"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "-m",
+            "sandbox=local",
+            "hydra/launcher=ctxbench_threads",
+            "hydra.job.chdir=true",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0 and "set hydra.job.chdir=false" in proc.stdout + proc.stderr
 
 

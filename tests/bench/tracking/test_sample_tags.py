@@ -19,7 +19,11 @@ def _client(uri):
 @pytest.fixture
 def where(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    return uri, [f"tracking.uri={uri}", f"results_dir={tmp_path}", f"tracking.artifact_root={tmp_path / 'art'}"]
+    return uri, [
+        f"tracking.uri={uri}",
+        f"results_dir={tmp_path}",
+        f"tracking.artifact_root={tmp_path / 'art'}",
+    ]
 
 
 def test_demo_is_tagged_selected_on_parent_and_trial(where):

@@ -36,11 +36,14 @@ def test_no_budget_admits_everything_and_writes_nothing(tmp_path):
     assert not ledger_path(tmp_path, "s").exists()
 
 
-@pytest.mark.parametrize(("study", "message"), [
-    ({"budget_usd": -1}, r"study.budget_usd must be a number >= 0"),
-    ({"budget_tokens": "many"}, r"study.budget_tokens must be a number"),
-    ({"budget_usd": 1, "trial_estimate_usd": True}, r"study.trial_estimate_usd must be a number"),
-])
+@pytest.mark.parametrize(
+    ("study", "message"),
+    [
+        ({"budget_usd": -1}, r"study.budget_usd must be a number >= 0"),
+        ({"budget_tokens": "many"}, r"study.budget_tokens must be a number"),
+        ({"budget_usd": 1, "trial_estimate_usd": True}, r"study.trial_estimate_usd must be a number"),
+    ],
+)
 def test_bad_budget_values_name_the_key(study, message):
     with pytest.raises(BudgetError, match=message):
         Budget.from_study(study)
@@ -80,14 +83,23 @@ def test_tokens_budget(tmp_path):
 def test_a_dead_workers_reservation_is_dropped_and_seed_starts_over(tmp_path):
     path = ledger_path(tmp_path, "s")
     study = {"budget_usd": 1.5, "trial_estimate_usd": 1.0}
-    code = ("from bench.tracking.study_budget import Gate; import sys; "
-            f"g = Gate.for_trial({study!r}, sys.argv[1], 's'); print(g.admit())")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    code = (
+        "from bench.tracking.study_budget import Gate; import sys; "
+        f"g = Gate.for_trial({study!r}, sys.argv[1], 's'); print(g.admit())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == ADMITTED  # and then that process exited without settling
     assert gate(tmp_path, **study).admit() == ADMITTED  # its 1.0 no longer held
     seed(path, 0.5, 100, 1)
     state = read(path)
-    assert state["reserved"] == {} and state["spent_usd"] == 0.5 and state["ended"] == 1 and not state["exhausted"]
+    assert (
+        state["reserved"] == {}
+        and state["spent_usd"] == 0.5
+        and state["ended"] == 1
+        and not state["exhausted"]
+    )
     assert gate(tmp_path, **study).admit() == ADMITTED  # 0.5 spent + the mean, 0.5 <= 1.5
     assert gate(tmp_path, **study).admit() == ADMITTED  # 0.5 + 0.5 held + 0.5 = 1.5, exactly the budget
     assert gate(tmp_path, **study).admit() == REFUSED  # 2.0 > 1.5
@@ -114,7 +126,7 @@ def test_a_reservation_whose_pid_was_reused_is_dropped(tmp_path):
     study = {"budget_usd": 1.5, "trial_estimate_usd": 1.0}
     assert gate(tmp_path, **study).admit() == ADMITTED  # this process holds 1.0
     state = read(path)
-    (ticket, held), = state["reserved"].items()
+    ((ticket, held),) = state["reserved"].items()
     assert held[2] == os.getpid() and held[3] == procs.start_ticks(os.getpid())
     state["reserved"][ticket] = [held[0], held[1], held[2], held[3] + 1]  # "started" at another time
     path.write_text(json.dumps(state))

@@ -59,5 +59,7 @@ def test_an_experiment_is_looked_up_once_it_exists(tmp_path) -> None:
 def test_a_client_with_no_address_is_asked_every_time(tmp_path) -> None:
     client = CountingLookups(f"sqlite:///{tmp_path}/mlflow.db")
     made = client.create_experiment("e")
-    nameless = type("Nameless", (), {"get_experiment_by_name": lambda self, n: client.get_experiment_by_name(n)})()
+    nameless = type(
+        "Nameless", (), {"get_experiment_by_name": lambda self, n: client.get_experiment_by_name(n)}
+    )()
     assert [runs.known_experiment(nameless, "e") for _ in range(2)] == [made, made] and client.lookups == 2

@@ -17,18 +17,28 @@ from bench.tracking.task_input import CONTEXT, content_sha256, log_task_input, t
 def test_digest_is_the_content_same_task_same_digest_in_another_process():
     a = tasks.generate("signature_migration", 4)
     assert content_sha256(a) == content_sha256(tasks.generate("signature_migration", 4))
-    code = "import tasks; from bench.tracking.task_input import content_sha256; " \
-           "print(content_sha256(tasks.generate('signature_migration', 4)))"
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={"PYTHONHASHSEED": "123", "PATH": ""}).stdout.strip()
+    code = (
+        "import tasks; from bench.tracking.task_input import content_sha256; "
+        "print(content_sha256(tasks.generate('signature_migration', 4)))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
+    ).stdout.strip()
     assert other == content_sha256(a)
 
 
 def test_any_change_to_the_task_changes_the_digest():
     a = tasks.generate("signature_migration", 4)
-    digests = {content_sha256(a), content_sha256(tasks.generate("signature_migration", 5)),
-               content_sha256(tasks.generate("signature_migration", 4, steps=6)),
-               content_sha256(tasks.generate("extract_module", 4))}
+    digests = {
+        content_sha256(a),
+        content_sha256(tasks.generate("signature_migration", 5)),
+        content_sha256(tasks.generate("signature_migration", 4, steps=6)),
+        content_sha256(tasks.generate("extract_module", 4)),
+    }
     path, content = a.files[0]
     edited = dataclasses.replace(a, files=((path, content + " "), *a.files[1:]))  # one byte of one file
     digests.add(content_sha256(edited))

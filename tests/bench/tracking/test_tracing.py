@@ -24,7 +24,9 @@ def store(tmp_path_factory):
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{db}")
     # Created with an artifact location under the temp dir: MLflow's default is ./mlruns in the cwd.
-    mlflow.MlflowClient().create_experiment("tracing-test", artifact_location=(db.parent / "artifacts").as_uri())
+    mlflow.MlflowClient().create_experiment(
+        "tracing-test", artifact_location=(db.parent / "artifacts").as_uri()
+    )
     exp = mlflow.set_experiment("tracing-test")
     yield db, exp.experiment_id
     tracing.configure(False)
@@ -39,16 +41,27 @@ def _traces(exp_id):
 
 
 def _completion(turn):
-    return Completion(content=f"reply {turn}", tool_calls=(ToolCall(f"c{turn}", "read_file", {"path": "a.py"}),),
-                      stop_reason="tool_use", usage=Usage(100, 20, 1024, 0), latency_s=0.5, ttft_s=0.1,
-                      model_id="m", request_hash=f"h{turn}", cost_usd=0.001)
+    return Completion(
+        content=f"reply {turn}",
+        tool_calls=(ToolCall(f"c{turn}", "read_file", {"path": "a.py"}),),
+        stop_reason="tool_use",
+        usage=Usage(100, 20, 1024, 0),
+        latency_s=0.5,
+        ttft_s=0.1,
+        model_id="m",
+        request_hash=f"h{turn}",
+        cost_usd=0.001,
+    )
 
 
 def test_disabled_is_a_no_op(store):
     _, exp_id = store
     tracing.configure(False)
     before = len(_traces(exp_id))
-    with tracing.trial_trace("t", {"a": 1}) as root, tracing.model_span(1, "h", messages=CONVERSATION) as span:
+    with (
+        tracing.trial_trace("t", {"a": 1}) as root,
+        tracing.model_span(1, "h", messages=CONVERSATION) as span,
+    ):
         span.set_completion(_completion(1))
         root.set_outputs({"x": 1})
     assert root is tracing.NOOP and span is tracing.NOOP
@@ -68,8 +81,13 @@ def test_a_trial_trace_has_a_span_per_model_call_and_tool_call(store):
         root.set_outputs({"success": True})
     trace = next(t for t in _traces(exp_id) if t.data.spans[0].name.startswith("raw·baseline"))
     spans = trace.data.spans
-    assert [s.name for s in spans] == ["raw·baseline·toy#1·rep0", "model turn 1", "tool read_file",
-                                       "model turn 2", "tool read_file"]
+    assert [s.name for s in spans] == [
+        "raw·baseline·toy#1·rep0",
+        "model turn 1",
+        "tool read_file",
+        "model turn 2",
+        "tool read_file",
+    ]
     root_span = spans[0]
     assert all(s.parent_id == root_span.span_id for s in spans[1:])
     assert [s.span_type for s in spans] == ["AGENT", "CHAT_MODEL", "TOOL", "CHAT_MODEL", "TOOL"]
@@ -90,11 +108,16 @@ def test_secrets_never_enter_a_span(store, monkeypatch):
     monkeypatch.setenv("SOME_PROVIDER_API_KEY", CANARY)
     tracing.configure(True)
     with tracing.trial_trace("secret-trial", {"api_key": "literal-key-value-1", "note": f"key={CANARY}"}):
-        with tracing.tool_span(1, "run", {"command": f"echo {CANARY}", "headers": {"Authorization": "Bearer zzz"}}) as s:
+        with tracing.tool_span(
+            1, "run", {"command": f"echo {CANARY}", "headers": {"Authorization": "Bearer zzz"}}
+        ) as s:
             s.set_outputs({"stdout": CANARY})
     spans = next(t for t in _traces(exp_id) if t.data.spans[0].name == "secret-trial").data.spans
     assert spans[0].attributes["ctxbench.api_key"] == redact.REDACTED
-    assert spans[1].inputs == {"command": f"echo {redact.REDACTED}", "headers": {"Authorization": redact.REDACTED}}
+    assert spans[1].inputs == {
+        "command": f"echo {redact.REDACTED}",
+        "headers": {"Authorization": redact.REDACTED},
+    }
     data = Path(db).read_bytes()
     assert CANARY.encode() not in data and b"literal-key-value-1" not in data
 
@@ -113,15 +136,30 @@ def test_an_exception_propagates_and_marks_the_trace(store):
 
 def test_scrub_and_registered_secrets():
     redact.register("registered-secret-99")
-    out = redact.scrub({"x-api-key": "v", "api_key_env": "OPENAI_API_KEY", "nested": ["registered-secret-99!"]})
-    assert out == {"x-api-key": redact.REDACTED, "api_key_env": "OPENAI_API_KEY", "nested": [f"{redact.REDACTED}!"]}
+    out = redact.scrub(
+        {"x-api-key": "v", "api_key_env": "OPENAI_API_KEY", "nested": ["registered-secret-99!"]}
+    )
+    assert out == {
+        "x-api-key": redact.REDACTED,
+        "api_key_env": "OPENAI_API_KEY",
+        "nested": [f"{redact.REDACTED}!"],
+    }
 
 
 def _model_call(turn):
     c = _completion(turn)
-    return ev.ModelCall(turn=turn, model_id=c.model_id, request_hash=f"rh{turn}", provider_request_hash=c.request_hash,
-                        stop_reason=c.stop_reason, usage=c.usage.__dict__, cost_usd=c.cost_usd, content=c.content,
-                        tool_calls=[t.__dict__ for t in c.tool_calls], t={"latency_s": c.latency_s, "ttft_s": c.ttft_s})
+    return ev.ModelCall(
+        turn=turn,
+        model_id=c.model_id,
+        request_hash=f"rh{turn}",
+        provider_request_hash=c.request_hash,
+        stop_reason=c.stop_reason,
+        usage=c.usage.__dict__,
+        cost_usd=c.cost_usd,
+        content=c.content,
+        tool_calls=[t.__dict__ for t in c.tool_calls],
+        t={"latency_s": c.latency_s, "ttft_s": c.ttft_s},
+    )
 
 
 def test_a_trial_is_traced_by_a_subscriber_of_its_event_log(store, tmp_path):
@@ -138,15 +176,23 @@ def test_a_trial_is_traced_by_a_subscriber_of_its_event_log(store, tmp_path):
             rec.context(turn, CONVERSATION[: 2 + 3 * turn], tokens=10, stable=2)
             rec.append(_model_call(turn))
             rec.append(ev.ToolCall(turn=turn, call_id=f"c{turn}", name="read_file", args={"path": "a.py"}))
-            rec.append(ev.ToolResult(turn=turn, call_id=f"c{turn}", name="read_file", ok=True, output="x = 1"))
+            rec.append(
+                ev.ToolResult(turn=turn, call_id=f"c{turn}", name="read_file", ok=True, output="x = 1")
+            )
         rec.context(3, CONVERSATION, tokens=10, stable=2)  # a call that never returns: the trial ends
         rec.append(ev.Error(turn=3, reason="provider_error", detail="gone"))
         spans.close()
     rec.close()
     trace = next(t for t in _traces(exp_id) if t.data.spans[0].name == "events-trial")
     got = trace.data.spans
-    assert [s.name for s in got] == ["events-trial", "model turn 1", "tool read_file", "model turn 2",
-                                     "tool read_file", "model turn 3"]
+    assert [s.name for s in got] == [
+        "events-trial",
+        "model turn 1",
+        "tool read_file",
+        "model turn 2",
+        "tool read_file",
+        "model turn 3",
+    ]
     assert all(s.parent_id == got[0].span_id for s in got[1:])
     model = got[3]
     assert model.inputs["messages"] == [m.to_dict() for m in CONVERSATION[7:8]]
@@ -175,8 +221,16 @@ def test_the_proxys_calls_from_its_own_thread_are_spans_of_the_trials_trace(stor
 
         def proxy_thread() -> None:
             for turn in (1, 2):
-                rec.append(ev.AgentRequest(turn=turn, api="openai_chat", path="/v1/chat/completions", thread="main",
-                                           body="{}", body_sha="0" * 64))
+                rec.append(
+                    ev.AgentRequest(
+                        turn=turn,
+                        api="openai_chat",
+                        path="/v1/chat/completions",
+                        thread="main",
+                        body="{}",
+                        body_sha="0" * 64,
+                    )
+                )
                 rec.context(turn, CONVERSATION[: 2 + 3 * turn], tokens=10, stable=0)
                 rec.append(_model_call(turn))
 
@@ -194,5 +248,9 @@ def test_the_proxys_calls_from_its_own_thread_are_spans_of_the_trials_trace(stor
     assert all(s.parent_id == got[0].span_id for s in got[1:])
     assert all(str(s.status.status_code).endswith("OK") for s in got[1:3])
     assert got[2].attributes["mlflow.chat.tokenUsage"] == {
-        "input_tokens": 1124, "output_tokens": 20, "total_tokens": 1144, "cache_read_input_tokens": 1024,
-        "cache_creation_input_tokens": 0}
+        "input_tokens": 1124,
+        "output_tokens": 20,
+        "total_tokens": 1144,
+        "cache_read_input_tokens": 1024,
+        "cache_creation_input_tokens": 0,
+    }

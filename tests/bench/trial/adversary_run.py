@@ -44,8 +44,13 @@ def interpreter(user: list[str], env: dict[str, str]) -> list[str] | None:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *site])
     minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
     for exe in (sys.executable, shutil.which(minor, path="/usr/local/bin:/usr/bin") or ""):
-        if exe and subprocess.run([*user, exe, "-c", "import bench, mlflow, docker"], env=env,
-                                  capture_output=True, cwd=ROOT).returncode == 0:
+        if (
+            exe
+            and subprocess.run(
+                [*user, exe, "-c", "import bench, mlflow, docker"], env=env, capture_output=True, cwd=ROOT
+            ).returncode
+            == 0
+        ):
             return [exe]
     return None
 
@@ -74,9 +79,19 @@ def _host_processes() -> list[str]:
 
 def play(attack: str, results: Path, *overrides: str) -> dict[str, Any]:
     os.environ["CTXBENCH_RESULTS"] = str(results)
-    tcfg = load(compose(["model=adversary", f"model.attack={attack}", "task.size.steps=6",
-                         f"limits.max_turns_per_step={len(ATTACKS[attack]) + 1}", f"study.name=adv-{attack}",
-                         "resume=false", *overrides]))
+    tcfg = load(
+        compose(
+            [
+                "model=adversary",
+                f"model.attack={attack}",
+                "task.size.steps=6",
+                f"limits.max_turns_per_step={len(ATTACKS[attack]) + 1}",
+                f"study.name=adv-{attack}",
+                "resume=false",
+                *overrides,
+            ]
+        )
+    )
     before = set(_host_processes())
     result = run(tcfg)
     left_procs = [p for p in _host_processes() if p not in before]
@@ -87,27 +102,45 @@ def play(attack: str, results: Path, *overrides: str) -> dict[str, Any]:
     records = [json.loads(line) for line in result.events_path.read_text().splitlines()]
     violations = [r["detail"] for r in records if r["kind"] == "policy_violation"]
     output = "\n".join(str(r.get("output", "")) for r in records if r["kind"] in ("tool_result", "check"))
-    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={result.run_id}"],
-                          capture_output=True, text=True, check=True).stdout.split()
-    return {"attack": attack, "uid": os.getuid(), "agent": (tcfg.agent or {}).get("name", "own"),
-            "mlflow_status": mrun.info.status,
-            "outcome_class": tags.get("outcome_class"), "success": m.get("success"),
-            "failure_reason": tags.get("failure_reason"), "policy_violations": m.get("policy_violations"),
-            "violation_events": len(violations), "violations": violations[:30],
-            "errors": [r.get("detail", "")[:300] for r in records if r["kind"] == "error"],
-            "metrics": {k: m.get(k, 0.0) for k in ("processes_killed", "tool_errors")},
-            "containers_left": left, "output": output, "events": str(result.events_path), "host_processes_left": left_procs,
-            "agent_turns": sum(r["kind"] == "agent_turn" for r in records),
-            "checks_passed": [r.get("step") for r in records if r["kind"] == "check" and r.get("passed")],
-            "scratch_left": sorted(p.name for p in Path(tempfile.gettempdir()).glob("ctxbench-sbx-*"))}
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={result.run_id}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return {
+        "attack": attack,
+        "uid": os.getuid(),
+        "agent": (tcfg.agent or {}).get("name", "own"),
+        "mlflow_status": mrun.info.status,
+        "outcome_class": tags.get("outcome_class"),
+        "success": m.get("success"),
+        "failure_reason": tags.get("failure_reason"),
+        "policy_violations": m.get("policy_violations"),
+        "violation_events": len(violations),
+        "violations": violations[:30],
+        "errors": [r.get("detail", "")[:300] for r in records if r["kind"] == "error"],
+        "metrics": {k: m.get(k, 0.0) for k in ("processes_killed", "tool_errors")},
+        "containers_left": left,
+        "output": output,
+        "events": str(result.events_path),
+        "host_processes_left": left_procs,
+        "agent_turns": sum(r["kind"] == "agent_turn" for r in records),
+        "checks_passed": [r.get("step") for r in records if r["kind"] == "check" and r.get("passed")],
+        "scratch_left": sorted(p.name for p in Path(tempfile.gettempdir()).glob("ctxbench-sbx-*")),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.trial.adversary_run")
     parser.add_argument("results", type=Path)
     parser.add_argument("attacks", nargs="+")
-    parser.add_argument("--agent", default="own", help="conf/agent/ name: own (ctxbench's loop) or mini_swe_agent")
-    parser.add_argument("--unguarded", action="store_true", help="each attack with its guard removed (unguard.py)")
+    parser.add_argument(
+        "--agent", default="own", help="conf/agent/ name: own (ctxbench's loop) or mini_swe_agent"
+    )
+    parser.add_argument(
+        "--unguarded", action="store_true", help="each attack with its guard removed (unguard.py)"
+    )
     args = parser.parse_args(argv)
     adopt_orphans()
     overrides = [] if args.agent == "own" else [f"agent={args.agent}"]
@@ -126,8 +159,12 @@ def main(argv: list[str] | None = None) -> None:
 
                 obs["guard_removed"], obs["won"] = guard, won(name, obs)
         except Exception as exc:  # reported, so the table names the attack that broke the harness
-            obs = {"attack": name, "uid": os.getuid(), "crash": f"{type(exc).__name__}: {exc}"[:2000],
-                   "host_processes_left": _host_processes()}
+            obs = {
+                "attack": name,
+                "uid": os.getuid(),
+                "crash": f"{type(exc).__name__}: {exc}"[:2000],
+                "host_processes_left": _host_processes(),
+            }
         print(json.dumps(obs), flush=True)
 
 

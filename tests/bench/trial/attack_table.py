@@ -29,8 +29,24 @@ from bench.sandbox.content import remove_tree
 from tests.bench.trial.adversary_run import ROOT, as_user, interpreter
 from tests.bench.trial.test_adversary import NO_CHECK_PASSES, REASON, check
 
-COLUMNS = ("attack", "agent", "agent turns", "uid", "guard removed", "MLflow status", "outcome class", "failure reason", "success",
-           "violations", "containers left", "scratch dirs left", "host processes left", "checks passed", "attack won", "verdict")
+COLUMNS = (
+    "attack",
+    "agent",
+    "agent turns",
+    "uid",
+    "guard removed",
+    "MLflow status",
+    "outcome class",
+    "failure reason",
+    "success",
+    "violations",
+    "containers left",
+    "scratch dirs left",
+    "host processes left",
+    "checks passed",
+    "attack won",
+    "verdict",
+)
 
 
 # behind a third-party agent, large_args's 1 MB write is one shell command in the model's reply,
@@ -39,7 +55,7 @@ THIRD_PARTY_REASON = {"large_args": ("model_error",)}
 
 
 def verdict(obs: dict[str, Any]) -> str:
-    """"held" where a guarded attack ended as docs/threat_model.md says (ctxbench's own loop: every
+    """ "held" where a guarded attack ended as docs/threat_model.md says (ctxbench's own loop: every
     expectation of test_adversary.check; behind another agent, the ones test_mini_attacks.py keeps:
     the agent's failure, success 0, no harness error, no forged check, nothing left), "won" where an
     unguarded one got what it was after (unguard.won), else what went wrong: a row never reads
@@ -52,12 +68,18 @@ def verdict(obs: dict[str, Any]) -> str:
         if obs["agent"] == "own":
             check(obs["attack"], obs)
         else:
-            assert (obs["mlflow_status"], obs["outcome_class"], obs["success"]) == ("FINISHED", AGENT, 0.0), "outcome"
-            reasons = {**REASON, **THIRD_PARTY_REASON}.get(obs["attack"], ("step_failed", "final_check_failed"))
+            assert (obs["mlflow_status"], obs["outcome_class"], obs["success"]) == ("FINISHED", AGENT, 0.0), (
+                "outcome"
+            )
+            reasons = {**REASON, **THIRD_PARTY_REASON}.get(
+                obs["attack"], ("step_failed", "final_check_failed")
+            )
             assert obs["failure_reason"] in reasons, "reason"
             assert obs["errors"] == [], "harness error"
             assert obs["attack"] not in NO_CHECK_PASSES or obs["checks_passed"] == [], "a forged check passed"
-            assert obs["containers_left"] == obs["scratch_left"] == obs["host_processes_left"] == [], "left behind"
+            assert obs["containers_left"] == obs["scratch_left"] == obs["host_processes_left"] == [], (
+                "left behind"
+            )
     except AssertionError as exc:
         return f"NOT HELD: {str(exc).splitlines()[0][:100] if str(exc) else 'an expectation failed'}"
     return "held"
@@ -65,13 +87,45 @@ def verdict(obs: dict[str, Any]) -> str:
 
 def row(obs: dict[str, Any]) -> list[str]:
     if "crash" in obs:
-        return [obs["attack"], obs.get("agent", "?"), "", str(obs.get("uid")), "", "CRASH", obs["crash"][:120], "", "",
-                "", "", "", str(len(obs.get("host_processes_left", []))), "", "crash", verdict(obs)]
-    turns = str(obs["agent_turns"]) if obs["agent"] != "own" else "-"  # agent_turn events: a third party's only
-    return [obs["attack"], obs["agent"], turns, str(obs["uid"]), obs.get("guard_removed") or "-", obs["mlflow_status"],
-            str(obs["outcome_class"]), str(obs["failure_reason"]), f"{obs['success']:g}",
-            f"{obs['violation_events']:d}", str(len(obs["containers_left"])), str(len(obs["scratch_left"])),
-            str(len(obs["host_processes_left"])), str(len(obs["checks_passed"])), obs.get("won") or "no", verdict(obs)]
+        return [
+            obs["attack"],
+            obs.get("agent", "?"),
+            "",
+            str(obs.get("uid")),
+            "",
+            "CRASH",
+            obs["crash"][:120],
+            "",
+            "",
+            "",
+            "",
+            "",
+            str(len(obs.get("host_processes_left", []))),
+            "",
+            "crash",
+            verdict(obs),
+        ]
+    turns = (
+        str(obs["agent_turns"]) if obs["agent"] != "own" else "-"
+    )  # agent_turn events: a third party's only
+    return [
+        obs["attack"],
+        obs["agent"],
+        turns,
+        str(obs["uid"]),
+        obs.get("guard_removed") or "-",
+        obs["mlflow_status"],
+        str(obs["outcome_class"]),
+        str(obs["failure_reason"]),
+        f"{obs['success']:g}",
+        f"{obs['violation_events']:d}",
+        str(len(obs["containers_left"])),
+        str(len(obs["scratch_left"])),
+        str(len(obs["host_processes_left"])),
+        str(len(obs["checks_passed"])),
+        obs.get("won") or "no",
+        verdict(obs),
+    ]
 
 
 def table(observations: list[dict[str, Any]]) -> str:
@@ -89,22 +143,41 @@ def play_all(attacks: list[str], uid: int, agent: str, unguarded: bool, out: Pat
     for sub in ("tmp", "results"):
         (home / sub).mkdir()
         os.chown(home / sub, uid, uid)
-    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home), "TMPDIR": str(home / "tmp"),
-           "LANG": "C.UTF-8"}
-    if "CTXBENCH_AGENTS" in os.environ or uid == 0:  # mini's venv (bench/agents/install.py), root's by default
-        env["CTXBENCH_AGENTS"] = os.environ.get("CTXBENCH_AGENTS", str(Path.home() / ".cache/ctxbench/agents"))
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "TMPDIR": str(home / "tmp"),
+        "LANG": "C.UTF-8",
+    }
+    if (
+        "CTXBENCH_AGENTS" in os.environ or uid == 0
+    ):  # mini's venv (bench/agents/install.py), root's by default
+        env["CTXBENCH_AGENTS"] = os.environ.get(
+            "CTXBENCH_AGENTS", str(Path.home() / ".cache/ctxbench/agents")
+        )
     user = [] if uid == 0 else as_user(uid, uid)
     exe = [sys.executable] if uid == 0 else interpreter(user, env)
     if uid == 0:
         env["PYTHONPATH"] = str(ROOT)
     if exe is None:
         raise SystemExit(f"no python uid {uid} can run with this venv's packages ({sys.executable})")
-    cmd = [*user, *exe, "-m", "tests.bench.trial.adversary_run", str(home / "results"), "--agent", agent,
-           *(["--unguarded"] if unguarded else []), *attacks]
+    cmd = [
+        *user,
+        *exe,
+        "-m",
+        "tests.bench.trial.adversary_run",
+        str(home / "results"),
+        "--agent",
+        agent,
+        *(["--unguarded"] if unguarded else []),
+        *attacks,
+    ]
     seen: list[dict[str, Any]] = []
     try:
-        with subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True) as proc, \
-                out.open("a") as sink:
+        with (
+            subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True) as proc,
+            out.open("a") as sink,
+        ):
             assert proc.stdout is not None
             for line in proc.stdout:
                 obs = json.loads(line)

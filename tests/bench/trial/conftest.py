@@ -31,10 +31,16 @@ CALC = "def add(a, b):\n    return a + b\n"
 CHECK = f"python3 -B {RUNNER_PATH} tests/test_calc.py"
 FINAL = "python3 -B -m pytest -q tests"
 PROTECTED = ("tests/**", "tools/**", "pytest.ini")
-FILES = {"README.md": "# calc\n", "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\ntestpaths = tests\n",
-         "tests/test_calc.py": TEST_CALC, RUNNER_PATH: RUNNER_SOURCE}
-SOLVE = [[{"name": "write_file", "args": {"path": "calc.py", "content": CALC}}],
-         [{"name": "submit_step", "args": {"notes": "add() stays", "invariants": []}}]]
+FILES = {
+    "README.md": "# calc\n",
+    "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\ntestpaths = tests\n",
+    "tests/test_calc.py": TEST_CALC,
+    RUNNER_PATH: RUNNER_SOURCE,
+}
+SOLVE = [
+    [{"name": "write_file", "args": {"path": "calc.py", "content": CALC}}],
+    [{"name": "submit_step", "args": {"notes": "add() stays", "invariants": []}}],
+]
 
 
 class _NoOracle:
@@ -43,11 +49,30 @@ class _NoOracle:
 
 
 def tiny_task(**changes: Any) -> TaskSpec:
-    step = Step("s01", "Write calc.add", "Create calc.py with add(a, b) returning a + b.", ("calc.py",), CHECK,
-                (Invariant("has-add", "calc.add stays", check=CHECK, stated="s01"),))
-    spec = TaskSpec(task_id="tiny/0", family="tiny", seed=0, title="calc", text="Write calc.add.",
-                    files=tuple(sorted(FILES.items())), invariants=(), steps=(step,), final_check=FINAL,
-                    protected=PROTECTED, traps=(), drift=(), test_command=FINAL, oracle=_NoOracle())
+    step = Step(
+        "s01",
+        "Write calc.add",
+        "Create calc.py with add(a, b) returning a + b.",
+        ("calc.py",),
+        CHECK,
+        (Invariant("has-add", "calc.add stays", check=CHECK, stated="s01"),),
+    )
+    spec = TaskSpec(
+        task_id="tiny/0",
+        family="tiny",
+        seed=0,
+        title="calc",
+        text="Write calc.add.",
+        files=tuple(sorted(FILES.items())),
+        invariants=(),
+        steps=(step,),
+        final_check=FINAL,
+        protected=PROTECTED,
+        traps=(),
+        drift=(),
+        test_command=FINAL,
+        oracle=_NoOracle(),
+    )
     return spec.__class__(**{**spec.__dict__, **changes})
 
 
@@ -79,7 +104,9 @@ def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def scripted_trial(results_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[Any, TrialConfig]]:
+def scripted_trial(
+    results_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., tuple[Any, TrialConfig]]:
     """Run the tiny task (or `task=...`) with a scripted model on LocalSandbox, in a study of
     its own; returns (TrialResult, TrialConfig)."""
     import bench.trial.runner as runner
@@ -96,12 +123,20 @@ def scripted_trial(results_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Callab
 
     def play(script: list, *overrides: str, task: TaskSpec | None = None, when_done: str = "stop"):
         monkeypatch.setattr(runner.tasks, "generate", lambda *a, **k: task or tiny_task())
-        cfg = compose(["model=adversary", "sandbox=local", "limits.max_turns_per_step=4",
-                       f"study.name=t-{uuid.uuid4().hex[:8]}", *overrides])
+        cfg = compose(
+            [
+                "model=adversary",
+                "sandbox=local",
+                "limits.max_turns_per_step=4",
+                f"study.name=t-{uuid.uuid4().hex[:8]}",
+                *overrides,
+            ]
+        )
         OmegaConf.update(cfg, "model.script", script)
         OmegaConf.update(cfg, "model.when_done", when_done)
         tcfg = load(cfg)
         return runner.run(tcfg), tcfg
+
     play.sandboxes = []  # type: ignore[attr-defined]  # every sandbox the trials made, to check cleanup
     return play
 

@@ -59,59 +59,86 @@ EXPECT: dict[str, tuple[int | tuple[int, None], dict[str, int]]] = {
     "stale_rewrite_pyc": (1, {}),
 }
 # -- issue 20: the harness's handling of the agent's content (bench/sandbox/content.py) -------
-EXPECT.update({
-    "deep_tree": (0, {"tool_errors": 1}),  # the walk after the `run` refuses it; the check cannot run
-    "bad_names": ((1, None), {}),  # tests/planted\xff.py, removed
-    "huge_file": (0, {"tool_errors": 2}),  # edit_file and the walk after the `run` refuse it
-    "gitattributes": (0, {}),
-    "fifo": (0, {}),
-    "git_options": (0, {"tool_errors": 24}),  # each refused before host git runs
-    "perm_blind": ((1, None), {}),  # the restore after the `run`: both planted files, through mode 000
-})
+EXPECT.update(
+    {
+        "deep_tree": (0, {"tool_errors": 1}),  # the walk after the `run` refuses it; the check cannot run
+        "bad_names": ((1, None), {}),  # tests/planted\xff.py, removed
+        "huge_file": (0, {"tool_errors": 2}),  # edit_file and the walk after the `run` refuse it
+        "gitattributes": (0, {}),
+        "fifo": (0, {}),
+        "git_options": (0, {"tool_errors": 24}),  # each refused before host git runs
+        "perm_blind": ((1, None), {}),  # the restore after the `run`: both planted files, through mode 000
+    }
+)
 # -- issue 42: what the model emits (bench/core/emitted.py) and git's own path handling ------
-EXPECT.update({
-    "deep_args": (0, {"tool_errors": 2}),  # both calls refused where they entered, as tool errors
-    "surrogates": (1, {"tool_errors": 1}),  # carried as `\udc80` text; the unknown tool a tool error; the
-    # undecodable file name is not in the judge's copy: the uncertified tree is a violation, as bad_names
-    "bad_submit": (0, {"tool_errors": 1}),  # the 5,000-character name: an unknown tool
-    "huge_args": (0, {"tool_errors": 3}),  # each 2 MiB write refused, its log a 2,000-character excerpt
-    "large_args": (0, {}),  # each 1 MB write carried, and stored once (test_adversary_unguarded.py)
-    "long_command": (0, {"tool_errors": 1}),
-    "git_paths": (10, {}),  # every way out, refused before host git runs
-})
-OUTPUT_SEEN_42 = {"long_command": ("MAX_ARG_STRLEN",), "deep_args": ("nested deeper than",),
-                  "huge_args": ("arguments longer than",)}
+EXPECT.update(
+    {
+        "deep_args": (0, {"tool_errors": 2}),  # both calls refused where they entered, as tool errors
+        "surrogates": (1, {"tool_errors": 1}),  # carried as `\udc80` text; the unknown tool a tool error; the
+        # undecodable file name is not in the judge's copy: the uncertified tree is a violation, as bad_names
+        "bad_submit": (0, {"tool_errors": 1}),  # the 5,000-character name: an unknown tool
+        "huge_args": (0, {"tool_errors": 3}),  # each 2 MiB write refused, its log a 2,000-character excerpt
+        "large_args": (0, {}),  # each 1 MB write carried, and stored once (test_adversary_unguarded.py)
+        "long_command": (0, {"tool_errors": 1}),
+        "git_paths": (10, {}),  # every way out, refused before host git runs
+    }
+)
+OUTPUT_SEEN_42 = {
+    "long_command": ("MAX_ARG_STRLEN",),
+    "deep_args": ("nested deeper than",),
+    "huge_args": ("arguments longer than",),
+}
 # -- issue 42: what the judge lends the agent (bench/providers/attacks/channel.py) -------------
-EXPECT.update({
-    "judge_channel": (0, {"processes_killed": 1}),  # no forged line is ever written: no guard has to notice one
-    "oom_pid1": (0, {}),
-})
+EXPECT.update(
+    {
+        "judge_channel": (
+            0,
+            {"processes_killed": 1},
+        ),  # no forged line is ever written: no guard has to notice one
+        "oom_pid1": (0, {}),
+    }
+)
 # bad_names: a file whose name is not UTF-8 is never in the judge's copy, so the tree recorded is
 # not the tree certified (bench/trial/certified_tree.py). oom_pid1: the container's death by memory
 # is the agent's where pid 1 cannot be kept from the OOM killer (an engine without
 # CAP_SYS_RESOURCE), else it lives on. The others: the task not done.
-REASON = {"deep_tree": ("content_error",), "huge_file": ("content_error",), "bad_names": ("uncertified_tree",),
-          "surrogates": ("uncertified_tree",),  # its undecodable file name, as bad_names: not in the judge's copy
-          "oom_pid1": ("resource_exhausted", "step_failed")}
+REASON = {
+    "deep_tree": ("content_error",),
+    "huge_file": ("content_error",),
+    "bad_names": ("uncertified_tree",),
+    "surrogates": ("uncertified_tree",),  # its undecodable file name, as bad_names: not in the judge's copy
+    "oom_pid1": ("resource_exhausted", "step_failed"),
+}
 SEEN = {"bad_names": ("tests/planted",), "perm_blind": ("tools/planted.py", "tests/conftest.py")}
 # What the attack itself saw, in its tool results and check outputs: the takeover was refused.
 # ptrace_from_check: the first step's check reads what it needs from the source (issue 42, item 3)
 # and fails there on the missing module, so the planted module never runs in it; ptrace_pid1 keeps
 # the EPERM evidence.
-OUTPUT_SEEN = {"ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"),
-               "ptrace_from_check": ("remote/policy.py:1: ",), **OUTPUT_SEEN_42}
+OUTPUT_SEEN = {
+    "ptrace_pid1": ("ptrace 1: EPERM", "signal 1: EPERM"),
+    "ptrace_from_check": ("remote/policy.py:1: ",),
+    **OUTPUT_SEEN_42,
+}
 # In-process forgery: no check may pass, not even the first step's (a forged part once did).
 NO_CHECK_PASSES = {"exit_on_import", "forged_report", "forged_globals", "forged_pipe", "judge_channel"}
-HOST_PROBES = [Path("/etc/ctxbench-pwned"), Path("/ctxbench-pwned"), Path("/tmp/ctxbench-pwned"),
-               Path("/tmp/ctxbench-host-probe"), Path("/tmp/sitecustomize.py"), Path("/tmp/ctxbench-git-out"),
-               Path.home() / ".local/lib/python3.11/site-packages/zz.pth"]
+HOST_PROBES = [
+    Path("/etc/ctxbench-pwned"),
+    Path("/ctxbench-pwned"),
+    Path("/tmp/ctxbench-pwned"),
+    Path("/tmp/ctxbench-host-probe"),
+    Path("/tmp/sitecustomize.py"),
+    Path("/tmp/ctxbench-git-out"),
+    Path.home() / ".local/lib/python3.11/site-packages/zz.pth",
+]
 
 
 def check(attack: str, obs: dict[str, Any]) -> None:
     """What every attack must leave, root or not."""
     assert "crash" not in obs, obs
     assert (obs["mlflow_status"], obs["outcome_class"], obs["success"]) == ("FINISHED", AGENT, 0.0), obs
-    assert obs["failure_reason"] in REASON.get(attack, ("step_failed", "final_check_failed")), obs["failure_reason"]
+    assert obs["failure_reason"] in REASON.get(attack, ("step_failed", "final_check_failed")), obs[
+        "failure_reason"
+    ]
     assert obs["errors"] == [], "the harness never fails on an attack"
     want, minimums = EXPECT[attack]
     assert obs["policy_violations"] == obs["violation_events"]
@@ -169,8 +196,9 @@ def non_root(docker_ready) -> Iterator[dict[str, dict[str, Any]]]:
     try:
         pwd.getpwnam(NON_ROOT)
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", NON_ROOT],
-                       check=True)
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", NON_ROOT], check=True
+        )
     pw = pwd.getpwnam(NON_ROOT)
     home = Path(tempfile.mkdtemp(prefix="ctxbench-nonroot-"))  # pytest's own tmp is root's only
     os.chmod(home, 0o755)
@@ -178,10 +206,21 @@ def non_root(docker_ready) -> Iterator[dict[str, dict[str, Any]]]:
         (home / sub).mkdir()
     for path in (home, home / "tmp", home / "results"):
         os.chown(path, pw.pw_uid, pw.pw_gid)
-    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home), "USER": NON_ROOT,
-           "TMPDIR": str(home / "tmp"), "LANG": "C.UTF-8"}
-    cmd = [*_as_user(), *_interpreter(env), "-m", "tests.bench.trial.adversary_run", str(home / "results"),
-           *ATTACKS]
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "USER": NON_ROOT,
+        "TMPDIR": str(home / "tmp"),
+        "LANG": "C.UTF-8",
+    }
+    cmd = [
+        *_as_user(),
+        *_interpreter(env),
+        "-m",
+        "tests.bench.trial.adversary_run",
+        str(home / "results"),
+        *ATTACKS,
+    ]
     present = [p for p in HOST_PROBES if p.exists()]
     try:
         proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)

@@ -76,8 +76,9 @@ def test_deep_arguments_crash_the_harness_without_the_boundary(results, monkeypa
     assert (obs.get("mlflow_status"), obs.get("outcome_class")) == ("FAILED", INFRA) or "crash" in obs, obs
 
 
-def test_lone_surrogates_make_a_context_no_provider_can_send_without_the_boundary(results, monkeypatch, tmp_path,
-                                                                                  docker_ready):
+def test_lone_surrogates_make_a_context_no_provider_can_send_without_the_boundary(
+    results, monkeypatch, tmp_path, docker_ready
+):
     obs, events = _play("surrogates", results, monkeypatch, tmp_path)
     assert obs["outcome_class"] == AGENT and _unencodable(events) == []  # guarded: every message sends
     monkeypatch.setattr(emitted, "carry", lambda text: text)
@@ -100,8 +101,9 @@ def _hand_offs_unreadable(events: Path) -> list[str]:
     return bad
 
 
-def test_a_submit_the_schema_refuses_breaks_the_recording_without_the_boundary(results, monkeypatch, tmp_path,
-                                                                               docker_ready):
+def test_a_submit_the_schema_refuses_breaks_the_recording_without_the_boundary(
+    results, monkeypatch, tmp_path, docker_ready
+):
     obs, events = _play("bad_submit", results, monkeypatch, tmp_path)
     assert obs["outcome_class"] == AGENT and _hand_offs_unreadable(events) == []
     monkeypatch.setattr(emitted, "admit_args", _carried_as_is)
@@ -112,7 +114,9 @@ def test_a_submit_the_schema_refuses_breaks_the_recording_without_the_boundary(r
 def test_a_huge_argument_floods_the_log_without_the_boundary(results, monkeypatch, tmp_path, docker_ready):
     _, guarded = _play("huge_args", results, monkeypatch, tmp_path)
     monkeypatch.setattr(emitted, "admit_args", _carried_as_is)
-    monkeypatch.setattr(blobs, "stash", lambda fields, threshold: (fields, [], {}))  # else each value stored once
+    monkeypatch.setattr(
+        blobs, "stash", lambda fields, threshold: (fields, [], {})
+    )  # else each value stored once
     _, unguarded = _play("huge_args", results, monkeypatch, tmp_path)
     large = 2 << 20
     assert guarded.stat().st_size < large  # the three 2 MiB values: 2,000-character excerpts
@@ -120,8 +124,9 @@ def test_a_huge_argument_floods_the_log_without_the_boundary(results, monkeypatc
 
 
 @pytest.mark.timeout(900)  # two trials that write and read megabytes, on a shared machine
-def test_an_allowed_large_argument_floods_the_log_without_the_blob_store(results, monkeypatch, tmp_path,
-                                                                         docker_ready):
+def test_an_allowed_large_argument_floods_the_log_without_the_blob_store(
+    results, monkeypatch, tmp_path, docker_ready
+):
     _, guarded = _play("large_args", results, monkeypatch, tmp_path)
     monkeypatch.setattr(blobs, "stash", lambda fields, threshold: (fields, [], {}))
     _, unguarded = _play("large_args", results, monkeypatch, tmp_path)
@@ -133,8 +138,9 @@ def test_an_allowed_large_argument_floods_the_log_without_the_blob_store(results
     assert unguarded.stat().st_size > 8 * value  # 4 turns: model_call, tool_call, the next context's message
 
 
-def test_a_command_past_max_arg_strlen_gets_no_reason_without_the_guard(results, monkeypatch, tmp_path,
-                                                                        docker_ready):
+def test_a_command_past_max_arg_strlen_gets_no_reason_without_the_guard(
+    results, monkeypatch, tmp_path, docker_ready
+):
     monkeypatch.setattr(emitted, "MAX_ARG_STRLEN", 1 << 30)
     obs, _ = _play("long_command", results, monkeypatch, tmp_path)
     assert "MAX_ARG_STRLEN" not in obs["output"] and "exit=" in obs["output"]

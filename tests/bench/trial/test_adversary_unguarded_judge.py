@@ -20,11 +20,17 @@ from tests.helpers.store import seeded
 pytestmark = pytest.mark.docker
 
 
-def test_without_its_guard_a_container_the_agent_filled_is_booked_as_ours(tmp_path, monkeypatch, docker_ready):
+def test_without_its_guard_a_container_the_agent_filled_is_booked_as_ours(
+    tmp_path, monkeypatch, docker_ready
+):
     monkeypatch.setattr(docker_backend, "failure", lambda reason, detail: SandboxLost(detail))
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     obs = play("oom_pid1", seeded(tmp_path / "results"))
     if docker_backend._PID1_OOM[0]:
         pytest.skip("this engine keeps pid 1 out of the OOM killer's reach: the guard is not needed here")
-    assert (obs["mlflow_status"], obs["outcome_class"], obs["failure_reason"]) == ("FAILED", INFRA, "sandbox_lost"), obs
+    assert (obs["mlflow_status"], obs["outcome_class"], obs["failure_reason"]) == (
+        "FAILED",
+        INFRA,
+        "sandbox_lost",
+    ), obs
     assert obs["containers_left"] == [] and obs["scratch_left"] == []

@@ -13,12 +13,29 @@ from tests.bench.trial.attack_table import table, verdict
 
 
 def _held(**changes: Any) -> dict[str, Any]:
-    obs = {"attack": "noop", "uid": 0, "agent": "own", "agent_turns": 0, "mlflow_status": "FINISHED",
-           "outcome_class": "agent_failure", "success": 0.0, "failure_reason": "step_failed",
-           "policy_violations": 0.0, "violation_events": 0, "violations": [], "errors": [],
-           "metrics": {"processes_killed": 0.0, "tool_errors": 0.0}, "containers_left": [], "output": "",
-           "events": "/nonexistent", "host_processes_left": [], "checks_passed": [], "scratch_left": [],
-           "guard_removed": "", "won": ""}
+    obs = {
+        "attack": "noop",
+        "uid": 0,
+        "agent": "own",
+        "agent_turns": 0,
+        "mlflow_status": "FINISHED",
+        "outcome_class": "agent_failure",
+        "success": 0.0,
+        "failure_reason": "step_failed",
+        "policy_violations": 0.0,
+        "violation_events": 0,
+        "violations": [],
+        "errors": [],
+        "metrics": {"processes_killed": 0.0, "tool_errors": 0.0},
+        "containers_left": [],
+        "output": "",
+        "events": "/nonexistent",
+        "host_processes_left": [],
+        "checks_passed": [],
+        "scratch_left": [],
+        "guard_removed": "",
+        "won": "",
+    }
     return {**obs, **changes}
 
 
@@ -28,10 +45,19 @@ def test_a_guarded_attack_that_ended_as_the_agents_failure_with_nothing_left_hel
 
 
 @pytest.mark.parametrize("agent", ["own", "mini_swe_agent"])
-@pytest.mark.parametrize("change", [{"success": 1.0}, {"outcome_class": "harness_error"}, {"mlflow_status": "FAILED"},
-                                    {"containers_left": ["abc"]}, {"scratch_left": ["ctxbench-sbx-1"]},
-                                    {"host_processes_left": ["123 git"]}, {"errors": ["boom"]},
-                                    {"attack": "judge_channel", "checks_passed": [1]}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"success": 1.0},
+        {"outcome_class": "harness_error"},
+        {"mlflow_status": "FAILED"},
+        {"containers_left": ["abc"]},
+        {"scratch_left": ["ctxbench-sbx-1"]},
+        {"host_processes_left": ["123 git"]},
+        {"errors": ["boom"]},
+        {"attack": "judge_channel", "checks_passed": [1]},
+    ],
+)
 def test_a_guarded_attack_that_won_anything_did_not_hold(agent, change):
     assert verdict(_held(agent=agent, **change)).startswith("NOT HELD")
 

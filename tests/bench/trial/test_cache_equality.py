@@ -26,14 +26,30 @@ from tests.helpers.studies import study_env
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
-SLICE = ("strategy=raw,compaction", "arm=baseline,drift_compaction", "task=config_rename", "task.seed=1",
-         "++task.size.steps=6")
+SLICE = (
+    "strategy=raw,compaction",
+    "arm=baseline,drift_compaction",
+    "task=config_rename",
+    "task.seed=1",
+    "++task.size.steps=6",
+)
 
 
 def _study(results: Path, on: bool) -> None:
-    cmd = [sys.executable, "-m", "bench", "-m", "experiment=grid", *SLICE, f"sandbox.check_cache={on}",
-           f"sandbox.reuse={on}", "study.name=equality"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=study_env(seeded(results)), capture_output=True, text=True, timeout=500)
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench",
+        "-m",
+        "experiment=grid",
+        *SLICE,
+        f"sandbox.check_cache={on}",
+        f"sandbox.reuse={on}",
+        "study.name=equality",
+    ]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=study_env(seeded(results)), capture_output=True, text=True, timeout=500
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 
 
@@ -49,5 +65,10 @@ def test_cache_and_reuse_change_no_verdict_and_no_tree(tmp_path, docker_ready):
     for config_hash, want in off.items():
         got = on[config_hash]
         assert (got.success, got.failure_reason, got.steps_passed, got.final_tree_sha, got.turns) == (
-            want.success, want.failure_reason, want.steps_passed, want.final_tree_sha, want.turns), config_hash
+            want.success,
+            want.failure_reason,
+            want.steps_passed,
+            want.final_tree_sha,
+            want.turns,
+        ), config_hash
         assert got.verdicts == want.verdicts, config_hash

@@ -23,10 +23,12 @@ WRONG = "def add(a, b):\n    return a - b\n"
 def _rewrites_on_import(workdir: str, only_under: str = "") -> str:
     """calc.py that is right, and on import (in the check's process, not in the working copy)
     puts a wrong calc.py into the working copy and deletes README.md."""
-    return (CALC + "import os, sys\n"
-            f"if os.getcwd() != {workdir!r} and {only_under!r} in ''.join(sys.modules):\n"
-            f"    open(os.path.join({workdir!r}, 'calc.py'), 'w').write({WRONG!r})\n"
-            f"    os.path.exists(os.path.join({workdir!r}, 'README.md')) and os.remove(os.path.join({workdir!r}, 'README.md'))\n")
+    return (
+        CALC + "import os, sys\n"
+        f"if os.getcwd() != {workdir!r} and {only_under!r} in ''.join(sys.modules):\n"
+        f"    open(os.path.join({workdir!r}, 'calc.py'), 'w').write({WRONG!r})\n"
+        f"    os.path.exists(os.path.join({workdir!r}, 'README.md')) and os.remove(os.path.join({workdir!r}, 'README.md'))\n"
+    )
 
 
 @pytest.fixture
@@ -55,8 +57,11 @@ def test_code_that_rewrites_the_working_copy_during_a_check_fails_the_trial(box,
     assert info.value.reason == "uncertified_tree"
     check = [r for r in log.records if r["kind"] == "check"][-1]
     assert check["passed"] and check["tree"] == before != box.tree_sha()  # the judge's copy passed
-    assert any("not the tree the judge certified" in r["detail"] for r in log.records
-               if r["kind"] == "policy_violation")
+    assert any(
+        "not the tree the judge certified" in r["detail"]
+        for r in log.records
+        if r["kind"] == "policy_violation"
+    )
 
 
 def test_without_the_comparison_a_tree_nobody_certified_is_recorded(box, log, monkeypatch):
@@ -88,7 +93,10 @@ def test_a_step_commit_of_the_certified_tree_is_logged(box, log):
     assert commit["commit"] == sha and commit["tree"] == commit["certified"] == check["tree"]
 
 
-WRITE_AFTER_SUBMIT = [SOLVE[0], SOLVE[1] + [{"name": "write_file", "args": {"path": "extra.py", "content": "x = 1\n"}}]]
+WRITE_AFTER_SUBMIT = [
+    SOLVE[0],
+    SOLVE[1] + [{"name": "write_file", "args": {"path": "extra.py", "content": "x = 1\n"}}],
+]
 
 
 def test_a_write_after_a_passing_submit_fails_the_trial(scripted_trial):
@@ -116,7 +124,9 @@ def test_an_honest_trial_records_exactly_the_certified_trees(scripted_trial):
     assert commit["tree"] == checks["s01"] and recs[-1]["final_tree_sha"] == checks["final"]
 
 
-EMPTIES = CALC + """
+EMPTIES = (
+    CALC
+    + """
 import os, shutil, sys
 ROOT = os.environ["HOME"]  # LocalSandbox: below <root>/home; the working copy is <root>/work
 while not os.path.basename(ROOT).startswith("ctxbench-sbx-"):
@@ -127,16 +137,20 @@ if "pytest" in sys.modules and os.getcwd() != WORK:  # only in the final accepta
         p = os.path.join(WORK, name)
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
 """
+)
 
 
 def test_a_final_check_that_empties_the_working_copy_fails_the_trial(scripted_trial):
-    res, _ = scripted_trial([[{"name": "write_file", "args": {"path": "calc.py", "content": EMPTIES}}], SOLVE[1]])
+    res, _ = scripted_trial(
+        [[{"name": "write_file", "args": {"path": "calc.py", "content": EMPTIES}}], SOLVE[1]]
+    )
     assert not res.success and res.failure_reason == "uncertified_tree", res
     final = [r for r in kinds(res.events_path, "check") if r["step"] == "final"]
     assert final and final[-1]["passed"]  # the judge's copy passed; the working copy was emptied
 
 
 # -- odd working copies: the true reason (which path, why the judge's copy cannot carry it) ------
+
 
 def _uncertified(box, log) -> str:
     with pytest.raises(AgentFailure) as info:

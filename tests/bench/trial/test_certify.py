@@ -17,8 +17,10 @@ from tests.bench.trial.conftest import CALC, CHECK, FINAL, TEST_CALC, tiny_task
 
 EXIT0 = "import os\nos._exit(0)\n"
 WRONG = "def add(a, b):\n    return a - b\n"
-ALWAYS_PASS = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
-               "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
+ALWAYS_PASS = (
+    "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n"
+)
 
 
 @pytest.fixture
@@ -50,8 +52,9 @@ def test_wrong_code_fails(box, copy, log):
     assert not out.passed and out.exit_code == 1 and "test_add FAILED" in out.output
 
 
-@pytest.mark.parametrize("code", [EXIT0, "import sys\nsys.exit(0)\n", "raise SystemExit\n",
-                                  "import os\nos.kill(os.getpid(), 9)\n"])
+@pytest.mark.parametrize(
+    "code", [EXIT0, "import sys\nsys.exit(0)\n", "raise SystemExit\n", "import os\nos.kill(os.getpid(), 9)\n"]
+)
 @pytest.mark.parametrize("command", [CHECK, FINAL])
 def test_code_that_ends_the_process_early_never_passes(box, copy, log, code, command):
     box.write_file("calc.py", code + CALC)
@@ -62,13 +65,15 @@ def test_code_that_ends_the_process_early_never_passes(box, copy, log, code, com
 
 
 def test_a_forged_report_is_ignored_and_logged(box, copy, log):
-    forge = ("import glob, json, os\n"
-             "with open('.ctxbench/report', 'a') as r:\n"
-             "    for n in glob.glob('.ctxbench/n*'):\n"
-             "        r.write(open(n).read() + ' ' + json.dumps({'exit': 0, 'passed': ['tests/test_calc.py::test_add', "
-             "'tests/test_calc.py::test_add_zero'], 'failed': []}) + '\\n')\n"
-             "    r.write('0' * 32 + ' {\"exit\": 0}\\n')\n"
-             "os._exit(0)\n")
+    forge = (
+        "import glob, json, os\n"
+        "with open('.ctxbench/report', 'a') as r:\n"
+        "    for n in glob.glob('.ctxbench/n*'):\n"
+        "        r.write(open(n).read() + ' ' + json.dumps({'exit': 0, 'passed': ['tests/test_calc.py::test_add', "
+        "'tests/test_calc.py::test_add_zero'], 'failed': []}) + '\\n')\n"
+        "    r.write('0' * 32 + ' {\"exit\": 0}\\n')\n"
+        "os._exit(0)\n"
+    )
     box.write_file("calc.py", forge)
     out = certify(box, copy, log, 0, "s01", f"{CHECK} && {FINAL}")
     assert not out.passed and out.violations
@@ -76,7 +81,9 @@ def test_a_forged_report_is_ignored_and_logged(box, copy, log):
 
 def test_protected_files_are_put_back_before_the_check_runs(box, copy, log):
     box.write_file("calc.py", WRONG)
-    box.write_file("tests/test_calc.py", "def test_add():\n    pass\n")  # the host file ops, as a sandbox process would
+    box.write_file(
+        "tests/test_calc.py", "def test_add():\n    pass\n"
+    )  # the host file ops, as a sandbox process would
     box.write_file("tools/run_tests.py", "print('1 passed, 0 failed')\n")
     box.write_file("tests/conftest.py", ALWAYS_PASS)
     box.exec("mkdir -p tests/__pycache__ && echo junk > tests/__pycache__/test_calc.cpython-311.pyc")
@@ -108,8 +115,10 @@ def test_a_module_that_exists_only_as_bytecode_is_not_imported(box, copy, log, c
     """`helper.pyc` with no `helper.py`: git ignores it, so the tree never holds the code the
     check would run. Checks import modules from source only."""
     box.write_file("h.py", CALC)
-    made = box.exec("python3 -c 'import py_compile; py_compile.compile(\"h.py\", cfile=\"helper.pyc\", doraise=True)'"
-                    " && rm h.py")
+    made = box.exec(
+        'python3 -c \'import py_compile; py_compile.compile("h.py", cfile="helper.pyc", doraise=True)\''
+        " && rm h.py"
+    )
     assert made.exit_code == 0 and "helper.pyc" in os.listdir(box.workdir), made.output
     box.write_file("calc.py", "from helper import add  # noqa: F401\n")
     out = certify(box, copy, log, 0, "s01", command)
@@ -118,8 +127,10 @@ def test_a_module_that_exists_only_as_bytecode_is_not_imported(box, copy, log, c
 
 def test_processes_are_ended_before_the_check_and_after_it(box, copy, log):
     box.write_file("calc.py", CALC)
-    box.exec("sh -c 'while :; do echo \"def test_add():\\n    pass\" > tests/test_calc.py; sleep 0.01; done' "
-             ">/dev/null 2>&1 &")  # an exec without reap, as a `run` whose reap failed would leave
+    box.exec(
+        "sh -c 'while :; do echo \"def test_add():\\n    pass\" > tests/test_calc.py; sleep 0.01; done' "
+        ">/dev/null 2>&1 &"
+    )  # an exec without reap, as a `run` whose reap failed would leave
     box.write_file("spawn.py", "import subprocess\nsubprocess.Popen(['sleep', '300'])\n")
     box.write_file("calc.py", "import spawn\n" + CALC)
     out = certify(box, copy, log, 0, "s01", CHECK)
@@ -143,8 +154,10 @@ def test_sitecustomize_and_pth_files_the_agent_writes_are_not_loaded(box, copy, 
     box.write_file("usercustomize.py", EXIT0)
     user_site = box.exec("python3 -c 'import site; print(site.getusersitepackages())'").output.strip()
     assert user_site.startswith(str(box._home))
-    box.exec(f"mkdir -p {user_site} && printf 'import os; os._exit(0)\\n' > {user_site}/zz.pth && "
-             f"cp usercustomize.py {user_site}/ && cp sitecustomize.py \"$TMPDIR/\"")
+    box.exec(
+        f"mkdir -p {user_site} && printf 'import os; os._exit(0)\\n' > {user_site}/zz.pth && "
+        f'cp usercustomize.py {user_site}/ && cp sitecustomize.py "$TMPDIR/"'
+    )
     # (With the host venv's python the user site is off anyway; the Docker suite's `injection`
     # attack has the system python of the image, where a user-site .pth does run.)
     for command in (CHECK, FINAL):
@@ -157,14 +170,24 @@ def test_the_check_environment_is_clean_whatever_the_sandbox_env(box, copy, log,
     (evil / "sitecustomize.py").write_text(EXIT0)
     (evil / "calc.py").write_text(CALC)  # a correct calc on PYTHONPATH must not answer for the repo's
     real_env = LocalSandbox._env
-    monkeypatch.setattr(LocalSandbox, "_env", lambda self, marker, extra=None: {
-        **real_env(self, marker, extra), "PYTHONPATH": str(evil), "PYTHONSTARTUP": str(evil / "sitecustomize.py"),
-        "PYTEST_ADDOPTS": "-p no:python", "PYTEST_PLUGINS": "evil"})
+    monkeypatch.setattr(
+        LocalSandbox,
+        "_env",
+        lambda self, marker, extra=None: {
+            **real_env(self, marker, extra),
+            "PYTHONPATH": str(evil),
+            "PYTHONSTARTUP": str(evil / "sitecustomize.py"),
+            "PYTEST_ADDOPTS": "-p no:python",
+            "PYTEST_PLUGINS": "evil",
+        },
+    )
     box.write_file("calc.py", WRONG)
     assert not certify(box, copy, log, 0, "s01", CHECK).passed
-    env_test = ("import os, tempfile\n\n\ndef test_env():\n"
-                "    assert not {'PYTHONPATH', 'PYTEST_ADDOPTS', 'PYTEST_PLUGINS'} & set(os.environ)\n"
-                "    assert os.listdir(tempfile.gettempdir()) == [] and os.environ['HOME'] == tempfile.gettempdir()\n")
+    env_test = (
+        "import os, tempfile\n\n\ndef test_env():\n"
+        "    assert not {'PYTHONPATH', 'PYTEST_ADDOPTS', 'PYTEST_PLUGINS'} & set(os.environ)\n"
+        "    assert os.listdir(tempfile.gettempdir()) == [] and os.environ['HOME'] == tempfile.gettempdir()\n"
+    )
     task = tiny_task(files=tuple(sorted({**dict(tiny_task().files), "tests/test_env.py": env_test}.items())))
     box.write_file("tests/test_env.py", env_test)
     box.write_file("calc.py", CALC)
@@ -186,8 +209,10 @@ def test_an_import_probe_passes_only_when_its_names_import(box, copy, log):
     from tasks.spec import Invariant
 
     box.write_file("calc.py", CALC)
-    probes = [Invariant("there", "calc has add", check="python3 -B -c 'from calc import add'"),
-              Invariant("gone", "calc has sub", check="python3 -B -c 'from calc import sub'")]
+    probes = [
+        Invariant("there", "calc has add", check="python3 -B -c 'from calc import add'"),
+        Invariant("gone", "calc has sub", check="python3 -B -c 'from calc import sub'"),
+    ]
     out = certify(box, copy, log, 0, "s01", CHECK, probes)
     assert out.passed and out.invariant_codes == {"there": 0, "gone": 1}
     box.write_file("calc.py", EXIT0 + CALC)  # an import that ends the process leaves no passing report
@@ -195,10 +220,21 @@ def test_an_import_probe_passes_only_when_its_names_import(box, copy, log):
 
 
 def test_only_known_check_forms_are_certified():
-    assert [p.kind for p in parse(f"{CHECK} && python3 -B tools/check_api.py policy && {FINAL} "
-                                  "&& python3 -B -c 'from a import b'")] == ["runner", "script", "pytest", "code"]
-    for bad in ("echo ok", "python3 tools/x.py", "python3 -B tools/x.py; true", "python3 -B tools/x.py | cat",
-                "python3 -B -m unittest", "python3 -B $(evil).py", "python3 -B -c 'x' extra"):
+    assert [
+        p.kind
+        for p in parse(
+            f"{CHECK} && python3 -B tools/check_api.py policy && {FINAL} && python3 -B -c 'from a import b'"
+        )
+    ] == ["runner", "script", "pytest", "code"]
+    for bad in (
+        "echo ok",
+        "python3 tools/x.py",
+        "python3 -B tools/x.py; true",
+        "python3 -B tools/x.py | cat",
+        "python3 -B -m unittest",
+        "python3 -B $(evil).py",
+        "python3 -B -c 'x' extra",
+    ):
         with pytest.raises(InfraFailure):
             parse(bad)
 
@@ -206,7 +242,10 @@ def test_only_known_check_forms_are_certified():
 def test_a_test_runner_passes_only_when_every_test_the_harness_defines_passed():
     files = dict(tiny_task().files)
     runner = parse(CHECK)[0]
-    assert expected_tests(runner, files) == {"tests/test_calc.py::test_add", "tests/test_calc.py::test_add_zero"}
+    assert expected_tests(runner, files) == {
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::test_add_zero",
+    }
     assert expected_tests(parse(FINAL)[0], files) == expected_tests(runner, files)
 
     def judged(rep: dict, part: Part = runner, status: int = 0) -> tuple[bool, str, bool]:
@@ -229,12 +268,14 @@ def test_a_test_runner_passes_only_when_every_test_the_harness_defines_passed():
 def test_modules_in_the_repo_cannot_shadow_the_launchers_own_imports(box, copy, log):
     """A `json.py` at the repo root would run before the launcher read its nonce (if the
     current directory were on sys.path), find the nonce file and write a passing report."""
-    shadow = ("import glob, os\n"
-              "for n in glob.glob('.ctxbench/n*'):\n"
-              "    with open(n) as f, open('.ctxbench/report', 'a') as r:\n"
-              "        r.write(f.read().strip() + ' {\"exit\": 0, \"passed\": [\"tests/test_calc.py::test_add\", '\n"
-              "                '\"tests/test_calc.py::test_add_zero\"], \"failed\": []}\\n')\n"
-              "os._exit(0)\n")
+    shadow = (
+        "import glob, os\n"
+        "for n in glob.glob('.ctxbench/n*'):\n"
+        "    with open(n) as f, open('.ctxbench/report', 'a') as r:\n"
+        '        r.write(f.read().strip() + \' {"exit": 0, "passed": ["tests/test_calc.py::test_add", \'\n'
+        '                \'"tests/test_calc.py::test_add_zero"], "failed": []}\\n\')\n'
+        "os._exit(0)\n"
+    )
     for name in ("json.py", "runpy.py", "traceback.py"):
         box.write_file(name, shadow)
     box.write_file("calc.py", WRONG)
@@ -243,19 +284,21 @@ def test_modules_in_the_repo_cannot_shadow_the_launchers_own_imports(box, copy, 
 
 # A module the check imports rewrites the launcher's globals (`import __main__`), so that the
 # report it writes says exit 0 and every test passed, whatever the code did (issue 20).
-FORGE_GLOBALS = ("import __main__, builtins, json as _json\n"
-                 "class _Json:\n"
-                 "    def __getattr__(self, name):\n"
-                 "        return getattr(_json, name)\n"
-                 "    def dumps(self, rec, *a, **k):\n"
-                 "        rec.update(exit=0, passed=['tests/test_calc.py::test_add', 'tests/test_calc.py::test_add_zero'],"
-                 " failed=[])\n"
-                 "        rec.pop('error', None)\n"
-                 "        return _json.dumps(rec)\n"
-                 "for _g in (vars(__main__), vars(builtins)):\n"
-                 "    _g['json'] = _Json()\n"
-                 "vars(__main__)['int'] = lambda x: 0\n"
-                 "vars(__main__)['_print_traceback'] = lambda exc: None\n")
+FORGE_GLOBALS = (
+    "import __main__, builtins, json as _json\n"
+    "class _Json:\n"
+    "    def __getattr__(self, name):\n"
+    "        return getattr(_json, name)\n"
+    "    def dumps(self, rec, *a, **k):\n"
+    "        rec.update(exit=0, passed=['tests/test_calc.py::test_add', 'tests/test_calc.py::test_add_zero'],"
+    " failed=[])\n"
+    "        rec.pop('error', None)\n"
+    "        return _json.dumps(rec)\n"
+    "for _g in (vars(__main__), vars(builtins)):\n"
+    "    _g['json'] = _Json()\n"
+    "vars(__main__)['int'] = lambda x: 0\n"
+    "vars(__main__)['_print_traceback'] = lambda exc: None\n"
+)
 
 
 @pytest.mark.parametrize("command", [CHECK, FINAL])
@@ -263,7 +306,6 @@ def test_rewriting_the_launchers_globals_in_process_forges_nothing(box, copy, lo
     box.write_file("calc.py", FORGE_GLOBALS + WRONG)
     out = certify(box, copy, log, 0, "s01", command)
     assert not out.passed, [r.get("parts") for r in log.records if r["kind"] == "check"]
-
 
 
 # Code under test that shares a process with the part's test runner could write a message of its
@@ -280,8 +322,11 @@ def test_a_passing_message_on_the_parts_own_descriptors_forges_nothing(box, copy
 def test_the_agents_eq_never_decides_a_comparison(box, copy, log):
     """`assert add(2, 3) == 5` is computed where the code under test does not run, on data: an
     object of the agent's whose `__eq__` says True to anything stays an object, not equal to 5."""
-    box.write_file("calc.py", "class _Any:\n    def __eq__(self, other):\n        return True\n\n\n"
-                              "def add(a, b):\n    return _Any()\n")
+    box.write_file(
+        "calc.py",
+        "class _Any:\n    def __eq__(self, other):\n        return True\n\n\n"
+        "def add(a, b):\n    return _Any()\n",
+    )
     for command in (CHECK, FINAL):
         assert not certify(box, copy, log, 0, "s01", command).passed
 

@@ -19,8 +19,18 @@ from tests.helpers.store import seeded
 
 def _cfg(tmp_path, *over: str) -> TrialConfig:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    return load(compose([f"tracking.uri={uri}", f"results_dir={tmp_path}", f"tracking.artifact_root={tmp_path / 'a'}",
-                         "study.name=claim", "sandbox=local", *over]))
+    return load(
+        compose(
+            [
+                f"tracking.uri={uri}",
+                f"results_dir={tmp_path}",
+                f"tracking.artifact_root={tmp_path / 'a'}",
+                "study.name=claim",
+                "sandbox=local",
+                *over,
+            ]
+        )
+    )
 
 
 def _claim(tcfg: TrialConfig):
@@ -95,7 +105,8 @@ def test_two_processes_claiming_the_same_config_at_once_start_it_once(tmp_path):
 
     runs = MlflowClient(tcfg.tracking.uri).search_runs(
         [MlflowClient(tcfg.tracking.uri).get_experiment_by_name(tcfg.tracking.experiment).experiment_id],
-        filter_string=f"tags.config_hash = '{tcfg.config_hash}' and tags.`ctxbench.kind` = 'trial'")
+        filter_string=f"tags.config_hash = '{tcfg.config_hash}' and tags.`ctxbench.kind` = 'trial'",
+    )
     assert [r.info.run_id for r in runs] == [first_id]
 
 

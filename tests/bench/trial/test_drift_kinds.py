@@ -11,8 +11,14 @@ from bench.trial.runner import run
 from ctxlog.reader import Log
 from tests.helpers.store import seeded
 
-SHORT = ["task=signature_migration", "task.seed=3", "task.size.steps=7", "model=oracle", "strategy=raw",
-         "sandbox=local"]
+SHORT = [
+    "task=signature_migration",
+    "task.seed=3",
+    "task.size.steps=7",
+    "model=oracle",
+    "strategy=raw",
+    "sandbox=local",
+]
 
 
 def _trial(tmp_path, monkeypatch, *overrides: str):
@@ -30,7 +36,11 @@ def _actions(records):
 
 def test_only_the_listed_kinds_land_and_none_means_no_drift(tmp_path, monkeypatch):
     every = _trial(tmp_path, monkeypatch, "arm=drift")
-    assert {r["drift_kind"] for r in every if r["kind"] == "drift"} >= {"changed_value", "new_caller", "new_trap"}
+    assert {r["drift_kind"] for r in every if r["kind"] == "drift"} >= {
+        "changed_value",
+        "new_caller",
+        "new_trap",
+    }
     some = _trial(tmp_path, monkeypatch, "arm=drift", "arm.drift_kinds=[changed_value]")
     assert [r["drift_kind"] for r in some if r["kind"] == "drift"] == ["changed_value"]
     none = _trial(tmp_path, monkeypatch, "arm=drift", "arm.drift_kinds=[]")

@@ -30,10 +30,22 @@ from tests.bench.trial.conftest import tiny_task
 FUZZ_LISTS = 1000
 SEED = 42
 # What git itself may name: its libraries, locale and helpers (nothing of the host's data).
-SYSTEM = ("/lib", "/usr/lib", "/usr/share", "/usr/libexec", "/usr/local/lib", "/etc/ld.so.", "/etc/localtime",
-          "/dev/null", "/dev/tty", "/sys/")
+SYSTEM = (
+    "/lib",
+    "/usr/lib",
+    "/usr/share",
+    "/usr/libexec",
+    "/usr/local/lib",
+    "/etc/ld.so.",
+    "/etc/localtime",
+    "/dev/null",
+    "/dev/tty",
+    "/sys/",
+)
 
-pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is installed by `make test` (setup)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("strace") is None, reason="strace is installed by `make test` (setup)"
+)
 
 
 @pytest.fixture
@@ -55,10 +67,21 @@ def traced(box, tmp_path, monkeypatch):
         log = logs / f"{count[0]}.log"
         return real(["strace", "-f", "-qq", "-e", "trace=%file", "-o", str(log), *cmd], **kw)
 
-    monkeypatch.setattr(hostgit, "subprocess", types.SimpleNamespace(
-        Popen=popen, PIPE=subprocess.PIPE, DEVNULL=subprocess.DEVNULL, TimeoutExpired=subprocess.TimeoutExpired))
-    allowed = tuple(str(p) for p in (box.workdir, box._git_dir, box._root)) + SYSTEM + tuple(
-        d for d in os.environ.get("PATH", "").split(":") if d)
+    monkeypatch.setattr(
+        hostgit,
+        "subprocess",
+        types.SimpleNamespace(
+            Popen=popen,
+            PIPE=subprocess.PIPE,
+            DEVNULL=subprocess.DEVNULL,
+            TimeoutExpired=subprocess.TimeoutExpired,
+        ),
+    )
+    allowed = (
+        tuple(str(p) for p in (box.workdir, box._git_dir, box._root))
+        + SYSTEM
+        + tuple(d for d in os.environ.get("PATH", "").split(":") if d)
+    )
     # git resolves its own work tree and git dir: it stats the directories on their way.
     on_the_way = {str(parent) for p in (box.workdir, box._git_dir, box._root) for parent in Path(p).parents}
     tools = Tools(box, HarnessCopy(tiny_task()), exec_timeout_s=20)
@@ -83,13 +106,48 @@ def traced(box, tmp_path, monkeypatch):
 def _arg_lists(workdir: Path, secret: Path) -> list[tuple[str, list[str]]]:
     rng = random.Random(SEED)
     up = "../" * (str(workdir).count("/") + 1)
-    targets = [f"{up}{str(secret).lstrip('/')}", os.path.relpath(secret, workdir), "out/secret.txt",
-               "up/host/secret.txt", "up/../host/secret.txt", f"/proc/self/cwd/{os.path.relpath(secret, workdir)}",
-               "/proc/self/root" + str(secret), f"calc.py/../{os.path.relpath(secret, workdir)}",
-               f"./{os.path.relpath(secret, workdir)}", "..", "../", "../..", "up", "out", "calc.py", "README.md",
-               "x\udc80", "\u00e9t\u00e9.py", "-", "a b", "tests/../../host/secret.txt", "HEAD"]
-    prefixes = ["", "", "", ":(top)", ":(icase)", ":(literal)", ":(glob)", ":!", ":/", "HEAD:", "HEAD:./",
-                "HEAD~1:", "./", "calc.py/../", "up/", "out/"]
+    targets = [
+        f"{up}{str(secret).lstrip('/')}",
+        os.path.relpath(secret, workdir),
+        "out/secret.txt",
+        "up/host/secret.txt",
+        "up/../host/secret.txt",
+        f"/proc/self/cwd/{os.path.relpath(secret, workdir)}",
+        "/proc/self/root" + str(secret),
+        f"calc.py/../{os.path.relpath(secret, workdir)}",
+        f"./{os.path.relpath(secret, workdir)}",
+        "..",
+        "../",
+        "../..",
+        "up",
+        "out",
+        "calc.py",
+        "README.md",
+        "x\udc80",
+        "\u00e9t\u00e9.py",
+        "-",
+        "a b",
+        "tests/../../host/secret.txt",
+        "HEAD",
+    ]
+    prefixes = [
+        "",
+        "",
+        "",
+        ":(top)",
+        ":(icase)",
+        ":(literal)",
+        ":(glob)",
+        ":!",
+        ":/",
+        "HEAD:",
+        "HEAD:./",
+        "HEAD~1:",
+        "./",
+        "calc.py/../",
+        "up/",
+        "out/",
+    ]
     revisions = ["HEAD", "HEAD~1", "HEAD..HEAD", "HEAD^", "@", "HEAD@{0}"]
     lists = []
     for _ in range(FUZZ_LISTS):
@@ -140,8 +198,14 @@ def test_without_the_guard_git_opens_the_host_file(traced, box, monkeypatch):
 def test_every_spelling_out_is_refused_before_git(traced, box):
     tools, outside, secret, started = traced
     rel = os.path.relpath(secret, box.workdir)
-    for args in (["--", rel, "calc.py"], [rel, "calc.py"], ["--stat", "out/secret.txt", "calc.py"],
-                 ["up/host/secret.txt", "calc.py"], ["calc.py/../" + rel, "README.md"], ["..", "calc.py"]):
+    for args in (
+        ["--", rel, "calc.py"],
+        [rel, "calc.py"],
+        ["--stat", "out/secret.txt", "calc.py"],
+        ["up/host/secret.txt", "calc.py"],
+        ["calc.py/../" + rel, "README.md"],
+        ["..", "calc.py"],
+    ):
         out = tools.call("git", {"subcommand": "diff", "args": args})
         assert not out.ok and out.policy_violation, (args, out)
     assert started[0] == 0 and outside() == []

@@ -17,13 +17,33 @@ from bench.trial.tools import Tools
 from tests.bench.trial.conftest import tiny_task
 
 HOST_REACH = [
-    ["-O/etc/passwd"], ["-O", "/etc/passwd"], ["--output=/tmp/ctxbench-git-out"], ["--output", "/tmp/x"],
-    ["--git-dir=/"], ["-C", "/"], ["--exec-path=/tmp"], ["--no-index", "/etc/passwd", "README.md"],
-    ["--ext-diff"], ["--textconv"], ["--upload-pack=sh"], ["--orderfile=/etc/passwd"], ["--work-tree=/"],
-    ["--open-files-in-pager"], ["-c", "core.pager=sh"], ["--attr-source=HEAD"], ["--format=%GS"],
-    ["--pretty=format:%G?"], ["/etc/passwd"], ["--", "/etc/passwd"], ["--output-directory=/tmp"],
-    ["--ignore-submodules=all", "--submodule=diff"], ["--stdin"], ["--end-of-options", "-O/x"],
-    ["--textconv", "--", "x"], ["HEAD\n"], ["--grep=\x00"],
+    ["-O/etc/passwd"],
+    ["-O", "/etc/passwd"],
+    ["--output=/tmp/ctxbench-git-out"],
+    ["--output", "/tmp/x"],
+    ["--git-dir=/"],
+    ["-C", "/"],
+    ["--exec-path=/tmp"],
+    ["--no-index", "/etc/passwd", "README.md"],
+    ["--ext-diff"],
+    ["--textconv"],
+    ["--upload-pack=sh"],
+    ["--orderfile=/etc/passwd"],
+    ["--work-tree=/"],
+    ["--open-files-in-pager"],
+    ["-c", "core.pager=sh"],
+    ["--attr-source=HEAD"],
+    ["--format=%GS"],
+    ["--pretty=format:%G?"],
+    ["/etc/passwd"],
+    ["--", "/etc/passwd"],
+    ["--output-directory=/tmp"],
+    ["--ignore-submodules=all", "--submodule=diff"],
+    ["--stdin"],
+    ["--end-of-options", "-O/x"],
+    ["--textconv", "--", "x"],
+    ["HEAD\n"],
+    ["--grep=\x00"],
 ]
 
 
@@ -55,15 +75,27 @@ def test_every_allowed_flag_is_one_host_git_knows(tools, sub):
     """The allow-list is real git: each flag runs (a typo in it would be a refusal by git)."""
     for flag in sorted(git_tool.FLAGS[sub]):
         out = tools.call("git", {"subcommand": sub, "args": [flag]})
-        assert out.ok or not any(w in out.text for w in ("unrecognized", "unknown", "usage:")), (sub, flag, out.text)
+        assert out.ok or not any(w in out.text for w in ("unrecognized", "unknown", "usage:")), (
+            sub,
+            flag,
+            out.text,
+        )
 
 
-@pytest.mark.parametrize(("sub", "args"), [
-    ("log", ["--oneline", "-n3"]), ("log", ["-2", "--format=%h %an %s", "--", "tests/test_calc.py"]),
-    ("log", ["--since=2000-01-01", "--stat=80,40"]), ("diff", ["-U1", "HEAD"]), ("diff", ["--cached", "--", "x"]),
-    ("show", ["--stat", "HEAD"]), ("show", ["HEAD:README.md"]), ("status", ["--short", "-uall"]),
-    ("diff", ["HEAD", "--", "--weird-but-a-pathspec"]),
-])
+@pytest.mark.parametrize(
+    ("sub", "args"),
+    [
+        ("log", ["--oneline", "-n3"]),
+        ("log", ["-2", "--format=%h %an %s", "--", "tests/test_calc.py"]),
+        ("log", ["--since=2000-01-01", "--stat=80,40"]),
+        ("diff", ["-U1", "HEAD"]),
+        ("diff", ["--cached", "--", "x"]),
+        ("show", ["--stat", "HEAD"]),
+        ("show", ["HEAD:README.md"]),
+        ("status", ["--short", "-uall"]),
+        ("diff", ["HEAD", "--", "--weird-but-a-pathspec"]),
+    ],
+)
 def test_ordinary_uses_run(tools, sub, args):
     out = tools.call("git", {"subcommand": sub, "args": args})
     assert out.ok, out.text
@@ -73,9 +105,16 @@ def test_whatever_a_tool_raises_is_a_tool_result_by_construction(tools, box, mon
     class Unheard(Exception):
         pass
 
-    for exc in (RecursionError("deep"), MemoryError(), Unheard("new"), UnicodeEncodeError("utf-8", "\udc80", 0, 1, "x")):
+    for exc in (
+        RecursionError("deep"),
+        MemoryError(),
+        Unheard("new"),
+        UnicodeEncodeError("utf-8", "\udc80", 0, 1, "x"),
+    ):
+
         def boom(*a, exc=exc, **k):
             raise exc
+
         monkeypatch.setattr(box, "read_bytes", boom)
         out = tools.call("read_file", {"path": "README.md"})
         assert not out.ok and out.error == "io_error" and type(exc).__name__ in out.text

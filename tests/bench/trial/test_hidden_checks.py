@@ -22,8 +22,12 @@ from bench.trial.certify import HarnessCopy, certify
 from tasks.common.hidden import HIDDEN_CHECK, HIDDEN_PATH
 from tests.bench.trial.conftest import CALC, CHECK, FILES, FINAL, SOLVE, events, tiny_task
 
-HIDDEN = ((HIDDEN_PATH, "from calc import add\n\n\ndef test_hidden_add():\n    assert add(4000, 2) == 4002\n"),)
-SPECIAL = "def add(a, b):\n    return {(2, 3): 5, (0, 0): 0}.get((a, b), -1)\n"  # right on the visible inputs only
+HIDDEN = (
+    (HIDDEN_PATH, "from calc import add\n\n\ndef test_hidden_add():\n    assert add(4000, 2) == 4002\n"),
+)
+SPECIAL = (
+    "def add(a, b):\n    return {(2, 3): 5, (0, 0): 0}.get((a, b), -1)\n"  # right on the visible inputs only
+)
 
 
 def hidden_task():
@@ -92,8 +96,9 @@ def test_code_that_reads_the_judge_during_the_final_check_finds_no_hidden_test(d
 @pytest.mark.docker
 def test_with_the_hidden_test_in_the_judges_copy_the_peeking_code_passes(docker_box, log, monkeypatch):
     judge_copy = docker_box.judge_copy  # the guard removed: the file where it was before issue 42's fix
-    monkeypatch.setattr(docker_box, "judge_copy",
-                        lambda entries: judge_copy(hidden_checks.with_files(entries, dict(HIDDEN))))
+    monkeypatch.setattr(
+        docker_box, "judge_copy", lambda entries: judge_copy(hidden_checks.with_files(entries, dict(HIDDEN)))
+    )
     _peeking(docker_box)
     check, passed = _final(docker_box, log)
     assert check["passed"] is True and check["hidden"]["passed"] is True and passed, check

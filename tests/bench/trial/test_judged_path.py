@@ -51,7 +51,9 @@ def _check(box: Sandbox, tmp_path, step: str, command: str) -> tuple[bool, str]:
 
 
 @pytest.mark.parametrize("step, command", [("s01", CHECK), ("final", FINAL)])
-def test_code_right_only_in_the_judge_fails_the_check_as_it_fails_the_agents_run(docker_box, tmp_path, step, command):
+def test_code_right_only_in_the_judge_fails_the_check_as_it_fails_the_agents_run(
+    docker_box, tmp_path, step, command
+):
     _plant(docker_box)
     passed, output = _check(docker_box, tmp_path, step, command)
     assert not passed, output

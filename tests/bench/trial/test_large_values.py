@@ -15,8 +15,11 @@ from tests.bench.trial.conftest import SOLVE, mlflow_run
 
 NOTES = "# notes\n" + "an honest, long comment line\n" * 200  # 5,808 characters
 # the large file written twice, then the task solved: its text is in model_call, tool_call, messages
-SCRIPT = [[{"name": "write_file", "args": {"path": "NOTES.md", "content": NOTES}}],
-          [{"name": "write_file", "args": {"path": "NOTES.md", "content": NOTES}}], *SOLVE]
+SCRIPT = [
+    [{"name": "write_file", "args": {"path": "NOTES.md", "content": NOTES}}],
+    [{"name": "write_file", "args": {"path": "NOTES.md", "content": NOTES}}],
+    *SOLVE,
+]
 TIMED = ("latency_s", "wall_s", "turn_latency_s", "ttft_s")
 
 
@@ -33,22 +36,31 @@ def test_large_values_change_nothing_but_where_they_are_stored(scripted_trial):
     folder = stored.events_path.parent / blobs.DIR
     # NOTES itself, and any longer value that carries it (a request holding the file's text)
     assert blobs.sha_of(NOTES) in [p.name for p in folder.iterdir()]
-    assert NOTES not in stored.events_path.read_text() and NOTES.replace("\n", "\\n") in inline.events_path.read_text()
+    assert (
+        NOTES not in stored.events_path.read_text()
+        and NOTES.replace("\n", "\\n") in inline.events_path.read_text()
+    )
     assert stored.events_path.stat().st_size < inline.events_path.stat().st_size - 3 * len(NOTES)
 
     def same(path):
-        return [{k: v for k, v in r.items() if k not in ("trial_id", "seq")}
-                for r in comparable(Log.from_path(path, strict=True).records())]
+        return [
+            {k: v for k, v in r.items() if k not in ("trial_id", "seq")}
+            for r in comparable(Log.from_path(path, strict=True).records())
+        ]
+
     assert same(stored.events_path) == same(inline.events_path)
     metrics = {k: v for k, v in run.data.metrics.items() if not k.endswith(TIMED) and "_s" not in k}
-    assert metrics == {k: v for k, v in inline_run.data.metrics.items() if not k.endswith(TIMED) and "_s" not in k}
+    assert metrics == {
+        k: v for k, v in inline_run.data.metrics.items() if not k.endswith(TIMED) and "_s" not in k
+    }
 
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tcfg.tracking.uri)
     # MLflow gets each blob once: the same names as the trial folder's, no copy under another name
-    assert sorted(a.path for a in client.list_artifacts(run.info.run_id, blobs.DIR)) == \
-        sorted(f"{blobs.DIR}/{p.name}" for p in folder.iterdir())
+    assert sorted(a.path for a in client.list_artifacts(run.info.run_id, blobs.DIR)) == sorted(
+        f"{blobs.DIR}/{p.name}" for p in folder.iterdir()
+    )
     assert verify_main([run.info.run_id, "--tracking-uri", tcfg.tracking.uri]) == 0
     page = from_run(run)  # what the diff page reads, from MLflow alone
     assert [e.args.get("content") for e in page.log.of(ev.ToolCall)][:2] == [NOTES, NOTES]

@@ -53,8 +53,13 @@ class AfterTurnPlayer:
 
 def drive(box, tmp_path: Path, player: AfterTurnPlayer, **limits: object) -> Log:
     log = EventLog(tmp_path / "events.jsonl")
-    settings = {"max_turns": 50, "max_turns_per_step": 4, "deadline": time.monotonic() + 300, "drift": False,
-                **limits}
+    settings = {
+        "max_turns": 50,
+        "max_turns_per_step": 4,
+        "deadline": time.monotonic() + 300,
+        "drift": False,
+        **limits,
+    }
     try:
         StepDriver(tiny_task(), box, log, Limits(**settings)).run(player)  # type: ignore[arg-type]
     finally:

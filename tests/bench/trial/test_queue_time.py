@@ -48,7 +48,9 @@ def test_time_queued_does_not_count_against_the_trials_limit(scripted_trial, mon
         return real(self, *a, **k)
 
     monkeypatch.setattr(ScriptedProvider, "complete", waits)
-    look = [[{"name": "read_file", "args": {"path": "calc.py"}}]] * 2  # two turns more: the limit is checked at each
+    look = [
+        [{"name": "read_file", "args": {"path": "calc.py"}}]
+    ] * 2  # two turns more: the limit is checked at each
     result, _ = scripted_trial(look + SOLVE, "limits.trial_timeout_s=5")
     assert len(kinds(result.events_path, "model_call")) == 4 and result.status == "success", result
 

@@ -44,7 +44,10 @@ def test_each_record_is_parsed_once_and_read_alike(tmp_path, monkeypatch):
     o = tally(records)
     assert trial.tally() == o and trial.events.log().events == fresh.events
     run = trial.run
-    assert run.final == {**record.final_metrics(o, run.final["wall_s"]), **trial_measures(records),
-                         **error_kinds(task, records)}
+    assert run.final == {
+        **record.final_metrics(o, run.final["wall_s"]),
+        **trial_measures(records),
+        **error_kinds(task, records),
+    }
     assert run.per_turn == step_curves(records, o.per_turn) and run.tags["status"] == "failure"
     assert "step_failed" in (tmp_path / "RUN.md").read_text()

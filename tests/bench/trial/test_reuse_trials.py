@@ -49,11 +49,21 @@ def trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSan
         made.append(box)
         return box
 
-    monkeypatch.setattr(pool, "acquire", acquire)  # the runner loads it by name (runner.ANNEXES) at each trial
+    monkeypatch.setattr(
+        pool, "acquire", acquire
+    )  # the runner loads it by name (runner.ANNEXES) at each trial
 
     def play(script: list) -> tuple[Any, DockerSandbox]:
-        cfg = compose(["model=adversary", "sandbox.check_cache=true", "sandbox.reuse=true", "resume=false",
-                       "limits.max_turns_per_step=4", f"study.name={study}"])
+        cfg = compose(
+            [
+                "model=adversary",
+                "sandbox.check_cache=true",
+                "sandbox.reuse=true",
+                "resume=false",
+                "limits.max_turns_per_step=4",
+                f"study.name={study}",
+            ]
+        )
         OmegaConf.update(cfg, "model.script", script)
         return runner.run(load(cfg)), made[-1]
 
@@ -96,10 +106,14 @@ def test_a_worker_shares_its_sandbox_and_verdicts_only_until_the_agent_runs_a_co
     box = kept_after_honest(trials)
     second, again = trials(HONEST)
     assert again is box and _end(second)["t"]["sandbox_reused"]
-    assert second.success and len(kinds(second.events_path, "check_cached")) == 2  # the step and the final check
+    assert (
+        second.success and len(kinds(second.events_path, "check_cached")) == 2
+    )  # the step and the final check
     flipped, tainted = trials(FLIPPED)
     assert tainted is box and _end(flipped)["t"]["sandbox_reused"]
-    assert not flipped.success and flipped.failure_reason == "step_failed", "an earlier pass stood for this check"
+    assert not flipped.success and flipped.failure_reason == "step_failed", (
+        "an earlier pass stood for this check"
+    )
     assert kinds(flipped.events_path, "check_cached") == []
     assert pool.idle() == 0 and not container_exists(box.container_id), "a tainted sandbox is removed"
     fourth, new = trials(HONEST)

@@ -25,6 +25,7 @@ def trial_cfg(tmp_path, monkeypatch, docker_ready):
 
     def make(*overrides: str):
         return load(compose([*SHORT, *overrides]))
+
     return make
 
 
@@ -37,8 +38,12 @@ def _runs(tcfg):
 
 
 def _containers(run_id: str) -> list[str]:
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={run_id}"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=ctxbench.run_id={run_id}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return out.split()
 
 
@@ -55,8 +60,12 @@ def test_oracle_trial_succeeds_logs_curves_and_verifies(trial_cfg, tmp_path):
     assert tags["strategy"] == "ledger" and tags["arm"] == "compaction" and tags["git_sha"]
     (task_input,) = client.get_run(mrun.info.run_id).inputs.dataset_inputs  # the UI's Dataset column
     assert task_input.dataset.name == tags["task_id"] and len(task_input.dataset.digest) == 16
-    assert {a.path for a in client.list_artifacts(mrun.info.run_id)} >= \
-        {"events.jsonl", "config.yaml", "final.diff", "RUN.md"}
+    assert {a.path for a in client.list_artifacts(mrun.info.run_id)} >= {
+        "events.jsonl",
+        "config.yaml",
+        "final.diff",
+        "RUN.md",
+    }
     assert _containers(mrun.info.run_id) == []
     # verify by run id passes; one flipped byte fails
     assert verify_main([mrun.info.run_id, "--tracking-uri", tcfg.tracking.uri]) == 0
@@ -78,12 +87,26 @@ class _KillAfter:
         if self.calls == self.n:
             # The trial runs in this process; the pid label keeps out a same-config trial that
             # another test process (an xdist worker) runs at the same time.
-            listing = subprocess.run(["docker", "ps", "--filter", "label=ctxbench=1", "--filter",
-                                      f"label=ctxbench.pid={os.getpid()}", "--format",
-                                      '{{.ID}} {{.Label "ctxbench.trial"}}'],
-                                     capture_output=True, text=True, check=True).stdout
-            mine = [cid for cid, trial in (line.split() for line in listing.splitlines())
-                    if trial.startswith(self.config_hash)]
+            listing = subprocess.run(
+                [
+                    "docker",
+                    "ps",
+                    "--filter",
+                    "label=ctxbench=1",
+                    "--filter",
+                    f"label=ctxbench.pid={os.getpid()}",
+                    "--format",
+                    '{{.ID}} {{.Label "ctxbench.trial"}}',
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            mine = [
+                cid
+                for cid, trial in (line.split() for line in listing.splitlines())
+                if trial.startswith(self.config_hash)
+            ]
             assert len(mine) == 1
             subprocess.run(["docker", "kill", *mine], check=True, capture_output=True)
         return self.inner.complete(*a, **kw)
@@ -112,9 +135,16 @@ class _Truncating:
 
     def complete(self, *a, **kw):
         c = self.inner.complete(*a, **kw)
-        return Completion(content=c.content[:5], tool_calls=(), stop_reason="max_tokens", usage=c.usage,
-                          latency_s=c.latency_s, ttft_s=c.ttft_s, model_id=c.model_id,
-                          request_hash=c.request_hash)
+        return Completion(
+            content=c.content[:5],
+            tool_calls=(),
+            stop_reason="max_tokens",
+            usage=c.usage,
+            latency_s=c.latency_s,
+            ttft_s=c.ttft_s,
+            model_id=c.model_id,
+            request_hash=c.request_hash,
+        )
 
     def close(self):
         pass
@@ -150,8 +180,11 @@ def test_writes_to_protected_paths_are_refused_and_logged(trial_cfg):
     files = {"tests/test_a.py": "x = 1\n", "a.py": "y = 2\n"}
     sandbox = create(SandboxConfig.from_dict(tcfg.sandbox), files, "policy-test")
     try:
-        tools = Tools(sandbox, HarnessCopy(tiny_task(files=tuple(files.items()), protected=("tests/*",))),
-                      exec_timeout_s=10)
+        tools = Tools(
+            sandbox,
+            HarnessCopy(tiny_task(files=tuple(files.items()), protected=("tests/*",))),
+            exec_timeout_s=10,
+        )
         refused = tools.call("write_file", {"path": "tests/test_a.py", "content": "gutted"})
         assert not refused.ok and refused.policy_violation
         sneaky = tools.call("run", {"command": "echo gutted > tests/test_a.py; echo new > tests/new.py"})

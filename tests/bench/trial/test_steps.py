@@ -29,8 +29,14 @@ def test_in_force_respects_when_an_invariant_starts_and_is_lifted():
 
     task = make_task(n_steps=4)
     steps = list(task.steps)
-    steps[1] = Step(steps[1].id, steps[1].title, steps[1].instructions, steps[1].touches, steps[1].check,
-                    (Invariant("late", "from s02 until s04", check="true", until=steps[3].id, stated=steps[1].id),))
+    steps[1] = Step(
+        steps[1].id,
+        steps[1].title,
+        steps[1].instructions,
+        steps[1].touches,
+        steps[1].check,
+        (Invariant("late", "from s02 until s04", check="true", until=steps[3].id, stated=steps[1].id),),
+    )
     task = task.__class__(**{**task.__dict__, "steps": tuple(steps), "invariants": ()})
     assert [[i.id for i in trial_steps.in_force(task, k)] for k in range(4)] == [[], ["late"], ["late"], []]
 
@@ -38,8 +44,14 @@ def test_in_force_respects_when_an_invariant_starts_and_is_lifted():
 def test_drift_is_committed_by_its_outside_author_and_noted_at_the_next_head(box, tmp_path):
     log = EventLog(tmp_path / "e.jsonl")
     step = Step("s02", "t", "i", ("a.txt",), "true")
-    drift = Drift("d1", "stale_edit", "s02", "colleague edits a.txt", "Dana <dana@example.org>",
-                  (("a.txt", "alpha\nbeta\n"),))
+    drift = Drift(
+        "d1",
+        "stale_edit",
+        "s02",
+        "colleague edits a.txt",
+        "Dana <dana@example.org>",
+        (("a.txt", "alpha\nbeta\n"),),
+    )
     from tests.helpers.strategy_loop import make_task
 
     task = make_task(n_steps=2)
@@ -69,5 +81,9 @@ def test_learn_carries_the_harness_invariants_or_only_the_models():
     harness = trial_steps.learn(step, said, earlier, "harness")
     assert [i.id for i in harness] == ["n-s01-1", "compat-form", "n-s02-1", "n-s02-3"]
     model = trial_steps.learn(step, said, earlier, "model")
-    assert [i.id for i in model] == ["n-s01-1", "n-s02-1", "n-s02-3"]  # the step's own invariant is not carried
+    assert [i.id for i in model] == [
+        "n-s01-1",
+        "n-s02-1",
+        "n-s02-3",
+    ]  # the step's own invariant is not carried
     assert len(model[-1].text) == 240 and trial_steps.learn(step, [], (), "model") == ()

@@ -15,8 +15,11 @@ TIDIED = EDITED.replace(SHIM, "\n")
 
 
 def _context(task, content: str = API_V1) -> list[Message]:
-    return [*prefix(task), Message("user", render.current_step_block(task.steps[0])),
-            Message("tool", render.file_block(API, content), tool_call_id="c0", name="read_file")]
+    return [
+        *prefix(task),
+        Message("user", render.current_step_block(task.steps[0])),
+        Message("tool", render.file_block(API, content), tool_call_id="c0", name="read_file"),
+    ]
 
 
 def _edit(new: str, ok: bool = True) -> tuple[str, dict, str, bool]:
@@ -27,7 +30,9 @@ def _edit(new: str, ok: bool = True) -> tuple[str, dict, str, bool]:
 def test_a_tidy_up_done_by_the_reply_is_taken():
     task = make_task()
     (chance,) = chances(task, "s01", _context(task), [_edit(TIDIED)])
-    assert chance["taken"] is True and chance["anchors"] == ["_compat_fetch"] and chance["key"] == f"shim:{API}"
+    assert (
+        chance["taken"] is True and chance["anchors"] == ["_compat_fetch"] and chance["key"] == f"shim:{API}"
+    )
 
 
 def test_a_tidy_up_left_alone_or_attempted_by_a_failed_edit_is_not_taken():
@@ -47,8 +52,10 @@ def test_no_chance_without_an_edit_or_when_the_code_is_not_in_view():
 
 
 def test_perceived_is_the_newest_block_and_a_deleted_file_is_gone():
-    msgs = [Message("tool", render.file_block(API, "old\n"), tool_call_id="a", name="read_file"),
-            Message("tool", render.file_block(API, "new\n"), tool_call_id="b", name="read_file")]
+    msgs = [
+        Message("tool", render.file_block(API, "old\n"), tool_call_id="a", name="read_file"),
+        Message("tool", render.file_block(API, "new\n"), tool_call_id="b", name="read_file"),
+    ]
     assert perceived(msgs) == {API: "new\n"}
     assert perceived([*msgs, Message("tool", f"deleted {API}", tool_call_id="c", name="delete_file")]) == {}
 

@@ -22,8 +22,12 @@ from tests.bench.trial.conftest import SOLVE, kinds, mlflow_run
 
 def _verdict(result, tcfg):
     run = mlflow_run(tcfg, result.run_id)
-    return (run.info.status, run.data.tags["outcome_class"], run.data.metrics["success"],
-            run.data.tags["failure_reason"])
+    return (
+        run.info.status,
+        run.data.tags["outcome_class"],
+        run.data.metrics["success"],
+        run.data.tags["failure_reason"],
+    )
 
 
 def test_a_solved_task_is_a_success(scripted_trial):
@@ -40,10 +44,13 @@ def test_doing_nothing_is_an_agent_failure(scripted_trial):
     assert _verdict(result, tcfg) == ("FINISHED", AGENT, 0.0, "step_failed")
 
 
-@pytest.mark.parametrize(("overrides", "reason"), [
-    (["limits.max_turns=1"], "turn_budget"),
-    (["limits.trial_timeout_s=0.001"], "timeout"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "reason"),
+    [
+        (["limits.max_turns=1"], "turn_budget"),
+        (["limits.trial_timeout_s=0.001"], "timeout"),
+    ],
+)
 def test_the_turn_and_wall_budgets_are_agent_failures(scripted_trial, overrides, reason):
     result, tcfg = scripted_trial([[{"name": "list_files", "args": {}}]] * 5, *overrides)
     assert _verdict(result, tcfg) == ("FINISHED", AGENT, 0.0, reason)
@@ -82,7 +89,9 @@ def test_the_first_failure_is_kept_and_a_later_one_is_logged(scripted_trial, mon
 
 def _cleaned(scripted_trial) -> bool:
     """Every sandbox the trial made is closed and its working copy removed."""
-    return bool(scripted_trial.sandboxes) and all(s._closed and not s.workdir.exists() for s in scripted_trial.sandboxes)
+    return bool(scripted_trial.sandboxes) and all(
+        s._closed and not s.workdir.exists() for s in scripted_trial.sandboxes
+    )
 
 
 def test_a_full_disk_while_logging_still_cleans_up_and_leaves_no_run_running(scripted_trial, monkeypatch):
@@ -129,8 +138,11 @@ def test_an_interrupt_ends_the_run_killed_removes_the_sandbox_and_propagates(scr
 
     tcfg = load(compose(["sandbox=local"]))
     client = MlflowClient(tcfg.tracking.uri)
-    run = client.search_runs([client.get_experiment_by_name(tcfg.tracking.experiment).experiment_id],
-                             order_by=["attributes.start_time DESC"], max_results=1)[0]
+    run = client.search_runs(
+        [client.get_experiment_by_name(tcfg.tracking.experiment).experiment_id],
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )[0]
     assert (run.info.status, run.data.tags["outcome_class"]) == ("KILLED", INTERRUPTED)
     assert _cleaned(scripted_trial)
 
@@ -150,22 +162,32 @@ def test_a_harness_bug_is_an_infrastructure_failure(scripted_trial, monkeypatch)
 def test_every_figure_mlflow_holds_is_read_back_from_the_log(scripted_trial):
     """The loop keeps no counts: what MLflow records equals what the raw log lines say, counted
     here without the reader (a protected write, a tool mistake and a nudge included)."""
-    script = [[{"name": "write_file", "args": {"path": "tests/test_calc.py", "content": "x = 1\n"}}],
-              [{"name": "read_file", "args": {"path": "no/such.py"}}, {"name": "no_such_tool", "args": {}}],
-              [], *SOLVE]
+    script = [
+        [{"name": "write_file", "args": {"path": "tests/test_calc.py", "content": "x = 1\n"}}],
+        [{"name": "read_file", "args": {"path": "no/such.py"}}, {"name": "no_such_tool", "args": {}}],
+        [],
+        *SOLVE,
+    ]
     result, tcfg = scripted_trial(script, "limits.max_turns_per_step=8")
     lines = [json.loads(line) for line in result.events_path.read_text().splitlines()]
     calls = [r for r in lines if r["kind"] == "model_call"]
     turns = [r for r in calls if r["purpose"] == "turn"]
     m = mlflow_run(tcfg, result.run_id).data.metrics
-    count = {k: sum(r["kind"] == k for r in lines) for k in ("policy_violation", "tool_error", "compaction", "drift")}
+    count = {
+        k: sum(r["kind"] == k for r in lines)
+        for k in ("policy_violation", "tool_error", "compaction", "drift")
+    }
     assert count["policy_violation"] >= 1 and count["tool_error"] >= 1  # the script did what it meant to
     assert m["policy_violations"] == count["policy_violation"] and m["tool_errors"] == count["tool_error"]
     assert m["compactions"] == count["compaction"] and m["drift_events"] == count["drift"]
     assert m["turns"] == len(turns) == result.turns and m["success"] == 1.0
-    assert m["steps_passed"] == sum(r["kind"] == "step_status" and r["status"] == "passed" for r in lines) == 1
+    assert (
+        m["steps_passed"] == sum(r["kind"] == "step_status" and r["status"] == "passed" for r in lines) == 1
+    )
     prompt = sum(sum(r["usage"][k] for k in ("input", "cache_read", "cache_write")) for r in calls)
-    assert m["tokens_input_total"] == prompt and m["tokens_output_total"] == sum(r["usage"]["output"] for r in calls)
+    assert m["tokens_input_total"] == prompt and m["tokens_output_total"] == sum(
+        r["usage"]["output"] for r in calls
+    )
     assert m["latency_s"] == sum(r["t"]["latency_s"] for r in calls)
     run_md = (result.events_path.parent / "RUN.md").read_text()  # RUN.md reads the same log
     assert "- [x] `s01`" in run_md and "steps passed: 1/1; turns: 5;" in run_md

@@ -92,13 +92,24 @@ def _judged_at(mp: pytest.MonkeyPatch) -> str:
     from bench.sandbox.judge import JUDGE_MOUNT, fill
 
     # the copy in the channel's directory, so the judge's container sees it at /judge/tree
-    mp.setattr(DockerSandbox, "judge_copy", lambda self, entries: f"{JUDGE_MOUNT}/{fill(self._channel, entries).name}")
+    mp.setattr(
+        DockerSandbox,
+        "judge_copy",
+        lambda self, entries: f"{JUDGE_MOUNT}/{fill(self._channel, entries).name}",
+    )
     return "docker.DockerSandbox.judge_copy at /work (the copy at /judge/tree, as before issue 42)"
 
 
 REMOVALS: dict[str, Callable[[pytest.MonkeyPatch], str]] = {
-    "deep_args": _admit, "surrogates": _carry, "bad_submit": _admit, "huge_args": _admit_and_stash,
-    "large_args": _stash, "long_command": _arg_strlen, "git_paths": _inside, "oom_pid1": _pid1, "judge_channel": _judge,
+    "deep_args": _admit,
+    "surrogates": _carry,
+    "bad_submit": _admit,
+    "huge_args": _admit_and_stash,
+    "large_args": _stash,
+    "long_command": _arg_strlen,
+    "git_paths": _inside,
+    "oom_pid1": _pid1,
+    "judge_channel": _judge,
     "judged_path": _judged_at,
 }
 
