@@ -51,6 +51,7 @@ agents: venv
 
 lint: venv
 	$(BIN)/ruff check ctxlog bench tasks strategies analysis tests
+	$(BIN)/ruff format --check ctxlog bench tasks strategies analysis tests hydra_plugins scripts
 	$(BIN)/mypy ctxlog bench strategies
 
 # -n 3: three xdist workers on 2 cores. The tests wait on Docker execs, subprocesses and servers
