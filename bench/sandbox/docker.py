@@ -247,6 +247,11 @@ class DockerSandbox(WorkingCopy):
     def container_id(self) -> str:
         return self._id
 
+    @property
+    def judge_container_id(self) -> str:
+        """The judge's container's id (started now if it is not yet)."""
+        return self._judge_container()
+
     def exec(
         self,
         cmd: str,
@@ -387,6 +392,11 @@ class DockerSandbox(WorkingCopy):
         ended = tuple(line[6:] for line in lines if line.startswith("ended "))
         if reap and not completed:  # the wrapper never reached its reap: reap on its own
             ended += self._exec(":", None, True, judge, inside=cid).ended
+        if cid != self._id:
+            # A certification in the judge's container says nothing of the agent's, and an agent
+            # that runs no command never execs there: a verdict counts only while the agent's
+            # container still runs (killed mid-trial, the trial is `sandbox_lost`, never a success).
+            self._check_alive(self._id)
         # The judge's report: written on fd 3 by the launcher only (judge_argv), and read only from
         # a wrapper that ran to its end, whose exit status is then the launcher's own (certify.py
         # accepts a report only with that status).
