@@ -279,12 +279,19 @@ class DockerSandbox(WorkingCopy):
 
     def _judge_container(self) -> str:
         """The judge's container's id, started now if it is not yet (the cost of one container
-        start, once per sandbox: bench/perf)."""
+        start, once per sandbox: bench/perf). Never for a closed sandbox: nothing would remove it."""
+        if self._closed:
+            raise SandboxLost(f"sandbox {self.trial_id} is closed")
         if self._judge_id is None:
             self._judge_id = str(self._run_container(self._labels, judge=True).id)
         return self._judge_id
 
     def reap(self) -> list[str]:
+        if self._quiet:
+            # No exec since the last reap, so none met a dead container; the check that follows
+            # runs in the judge's container, or is a cache hit with no exec at all. Its verdict
+            # counts only while the agent's container still runs (and so after the exec: `_exec`).
+            self._check_alive(self._id)
         ended = [] if self._quiet else list(self.exec(":", reap=True).ended)
         self._unsettled = False
         return ended

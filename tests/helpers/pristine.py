@@ -87,7 +87,12 @@ def wait_for_queue_room(box: DockerSandbox, timeout_s: float = 20.0) -> None:
 
 
 def kill_container(container_id: str) -> None:
-    _client().api.kill(container_id)
+    """Kill it, and wait until the engine says it stopped (a moment after the kill returns)."""
+    api = _client().api
+    api.kill(container_id)
+    until = time.monotonic() + 20
+    while api.inspect_container(container_id)["State"]["Running"] and time.monotonic() < until:
+        time.sleep(0.05)
 
 
 def container_exists(container_id: str) -> bool:

@@ -15,6 +15,7 @@ import pytest
 from bench.accel.checkcache import CheckCache
 from bench.eventlog.writer import EventLog
 from bench.sandbox import SandboxConfig, create
+from bench.sandbox.base import SandboxLost
 from bench.sandbox.docker import DockerSandbox
 from bench.trial.certify import CheckOutcome, HarnessCopy, certify
 from tests.bench.trial.conftest import CALC, CHECK, FILES, tiny_task
@@ -22,6 +23,7 @@ from tests.helpers.pristine import (
     FILL_QUEUES,
     QUEUE_FLIP,
     behind_the_harness,
+    kill_container,
     queue_quota,
     tracked,
     wait_for_queue_room,
@@ -185,6 +187,17 @@ def test_a_check_cannot_write_the_working_copy_or_mark_its_root(boxes, cache, lo
     assert "user.k" not in os.listxattr(box.workdir)
     assert box.pristine and cache.stores == 1  # nothing was left: the verdict stands for its state
     assert check(box, cache, log).passed and len(cached(log)) == 1
+
+
+def test_no_verdict_counts_once_the_agents_container_died(boxes, cache, log):
+    """A stored verdict needs no exec, and a check runs in the judge's container: neither would
+    meet the agent's dead container. The trial is `sandbox_lost` (SandboxLost), never a success."""
+    box = boxes()
+    assert check(box, cache, log, CALC).passed and cache.stores == 1
+    kill_container(box.container_id)
+    with pytest.raises(SandboxLost, match="container .* is exited"):
+        check(box, cache, log)
+    assert not cached(log)
 
 
 def test_a_timed_out_check_is_not_stored(boxes, cache, log):
