@@ -141,12 +141,16 @@ class DockerSandbox(WorkingCopy):
         slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", self.trial_id)[:40]
         tmp_b, shm_b = tmpfs_bytes(cfg.memory)
         role = {"ctxbench.role": "judge" if judge else "agent"}
+        # This start's own mark: a retry removes only what this start may have made, never a
+        # container of another sandbox of the same trial id (tests reuse ids across xdist workers).
+        this_start = {"ctxbench.start": uuid.uuid4().hex}
         all_labels = {
             **(labels or {}),
             **owner_labels(),
             "ctxbench": "1",
             "ctxbench.trial": self.trial_id,
             **role,
+            **this_start,
         }
         work = docker.types.Mount(
             target="/work",
@@ -156,7 +160,7 @@ class DockerSandbox(WorkingCopy):
         )
 
         def remove_half_created() -> None:  # a hung create may still have made the container
-            mine = [f"ctxbench.trial={self.trial_id}", f"ctxbench.role={role['ctxbench.role']}"]
+            mine = [f"ctxbench.start={this_start['ctxbench.start']}"]
             for c in client.api.containers(all=True, filters={"label": mine}):
                 client.api.remove_container(c["Id"], force=True)
 

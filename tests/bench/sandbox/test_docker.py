@@ -342,6 +342,35 @@ def test_the_judges_container_is_the_agents_with_the_judges_copy_at_work(sb: Doc
     assert not _client().api.containers(all=True, filters={"id": judge_id})
 
 
+def test_a_retried_start_removes_only_what_it_made(sandbox_cfg: SandboxConfig, monkeypatch) -> None:
+    """A container start that hung is retried after removing what the first attempt may have made:
+    only that, never another sandbox's container of the same trial id (with both removed by trial
+    id, another xdist worker's `cache-0` lost its container: "No such container" at its next exec)."""
+    import bench.sandbox.docker as docker_module
+
+    real, made = docker_module._retry_once, []
+
+    def hung_once(what: str, call: Any, before_retry: Any = None) -> Any:
+        if what != "container start":
+            return real(what, call, before_retry)
+        made.append(call())  # the first attempt made its container, and its answer never came
+        before_retry()
+        return call()
+
+    other = create(sandbox_cfg, FILES, "same-trial")
+    try:
+        monkeypatch.setattr(docker_module, "_retry_once", hung_once)
+        box = create(sandbox_cfg, FILES, "same-trial")
+        monkeypatch.undo()
+        try:
+            assert other.exec("true").exit_code == 0 and box.exec("true").exit_code == 0
+            assert not _client().api.containers(all=True, filters={"id": made[0].id})
+        finally:
+            box.close()
+    finally:
+        other.close()
+
+
 def test_the_container_survives_kill_all_from_inside(sb: DockerSandbox) -> None:
     # (The exec's own wrapper dies too, so the stream may close before an `echo`: a file says it.)
     sb.exec(
