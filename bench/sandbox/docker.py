@@ -11,6 +11,8 @@ runs at the agent's path and cannot tell the judge's run from the agent's by it 
 issue 42); the agent's processes share no pid namespace with it either. It has limits of its
 own: while a check runs, what the agent left in its container's /tmp and /dev/shm still counts
 there, so a trial may hold up to twice `sandbox.memory` (the agent's processes are reaped first).
+A verdict counts only while the agent's container runs: `reap` (before every certification)
+and `_exec` (after every exec of the judge's) check it, else SandboxLost (issue 42).
 Agent commands run as an unprivileged uid without capabilities; pid 1, every exec's wrapper and
 every certification as the container's root, holding only CAP_SETUID/SETGID/CHOWN/KILL (judge.py).
 Its pid 1 is a tiny reaper that ignores every signal (a namespace's init cannot be killed from
