@@ -154,7 +154,20 @@ def test_a_trial_with_the_switch_off_keeps_nothing_an_earlier_trial_kept(no_keep
     assert not isinstance(tasks.from_id(after.task_id).oracle, KeptAnswers)
 
 
-def test_a_knob_that_cannot_be_a_key_is_generated_afresh_for_the_family_to_refuse(no_keeper):
+def test_a_task_is_generated_once_per_process_and_equals_a_fresh_one(monkeypatch, no_keeper):
+    """The 16 cells of a grid and the simulated model share one generation (KEPT_TASKS)."""
+    made: list[tuple] = []
+    real = tasks.FAMILIES.load("config_rename")
+    monkeypatch.setattr(
+        tasks, "fresh", lambda family, seed, **size: made.append((family, seed, size)) or real(seed, **size)
+    )
     tasks.keep_with(kept_tasks.generate)
+    kept_tasks._kept.cache_clear()
+    a = tasks.generate("config_rename", 5, steps=8)
+    assert tasks.generate("config_rename", 5, steps=8) is a and tasks.from_id(a.task_id) is a
+    assert made == [("config_rename", 5, {"steps": 8})]
+    assert a == real(5, steps=8) and tasks.generate("config_rename", 6, steps=8) != a
     with pytest.raises(ValueError, match="task.size.steps must be 6..16"):
-        tasks.generate("config_rename", 0, steps=[6])
+        tasks.generate("config_rename", 5, steps=99)
+    with pytest.raises(ValueError, match="task.size.steps"):  # no key: the family still says what is wrong
+        tasks.generate("config_rename", 5, steps=[8])
