@@ -81,15 +81,21 @@ class TaskConfig:
     family: str
     seed: int
     size: tuple[tuple[str, Any], ...]
+    kept: bool = False  # an acceleration (TASK_ANNEX_SWITCHES): tasks kept per process
 
     @classmethod
     def from_dict(cls, d: Mapping) -> TaskConfig:
         seed = _require(d, "seed", "task")
         if not isinstance(seed, int) or seed < 0:
             raise ConfigError(f"task.seed must be a non-negative integer, got {seed!r}")
+        kept = d.get("kept", False)
+        if not isinstance(kept, bool):
+            raise ConfigError(f"task.kept must be true or false, got {kept!r}")
         # A knob set to null takes the family's default (which may depend on the seed).
         size = {k: v for k, v in dict(d.get("size") or {}).items() if v is not None}
-        return cls(family=_require(d, "family", "task"), seed=seed, size=tuple(sorted(size.items())))
+        return cls(
+            family=_require(d, "family", "task"), seed=seed, size=tuple(sorted(size.items())), kept=kept
+        )
 
 
 class Limits(Knobs):
@@ -205,6 +211,8 @@ class TrialConfig:
 
 # Keys that do not change what a trial computes: where results go and how they are tracked.
 _NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment", "resume")
+# The task's acceleration (bench/accel/kept_tasks.py): how often a task is generated, never what it is.
+TASK_ANNEX_SWITCHES = ("kept",)
 
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
@@ -223,6 +231,8 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
     if isinstance(semantic.get("sandbox"), Mapping):  # the sandbox's accelerations change no result
         semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ANNEX_SWITCHES}
+    if isinstance(semantic.get("task"), Mapping):
+        semantic["task"] = {k: v for k, v in semantic["task"].items() if k not in TASK_ANNEX_SWITCHES}
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
