@@ -80,16 +80,24 @@ class ArmConfig(Knobs):
 class TaskConfig:
     family: str
     seed: int
-    size: tuple[tuple[str, Any], ...]
+    size: tuple[tuple[str, Any], ...]  # the knobs set, validated; a knob left out or null takes its default
 
     @classmethod
     def from_dict(cls, d: Mapping) -> TaskConfig:
+        import tasks
+
         seed = _require(d, "seed", "task")
-        if not isinstance(seed, int) or seed < 0:
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise ConfigError(f"task.seed must be a non-negative integer, got {seed!r}")
-        # A knob set to null takes the family's default (which may depend on the seed).
-        size = {k: v for k, v in dict(d.get("size") or {}).items() if v is not None}
-        return cls(family=_require(d, "family", "task"), seed=seed, size=tuple(sorted(size.items())))
+        family = _require(d, "family", "task")
+        # The family's own schema (tasks/common/size.py), the one its generate checks too; a null
+        # knob takes the family's default, which may depend on the seed (callers).
+        schema = tasks.size_schema(family)
+        given = {k: v for k, v in dict(d.get("size") or {}).items() if v is not None}
+        if schema is not None:
+            source = f"conf/task/{family}.yaml or the command line"
+            given = knobs.validate(schema, given, "task.size", source).model_dump(exclude_unset=True)
+        return cls(family=family, seed=seed, size=tuple(sorted(given.items())))
 
 
 class Limits(Knobs):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 from typing import Any
 
+from bench.core import knobs
 from bench.core.registry import Registry
+from tasks.common.size import TaskSize
 from tasks.spec import TaskSpec
 
 FAMILIES = Registry(
@@ -21,6 +24,22 @@ FAMILIES = Registry(
     hint="choose one with task=<family> (e.g. task=signature_migration)",
     group="ctxbench.task_families",
 )
+
+
+def size_schema(family: str) -> type[TaskSize] | None:
+    """The family's `task.size` schema: the `Size` beside its generate (tasks/common/size.py), or
+    None for a plug-in family, whose generate validates its own knobs (docs/plugins.md)."""
+    generate = FAMILIES.load(family)
+    return getattr(importlib.import_module(generate.__module__), "Size", None)
+
+
+def store_knobs() -> None:
+    """Each built-in family's size defaults as the config node `/knobs/task/<family>` that
+    conf/task/<family>.yaml extends (bench/core/knobs.py)."""
+    for family in FAMILIES:
+        schema = size_schema(family)
+        if schema is not None:
+            knobs.store(f"task/{family}", schema)
 
 
 # Tasks kept per process. The 16 strategy x arm cells of a grid face the same task, and the harness

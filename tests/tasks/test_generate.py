@@ -98,7 +98,7 @@ def test_a_task_is_generated_once_per_process_and_equals_a_fresh_one(monkeypatch
     assert generate("config_rename", 5, steps=8) is a and from_id(a.task_id) is a
     assert made == [("config_rename", 5, {"steps": 8})]
     assert a == real(5, steps=8) and generate("config_rename", 6, steps=8) != a
-    with pytest.raises(ValueError, match="task.size.steps must be 6..16"):
+    with pytest.raises(ValueError, match="task.size.steps: Input should be less than or equal to 16"):
         generate("config_rename", 5, steps=99)
     with pytest.raises(ValueError, match="task.size.steps"):  # no key: the family still says what is wrong
         generate("config_rename", 5, steps=[8])
@@ -119,18 +119,26 @@ def test_task_id_round_trips(family):
 @pytest.mark.parametrize(
     "size, message",
     [
-        ({"steps": 40}, "task.size.steps must be 6..16, got 40"),
-        ({"steps": 5}, "task.size.steps must be 6..16, got 5"),
-        ({"filler": -1}, "task.size.filler must be 0..10, got -1"),
-        ({"steps": "12"}, "task.size.steps must be 6..16, got '12'"),
-        ({"callers": 3, "steps": 16}, "task.size.callers must be >= "),
-        ({"colour": 1}, "unknown task.size knob(s)"),
+        (
+            {"steps": 40},
+            "task.size.steps: Input should be less than or equal to 16, got 40; fix it in conf/task/",
+        ),
+        ({"steps": 5}, "task.size.steps: Input should be greater than or equal to 6, got 5"),
+        ({"filler": -1}, "task.size.filler: Input should be greater than or equal to 0, got -1"),
+        ({"filler": 11}, "task.size.filler: Input should be less than or equal to 10, got 11"),
+        ({"callers": 0}, "task.size.callers: Input should be greater than or equal to 1, got 0"),
+        ({"callers": 65}, "task.size.callers: Input should be less than or equal to 64, got 65"),
+        ({"steps": "12"}, "task.size.steps: Input should be a valid integer, got '12'"),
+        ({"steps": True}, "task.size.steps: Input should be a valid integer, got True"),
+        ({"filler": 2.5}, "task.size.filler: Input should be a valid integer, got 2.5"),
+        ({"callers": 3, "steps": 16}, "task.size.callers: must be >= "),
+        ({"colour": 1}, "task.size.colour: unknown key 'colour'"),
     ],
 )
 def test_bad_knobs_are_clear_errors(family, size, message):
     with pytest.raises(ValueError) as err:
         generate(family, 0, **size)
-    assert message in str(err.value)
+    assert message in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -258,3 +266,17 @@ def test_repositories_shadow_nothing(family):
     for seed in range(30):
         tops = {p.split("/")[0].removesuffix(".py") for p, _ in generate(family, seed).files}
         assert not (tops - {"tests"}) & taken, tops & taken
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_size_knob_has_a_one_line_doc_and_its_bounds_are_accepted(family):
+    """The family's Size (tasks/common/size.py) is the one statement of its knobs: the edges of
+    every bound generate, one past them is refused above."""
+    schema = tasks.size_schema(family)
+    assert schema is not None and set(schema.model_fields) == {"steps", "callers", "filler"}
+    for key, field in schema.model_fields.items():
+        assert field.description and "\n" not in field.description, key
+    smallest = generate(family, 1, steps=6, callers=6 - schema.OVERHEAD, filler=0)
+    largest = generate(family, 1, steps=16, callers=64, filler=10)
+    assert (len(smallest.steps), len(largest.steps)) == (6, 16)
+    assert generate(family, 1, steps=12.0).task_id == f"{family}/1"  # a whole float is that int
