@@ -8,6 +8,7 @@ import strategies
 import tasks
 from bench.config import ArmConfig, Limits, TrackingConfig
 from bench.core import knobs
+from bench.providers import scripted
 from bench.providers.http.config import Transport
 from bench.sandbox.base import SandboxConfig
 from bench.sim import params as sim
@@ -16,6 +17,7 @@ strategies.store_knobs()
 tasks.store_knobs()
 knobs.store("model/transport", Transport)
 sim.store()
+scripted.store()
 knobs.store("arm", ArmConfig)
 knobs.store("tracking", TrackingConfig)
 knobs.store("limits", Limits)
