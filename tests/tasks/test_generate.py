@@ -280,3 +280,18 @@ def test_each_size_knob_has_a_one_line_doc_and_its_bounds_are_accepted(family):
     largest = generate(family, 1, steps=16, callers=64, filler=10)
     assert (len(smallest.steps), len(largest.steps)) == (6, 16)
     assert generate(family, 1, steps=12.0).task_id == f"{family}/1"  # a whole float is that int
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_null_callers_is_drawn_by_seed_and_a_given_count_draws_the_same(family):
+    """callers left out (or null in the config) is 2 per batch plus a seeded draw from SPARE; the
+    draw is made even when callers is given, so the rest of the task keeps its rng order."""
+    from tasks.common import skeleton
+
+    schema = tasks.size_schema(family)
+    assert schema is not None
+    batches = 12 - schema.OVERHEAD
+    drawn = {skeleton.frame(family, seed, {}, schema).callers for seed in range(40)}
+    assert drawn == set(range(2 * batches + schema.SPARE[0], 2 * batches + schema.SPARE[1] + 1))
+    given = skeleton.frame(family, 7, {"callers": 30}, schema)
+    assert given.callers == 30 and given.rng.random() == skeleton.frame(family, 7, {}, schema).rng.random()
