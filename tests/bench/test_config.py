@@ -99,6 +99,21 @@ def test_a_bad_task_size_is_one_line_naming_the_key(override, line):
     assert str(e.value).endswith("fix it in conf/task/signature_migration.yaml or the command line")
 
 
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("task.seed=-1", "task.seed: Input should be greater than or equal to 0, got -1; fix it in "),
+        ("task.seed=true", "task.seed: Input should be a valid integer, got True; fix it in "),
+        ("task.seed=null", "task.seed: missing; set it in "),
+        ("+task.sed=3", "task.sed: unknown key 'sed' in "),
+    ],
+)
+def test_a_bad_task_seed_or_key_is_one_line_naming_the_key(override, line):
+    with pytest.raises(ConfigError) as e:
+        load(compose([override]))
+    assert str(e.value).startswith(line + "conf/task/signature_migration.yaml or the command line")
+
+
 def test_an_unknown_task_size_knob_names_the_known_ones():
     with pytest.raises(ConfigError) as e:
         load(compose(["task=batch_writes", "+task.size.colour=1"]))
