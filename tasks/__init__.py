@@ -9,7 +9,6 @@ from typing import Any
 
 from bench.core import knobs
 from bench.core.registry import Registry
-from tasks.common.size import TaskSize
 from tasks.spec import TaskSpec
 
 FAMILIES = Registry(
@@ -26,7 +25,7 @@ FAMILIES = Registry(
 )
 
 
-def size_schema(family: str) -> type[TaskSize] | None:
+def size_schema(family: str) -> type[knobs.Knobs] | None:
     """The family's `task.size` schema: the `Size` beside its generate (tasks/common/size.py), or
     None for a plug-in family, whose generate validates its own knobs (docs/plugins.md)."""
     generate = FAMILIES.load(family)
