@@ -79,6 +79,10 @@ class TaskConfig(Knobs):
     size: tuple[tuple[str, Any], ...] = Field(
         default=(), description="the size knobs set, sorted; one left out or null takes the family's default"
     )
+    kept: StrictBool = Field(
+        default=False,
+        description="an acceleration (TASK_ANNEX_SWITCHES): tasks kept per process (bench/accel/kept_tasks.py)",
+    )
 
     @classmethod
     def from_dict(cls, d: Mapping) -> TaskConfig:
@@ -92,7 +96,7 @@ class TaskConfig(Knobs):
         schema = tasks.size_schema(head.family)  # None: a plug-in family's generate checks its own
         if schema is not None:
             given = knobs.validate(schema, given, "task.size", source).model_dump(exclude_unset=True)
-        return cls(family=head.family, seed=head.seed, size=tuple(sorted(given.items())))
+        return head.model_copy(update={"size": tuple(sorted(given.items()))})
 
 
 class Limits(Knobs):
@@ -208,6 +212,8 @@ class TrialConfig:
 
 # Keys that do not change what a trial computes: where results go and how they are tracked.
 _NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment", "resume")
+# The task's acceleration (bench/accel/kept_tasks.py): how often a task is generated, never what it is.
+TASK_ANNEX_SWITCHES = ("kept",)
 
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
@@ -226,6 +232,8 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
     if isinstance(semantic.get("sandbox"), Mapping):  # the sandbox's accelerations change no result
         semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ANNEX_SWITCHES}
+    if isinstance(semantic.get("task"), Mapping):
+        semantic["task"] = {k: v for k, v in semantic["task"].items() if k not in TASK_ANNEX_SWITCHES}
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -190,6 +190,19 @@ def test_the_blob_threshold_is_validated_and_changes_no_config_hash():
             load(compose([f"tracking.blob_chars={bad}"]))
 
 
+def test_task_kept_is_validated_on_in_the_grid_and_changes_no_config_hash():
+    """task.kept (tasks and answers kept per process: bench/accel/kept_tasks.py)."""
+    plain, kept = load(compose()), load(compose(["task.kept=true"]))
+    assert plain.task.kept is False and kept.task.kept is True
+    assert kept.config_hash == plain.config_hash
+    grid = ["experiment=grid", "strategy=raw", "arm=baseline", "task=config_rename"]
+    assert load(compose(grid)).task.kept is True
+    assert load(compose([*grid, "task.kept=false"])).config_hash == load(compose(grid)).config_hash
+    for bad in ("yes", "1", "maybe"):
+        with pytest.raises(ConfigError, match="task.kept: Input should be a valid boolean, got "):
+            load(compose([f"task.kept={bad}"]))
+
+
 @pytest.mark.parametrize(
     "over,match",
     [
