@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
+from bench.core.knobs import Knobs, store
 from bench.core.registry import Registry
 from tasks.spec import TaskSpec
 
@@ -20,6 +22,22 @@ FAMILIES = Registry(
     hint="choose one with task=<family> (e.g. task=signature_migration)",
     group="ctxbench.task_families",
 )
+
+
+def size_schema(family: str) -> type[Knobs] | None:
+    """The family's `task.size` schema: the `Size` beside its generate (tasks/common/size.py), or
+    None for a plug-in family, whose generate validates its own knobs (docs/plugins.md)."""
+    generate = FAMILIES.load(family)
+    return getattr(importlib.import_module(generate.__module__), "Size", None)
+
+
+def store_knobs() -> None:
+    """Each built-in family's size defaults as the config node `/knobs/task/<family>` that
+    conf/task/<family>.yaml extends (bench/core/knobs.py)."""
+    for family in FAMILIES:
+        schema = size_schema(family)
+        if schema is not None:
+            store(f"task/{family}", schema)
 
 
 # Where `generate` gets a task when it is not generated now: a keeper installed by the trial's

@@ -107,18 +107,26 @@ def test_task_id_round_trips(family):
 @pytest.mark.parametrize(
     "size, message",
     [
-        ({"steps": 40}, "task.size.steps must be 6..16, got 40"),
-        ({"steps": 5}, "task.size.steps must be 6..16, got 5"),
-        ({"filler": -1}, "task.size.filler must be 0..10, got -1"),
-        ({"steps": "12"}, "task.size.steps must be 6..16, got '12'"),
-        ({"callers": 3, "steps": 16}, "task.size.callers must be >= "),
-        ({"colour": 1}, "unknown task.size knob(s)"),
+        (
+            {"steps": 40},
+            "task.size.steps: Input should be less than or equal to 16, got 40; fix it in conf/task/",
+        ),
+        ({"steps": 5}, "task.size.steps: Input should be greater than or equal to 6, got 5"),
+        ({"filler": -1}, "task.size.filler: Input should be greater than or equal to 0, got -1"),
+        ({"filler": 11}, "task.size.filler: Input should be less than or equal to 10, got 11"),
+        ({"callers": 0}, "task.size.callers: Input should be greater than or equal to 1, got 0"),
+        ({"callers": 65}, "task.size.callers: Input should be less than or equal to 64, got 65"),
+        ({"steps": "12"}, "task.size.steps: Input should be a valid integer, got '12'"),
+        ({"steps": True}, "task.size.steps: Input should be a valid integer, got True"),
+        ({"filler": 2.5}, "task.size.filler: Input should be a valid integer, got 2.5"),
+        ({"callers": 3, "steps": 16}, "task.size.callers: must be >= "),
+        ({"colour": 1}, "task.size.colour: unknown key 'colour'"),
     ],
 )
 def test_bad_knobs_are_clear_errors(family, size, message):
     with pytest.raises(ValueError) as err:
         generate(family, 0, **size)
-    assert message in str(err.value)
+    assert message in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -246,3 +254,32 @@ def test_repositories_shadow_nothing(family):
     for seed in range(30):
         tops = {p.split("/")[0].removesuffix(".py") for p, _ in generate(family, seed).files}
         assert not (tops - {"tests"}) & taken, tops & taken
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_size_knob_has_a_one_line_doc_and_its_bounds_are_accepted(family):
+    """The family's Size (tasks/common/size.py) is the one statement of its knobs: the edges of
+    every bound generate, one past them is refused above."""
+    schema = tasks.size_schema(family)
+    assert schema is not None and set(schema.model_fields) == {"steps", "callers", "filler"}
+    for key, field in schema.model_fields.items():
+        assert field.description and "\n" not in field.description, key
+    smallest = generate(family, 1, steps=6, callers=6 - schema.OVERHEAD, filler=0)
+    largest = generate(family, 1, steps=16, callers=64, filler=10)
+    assert (len(smallest.steps), len(largest.steps)) == (6, 16)
+    assert generate(family, 1, steps=12.0).task_id == f"{family}/1"  # a whole float is that int
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_null_callers_is_drawn_by_seed_and_a_given_count_draws_the_same(family):
+    """callers left out (or null in the config) is 2 per batch plus a seeded draw from SPARE; the
+    draw is made even when callers is given, so the rest of the task keeps its rng order."""
+    from tasks.common import skeleton
+
+    schema = tasks.size_schema(family)
+    assert schema is not None
+    batches = 12 - schema.OVERHEAD
+    drawn = {skeleton.frame(family, seed, {}, schema).callers for seed in range(40)}
+    assert drawn == set(range(2 * batches + schema.SPARE[0], 2 * batches + schema.SPARE[1] + 1))
+    given = skeleton.frame(family, 7, {"callers": 30}, schema)
+    assert given.callers == 30 and given.rng.random() == skeleton.frame(family, 7, {}, schema).rng.random()
