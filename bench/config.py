@@ -30,14 +30,6 @@ if not OmegaConf.has_resolver("ctxbench_root"):
     OmegaConf.register_new_resolver("ctxbench_root", lambda: str(ROOT))
 
 
-def _require(d: Mapping, key: str, where: str) -> Any:
-    if key not in d or d[key] is None:
-        raise ConfigError(
-            f"{where}.{key} is missing: set it in conf/{where}/ or on the command line ({where}.{key}=...)"
-        )
-    return d[key]
-
-
 def _arm_name(name: str) -> str:
     if name not in ARMS:
         raise ValueError(f"must be one of {', '.join(ARMS)} (the options in conf/arm/)")
@@ -76,20 +68,35 @@ class ArmConfig(Knobs):
     )
 
 
-@dataclass(frozen=True)
-class TaskConfig:
-    family: str
-    seed: int
-    size: tuple[tuple[str, Any], ...]
+class TaskConfig(Knobs):
+    """conf/task/<family>.yaml: which task a trial faces. Its size knobs are the family's own
+    schema's (`Size` beside its generate, tasks/common/size.py), which generate checks too."""
+
+    family: StrictStr = Field(description="the task family: one of tasks.FAMILIES (conf/task/)")
+    seed: Annotated[StrictInt, Field(ge=0)] = Field(
+        description="the task's seed: same seed and size, same task"
+    )
+    size: tuple[tuple[str, Any], ...] = Field(
+        default=(), description="the size knobs set, sorted; one left out or null takes the family's default"
+    )
+    kept: StrictBool = Field(
+        default=False,
+        description="an acceleration (TASK_ANNEX_SWITCHES): tasks kept per process (bench/accel/kept_tasks.py)",
+    )
 
     @classmethod
     def from_dict(cls, d: Mapping) -> TaskConfig:
-        seed = _require(d, "seed", "task")
-        if not isinstance(seed, int) or seed < 0:
-            raise ConfigError(f"task.seed must be a non-negative integer, got {seed!r}")
-        # A knob set to null takes the family's default (which may depend on the seed).
-        size = {k: v for k, v in dict(d.get("size") or {}).items() if v is not None}
-        return cls(family=_require(d, "family", "task"), seed=seed, size=tuple(sorted(size.items())))
+        import tasks
+
+        source = f"conf/task/{d['family']}.yaml" if d.get("family") else "conf/task/"
+        source += " or the command line"
+        head = knobs.validate(cls, {k: v for k, v in d.items() if k != "size"}, "task", source)
+        # A null knob takes the family's default, which may depend on the seed (callers).
+        given = {k: v for k, v in dict(d.get("size") or {}).items() if v is not None}
+        schema = tasks.size_schema(head.family)  # None: a plug-in family's generate checks its own
+        if schema is not None:
+            given = knobs.validate(schema, given, "task.size", source).model_dump(exclude_unset=True)
+        return head.model_copy(update={"size": tuple(sorted(given.items()))})
 
 
 class Limits(Knobs):
@@ -205,6 +212,8 @@ class TrialConfig:
 
 # Keys that do not change what a trial computes: where results go and how they are tracked.
 _NON_SEMANTIC = ("tracking", "results_dir", "hydra", "study", "experiment", "resume")
+# The task's acceleration (bench/accel/kept_tasks.py): how often a task is generated, never what it is.
+TASK_ANNEX_SWITCHES = ("kept",)
 
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
@@ -223,6 +232,8 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
         semantic["model"] = {k: v for k, v in semantic["model"].items() if k not in ("record", "rate_limit")}
     if isinstance(semantic.get("sandbox"), Mapping):  # the sandbox's accelerations change no result
         semantic["sandbox"] = {k: v for k, v in semantic["sandbox"].items() if k not in ANNEX_SWITCHES}
+    if isinstance(semantic.get("task"), Mapping):
+        semantic["task"] = {k: v for k, v in semantic["task"].items() if k not in TASK_ANNEX_SWITCHES}
     return hashlib.sha256(json.dumps(semantic, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

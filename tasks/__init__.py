@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
+import importlib
+from collections.abc import Callable
 from typing import Any
 
+from bench.core.knobs import Knobs, store
 from bench.core.registry import Registry
 from tasks.spec import TaskSpec
 
@@ -23,36 +24,45 @@ FAMILIES = Registry(
 )
 
 
-# Tasks kept per process. The 16 strategy x arm cells of a grid face the same task, and the harness
-# and the simulated model each ask for it (~16 ms a generation, twice a trial). A task is frozen
-# data and its oracle keeps nothing a caller can change, so one generation serves them all, and
-# its oracle's answers are kept too (tasks/answers.py).
-# 320 covers the 300 tasks of the 100-seed grid, which a worker meets again ~150 jobs later
-# (~0.2 MB a task).
-KEPT_TASKS = 320
+def size_schema(family: str) -> type[Knobs] | None:
+    """The family's `task.size` schema: the `Size` beside its generate (tasks/common/size.py), or
+    None for a plug-in family, whose generate validates its own knobs (docs/plugins.md)."""
+    generate = FAMILIES.load(family)
+    return getattr(importlib.import_module(generate.__module__), "Size", None)
+
+
+def store_knobs() -> None:
+    """Each built-in family's size defaults as the config node `/knobs/task/<family>` that
+    conf/task/<family>.yaml extends (bench/core/knobs.py)."""
+    for family in FAMILIES:
+        schema = size_schema(family)
+        if schema is not None:
+            store(f"task/{family}", schema)
+
+
+# Where `generate` gets a task when it is not generated now: a keeper installed by the trial's
+# entry point when `task.kept` is on (bench/trial/runner.py loads bench/accel/kept_tasks.py by
+# name). None, the reference path: every task is the family's pure generation.
+Keeper = Callable[..., TaskSpec]
+_keeper: Keeper | None = None
+
+
+def keep_with(keeper: Keeper | None) -> None:
+    """Serve `generate` and `from_id` from `keeper(family, seed, **size)`; None: generate afresh.
+    One per process: every trial sets it from its own config (`task.kept`)."""
+    global _keeper
+    _keeper = keeper
 
 
 def generate(family: str, seed: int, **size: Any) -> TaskSpec:
-    """The family's task (kept: `fresh` generates it again)."""
-    key = (family, seed, tuple(sorted(size.items())))
-    try:
-        hash(key)
-    except TypeError:  # a knob that cannot be a key (a list, say): the family says what is wrong
-        return fresh(family, seed, **size)
-    return _kept(key)
-
-
-@functools.lru_cache(maxsize=KEPT_TASKS)
-def _kept(key: tuple[str, int, tuple[tuple[str, Any], ...]]) -> TaskSpec:
-    from tasks.answers import KeptAnswers
-
-    family, seed, size = key
-    task = fresh(family, seed, **dict(size))
-    return dataclasses.replace(task, oracle=KeptAnswers(task.oracle))  # asked the same again and again
+    """The family's task: generated now, or the installed keeper's (`keep_with`)."""
+    if _keeper is not None:
+        return _keeper(family, seed, **size)
+    return fresh(family, seed, **size)
 
 
 def fresh(family: str, seed: int, **size: Any) -> TaskSpec:
-    """The task generated now, never a kept one: what tests of a family's purity compare."""
+    """The task generated now, whatever keeper is installed: what tests of a family's purity compare."""
     return FAMILIES.load(family)(seed, **size)
 
 

@@ -11,8 +11,10 @@ bench.perf.same_records` compares the two paths; docs/scaling.md says what each 
 | the harness's git, fast | `sandbox.fast_git` | fastgit (libgit, gittree, gitmemo, scratch) |
 | the check cache | `sandbox.check_cache` | checkcache, pristine |
 | sandbox reuse | `sandbox.reuse` | pool, pristine |
+| tasks and their answers kept per process | `task.kept` | kept_tasks |
 | jobs composed once | the sweeper and launchers `hydra_plugins/ctxbench_*` | compose |
 
 They plug in where the reference path names them by string (workcopy.ANNEXES,
-runner.ANNEXES, the Hydra plugins), so nothing on that path imports this package.
+runner.ANNEXES, which hands kept_tasks to `tasks.keep_with`, the Hydra plugins), so nothing on
+that path imports this package.
 """

@@ -14,16 +14,13 @@ hide what it buys.
     python -m bench.perf.annexes --rounds 2 --slice task=config_rename --slice ++task.size.steps=6  # 16 trials a run
 
 Each variant names its switch: the sandbox's three (`ANNEX_SWITCHES`), the compose cache (the
-ctxbench sweeper; off: Hydra's basic sweeper), and kept tasks and answers, which have no switch
-(they stay on every path, tasks/__init__.py): off here by a `sitecustomize` in the study's
-processes that makes `tasks.generate` generate afresh every time, for this measure only.
+ctxbench sweeper; off: Hydra's basic sweeper), and kept tasks and answers (`task.kept`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import tempfile
@@ -31,41 +28,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.config import ROOT
 from bench.perf.grid import grid_run
 
 SLICE_SEEDS = 1  # 3 families x 16 cells = 48 trials a run
 ROUNDS = 3
 ALL_ON = "all on"
 
-# Every task generated afresh in the process that imports this (the loky workers inherit it
-# through PYTHONPATH): what the study costs without kept tasks and their kept answers.
-UNKEPT_TASKS = """import tasks
-tasks.generate = lambda family, seed, **size: tasks.fresh(family, seed, **size)
-"""
-
 
 def variants() -> dict[str, dict[str, Any]]:
-    """Each variant's overrides of `experiment=grid` and whether tasks are kept."""
+    """Each variant's overrides of `experiment=grid`: all on, then each annex off alone."""
     off: dict[str, tuple[str, ...]] = {
         "check cache": ("sandbox.check_cache=false",),
         "sandbox reuse + pristine probe": ("sandbox.reuse=false",),
         "fast git (gitmemo, libgit, gittree, scratch)": ("sandbox.fast_git=false",),
         "compose cache (ctxbench sweeper)": ("hydra/sweeper=basic",),
-        "kept tasks and answers": (),
+        "kept tasks and answers": ("task.kept=false",),
     }
-    out: dict[str, dict[str, Any]] = {ALL_ON: {"overrides": (), "kept_tasks": True}}
-    for annex, overrides in off.items():
-        out[annex] = {"overrides": overrides, "kept_tasks": annex != "kept tasks and answers"}
-    return out
-
-
-def unkept_env(where: Path) -> dict[str, str]:
-    """The environment of a study whose processes never keep a task (`UNKEPT_TASKS`)."""
-    where.mkdir(parents=True, exist_ok=True)
-    (where / "sitecustomize.py").write_text(UNKEPT_TASKS)
-    path = [str(where), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    return {"PYTHONPATH": os.pathsep.join(path)}
+    return {ALL_ON: {"overrides": ()}} | {annex: {"overrides": o} for annex, o in off.items()}
 
 
 def _cpu(run: dict[str, Any], part: str) -> float | None:
@@ -123,10 +102,7 @@ def annexes_run(
         for j, (name, v) in enumerate(chosen.items()):
             print(f"  round {i + 1}/{rounds}: {name if name == ALL_ON else name + ' off'} ...", flush=True)
             where = tmp / f"round{i}-variant{j}"
-            env = {} if v["kept_tasks"] else unkept_env(where / "site")
-            run = runner(
-                where / "results", False, n_jobs, seeds, (*v["overrides"], *slice_overrides), env=env
-            )
+            run = runner(where / "results", False, n_jobs, seeds, (*v["overrides"], *slice_overrides))
             runs[name].append(run)
             shutil.rmtree(where / "results", ignore_errors=True)  # a round's store: only its figures stay
     return {
@@ -134,9 +110,7 @@ def annexes_run(
         "rounds": rounds,
         "n_jobs": n_jobs,
         "slice_overrides": list(slice_overrides),
-        "variants": {
-            k: {"overrides": list(v["overrides"]), "kept_tasks": v["kept_tasks"]} for k, v in chosen.items()
-        },
+        "variants": {k: {"overrides": list(v["overrides"])} for k, v in chosen.items()},
         "summary": summary(runs),
         "runs": {
             k: [{m: read(r) for m, read in MEASURES.items()} | {"trials": r["trials"]} for r in rs]

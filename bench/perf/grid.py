@@ -177,11 +177,9 @@ def grid_run(
     n_jobs: int,
     seeds: int = SLICE_SEEDS,
     overrides: tuple[str, ...] = (),
-    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """`overrides`: more of the grid's command line (e.g. `++task.size.steps=6`, the slice the
-    CPU cuts of docs/scaling.md were measured on), recorded in the result's `command`; `env`:
-    more of the study's environment (bench/perf/annexes.py's tasks never kept)."""
+    CPU cuts of docs/scaling.md were measured on), recorded in the result's `command`."""
     study = f"bench-grid-{uuid.uuid4().hex[:6]}"
     seeds = GRID_SEEDS if full else seeds
     cmd = [
@@ -195,7 +193,7 @@ def grid_run(
         f"hydra.launcher.n_jobs={n_jobs}",
         *overrides,
     ]
-    env = {**os.environ, **(env or {}), "CTXBENCH_RESULTS": str(results)}
+    env = {**os.environ, "CTXBENCH_RESULTS": str(results)}
     (cpu0, measure0), kids0 = _machine_cpu_s(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, t0_epoch = time.perf_counter(), time.time()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -6,7 +6,7 @@ per-turn metric histories, and the event log (`comparable`: all but its timings)
     python -m bench.perf.same_records RESULTS_BEFORE RESULTS_AFTER
 
 Also the reference path against the accelerated one (docs/scaling.md §9): the annexes' switches
-(`sandbox.check_cache`, `sandbox.reuse`, `sandbox.fast_git`) are recorded as params but are not
+(`sandbox.check_cache`, `sandbox.reuse`, `sandbox.fast_git`, `task.kept`) are recorded as params but are not
 the trial's result, so they are left out of the params compared.
 
 The check cache's hits are a race between workers, so they are not compared (`_events`).
@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.config import TASK_ANNEX_SWITCHES
 from bench.eventlog.writer import comparable
 from bench.sandbox.base import ANNEX_SWITCHES
 from ctxlog import events as ev
@@ -35,7 +36,11 @@ TIMINGS = {
 }  # of the run, not the trial's result
 VOLATILE_TAGS = {"pid", "pid_start", "host", "mlflow.parentRunId", "events_sha256", "mlflow.runName", "study"}
 HISTORIES = ("prompt_tokens", "output_tokens", "cached_tokens")
-NOT_COMPARED_PARAMS = {"study.name", *(f"sandbox.{k}" for k in ANNEX_SWITCHES)}  # where, and how fast
+NOT_COMPARED_PARAMS = {  # where, and how fast
+    "study.name",
+    *(f"sandbox.{k}" for k in ANNEX_SWITCHES),
+    *(f"task.{k}" for k in TASK_ANNEX_SWITCHES),
+}
 
 
 def records(results: Path) -> dict[str, dict[str, Any]]:

@@ -5,7 +5,9 @@
 Runs `python -m bench`'s trial in this process (preflight, then the runner, as `__main__` does)
 and prints:
 
-- modules and lines: the project's modules in `sys.modules` at the end of the trial, and their lines;
+- modules, lines and statements: the project's modules in `sys.modules` at the end of the trial,
+  their lines, and their statements (`ast.stmt` nodes: the count a change of layout, such as
+  `ruff format` splitting a call over lines, does not move);
 - files to follow one turn: the project files whose code runs during one acting turn (from one
   call of the strategy's `build` to the next; the last turn, which runs on into the trial's end, is
   left out), the median and the largest over the trial's turns,
@@ -38,6 +40,10 @@ def project_file(path: str) -> str | None:
     except ValueError:
         return None
     return str(rel) if rel.parts and rel.parts[0] in PACKAGES and rel.suffix == ".py" else None
+
+
+def statement_count(path: Path) -> int:
+    return sum(isinstance(node, ast.stmt) for node in ast.walk(ast.parse(path.read_text())))
 
 
 def room_of(module: str) -> str:
@@ -135,13 +141,14 @@ def main(argv: list[str]) -> None:
     )  # this counter, not the trial's
     sizes = {m: len((ROOT / m).read_text().splitlines()) for m in modules}
     lines = sum(sizes.values())
+    statements = sum(statement_count(ROOT / m) for m in modules)
     acting = [{f for f in t if not f.startswith("bench/perf/")} for t in turns.turns if t][
         :-1
     ]  # the last runs on into the trial's end
     full = [len(t) for t in acting]
     no_sim = [len({f for f in t if not f.startswith("bench/sim/")}) for t in acting]
     print(f"trial: {result.status} in {result.turns} turns")
-    print(f"modules on the path: {len(modules)}, lines: {lines}")
+    print(f"modules on the path: {len(modules)}, lines: {lines}, statements: {statements}")
     rooms: dict[str, list[int]] = {}
     for m, n in sizes.items():
         tally = rooms.setdefault(room_of(m), [0, 0])

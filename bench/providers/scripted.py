@@ -15,29 +15,69 @@ script. Usage is counted with the local tokenizer; latency and cost are zero.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from pydantic import ConfigDict, Field, StrictStr
 
+from bench.core import knobs
 from bench.core.tokens import count_messages, count_text
 from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, canonical_json, request_hash
 from bench.providers.attacks import ATTACKS
 
-_CONFIG_KEYS = (
-    "name",
-    "provider",
-    "model_id",
-    "attack",
-    "script",
-    "when_done",
-    "window",
-    "max_output",
-    "price",
-    "time_scale",
-    "record",
-)
-WHEN_DONE = ("submit", "stop")
+WhenDone = Literal["submit", "stop"]
+WHEN_DONE = get_args(WhenDone)
+# The attacks that exist (bench/providers/attacks/): a new one is a valid model.attack at once.
+# Built at run time, which a type checker cannot follow: to it an attack is a name.
+if TYPE_CHECKING:
+    Attack = str
+else:
+    Attack = Literal[tuple(ATTACKS)]
 SUMMARY = "(scripted model: no summary)"
+
+
+class Adversary(knobs.Knobs):
+    """`model=adversary` (conf/model/adversary.yaml): the scripted model's knobs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())  # `model_id` is a knob
+    name: StrictStr = Field(description="the option's name (conf/model/<name>.yaml); the model id if unset")
+    provider: Literal["scripted"] = Field(description="the provider that serves it")
+    model_id: StrictStr | None = Field(
+        default=None, description="the reported model id; null = name (not in the composed config unless set)"
+    )
+    attack: Attack = Field(
+        default="noop", description="a built-in attack script (bench/providers/attacks/); noop is the control"
+    )
+    script: list[Any] | None = Field(
+        default=None, description="a list of turns, each a list of {name, args} tool calls; replaces attack"
+    )
+    when_done: WhenDone = Field(
+        default="submit",
+        description="after the script: submit (every step and the final check) or stop (no tool call)",
+    )
+    window: Annotated[knobs.Integer, Field(ge=1)] = Field(
+        default=200000, description="tokens the harness may fill; the scripted model ignores the context"
+    )
+    max_output: Annotated[knobs.Integer, Field(ge=1)] = Field(
+        default=4096, description="tokens reserved for a reply"
+    )
+    record: StrictStr | None = Field(
+        default=None, description="a path: append every call to a cassette for model=replay"
+    )
+
+
+# A null default the YAML never stated: registering it would add a key to every adversary trial's
+# config and move its hash (bench/sim/params.py does the same).
+UNSTATED = ("model_id",)
+
+
+def store() -> None:
+    """`/knobs/model/adversary`: the schema's defaults, but the UNSTATED keys."""
+    from hydra.core.config_store import ConfigStore
+
+    node = {k: v for k, v in knobs.defaults(Adversary).items() if k not in UNSTATED}
+    ConfigStore.instance().store(group="knobs/model", name="adversary", node=node)
+
 
 Turn = Sequence[ToolCall]
 
@@ -81,23 +121,14 @@ class ScriptedProvider:
 
     @classmethod
     def from_config(cls, model_cfg: Mapping[str, Any]) -> ScriptedProvider:
-        unknown = sorted(set(model_cfg) - set(_CONFIG_KEYS))
-        if unknown:
-            raise ValueError(
-                f"model.{unknown[0]}: unknown key for a scripted model (known: {', '.join(_CONFIG_KEYS)})"
-            )
-        script, attack = model_cfg.get("script"), model_cfg.get("attack")
-        if script is None:
-            if attack not in ATTACKS:
-                raise ValueError(
-                    f"model.attack={attack!r} is not one of {', '.join(ATTACKS)} "
-                    "(or give model.script: a list of turns of tool calls)"
-                )
-            script = ATTACKS[attack]
+        name = model_cfg.get("name") or "adversary"
+        cfg = knobs.validate(
+            Adversary, _plain(model_cfg), "model", f"conf/model/{name}.yaml or the command line"
+        )
         return cls(
-            _plain(script),
-            model_id=str(model_cfg.get("model_id") or model_cfg.get("name") or "scripted"),
-            when_done=str(model_cfg.get("when_done") or "stop"),
+            ATTACKS[cfg.attack] if cfg.script is None else cfg.script,
+            model_id=cfg.model_id or cfg.name,
+            when_done=cfg.when_done,
         )
 
     def complete(

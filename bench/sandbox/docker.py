@@ -1,9 +1,18 @@
 """Docker backend: one long-lived, locked-down container per trial; commands run via exec.
 
 The container sees only the trial's working copy (bind-mounted at /work; the git dir stays on
-the host, see workcopy.py), read-only at /judge the tree a certification runs on, and read-only
+the host, see workcopy.py), read-only at /judge the hidden checks' channel, and read-only
 the folders an external agent's player asks for (base.Mount: its install, the proxy's socket); no
 network, capped memory/cpu/pids, no privilege escalation, a read-only rootfs with a tmpfs /tmp.
+Every exec of the judge's (a certification, a probe) runs in a second container, the judge's,
+started with the first of them and made the same way (image, limits, hostname, /judge), but with
+the judge's copy of the tree read-only at /work instead of the working copy: the code under test
+runs at the agent's path and cannot tell the judge's run from the agent's by it (judge.py,
+issue 42); the agent's processes share no pid namespace with it either. It has limits of its
+own: while a check runs, what the agent left in its container's /tmp and /dev/shm still counts
+there, so a trial may hold up to twice `sandbox.memory` (the agent's processes are reaped first).
+A verdict counts only while the agent's container runs: `reap` (before every certification)
+and `_exec` (after every exec of the judge's) check it, else SandboxLost (issue 42).
 Agent commands run as an unprivileged uid without capabilities; pid 1, every exec's wrapper and
 every certification as the container's root, holding only CAP_SETUID/SETGID/CHOWN/KILL (judge.py).
 Its pid 1 is a tiny reaper that ignores every signal (a namespace's init cannot be killed from
@@ -30,6 +39,7 @@ import socket
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from bench.core.outcomes import TrialFailed, failure
@@ -52,6 +62,7 @@ from .engine import sweep as sweep
 from .judge import (
     AGENT_UID,
     JUDGE_MOUNT,
+    JUDGED_AT,
     PROBE,
     PROBE_S,
     REAP,
@@ -67,6 +78,7 @@ from .workcopy import WorkingCopy
 log = logging.getLogger(__name__)
 
 GRACE_S = 2.0  # host-side guard: how long past the in-container timeout we keep waiting
+_PROBE_FAILED = probe_failed().split(":")[0]  # how judge.probe_failed() starts
 _MARK = "CTXBENCH_EXEC"  # env var tagging every process of one exec (its create is retried by it)
 _SENTINEL = b"\0ctxbench-exec-completed\n"
 _PID1_OOM: list[bool | None] = [None]  # may this engine set oom_score_adj -1000? (None: not tried yet)
@@ -99,29 +111,59 @@ class DockerSandbox(WorkingCopy):
         self.mounts = tuple(
             mounts
         )  # an external agent's folders, read-only (base.Mount); () for the own loop
-        self._judge = JudgeCopy(self._root / "judge")  # the judge's copy of the tree, read-only inside
+        self._channel = (
+            self._root / "judge"
+        )  # the hidden checks' channel (hidden_checks.py), /judge in both containers
+        self._channel.mkdir(mode=0o755)
+        self._judge = JudgeCopy(
+            self._root / "judged"
+        )  # the judge's copy of the tree, /work in the judge's container
+        self._labels = dict(labels or {})
         try:
             container = self._run_container(labels)
         except BaseException:
             self._remove_tree()
             raise
         self._id: str = container.id
+        self._hostname = str((container.attrs.get("Config") or {}).get("Hostname") or "") or None
+        self._judge_id: str | None = None  # the judge's container: started with the first judge's exec
+        self._agent_probe = ""  # the agent's container's part of the last `_probe` (none yet)
         self._image_id = str(container.attrs.get("Image") or cfg.image)  # the content that runs
         self._quiet = True  # no command has run since the last reap
         self._api = _client().api
         self._sock_path = _unix_socket_path()
         log.debug("sandbox %s: container %s, workdir %s", trial_id, self._id[:12], self.workdir)
 
-    def _run_container(self, labels: Mapping[str, str] | None) -> Any:
+    def _run_container(self, labels: Mapping[str, str] | None, judge: bool = False) -> Any:
+        """The agent's container, or (`judge`) the judge's: the same but for what is at /work (the
+        judge's copy, read-only), the hostname (the agent's container's) and no agent's mounts."""
         docker = dockerpy()
         cfg = self._cfg
         client = _client()
         slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", self.trial_id)[:40]
         tmp_b, shm_b = tmpfs_bytes(cfg.memory)
-        all_labels = {**(labels or {}), **owner_labels(), "ctxbench": "1", "ctxbench.trial": self.trial_id}
+        role = {"ctxbench.role": "judge" if judge else "agent"}
+        # This start's own mark: a retry removes only what this start may have made, never a
+        # container of another sandbox of the same trial id (tests reuse ids across xdist workers).
+        this_start = {"ctxbench.start": uuid.uuid4().hex}
+        all_labels = {
+            **(labels or {}),
+            **owner_labels(),
+            "ctxbench": "1",
+            "ctxbench.trial": self.trial_id,
+            **role,
+            **this_start,
+        }
+        work = docker.types.Mount(
+            target="/work",
+            source=str(self._judge.tree if judge else self.workdir),
+            type="bind",
+            read_only=judge,
+        )
 
         def remove_half_created() -> None:  # a hung create may still have made the container
-            for c in client.api.containers(all=True, filters={"label": [f"ctxbench.trial={self.trial_id}"]}):
+            mine = [f"ctxbench.start={this_start['ctxbench.start']}"]
+            for c in client.api.containers(all=True, filters={"label": mine}):
                 client.api.remove_container(c["Id"], force=True)
 
         def start(protect: bool) -> Any:
@@ -131,8 +173,9 @@ class DockerSandbox(WorkingCopy):
                     cfg.image,
                     ["python3", "-I", "-S", "-c", _INIT],
                     detach=True,
-                    name=f"ctxbench-{slug}-{uuid.uuid4().hex[:8]}",
+                    name=f"ctxbench-{slug}-{'judge-' if judge else ''}{uuid.uuid4().hex[:8]}",
                     labels=all_labels,
+                    **({"hostname": self._hostname} if judge and self._hostname else {}),
                     user="0:0",
                     working_dir="/work",  # the judge's: agent commands drop to AGENT_UID
                     network_mode="none",
@@ -154,15 +197,15 @@ class DockerSandbox(WorkingCopy):
                     tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={tmp_b},mode=1777"},
                     shm_size=shm_b,
                     mounts=[
-                        docker.types.Mount(target="/work", source=str(self.workdir), type="bind"),
+                        work,
                         docker.types.Mount(
-                            target=JUDGE_MOUNT, source=str(self._judge.root), type="bind", read_only=True
+                            target=JUDGE_MOUNT, source=str(self._channel), type="bind", read_only=True
                         ),
                         *(
                             docker.types.Mount(
                                 target=m.target, source=str(m.source), type="bind", read_only=True
                             )
-                            for m in self.mounts
+                            for m in (() if judge else self.mounts)
                         ),
                     ],
                 ),
@@ -210,6 +253,11 @@ class DockerSandbox(WorkingCopy):
     def container_id(self) -> str:
         return self._id
 
+    @property
+    def judge_container_id(self) -> str:
+        """The judge's container's id (started now if it is not yet)."""
+        return self._judge_container()
+
     def exec(
         self,
         cmd: str,
@@ -227,9 +275,29 @@ class DockerSandbox(WorkingCopy):
         return res
 
     def judge_copy(self, entries: Mapping[str, tuple[str, bytes]]) -> str:
-        return f"{JUDGE_MOUNT}/{self._judge.write(entries).name}"
+        self._judge.write(entries)
+        return JUDGED_AT
+
+    @property
+    def judge_channel(self) -> tuple[Path, str]:
+        """Where the hidden checks' channel lives: on the host, and as the judge's container sees it."""
+        return self._channel, JUDGE_MOUNT
+
+    def _judge_container(self) -> str:
+        """The judge's container's id, started now if it is not yet (the cost of one container
+        start, once per sandbox: bench/perf). Never for a closed sandbox: nothing would remove it."""
+        if self._closed:
+            raise SandboxLost(f"sandbox {self.trial_id} is closed")
+        if self._judge_id is None:
+            self._judge_id = str(self._run_container(self._labels, judge=True).id)
+        return self._judge_id
 
     def reap(self) -> list[str]:
+        if self._quiet:
+            # No exec since the last reap, so none met a dead container; the check that follows
+            # runs in the judge's container, or is a cache hit with no exec at all. Its verdict
+            # counts only while the agent's container still runs (and so after the exec: `_exec`).
+            self._check_alive(self._id)
         ended = [] if self._quiet else list(self.exec(":", reap=True).ended)
         self._unsettled = False
         return ended
@@ -240,12 +308,29 @@ class DockerSandbox(WorkingCopy):
         return {"kind": "docker", "image_id": self._image_id, **self._cfg.limits()}
 
     def cost(self) -> dict[str, float]:
-        cpu = container_cpu_s(self._id)
+        cpus = [container_cpu_s(c) for c in (self._id, self._judge_id) if c is not None]
+        cpu = None if None in cpus else sum(c for c in cpus if c is not None)
         return {**super().cost(), **({"cpu_s": cpu} if cpu is not None else {})}
 
     def _probe(self) -> str:
-        res = self._exec(":", None, True, judge=True, probe=True)  # a harness exec: it taints nothing
-        return res.probe if res.probe is not None and not res.ended else probe_failed()
+        """Both containers' state (the agent's first). A check runs in the judge's container and
+        cannot reach the agent's (no mount, namespace or process in common), so a check's own probe
+        reads the judge's only and is joined to the agent's part read here (`_joined`)."""
+        parts = []
+        for cid in (self._id, self._judge_container()):
+            res = self._exec(
+                ":", None, True, judge=True, probe=True, inside=cid
+            )  # a harness exec: it taints nothing
+            parts.append(res.probe if res.probe is not None and not res.ended else probe_failed())
+        self._agent_probe = parts[0]
+        return self._joined(parts[1])
+
+    def _joined(self, judge_probe: str) -> str:
+        """One reading of both containers; a part that failed makes it the failed reading it is."""
+        for part in (self._agent_probe or probe_failed(), judge_probe):
+            if part.startswith(_PROBE_FAILED):
+                return part
+        return f"{self._agent_probe}\n(the judge's container)\n{judge_probe}"
 
     def _exec(
         self,
@@ -256,7 +341,10 @@ class DockerSandbox(WorkingCopy):
         probe: bool = False,
         env: Mapping[str, str] | None = None,
         output_limit_chars: int | None = None,
+        inside: str | None = None,
     ) -> ExecResult:
+        """`inside`: the container (the agent's or the judge's); by default the judge's for an exec
+        of the judge's, else the agent's."""
         limit = exec_limit(self._cfg, self.trial_id, self._closed, cmd, timeout, env, judge)
         if probe and not judge:
             raise ValueError("probe=True needs judge=True: the probe is the judge's, on its channel")
@@ -272,6 +360,7 @@ class DockerSandbox(WorkingCopy):
             if judge
             else agent_argv(f"{limit:.3f}", cmd, reap)
         )
+        cid = inside or (self._judge_container() if judge else self._id)
         tail = OutputTail(output_limit_chars or self._cfg.output_limit_chars)
         start = time.monotonic()
         # An agent's env reaches its command through the judge's wrapper, `timeout` and setpriv,
@@ -279,41 +368,48 @@ class DockerSandbox(WorkingCopy):
         environment = [f"{k}={v}" for k, v in (env or {}).items() if k != _MARK] + [f"{_MARK}={marker}"]
 
         def create_and_start() -> tuple[str, socket.socket, bytes]:
-            exec_id = self._api.exec_create(self._id, argv, workdir="/work", environment=environment)["Id"]
+            exec_id = self._api.exec_create(cid, argv, workdir="/work", environment=environment)["Id"]
             return (exec_id, *_open_stream(self._api, self._sock_path, exec_id))
 
         try:
             # A hung create/start is retried once as a new exec, after ending whatever the
             # first attempt may have started.
-            exec_id, sock, first = _retry_once("exec start", create_and_start, before_retry=self._kill_all)
+            exec_id, sock, first = _retry_once(
+                "exec start", create_and_start, before_retry=lambda: self._kill_all(cid)
+            )
         except errors as e:
-            raise self._lost(e) from e
+            raise self._lost(e, cid) from e
         try:
             finished, err = _pump(sock, first, tail, start + limit + GRACE_S + (PROBE_S if probe else 0))
         except OSError as e:
-            raise self._lost(e) from e
+            raise self._lost(e, cid) from e
         finally:
             sock.close()
         duration = time.monotonic() - start
         completed = _SENTINEL in err  # the rest of stderr is the wrapper's noise ("Killed")
         if finished:
             if not completed:
-                self._check_alive(wait_s=2.0)  # the engine may record the death a moment later
-            exit_code = self._exit_code(exec_id)
+                self._check_alive(cid, wait_s=2.0)  # the engine may record the death a moment later
+            exit_code = self._exit_code(exec_id, cid)
             timed_out = exit_code in (124, 137) and duration >= limit
         else:  # the stream outlived timeout + grace (the engine hung, or stdout is held open)
             exit_code, timed_out = 137, True
         if timed_out:
             # The wrapper's own reap ends what escaped `timeout`'s process group, unless the
             # stream outlived the grace: then a root shell of its own ends everything but pid 1.
-            self._kill_all()
-            self._check_alive()
+            self._kill_all(cid)
+            self._check_alive(cid)
         # Newlines only: splitlines() also breaks at \r, \x1c and the like, which a process name
         # in the reap's list can hold, and a line it made would start where the agent chose.
         lines = err.decode("utf-8", "replace").split("\n")
         ended = tuple(line[6:] for line in lines if line.startswith("ended "))
         if reap and not completed:  # the wrapper never reached its reap: reap on its own
-            ended += self._exec(":", None, True).ended
+            ended += self._exec(":", None, True, judge, inside=cid).ended
+        if cid != self._id:
+            # A certification in the judge's container says nothing of the agent's, and an agent
+            # that runs no command never execs there: a verdict counts only while the agent's
+            # container still runs (killed mid-trial, the trial is `sandbox_lost`, never a success).
+            self._check_alive(self._id)
         # The judge's report: written on fd 3 by the launcher only (judge_argv), and read only from
         # a wrapper that ran to its end, whose exit status is then the launcher's own (certify.py
         # accepts a report only with that status).
@@ -328,36 +424,37 @@ class DockerSandbox(WorkingCopy):
             timed_out,
             ended,
             report,
-            probed(lines, completed) if probe else None,
+            (probed(lines, completed) if inside else self._joined(probed(lines, completed)))
+            if probe
+            else None,
         )
 
-    def _exit_code(self, exec_id: str) -> int:
+    def _exit_code(self, exec_id: str, cid: str) -> int:
         try:
             return recorded_exit(
                 lambda: _retry_once("exec inspect", lambda: self._api.exec_inspect(exec_id)), exec_id
             )
         except _engine_errors() as e:
-            raise self._lost(e) from e
+            raise self._lost(e, cid) from e
 
-    def _kill_all(self) -> None:
+    def _kill_all(self, cid: str) -> None:
         """End every process but pid 1 from the judge's root shell (REAP), after a command that
         outlived its timeout or an exec start retried: nothing else of the harness's runs then."""
         try:
-            kid = self._api.exec_create(self._id, ["sh", "-c", REAP], user="0:0")["Id"]
+            kid = self._api.exec_create(cid, ["sh", "-c", REAP], user="0:0")["Id"]
             self._api.exec_start(kid)
         except _engine_errors() as e:
             log.warning("sandbox %s: could not kill timed-out processes: %s", self.trial_id, e)
 
-    def _check_alive(self, wait_s: float = 0.0) -> None:
-        """Raise SandboxLost unless the container still runs; poll up to wait_s for it to stop."""
+    def _check_alive(self, cid: str, wait_s: float = 0.0) -> None:
+        """Raise SandboxLost unless the container (the agent's or the judge's) still runs; poll up
+        to wait_s for it to stop."""
         until = time.monotonic() + wait_s
         while True:
             try:
-                state = _retry_once("container inspect", lambda: self._api.inspect_container(self._id))[
-                    "State"
-                ]
+                state = _retry_once("container inspect", lambda: self._api.inspect_container(cid))["State"]
             except _engine_errors() as e:
-                raise SandboxLost(f"sandbox {self.trial_id}: container {self._id[:12]} lost: {e}") from e
+                raise SandboxLost(f"sandbox {self.trial_id}: container {cid[:12]} lost: {e}") from e
             # OOMKilled says the cgroup saw an OOM kill at some point, not that pid 1 died of it: where
             # the engine kept pid 1 out of the OOM killer's reach, a dead container is not the agent's.
             if not state.get("Running") and state.get("OOMKilled") and _PID1_OOM[0] is not True:
@@ -371,7 +468,7 @@ class DockerSandbox(WorkingCopy):
                 )
             if not state.get("Running"):
                 raise SandboxLost(
-                    f"sandbox {self.trial_id}: container {self._id[:12]} is "
+                    f"sandbox {self.trial_id}: container {cid[:12]} is "
                     f"{state.get('Status')} (exit {state.get('ExitCode')}, "
                     f"oom_killed={state.get('OOMKilled')})"
                 )
@@ -379,25 +476,28 @@ class DockerSandbox(WorkingCopy):
                 return
             time.sleep(0.02)
 
-    def _lost(self, e: BaseException) -> Exception:
+    def _lost(self, e: BaseException, cid: str) -> Exception:
         """What an engine error on this sandbox means: the agent's failure if its container died
         of memory the agent's code took (`_check_alive`), else the sandbox is lost."""
         try:
-            self._check_alive()
+            self._check_alive(cid)
         except (SandboxLost, TrialFailed) as dead:
             if isinstance(dead, TrialFailed):
                 return dead
-        return SandboxLost(f"sandbox {self.trial_id}: container {self._id[:12]} lost: {e}")
+        return SandboxLost(f"sandbox {self.trial_id}: container {cid[:12]} lost: {e}")
 
     def close(self, interrupted: bool = False) -> None:
         """Remove the container and the working copy. Idempotent; never raises for a gone container."""
         if self._closed:
             return
-        try:
-            _retry_once("container remove", lambda: self._api.remove_container(self._id, force=True))
-        except Exception as e:  # NotFound (already swept) or engine gone: the dir goes anyway
-            if type(e).__name__ != "NotFound":
-                log.warning("sandbox %s: could not remove container %s: %s", self.trial_id, self._id[:12], e)
+        for cid in (self._id, self._judge_id):
+            if cid is None:
+                continue
+            try:
+                _retry_once("container remove", lambda cid=cid: self._api.remove_container(cid, force=True))
+            except Exception as e:  # NotFound (already swept) or engine gone: the dir goes anyway
+                if type(e).__name__ != "NotFound":
+                    log.warning("sandbox %s: could not remove container %s: %s", self.trial_id, cid[:12], e)
         log.debug("sandbox %s closed (interrupted=%s)", self.trial_id, interrupted)
         super().close(interrupted)
 

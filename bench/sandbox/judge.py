@@ -18,8 +18,13 @@ that moment: the command before it was reaped.
 
 A certification never runs on the working copy. The harness writes a fresh copy of the tree it
 would commit (the protected files from its own copy, every other file git would commit, no
-ignored file, no bytecode) to a host directory mounted read-only into the container (JUDGE_MOUNT):
-nothing of the agent's that is not in the tree is there, and no one can write bytecode into it.
+ignored file, no bytecode) to a host directory: nothing of the agent's that is not in the tree
+is there, and no one can write bytecode into it. In Docker that copy is mounted read-only at
+the agent's own path, /work (JUDGED_AT), of a container of the judge's own (docker.py: the same
+image, limits and hostname, no network), where every check runs: code under test cannot tell
+the judge's run from the agent's by its cwd, `__file__`, sys.path or the repository's root
+(issue 42; what it still can tell by is docs/threat_model.md's "Known limits"). JUDGE_MOUNT,
+mounted read-only in both containers alike, holds only the hidden checks' one-time channel.
 """
 
 from __future__ import annotations
@@ -33,7 +38,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 AGENT_UID = os.getuid() or 10001
-JUDGE_MOUNT = "/judge"
+JUDGE_MOUNT = (
+    "/judge"  # the hidden checks' channel's directory, in the agent's container and the judge's alike
+)
+JUDGED_AT = "/work"  # where the judge's container holds the judge's copy: the agent's working copy's path
 TREE = "tree"  # the copy's directory under the judge's mount (fixed: pytest prints its rootdir)
 HIDDEN_CHANNEL = (
     "hidden"  # beside TREE: the final acceptance's one-time channel for its hidden checks (hidden_checks.py)
@@ -211,9 +219,11 @@ def fill(root: Path, entries: Mapping[str, tuple[str, bytes]]) -> Path:
     """Write a fresh copy under root/TREE (the last one removed); files 0644/0755, dirs 0755."""
     root.mkdir(mode=0o755, exist_ok=True)
     tree = root / TREE
-    if tree.exists():
-        shutil.rmtree(tree)
-    tree.mkdir(mode=0o755)
+    if tree.is_dir() and not tree.is_symlink():
+        _empty(tree)  # the directory itself stays: the Docker judge's container has it mounted at /work
+    else:
+        tree.unlink(missing_ok=True)
+        tree.mkdir(mode=0o755)
     for path, (kind, data) in sorted(_placed(entries).items()):
         _write(tree, path, kind, data)
     for top, dirs, _ in os.walk(tree):  # a umask of the harness's must not hide the copy from the agent's uid
@@ -226,6 +236,15 @@ def fill(root: Path, entries: Mapping[str, tuple[str, bytes]]) -> Path:
     return tree
 
 
+def _empty(tree: Path) -> None:
+    """Remove everything in `tree` (links unfollowed), keeping `tree` itself."""
+    for entry in os.scandir(tree):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+
+
 class JudgeCopy:
     """The judge's copy of a sandbox whose copy no one but the harness can write (Docker: mounted
     read-only in the container, and outside the working copy). Each check's copy is the last one
@@ -236,6 +255,8 @@ class JudgeCopy:
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(mode=0o755)
+        self.tree = root / TREE  # there from the start, and never replaced: a container may mount it
+        self.tree.mkdir(mode=0o755)
         self._held: dict[str, tuple[str, bytes]] = {}  # what root/TREE holds, as written
 
     def write(self, entries: Mapping[str, tuple[str, bytes]]) -> Path:

@@ -53,7 +53,9 @@ def deliver(sandbox: Any, tree: str, hidden: Mapping[str, str]) -> Iterator[str]
     once; yields its path as the launcher sees it. The writer waits for a reader without blocking
     (so it can stop when the exec is over), writes, closes: a later reader gets nothing. Removed
     when the exec is over."""
-    host = judge_root(sandbox.workdir) / HIDDEN_CHANNEL
+    # Docker: the judge's copy is at /work of the judge's container, the channel at /judge (docker.py)
+    here, there = getattr(sandbox, "judge_channel", (judge_root(sandbox.workdir), posixpath.dirname(tree)))
+    host = here / HIDDEN_CHANNEL
     host.unlink(missing_ok=True)
     os.mkfifo(host)
     os.chmod(host, 0o644)  # the container's root has no CAP_DAC_OVERRIDE: it reads as "other"
@@ -82,7 +84,7 @@ def deliver(sandbox: Any, tree: str, hidden: Mapping[str, str]) -> Iterator[str]
     writer = threading.Thread(target=write, name="hidden-checks", daemon=True)
     writer.start()
     try:
-        yield posixpath.join(posixpath.dirname(tree), HIDDEN_CHANNEL)
+        yield posixpath.join(there, HIDDEN_CHANNEL)
     finally:
         stop.set()
         writer.join()

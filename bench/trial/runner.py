@@ -57,6 +57,7 @@ ANNEXES = Registry(
         "check_cache": "bench.accel.checkcache:CheckCache.for_study",  # sandbox.check_cache
         "reuse_acquire": "bench.accel.pool:acquire",  # sandbox.reuse
         "reuse_release": "bench.accel.pool:release",
+        "kept_tasks": "bench.accel.kept_tasks:generate",  # task.kept
     },
 )
 
@@ -140,6 +141,9 @@ def _close_quietly(provider: Provider) -> None:
 
 def prepare(tcfg: TrialConfig) -> Parts:
     """Every component validates its own group here (a missing API key fails here too)."""
+    # Set by every trial from its own config, so an earlier trial of this process never decides
+    # whether this one's tasks (the harness's and the simulated model's) are kept.
+    tasks.keep_with(ANNEXES.load("kept_tasks") if tcfg.task.kept else None)
     task = tasks.generate(tcfg.task.family, tcfg.task.seed, **dict(tcfg.task.size))
     if tcfg.arm.drift_kinds is not None:  # an ablation: only these kinds of drift land
         task = dataclasses.replace(task, drift=tuple(d for d in task.drift if d.kind in tcfg.arm.drift_kinds))

@@ -23,16 +23,21 @@ from tasks.batch_writes import drift as drifts
 from tasks.batch_writes.oracle import Oracle
 from tasks.common import build, skeleton
 from tasks.common import cleanups as common
+from tasks.common.size import TaskSize
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
 FAMILY = "batch_writes"
-KNOBS = {"steps": (6, 16), "callers": (1, 64), "filler": (0, 10)}
-DEFAULTS = {"steps": 12, "filler": 5}
 TOOL = "python3 -B tools/check_writes.py"
 
 
+class Size(TaskSize):
+    """task.size of batch_writes (conf/task/batch_writes.yaml)."""
+
+    OVERHEAD, SPARE = 4, (-1, 1)
+
+
 def generate(seed: int, **size: int) -> TaskSpec:
-    f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
+    f = skeleton.frame(FAMILY, seed, size, Size)
     rng, batches = f.rng, f.batches
     n = repo.names(rng)
     store, backend, doc = n.store_path, n.backend_path, n.doc_path

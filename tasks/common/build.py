@@ -127,24 +127,6 @@ RESOURCES = (
 FIELDS = ("amount", "qty", "weight", "score", "price", "count", "size", "total", "level", "age")
 
 
-def check_size(
-    family: str, size: Mapping[str, object], knobs: Mapping[str, tuple[int, int]]
-) -> dict[str, int]:
-    """Validate `task.size` knobs against inclusive ranges; unknown knobs are errors too."""
-    unknown = sorted(set(size) - set(knobs))
-    if unknown:
-        raise ValueError(
-            f"unknown task.size knob(s) for {family}: {', '.join(unknown)} (known: {', '.join(knobs)})"
-        )
-    out = {}
-    for key, value in size.items():
-        lo, hi = knobs[key]
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise ValueError(f"task.size.{key} must be {lo}..{hi}, got {value!r}")
-        out[key] = value
-    return out
-
-
 def fill_template(template: str, subs: dict[str, str]) -> str:
     """Fill @NAME@ placeholders (templates of shipped files need no brace escaping)."""
     for key, value in subs.items():

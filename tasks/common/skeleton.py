@@ -27,10 +27,12 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from bench.core.knobs import defaults, validate
 from tasks import task_id
 from tasks.common import build
 from tasks.common import cleanups as common
 from tasks.common.run_tests import RUNNER_PATH, RUNNER_SOURCE
+from tasks.common.size import TaskSize
 from tasks.spec import Drift, Invariant, Oracle, Step, TaskSpec, Trap
 
 READONLY = (
@@ -45,7 +47,7 @@ class Frame:
     family: str
     seed: int
     knobs: dict[str, int]
-    defaults: Mapping[str, int]
+    defaults: Mapping[str, int | None]  # the schema's; callers' null: drawn by seed
     steps: int
     batches: int  # one package per batch step
     filler: int
@@ -66,29 +68,17 @@ class Frame:
         return build.sid(self.steps - 1)
 
 
-def frame(
-    family: str,
-    seed: int,
-    size: Mapping[str, object],
-    knobs: Mapping[str, tuple[int, int]],
-    defaults: Mapping[str, int],
-    overhead: int,
-    spare: tuple[int, int],
-) -> Frame:
-    """Validate the knobs; `overhead` steps are not batches; the default number of modules is
-    2 per batch plus a seeded draw from `spare` (inclusive)."""
-    sized = build.check_size(family, size, knobs)
-    steps = sized.get("steps", defaults["steps"])
-    batches = steps - overhead
+def frame(family: str, seed: int, size: Mapping[str, object], schema: type[TaskSize]) -> Frame:
+    """Validate the knobs against the family's `schema` (tasks/common/size.py); `schema.OVERHEAD`
+    steps are not batches; the default number of modules is 2 per batch plus a seeded draw from
+    `schema.SPARE` (drawn whether or not callers is given, so the rng's order never depends on it)."""
+    knobs = validate(schema, size, "task.size", f"conf/task/{family}.yaml or the command line")
+    given = knobs.model_dump(exclude_unset=True)
+    batches = knobs.steps - schema.OVERHEAD
     rng = random.Random(f"{family}/{seed}")
-    callers = sized.get("callers", 2 * batches + rng.randint(*spare))
-    if callers < batches:
-        raise ValueError(
-            f"task.size.callers must be >= {batches} (one module per batch at steps={steps}), got {callers}"
-        )
-    return Frame(
-        family, seed, sized, defaults, steps, batches, sized.get("filler", defaults["filler"]), callers, rng
-    )
+    drawn = 2 * batches + rng.randint(*schema.SPARE)
+    callers = drawn if knobs.callers is None else knobs.callers
+    return Frame(family, seed, given, defaults(schema), knobs.steps, batches, knobs.filler, callers, rng)
 
 
 def base_files(app: str, doc: str) -> dict[str, str]:

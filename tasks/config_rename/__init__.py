@@ -20,20 +20,25 @@ from __future__ import annotations
 
 from tasks.common import build, skeleton
 from tasks.common import cleanups as common
+from tasks.common.size import TaskSize
 from tasks.config_rename import drift as drifts
 from tasks.config_rename import hidden, repo
 from tasks.config_rename.oracle import DOCS, Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
 FAMILY = "config_rename"
-KNOBS = {"steps": (6, 16), "callers": (1, 64), "filler": (0, 10)}
-DEFAULTS = {"steps": 12, "filler": 5}
 TOOL = "python3 -B tools/check_keys.py"
 EXAMPLE = "examples/deploy.json"
 
 
+class Size(TaskSize):
+    """task.size of config_rename (conf/task/config_rename.yaml)."""
+
+    OVERHEAD, SPARE = 4, (-1, 1)
+
+
 def generate(seed: int, **size: int) -> TaskSpec:
-    f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
+    f = skeleton.frame(FAMILY, seed, size, Size)
     rng, filler, batches = f.rng, f.filler, f.batches
     n = repo.names(rng)
     pkgs = build.pick(rng, build.PACKAGES, batches)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from tasks.common import build, skeleton
 from tasks.common import cleanups as common
+from tasks.common.size import Filler, TaskSize
 from tasks.extract_module import checktool as checktools
 from tasks.extract_module import drift as drifts
 from tasks.extract_module import hidden, repo
@@ -27,13 +28,18 @@ from tasks.extract_module.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
 FAMILY = "extract_module"
-KNOBS = {"steps": (6, 16), "callers": (1, 64), "filler": (0, 10)}
-DEFAULTS = {"steps": 12, "filler": 6}
 TOOL = "python3 -B tools/check_imports.py"
 
 
+class Size(TaskSize):
+    """task.size of extract_module (conf/task/extract_module.yaml)."""
+
+    OVERHEAD, SPARE = 5, (2, 4)
+    filler: Filler = 6
+
+
 def generate(seed: int, **size: int) -> TaskSpec:
-    f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=5, spare=(2, 4))
+    f = skeleton.frame(FAMILY, seed, size, Size)
     rng, filler = f.rng, f.filler
     n = repo.names(rng)
     util, plugins, gdir = n.path(n.util), n.path(n.plugins), f"{n.app}/{n.grp}"

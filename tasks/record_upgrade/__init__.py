@@ -25,19 +25,24 @@ from __future__ import annotations
 
 from tasks.common import build, skeleton
 from tasks.common import cleanups as common
+from tasks.common.size import TaskSize
 from tasks.record_upgrade import checktool, hidden, repo
 from tasks.record_upgrade import drift as drifts
 from tasks.record_upgrade.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
 FAMILY = "record_upgrade"
-KNOBS = {"steps": (6, 16), "callers": (1, 64), "filler": (0, 10)}
-DEFAULTS = {"steps": 12, "filler": 5}
 TOOL = "python3 -B tools/check_records.py"
 
 
+class Size(TaskSize):
+    """task.size of record_upgrade (conf/task/record_upgrade.yaml)."""
+
+    OVERHEAD, SPARE = 4, (-1, 1)
+
+
 def generate(seed: int, **size: int) -> TaskSpec:
-    f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=4, spare=(-1, 1))
+    f = skeleton.frame(FAMILY, seed, size, Size)
     rng, batches = f.rng, f.batches
     n = repo.names(rng)
     codec, schema, doc = n.codec_path, n.schema_path, n.doc_path

@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 
 from tasks.common import build, skeleton
+from tasks.common.size import TaskSize
 from tasks.signature_migration import checktool as checktools
 from tasks.signature_migration import drift as drifts
 from tasks.signature_migration import hidden, repo
@@ -29,14 +30,18 @@ from tasks.signature_migration.oracle import Oracle
 from tasks.spec import Invariant, Step, TaskSpec, Trap
 
 FAMILY = "signature_migration"
-KNOBS = {"steps": (6, 16), "callers": (1, 64), "filler": (0, 10)}
-DEFAULTS = {"steps": 12, "filler": 5}
 TOOL = "python3 -B tools/check_api.py"
 JOBS = ("nightly", "hourly", "backfill", "warmup", "digest", "reindex", "purge", "rollover")
 
 
+class Size(TaskSize):
+    """task.size of signature_migration (conf/task/signature_migration.yaml)."""
+
+    OVERHEAD, SPARE = 5, (1, 3)
+
+
 def generate(seed: int, **size: int) -> TaskSpec:
-    f = skeleton.frame(FAMILY, seed, size, KNOBS, DEFAULTS, overhead=5, spare=(1, 3))
+    f = skeleton.frame(FAMILY, seed, size, Size)
     rng, filler, batches, steps = f.rng, f.filler, f.batches, f.steps
     n = repo.names(rng)
     pkgs = repo.pick_packages(rng, batches)

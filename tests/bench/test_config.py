@@ -59,6 +59,70 @@ def test_every_task_option_generates(name):
     assert spec.family == name and len(spec.steps) >= 6
 
 
+def test_task_size_is_validated_at_load_by_the_familys_schema():
+    """conf/task/<family>.yaml extends the family's Size (tasks/common/size.py): the loaded task
+    carries its knobs; null callers stays the family's default, drawn by seed."""
+    cfg = load(compose(["task=extract_module", "task.size.steps=8.0"]))
+    assert cfg.task.size == (("filler", 6), ("steps", 8))  # a whole float is that int
+    assert load(compose(["task.size.callers=64"])).task.size == (
+        ("callers", 64),
+        ("filler", 5),
+        ("steps", 12),
+    )
+    assert (
+        "callers" not in dict(cfg.task.size)
+        and len(tasks.generate("extract_module", 0, **dict(cfg.task.size)).steps) == 8
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("task.size.steps=5", "task.size.steps: Input should be greater than or equal to 6, got 5"),
+        ("task.size.steps=17", "task.size.steps: Input should be less than or equal to 16, got 17"),
+        ("task.size.steps=true", "task.size.steps: Input should be a valid integer, got True"),
+        ("task.size.callers=0", "task.size.callers: Input should be greater than or equal to 1, got 0"),
+        ("task.size.callers=65", "task.size.callers: Input should be less than or equal to 64, got 65"),
+        ("task.size.callers=6", "task.size.callers: must be >= 7 (one module per batch at steps=12), got 6"),
+        ("task.size.filler=-1", "task.size.filler: Input should be greater than or equal to 0, got -1"),
+        ("task.size.filler=11", "task.size.filler: Input should be less than or equal to 10, got 11"),
+        (
+            "task.size.filler=many",
+            "task.size.filler: Input should be a valid integer, got 'many'",
+        ),
+    ],
+)
+def test_a_bad_task_size_is_one_line_naming_the_key(override, line):
+    with pytest.raises(ConfigError) as e:
+        load(compose([override]))
+    assert str(e.value).startswith(line) and "\n" not in str(e.value)
+    assert str(e.value).endswith("fix it in conf/task/signature_migration.yaml or the command line")
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("task.seed=-1", "task.seed: Input should be greater than or equal to 0, got -1; fix it in "),
+        ("task.seed=true", "task.seed: Input should be a valid integer, got True; fix it in "),
+        ("task.seed=null", "task.seed: missing; set it in "),
+        ("+task.sed=3", "task.sed: unknown key 'sed' in "),
+    ],
+)
+def test_a_bad_task_seed_or_key_is_one_line_naming_the_key(override, line):
+    with pytest.raises(ConfigError) as e:
+        load(compose([override]))
+    assert str(e.value).startswith(line + "conf/task/signature_migration.yaml or the command line")
+
+
+def test_an_unknown_task_size_knob_names_the_known_ones():
+    with pytest.raises(ConfigError) as e:
+        load(compose(["task=batch_writes", "+task.size.colour=1"]))
+    assert str(e.value) == (
+        "task.size.colour: unknown key 'colour' in conf/task/batch_writes.yaml or the command line; "
+        "known keys: callers, filler, steps"
+    )
+
+
 @pytest.mark.parametrize("name", options("sandbox"))
 def test_every_sandbox_option_validates(name):
     cfg = load(compose([f"sandbox={name}"]))
@@ -124,6 +188,19 @@ def test_the_blob_threshold_is_validated_and_changes_no_config_hash():
     for bad in ("-5", "big", "true", "2.5"):
         with pytest.raises(ConfigError, match="tracking.blob_chars"):
             load(compose([f"tracking.blob_chars={bad}"]))
+
+
+def test_task_kept_is_validated_on_in_the_grid_and_changes_no_config_hash():
+    """task.kept (tasks and answers kept per process: bench/accel/kept_tasks.py)."""
+    plain, kept = load(compose()), load(compose(["task.kept=true"]))
+    assert plain.task.kept is False and kept.task.kept is True
+    assert kept.config_hash == plain.config_hash
+    grid = ["experiment=grid", "strategy=raw", "arm=baseline", "task=config_rename"]
+    assert load(compose(grid)).task.kept is True
+    assert load(compose([*grid, "task.kept=false"])).config_hash == load(compose(grid)).config_hash
+    for bad in ("yes", "1", "maybe"):
+        with pytest.raises(ConfigError, match="task.kept: Input should be a valid boolean, got "):
+            load(compose([f"task.kept={bad}"]))
 
 
 @pytest.mark.parametrize(

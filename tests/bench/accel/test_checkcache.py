@@ -7,6 +7,7 @@ removed shows as a verdict the code under test does not earn."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -14,19 +15,29 @@ import pytest
 from bench.accel.checkcache import CheckCache
 from bench.eventlog.writer import EventLog
 from bench.sandbox import SandboxConfig, create
+from bench.sandbox.base import SandboxLost
 from bench.sandbox.docker import DockerSandbox
 from bench.trial.certify import CheckOutcome, HarnessCopy, certify
 from tests.bench.trial.conftest import CALC, CHECK, FILES, tiny_task
-from tests.helpers.pristine import behind_the_harness, tracked
+from tests.helpers.pristine import (
+    FILL_QUEUES,
+    QUEUE_FLIP,
+    behind_the_harness,
+    kill_container,
+    queue_quota,
+    tracked,
+    wait_for_queue_room,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_ready")]
 
 WRONG = "def add(a, b):\n    return a - b\n"
-# add() is right unless a file outside the working copy says otherwise: the working copy, and
-# so the cache key, is the same either way.
-FLIP = "import os\n\n\ndef add(a, b):\n    return a - b if os.path.exists('/tmp/flip') else a + b\n"
-# add() is right only with a file outside the working copy that a command of the agent's made.
-NEEDS_OK = "import os\n\n\ndef add(a, b):\n    return a + b if os.path.exists('/tmp/ok') else a - b\n"
+# add() is right unless a command of the agent's took the uid's message queue room, which a check
+# in the judge's container reads (tests/helpers/pristine.py): the working copy, and so the cache
+# key, is the same either way. (A file in the agent's /tmp no longer reaches a check.)
+FLIP = QUEUE_FLIP
+# add() is right only once a command of the agent's took that room.
+NEEDS_FULL = QUEUE_FLIP.replace("a + b if room() else a - b", "a - b if room() else a + b")
 # add() is right the first time only: the check leaves a mark outside the working copy.
 ONCE = (
     "import os\n\nif os.path.exists('/tmp/seen'):\n    def add(a, b):\n        return a - b\nelse:\n"
@@ -83,22 +94,35 @@ def test_a_verdict_is_reused_on_the_same_state_in_any_sandbox_of_the_study(boxes
     assert not wrong.passed and len(cached(log)) == 2 and cache.stores == 2
 
 
-def test_after_a_command_of_the_agents_no_verdict_is_looked_up(boxes, cache, log):
+@pytest.fixture
+def queues() -> Iterator[None]:
+    """This test alone fills or reads the uid's message queue room (first among a test's
+    fixtures, so that it is held until every sandbox of the test is closed)."""
+    with queue_quota():
+        yield
+
+
+def test_after_a_command_of_the_agents_no_verdict_is_looked_up(queues, boxes, cache, log):
     box = boxes()
     assert check(box, cache, log, FLIP).passed and cache.stores == 1
-    box.exec("touch /tmp/flip", reap=True)  # what the `run` tool does: the working copy is unchanged
+    filled = box.exec(FILL_QUEUES, reap=True)  # what the `run` tool does: the working copy is unchanged
+    assert filled.output.startswith("queues "), filled.output
     assert not box.pristine
     out = check(box, cache, log)
     assert not out.passed and "test_add FAILED" in out.output, "the stored pass stood for a failing check"
     assert not cached(log) and not box.pristine, "a check does not make a tainted sandbox pristine again"
 
 
-def test_a_verdict_reached_after_a_command_of_the_agents_is_never_stored(boxes, cache, log):
+def test_a_verdict_reached_after_a_command_of_the_agents_is_never_stored(queues, boxes, cache, log):
     tainted, clean = boxes(), boxes()
-    tainted.exec("touch /tmp/ok", reap=True)
-    assert check(tainted, cache, log, NEEDS_OK).passed  # true here, only because of the command
+    tainted.exec(FILL_QUEUES, reap=True)
+    assert check(tainted, cache, log, NEEDS_FULL).passed  # true here, only because of the command
     assert cache.stores == 0 and not list(cache.root.rglob("*.json"))
-    out = check(clean, cache, log, NEEDS_OK)
+    # The room is the uid's in every container: the tainted sandbox goes (its queues with it) before
+    # the clean one checks, or its command would decide that check too (docs/threat_model.md).
+    tainted.close()
+    wait_for_queue_room(clean)
+    out = check(clean, cache, log, NEEDS_FULL)
     assert not out.passed and not cached(log), "a clean sandbox got the tainted one's pass"
 
 
@@ -118,27 +142,62 @@ LEFTOVERS = {
     "file in /tmp rewritten as it was": "open('/tmp/there', 'w').close()",  # only its change time moves
     "SysV shared memory": "import ctypes\nassert ctypes.CDLL(None).shmget(0, 4096, 0o1600) >= 0",
     "process": "import subprocess\nsubprocess.Popen(['sleep', '60'], start_new_session=True)",
-    # checks run on the judge's copy; a file of the tree written there is the agent's failure
-    # (uncertified_tree: test_certified_tree.py), one git ignores only changes the state
-    "file in the working copy": "open('/work/left.pyc', 'w').close()",
-    # The working copy's root outlives a renew: a mark on it is a message to the next trial.
-    "xattr on the working copy's root": "import os\nos.setxattr('/work', 'user.k', b'answer')",
-    "mode of the working copy's root": "import os\nos.chmod('/work', 0o750)",
+    "message queue": QUEUE_FLIP.split("\n\n\ndef room")[0]
+    + "\nassert ctypes.CDLL(None).mq_open(b'/left', os.O_CREAT | os.O_RDWR, 0o600, None) >= 0",
 }
 
 
 @pytest.mark.parametrize("leftover", list(LEFTOVERS))
 def test_a_check_that_leaves_anything_is_not_stored_and_the_sandbox_is_no_longer_pristine(
-    boxes, cache, log, leftover
+    queues, boxes, cache, log, leftover
 ):
     box = boxes()
-    behind_the_harness(box, "touch /tmp/there")  # part of the state the first probe sees
+    # part of the state the first probe sees, in the container the checks run in (the judge's)
+    behind_the_harness(box, "touch /tmp/there", judge=True)
     out = check(box, cache, log, LEFTOVERS[leftover] + "\n" + CALC)
     assert out.passed, out.output
     assert cache.stores == 0 and not box.pristine
     assert check(box, cache, log).passed and not cached(log)
     if leftover == "process":
         assert out.ended and any(r["kind"] == "process_killed" for r in log.records)
+
+
+# The working copy, its root's extended attributes and mode (which outlive a renew: a mark there
+# would be a message to the next trial) were leftovers of a check's while checks ran beside it.
+# In the judge's container /work is the judge's copy, read-only: no check reaches the working
+# copy, so what it tries leaves nothing, the sandbox stays pristine and the verdict is stored.
+WORKING_COPY_WRITES = (
+    "import os\nfor name, write in [\n"
+    "    ('file', lambda: open('/work/left.pyc', 'w').close()),\n"
+    "    ('xattr', lambda: os.setxattr('/work', 'user.k', b'answer')),\n"
+    "    ('mode', lambda: os.chmod('/work', 0o750)),\n"
+    "]:\n"
+    "    try:\n        write()\n        print('ctxbench-wrote', name)\n"
+    "    except OSError as e:\n        print('ctxbench-refused', name, e.errno)\n"
+)
+
+
+def test_a_check_cannot_write_the_working_copy_or_mark_its_root(boxes, cache, log):
+    box = boxes()
+    mode = box.workdir.stat().st_mode
+    out = check(box, cache, log, WORKING_COPY_WRITES + CALC)
+    assert out.passed and "ctxbench-wrote" not in out.output, out.output
+    assert out.output.count("ctxbench-refused") >= 3, out.output  # each write was tried, and refused
+    assert not (box.workdir / "left.pyc").exists() and box.workdir.stat().st_mode == mode
+    assert "user.k" not in os.listxattr(box.workdir)
+    assert box.pristine and cache.stores == 1  # nothing was left: the verdict stands for its state
+    assert check(box, cache, log).passed and len(cached(log)) == 1
+
+
+def test_no_verdict_counts_once_the_agents_container_died(boxes, cache, log):
+    """A stored verdict needs no exec, and a check runs in the judge's container: neither would
+    meet the agent's dead container. The trial is `sandbox_lost` (SandboxLost), never a success."""
+    box = boxes()
+    assert check(box, cache, log, CALC).passed and cache.stores == 1
+    kill_container(box.container_id)
+    with pytest.raises(SandboxLost, match="container .* is exited"):
+        check(box, cache, log)
+    assert not cached(log)
 
 
 def test_a_timed_out_check_is_not_stored(boxes, cache, log):

@@ -132,18 +132,24 @@ LEFT = {
 }
 
 
+# Both containers go to the next trial with a reused sandbox (the judge's only where no check ran
+# code in it: test_a_sandbox_a_check_ran_code_in_goes_to_no_other_trial), so renew probes both.
+@pytest.mark.parametrize("judge", [False, True], ids=["agent's container", "judge's container"])
 @pytest.mark.parametrize("left", list(LEFT))
-def test_renew_refuses_what_was_left_outside_the_working_copy_and_the_container_goes(cfg, labels, make, left):
+def test_renew_refuses_what_was_left_outside_the_working_copy_and_the_container_goes(
+    cfg, labels, make, left, judge
+):
     a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
-    behind_the_harness(a, "touch /tmp/there")
+    behind_the_harness(a, "touch /tmp/there", judge=judge)
     referenced(a)
-    behind_the_harness(a, LEFT[left])
+    behind_the_harness(a, LEFT[left], judge=judge)
     assert a.pristine, "the tracking missed it: renew's own probe must find it"
     pool.release(a, cfg, labels)
     assert pool.idle() == 1
     b = pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
     assert b is not a and len(make.made) == 2 and b.pristine
     assert not container_exists(a.container_id) and not a.workdir.exists()
+    assert a._judge_id is not None and not container_exists(a._judge_id)
 
 
 # -- what a check leaves in the container's namespaces (issue 42) ------------------------------
@@ -207,12 +213,14 @@ def test_renew_itself_refuses_a_sandbox_the_agent_ran_a_command_in(cfg, make, af
     assert a.trial_id == "trial-a" and a.list_files() == sorted(FILES_A)
 
 
-def test_a_sandbox_whose_container_died_is_replaced(cfg, labels, make):
+@pytest.mark.parametrize("judge", [False, True], ids=["agent's container", "judge's container"])
+def test_a_sandbox_whose_container_died_is_replaced(cfg, labels, make, judge):
     a = pool.acquire(cfg, FILES_A, "trial-a", labels, make=make)
     pool.release(a, cfg, labels)
-    kill_container(a.container_id)
+    kill_container(a.judge_container_id if judge else a.container_id)
     b = pool.acquire(cfg, FILES_B, "trial-b", labels, make=make)
     assert b is not a and not container_exists(a.container_id) and b.list_files() == sorted(FILES_B)
+    assert a._judge_id is None or not container_exists(a._judge_id)
 
 
 def test_an_interrupted_trials_sandbox_is_removed_even_when_pristine(cfg, labels, make):

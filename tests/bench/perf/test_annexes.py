@@ -1,31 +1,29 @@
 """bench/perf/annexes.py, what each annex buys in `make bench`: every annex has a variant that
-switches it off alone (the real config says so), the variants run round by round, the figures
-are the median with its range and n, and the kept-tasks variant's processes do generate afresh.
-The figures themselves are `make bench`'s, never asserted here."""
+switches it off alone (the real config says so), the variants run round by round, and the
+figures are the median with its range and n. The figures themselves are `make bench`'s, never
+asserted here."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from bench.config import ROOT, compose
+from bench.config import TASK_ANNEX_SWITCHES, compose
 from bench.perf import annexes
 from bench.sandbox.base import ANNEX_SWITCHES
 
+SWITCHES = (*(("sandbox", k) for k in ANNEX_SWITCHES), *(("task", k) for k in TASK_ANNEX_SWITCHES))
 
-def test_every_sandbox_switch_has_a_variant_that_turns_it_off_alone():
-    grid = compose(["experiment=grid"]).sandbox
-    assert all(grid[k] is True for k in ANNEX_SWITCHES)  # all on is the grid itself
+
+def test_every_switch_has_a_variant_that_turns_it_off_alone():
+    grid = compose(["experiment=grid"])
+    assert all(grid[group][k] is True for group, k in SWITCHES)  # all on is the grid itself
     seen = set()
     for name, v in annexes.variants().items():
-        sandbox = compose(["experiment=grid", *v["overrides"]]).sandbox
-        off = {k for k in ANNEX_SWITCHES if sandbox[k] is False}
+        cfg = compose(["experiment=grid", *v["overrides"]])
+        off = {(group, k) for group, k in SWITCHES if cfg[group][k] is False}
         assert len(off) <= 1, f"{name} turns off more than one switch: {off}"
         seen |= off
-    assert seen == set(ANNEX_SWITCHES)  # a new switch needs its variant
+    assert seen == set(SWITCHES)  # a new switch needs its variant
 
 
 def test_the_compose_variant_runs_hydras_own_sweeper():
@@ -37,31 +35,16 @@ def test_the_compose_variant_runs_hydras_own_sweeper():
     assert sweeper(*variant["overrides"]) == "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
 
-def test_the_kept_tasks_variant_generates_every_task_afresh(tmp_path):
-    probe = (
-        "import tasks; a = tasks.generate('config_rename', 0); b = tasks.from_id('config_rename/0'); "
-        "print(a is b)"
-    )
-
-    def kept(env: dict[str, str]) -> str:
-        return subprocess.run(
-            [sys.executable, "-c", probe],
-            cwd=tmp_path,
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-
-    assert kept({"PYTHONPATH": str(ROOT)}) == "True"  # kept: one generation serves both
-    assert kept(annexes.unkept_env(tmp_path / "site")) == "False"
-    (only_unkept,) = [k for k, v in annexes.variants().items() if not v["kept_tasks"]]
-    assert not annexes.variants()[only_unkept]["overrides"]  # tasks off, every switch on
+def test_the_kept_tasks_variant_turns_task_kept_off_and_nothing_else():
+    variant = annexes.variants()["kept tasks and answers"]["overrides"]
+    cfg = compose(["experiment=grid", *variant])
+    assert cfg.task.kept is False
+    assert all(cfg.sandbox[k] is True for k in ANNEX_SWITCHES)
 
 
 def _fake_run(calls: list):
-    def run(results, full, n_jobs, seeds, overrides, env):
-        calls.append((overrides, env))
+    def run(results, full, n_jobs, seeds, overrides):
+        calls.append(overrides)
         k = len(calls)
         return {
             "trials": 48 * seeds,
@@ -77,10 +60,8 @@ def test_variants_run_round_by_round_and_the_summary_has_median_range_and_n(tmp_
     report = annexes.annexes_run(tmp_path, seeds=1, rounds=2, n_jobs=2, runner=_fake_run(calls))
     names = list(annexes.variants())
     assert len(calls) == 2 * len(names)
-    assert [c[0] for c in calls[: len(names)]] == [c[0] for c in calls[len(names) :]]  # same order each round
-    assert [bool(env) for _, env in calls[: len(names)]] == [
-        not v["kept_tasks"] for v in annexes.variants().values()
-    ]
+    assert calls[: len(names)] == calls[len(names) :]  # same order each round
+    assert calls[: len(names)] == [v["overrides"] for v in annexes.variants().values()]
     on = report["summary"][annexes.ALL_ON]
     k = len(names)  # all on ran first and (k+1)th: walls 48 and 48(k+1) over 48 trials
     assert on["n"] == 2 and on["trials"] == [48]

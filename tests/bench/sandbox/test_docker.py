@@ -300,6 +300,77 @@ def test_container_is_locked_down(sb: DockerSandbox, sandbox_cfg: SandboxConfig)
     assert sb.exec("touch /tmp/x").exit_code == 0
 
 
+def test_the_judges_container_is_the_agents_with_the_judges_copy_at_work(sb: DockerSandbox) -> None:
+    """Checks run where the agent runs (issue 42): the judge's container, started by the first exec
+    of the judge's, differs from the agent's only in what /work holds (the judge's copy, read-only)
+    and in holding none of the agent's processes; both are removed with the sandbox."""
+    assert sb.judge_copy({"calc.py": ("file", b"x = 1\n")}) == "/work"
+    res = sb.exec("cat /work/calc.py; hostname; touch /work/y", judge=True)
+    assert res.output.splitlines()[:2] == ["x = 1", sb.exec("hostname").output.strip()], res.output
+    assert "Read-only file system" in res.output
+    agent, judge = (_client().containers.get(c).attrs for c in (sb.container_id, sb._judge_id))
+    same = (
+        "Memory",
+        "MemorySwap",
+        "PidsLimit",
+        "NanoCpus",
+        "NetworkMode",
+        "CapDrop",
+        "CapAdd",
+        "SecurityOpt",
+        "Tmpfs",
+        "ShmSize",
+        "ReadonlyRootfs",
+        "Init",
+        "OomScoreAdj",
+    )
+    assert {k: judge["HostConfig"][k] for k in same} == {k: agent["HostConfig"][k] for k in same}
+    assert (
+        judge["Config"]["Image"] == agent["Config"]["Image"]
+        and judge["Config"]["Cmd"] == agent["Config"]["Cmd"]
+    )
+    assert sorted((m["Source"], m["Destination"], m["RW"]) for m in judge["Mounts"]) == [
+        (str(sb.workdir.parent / "judge"), "/judge", False),
+        (str(sb.workdir.parent / "judged" / "tree"), "/work", False),
+    ]
+    assert (
+        judge["Config"]["Labels"]["ctxbench.trial"] == sb.trial_id
+        and judge["Config"]["Labels"]["ctxbench.role"] == "judge"
+    )
+    judge_id = sb._judge_id
+    sb.close()
+    assert not _client().api.containers(all=True, filters={"id": judge_id})
+
+
+def test_a_retried_start_removes_only_what_it_made(sandbox_cfg: SandboxConfig, monkeypatch) -> None:
+    """A container start that hung is retried after removing what the first attempt may have made:
+    only that, never another sandbox's container of the same trial id (with both removed by trial
+    id, another xdist worker's `cache-0` lost its container: "No such container" at its next exec)."""
+    import bench.sandbox.docker as docker_module
+
+    real, made = docker_module._retry_once, []
+
+    def hung_once(what: str, call: Any, before_retry: Any = None) -> Any:
+        if what != "container start":
+            return real(what, call, before_retry)
+        made.append(call())  # the first attempt made its container, and its answer never came
+        before_retry()
+        return call()
+
+    other = create(sandbox_cfg, FILES, "same-trial")
+    try:
+        monkeypatch.setattr(docker_module, "_retry_once", hung_once)
+        box = create(sandbox_cfg, FILES, "same-trial")
+        monkeypatch.undo()
+        try:
+            assert other.exec("true").exit_code == 0 and box.exec("true").exit_code == 0
+            assert not _client().api.containers(all=True, filters={"id": made[0].id})
+        finally:
+            box.close()
+    finally:
+        other.close()
+
+
 def test_the_container_survives_kill_all_from_inside(sb: DockerSandbox) -> None:
     # (The exec's own wrapper dies too, so the stream may close before an `echo`: a file says it.)
     sb.exec(

@@ -39,12 +39,12 @@ def test_an_exit_the_engine_records_late_is_still_read(monkeypatch):
     """A loaded engine took longer than 400 polls of 5 ms (~2.8 s here) to record a probe's exit;
     the old loop returned -1 and the clean sandbox's probe counted as failed."""
     sb, fake = _sandbox(monkeypatch, record_after_s=6.0)
-    assert sb._exit_code("e" * 64) == 0
+    assert sb._exit_code("e" * 64, "c" * 64) == 0
     assert fake.calls < 100  # backs off rather than spinning on the engine
 
 
 def test_an_exit_never_recorded_gives_up_at_the_deadline(monkeypatch, caplog):
     sb, _ = _sandbox(monkeypatch, record_after_s=float("inf"))
-    assert sb._exit_code("e" * 64) == -1
+    assert sb._exit_code("e" * 64, "c" * 64) == -1
     assert engine.time.monotonic() >= engine.EXIT_RECORD_WAIT_S
     assert "recorded no exit" in caplog.text

@@ -54,7 +54,11 @@ def test_orphan_sweep_removes_only_containers_of_dead_processes(sandbox_cfg, doc
         live = _start(sandbox_cfg.image, tag, mine)  # this test process: a study running right now
         foreign = _start(sandbox_cfg.image, tag, {**mine, "ctxbench.host": "another-host"})
         unlabelled = _start(sandbox_cfg.image, tag, {})  # made before owner labels existed
-        assert sweep(orphans_only=True) >= 2
+        # Not how many this sweep counts: any study starting on this engine meanwhile (another
+        # helper's, or test_sigkilled_harness... in another xdist worker) sweeps orphans too and may
+        # remove these two first (this test once saw `0 >= 2` in the full suite). What is left is
+        # the claim: whichever sweep ran, the orphans are gone and the others kept.
+        sweep(orphans_only=True)
         assert _ids(tag) == {live, foreign, unlabelled}
         assert gone_pid not in _ids(tag) and reused_pid not in _ids(tag)
     finally:

@@ -2,9 +2,12 @@
 trials of the tiny task, one after another in this process as a worker runs them, in one study,
 with `sandbox.check_cache=true sandbox.reuse=true` and the Docker sandbox.
 
-The agent's code is right only while /tmp/flip is absent, a file outside the working copy: a
-trial that makes it with `run` and then submits the same code as an earlier, passing trial has
-the same working copy, so only the taint keeps the earlier pass from standing for its check."""
+The agent's code is right only while the agent's uid has room for a POSIX message queue, which
+the kernel counts per uid across containers (tests/helpers/pristine.py): a trial that takes it
+with `run` (in the agent's container) and then submits the same code as an earlier, passing trial
+has the same working copy, and its check (in the judge's container) fails, so only the taint keeps
+the earlier pass from standing for that check. (A file in the agent's /tmp, the channel before the
+judge's own container, no longer reaches a check.)"""
 
 from __future__ import annotations
 
@@ -21,21 +24,26 @@ from bench.config import compose, load
 from bench.providers.scripted import ScriptedProvider
 from bench.sandbox.docker import DockerSandbox
 from tests.bench.trial.conftest import kinds, tiny_task
-from tests.helpers.pristine import container_exists
+from tests.helpers.pristine import FILL_QUEUES, QUEUE_FLIP, container_exists, queue_quota
 from tests.helpers.store import seeded
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_ready")]
 
-FLIP = "import os\n\n\ndef add(a, b):\n    return a - b if os.path.exists('/tmp/flip') else a + b\n"
-WRITE = [{"name": "write_file", "args": {"path": "calc.py", "content": FLIP}}]
+WRITE = [{"name": "write_file", "args": {"path": "calc.py", "content": QUEUE_FLIP}}]
 SUBMIT = [{"name": "submit_step", "args": {"notes": "add() stays", "invariants": []}}]
 HONEST = [WRITE, SUBMIT]
-FLIPPED = [WRITE, [{"name": "run", "args": {"command": "touch /tmp/flip"}}], SUBMIT]
+FLIPPED = [WRITE, [{"name": "run", "args": {"command": FILL_QUEUES}}], SUBMIT]
 
 
 @pytest.fixture
 def trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSandbox]]]:
-    """Run scripted trials of one study in this process; returns (result, the trial's sandbox)."""
+    """Run scripted trials of one study in this process; returns (result, the trial's sandbox).
+    Holds the uid's message queue room until every sandbox is closed (`queue_quota`)."""
+    with queue_quota():
+        yield from _trials(tmp_path, monkeypatch)
+
+
+def _trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSandbox]]]:
     import bench.trial.runner as runner
 
     monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))

@@ -76,15 +76,17 @@ def test_oracle_trial_succeeds_logs_curves_and_verifies(trial_cfg, tmp_path):
 
 
 class _KillAfter:
-    """Wraps the real provider; kills this trial's container (only it) from outside on call `n`."""
+    """Wraps the real provider; kills one container of this trial's (only it: the agent's or the
+    judge's, bench/sandbox/docker.py) from outside on the first call from `n` on at which it runs
+    (the judge's starts with the first check)."""
 
-    def __init__(self, inner, n, config_hash):
+    def __init__(self, inner, n, config_hash, role):
         self.inner, self.n, self.calls, self.model_id = inner, n, 0, inner.model_id
-        self.config_hash = config_hash
+        self.config_hash, self.role, self.killed = config_hash, role, False
 
     def complete(self, *a, **kw):
         self.calls += 1
-        if self.calls == self.n:
+        if self.calls >= self.n and not self.killed:
             # The trial runs in this process; the pid label keeps out a same-config trial that
             # another test process (an xdist worker) runs at the same time.
             listing = subprocess.run(
@@ -95,6 +97,8 @@ class _KillAfter:
                     "label=ctxbench=1",
                     "--filter",
                     f"label=ctxbench.pid={os.getpid()}",
+                    "--filter",
+                    f"label=ctxbench.role={self.role}",
                     "--format",
                     '{{.ID}} {{.Label "ctxbench.trial"}}',
                 ],
@@ -107,21 +111,33 @@ class _KillAfter:
                 for cid, trial in (line.split() for line in listing.splitlines())
                 if trial.startswith(self.config_hash)
             ]
-            assert len(mine) == 1
-            subprocess.run(["docker", "kill", *mine], check=True, capture_output=True)
+            assert len(mine) <= 1
+            if mine:
+                subprocess.run(["docker", "kill", *mine], check=True, capture_output=True)
+                self.killed = True
         return self.inner.complete(*a, **kw)
 
     def close(self):
         self.inner.close()
 
 
-def test_container_killed_mid_run_is_sandbox_lost_and_leaves_nothing(trial_cfg, monkeypatch):
+# The oracle runs no command: it writes files (on the host) and submits, so after the kill no
+# exec of the agent's meets the dead container; only the next certification, in the judge's
+# container, can tell. Killing the agent's container once ended `success` (issue 42).
+@pytest.mark.parametrize("role", ["agent", "judge"])
+def test_container_killed_mid_run_is_sandbox_lost_and_leaves_nothing(trial_cfg, monkeypatch, role):
     import bench.providers as providers
 
     real = providers.make_provider
     tcfg = trial_cfg("model=oracle")
-    monkeypatch.setattr(providers, "make_provider", lambda cfg: _KillAfter(real(cfg), 3, tcfg.config_hash))
+    made = []
+    monkeypatch.setattr(
+        providers,
+        "make_provider",
+        lambda cfg: made.append(_KillAfter(real(cfg), 3, tcfg.config_hash, role)) or made[-1],
+    )
     result = run(tcfg)
+    assert [p.killed for p in made] == [True]
     assert (result.status, result.failure_reason) == ("error", "sandbox_lost")
     _, (mrun,) = _runs(tcfg)
     assert mrun.info.status == "FAILED" and mrun.data.tags["failure_reason"] == "sandbox_lost"

@@ -14,6 +14,8 @@ was before the guard, and says which guard it took away.
                    killed by memory is the agent's"
     judge_channel  the judge's reap as root, the launcher that     a forged verdict (a check passes)
                    survives a full pid table, `certify.accepted`
+    judged_path    the judge's container's copy at /work (the      code right only in the judge passes
+                   copy at /judge/tree, as before issue 42)        (test_judged_path.py, through certify)
 """
 
 from __future__ import annotations
@@ -85,6 +87,19 @@ def _judge(mp: pytest.MonkeyPatch) -> str:
     return "judge.JUDGE_WRAPPER + launcher + certify.accepted (before issue 42)"
 
 
+def _judged_at(mp: pytest.MonkeyPatch) -> str:
+    from bench.sandbox.docker import DockerSandbox
+    from bench.sandbox.judge import JUDGE_MOUNT, fill
+
+    # the copy in the channel's directory, so the judge's container sees it at /judge/tree
+    mp.setattr(
+        DockerSandbox,
+        "judge_copy",
+        lambda self, entries: f"{JUDGE_MOUNT}/{fill(self._channel, entries).name}",
+    )
+    return "docker.DockerSandbox.judge_copy at /work (the copy at /judge/tree, as before issue 42)"
+
+
 REMOVALS: dict[str, Callable[[pytest.MonkeyPatch], str]] = {
     "deep_args": _admit,
     "surrogates": _carry,
@@ -95,6 +110,7 @@ REMOVALS: dict[str, Callable[[pytest.MonkeyPatch], str]] = {
     "git_paths": _inside,
     "oom_pid1": _pid1,
     "judge_channel": _judge,
+    "judged_path": _judged_at,
 }
 
 

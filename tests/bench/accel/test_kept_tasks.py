@@ -1,5 +1,7 @@
-"""An oracle's kept answers (tasks/answers.py): the same answer as the oracle's own, asked of
-it once per question, where a question is the step or paths and every file's path and content."""
+"""Kept tasks and answers (bench/accel/kept_tasks.py, `task.kept`): with the switch on, a
+process's trials and the simulated model share one generation of a task and its oracle answers
+each question once, as the oracle's own answer (a question is the step or paths and every file's
+path and content); with it off, every generation is afresh."""
 
 from __future__ import annotations
 
@@ -8,8 +10,12 @@ import threading
 import pytest
 
 import tasks
-from tasks.answers import KeptAnswers, question
-from tasks.spec import StepPlan
+from bench.accel import kept_tasks
+from bench.accel.kept_tasks import KeptAnswers, question
+from bench.config import compose, load
+from bench.trial import runner
+from tasks.spec import StepPlan, TaskSpec
+from tests.tasks.digests import task_digest
 
 
 class Counting:
@@ -107,9 +113,61 @@ def test_threads_sharing_a_task_get_the_oracles_answers(spec):
     assert got == [True] * (4 * 3 * len(spec.steps))
 
 
-def test_a_kept_task_answers_through_kept_answers_and_a_fresh_one_does_not():
-    tasks._kept.cache_clear()
-    kept, fresh = tasks.generate("config_rename", 4), tasks.fresh("config_rename", 4)
-    assert isinstance(kept.oracle, KeptAnswers) and not isinstance(fresh.oracle, KeptAnswers)
-    assert kept == fresh  # the oracle is no part of a task's equality
-    tasks._kept.cache_clear()
+@pytest.fixture
+def no_keeper():
+    """Whatever a test's trials installed, the next test's process generates afresh."""
+    yield
+    tasks.keep_with(None)
+    kept_tasks._kept.cache_clear()
+
+
+def _trial_task(*overrides: str) -> TaskSpec:
+    """The task a trial of this config is handed, built as the entry point builds it."""
+    parts = runner.prepare(load(compose(["task=config_rename", "task.seed=4", *overrides])))
+    parts.provider.close()
+    return parts.task
+
+
+def test_with_the_switch_on_trials_and_the_model_share_a_kept_task_and_its_answers(no_keeper):
+    task = _trial_task("task.kept=true")
+    assert _trial_task("task.kept=true") is task  # the process's next trial
+    loaded = tasks.from_id(task.task_id)  # what the simulated model loads, kept under its id's knobs
+    assert tasks.from_id(task.task_id) is loaded and loaded == task
+    assert isinstance(task.oracle, KeptAnswers)
+    files, step = dict(task.files), task.steps[0].id
+    assert task.oracle.edits_for(step, files) is task.oracle.edits_for(step, dict(files))  # answered once
+    assert task_digest(task) == task_digest(tasks.fresh("config_rename", 4, steps=12, filler=5))
+
+
+def test_with_the_switch_off_every_generation_is_afresh_and_the_same(no_keeper):
+    a, b = _trial_task(), _trial_task()
+    assert a is not b and a.oracle is not b.oracle
+    assert tasks.from_id(a.task_id) is not tasks.from_id(a.task_id)
+    assert not isinstance(a.oracle, KeptAnswers)
+    assert a == b and task_digest(a) == task_digest(b)
+
+
+def test_a_trial_with_the_switch_off_keeps_nothing_an_earlier_trial_kept(no_keeper):
+    kept = _trial_task("task.kept=true")
+    after = _trial_task()  # the same worker's next trial, its switch off
+    assert after is not kept and not isinstance(after.oracle, KeptAnswers)
+    assert not isinstance(tasks.from_id(after.task_id).oracle, KeptAnswers)
+
+
+def test_a_task_is_generated_once_per_process_and_equals_a_fresh_one(monkeypatch, no_keeper):
+    """The 16 cells of a grid and the simulated model share one generation (KEPT_TASKS)."""
+    made: list[tuple] = []
+    real = tasks.FAMILIES.load("config_rename")
+    monkeypatch.setattr(
+        tasks, "fresh", lambda family, seed, **size: made.append((family, seed, size)) or real(seed, **size)
+    )
+    tasks.keep_with(kept_tasks.generate)
+    kept_tasks._kept.cache_clear()
+    a = tasks.generate("config_rename", 5, steps=8)
+    assert tasks.generate("config_rename", 5, steps=8) is a and tasks.from_id(a.task_id) is a
+    assert made == [("config_rename", 5, {"steps": 8})]
+    assert a == real(5, steps=8) and tasks.generate("config_rename", 6, steps=8) != a
+    with pytest.raises(ValueError, match="task.size.steps: Input should be less than or equal to 16"):
+        tasks.generate("config_rename", 5, steps=99)
+    with pytest.raises(ValueError, match="task.size.steps"):  # no key: the family still says what is wrong
+        tasks.generate("config_rename", 5, steps=[8])
