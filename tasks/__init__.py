@@ -13,11 +13,11 @@ from tasks.spec import TaskSpec
 FAMILIES = Registry(
     "task.family",
     {
-        "signature_migration": "tasks.signature_migration:generate",
-        "extract_module": "tasks.extract_module:generate",
-        "config_rename": "tasks.config_rename:generate",
-        "batch_writes": "tasks.batch_writes:generate",
-        "record_upgrade": "tasks.record_upgrade:generate",
+        "signature_migration": "tasks.signature_migration.plan:generate",
+        "extract_module": "tasks.extract_module.plan:generate",
+        "config_rename": "tasks.config_rename.plan:generate",
+        "batch_writes": "tasks.batch_writes.plan:generate",
+        "record_upgrade": "tasks.record_upgrade.plan:generate",
     },
     hint="choose one with task=<family> (e.g. task=signature_migration)",
     group="ctxbench.task_families",
@@ -25,8 +25,14 @@ FAMILIES = Registry(
 
 
 def size_schema(family: str) -> type[Knobs] | None:
-    """The family's `task.size` schema: the `Size` beside its generate (tasks/common/size.py), or
-    None for a plug-in family, whose generate validates its own knobs (docs/plugins.md)."""
+    """The family's `task.size` schema: the `Size` of the package that holds its generate (a
+    built-in family's `tasks/<family>/__init__.py`, tasks/common/size.py), found without importing
+    generate's own module, else the `Size` beside generate; None for a plug-in family that states
+    none, whose generate validates its own knobs (docs/plugins.md)."""
+    module, _, _ = FAMILIES.target(family).partition(":")
+    package = module.rpartition(".")[0]
+    if package and (schema := getattr(importlib.import_module(package), "Size", None)) is not None:
+        return schema
     generate = FAMILIES.load(family)
     return getattr(importlib.import_module(generate.__module__), "Size", None)
 

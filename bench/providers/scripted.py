@@ -15,24 +15,31 @@ script. Usage is counted with the local tokenizer; latency and cost are zero.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from pydantic import ConfigDict, Field, StrictStr
+from pydantic import AfterValidator, ConfigDict, Field, StrictStr
 
 from bench.core import knobs
 from bench.core.tokens import count_messages, count_text
 from bench.core.types import Completion, Message, ToolCall, ToolSpec, Usage, canonical_json, request_hash
-from bench.providers.attacks import ATTACKS
 
 WhenDone = Literal["submit", "stop"]
 WHEN_DONE = get_args(WhenDone)
-# The attacks that exist (bench/providers/attacks/): a new one is a valid model.attack at once.
-# Built at run time, which a type checker cannot follow: to it an attack is a name.
-if TYPE_CHECKING:
-    Attack = str
-else:
-    Attack = Literal[tuple(ATTACKS)]
+
+
+def _known_attack(name: str) -> str:
+    """An attack that exists (bench/providers/attacks/): a new one is a valid model.attack at once.
+    Looked up when a value is checked, not when the schema is made: every process that composes a
+    config registers this schema's defaults, and need not load the attack scripts to do so."""
+    from bench.providers.attacks import ATTACKS
+
+    if name not in ATTACKS:
+        raise ValueError(f"no such attack; one of {', '.join(ATTACKS)}")
+    return name
+
+
+Attack = Annotated[StrictStr, AfterValidator(_known_attack)]
 SUMMARY = "(scripted model: no summary)"
 
 
@@ -125,6 +132,8 @@ class ScriptedProvider:
         cfg = knobs.validate(
             Adversary, _plain(model_cfg), "model", f"conf/model/{name}.yaml or the command line"
         )
+        from bench.providers.attacks import ATTACKS
+
         return cls(
             ATTACKS[cfg.attack] if cfg.script is None else cfg.script,
             model_id=cfg.model_id or cfg.name,

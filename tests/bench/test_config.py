@@ -400,3 +400,25 @@ def test_each_level_picks_who_plays_and_nothing_else(name):
     if not agent:  # the own loop is picked by name (agent=own), which the hash leaves out (bench/config.py)
         assert mine.pop("agent") == {"name": "own"}
     assert mine == dict(plain.resolved)
+
+
+def test_composing_a_config_loads_no_familys_code_and_no_attack_script():
+    """Every family's size schema and the adversary's are registered wherever a config is composed:
+    that must not pull each family's generator and every attack script onto the reference path."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from bench import config\n"
+        "config.compose(['task=extract_module', 'model=adversary'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('tasks.', 'bench.providers.attacks'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    loaded = eval(out.strip().splitlines()[-1])
+    assert "tasks.extract_module" in loaded  # its Size, so the composition did read the family
+    heavy = [m for m in loaded if m.startswith("bench.providers.attacks") or m.endswith(".plan")]
+    assert heavy == [], heavy
+    assert {m.split(".")[1] for m in loaded if m.count(".") >= 2} <= {"common"}, loaded

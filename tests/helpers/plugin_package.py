@@ -84,7 +84,7 @@ _MODULES = {
         import dataclasses
 
         from tasks import task_id
-        from tasks.extract_module import generate as _extract
+        from tasks.extract_module.plan import generate as _extract
 
 
         def generate(seed, **size):

@@ -52,8 +52,8 @@ def test_a_script_replaces_the_attack_and_every_other_knob_reaches_the_provider(
 @pytest.mark.parametrize(
     ("override", "line"),
     [
-        ("model.attack=nope", "model.attack: Input should be 'noop', "),
-        ("model.attack=1", "model.attack: Input should be 'noop', "),
+        ("model.attack=nope", "model.attack: no such attack; one of noop, traversal, "),
+        ("model.attack=1", "model.attack: Input should be a valid string, got 1"),
         (
             "model.when_done=later",
             "model.when_done: Input should be 'submit' or 'stop', got 'later'; " + SOURCE,
