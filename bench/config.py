@@ -20,9 +20,8 @@ from bench.sandbox.base import ANNEX_SWITCHES
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
-ARMS = tuple(
-    sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml"))
-)  # the arms are the options in conf/arm/
+# the arms are the options in conf/arm/
+ARMS = tuple(sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml")))
 SAMPLES = ("unbiased", "selected")  # study.sample: how the study's task seeds were chosen
 
 if not OmegaConf.has_resolver("ctxbench_root"):

@@ -329,9 +329,8 @@ class AgentReply(Event):
     stream: bool = False
     body: str = ""  # the JSON body, or the whole SSE text
     body_sha: str = ""
-    usage: Fields = field(
-        default_factory=dict
-    )  # the provider's usage (input, output, cache_read, cache_write)
+    # the provider's usage (input, output, cache_read, cache_write)
+    usage: Fields = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

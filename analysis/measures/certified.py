@@ -62,9 +62,8 @@ def _rate(rows: list[tuple[bool, bool, bool]], k: int) -> str:
 
 def main(folders: Iterable[str]) -> int:
     pairs = differ = trials = 0
-    families: dict[str, list[tuple[bool, bool, bool]]] = defaultdict(
-        list
-    )  # (visible, visible+hidden, reached final)
+    # (visible, visible+hidden, reached final)
+    families: dict[str, list[tuple[bool, bool, bool]]] = defaultdict(list)
     ends: dict[str, Counter[str]] = defaultdict(Counter)
     steps_without_commit = 0
     for folder in folders:

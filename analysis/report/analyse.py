@@ -34,12 +34,10 @@ class Analysis:
     divergence: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
     planned: pd.DataFrame = field(default_factory=pd.DataFrame)  # every planned trial's state (accounting)
-    instrument: dict = field(
-        default_factory=dict
-    )  # analysis/measures/appendix.py: tables by name, and seed_share
-    tokens: pd.DataFrame = field(
-        default_factory=pd.DataFrame
-    )  # harness vs provider token counts (token_check)
+    # analysis/measures/appendix.py: tables by name, and seed_share
+    instrument: dict = field(default_factory=dict)
+    # harness vs provider token counts (token_check)
+    tokens: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def level(self) -> str:

@@ -56,9 +56,8 @@ _SOURCES = (
 HARNESS_SHA = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
-Judged = list[
-    list[tuple[bool, str, bool]]
-]  # bench/trial/certify.py's: per group, per part (passed, why not, forged)
+# bench/trial/certify.py's: per group, per part (passed, why not, forged)
+Judged = list[list[tuple[bool, str, bool]]]
 
 
 @dataclass(frozen=True)

@@ -51,9 +51,8 @@ def git_root(sandbox_dir: Path) -> Path:
             st = os.statvfs(MEMORY_FS)
             if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
                 return sandbox_dir
-            path = Path(
-                engine.leaked_git_root(str(sandbox_dir), str(MEMORY_FS))
-            )  # its name: a sweep finds it
+            # its name: a sweep finds it
+            path = Path(engine.leaked_git_root(str(sandbox_dir), str(MEMORY_FS)))
             os.mkdir(path, 0o700)  # not exist_ok: a name someone made first is not ours
         except OSError:
             return sandbox_dir

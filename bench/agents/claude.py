@@ -53,9 +53,8 @@ WORK = "/work"  # the working copy in the sandbox, Claude Code's cwd
 DEFAULT_HOME = "/tmp/agent-home"
 SESSION_FILE = "agent_session.jsonl"  # beside the trial's events.jsonl
 SESSION_LIMIT = 64 << 20  # characters of the session file copied out (it is ~170 KB a session)
-SESSIONS = uuid.UUID(
-    "5b0c8c5e-2f55-4a8e-9d33-7e1c0e0a1c1d"
-)  # namespace: the session id follows from the seed
+# namespace: the session id follows from the seed
+SESSIONS = uuid.UUID("5b0c8c5e-2f55-4a8e-9d33-7e1c0e0a1c1d")
 TRUNCATED = "[ctxbench: output truncated"  # bench/sandbox/base.py's OutputTail marker
 DETAIL_CHARS = 2000
 

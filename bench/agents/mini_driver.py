@@ -43,9 +43,8 @@ from pathlib import Path
 from typing import Any
 
 _OUT = os.fdopen(os.dup(1), "w", buffering=1)
-os.dup2(
-    2, 1
-)  # whatever mini or litellm prints (mini's banner on import) must not reach the protocol's stream
+# whatever mini or litellm prints (mini's banner on import) must not reach the protocol's stream
+os.dup2(2, 1)
 sys.stdout = sys.stderr
 
 import litellm.exceptions  # noqa: E402 - after the redirection above

@@ -78,9 +78,8 @@ def make_player(tcfg: TrialConfig, parts: Any, seed: int) -> Any | None:
     cls = _player_class(spec)
     relative = spec.arm(tcfg.arm.name).get("window") == "relative"
     strategy = {"strategy": parts.strategy} if spec.context == "strategy" else {}  # mini_context.py
-    knobs = (
-        {"arm": tcfg.arm.name} if getattr(cls, "sets_knobs", False) else {}
-    )  # the agent's own compaction knobs
+    # the agent's own compaction knobs
+    knobs = {"arm": tcfg.arm.name} if getattr(cls, "sets_knobs", False) else {}
     return cls(
         spec,
         model_provider(spec, tcfg.model, parts.provider),

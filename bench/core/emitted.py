@@ -81,9 +81,8 @@ def admit_args(name: str, args: Any) -> dict[str, Any]:
     `refused(...)`. An unknown tool's arguments are only bounded (the dispatcher names the tool)."""
     why = refusal(args)
     if why is not None:  # admitted before (a call rebuilt from a carried one), or a model sending that shape
-        return refused(
-            carry(why)[:MAX_REFUSAL_CHARS], args["sent"]
-        )  # so carried and bounded again either way
+        # so carried and bounded again either way
+        return refused(carry(why)[:MAX_REFUSAL_CHARS], args["sent"])
     if not isinstance(args, dict):
         return refused(f"arguments for {name} must be a JSON object, got {type(args).__name__}", args)
     plain = _plain(args)

@@ -29,9 +29,8 @@ class ConfigError(ValueError):
 
 
 def _whole(value: Any) -> Any:
-    return (
-        int(value) if isinstance(value, float) and value.is_integer() else value
-    )  # 3.0 is 3; 2.5 stays an error
+    # 3.0 is 3; 2.5 stays an error
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 # An integer knob: a whole float (256.0, as YAML or an override may write it) is that int; a bool is not.

@@ -95,9 +95,8 @@ class ProcessTree(threading.Thread):
                     role = "launcher" if pid == self.root else "worker" if "loky" in cmd.lower() else "other"
                     self.last[pid] = (role, times[pid])
                     if role == "worker" and self.startup is None and self.root in self.last:
-                        self.startup = sum(
-                            self.last[self.root][1][:2]
-                        )  # the launcher's CPU before the first job
+                        # the launcher's CPU before the first job
+                        self.startup = sum(self.last[self.root][1][:2])
                 else:
                     self.last[pid] = (self.last[pid][0], times[pid])
 

@@ -142,9 +142,8 @@ def main(argv: list[str]) -> None:
     sizes = {m: len((ROOT / m).read_text().splitlines()) for m in modules}
     lines = sum(sizes.values())
     statements = sum(statement_count(ROOT / m) for m in modules)
-    acting = [{f for f in t if not f.startswith("bench/perf/")} for t in turns.turns if t][
-        :-1
-    ]  # the last runs on into the trial's end
+    # the last runs on into the trial's end
+    acting = [{f for f in t if not f.startswith("bench/perf/")} for t in turns.turns if t][:-1]
     full = [len(t) for t in acting]
     no_sim = [len({f for f in t if not f.startswith("bench/sim/")}) for t in acting]
     print(f"trial: {result.status} in {result.turns} turns")

@@ -47,9 +47,8 @@ from bench.proxy.rewrite import Rewrite
 from bench.proxy.threads import Threads, agent_signal
 
 log = logging.getLogger("bench.proxy")
-MAX_BODY_BYTES = (
-    64 * 2**20
-)  # a request past this is the agent's bad request, not a reason to run out of memory
+# a request past this is the agent's bad request, not a reason to run out of memory
+MAX_BODY_BYTES = 64 * 2**20
 
 
 def request_tokens(req: proxy_api.Request) -> int:

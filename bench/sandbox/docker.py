@@ -108,16 +108,13 @@ class DockerSandbox(WorkingCopy):
     ) -> None:
         super().__init__(trial_id, files, track=cfg.check_cache or cfg.reuse, fast_git=cfg.fast_git)
         self._cfg = cfg
-        self.mounts = tuple(
-            mounts
-        )  # an external agent's folders, read-only (base.Mount); () for the own loop
-        self._channel = (
-            self._root / "judge"
-        )  # the hidden checks' channel (hidden_checks.py), /judge in both containers
+        # an external agent's folders, read-only (base.Mount); () for the own loop
+        self.mounts = tuple(mounts)
+        # the hidden checks' channel (hidden_checks.py), /judge in both containers
+        self._channel = self._root / "judge"
         self._channel.mkdir(mode=0o755)
-        self._judge = JudgeCopy(
-            self._root / "judged"
-        )  # the judge's copy of the tree, /work in the judge's container
+        # the judge's copy of the tree, /work in the judge's container
+        self._judge = JudgeCopy(self._root / "judged")
         self._labels = dict(labels or {})
         try:
             container = self._run_container(labels)
@@ -318,9 +315,8 @@ class DockerSandbox(WorkingCopy):
         reads the judge's only and is joined to the agent's part read here (`_joined`)."""
         parts = []
         for cid in (self._id, self._judge_container()):
-            res = self._exec(
-                ":", None, True, judge=True, probe=True, inside=cid
-            )  # a harness exec: it taints nothing
+            # a harness exec: it taints nothing
+            res = self._exec(":", None, True, judge=True, probe=True, inside=cid)
             parts.append(res.probe if res.probe is not None and not res.ended else probe_failed())
         self._agent_probe = parts[0]
         return self._joined(parts[1])

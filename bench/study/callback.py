@@ -78,9 +78,8 @@ class StudyCallback(Callback):
         self.progress_path: str | None = None
         self.parent_run_id: str | None = None
         self.launcher_pid = 0
-        self._job_started = (
-            threading.local()
-        )  # per thread: hydra/launcher=ctxbench_threads runs jobs as threads
+        # per thread: hydra/launcher=ctxbench_threads runs jobs as threads
+        self._job_started = threading.local()
         self._env_before: str | None = None
         self.budget: Any = None  # bench.tracking.study_budget.Budget when study.budget_* is set
         self.ledger: str | None = None

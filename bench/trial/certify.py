@@ -289,9 +289,8 @@ def _run(
     if was:
         state = state or sandbox.state_sha()
         sandbox.before_check()
-    tree = sandbox.judge_copy(
-        entries
-    )  # never the hidden checks: they reach the launcher alone (hidden_checks.py)
+    # never the hidden checks: they reach the launcher alone (hidden_checks.py)
+    tree = sandbox.judge_copy(entries)
     with hidden_checks.deliver(sandbox, tree, hidden) if hidden else contextlib.nullcontext("") as channel:
         res = sandbox.exec(
             _script(groups, tree, sandbox.agent_uid, sorted({**copy.files, **hidden}), channel),

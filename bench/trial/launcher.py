@@ -201,9 +201,8 @@ def _run_part(part, tree, uid, quiet, trusted, held):
             os._exit(1)
     theirs.close()
     r, w = os.pipe()
-    own = os.path.join(
-        tempfile.gettempdir(), "ctxbench-judge-" + os.urandom(8).hex()
-    )  # not derivable from `home`
+    # not derivable from `home`
+    own = os.path.join(tempfile.gettempdir(), "ctxbench-judge-" + os.urandom(8).hex())
     try:
         decider = _fork(None if uid is None else COMPARER_UID, tree, own, quiet, r)
     except OSError:

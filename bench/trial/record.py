@@ -102,9 +102,8 @@ class Trial:
     events: Recorder | None = None
     final_diff: str = ""
     final_tree_sha: str = ""
-    sandbox_cost: dict[str, Any] = field(
-        default_factory=dict
-    )  # volatile: `make bench` reads it (trial_end `t`)
+    # volatile: `make bench` reads it (trial_end `t`)
+    sandbox_cost: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
 
     def open(self) -> None:

@@ -199,9 +199,8 @@ def claim(tcfg: TrialConfig, task: TaskSpec, gate: study_budget.Gate) -> TrialRu
     # Outside the lock, which every trial's start on this host waits for: the params are ~40% of
     # what creating the run costs, and only the check and the creation need to be atomic.
     run.log_params()
-    log_task_input(
-        run.client, run.run_id, task, dict(tcfg.task.size)
-    )  # the UI's Dataset column; never raises
+    # the UI's Dataset column; never raises
+    log_task_input(run.client, run.run_id, task, dict(tcfg.task.size))
     return run
 
 

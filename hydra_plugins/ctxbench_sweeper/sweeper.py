@@ -18,9 +18,8 @@ class CtxbenchSweeper(BasicSweeper):
         # and a single run is the reference path, which imports no annex (bench/accel/).
         from bench.accel.compose import fast
 
-        loader = cast(
-            ConfigLoader, fast(hydra_context.config_loader)
-        )  # the loader's interface, by delegation
+        # the loader's interface, by delegation
+        loader = cast(ConfigLoader, fast(hydra_context.config_loader))
         hydra_context = HydraContext(config_loader=loader, callbacks=hydra_context.callbacks)
         super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
 

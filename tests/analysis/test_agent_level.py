@@ -104,9 +104,8 @@ def test_the_power_planner_sizes_the_agent_against_the_reference(agent_runs):
     args = power_cli.parser().parse_args(
         ["--pilot", STUDY, "--reference", AGENT, "--reps", "1", "--seeds", "30"]
     )
-    assert set(power_cli.pilot_tables(agent_runs.trials, args)[0]["strategy"]) == {
-        "raw"
-    }  # the agent as reference
+    # the agent as reference
+    assert set(power_cli.pilot_tables(agent_runs.trials, args)[0]["strategy"]) == {"raw"}
 
 
 def test_the_report_shows_the_agent_beside_the_strategies(agent_study, agent_runs, tmp_path):

@@ -105,9 +105,8 @@ class HarnessStudy:
     reps: int = len(REPS)
     finished: int = 0  # FINISHED, newest of their identity: what the analysis must keep
     excluded: int = 0  # in study `demo`: the older duplicate and the FAILED trial
-    run_ids: dict[tuple, str] = field(
-        default_factory=dict
-    )  # study `demo`: (strategy, arm, seed, rep, status) -> run id
+    # study `demo`: (strategy, arm, seed, rep, status) -> run id
+    run_ids: dict[tuple, str] = field(default_factory=dict)
 
 
 def _env(root: Path) -> dict[str, str]:

@@ -86,9 +86,8 @@ def test_small_window_raw_truncates_compaction_compacts(traces):
     raw, comp = traces["raw", SMALL], traces["compaction", SMALL]
     assert sum(b.dropped for b in raw.builts) > 0 and not raw.compactions
     assert len(comp.compactions) >= 3 and sum(b.dropped for b in comp.builts) == 0
-    budget = {
-        s.turn: s.budget for s in comp.states
-    }  # the window less the tool schemas (bench/trial/context_window.py)
+    # the window less the tool schemas (bench/trial/context_window.py)
+    budget = {s.turn: s.budget for s in comp.states}
     for turn, before, after in comp.compactions:
         assert before > 0.75 * budget[turn] > after
     assert all(b.tokens <= s.budget for tr in (raw, comp) for s, b in zip(tr.states, tr.builts, strict=True))

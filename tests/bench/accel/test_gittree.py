@@ -17,9 +17,8 @@ BASE = {".gitignore": "__pycache__/\n.pytest_cache/\n", "README.md": "# r\n", "p
 
 
 def _git_tree(wc: WorkingCopy) -> str:
-    return (
-        wc._git_tree()
-    )  # host git's; the files were written behind the working copy's back, so not its kept tree
+    # host git's; the files were written behind the working copy's back, so not its kept tree
+    return wc._git_tree()
 
 
 @pytest.fixture

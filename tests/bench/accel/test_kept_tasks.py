@@ -46,9 +46,8 @@ def test_each_question_is_asked_once_and_answered_as_the_oracle_answers(spec):
     paths = tuple(sorted(p for p in files if p.endswith(".py")))
     for step in spec.steps:
         assert kept.edits_for(step.id, files) == spec.oracle.edits_for(step.id, files)
-        assert kept.edits_for(step.id, dict(files)) is kept.edits_for(
-            step.id, files
-        )  # a copy asks nothing new
+        # a copy asks nothing new
+        assert kept.edits_for(step.id, dict(files)) is kept.edits_for(step.id, files)
     assert kept.cleanups(files, paths) == spec.oracle.cleanups(files, paths)
     kept.cleanups(dict(reversed(list(files.items()))), paths)  # the files' order is not the question
     assert len(inner.asked) == len(spec.steps) + 1

@@ -202,9 +202,8 @@ def test_words_git_would_rewrite_go_to_host_git(pair, message, author):
 def test_an_agents_attributes_hand_the_commits_to_host_git(pair, monkeypatch):
     wc, twin = pair
     for w in (wc.workdir, twin.workdir):
-        (w / ".gitattributes").write_text(
-            "*.py ident\n"
-        )  # unset by info/attributes for git; libgit2 is not asked
+        # unset by info/attributes for git; libgit2 is not asked
+        (w / ".gitattributes").write_text("*.py ident\n")
         (w / "pkg" / "a.py").write_text("$Id$\n")
     wc._changes += 1
     spawned = _host_git_calls(monkeypatch, wc)

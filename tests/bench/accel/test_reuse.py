@@ -196,9 +196,8 @@ def test_without_the_refusal_the_next_trial_reads_the_message_and_caches_nothing
     monkeypatch.setattr(DockerSandbox, "reusable", property(lambda self: self.pristine))
     a, b, why, (last_pid, lo_bytes) = _message(cfg, labels, make)
     assert b is a and last_pid >= 500 and lo_bytes >= 200_000  # the message got through
-    assert (
-        why == "a check of an earlier trial ran its code here"
-    )  # so no verdict of it is looked up or stored
+    # so no verdict of it is looked up or stored
+    assert why == "a check of an earlier trial ran its code here"
 
 
 @pytest.mark.parametrize("after_a_check", [False, True])

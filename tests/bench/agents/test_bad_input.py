@@ -131,6 +131,5 @@ def test_an_agent_that_misbehaves_is_the_agents_failure_on_the_record(how, tmp_p
     if "100 MB" in how:
         assert f"printed more than {MB} bytes" in turn["detail"]
     (end,) = _records(result.events_path, "trial_end")
-    assert (
-        end["failure_reason"] == REASON[how] and result.events_path.stat().st_size < MB
-    )  # the flood is not kept
+    # the flood is not kept
+    assert end["failure_reason"] == REASON[how] and result.events_path.stat().st_size < MB

@@ -163,9 +163,8 @@ def test_the_harnesss_turn_limit_ends_claude_codes_turn_and_the_step_is_given_up
     refused = [r for r in log.of(ev.AgentReply) if r.status == 400]
     assert len(refused) == 1 and "3 turns used in this step" in refused[0].body
     assert len(log.of(ev.ModelCall)) == 3 and len(log.of(ev.AgentRequest)) == 4
-    assert (
-        claude.session_replies((tmp_path / claude.SESSION_FILE).read_text()) == 3
-    )  # its own error is <synthetic>
+    # its own error is <synthetic>
+    assert claude.session_replies((tmp_path / claude.SESSION_FILE).read_text()) == 3
     rebuilt, problems = verify(tmp_path / "events.jsonl")
     assert problems == [] and rebuilt == 3
 

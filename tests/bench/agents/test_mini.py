@@ -212,9 +212,8 @@ def test_one_process_plays_the_trial_and_a_dead_one_is_replaced_by_one_resuming_
 
     def play_and_watch(instruction):
         end = play_turn(instruction)
-        assert (
-            player.proc is not None and player.proc.poll() is None
-        )  # idle, waiting for the next instruction
+        # idle, waiting for the next instruction
+        assert player.proc is not None and player.proc.poll() is None
         pids.append(player.proc.pid)
         if len(pids) == 1:
             os.killpg(player.proc.pid, 9)  # dies between turns

@@ -51,9 +51,8 @@ def test_an_attack_model_tells_mini_what_it_tells_ctxbenchs_loop_as_bash_command
         for turn in ATTACKS["run_overwrite"][:2]
     ]
     assert commands[:2] == script  # each `run` exactly the command the attack gave
-    assert commands[2][0][1]["command"].startswith(
-        f"printf '%s\\n' {SUBMIT}"
-    )  # submit_step: mini's end of task
+    # submit_step: mini's end of task
+    assert commands[2][0][1]["command"].startswith(f"printf '%s\\n' {SUBMIT}")
 
 
 @pytest.fixture(scope="module")

@@ -81,9 +81,8 @@ def test_masking_view_keeps_minis_prefix_and_unchanged_messages_as_mini_wrote_th
 
 def test_raw_drops_the_oldest_turns_past_the_window_and_keeps_the_step_notice():
     wire = _wire(8)
-    wire.insert(
-        8, {"role": "user", "content": "CURRENT STEP [step:s02] ..."}
-    )  # the harness's next instruction
+    # the harness's next instruction
+    wire.insert(8, {"role": "user", "content": "CURRENT STEP [step:s02] ..."})
     roomy = _context({"name": "raw"})
     whole = roomy.state(wire, 9, [])
     extra = 200_000 - whole.window  # what mini's prefix takes beyond ctxbench's
@@ -136,9 +135,8 @@ def test_mini_under_masking_the_model_sees_placeholders_mini_keeps_its_list(mini
     log = _mini_with(mini_installed, {"name": "masking", "keep_recent_turns": 1}, box, tmp_path)
     last = json.loads(log.of(ev.AgentRequest)[-1].body)["messages"]
     assert sum(str(m.get("content")).startswith("[bash output omitted") for m in last) >= 2
-    assert (
-        last[0]["content"] == json.loads(log.of(ev.AgentRequest)[0].body)["messages"][0]["content"]
-    )  # mini's prompt
+    # mini's prompt
+    assert last[0]["content"] == json.loads(log.of(ev.AgentRequest)[0].body)["messages"][0]["content"]
     assert log.of(ev.AgentTurn)[-1].agent_count == len(SCRIPT)
 
 

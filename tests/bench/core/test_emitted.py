@@ -157,9 +157,8 @@ def test_honest_calls_pass_unchanged():
     args = {"subcommand": "log", "args": ["--oneline", "-n5"]}
     call = ToolCall("t", "git", args)
     assert call.args == args and call.name == "git"
-    assert ToolCall("t", "frobnicate", {"any": [1, {"b": None}]}).args == {
-        "any": [1, {"b": None}]
-    }  # unknown: bounded only
+    # unknown: bounded only
+    assert ToolCall("t", "frobnicate", {"any": [1, {"b": None}]}).args == {"any": [1, {"b": None}]}
     assert ToolCall("t", "read_file", {"path": "\u00e9t\u00e9.py"}).args == {"path": "\u00e9t\u00e9.py"}
 
 

@@ -16,9 +16,8 @@ def test_the_proxy_overhead_pairs_each_request_with_its_provider_call(tmp_path):
     assert out["n"] == 6 and len(cases) == 3
     for v in cases.values():
         assert 0 < v["direct_ms_p50"] and v["overhead_ms_p50"] <= v["overhead_ms_p99"]
-        assert (
-            v["proxied_ms_p50"] > v["overhead_ms_p50"]
-        )  # the wall holds the provider's call and the proxy's work
+        # the wall holds the provider's call and the proxy's work
+        assert v["proxied_ms_p50"] > v["overhead_ms_p50"]
     assert cases["anthropic Claude Code first request, SSE"]["body_chars"] > 70_000  # Claude Code's 24 tools
     logs = sorted(tmp_path.glob("*.jsonl"))
     assert len(logs) == 3

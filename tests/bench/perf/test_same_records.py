@@ -90,9 +90,8 @@ def test_a_trial_on_one_side_only_is_a_difference(twice, capsys):
 
 def test_a_changed_metric_is_a_difference(twice, capsys):
     before, after = twice
-    _client(after).log_metric(
-        _run(after).info.run_id, "prompt_tokens", 1e9, step=10_000
-    )  # its latest value and history
+    # its latest value and history
+    _client(after).log_metric(_run(after).info.run_id, "prompt_tokens", 1e9, step=10_000)
     assert same_records.main([str(before), str(after)]) == 1
     out = capsys.readouterr().out
     assert "equal 3" in out and "metrics.prompt_tokens:" in out and "history.prompt_tokens:" in out

@@ -168,9 +168,8 @@ def test_complete_through_the_sdk_and_server(api_keys):
         assert p.count_tokens(msgs, TOOLS) == 84
         p.close()
     sent, seed, bp = backend.calls[0]
-    assert (
-        sent == msgs and seed == 4002 and bp == 2
-    )  # seed via metadata.user_id, breakpoint via cache_control
+    # seed via metadata.user_id, breakpoint via cache_control
+    assert sent == msgs and seed == 4002 and bp == 2
     assert c.usage == Usage(input=120, output=30, cache_read=1024, cache_write=256)
     assert c.stop_reason == "tool_use" and c.tool_calls[0].args == {"path": "a.py"}
     assert c.request_hash == request_hash(msgs, TOOLS, 512, 4002)

@@ -144,9 +144,8 @@ def test_matched_limits_send_no_429(kind, api_keys, tmp_path):
         done = _hammer(kind, srv, RateLimit(rpm=150, input_tpm=150 * 2000), tmp_path, calls=30, speed=speed)
     assert len(done) == 240 and server.stats()["rejected"] == 0 and server.stats()["admitted"] == 240
     assert all(c.extra["attempts"] == 1 for c in done)
-    assert (
-        sum(c.extra["queue_s"] > 0.01 for c in done) >= 80
-    )  # past the burst of 135, calls wait for the limiter
+    # past the burst of 135, calls wait for the limiter
+    assert sum(c.extra["queue_s"] > 0.01 for c in done) >= 80
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -116,9 +116,8 @@ def test_count_tokens_and_models(api_keys):
     msgs = (Message("system", "sys"), Message("user", "[task:toy/1] count me"))
     with LoopbackServer(backend) as srv:
         p = make("anthropic", srv)
-        assert (
-            p.count_tokens(msgs) == count_messages(msgs) + tools_tokens(())[1]
-        )  # as the sim's usage counts them
+        # as the sim's usage counts them
+        assert p.count_tokens(msgs) == count_messages(msgs) + tools_tokens(())[1]
         with urllib.request.urlopen(srv.url + "/v1/models", timeout=10) as r:
             assert json.loads(r.read())["data"][0]["id"] == "sim"
 

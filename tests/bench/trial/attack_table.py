@@ -105,9 +105,8 @@ def row(obs: dict[str, Any]) -> list[str]:
             "crash",
             verdict(obs),
         ]
-    turns = (
-        str(obs["agent_turns"]) if obs["agent"] != "own" else "-"
-    )  # agent_turn events: a third party's only
+    # agent_turn events: a third party's only
+    turns = str(obs["agent_turns"]) if obs["agent"] != "own" else "-"
     return [
         obs["attack"],
         obs["agent"],

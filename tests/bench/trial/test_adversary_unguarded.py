@@ -114,9 +114,8 @@ def test_a_submit_the_schema_refuses_breaks_the_recording_without_the_boundary(
 def test_a_huge_argument_floods_the_log_without_the_boundary(results, monkeypatch, tmp_path, docker_ready):
     _, guarded = _play("huge_args", results, monkeypatch, tmp_path)
     monkeypatch.setattr(emitted, "admit_args", _carried_as_is)
-    monkeypatch.setattr(
-        blobs, "stash", lambda fields, threshold: (fields, [], {})
-    )  # else each value stored once
+    # else each value stored once
+    monkeypatch.setattr(blobs, "stash", lambda fields, threshold: (fields, [], {}))
     _, unguarded = _play("huge_args", results, monkeypatch, tmp_path)
     large = 2 << 20
     assert guarded.stat().st_size < large  # the three 2 MiB values: 2,000-character excerpts

@@ -81,9 +81,8 @@ def test_a_forged_report_is_ignored_and_logged(box, copy, log):
 
 def test_protected_files_are_put_back_before_the_check_runs(box, copy, log):
     box.write_file("calc.py", WRONG)
-    box.write_file(
-        "tests/test_calc.py", "def test_add():\n    pass\n"
-    )  # the host file ops, as a sandbox process would
+    # the host file ops, as a sandbox process would
+    box.write_file("tests/test_calc.py", "def test_add():\n    pass\n")
     box.write_file("tools/run_tests.py", "print('1 passed, 0 failed')\n")
     box.write_file("tests/conftest.py", ALWAYS_PASS)
     box.exec("mkdir -p tests/__pycache__ && echo junk > tests/__pycache__/test_calc.cpython-311.pyc")

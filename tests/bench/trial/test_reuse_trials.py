@@ -57,9 +57,8 @@ def _trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSa
         made.append(box)
         return box
 
-    monkeypatch.setattr(
-        pool, "acquire", acquire
-    )  # the runner loads it by name (runner.ANNEXES) at each trial
+    # the runner loads it by name (runner.ANNEXES) at each trial
+    monkeypatch.setattr(pool, "acquire", acquire)
 
     def play(script: list) -> tuple[Any, DockerSandbox]:
         cfg = compose(
@@ -114,9 +113,8 @@ def test_a_worker_shares_its_sandbox_and_verdicts_only_until_the_agent_runs_a_co
     box = kept_after_honest(trials)
     second, again = trials(HONEST)
     assert again is box and _end(second)["t"]["sandbox_reused"]
-    assert (
-        second.success and len(kinds(second.events_path, "check_cached")) == 2
-    )  # the step and the final check
+    # the step and the final check
+    assert second.success and len(kinds(second.events_path, "check_cached")) == 2
     flipped, tainted = trials(FLIPPED)
     assert tainted is box and _end(flipped)["t"]["sandbox_reused"]
     assert not flipped.success and flipped.failure_reason == "step_failed", (

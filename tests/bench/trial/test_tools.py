@@ -136,9 +136,8 @@ def test_a_run_that_changes_protected_files_is_undone_from_the_harness_copy(tool
 
 
 def test_the_harness_copy_never_comes_from_the_working_copy(box):
-    box.write_file(
-        "tests/test_calc.py", "def test_x():\n    pass\n"
-    )  # tampered before the trial's tools exist
+    # tampered before the trial's tools exist
+    box.write_file("tests/test_calc.py", "def test_x():\n    pass\n")
     tools = Tools(box, HarnessCopy(tiny_task()), exec_timeout_s=20)
     out = tools.call("run", {"command": "true"})
     assert out.policy_violation == "tests/test_calc.py" and box.read_file("tests/test_calc.py") == TEST_CALC
