@@ -91,11 +91,16 @@ _CLIENTS: dict[tuple[str, int], RetryingClient] = {}
 def client(uri: str) -> RetryingClient:
     """One client per store and process: making one resolves its store again (~8 ms, twice a
     trial). The client holds no state of a call's (MLflow's store opens a session per call), so
-    the threads of a process share it; a forked child makes its own (the key has the pid)."""
+    the threads of a process share it; a forked child makes its own (the key has the pid). A new
+    SQLite store starts as a copy of an empty one (bench/tracking/store.py)."""
     key = (uri, os.getpid())
     made = _CLIENTS.get(key)
     if made is None:
         from mlflow.tracking import MlflowClient
+
+        from bench.tracking.store import provision
+
+        provision(uri)
 
         made = _CLIENTS[key] = RetryingClient(with_retry(lambda: MlflowClient(tracking_uri=uri), "client"))
     return made

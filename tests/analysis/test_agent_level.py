@@ -33,10 +33,9 @@ AS_AGENT = [
 @pytest.fixture(scope="module")
 def agent_study(tmp_path_factory) -> Path:
     import bench.trial.runner as runner
-    from tests.helpers.store import seeded
 
     root = tmp_path_factory.mktemp("agent-study")
-    results = seeded(root / "results")
+    results = root / "results"
     cache = root / "agents" / f"{AGENT}-2.4.6"  # what installed() checks: the stamp, the bin, the version
     (cache / "venv" / "bin").mkdir(parents=True)
     (cache / "venv" / "bin" / "python").symlink_to(sys.executable)

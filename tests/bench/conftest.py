@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.both_ways import BothWays, run_both_ways
-from tests.helpers.store import seeded
 from tests.helpers.studies import Reference, locked_joblib_study
 
 
@@ -13,7 +12,7 @@ from tests.helpers.studies import Reference, locked_joblib_study
 def joblib_study(tmp_path_factory, docker_ready) -> Reference:
     """The 4-trial reference study through joblib, run once: under an SQLite lock (the retry
     test's attack) and the baseline the Ray and submitit launchers must reproduce."""
-    return locked_joblib_study(seeded(tmp_path_factory.mktemp("joblib4")))
+    return locked_joblib_study(tmp_path_factory.mktemp("joblib4"))
 
 
 @pytest.fixture(scope="session")

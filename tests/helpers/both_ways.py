@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT
-from tests.helpers.store import seeded
 
 PLAN = [
     "strategy=raw,ledger",
@@ -35,7 +34,7 @@ class BothWays:
 
 
 def _start(results: Path, *launcher: str) -> subprocess.Popen:
-    env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(results)), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CTXBENCH_RESULTS": str(results), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
     return subprocess.Popen(
         [sys.executable, "-m", "bench", "-m", *PLAN, *launcher],

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.config import ROOT
-from tests.helpers.store import seeded
 
 STRATEGIES = ("raw", "compaction")
 ARMS = ("baseline", "drift_compaction")
@@ -137,7 +136,6 @@ def _bench(args: list[str], root: Path, timeout: float = 1800) -> None:
 
 def write_study(root: Path) -> HarnessStudy:
     """Run the study into `root` (results dir: mlflow.db, trials/) and describe what it holds."""
-    seeded(root)  # an empty store made once per session (tests/helpers/store.py)
     _bench(
         [
             "-m",

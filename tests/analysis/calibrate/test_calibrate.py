@@ -21,7 +21,6 @@ from analysis.calibrate.observe import Obs
 from analysis.calibrate.recovery import splits, truth
 from analysis.calibrate.sources import load, parse
 from ctxlog import events as ev
-from tests.helpers.store import seeded
 
 REPO = Path(__file__).resolve().parents[3]
 PRIOR = model_config("sim")["params"]
@@ -100,7 +99,7 @@ TRUTH = {
 @pytest.fixture(scope="module")
 def sim_trials(tmp_path_factory):
     """Two short trials of the sim through the real config, with parameters that are not the defaults."""
-    root = seeded(tmp_path_factory.mktemp("calib"))
+    root = tmp_path_factory.mktemp("calib")
     cmd = [
         sys.executable,
         "-m",

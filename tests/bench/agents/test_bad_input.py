@@ -19,7 +19,6 @@ from bench.agents import mini
 from bench.agents.install import STAMP
 from bench.core import outcomes
 from tests.bench.agents.test_replay import _records, _trial
-from tests.helpers.store import seeded
 
 VERSION = "2.4.6"
 
@@ -51,7 +50,7 @@ def cache(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "agents"
     root.mkdir()
     monkeypatch.setenv("CTXBENCH_AGENTS", str(root))
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path / "results")))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path / "results"))
     return root
 
 
@@ -119,7 +118,7 @@ def test_an_agent_that_misbehaves_is_the_agents_failure_on_the_record(how, tmp_p
     monkeypatch.setattr(mini, "installed", lambda spec: Path(sys.executable))
     result = _trial(
         monkeypatch,
-        seeded(tmp_path / "results"),
+        tmp_path / "results",
         "model=sim",
         "agent.limits.turn_timeout_s=5",
         f"agent.limits.output_limit_bytes={MB}",

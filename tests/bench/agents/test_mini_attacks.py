@@ -30,7 +30,6 @@ from tests.bench.agents.test_mini import mini_installed
 from tests.bench.trial.adversary_run import adopt_orphans, play
 from tests.bench.trial.test_adversary import HOST_PROBES, NO_CHECK_PASSES, REASON
 from tests.helpers.agents import agent_spec
-from tests.helpers.store import seeded
 
 __all__ = ["mini_installed"]  # the fixture, shared with test_mini.py
 
@@ -57,7 +56,7 @@ def test_an_attack_model_tells_mini_what_it_tells_ctxbenchs_loop_as_bash_command
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return seeded(tmp_path_factory.mktemp("mini-attacks"))
+    return tmp_path_factory.mktemp("mini-attacks")
 
 
 @pytest.mark.docker

@@ -27,7 +27,6 @@ from bench.providers.replay import RecordingProvider
 from bench.sim.dialects import DialectProvider
 from tests.bench.agents.test_mini import mini_installed  # noqa: F401 - a fixture
 from tests.bench.trial.conftest import CALC, tiny_task
-from tests.helpers.store import seeded
 
 SCRIPT = [
     [{"name": "bash", "args": {"command": "ls"}}],
@@ -56,7 +55,7 @@ def _trial(monkeypatch, results: Path, *overrides: str, script: list | None = No
 
 @pytest.mark.timeout(600)
 def test_a_mini_trial_replays_offline_to_the_same_tree(mini_installed, tmp_path, monkeypatch):  # noqa: F811
-    results = seeded(tmp_path / "results")
+    results = tmp_path / "results"
     cassette = tmp_path / "mini.cassette.jsonl"
     recorded = _trial(monkeypatch, results, "model=adversary", f"+model.record={cassette}", script=SCRIPT)
     assert recorded.status == "success", recorded.failure_reason
@@ -112,7 +111,7 @@ def test_a_mini_trial_with_the_sim_replays_in_docker(
     in the Docker sandbox; the replay has no sim and gets the same tree."""
     import bench.trial.runner as runner
 
-    results, cassette = seeded(tmp_path / "results"), tmp_path / "mini.cassette.jsonl"
+    results, cassette = tmp_path / "results", tmp_path / "mini.cassette.jsonl"
     monkeypatch.setenv("CTXBENCH_RESULTS", str(results))
     base = ["agent=mini_swe_agent", "arm=drift", "task=record_upgrade", "task.size.steps=6", "sandbox=docker"]
     recorded = runner.run(load(compose([*base, "model=sim", f"+model.record={cassette}", "study.name=rec"])))

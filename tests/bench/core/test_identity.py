@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from bench.config import compose, load
 from bench.core.identity import model_identity
-from tests.helpers.store import seeded
 
 
 def test_two_endpoints_of_one_model_group_are_two_models():
@@ -27,7 +26,7 @@ def test_the_trial_run_is_tagged_with_the_identity(tmp_path, monkeypatch):
     """What the analysis groups and de-duplicates by (the `model` tag) is the identity."""
     from bench.tracking.runs import TrialRun
 
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     cfg = load(compose(["model=smollm2", "model.base_url=http://127.0.0.1:9999/v1"]))
     run = TrialRun(cfg, {})
     tags = run.client.get_run(run.run_id).data.tags
@@ -43,7 +42,7 @@ def test_a_single_trial_does_not_leave_its_study_run_running(tmp_path, monkeypat
     """Issue 21, defect 8: the study's parent run stayed RUNNING after single (non-multirun) trials."""
     from bench.tracking.runs import TrialRun
 
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     run = TrialRun(load(compose(["study.name=single-trials"])), {})
     parent = run.client.get_run(run.client.get_run(run.run_id).data.tags["mlflow.parentRunId"])
     assert parent.info.status == "FINISHED"

@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from bench.config import ROOT
-from tests.helpers.store import seeded
 
 SWEEP = [
     "strategy=raw,ledger",
@@ -25,7 +24,7 @@ SWEEP = [
 
 
 def _study(tmp_path, *extra: str) -> tuple[str, dict]:
-    env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path)), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CTXBENCH_RESULTS": str(tmp_path), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "-m", *SWEEP, *extra],

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.store import seeded
 from tests.helpers.studies import (
     RAY_LOCAL_ENV,
     Reference,
@@ -73,7 +72,7 @@ def test_ray_cluster_runs_the_same_trials_as_joblib(reference: StudyOutcome, tmp
     with ray_head(num_cpus=2) as address:
         out = run_study(
             study,
-            seeded(tmp_path),
+            tmp_path,
             ["hydra/launcher=ctxbench_ray"],
             env={**RAY_LOCAL_ENV, "RAY_ADDRESS": address},
         )
@@ -86,7 +85,7 @@ def test_submitit_local_runs_the_same_trials_as_joblib(reference: StudyOutcome, 
     study = f"submitit-{uuid.uuid4().hex[:6]}"
     out = run_study(
         study,
-        seeded(tmp_path),
+        tmp_path,
         ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10", "hydra.launcher.cpus_per_task=1"],
     )
     assert f"[study {study}] {N_TRIALS}/{N_TRIALS} (100%)" in out

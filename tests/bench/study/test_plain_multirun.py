@@ -13,7 +13,6 @@ import sys
 from collections import Counter
 
 from bench.config import ROOT
-from tests.helpers.store import seeded
 
 SWEEP = [
     "strategy=raw,ledger",
@@ -31,7 +30,7 @@ def _bench(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_a_plain_multirun_is_a_study_and_the_same_command_resumes_it(tmp_path):
-    env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path)), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CTXBENCH_RESULTS": str(tmp_path), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
     first = _bench(["-m", *SWEEP], env)
     out = first.stdout + first.stderr

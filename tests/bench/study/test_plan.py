@@ -22,7 +22,6 @@ from bench.study.plan import derived_name, plan_trials
 from bench.study.progress import planned_jobs
 from bench.tracking.study_records import merge, open_study_run, read_plan, status
 from bench.trial.runner import TrialResult
-from tests.helpers.store import seeded
 
 
 def _multirun_config(overrides: list[str]):
@@ -150,7 +149,7 @@ def test_resuming_with_the_same_sweep_reuses_the_plan_and_a_different_sweep_is_r
 
 
 def test_the_plan_lives_in_the_parent_run_and_a_different_sweep_warns(tmp_path, monkeypatch, caplog):
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     study = f"plan-{uuid.uuid4().hex[:6]}"
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         master = _multirun_config([f"study.name={study}", "strategy=raw,ledger"])

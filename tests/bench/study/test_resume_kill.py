@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 
 from bench.config import ROOT
-from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 
@@ -147,7 +146,7 @@ def kill_midway(
 
 @pytest.mark.parametrize("variant", ["grid", "plain"])
 def test_sigkill_midway_then_rerun_counts_every_trial_once(variant, tmp_path, docker_ready):
-    env = {**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path)), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CTXBENCH_RESULTS": str(tmp_path), "PYTHONUNBUFFERED": "1"}
     env.pop("CTXBENCH_STUDY", None)
     db = tmp_path / "mlflow.db"
     t0 = time.monotonic()

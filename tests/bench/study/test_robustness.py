@@ -19,7 +19,6 @@ import pytest
 from bench.study.callback import StudyCallback
 from bench.study.progress import planned_jobs, progress_line, summarize
 from bench.trial.watchdog import Watchdog, timeout_exception
-from tests.helpers.store import seeded
 
 # ---------------------------------------------------------------------------- the watchdog
 
@@ -92,7 +91,7 @@ def test_trial_stuck_inside_a_model_call_is_ended_as_timeout_and_cleaned_up(
     from bench.config import compose, load
     from bench.trial.runner import run
 
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     monkeypatch.setattr(bench.trial.watchdog, "WATCHDOG_GRACE_S", 0.5)
     real = providers.make_provider
     monkeypatch.setattr(providers, "make_provider", lambda cfg: _Hangs(real(cfg)))
@@ -338,7 +337,7 @@ def test_running_runs_are_judged_dead_by_pid_or_by_age_and_a_live_one_is_not_sta
     from bench.tracking.runs import STALE_GRACE_S, experiment_id, previous_runs
     from bench.trial.runner import run
 
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     tcfg = load(compose([f"study.name=stale-{uuid.uuid4().hex[:6]}", "limits.trial_timeout_s=60"]))
     client = MlflowClient(tcfg.tracking.uri)
     exp = experiment_id(client, tcfg.tracking.experiment, tcfg.tracking.artifact_root)
@@ -399,7 +398,7 @@ def test_in_a_real_multirun_a_crashing_trial_does_not_stop_the_others(tmp_path, 
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "CTXBENCH_RESULTS": str(seeded(tmp_path))},
+        env={**os.environ, "CTXBENCH_RESULTS": str(tmp_path)},
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "1 trial(s) crashed" in out and "task.size.callers=1" in out

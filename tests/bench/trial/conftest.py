@@ -24,7 +24,6 @@ from bench.sandbox.local import LocalSandbox
 from tasks.common.run_tests import RUNNER_PATH, RUNNER_SOURCE
 from tasks.spec import Invariant, Step, StepPlan, TaskSpec
 from tests.helpers.configs import sandbox_config
-from tests.helpers.store import seeded
 
 TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n"
 CALC = "def add(a, b):\n    return a + b\n"
@@ -100,7 +99,7 @@ def kinds(path: Path, kind: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One results folder (one MLflow store) per test module: creating a store costs seconds."""
-    return seeded(tmp_path_factory.mktemp("results"))
+    return tmp_path_factory.mktemp("results")
 
 
 @pytest.fixture

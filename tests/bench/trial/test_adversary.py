@@ -26,7 +26,6 @@ from bench.core.outcomes import AGENT
 from bench.providers.attacks import ATTACKS
 from bench.sandbox.content import remove_tree
 from tests.bench.trial.adversary_run import ROOT, as_user, interpreter, play
-from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 
@@ -160,7 +159,7 @@ def check(attack: str, obs: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return seeded(tmp_path_factory.mktemp("adversary"))
+    return tmp_path_factory.mktemp("adversary")
 
 
 def test_every_attack_has_an_expectation():

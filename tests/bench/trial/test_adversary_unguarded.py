@@ -32,14 +32,13 @@ from bench.trial.tools import Tools
 from ctxlog import blobs
 from ctxlog.statements import words
 from tests.bench.trial.adversary_run import play
-from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return seeded(tmp_path_factory.mktemp("unguarded"))
+    return tmp_path_factory.mktemp("unguarded")
 
 
 def _play(attack: str, results: Path, monkeypatch, tmp_path) -> tuple[dict[str, Any], Path]:

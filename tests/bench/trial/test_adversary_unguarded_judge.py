@@ -15,7 +15,6 @@ from bench.core.outcomes import INFRA
 from bench.sandbox import docker as docker_backend
 from bench.sandbox.base import SandboxLost
 from tests.bench.trial.adversary_run import play
-from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 
@@ -25,7 +24,7 @@ def test_without_its_guard_a_container_the_agent_filled_is_booked_as_ours(
 ):
     monkeypatch.setattr(docker_backend, "failure", lambda reason, detail: SandboxLost(detail))
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    obs = play("oom_pid1", seeded(tmp_path / "results"))
+    obs = play("oom_pid1", tmp_path / "results")
     if docker_backend._PID1_OOM[0]:
         pytest.skip("this engine keeps pid 1 out of the OOM killer's reach: the guard is not needed here")
     assert (obs["mlflow_status"], obs["outcome_class"], obs["failure_reason"]) == (

@@ -21,7 +21,6 @@ import pytest
 
 from bench.config import ROOT
 from tests.helpers.pristine import trial_outcomes
-from tests.helpers.store import seeded
 from tests.helpers.studies import study_env
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
@@ -47,9 +46,7 @@ def _study(results: Path, on: bool) -> None:
         f"sandbox.reuse={on}",
         "study.name=equality",
     ]
-    proc = subprocess.run(
-        cmd, cwd=ROOT, env=study_env(seeded(results)), capture_output=True, text=True, timeout=500
-    )
+    proc = subprocess.run(cmd, cwd=ROOT, env=study_env(results), capture_output=True, text=True, timeout=500)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 
 

@@ -14,7 +14,6 @@ from bench.config import TrialConfig, compose, load
 from bench.tracking import study_budget as budget
 from bench.tracking.runs import TrialRun, flatten, trial_claim
 from bench.trial import runner
-from tests.helpers.store import seeded
 
 
 def _cfg(tmp_path, *over: str) -> TrialConfig:
@@ -49,7 +48,7 @@ def _held(path) -> bool:
 
 
 def test_params_are_logged_outside_the_claim_lock(tmp_path, monkeypatch):
-    tcfg = _cfg(seeded(tmp_path))
+    tcfg = _cfg(tmp_path)
     seen: list[bool] = []
     real = TrialRun.log_params
 
@@ -86,7 +85,7 @@ def test_two_processes_claiming_the_same_config_at_once_start_it_once(tmp_path):
     """The attack: two invocations of one study start the same trial at the same instant.
     Without the lock both find no earlier run and both create one (fails with `trial_claim`
     made a no-op)."""
-    tcfg = _cfg(seeded(tmp_path))
+    tcfg = _cfg(tmp_path)
     ctx = multiprocessing.get_context("fork")
     ready, done, out = ctx.Barrier(2), ctx.Barrier(3), ctx.Queue()
     procs = [ctx.Process(target=_claimer, args=(tcfg, ready, done, out)) for _ in range(2)]
@@ -141,7 +140,7 @@ def test_a_process_claims_at_most_a_few_trials_at_once(tmp_path, monkeypatch):
     (fails without the bound: all 8 at once)."""
     from bench.tracking import runs
 
-    cfgs = [_cfg(seeded(tmp_path), f"task.seed={i}") for i in range(2 * runs.CLAIMS_PER_PROCESS)]
+    cfgs = [_cfg(tmp_path, f"task.seed={i}") for i in range(2 * runs.CLAIMS_PER_PROCESS)]
     now, peak, lock = [0], [0], threading.Lock()
     real = runner.previous_runs
 

@@ -9,7 +9,6 @@ import pytest
 from bench.config import ConfigError, compose, load
 from bench.trial.runner import run
 from ctxlog.reader import Log
-from tests.helpers.store import seeded
 
 SHORT = [
     "task=signature_migration",
@@ -24,7 +23,7 @@ SHORT = [
 def _trial(tmp_path, monkeypatch, *overrides: str):
     # One results folder (one MLflow store) for the four trials: a new store costs seconds, and
     # the four configs differ (arm, drift_kinds), so none resumes or skips another.
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     result = run(load(compose([*SHORT, *overrides])))
     assert result.status == "success", result.failure_reason
     return [r for r in Log.from_path(result.events_path).records()]

@@ -9,7 +9,6 @@ import tasks
 from bench.config import compose, load
 from bench.trial.runner import run
 from ctxlog.reader import Log
-from tests.helpers.store import seeded
 
 SHORT = [
     "task=signature_migration",
@@ -35,7 +34,7 @@ def _trap_key() -> str:
 
 def _protection(tmp_path, monkeypatch, *overrides: str) -> list[float]:
     """q of every temptation decision on the planted trap."""
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     result = run(load(compose([*SHORT, *overrides])))
     key = _trap_key()
     qs = [

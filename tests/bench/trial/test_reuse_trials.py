@@ -25,7 +25,6 @@ from bench.providers.scripted import ScriptedProvider
 from bench.sandbox.docker import DockerSandbox
 from tests.bench.trial.conftest import kinds, tiny_task
 from tests.helpers.pristine import FILL_QUEUES, QUEUE_FLIP, container_exists, queue_quota
-from tests.helpers.store import seeded
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_ready")]
 
@@ -46,7 +45,7 @@ def trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSan
 def _trials(tmp_path, monkeypatch) -> Iterator[Callable[..., tuple[Any, DockerSandbox]]]:
     import bench.trial.runner as runner
 
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     monkeypatch.setattr(runner.tasks, "generate", lambda *a, **k: tiny_task())
     study = f"reuse-{uuid.uuid4().hex[:8]}"
     made: list[DockerSandbox] = []

@@ -13,7 +13,6 @@ from bench.eventlog.verify import main as verify_main
 from bench.eventlog.writer import comparable
 from bench.trial.runner import run
 from ctxlog.reader import Log
-from tests.helpers.store import seeded
 
 pytestmark = pytest.mark.docker
 SHORT = ["task.size.steps=6"]
@@ -21,7 +20,7 @@ SHORT = ["task.size.steps=6"]
 
 @pytest.fixture
 def trial_cfg(tmp_path, monkeypatch, docker_ready):
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
 
     def make(*overrides: str):
         return load(compose([*SHORT, *overrides]))

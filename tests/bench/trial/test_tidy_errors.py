@@ -13,7 +13,6 @@ from bench.trial.runner import run
 from bench.trial.tidy_errors import error_kinds
 from ctxlog.reader import Log
 from tests.bench.trial.conftest import mlflow_run
-from tests.helpers.store import seeded
 
 SHORT = [
     "task=batch_writes",
@@ -58,7 +57,7 @@ def test_a_task_without_harmless_tidy_ups_counts_none():
 
 
 def _trial(tmp_path, monkeypatch, p_tempt: float, *over: str) -> tuple[dict, dict]:
-    monkeypatch.setenv("CTXBENCH_RESULTS", str(seeded(tmp_path)))
+    monkeypatch.setenv("CTXBENCH_RESULTS", str(tmp_path))
     cfg = load(compose([*SHORT, f"model.params.p_tempt={p_tempt}", *over]))
     result = run(cfg)
     task = tasks.generate("batch_writes", 0, steps=6)
